@@ -1,0 +1,54 @@
+"""The one interface every sink implements, and the chunk it receives from the spool."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..metric_event import MetricEvent
+
+__all__ = ["Chunk", "Sink", "SinkError"]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One spooled delivery unit: all new events of one source in one drain, or the terminal marker.
+
+    ``ndjson`` is canonical MetricEvent NDJSON (``chunk_digest`` = its sha256 hex), exactly the
+    bytes of the pending manifest. ``non_finite`` holds the observations that cannot be
+    MetricEvents (NaN/±Inf values, DESIGN §5): MetricEvent-shaped records whose ``value`` is not
+    finite; only sinks that can keep them (the expstore) use them, none may encode them.
+    """
+
+    sequence: int
+    kind: str  # "history" | "terminal"
+    chunk_digest: str
+    ndjson: bytes
+    event_count: int
+    non_finite: tuple[MetricEvent, ...] = ()
+
+
+class SinkError(Exception):
+    """Delivery failed. ``retryable`` tells the spool whether to back off and try again."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class Sink(abc.ABC):
+    """A destination. ``deliver`` returns only once the chunk is durably acknowledged."""
+
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def identity(self) -> str:
+        """A stable description of where and how this sink delivers (part of the config identity)."""
+
+    @abc.abstractmethod
+    def deliver(self, chunk: Chunk) -> None:
+        """Deliver idempotently: re-delivering an acknowledged chunk must be a no-op."""
+
+    def close(self) -> None:  # noqa: B027 - most sinks hold nothing to release
+        """Release connections and files."""

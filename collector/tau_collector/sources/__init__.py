@@ -1,0 +1,1 @@
+"""Sources: readers that turn history files and event files into history rows."""
