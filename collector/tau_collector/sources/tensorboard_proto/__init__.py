@@ -1,0 +1,1 @@
+"""Generated protobuf classes for the subset of TensorFlow's Event protocol the tfevents source reads."""
