@@ -1,0 +1,383 @@
+"""Incremental, checkpointable reading of one JSONL history file into history rows.
+
+The reader follows TauGrid's framing (``history.go``): while the job runs only bytes up to the
+last ``\\n`` are consumed, so a line the writer is still appending is left for the next pass;
+the final drain after completion also consumes the unterminated tail. Unlike TauGrid, a bad
+line is not fatal: it becomes a :class:`SourceProblem` and the rows around it are still read;
+Python's ``NaN``/``Infinity`` tokens and our normalizer's ``"NaN"``/``"Infinity"`` strings are
+read as non-finite floats (``DESIGN.md`` §5).
+
+The caller persists ``(offset, lines)`` of a :class:`HistoryRead` as its checkpoint together
+with :func:`file_id` and :func:`prefix_sha256`, which tell whether the file is still the same.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any
+
+import orjson
+
+from tau_collector.gojson import decode_go_utf8
+from tau_collector.records import HistoryRow, ProblemKind, SourceProblem
+
+__all__ = [
+    "HistoryRead",
+    "HistoryPathError",
+    "read_history",
+    "read_history_file",
+    "decode_history_line",
+    "file_id",
+    "prefix_sha256",
+    "history_metric_file_id",
+    "expand_history",
+]
+
+# Strings our normalizer writes for non-finite values so that TauGrid's collector (which skips
+# strings) does not die on the file; read back as the floats they stand for.
+_NONFINITE_STRINGS: dict[str, float] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+# orjson silently turns integers beyond 64 bits into floats; a run of 19+ digits not preceded by
+# "." (a fraction) marks a line that json.loads must decode to keep such integers exact.
+# Mapping digits to "0", "." to "F" and every other byte to "X" lets one bytes.find locate such
+# runs in the whole buffer: far cheaper than a regex or a Python loop over fraction digits.
+_INTEGER_MASK = bytes(
+    0x30 if 0x30 <= byte <= 0x39 else 0x46 if byte == 0x2E else 0x58 for byte in range(256))
+_LONG_INTEGER = b"X" + b"0" * 19
+
+_READ_BLOCK = 1 << 20
+# Lines decoded together on the fast path; bounds the work redone when a batch holds a bad line.
+_BATCH_LINES = 4096
+
+
+class HistoryPathError(ValueError):
+    """A ``--history`` argument that names something that cannot be a history file."""
+
+
+@dataclass(slots=True)
+class HistoryRead:
+    """What one pass over a history file produced, and the checkpoint after it.
+
+    ``offset``/``lines`` are the new checkpoint: the byte offset just past the last consumed
+    line and the number of lines consumed since the start of the file (blank and bad lines
+    count, they are consumed too). ``pending_bytes`` is the partial last line left for the
+    next pass (always 0 after a final drain).
+    """
+
+    path: str
+    start_offset: int
+    start_lines: int
+    offset: int
+    lines: int
+    rows: list[HistoryRow] = field(default_factory=list)
+    problems: list[SourceProblem] = field(default_factory=list)
+    pending_bytes: int = 0
+
+    @property
+    def consumed_bytes(self) -> int:
+        return self.offset - self.start_offset
+
+
+def read_history(
+    path: str,
+    offset: int = 0,
+    lines: int = 0,
+    *,
+    final: bool = False,
+    prefix_hash: Any = None,
+) -> HistoryRead:
+    """Read the lines of ``path`` that follow the checkpoint ``(offset, lines)``.
+
+    ``final=False`` (the job is running) stops after the last ``\\n``; ``final=True`` also
+    consumes an unterminated last line. ``prefix_hash``, when given, is a ``hashlib.sha256``
+    object over the bytes before ``offset``; it is updated with the consumed bytes, so a caller
+    can keep the checkpoint's prefix digest without re-reading the file.
+
+    A file that cannot be read, or is shorter than ``offset``, yields one ``UNREADABLE``
+    problem and no advance.
+    """
+    result = HistoryRead(path=path, start_offset=offset, start_lines=lines, offset=offset, lines=lines)
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size < offset:
+                result.problems.append(SourceProblem(
+                    path, ProblemKind.UNREADABLE,
+                    f"checkpoint offset {offset} is past the end of the file ({size} bytes): the file was "
+                    "truncated or replaced; restore it or start the collector with a fresh --out",
+                    offset=offset))
+                return result
+            handle.seek(offset)
+            data = handle.read()
+    except OSError as err:
+        result.problems.append(SourceProblem(
+            path, ProblemKind.UNREADABLE,
+            f"cannot read history file ({err.strerror or err}); check that it exists and is readable",
+            offset=offset))
+        return result
+
+    if final:
+        consumed = len(data)
+    else:
+        consumed = data.rfind(b"\n") + 1
+    result.pending_bytes = len(data) - consumed
+    if consumed == 0:
+        return result
+    if prefix_hash is not None:
+        prefix_hash.update(memoryview(data)[:consumed])
+    if consumed != len(data):
+        data = data[:consumed]
+    if data[-1:] == b"\n":
+        data = data[:-1]
+    _decode_lines(path, data, offset, lines, result.rows, result.problems)
+    result.offset = offset + consumed
+    result.lines = lines + data.count(b"\n") + 1
+    return result
+
+
+def read_history_file(path: str, *, final: bool = True) -> HistoryRead:
+    """Read a whole history file from its start (a completed job's file by default)."""
+    return read_history(path, 0, 0, final=final)
+
+
+def _decode_lines(
+    path: str, data: bytes, base_offset: int, base_lines: int,
+    rows: list[HistoryRow], problems: list[SourceProblem],
+) -> None:
+    """Decode ``data`` (complete lines joined by ``\\n``, no trailing newline) into rows."""
+    parts = data.split(b"\n")
+    # offsets[i] = byte offset of line i in the file; offsets[-1] is one past the last line
+    offsets = list(accumulate(map(len, parts), _next_line_start, initial=base_offset))
+    # Lines that need more than orjson (big integers, non-finite strings) are found by
+    # whole-buffer scans, so an ordinary batch costs one orjson call per line and no Python work.
+    special = [base_offset + position for position in _special_positions(data)]
+    special.append(offsets[-1] + 1)
+    special_index = 0
+    loads = orjson.loads
+    for first in range(0, len(parts), _BATCH_LINES):
+        last = min(first + _BATCH_LINES, len(parts))
+        batch = parts[first:last]
+        if special[special_index] >= offsets[last]:
+            try:
+                objects = list(map(loads, batch))
+            except orjson.JSONDecodeError:
+                pass
+            else:
+                if all(type(obj) is dict for obj in objects):
+                    line_start = base_lines + first + 1
+                    rows.extend(map(HistoryRow, objects, range(line_start, line_start + len(batch)),
+                                    offsets[first:last]))
+                    continue
+        # a batch with a special, blank or bad line: line by line, so the others are still read
+        for index in range(first, last):
+            raw = parts[index]
+            offset = offsets[index]
+            line_number = base_lines + index + 1
+            if special[special_index] < offsets[index + 1]:
+                while special[special_index] < offsets[index + 1]:
+                    special_index += 1
+                _decode_slow(path, raw, line_number, offset, rows, problems)
+                continue
+            try:
+                obj = loads(raw)
+            except orjson.JSONDecodeError:
+                _decode_slow(path, raw, line_number, offset, rows, problems)
+                continue
+            if type(obj) is dict:
+                rows.append(HistoryRow(obj, line_number, offset))
+            else:
+                problems.append(_not_an_object(path, obj, line_number, offset))
+
+
+def _next_line_start(start: int, length: int) -> int:
+    return start + length + 1
+
+
+def _special_positions(data: bytes) -> list[int]:
+    """Sorted byte positions in ``data`` whose line must take the slow path."""
+    masked = data.translate(_INTEGER_MASK)
+    positions: list[int] = [0] if masked.startswith(_LONG_INTEGER[1:]) else []
+    hit = masked.find(_LONG_INTEGER)
+    while hit != -1:
+        positions.append(hit + 1)
+        hit = masked.find(_LONG_INTEGER, hit + len(_LONG_INTEGER))
+    # A single-byte `in` is a memchr; metric names rarely hold capitals, so the slower
+    # substring scans usually do not run at all.
+    for marker in (b'"NaN"' if b"N" in data else None, b'Infinity"' if b"I" in data else None):
+        if marker is None:
+            continue
+        hit = data.find(marker)
+        while hit != -1:
+            positions.append(hit)
+            hit = data.find(marker, hit + 1)
+    positions.sort()
+    return positions
+
+
+def decode_history_line(raw: bytes) -> Any:
+    """Decode one line as we read history: orjson first, else Go-like UTF-8 and ``json.loads``.
+
+    Returns the decoded value (an object, or whatever else the line holds) with non-finite
+    strings of metric values turned into floats. Raises ``ValueError`` with a message that
+    says what is wrong; blank lines raise too (callers skip them before).
+    """
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        value = _stdlib_loads(raw)
+    else:
+        if _needs_stdlib(raw):
+            value = _stdlib_loads(raw)
+    if type(value) is dict:
+        _restore_nonfinite(value)
+    return value
+
+
+def _needs_stdlib(raw: bytes) -> bool:
+    return _LONG_INTEGER in b"X" + raw.translate(_INTEGER_MASK)
+
+
+def _stdlib_loads(raw: bytes) -> Any:
+    """json.loads on Go-decoded text: NaN/Infinity tokens, exact big integers, U+FFFD for bad bytes."""
+    text = decode_go_utf8(raw)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        if err.msg == "Extra data":
+            raise ValueError(f"trailing data after the JSON value at column {err.colno}") from None
+        raise ValueError(f"invalid JSON: {err.msg} at column {err.colno}") from None
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
+    if "\\u" in text or "\\U" in text:
+        # Go decodes a lone surrogate escape as U+FFFD; json.loads keeps the surrogate.
+        value = _scrub_surrogates(value)
+    return value
+
+
+def _scrub_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace") if _has_surrogate(
+            value) else value
+    if isinstance(value, dict):
+        return {_scrub_surrogates(k): _scrub_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_surrogates(v) for v in value]
+    return value
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def _restore_nonfinite(obj: dict[str, Any]) -> None:
+    get = _NONFINITE_STRINGS.get
+    for key, value in obj.items():
+        if type(value) is str and not key.startswith("_"):
+            number = get(value)
+            if number is not None:
+                obj[key] = number
+
+
+def _decode_slow(
+    path: str, raw: bytes, line_number: int, offset: int,
+    rows: list[HistoryRow], problems: list[SourceProblem],
+) -> None:
+    if not raw.strip():
+        return  # blank or whitespace-only (incl. a lone "\r" of a CRLF file): nothing to read
+    try:
+        value = decode_history_line(raw)
+    except ValueError as err:
+        problems.append(SourceProblem(
+            path, ProblemKind.BAD_ROW,
+            f"{err}; a history line must be exactly one JSON object — fix the writer of this line "
+            "(the other rows of the file were read)",
+            line=line_number, offset=offset))
+        return
+    if type(value) is dict:
+        rows.append(HistoryRow(value, line_number, offset))
+    else:
+        problems.append(_not_an_object(path, value, line_number, offset))
+
+
+def _not_an_object(path: str, value: Any, line_number: int, offset: int) -> SourceProblem:
+    if value is None:
+        kind = "null"
+    elif isinstance(value, bool):
+        kind = "a boolean"
+    elif isinstance(value, list):
+        kind = "an array"
+    elif isinstance(value, str):
+        kind = "a string"
+    else:
+        kind = "a number"
+    return SourceProblem(
+        path, ProblemKind.BAD_ROW,
+        f"line holds {kind}, not a JSON object; a history line must be one object such as "
+        '{"_step": 0, "loss": 1.5} — fix the writer of this line (the other rows of the file were read)',
+        line=line_number, offset=offset)
+
+
+# ---------------------------------------------------------------------------------------
+# file identity for the checkpoint (TAUGRID-REFERENCE §2.2–2.3)
+
+
+def file_id(path: str) -> str:
+    """``"<dev>:<ino>"`` of ``path``: a rotated or replaced file gets a different id."""
+    st = os.stat(path)
+    return f"{st.st_dev}:{st.st_ino}"
+
+
+def prefix_sha256(path: str, offset: int) -> str:
+    """SHA-256 hex of the first ``offset`` bytes of ``path``; ``""`` at offset 0 (TauGrid's rule).
+
+    Raises ``ValueError`` when the file is shorter than ``offset``.
+    """
+    if offset == 0:
+        return ""
+    digest = hashlib.sha256()
+    remaining = offset
+    with open(path, "rb") as handle:
+        while remaining:
+            block = handle.read(min(remaining, _READ_BLOCK))
+            if not block:
+                raise ValueError(
+                    f"{path}: file has only {offset - remaining} bytes, fewer than the checkpoint offset "
+                    f"{offset}; the file was truncated or replaced — start with a fresh checkpoint")
+            digest.update(block)
+            remaining -= len(block)
+    return digest.hexdigest()
+
+
+def history_metric_file_id(path: str) -> str:
+    """TauGrid's ``metric_file_id`` of a history file: ``history-`` + 16 hex of its clean absolute path."""
+    clean = os.path.normpath(os.path.abspath(path))
+    return "history-" + hashlib.sha256(clean.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def expand_history(patterns: list[str] | tuple[str, ...]) -> list[str]:
+    """Expand ``--history`` arguments as TauGrid does: sorted unique absolute paths.
+
+    An argument with ``*``, ``?`` or ``[`` is a glob (matching dotfiles too, like Go's
+    ``filepath.Glob``); a path that does not exist (yet) is ignored; a directory is an error.
+    """
+    found: set[str] = set()
+    for pattern in patterns:
+        if any(ch in pattern for ch in "*?["):
+            candidates = glob.glob(pattern, include_hidden=True)
+        else:
+            candidates = [pattern]
+        for candidate in candidates:
+            absolute = os.path.normpath(os.path.abspath(candidate))
+            if os.path.isdir(absolute):
+                raise HistoryPathError(
+                    f"history path {absolute} (from {pattern!r}) is a directory; pass the history file "
+                    f"itself or a glob such as {os.path.join(pattern, '*.jsonl')!r}")
+            if os.path.exists(absolute):
+                found.add(absolute)
+    return sorted(found)
