@@ -37,19 +37,18 @@ class GoJSONError(ValueError):
 
 def encode_float(value: float) -> str:
     """Encode a float64 exactly as Go's ``json.Marshal`` does (ES6 number-to-string)."""
+    text = repr(value)  # shortest round-trip digits, the same digits Go's shortest mode picks
+    if "e" not in text and text[-1] != "n" and text[-1] != "f":
+        # repr is positional only for 1e-4 <= |v| < 1e16, inside Go's positional range.
+        if text.endswith(".0"):
+            return text[:-2]
+        return text
     if value != value or value in (math.inf, -math.inf):
         raise GoJSONError(f"json: unsupported value: {value!r}")
-    if value == 0.0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    text = repr(value)  # shortest round-trip digits, the same digits Go's shortest mode picks
     magnitude = abs(value)
     if magnitude < 1e-6 or magnitude >= 1e21:
         return _exponent_form(text)
-    if "e" in text or "E" in text:
-        return _plain_form(text)
-    if text.endswith(".0"):
-        return text[:-2]
-    return text
+    return _plain_form(text)
 
 
 def _split_repr(text: str) -> tuple[str, str, int]:
