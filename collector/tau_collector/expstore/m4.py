@@ -1,0 +1,165 @@
+"""M4 reduction (DESIGN §7): per step bucket keep the first, last, minimum and maximum point.
+
+A line drawn through the kept points at ``max_points/4`` pixels wide (one bucket per pixel
+column) covers exactly the pixels the full line covers, so no spike is ever lost -- unlike LTTB,
+which TauGrid uses and which can drop a one-point spike. Input: steps sorted ascending and
+unique (the reader dedupes first). Non-finite values never take part in min/max; the first
+non-finite point of each bucket is kept besides, so a caller can mark it.
+
+Work per request is O(buckets * BLOCK + n / BLOCK) with an :class:`M4Index` (block-wise
+argmin/argmax computed once per cached series), instead of several passes over all n points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["BLOCK", "M4Index", "bucket_edges", "m4_indices"]
+
+BLOCK = 256
+
+
+class M4Index:
+    """Block extremes of one value array: argmin/argmax of each full BLOCK of finite values."""
+
+    __slots__ = ("block_max", "block_max_val", "block_min", "block_min_val", "n", "non_finite")
+
+    def __init__(self, values: np.ndarray) -> None:
+        values = np.asarray(values, dtype=np.float64)
+        self.n = values.size
+        finite = np.isfinite(values)
+        self.non_finite = np.flatnonzero(~finite)
+        nblk = self.n // BLOCK
+        full = values[: nblk * BLOCK]
+        base = np.arange(nblk, dtype=np.int64) * BLOCK
+        if self.non_finite.size:
+            ok = finite[: nblk * BLOCK]
+            lo = np.where(ok, full, np.inf).reshape(nblk, BLOCK)
+            hi = np.where(ok, full, -np.inf).reshape(nblk, BLOCK)
+        else:
+            lo = hi = full.reshape(nblk, BLOCK)
+        self.block_min = lo.argmin(axis=1) + base
+        self.block_max = hi.argmax(axis=1) + base
+        # +-inf marks a block with no finite value at all.
+        self.block_min_val = lo[np.arange(nblk), self.block_min - base] if nblk else np.empty(0)
+        self.block_max_val = hi[np.arange(nblk), self.block_max - base] if nblk else np.empty(0)
+
+
+def bucket_edges(first_step: int, last_step: int, buckets: int) -> np.ndarray:
+    """Step edges: bucket k holds steps s with ``floor((s - first) * buckets / span) == k``.
+
+    ``span = last - first + 1``; edge k is the smallest such step, ``first + ceil(k * span / buckets)``.
+    Python integers: ``k * span`` can overflow int64.
+    """
+    span = last_step - first_step + 1
+    return np.array(
+        [first_step + (k * span + buckets - 1) // buckets for k in range(buckets + 1)], dtype=np.int64
+    )
+
+
+def _segment_extremes(
+    values: np.ndarray, starts: np.ndarray, ends: np.ndarray, index: M4Index
+) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the min and the max finite value in each [start, end); -1 where there is none."""
+    nseg = starts.size
+    rows = np.arange(nseg)
+    has_nf = index.non_finite.size > 0
+    best = {}
+    for want_max in (False, True):
+        best[want_max] = (np.full(nseg, np.inf), np.full(nseg, -1, dtype=np.int64))
+
+    def offer(want_max: bool, idx: np.ndarray, val: np.ndarray, seg: np.ndarray) -> None:
+        # val is signed so that smaller is better; the earlier index wins ties.
+        best_val, best_idx = best[want_max]
+        cur_v, cur_i = best_val[seg], best_idx[seg]
+        better = np.isfinite(val) & ((val < cur_v) | ((val == cur_v) & (idx < cur_i)))
+        best_val[seg[better]] = val[better]
+        best_idx[seg[better]] = idx[better]
+
+    fb_start = -(-starts // BLOCK)  # first full block inside the segment
+    fb_end = ends // BLOCK  # one past the last full block
+    has_blocks = fb_end > fb_start
+    # Raw ranges: the head and tail around the full blocks, or the whole (short) segment.
+    head_end = np.where(has_blocks, fb_start * BLOCK, ends)
+    tail_start = np.where(has_blocks, fb_end * BLOCK, ends)
+    for r_start, r_end in ((starts, head_end), (tail_start, ends)):
+        width = int((r_end - r_start).max()) if nseg else 0
+        if width <= 0:
+            continue
+        nonempty = r_end > r_start
+        # Clipping repeats the range's last element: harmless for argmin/argmax (first hit wins).
+        grid = np.minimum(r_start[:, None] + np.arange(width, dtype=np.int64)[None, :],
+                          np.maximum(r_end - 1, r_start)[:, None])
+        vals = values[grid]
+        if has_nf:
+            finite = np.isfinite(vals)
+            lo_vals, hi_vals = np.where(finite, vals, np.inf), np.where(finite, vals, -np.inf)
+        else:
+            lo_vals = hi_vals = vals
+        lo_col, hi_col = lo_vals.argmin(axis=1), hi_vals.argmax(axis=1)
+        seg = rows[nonempty]
+        offer(False, grid[rows, lo_col][nonempty], lo_vals[rows, lo_col][nonempty], seg)
+        offer(True, grid[rows, hi_col][nonempty], -hi_vals[rows, hi_col][nonempty], seg)
+    if has_blocks.any():
+        seg = np.flatnonzero(has_blocks)
+        b0, b1 = fb_start[seg], fb_end[seg]
+        counts = b1 - b0
+        offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        flat = np.repeat(b0 - offsets, counts) + np.arange(int(counts.sum()))
+        for want_max, bvals, bidx in (
+            (False, index.block_min_val, index.block_min),
+            (True, -index.block_max_val, index.block_max),
+        ):
+            cand = bvals[flat]
+            seg_min = np.minimum.reduceat(cand, offsets)
+            # First block per segment holding the segment's minimum (blocks are in index order).
+            hits = np.flatnonzero(cand == np.repeat(seg_min, counts))
+            first = hits[np.searchsorted(hits, offsets)]
+            offer(want_max, bidx[flat[first]], cand[first], seg)
+    return best[False][1], best[True][1]
+
+
+def m4_indices(
+    steps: np.ndarray,
+    values: np.ndarray,
+    max_points: int,
+    *,
+    index: M4Index | None = None,
+    lo: int = 0,
+    hi: int | None = None,
+) -> np.ndarray:
+    """Sorted unique indices of the points M4 keeps from ``[lo, hi)`` for ``max_points``.
+
+    Steps ascending and unique. Indices are positions in the full arrays, so a cached
+    :class:`M4Index` of the whole series serves any sub-range. n <= max_points: everything.
+    max_points == 1: the last point (TauGrid). max_points 2 or 3: one bucket's first and last,
+    plus its maximum when 3 fit. Otherwise ``max_points // 4`` buckets.
+    """
+    hi = steps.size if hi is None else hi
+    n = hi - lo
+    if max_points < 1:
+        raise ValueError("max_points must be at least 1")
+    if n <= max_points:
+        return np.arange(lo, hi, dtype=np.int64)
+    if max_points == 1:
+        return np.array([hi - 1], dtype=np.int64)
+    if index is None or index.n != steps.size:
+        index = M4Index(values)
+    buckets = max(1, max_points // 4)
+    edges = bucket_edges(int(steps[lo]), int(steps[hi - 1]), buckets)
+    pos = np.searchsorted(steps[lo:hi], edges, side="left") + lo
+    starts, ends = pos[:-1], pos[1:]
+    nonempty = ends > starts
+    starts, ends = starts[nonempty], ends[nonempty]
+    mins, maxs = _segment_extremes(values, starts, ends, index)
+    if max_points < 4:
+        keep = [lo, hi - 1] + ([int(maxs[0])] if max_points == 3 and maxs[0] >= 0 else [])
+        return np.unique(np.array(keep, dtype=np.int64))
+    nf = index.non_finite
+    parts = [starts, ends - 1, mins[mins >= 0], maxs[maxs >= 0]]
+    if nf.size:
+        at = np.searchsorted(nf, starts, side="left")
+        at_ok = at < nf.size
+        first_nf = np.where(at_ok, nf[np.minimum(at, nf.size - 1)], -1)
+        parts.append(first_nf[at_ok & (first_nf < ends)])
+    return np.unique(np.concatenate(parts))

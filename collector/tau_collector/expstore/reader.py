@@ -1,0 +1,361 @@
+"""The read API over a store (runs, metric summaries, raw rows, reduced series): the only SQL readers use.
+
+Rows of a metric come from every registered file of the run whose step range overlaps the
+request. Equal steps are deduplicated, **last wins**: the row with the latest wall_time, then
+the one from the later-registered file (``metric_files`` rowid), then the later row in its file.
+Files are immutable and keyed by file_id, so decoded slices are cached (bounded LRU by bytes);
+the merged full series of a (run, metric) is cached too, keyed by the exact set of files it was
+built from, with an :class:`~.m4.M4Index` so that reducing 10M points costs milliseconds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .m4 import M4Index, m4_indices
+from .store import ExpStore
+from .summaries import MetricSummaryRow
+from .writer import _SUMMARY_COLUMNS
+
+__all__ = ["MetricSummary", "Rows", "Run", "Series", "StoreReader", "WORKSPACE_TAG"]
+
+WORKSPACE_TAG = "tau_workspace"
+DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
+_MISSING_FILE_RETRIES = 3
+
+MetricSummary = MetricSummaryRow
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    run_id: str
+    project: str
+    experiment_id: str
+    run_group_id: str
+    parent_run_id: str | None
+    state: str
+    owner: str | None
+    created_at: str
+    started_at: str | None
+    completed_at: str | None
+    config_hash: str | None
+    code_sha: str | None
+    image_digest: str | None
+    tau_command: str | None
+    result_uri: str | None
+    tags: dict[str, str] = field(default_factory=dict)
+    metric_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """Columnar points sorted by step, one per step. ``wall_time`` in µs since the epoch, UTC."""
+
+    step: np.ndarray  # int64
+    wall_time: np.ndarray  # int64
+    value: np.ndarray  # float64; may hold NaN/±Inf (non-finite observations)
+
+    def __len__(self) -> int:
+        return int(self.step.size)
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """A reduced series: ``source_points`` in range after dedupe, ``partial`` when fewer were returned."""
+
+    step: np.ndarray
+    wall_time: np.ndarray
+    value: np.ndarray
+    non_finite: np.ndarray  # bool per returned point, for the caller to mark
+    source_points: int
+    partial: bool
+
+    @property
+    def returned_points(self) -> int:
+        return int(self.step.size)
+
+
+_RUN_COLUMNS = (
+    "run_id, project, experiment_id, run_group_id, parent_run_id, state, owner, created_at, started_at, "
+    "completed_at, config_hash, code_sha, image_digest, tau_command, result_uri"
+)
+_EMPTY_I = np.empty(0, dtype=np.int64)
+_EMPTY_F = np.empty(0, dtype=np.float64)
+
+
+@dataclass(slots=True)
+class _Merged:
+    step: np.ndarray
+    wall_time: np.ndarray
+    value: np.ndarray
+    index: M4Index | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.step.nbytes + self.wall_time.nbytes + self.value.nbytes
+
+
+class _LRU:
+    """A byte-bounded LRU shared by the file slices and the merged series (thread-safe)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.used = 0
+        self._items: OrderedDict[object, tuple[object, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: object) -> object | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, key: object, value: object, size: int) -> None:
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self.used -= old[1]
+            if size > self.budget:
+                return
+            self._items[key] = (value, size)
+            self.used += size
+            while self.used > self.budget:
+                _, (_, evicted) = self._items.popitem(last=False)
+                self.used -= evicted
+
+
+class StoreReader:
+    """Reads one store. Safe to share between threads; see the module doc for the last-wins rule."""
+
+    def __init__(
+        self, store: ExpStore | str | os.PathLike[str], *, cache_bytes: int = DEFAULT_CACHE_BYTES
+    ) -> None:
+        self.store = store if isinstance(store, ExpStore) else ExpStore(store)
+        self._cache = _LRU(cache_bytes)
+
+    # -- runs -----------------------------------------------------------------------------
+
+    def runs(
+        self,
+        workspace: str | None = None,
+        *,
+        project: str | None = None,
+        experiment_id: str | None = None,
+        run_group_id: str | None = None,
+        state: str | None = None,
+    ) -> list[Run]:
+        """Runs, newest first. With ``workspace``: those tagged ``tau_workspace=<workspace>`` or untagged."""
+        where, params = [], []
+        for column, value in (("project", project), ("experiment_id", experiment_id),
+                              ("run_group_id", run_group_id), ("state", state)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at DESC, run_id"
+        with self.store.read_transaction() as conn:
+            rows = conn.execute(sql, params).fetchall()
+            tags = _group(conn.execute("SELECT scope_id, key, value FROM tags WHERE scope_type = 'run'"))
+            names = _group_names(conn.execute(
+                "SELECT run_id, metric_name FROM metric_summaries ORDER BY run_id, metric_name"
+            ))
+        runs = [Run(*row, tags=tags.get(row[0], {}), metric_names=names.get(row[0], ())) for row in rows]
+        if workspace is not None:
+            runs = [r for r in runs if r.tags.get(WORKSPACE_TAG, workspace) == workspace]
+        return runs
+
+    def run(self, run_id: str, project: str | None = None) -> Run | None:
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?"
+        params: list[str] = [run_id]
+        if project is not None:
+            sql += " AND project = ?"
+            params.append(project)
+        with self.store.read_transaction() as conn:
+            row = conn.execute(sql, params).fetchone()
+            if row is None:
+                return None
+            tags = dict(conn.execute(
+                "SELECT key, value FROM tags WHERE scope_type = 'run' AND scope_id = ? ORDER BY key",
+                (run_id,),
+            ).fetchall())
+            names = tuple(n for (n,) in conn.execute(
+                "SELECT metric_name FROM metric_summaries WHERE run_id = ? ORDER BY metric_name", (run_id,)
+            ))
+        return Run(*row, tags=tags, metric_names=names)
+
+    def metric_summaries(self, run_id: str) -> list[MetricSummary]:
+        rows = self.store.connection().execute(
+            f"SELECT {_SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = ? ORDER BY metric_name",
+            (run_id,),
+        ).fetchall()
+        return [MetricSummaryRow(*row) for row in rows]
+
+    def metric_names(self, run_id: str) -> list[str]:
+        return [n for (n,) in self.store.connection().execute(
+            "SELECT metric_name FROM metric_summaries WHERE run_id = ? ORDER BY metric_name", (run_id,)
+        )]
+
+    # -- points ---------------------------------------------------------------------------
+
+    def rows(
+        self, run_id: str, metric: str, start_step: int | None = None, end_step: int | None = None
+    ) -> Rows:
+        merged, lo, hi = self._range(run_id, metric, start_step, end_step)
+        return Rows(merged.step[lo:hi].copy(), merged.wall_time[lo:hi].copy(), merged.value[lo:hi].copy())
+
+    def series(
+        self,
+        run_id: str,
+        metric: str,
+        start_step: int | None = None,
+        end_step: int | None = None,
+        max_points: int = 8000,
+        *,
+        step_interval: int | None = None,
+    ) -> Series:
+        """Points in range, thinned by ``step_interval`` (first, multiples from first, last), M4-reduced."""
+        if max_points < 1:
+            raise ValueError("max_points must be at least 1")
+        if step_interval is not None and step_interval < 1:
+            raise ValueError("step_interval must be at least 1")
+        merged, lo, hi = self._range(run_id, metric, start_step, end_step)
+        source_points = hi - lo
+        step, value, wall = merged.step, merged.value, merged.wall_time
+        if step_interval is not None and step_interval > 1 and source_points > 0:
+            s = step[lo:hi]
+            keep = (s - s[0]) % step_interval == 0
+            keep[-1] = True
+            step, value, wall = s[keep], value[lo:hi][keep], wall[lo:hi][keep]
+            idx = m4_indices(step, value, max_points)
+        else:
+            if merged.index is None and source_points > max_points:
+                merged.index = M4Index(merged.value)
+            idx = m4_indices(step, value, max_points, index=merged.index, lo=lo, hi=hi)
+        out_value = value[idx]
+        return Series(step[idx], wall[idx], out_value, ~np.isfinite(out_value), source_points,
+                      int(idx.size) < source_points)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _files(self, run_id: str, start_step: int | None, end_step: int | None) -> list[tuple]:
+        sql = "SELECT rowid, file_id, path, min_step, max_step FROM metric_files WHERE run_id = ?"
+        params: list[object] = [run_id]
+        # Per-file step ranges let a tail request skip every older file.
+        if start_step is not None:
+            sql += " AND (max_step IS NULL OR max_step >= ?)"
+            params.append(start_step)
+        if end_step is not None:
+            sql += " AND (min_step IS NULL OR min_step <= ?)"
+            params.append(end_step)
+        return self.store.connection().execute(sql + " ORDER BY rowid", params).fetchall()
+
+    def _range(self, run_id: str, metric: str, start_step: int | None, end_step: int | None):
+        for attempt in range(_MISSING_FILE_RETRIES):
+            try:
+                merged = self._merged(run_id, metric, start_step, end_step)
+                break
+            except FileNotFoundError:
+                # Compaction retired a file after we listed it and its grace period ran out; the
+                # fresh list names its replacement.
+                if attempt == _MISSING_FILE_RETRIES - 1:
+                    raise
+        lo = 0 if start_step is None else int(np.searchsorted(merged.step, start_step, side="left"))
+        hi = merged.step.size
+        if end_step is not None:
+            hi = int(np.searchsorted(merged.step, end_step, side="right"))
+        return merged, lo, max(lo, hi)
+
+    def _merged(self, run_id: str, metric: str, start_step: int | None, end_step: int | None) -> _Merged:
+        full = self._files(run_id, None, None)
+        key = ("series", run_id, metric, tuple(f[1] for f in full))
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached  # type: ignore[return-value]
+        ranged = start_step is not None or end_step is not None
+        files = self._files(run_id, start_step, end_step) if ranged else full
+        slices = [(rank, self._file_slice(file_id, path, metric)) for rank, (_, file_id, path, _, _) in
+                  enumerate(files)]
+        merged = _merge([(rank, s) for rank, s in slices if s.step.size])
+        if not ranged:
+            self._cache.put(key, merged, merged.nbytes * 2)  # x2: room for the M4 index and views
+        return merged
+
+    def _file_slice(self, file_id: str, path: str, metric: str) -> _Merged:
+        key = ("file", file_id, metric)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached  # type: ignore[return-value]
+        table = pq.read_table(
+            self.store.absolute(path),
+            columns=["step", "wall_time", "value"],
+            filters=[("metric_name", "=", metric)],
+        )
+        step_col = table.column("step")
+        if step_col.null_count:
+            table = table.filter(pc.is_valid(step_col))  # a row without a step has no place on the axis
+        step = table.column("step").to_numpy().astype(np.int64, copy=False)
+        wall_arr = table.column("wall_time").cast("int64").fill_null(np.iinfo(np.int64).min)
+        wall = wall_arr.to_numpy().astype(np.int64, copy=False)
+        value = table.column("value").to_numpy().astype(np.float64, copy=False)
+        s = _dedupe(step, wall, value, np.zeros(step.size, dtype=np.int64))
+        self._cache.put(key, s, s.nbytes)
+        return s
+
+
+def _dedupe(step: np.ndarray, wall: np.ndarray, value: np.ndarray, rank: np.ndarray) -> _Merged:
+    """Sort by (step, wall_time, rank, position) and keep the last row of each step."""
+    n = step.size
+    if n > 1 and not bool(np.all(step[1:] > step[:-1])):
+        order = np.lexsort((np.arange(n), rank, wall, step))
+        step, wall, value = step[order], wall[order], value[order]
+        last = np.ones(n, dtype=bool)
+        last[:-1] = step[1:] != step[:-1]
+        step, wall, value = step[last], wall[last], value[last]
+    return _Merged(np.ascontiguousarray(step), np.ascontiguousarray(wall), np.ascontiguousarray(value))
+
+
+def _merge(slices: list[tuple[int, _Merged]]) -> _Merged:
+    if not slices:
+        return _Merged(_EMPTY_I, _EMPTY_I, _EMPTY_F)
+    if len(slices) == 1:
+        return slices[0][1]
+    ordered = sorted(slices, key=lambda rs: int(rs[1].step[0]))
+    if all(int(a.step[-1]) < int(b.step[0]) for (_, a), (_, b) in itertools.pairwise(ordered)):
+        # The common case (chunks arrive in step order): no overlap, so no sort is needed.
+        return _Merged(
+            np.concatenate([s.step for _, s in ordered]),
+            np.concatenate([s.wall_time for _, s in ordered]),
+            np.concatenate([s.value for _, s in ordered]),
+        )
+    return _dedupe(
+        np.concatenate([s.step for _, s in slices]),
+        np.concatenate([s.wall_time for _, s in slices]),
+        np.concatenate([s.value for _, s in slices]),
+        np.concatenate([np.full(s.step.size, rank, dtype=np.int64) for rank, s in slices]),
+    )
+
+
+def _group(cursor) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for scope_id, key, value in cursor:
+        out.setdefault(scope_id, {})[key] = value
+    return dict(out)
+
+
+def _group_names(cursor) -> dict[str, tuple[str, ...]]:
+    out: dict[str, list[str]] = {}
+    for run_id, name in cursor:
+        out.setdefault(run_id, []).append(name)
+    return {k: tuple(v) for k, v in out.items()}

@@ -1,0 +1,213 @@
+"""Opening and creating an expstore directory, and the SQLite discipline every reader and writer shares.
+
+Several collector processes and a Portal use one store at once. The rules that make that safe:
+``index.sqlite`` runs in WAL mode (readers never block the writer) with a generous busy timeout,
+write transactions are short and start with ``BEGIN IMMEDIATE`` (no lock upgrades, so no
+"database is locked" deadlock), and data files are immutable: written under a temporary name,
+fsynced, renamed, and only then registered in the index. A file is visible once registered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+
+from . import schema
+
+__all__ = ["ExpStore", "StoreError", "StoreNotFoundError", "open_store", "utc_now_rfc3339"]
+
+BUSY_TIMEOUT_MS = 60_000
+
+
+class StoreError(Exception):
+    """The store cannot be opened or is not an expstore."""
+
+
+class StoreNotFoundError(StoreError):
+    """No store at the given directory (and creation was not asked for)."""
+
+
+def utc_now_rfc3339() -> str:
+    # TauGrid stamps rows with time.RFC3339 (second precision, UTC).
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def open_store(root: str | os.PathLike[str], *, create: bool = False) -> ExpStore:
+    """Open the store at ``root``; with ``create`` make the layout first when it is missing."""
+    return ExpStore(root, create=create)
+
+
+class ExpStore:
+    """One store directory. Cheap to construct; one SQLite connection per thread."""
+
+    def __init__(self, root: str | os.PathLike[str], *, create: bool = False) -> None:
+        self.root = Path(root).absolute()
+        manifest_path = self.root / schema.MANIFEST_FILE
+        if not manifest_path.exists():
+            if not create:
+                raise StoreNotFoundError(
+                    f"no expstore at {self.root}: {schema.MANIFEST_FILE} is missing "
+                    "(create one by running a collector with the expstore sink)"
+                )
+            self._create_layout()
+        self.manifest = self._read_manifest(manifest_path)
+        self.index_path = self.root / self.manifest.get("index", schema.INDEX_FILE)
+        self.metrics_dir = self.root / self.manifest.get("metrics_dir", schema.METRICS_DIR)
+        self._local = threading.local()
+        self._migrate()
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def _create_layout(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        for name in (schema.METRICS_DIR, schema.APPEND_LOG_DIR, schema.ARTIFACTS_DIR):
+            (self.root / name).mkdir(exist_ok=True)
+        manifest = schema.new_manifest(utc_now_rfc3339())
+        data = orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n"
+        # Two processes may create the store at once: each writes its own temp file and links it
+        # in without replacing, so the first manifest wins and nobody sees a half-written one.
+        tmp = self.root / f".{schema.MANIFEST_FILE}.tmp-{uuid.uuid4().hex}"
+        _write_fsynced(tmp, data)
+        try:
+            os.link(tmp, self.root / schema.MANIFEST_FILE)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink(missing_ok=True)
+        fsync_dir(self.root)
+
+    def _read_manifest(self, path: Path) -> dict[str, str]:
+        try:
+            manifest = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise StoreError(f"{path}: unreadable manifest: {exc}") from None
+        if not isinstance(manifest, dict) or manifest.get("kind") != schema.STORE_KIND:
+            raise StoreError(f"{path}: not an expstore manifest (kind must be {schema.STORE_KIND!r})")
+        if manifest.get("schema_version") != schema.SCHEMA_VERSION:
+            raise StoreError(
+                f"{path}: schema_version {manifest.get('schema_version')!r} is not {schema.SCHEMA_VERSION!r}"
+            )
+        return manifest
+
+    def _migrate(self) -> None:
+        conn = self.connection()
+        with self.write_transaction() as tx:
+            tx.executescript_in_tx(schema.SCHEMA_SQL + schema.INDEX_SQL + schema.EXTENSION_SQL)
+            conn.executemany(
+                "INSERT OR REPLACE INTO schema_meta(key, value) VALUES (?, ?)", schema.schema_meta_rows()
+            )
+
+    # -- connections and transactions ------------------------------------------------------
+
+    def connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.index_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            # WAL is persistent in the file; setting it on every open is cheap and covers a store
+            # created by a tool that left the default rollback journal.
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._local.conn = conn
+        return conn
+
+    @contextlib.contextmanager
+    def write_transaction(self) -> Iterator[_Tx]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``: takes the write lock up front so it never has to upgrade."""
+        conn = self.connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield _Tx(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def read_transaction(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot across several SELECTs (WAL readers never wait for writers)."""
+        conn = self.connection()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # -- immutable files ------------------------------------------------------------------
+
+    def absolute(self, relative_path: str) -> Path:
+        return self.root / relative_path
+
+    def publish_file(self, relative_path: str, write: Callable[[Path], None]) -> Path:
+        """Write an immutable file: ``write(temp)``, fsync, rename into place, fsync the directory.
+
+        The caller registers the file in the index afterwards; until then no reader looks at it.
+        """
+        final = self.root / relative_path
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = final.parent / f".{final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            write(tmp)
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, final)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        fsync_dir(final.parent)
+        return final
+
+
+class _Tx:
+    """The connection inside a write transaction (``executescript`` would commit it, so not that)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: tuple | list = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: list) -> sqlite3.Cursor:
+        return self.conn.executemany(sql, rows)
+
+    def executescript_in_tx(self, script: str) -> None:
+        for statement in script.split(";"):
+            if statement.strip():
+                self.conn.execute(statement)
+
+
+def _write_fsynced(path: Path, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems refuse fsync on directories; the rename is still atomic
+    finally:
+        os.close(fd)

@@ -1,0 +1,392 @@
+"""Writing one delivered chunk: immutable Parquet files per run, registered with runs, tags and summaries.
+
+A chunk becomes one ``tau.metrics.scalar.v2`` file per run it touches. Files are published
+(temp name, fsync, rename) before the index transaction, and the transaction registers them,
+upserts the run's experiment/run group/run/tag rows, merges the summaries and records the
+idempotency key -- all or nothing. A redelivered chunk (same key, same request hash) is a no-op;
+the same key with another hash is a conflict. Files published by a transaction that then lost
+(the key was recorded meanwhile by another writer, or the transaction failed) are deleted again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..gojson import format_time
+from ..metric_event import MetricEvent
+from . import schema
+from .store import ExpStore, StoreError, utc_now_rfc3339
+from .summaries import MetricSummaryRow, merge_summaries, summarize_metric
+
+__all__ = [
+    "RUN_STATUS_METRIC",
+    "IdempotencyConflictError",
+    "MetricWriter",
+    "WriteResult",
+    "metric_file_path",
+    "read_summary",
+    "store_summary",
+]
+
+RUN_STATUS_METRIC = "tau/run_status"
+RUN_STATUS_STATES = {1.0: "succeeded", -1.0: "failed", -2.0: "cancelled"}
+RUN_STATE_RUNNING = "running"
+EXPERIMENT_SOURCE = "implicit"
+WRITE_COMMAND = "collector deliver"
+
+
+class IdempotencyConflictError(StoreError):
+    """The idempotency key was already used for a different request."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    reused: bool  # True: the key was already recorded with this hash, nothing was written
+    file_ids: tuple[str, ...]
+    row_count: int
+
+
+@dataclass(slots=True)
+class _RunFile:
+    project: str
+    experiment_id: str
+    run_group_id: str
+    run_id: str
+    file_id: str
+    relative_path: str
+    row_count: int
+    min_step: int
+    max_step: int
+    digest: str
+    data: bytes
+    summaries: list[MetricSummaryRow]
+    tags: dict[str, str]
+    status: MetricEvent | None
+    first_wall_ns: int
+
+
+def _component(value: str) -> str:
+    # IDs are not validated as path-safe by the MetricEvent contract; quoting keeps a run named
+    # "../x" inside its directory while leaving TauGrid's usual lowercase IDs unchanged.
+    text = quote(value, safe="-_.=+@~")
+    return "%2E" + text[1:] if text.startswith(".") else text
+
+
+def metric_file_path(project: str, experiment_id: str, run_group_id: str, run_id: str, file_id: str) -> str:
+    return "/".join(
+        [
+            schema.METRICS_DIR,
+            "project=" + _component(project),
+            "experiment=" + (_component(experiment_id) if experiment_id else "none"),
+            "group=" + _component(run_group_id),
+            "run=" + _component(run_id),
+            file_id + ".parquet",
+        ]
+    )
+
+
+def _tags_json(tags: dict[str, str]) -> str:
+    return orjson.dumps(tags, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def encode_metric_table(rows: list[tuple]) -> pa.Table:
+    """rows: (project, group, run, metric, step, wall_us, value, unit, source, split, tags_json) sorted."""
+    cols = list(zip(*rows, strict=True)) if rows else [[] for _ in schema.METRIC_SCHEMA_COLUMNS]
+    arrow_schema = schema.metric_arrow_schema()
+    arrays = [pa.array(cols[i], type=arrow_schema.field(i).type) for i in range(len(arrow_schema))]
+    return pa.Table.from_arrays(arrays, schema=arrow_schema)
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    # Row groups of 128k rows keep per-group step statistics useful for range reads.
+    pq.write_table(table, sink, compression="snappy", row_group_size=131_072)
+    return sink.getvalue()
+
+
+class MetricWriter:
+    """Writes chunks into one store. Thread-safe per thread (one SQLite connection each)."""
+
+    def __init__(self, store: ExpStore, *, compaction=None) -> None:
+        self.store = store
+        # A compaction.CompactionPolicy, or None to never compact opportunistically.
+        self.compaction = compaction
+
+    def write_chunk(
+        self,
+        idempotency_key: str,
+        events: list[MetricEvent],
+        non_finite: list[MetricEvent],
+        *,
+        request_hash: str,
+    ) -> WriteResult:
+        existing = self._recorded_hash(idempotency_key)
+        if existing is not None:
+            return self._reuse(idempotency_key, existing, request_hash)
+        now = utc_now_rfc3339()
+        run_files = self._build_files(list(events) + list(non_finite), now)
+        published = []
+        try:
+            for rf in run_files:
+                published.append(self.store.publish_file(rf.relative_path, _writer_of(rf.data)))
+            with self.store.write_transaction() as tx:
+                raced = tx.execute(
+                    "SELECT request_hash FROM idempotency_keys WHERE key = ?", (idempotency_key,)
+                ).fetchone()
+                if raced is None:
+                    for rf in run_files:
+                        self._register(tx, rf, now)
+                    tx.execute(
+                        "INSERT INTO idempotency_keys(key, command, target_type, target_id, request_hash, "
+                        "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                        (idempotency_key, WRITE_COMMAND, "metric_files",
+                         ",".join(rf.file_id for rf in run_files), request_hash, now),
+                    )
+        except BaseException:
+            for path in published:
+                path.unlink(missing_ok=True)
+            raise
+        if raced is not None:
+            # Another writer recorded the same key between our check and our transaction.
+            for path in published:
+                path.unlink(missing_ok=True)
+            return self._reuse(idempotency_key, raced[0], request_hash)
+        if self.compaction is not None:
+            self._maybe_compact({rf.run_id for rf in run_files})
+        file_ids = tuple(rf.file_id for rf in run_files)
+        return WriteResult(False, file_ids, sum(rf.row_count for rf in run_files))
+
+    # -- idempotency ----------------------------------------------------------------------
+
+    def _recorded_hash(self, key: str) -> str | None:
+        row = self.store.connection().execute(
+            "SELECT request_hash FROM idempotency_keys WHERE key = ?", (key,)
+        ).fetchone()
+        return None if row is None else row[0]
+
+    @staticmethod
+    def _reuse(key: str, recorded: str, request_hash: str) -> WriteResult:
+        if recorded != request_hash:
+            raise IdempotencyConflictError(
+                f"idempotency key {key!r} was used for a different request "
+                f"(recorded hash {recorded}, this request {request_hash})"
+            )
+        return WriteResult(True, (), 0)
+
+    # -- files ----------------------------------------------------------------------------
+
+    def _build_files(self, all_events: list[MetricEvent], now: str) -> list[_RunFile]:
+        by_run: dict[tuple[str, str, str, str], list[tuple[int, MetricEvent]]] = defaultdict(list)
+        for i, e in enumerate(all_events):
+            by_run[(e.project, e.experiment_id, e.run_group_id, e.run_id)].append((i, e))
+        files = []
+        for (project, experiment_id, group, run_id), items in by_run.items():
+            # Sorted by metric, then step, then wall_time, then arrival: readers slice a metric with
+            # a binary search and the last row of equal steps is the one that wins.
+            items.sort(key=lambda it: (it[1].metric_name, it[1].step, it[1].wall_time or 0, it[0]))
+            rows = []
+            tag_sets = []
+            status = None
+            for _, e in items:
+                wall_us = None if e.wall_time is None else e.wall_time // 1000
+                rows.append((
+                    e.project, e.run_group_id, e.run_id, e.metric_name, e.step, wall_us, float(e.value),
+                    e.unit or None, e.source, e.split or None, _tags_json(e.tags),
+                ))
+                tag_sets.append(e.tags)
+                if e.metric_name == RUN_STATUS_METRIC and float(e.value) in RUN_STATUS_STATES:
+                    if status is None or (e.wall_time or 0) >= (status.wall_time or 0):
+                        status = e
+            data = parquet_bytes(encode_metric_table(rows))
+            file_id = "metrics-" + uuid.uuid4().hex
+            files.append(
+                _RunFile(
+                    project=project,
+                    experiment_id=experiment_id,
+                    run_group_id=group,
+                    run_id=run_id,
+                    file_id=file_id,
+                    relative_path=metric_file_path(project, experiment_id, group, run_id, file_id),
+                    row_count=len(rows),
+                    min_step=min(r[4] for r in rows),
+                    max_step=max(r[4] for r in rows),
+                    digest=hashlib.sha256(data).hexdigest(),
+                    data=data,
+                    summaries=_summaries_of(rows, file_id, now),
+                    tags=_common_tags(tag_sets),
+                    status=status,
+                    first_wall_ns=min((e.wall_time for _, e in items if e.wall_time is not None), default=0),
+                )
+            )
+        return files
+
+    # -- index ----------------------------------------------------------------------------
+
+    def _register(self, tx, rf: _RunFile, now: str) -> None:
+        tx.execute(
+            "INSERT INTO experiments(experiment_id, project, name, description, source, created_at, "
+            "updated_at) "
+            "VALUES (?, ?, ?, NULL, ?, ?, ?) "
+            "ON CONFLICT(experiment_id) DO UPDATE SET updated_at = excluded.updated_at",
+            (rf.experiment_id, rf.project, rf.experiment_id, EXPERIMENT_SOURCE, now, now),
+        )
+        tx.execute(
+            "INSERT INTO run_groups(run_group_id, project, name, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(run_group_id) DO UPDATE SET updated_at = excluded.updated_at",
+            (rf.run_group_id, rf.project, rf.run_group_id, now, now),
+        )
+        started = format_time(rf.first_wall_ns) if rf.first_wall_ns else None
+        existing = tx.execute(
+            "SELECT project, experiment_id, run_group_id, started_at FROM runs WHERE run_id = ?",
+            (rf.run_id,),
+        ).fetchone()
+        if existing is None:
+            tx.execute(
+                "INSERT INTO runs(run_id, project, experiment_id, run_group_id, state, created_at, "
+                "started_at, index_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (rf.run_id, rf.project, rf.experiment_id, rf.run_group_id, RUN_STATE_RUNNING, now, started,
+                 schema.SCHEMA_VERSION),
+            )
+        else:
+            if tuple(existing[:3]) != (rf.project, rf.experiment_id, rf.run_group_id):
+                raise StoreError(
+                    f"run {rf.run_id!r} already belongs to project {existing[0]!r}, experiment "
+                    f"{existing[1]!r}, group {existing[2]!r}; refusing metrics for project {rf.project!r}, "
+                    f"experiment {rf.experiment_id!r}, group {rf.run_group_id!r}"
+                )
+            # RFC3339Nano UTC strings of equal form compare like the times they name... except when
+            # fraction lengths differ, so compare as times via their nanoseconds when both exist.
+            if started is not None and (existing[3] is None or rf.first_wall_ns < _parse_ns(existing[3])):
+                tx.execute("UPDATE runs SET started_at = ? WHERE run_id = ?", (started, rf.run_id))
+        if rf.status is not None:
+            tx.execute(
+                "UPDATE runs SET state = ?, completed_at = ? WHERE run_id = ?",
+                (RUN_STATUS_STATES[float(rf.status.value)],
+                 format_time(rf.status.wall_time) if rf.status.wall_time else now, rf.run_id),
+            )
+        if rf.tags:
+            tx.executemany(
+                "INSERT INTO tags(scope_type, scope_id, key, value) VALUES ('run', ?, ?, ?) "
+                "ON CONFLICT(scope_type, scope_id, key) DO UPDATE SET value = excluded.value",
+                [(rf.run_id, k, v) for k, v in sorted(rf.tags.items())],
+            )
+        tx.execute(
+            "INSERT INTO metric_files(file_id, path, format, schema_version, schema_hash, project, "
+            "run_group_id, run_id, row_count, digest, min_step, max_step, created_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (rf.file_id, rf.relative_path, schema.METRIC_FILE_FORMAT, schema.METRIC_SCHEMA_VERSION,
+             schema.METRIC_SCHEMA_HASH, rf.project, rf.run_group_id, rf.run_id, rf.row_count, rf.digest,
+             rf.min_step, rf.max_step, now),
+        )
+        for summary in rf.summaries:
+            store_summary(tx, merge_summaries(read_summary(tx, summary.run_id, summary.metric_name), summary))
+        tx.execute(
+            "INSERT INTO metric_summary_files(file_id, run_id, summarized_at) VALUES (?, ?, ?)",
+            (rf.file_id, rf.run_id, now),
+        )
+
+    def _maybe_compact(self, run_ids: set[str]) -> None:
+        from .compaction import compact_run  # compaction imports this module
+
+        for run_id in sorted(run_ids):
+            try:
+                compact_run(self.store, run_id, policy=self.compaction)
+            except StoreError:
+                # Compaction is an optimisation: a failure (or a concurrent compaction winning)
+                # must never fail the delivery that triggered it.
+                pass
+
+
+_SUMMARY_COLUMNS = (
+    "run_id, metric_name, project, run_group_id, count, finite_count, non_finite_count, min_step, max_step, "
+    "latest_step, latest_wall_time, latest_value, min_value, max_value, updated_at, latest_file_id"
+)
+
+
+def read_summary(tx, run_id: str, metric_name: str) -> MetricSummaryRow | None:
+    row = tx.execute(
+        f"SELECT {_SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = ? AND metric_name = ?",
+        (run_id, metric_name),
+    ).fetchone()
+    return None if row is None else MetricSummaryRow(*row)
+
+
+def store_summary(tx, s: MetricSummaryRow) -> None:
+    tx.execute(
+        f"INSERT OR REPLACE INTO metric_summaries({_SUMMARY_COLUMNS}) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (s.run_id, s.metric_name, s.project, s.run_group_id, s.count, s.finite_count, s.non_finite_count,
+         s.min_step, s.max_step, s.latest_step, s.latest_wall_time, s.latest_value, s.min_value, s.max_value,
+         s.updated_at, s.latest_file_id),
+    )
+
+
+def _summaries_of(rows: list[tuple], file_id: str, now: str) -> list[MetricSummaryRow]:
+    out = []
+    start = 0
+    while start < len(rows):
+        metric = rows[start][3]
+        end = start
+        while end < len(rows) and rows[end][3] == metric:
+            end += 1
+        part = rows[start:end]
+        out.append(
+            summarize_metric(
+                run_id=part[0][2],
+                metric_name=metric,
+                project=part[0][0],
+                run_group_id=part[0][1],
+                steps=np.fromiter((r[4] for r in part), dtype=np.int64, count=len(part)),
+                wall_times=np.fromiter((r[5] or 0 for r in part), dtype=np.int64, count=len(part)),
+                values=np.fromiter((r[6] for r in part), dtype=np.float64, count=len(part)),
+                file_id=file_id,
+                updated_at=now,
+            )
+        )
+        start = end
+    return out
+
+
+def _common_tags(tag_sets: list[dict[str, str]]) -> dict[str, str]:
+    """Run tags = the tags every event of the run in this chunk carries with the same value.
+
+    The collector's ``--tag``s (e.g. ``tau_workspace``) are on every event; per-point tags are not
+    run properties and so do not become ``tags`` rows.
+    """
+    if not tag_sets:
+        return {}
+    common = dict(tag_sets[0])
+    for tags in tag_sets[1:]:
+        if not common:
+            break
+        common = {k: v for k, v in common.items() if tags.get(k) == v}
+    return common
+
+
+def _parse_ns(text: str) -> int:
+    from ..gojson import GoJSONError, parse_time
+
+    try:
+        return parse_time(text)
+    except GoJSONError:
+        return math.inf  # type: ignore[return-value]  # an unparsable value loses to any real time
+
+
+def _writer_of(data: bytes):
+    def write(path) -> None:
+        with open(path, "wb") as fh:
+            fh.write(data)
+
+    return write
