@@ -38,6 +38,7 @@ __all__ = [
     "RowError",
     "history_step",
     "history_time_ns",
+    "metric_number",
     "project_row_reference",
 ]
 
@@ -137,7 +138,7 @@ def history_time_ns(value: object) -> int:
     return unix_seconds_to_ns(number)
 
 
-def _metric_number(value: object) -> float | None:
+def metric_number(value: object) -> float | None:
     """A metric value as float64 (possibly non-finite), or None when the value is not numeric."""
     if isinstance(value, float):
         return value
@@ -380,7 +381,7 @@ class Projector:
         for raw_key in keys:
             value = fields[raw_key]
             if type(value) is not float:
-                value = _metric_number(value)
+                value = metric_number(value)
                 if value is None:
                     continue
             metric = metric_cache.get(raw_key) if raw_key in metric_cache else self._metric(raw_key)
@@ -487,7 +488,7 @@ def project_row_reference(
     events: list[MetricEvent] = []
     non_finite: list[MetricEvent] = []
     for raw_key in sorted(k for k in fields if k not in (step_field, time_field) and not k.startswith("_")):
-        value = _metric_number(fields[raw_key])
+        value = metric_number(fields[raw_key])
         if value is None:
             continue
         name = raw_key.strip()

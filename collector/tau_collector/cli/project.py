@@ -1,0 +1,162 @@
+"""``tau-collector project``: the canonical MetricEvent NDJSON the collector would deliver for PATHs.
+
+stdout is byte-for-byte what the collector spools and delivers (TauGrid's
+``tau.experiment.metric.v1`` lines). stderr carries one JSON object per problem (bad rows,
+corrupt event files) and per non-finite observation, which is kept by the local store but is
+never a MetricEvent. Exit 0, or 3 when something could not be read, 2 on usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import orjson
+
+from ..gojson import GoJSONError, parse_time
+from ..projection import ProjectionConfig, ProjectionError, Projector
+from ..records import HistoryRow, ProblemKind, SourceProblem
+from ..sources.jsonl import history_metric_file_id, read_history_file
+from ..sources.tfevents import read_run, to_history_row
+from .dump import EXIT_CORRUPT, _value
+from .inputs import HistoryInput, RunInput, resolve_inputs
+
+_EPILOG = """\
+examples:
+  tau-collector project runs/seed-1/history.jsonl --run seed-1 --project demo --experiment sweep --group lr
+  tau-collector project logs/ --run r1 --project demo --experiment e --group g --tag team=vision \\
+      --exported-at 2026-09-18T19:00:00Z
+"""
+
+
+def parse_tag(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"tag {text!r} must be KEY=VALUE")
+    return key, value
+
+
+def parse_rfc3339(text: str) -> int:
+    try:
+        return parse_time(text)
+    except GoJSONError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "project",
+        help="print the canonical MetricEvent NDJSON the collector would deliver",
+        description=__doc__,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="JSONL history file, TensorBoard event file, or logdir")
+    identity = parser.add_argument_group("run identity (required)")
+    identity.add_argument("--run", required=True, help="run_id")
+    identity.add_argument("--project", required=True)
+    identity.add_argument("--experiment", required=True, help="experiment_id")
+    identity.add_argument("--group", required=True, help="run_group_id")
+    scope = parser.add_argument_group("scope and provenance")
+    scope.add_argument("--workspace-id", default="")
+    scope.add_argument("--cluster", default="")
+    scope.add_argument("--namespace", default="")
+    scope.add_argument("--source-store-id", default="")
+    scope.add_argument("--source", default="stellar-online",
+                       help="event source field (default: stellar-online, the collector's default)")
+    scope.add_argument("--metric-prefix", default="", help="prefix for every metric name")
+    scope.add_argument("--tag", action="append", type=parse_tag, default=[], metavar="KEY=VALUE",
+                       help="event tag, repeatable")
+    scope.add_argument("--exported-at", type=parse_rfc3339, default=None, metavar="RFC3339",
+                       help="export time (default: now); fix it to get reproducible output")
+    scope.add_argument("--metric-file-id", default=None,
+                       help="override the metric_file_id (default: history-<hash> / tfevents-<hash>)")
+    scope.add_argument("--metric-file-path", default=None,
+                       help="override the metric_file_path (default: the absolute file or run directory)")
+    parser.add_argument("--step-field", default="_step", help="JSONL step field (default: _step)")
+    parser.add_argument("--time-field", default="_timestamp", help="JSONL time field (default: _timestamp)")
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    config = ProjectionConfig(
+        project=args.project,
+        experiment_id=args.experiment,
+        run_group_id=args.group,
+        run_id=args.run,
+        exported_at=args.exported_at if args.exported_at is not None else time.time_ns(),
+        workspace_id=args.workspace_id,
+        cluster=args.cluster,
+        namespace=args.namespace,
+        source_store_id=args.source_store_id,
+        metric_prefix=args.metric_prefix,
+        source=args.source,
+        tags=dict(args.tag),
+        step_field=args.step_field,
+        time_field=args.time_field,
+    )
+    out, err = sys.stdout.buffer, sys.stderr.buffer
+    failed = False
+
+    def report(problem: SourceProblem, file: str | None = None) -> None:
+        nonlocal failed
+        record = problem.to_json()
+        if file is not None:
+            record["file"] = file
+        err.write(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
+        if problem.kind != ProblemKind.TRUNCATED:
+            failed = True
+
+    def emit(projector: Projector, file: str, rows: list[HistoryRow]) -> None:
+        projected, errors = projector.project_rows(rows)
+        out.write(b"".join(projected.lines))
+        for row, exc in errors:
+            report(SourceProblem(file, ProblemKind.BAD_ROW, str(exc), line=row.line, offset=row.offset))
+        for obs in projected.non_finite:
+            err.write(orjson.dumps(
+                {"file": file, "line": int(obs.tags["jsonl.history_line"]), "error": "non_finite",
+                 "metric": obs.metric_name, "step": obs.step, "value": _value(obs.value),
+                 "message": "non-finite value: kept by the local store, not a MetricEvent"},
+                option=orjson.OPT_APPEND_NEWLINE,
+            ))
+
+    try:
+        for item in resolve_inputs(args.paths):
+            if isinstance(item, SourceProblem):
+                report(item)
+            elif isinstance(item, HistoryInput):
+                read = read_history_file(item.path)
+                absolute = os.path.abspath(item.path)
+                projector = Projector(
+                    config, history_path=item.path,
+                    metric_file_id=args.metric_file_id or history_metric_file_id(item.path),
+                    metric_file_path=args.metric_file_path or absolute,
+                    with_events=False,
+                )
+                emit(projector, item.path, read.rows)
+                for problem in read.problems:
+                    report(problem)
+            else:
+                assert isinstance(item, RunInput)
+                for batch in read_run(item.run):
+                    file = item.display_path(batch.path)
+                    projector = Projector(
+                        config, history_path=file,
+                        metric_file_id=args.metric_file_id or item.run.metric_file_id,
+                        metric_file_path=args.metric_file_path or item.run.directory,
+                        with_events=False,
+                    )
+                    emit(projector, file, [to_history_row(obs) for obs in batch.observations])
+                    for problem in batch.problems:
+                        report(problem, file)
+        out.flush()
+    except ProjectionError as exc:
+        print(f"tau-collector project: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return EXIT_CORRUPT if failed else 0
