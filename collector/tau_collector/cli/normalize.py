@@ -1,0 +1,205 @@
+"""``tau-collector normalize``: a stdin filter that turns a job's JSON rows into history chunks.
+
+Every stdin line that is one JSON object (``{"step": 3, "loss": 1.25}``; ``NaN`` allowed)
+becomes a house row in a closed chunk file in ``--out``; every other line (log text, progress
+bars, warnings) goes to stdout unchanged, byte for byte, and at once, so the job log stays live.
+A row whose ``step`` is not a non-negative integer is reported on stderr and passed to stdout.
+EOF closes the last chunk; exit 0. Usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from typing import BinaryIO
+
+from ..history_writer import HistoryWriter
+from ..normalizer import Normalizer, StepError, classify_line
+
+_EPILOG = """\
+example:
+  python train.py | tau-collector normalize --out runs/seed-1/metrics-history-attempt-0
+  # then collect: tau-collector collect --history 'runs/seed-1/metrics-history-attempt-0/chunk-*.jsonl' ...
+"""
+
+_READ_SIZE = 1 << 16
+# A line that starts like a row is held until its newline; past this size it cannot be a row
+# worth keeping and is let through so the log never stalls.
+_MAX_HELD_LINE = 16 << 20
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def _configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="directory for chunk-NNNNNN-<unix_ms>.jsonl files (created if missing)")
+    parser.add_argument("--max-rows", type=_positive_int, default=10000, metavar="N",
+                        help="close a chunk after N rows (default: 10000)")
+    parser.add_argument("--max-delay", type=_positive_seconds, default=0.1, metavar="SECONDS",
+                        help="close a chunk when its first row is this old (default: 0.1)")
+    parser.set_defaults(func=run)
+    return parser
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    return _configure(subparsers.add_parser(
+        "normalize",
+        help="stdin filter: JSON rows to history chunk files, other lines to stdout",
+        description=__doc__,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    ))
+
+
+class _Passthrough:
+    """stdout for the job log; if the reader goes away, rows are still collected."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.open = True
+
+    def write(self, data: bytes) -> None:
+        if self.open and data:
+            try:
+                self.out.write(data)
+            except BrokenPipeError:
+                self.open = False
+
+    def flush(self) -> None:
+        if self.open:
+            try:
+                self.out.flush()
+            except BrokenPipeError:
+                self.open = False
+
+
+class _Filter:
+    def __init__(self, writer: HistoryWriter, out: _Passthrough, err: BinaryIO) -> None:
+        self.writer = writer
+        self.out = out
+        self.err = err
+        self.normalizer = Normalizer()
+        self.line_number = 0
+        self.held = bytearray()  # start of a line that may be a row, waiting for its newline
+        self.streaming = False  # the current line is log text already being passed through
+
+    def feed(self, data: bytes) -> None:
+        start = 0
+        while start < len(data):
+            newline = data.find(b"\n", start)
+            if newline == -1:
+                self._partial(data[start:])
+                return
+            self._line_end(data[start : newline + 1])
+            start = newline + 1
+
+    def finish(self) -> None:
+        """EOF: a held line without newline is still a row or log text."""
+        if self.held:
+            line = bytes(self.held)
+            self.held.clear()
+            self._complete(line)
+        self.streaming = False
+
+    def _partial(self, piece: bytes) -> None:
+        if self.streaming:
+            self.out.write(piece)
+            return
+        self.held += piece
+        # a progress bar or prompt without newline: pass it through now unless it may be a row
+        stripped = self.held.lstrip(b" \t\r\n")
+        if (stripped and stripped[:1] != b"{") or len(self.held) > _MAX_HELD_LINE:
+            self.out.write(bytes(self.held))
+            self.held.clear()
+            self.streaming = True
+
+    def _line_end(self, piece: bytes) -> None:
+        if self.streaming:
+            self.line_number += 1
+            self.out.write(piece)
+            self.streaming = False
+            return
+        if self.held:
+            self.held += piece
+            line = bytes(self.held)
+            self.held.clear()
+        else:
+            line = piece
+        self._complete(line)
+
+    def _complete(self, line: bytes) -> None:
+        self.line_number += 1
+        value = classify_line(line)
+        if isinstance(value, bytes):
+            self.out.write(value)
+            return
+        try:
+            row = self.normalizer.normalize_row(value, now=time.time())
+        except StepError as err:
+            self.err.write(
+                f"tau-collector normalize: stdin line {self.line_number}: {err}; the line was passed "
+                "to stdout unchanged and not recorded as a row\n".encode())
+            self.err.flush()
+            self.out.write(line)
+            return
+        self.writer.write(row)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    # SystemExit unwinds through run()'s finally, which closes the buffered chunk.
+    raise SystemExit(128 + signum)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = _Passthrough(sys.stdout.buffer)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
+    stdin = sys.stdin.buffer.fileno()
+    with HistoryWriter(args.out, max_rows=args.max_rows, max_delay=args.max_delay) as writer:
+        filter_ = _Filter(writer, out, sys.stderr.buffer)
+        try:
+            while True:
+                # os.read returns whatever the pipe holds: lines flow on without waiting for a full buffer
+                data = os.read(stdin, _READ_SIZE)
+                if not data:
+                    break
+                filter_.feed(data)
+                out.flush()
+        finally:
+            filter_.finish()
+            out.flush()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _configure(argparse.ArgumentParser(
+        prog="tau-collector normalize", description=__doc__, epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
