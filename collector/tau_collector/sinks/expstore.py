@@ -1,0 +1,115 @@
+"""The ``expstore`` sink: delivers spooled chunks into a local expstore (the embedded default).
+
+Idempotency key: ``"collector-chunk-" + chunk_digest + "-" + <16 hex>``, the suffix being the
+first 16 hex digits of sha256 over ``{"source", "sequence", "non_finite"}`` -- the sink's
+``source_id`` (what the collector reads: e.g. the spool directory or the source file id), the
+chunk's spool sequence, and a digest of its non-finite rows. A redelivered chunk (after a crash
+the spool re-delivers the same sequence with the same bytes) maps to the same key and is a
+no-op. Two sources never collide: even byte-identical NDJSON from different sources, or chunks
+whose NDJSON is identical but whose non-finite rows differ (they are not in the digest), get
+different keys. The request hash covers the NDJSON and the non-finite rows, so a key reused for
+different content is reported as a conflict rather than silently dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import sqlite3
+
+import orjson
+
+from ..expstore.compaction import CompactionPolicy
+from ..expstore.store import ExpStore, StoreError
+from ..expstore.writer import IdempotencyConflictError, MetricWriter
+from ..metric_event import MetricEvent, NotCanonicalError, decode_canonical_ndjson
+from .base import Chunk, Sink, SinkError
+
+__all__ = ["ExpstoreSink", "chunk_idempotency_key", "chunk_request_hash"]
+
+KEY_PREFIX = "collector-chunk-"
+
+
+def _float_text(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return repr(float(value))
+
+
+def _non_finite_digest(rows: tuple[MetricEvent, ...] | list[MetricEvent]) -> str:
+    payload = [
+        [e.project, e.experiment_id, e.run_group_id, e.run_id, e.metric_name, e.step, e.wall_time,
+         _float_text(e.value), e.unit, e.source, e.split, e.metric_file_id, sorted(e.tags.items())]
+        for e in rows
+    ]
+    return hashlib.sha256(orjson.dumps(payload)).hexdigest()
+
+
+def chunk_idempotency_key(chunk: Chunk, source_id: str) -> str:
+    suffix = hashlib.sha256(
+        orjson.dumps({"source": source_id, "sequence": chunk.sequence,
+                      "non_finite": _non_finite_digest(chunk.non_finite)})
+    ).hexdigest()[:16]
+    return f"{KEY_PREFIX}{chunk.chunk_digest}-{suffix}"
+
+
+def chunk_request_hash(chunk: Chunk) -> str:
+    return hashlib.sha256(
+        hashlib.sha256(chunk.ndjson).hexdigest().encode()
+        + b"\n"
+        + _non_finite_digest(chunk.non_finite).encode()
+    ).hexdigest()
+
+
+class ExpstoreSink(Sink):
+    """Writes chunks to the store at ``store_dir`` (created on first use)."""
+
+    name = "expstore"
+
+    def __init__(
+        self,
+        store_dir: str | os.PathLike[str],
+        *,
+        source_id: str = "",
+        compaction: CompactionPolicy | None = None,
+    ) -> None:
+        self._store = ExpStore(store_dir, create=True)
+        self._source_id = source_id
+        self._writer = MetricWriter(self._store, compaction=compaction or CompactionPolicy())
+
+    @property
+    def store(self) -> ExpStore:
+        return self._store
+
+    def identity(self) -> str:
+        return str(self._store.root)
+
+    def deliver(self, chunk: Chunk) -> None:
+        if not chunk.ndjson and not chunk.non_finite:
+            return  # nothing to keep; acknowledging must not need the store
+        try:
+            events = decode_canonical_ndjson(chunk.ndjson)
+        except NotCanonicalError as exc:
+            raise SinkError(
+                f"expstore: chunk {chunk.sequence} is not canonical: {exc}", retryable=False
+            ) from None
+        try:
+            self._writer.write_chunk(
+                chunk_idempotency_key(chunk, self._source_id),
+                events,
+                list(chunk.non_finite),
+                request_hash=chunk_request_hash(chunk),
+            )
+        except IdempotencyConflictError as exc:
+            raise SinkError(f"expstore {self._store.root}: {exc}", retryable=False) from None
+        except (sqlite3.OperationalError, OSError) as exc:
+            # Locked past the busy timeout, disk full, I/O error: worth another attempt later.
+            raise SinkError(f"expstore {self._store.root}: {exc}", retryable=True) from None
+        except (StoreError, sqlite3.DatabaseError) as exc:
+            raise SinkError(f"expstore {self._store.root}: {exc}", retryable=False) from None
+
+    def close(self) -> None:
+        self._store.close()
