@@ -155,6 +155,9 @@ def test_a_concurrent_reader_only_ever_sees_complete_chunks(tmp_path):
                 return
 
     thread = threading.Thread(target=reader)
+    # switch threads often, so the reader looks at the directory in the middle of chunk writes
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
     thread.start()
     try:
         padding = "x" * 200  # big rows make partial writes likely if the writer were not atomic
@@ -164,6 +167,7 @@ def test_a_concurrent_reader_only_ever_sees_complete_chunks(tmp_path):
     finally:
         done.set()
         thread.join()
+        sys.setswitchinterval(switch_interval)
     assert failures == []
     assert len(seen) == 40 and sum(seen.values()) == rows_per_chunk * 40
     assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]
