@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
 from enum import StrEnum
 
 from crc32c import crc32c
@@ -28,6 +27,7 @@ __all__ = [
     "encode_frame",
     "masked_crc32c",
     "read_new_bytes",
+    "scan_frames",
 ]
 
 HEADER_SIZE = 12  # u64 length + u32 masked crc of the length
@@ -37,6 +37,8 @@ _MASK_DELTA = 0xA282EAD8
 _U32 = 0xFFFFFFFF
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
+_MAX_CACHED_HEADERS = 4096
+_COPY_LIMIT = 64 * 1024
 
 
 def masked_crc32c(data: bytes | bytearray | memoryview) -> int:
@@ -59,79 +61,85 @@ class StopReason(StrEnum):
 
 
 class FrameScan:
-    """Iterates ``(frame_offset, payload)`` over the verified frames of ``data``, then says why it stopped.
+    """The verified frames of a buffer and how the scan stopped (made by :func:`scan_frames`).
 
-    ``data`` holds the file's bytes from file offset ``base_offset`` on, and ``base_offset`` must be a
-    frame boundary (0 or an earlier checkpoint). Offsets yielded and reported are file offsets.
-    Payloads are zero-copy ``memoryview`` slices of ``data``: use them before ``data`` goes away.
-
-    After iteration: ``stop`` is the :class:`StopReason`; ``checkpoint`` is the file offset just past
-    the last verified frame (where a later scan resumes); for ``TRUNCATED`` and ``CRC_MISMATCH``,
-    ``checkpoint`` is also where the incomplete or bad frame starts, ``message`` explains it and
-    ``needed`` is how many bytes from ``checkpoint`` the incomplete frame spans (as far as known).
+    ``frames`` are ``(frame_offset, payload)`` in file order. ``checkpoint`` is the file offset
+    just past the last verified frame (where a later scan resumes); for ``TRUNCATED`` and
+    ``CRC_MISMATCH`` it is also where the incomplete or bad frame starts, ``message`` explains
+    it, and ``needed`` is how many bytes from ``checkpoint`` that frame spans, as far as known.
     """
 
-    __slots__ = ("_data", "base_offset", "checkpoint", "frames", "message", "needed", "stop")
+    __slots__ = ("checkpoint", "frames", "message", "needed", "stop")
 
-    def __init__(self, data: bytes | bytearray | memoryview, base_offset: int = 0) -> None:
-        self._data = data if isinstance(data, memoryview) else memoryview(data)
-        self.base_offset = base_offset
-        self.stop: StopReason | None = None
-        self.checkpoint = base_offset
-        self.frames = 0
-        self.message = ""
-        self.needed = 0
-
-    def __iter__(self) -> Iterator[tuple[int, memoryview]]:
-        data = self._data
-        size = len(data)
-        base = self.base_offset
-        unpack_header = _HEADER.unpack_from
-        unpack_footer = _FOOTER.unpack_from
-        crc = crc32c
-        pos = 0
-        while True:
-            if pos == size:
-                self.stop = StopReason.END
-                return
-            if size - pos < HEADER_SIZE:
-                self._stopped(pos, StopReason.TRUNCATED, HEADER_SIZE,
-                              f"file ends {size - pos} bytes into a 12-byte frame header; "
-                              "the writer is probably mid-write: read again from here later")
-                return
-            length, stored = unpack_header(data, pos)
-            c = crc(data[pos:pos + 8])
-            if (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32 != stored:
-                self._stopped(pos, StopReason.CRC_MISMATCH, HEADER_SIZE,
-                              "frame header (length) CRC32C mismatch: the file is corrupt from here; "
-                              "frames before this offset were read, nothing after it can be trusted")
-                return
-            end = pos + HEADER_SIZE + length
-            if end + FOOTER_SIZE > size:
-                self._stopped(pos, StopReason.TRUNCATED, HEADER_SIZE + length + FOOTER_SIZE,
-                              f"file ends inside a {length}-byte record; the writer is probably "
-                              "mid-write: read again from here later")
-                return
-            payload = data[pos + HEADER_SIZE:end]
-            c = crc(payload)
-            if (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32 != unpack_footer(data, end)[0]:
-                self._stopped(pos, StopReason.CRC_MISMATCH, HEADER_SIZE + length + FOOTER_SIZE,
-                              f"record payload CRC32C mismatch ({length}-byte record): the file is "
-                              "corrupt from here; frames before this offset were read, nothing after "
-                              "it is trusted")
-                return
-            yield base + pos, payload
-            pos = end + FOOTER_SIZE
-            # Advance the checkpoint only after the consumer took the frame: a consumer that
-            # stops iterating early must not checkpoint past a frame it never saw.
-            self.checkpoint = base + pos
-            self.frames += 1
-
-    def _stopped(self, pos: int, stop: StopReason, needed: int, message: str) -> None:
+    def __init__(self, frames: list[tuple[int, bytes | memoryview]], stop: StopReason, checkpoint: int,
+                 needed: int = 0, message: str = "") -> None:
+        self.frames = frames
         self.stop = stop
-        self.checkpoint = self.base_offset + pos
+        self.checkpoint = checkpoint
         self.needed = needed
         self.message = message
+
+    def __repr__(self) -> str:
+        return (f"FrameScan(frames={len(self.frames)}, stop={self.stop.value}, "
+                f"checkpoint={self.checkpoint}, needed={self.needed})")
+
+
+def scan_frames(data: bytes | bytearray | memoryview, base_offset: int = 0) -> FrameScan:
+    """Find the verified frames of ``data``, which holds a file's bytes from ``base_offset`` on.
+
+    ``base_offset`` must be a frame boundary (0 or an earlier checkpoint); all offsets in the
+    result are file offsets. Payloads up to 64 KiB of a ``bytes`` input are ``bytes`` (a copy
+    cheaper than the CRC over it, hashable and faster to parse); larger ones, and all payloads
+    of other inputs, are zero-copy ``memoryview`` slices, valid while ``data`` is.
+    The whole buffer is scanned in one call: a per-frame generator would cost more than the
+    CRC itself on small scalar events.
+    """
+    view = data if isinstance(data, memoryview) else memoryview(data)
+    raw = data if isinstance(data, bytes) else None
+    buf = raw if raw is not None else view  # struct reads bytes faster than a memoryview
+    size = len(view)
+    unpack_header = _HEADER.unpack_from
+    unpack_footer = _FOOTER.unpack_from
+    crc = crc32c
+    # Writers repeat the same few record lengths; a header already verified needs no CRC.
+    verified_headers: dict[bytes, int] = {}
+    frames: list[tuple[int, bytes | memoryview]] = []
+    append = frames.append
+    pos = 0
+    while pos < size:
+        if size - pos < HEADER_SIZE:
+            return FrameScan(frames, StopReason.TRUNCATED, base_offset + pos, HEADER_SIZE,
+                             f"file ends {size - pos} bytes into a 12-byte frame header; the writer is "
+                             "probably mid-write: read again from here later")
+        header = raw[pos:pos + HEADER_SIZE] if raw is not None else None
+        length = verified_headers.get(header) if header is not None else None
+        if length is None:
+            length, stored = unpack_header(buf, pos)
+            c = crc(view[pos:pos + 8])
+            if (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32 != stored:
+                return FrameScan(frames, StopReason.CRC_MISMATCH, base_offset + pos, HEADER_SIZE,
+                                 "frame header (length) CRC32C mismatch: the file is corrupt from here; "
+                                 "frames before this offset were read, nothing after it can be trusted")
+            if header is not None and len(verified_headers) < _MAX_CACHED_HEADERS:
+                verified_headers[header] = length
+        start = pos + HEADER_SIZE
+        end = start + length
+        if end + FOOTER_SIZE > size:
+            return FrameScan(frames, StopReason.TRUNCATED, base_offset + pos,
+                             HEADER_SIZE + length + FOOTER_SIZE,
+                             f"file ends inside a {length}-byte record; the writer is probably "
+                             "mid-write: read again from here later")
+        payload = raw[start:end] if raw is not None and length <= _COPY_LIMIT else view[start:end]
+        c = crc(payload)
+        if (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32 != unpack_footer(buf, end)[0]:
+            return FrameScan(frames, StopReason.CRC_MISMATCH, base_offset + pos,
+                             HEADER_SIZE + length + FOOTER_SIZE,
+                             f"record payload CRC32C mismatch ({length}-byte record): the file is "
+                             "corrupt from here; frames before this offset were read, nothing after "
+                             "it can be trusted")
+        append((base_offset + pos, payload))
+        pos = end + FOOTER_SIZE
+    return FrameScan(frames, StopReason.END, base_offset + pos)
 
 
 def read_new_bytes(path: str | os.PathLike[str], offset: int, max_bytes: int | None = None) -> bytes:
