@@ -7,6 +7,7 @@ U+2028/2029 always escaped, invalid UTF-8 replaced) and RFC3339Nano times to the
 
 from __future__ import annotations
 
+import base64
 import codecs
 import math
 import re
@@ -22,7 +23,9 @@ __all__ = [
     "MIN_TIME_NS",
     "MAX_TIME_NS",
     "ZERO_TIME_NS",
+    "GoMap",
     "decode_go_utf8",
+    "marshal",
     "unix_seconds_to_ns",
 ]
 
@@ -247,3 +250,72 @@ def parse_time(text: str) -> int:
 def unix_seconds_to_ns(seconds: float) -> int:
     """TauGrid's history time rule: ``time.UnixMicro(int64(seconds * 1e6))`` as nanoseconds."""
     return int(seconds * 1_000_000) * 1000
+
+
+# ---------------------------------------------------------------------------------------
+# json.Marshal / json.MarshalIndent of the structs and maps TauGrid writes to disk
+
+
+class GoMap(dict):
+    """A ``map[string]T``: encoded with its keys sorted, unlike a struct (a plain ``dict``)."""
+
+
+def marshal(value: object, *, indent: str | None = None) -> bytes:
+    """``json.Marshal`` (``indent=None``) or ``json.MarshalIndent(v, "", indent)``.
+
+    Plain dicts are structs (their order is the field order); :class:`GoMap` are maps; ``bytes``
+    are base64 like ``[]byte``; strings are HTML-escaped as Marshal does by default.
+    """
+    out: list[str] = []
+    _marshal_into(value, out, indent, 0)
+    return "".join(out).encode("utf-8")
+
+
+def _marshal_into(value: object, out: list[str], indent: str | None, depth: int) -> None:
+    if isinstance(value, str):
+        out.append(_encode_html(value))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        out.append(str(value))
+    elif isinstance(value, float):
+        out.append(encode_float(value))
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        out.append('"' + base64.b64encode(bytes(value)).decode("ascii") + '"')
+    elif isinstance(value, dict):
+        items = sorted(value.items()) if isinstance(value, GoMap) else list(value.items())
+        if not items:
+            out.append("{}")
+            return
+        out.append("{")
+        for index, (key, item) in enumerate(items):
+            if index:
+                out.append(",")
+            if indent is not None:
+                out.append("\n" + indent * (depth + 1))
+            out.append(_encode_html(key))
+            out.append(": " if indent is not None else ":")
+            _marshal_into(item, out, indent, depth + 1)
+        if indent is not None:
+            out.append("\n" + indent * depth)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            out.append("[]")
+            return
+        out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(",")
+            if indent is not None:
+                out.append("\n" + indent * (depth + 1))
+            _marshal_into(item, out, indent, depth + 1)
+        if indent is not None:
+            out.append("\n" + indent * depth)
+        out.append("]")
+    else:
+        raise TypeError(f"cannot marshal {type(value).__name__}")

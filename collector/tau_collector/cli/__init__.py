@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import dump, project
+from . import collect, dump, normalize, project, store
 
-_SUBCOMMANDS = (dump, project)
+_SUBCOMMANDS = (collect, normalize, dump, project, store)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,251 @@
+"""``tau-collector collect``: TauGrid's ``taugrid-metrics-collector collect`` flags, plus ours.
+
+Every TauGrid flag keeps its name, default and ``TAU_METRICS_OFFLOAD_*`` variable (used only
+when the flag is absent). Additions: ``--tfevents`` logdirs, ``--sink`` (repeatable:
+``expstore`` needs ``--store``; the ADX flags are required only for ``adx-queued-v1``),
+``--step-field``/``--time-field``. Without ``--sink`` the sink is TauGrid's ``adx-queued-v1``,
+or ``expstore`` when ``--store`` is given.
+
+On success prints one status line, ``{"chunks","events","completed", …our counts}``, exit 0;
+on any error (a signal included) a message on stderr and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+from ..collector import Collector, CollectorCancelled, CollectorError, CollectorOptions, install_signal_handlers
+from ..sinks.base import Sink, SinkError
+from ..spool import SpoolError
+
+ENV_PREFIX = "TAU_METRICS_OFFLOAD_"
+SINKS = ("expstore", "adx-queued-v1")
+
+_EPILOG = """\
+examples:
+  # the embedded default: a job's history chunks into a local store, until the job completes
+  tau-collector collect --watch --run r1 --project demo --experiment sweep --group lr \\
+      --out run/collector --history 'run/metrics-history-attempt-0/*.jsonl' --tfevents run/tb \\
+      --completion-file run/completion.json --sink expstore --store ~/.local/share/tau/store
+
+  # TauGrid's sidecar, configured by environment as its renderer does
+  TAU_METRICS_OFFLOAD_RUN=r1 ... tau-collector collect --watch --interval 10s
+"""
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Go's ``time.ParseDuration`` (``10s``, ``1m30s``, ``500ms``) in seconds."""
+    raw = text.strip()
+    sign = -1.0 if raw.startswith("-") else 1.0
+    body = raw.lstrip("+-")
+    if body == "0":
+        return 0.0
+    total, pos = 0.0, 0
+    for match in _DURATION.finditer(body):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    if not body or pos != len(body):
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (use Go syntax such as 10s, 1m, 500ms)")
+    return sign * total
+
+
+def _tag(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"tag {text!r} must be KEY=VALUE")
+    return key, value
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "collect", help="watch history and event files and deliver canonical MetricEvents to sinks",
+        description=__doc__, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ident = p.add_argument_group("run identity (TauGrid)")
+    ident.add_argument("--run", help="run_id [$TAU_METRICS_OFFLOAD_RUN]")
+    ident.add_argument("--project", help="[$TAU_METRICS_OFFLOAD_PROJECT]")
+    ident.add_argument("--experiment", help="experiment_id [$TAU_METRICS_OFFLOAD_EXPERIMENT]")
+    ident.add_argument("--group", help="run_group_id [$TAU_METRICS_OFFLOAD_GROUP]")
+    ident.add_argument("--source", help="event source field (default stellar-online) [$TAU_METRICS_OFFLOAD_SOURCE]")
+    ident.add_argument("--tag", action="append", type=_tag, metavar="KEY=VALUE",
+                     help="event tag, repeatable [$TAU_METRICS_OFFLOAD_TAGS: comma list]")
+    src = p.add_argument_group("sources")
+    src.add_argument("--history", action="append", metavar="PATH|GLOB",
+                     help="JSONL history file or glob, repeatable [$TAU_METRICS_HISTORY]")
+    src.add_argument("--tfevents", action="append", default=[], metavar="LOGDIR",
+                     help="TensorBoard logdir to watch, repeatable (ours)")
+    src.add_argument("--step-field", default="_step", help="JSONL step field (ours; default _step)")
+    src.add_argument("--time-field", default="_timestamp", help="JSONL time field (ours; default _timestamp)")
+    src.add_argument("--baseline-existing-history", action="store_true",
+                     help="checkpoint history that already exists without delivering it (needs --ready-file)")
+    spool = p.add_argument_group("spool and lifecycle (TauGrid)")
+    spool.add_argument("--out", help="spool and checkpoint directory [$TAU_METRICS_OFFLOAD_OUT]")
+    spool.add_argument("--completion-file", help="the job's completion file [$TAU_METRICS_OFFLOAD_COMPLETION_FILE]")
+    spool.add_argument("--interval", type=parse_duration,
+                       help="longest wait between drains when no change is seen (default 1m) "
+                            "[$TAU_METRICS_OFFLOAD_INTERVAL]")
+    spool.add_argument("--watch", action="store_true", help="run until the completion file appears")
+    spool.add_argument("--max-iterations", type=int, default=0, help="stop watching after N drains")
+    spool.add_argument("--ready-file", default="", help="written with 'ready' once the spool is replayed")
+    spool.add_argument("--done-file", default="", help="written with 'done' after the terminal marker")
+    spool.add_argument("--status-artifact-uri", help="[$TAU_METRICS_OFFLOAD_ARTIFACT_URI]")
+    spool.add_argument("--status-checkpoint-uri", help="[$TAU_METRICS_OFFLOAD_CHECKPOINT_URI]")
+    sink = p.add_argument_group("sinks")
+    sink.add_argument("--sink", action="append", choices=SINKS, help="repeatable (ours); see description")
+    sink.add_argument("--store", help="expstore directory for --sink expstore (ours)")
+    sink.add_argument("--delivery-mode", help="adx-required, the only mode [$TAU_METRICS_OFFLOAD_DELIVERY_MODE]")
+    sink.add_argument("--adx-cluster-uri", help="[$TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI]")
+    sink.add_argument("--adx-database", help="[$TAU_METRICS_OFFLOAD_ADX_DATABASE]")
+    sink.add_argument("--adx-client-id", help="[$TAU_METRICS_OFFLOAD_ADX_CLIENT_ID]")
+    sink.add_argument("--adx-table", help="default TauExpMetricEventsV1 [$TAU_METRICS_OFFLOAD_ADX_TABLE]")
+    sink.add_argument("--adx-mapping", help="default TauExpMetricEventsV1Json [$TAU_METRICS_OFFLOAD_ADX_MAPPING]")
+    sink.add_argument("--adx-max-attempts", type=int, help="0..10, 0 means 3 [$TAU_METRICS_OFFLOAD_ADX_MAX_ATTEMPTS]")
+    sink.add_argument("--adx-retry-backoff", type=parse_duration,
+                      help="default 1s [$TAU_METRICS_OFFLOAD_ADX_RETRY_BACKOFF]")
+    sink.add_argument("--adx-final-status-timeout", type=parse_duration,
+                      help="default 10m [$TAU_METRICS_OFFLOAD_ADX_FINAL_STATUS_TIMEOUT]")
+    p.add_argument("-v", "--verbose", action="store_true", help="log progress and problems to stderr")
+    p.set_defaults(func=run)
+    return p
+
+
+class UsageError(Exception):
+    pass
+
+
+def _env(name: str) -> str:
+    return os.environ.get(ENV_PREFIX + name, "").strip()
+
+
+def _pick(value: object, env: str, default: object = None) -> object:
+    """TauGrid's rule: the environment applies only when the flag is absent."""
+    if value is not None:
+        return value
+    raw = _env(env)
+    return raw if raw else default
+
+
+def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Sink]]:
+    def required(value: object, flag: str, env: str) -> str:
+        resolved = _pick(value, env)
+        if resolved is None or not str(resolved).strip():
+            raise UsageError(f"--{flag} is required (or ${ENV_PREFIX}{env})")
+        return str(resolved)
+
+    run = required(args.run, "run", "RUN")
+    project = required(args.project, "project", "PROJECT")
+    experiment = required(args.experiment, "experiment", "EXPERIMENT")
+    group = required(args.group, "group", "GROUP")
+    out = required(args.out, "out", "OUT")
+    history = args.history or ([os.environ["TAU_METRICS_HISTORY"]] if os.environ.get("TAU_METRICS_HISTORY") else [])
+    if not history and not args.tfevents:
+        raise UsageError("--history is required (or $TAU_METRICS_HISTORY, or --tfevents)")
+    tags = dict(args.tag or [])
+    if args.tag is None and _env("TAGS"):
+        for item in _env("TAGS").split(","):
+            if item.strip():
+                try:
+                    key, value = _tag(item)
+                except argparse.ArgumentTypeError as exc:
+                    raise UsageError(f"${ENV_PREFIX}TAGS: {exc}") from None
+                tags[key] = value
+    interval = args.interval if args.interval is not None else parse_duration(_env("INTERVAL") or "1m")
+    mode = _pick(args.delivery_mode, "DELIVERY_MODE", "adx-required")
+    if mode != "adx-required":
+        raise UsageError(f"--delivery-mode {mode!r} is not supported; adx-required is the only mode")
+    sinks_wanted = args.sink or (["expstore"] if args.store else ["adx-queued-v1"])
+    sinks: list[Sink] = []
+    for name in dict.fromkeys(sinks_wanted):
+        if name == "expstore":
+            if not args.store:
+                raise UsageError("--sink expstore needs --store DIR")
+            from ..sinks.expstore import ExpstoreSink
+
+            sinks.append(ExpstoreSink(args.store, source_id=os.path.abspath(out)))
+        else:
+            sinks.append(_adx_sink(args))
+    options = CollectorOptions(
+        run=run, project=project, experiment=experiment, group=group, out=out, sinks=sinks,
+        history=history, tfevents=list(args.tfevents), source=str(_pick(args.source, "SOURCE", "stellar-online")),
+        tags=tags, completion_file=str(_pick(args.completion_file, "COMPLETION_FILE", "")),
+        interval=interval, baseline_existing_history=args.baseline_existing_history,
+        ready_file=args.ready_file, done_file=args.done_file,
+        status_artifact_uri=str(_pick(args.status_artifact_uri, "ARTIFACT_URI", "")),
+        status_checkpoint_uri=str(_pick(args.status_checkpoint_uri, "CHECKPOINT_URI", "")),
+        watch=args.watch, max_iterations=args.max_iterations, step_field=args.step_field,
+        time_field=args.time_field,
+    )
+    return options, sinks
+
+
+def _adx_sink(args: argparse.Namespace) -> Sink:
+    from ..sinks.adx_queued import AdxQueuedSink
+
+    values = {}
+    for flag, env in (("adx_cluster_uri", "ADX_CLUSTER_URI"), ("adx_database", "ADX_DATABASE"),
+                      ("adx_client_id", "ADX_CLIENT_ID")):
+        value = _pick(getattr(args, flag), env)
+        if not value:
+            raise UsageError(f"--{flag.replace('_', '-')} is required for the adx-queued-v1 sink "
+                             f"(or ${ENV_PREFIX}{env})")
+        values[flag] = str(value)
+    attempts = _pick(args.adx_max_attempts, "ADX_MAX_ATTEMPTS", 0)
+    try:
+        attempts = int(attempts)  # type: ignore[arg-type]
+    except ValueError:
+        raise UsageError(f"--adx-max-attempts must be an integer, got {attempts!r}") from None
+    if not 0 <= attempts <= 10:
+        raise UsageError("--adx-max-attempts must be between 0 and 10")
+    backoff = args.adx_retry_backoff if args.adx_retry_backoff is not None else \
+        parse_duration(_env("ADX_RETRY_BACKOFF") or "1s")
+    timeout = args.adx_final_status_timeout if args.adx_final_status_timeout is not None else \
+        parse_duration(_env("ADX_FINAL_STATUS_TIMEOUT") or "10m")
+    return AdxQueuedSink(
+        values["adx_cluster_uri"], values["adx_database"], client_id=values["adx_client_id"],
+        table=str(_pick(args.adx_table, "ADX_TABLE", "TauExpMetricEventsV1")),
+        mapping=str(_pick(args.adx_mapping, "ADX_MAPPING", "TauExpMetricEventsV1Json")),
+        max_attempts=attempts, retry_backoff_s=backoff, final_status_timeout_s=timeout,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        options, sinks = resolve_options(args)
+    except (UsageError, argparse.ArgumentTypeError) as exc:
+        print(f"tau-collector collect: {exc}", file=sys.stderr)
+        return 2
+    except SinkError as exc:
+        print(f"tau-collector collect: {exc}", file=sys.stderr)
+        return 1
+
+    def log(message: str) -> None:
+        if args.verbose:
+            print(f"tau-collector: {message}", file=sys.stderr, flush=True)
+
+    try:
+        collector = Collector(options, log=log)
+        install_signal_handlers(collector)
+        result = collector.run()
+    except CollectorCancelled as exc:
+        print(f"tau-collector collect: {exc}", file=sys.stderr)
+        return 1
+    except (CollectorError, SpoolError, SinkError, OSError) as exc:
+        print(f"tau-collector collect: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for sink in sinks:
+            sink.close()
+    if not args.verbose:  # verbose runs reported each problem as it was found
+        for problem in result.problems:
+            print(f"tau-collector: {problem}", file=sys.stderr)
+    sys.stdout.buffer.write(result.status_line() + b"\n")
+    sys.stdout.flush()
+    return 0

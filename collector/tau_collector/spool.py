@@ -1,0 +1,473 @@
+"""The crash-safe spool: TauGrid's ``checkpoint.json`` and pending-manifest protocol, byte for byte.
+
+Order of durable writes for every chunk (TAUGRID-REFERENCE §2.3–2.4): write
+``pending/<%020d seq>-<digest>.json`` → deliver to every sink → write ``checkpoint.json``
+(``next_sequence`` + 1) → delete the pending file. On start the pending file (at most one) is
+validated — digests, file name, configuration identity, canonical NDJSON, ranges — and either
+re-delivered (its sequence is ``next_sequence``) or, already acknowledged, deleted.
+
+Our addition (DESIGN §5): non-finite observations cannot be MetricEvents, so a drain's
+non-finite observations are spooled beside it in ``nonfinite/<key>.ndjson`` before delivery
+and deleted after the checkpoint. Their key hashes event ids and values but not the export
+time, so re-reading the same rows after a crash yields the same key and sinks stay idempotent.
+TauGrid's collector never looks in ``nonfinite/``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import math
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import orjson
+
+from .gojson import GoMap, format_time, marshal, parse_time
+from .metric_event import MetricEvent, NotCanonicalError, decode_canonical_ndjson
+
+__all__ = [
+    "CHECKPOINT_SCHEMA_V1",
+    "MANIFEST_SCHEMA_V1",
+    "Checkpoint",
+    "Manifest",
+    "SourceCheckpoint",
+    "SpoolError",
+    "Spool",
+    "write_file_atomic",
+]
+
+CHECKPOINT_SCHEMA_V1 = "tau.experiment.metrics_checkpoint.v1"
+MANIFEST_SCHEMA_V1 = "tau.experiment.metric_chunk_manifest.v1"
+COMPLETION_SOURCE_PREFIX = "completion-status/"
+_DIGEST = re.compile(r"[0-9a-f]{64}\Z")
+_PENDING_NAME = re.compile(r"(\d{20})-([0-9a-f]{64})\.json\Z")
+_NONFINITE_NAME = re.compile(r"([0-9a-f]{64})\.ndjson\Z")
+
+
+class SpoolError(RuntimeError):
+    """The spool or checkpoint cannot be trusted; the message says which file and what to do."""
+
+
+def write_file_atomic(path: str, data: bytes, *, mode: int = 0o644) -> None:
+    """TauGrid's ``WriteFileAtomic``: temp file ``.<name>.tmp-*`` beside it, fsync, rename; then
+    fsync the directory so the rename itself survives a crash."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".tmp-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_directory(directory)
+
+
+def fsync_directory(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_durable(path: str) -> None:
+    os.unlink(path)
+    fsync_directory(os.path.dirname(path) or ".")
+
+
+def _now_text() -> str:
+    return format_time(time.time_ns())
+
+
+def _valid_digest(value: object) -> bool:
+    return isinstance(value, str) and _DIGEST.match(value) is not None
+
+
+# ---------------------------------------------------------------------------------------
+# checkpoint.json
+
+
+@dataclass(slots=True)
+class SourceCheckpoint:
+    """How far one source file has been consumed (TauGrid's ``SourceCheckpoint``)."""
+
+    path: str
+    file_id: str
+    offset: int
+    prefix_sha256: str = ""
+    sequence: int = 0
+    chunk_digest: str = ""
+    lines: int = 0
+    updated_at: str = ""
+
+    def to_go(self) -> dict[str, object]:
+        out: dict[str, object] = {"path": self.path, "file_id": self.file_id, "offset": self.offset}
+        if self.prefix_sha256:
+            out["prefix_sha256"] = self.prefix_sha256
+        out["sequence"] = self.sequence
+        if self.chunk_digest:
+            out["chunk_digest"] = self.chunk_digest
+        out["lines"] = self.lines
+        out["updated_at"] = self.updated_at
+        return out
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    config_identity: str
+    next_sequence: int = 1
+    sources: dict[str, SourceCheckpoint] = field(default_factory=dict)
+    terminals: dict[str, tuple[int, str]] = field(default_factory=dict)  # observation id -> (seq, digest)
+    updated_at: str = ""
+
+    def to_bytes(self) -> bytes:
+        document = {
+            "schema_version": CHECKPOINT_SCHEMA_V1,
+            "config_identity": self.config_identity,
+            "next_sequence": self.next_sequence,
+            "sources": GoMap({path: source.to_go() for path, source in self.sources.items()}),
+            "terminals": GoMap({
+                key: {"sequence": seq, "chunk_digest": digest} for key, (seq, digest) in self.terminals.items()
+            }),
+            "updated_at": self.updated_at,
+        }
+        return marshal(document, indent="  ") + b"\n"
+
+    def copy(self) -> Checkpoint:
+        return Checkpoint(
+            self.config_identity,
+            self.next_sequence,
+            {path: SourceCheckpoint(**{k: getattr(s, k) for k in s.__slots__}) for path, s in self.sources.items()},
+            dict(self.terminals),
+            self.updated_at,
+        )
+
+    def adopt(self, other: Checkpoint) -> None:
+        """Take over ``other``'s state (after it was saved): the in-memory checkpoint moves on."""
+        self.next_sequence, self.sources = other.next_sequence, other.sources
+        self.terminals, self.updated_at = other.terminals, other.updated_at
+
+    @classmethod
+    def load(cls, path: str, config_identity: str) -> tuple[Checkpoint, bool]:
+        """The checkpoint at ``path`` (or a fresh one) for this configuration identity."""
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        except FileNotFoundError:
+            return cls(config_identity), False
+        except OSError as exc:
+            raise SpoolError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from None
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise SpoolError(f"checkpoint {path} is not valid JSON ({exc}); it was not written by a collector "
+                             "or was damaged: move it away to start over") from None
+        known = {"schema_version", "config_identity", "next_sequence", "sources", "terminals", "updated_at"}
+        if not isinstance(doc, dict) or set(doc) - known:
+            raise SpoolError(f"checkpoint {path} has unknown fields: {sorted(set(doc) - known)}")
+        if doc.get("schema_version") != CHECKPOINT_SCHEMA_V1 or not isinstance(doc.get("next_sequence"), int) \
+                or doc["next_sequence"] < 1 or not isinstance(doc.get("sources"), dict):
+            raise SpoolError(f"checkpoint {path} has invalid schema or fields")
+        if doc.get("config_identity") != config_identity:
+            raise SpoolError(
+                f"checkpoint {path} belongs to a different collector configuration "
+                f"(config identity {doc.get('config_identity')!r}, this run has {config_identity!r}). "
+                "The run, project, experiment, group, source, history, completion file, tags or sink "
+                "changed since it was written. Restore the original flags, or use a new --out directory "
+                "to collect with the new configuration"
+            )
+        checkpoint = cls(config_identity, doc["next_sequence"], updated_at=str(doc.get("updated_at", "")))
+        source_keys = {"path", "file_id", "offset", "prefix_sha256", "sequence", "chunk_digest", "lines", "updated_at"}
+        for key, value in doc["sources"].items():
+            if not isinstance(value, dict) or set(value) - source_keys:
+                raise SpoolError(f"checkpoint {path} has an invalid source {key!r}")
+            try:
+                source = SourceCheckpoint(**value)
+            except TypeError:
+                raise SpoolError(f"checkpoint {path} has an invalid source {key!r}") from None
+            if source.path != key or not isinstance(source.offset, int) or source.offset < 0 \
+                    or not isinstance(source.lines, int) or source.lines < 0 \
+                    or (source.sequence == 0 and source.chunk_digest) \
+                    or (source.sequence > 0 and not _valid_digest(source.chunk_digest)):
+                raise SpoolError(f"checkpoint {path} has an invalid source {key!r}")
+            checkpoint.sources[key] = source
+        terminals = doc.get("terminals") or {}
+        if not isinstance(terminals, dict):
+            raise SpoolError(f"checkpoint {path} has invalid terminals")
+        for key, value in terminals.items():
+            if not isinstance(value, dict) or not isinstance(value.get("sequence"), int) \
+                    or value["sequence"] < 1 or not _valid_digest(value.get("chunk_digest")):
+                raise SpoolError(f"checkpoint {path} has an invalid terminal reference {key!r}")
+            checkpoint.terminals[key] = (value["sequence"], value["chunk_digest"])
+        return checkpoint, True
+
+    def save(self, path: str) -> None:
+        self.updated_at = _now_text()
+        write_file_atomic(path, self.to_bytes())
+
+
+# ---------------------------------------------------------------------------------------
+# pending manifests
+
+_MANIFEST_FIELDS = (
+    "schema_version", "manifest_digest", "chunk_digest", "config_identity", "kind", "sequence",
+    "source_path", "source_file_id", "start_offset", "end_offset", "start_lines", "end_lines",
+    "start_prefix_sha256", "prefix_sha256", "event_count", "ndjson",
+)
+
+
+@dataclass(slots=True)
+class Manifest:
+    """One spooled chunk (TauGrid's ``chunkManifest``); ``ndjson`` is the canonical payload."""
+
+    config_identity: str
+    kind: str  # "history" | "terminal"
+    sequence: int
+    source_path: str
+    source_file_id: str
+    ndjson: bytes
+    event_count: int
+    start_offset: int = 0
+    end_offset: int = 0
+    start_lines: int = 0
+    end_lines: int = 0
+    start_prefix_sha256: str = ""
+    prefix_sha256: str = ""
+    chunk_digest: str = ""
+    manifest_digest: str = ""
+
+    def _document(self, manifest_digest: str) -> dict[str, object]:
+        doc: dict[str, object] = {
+            "schema_version": MANIFEST_SCHEMA_V1,
+            "manifest_digest": manifest_digest,
+            "chunk_digest": self.chunk_digest,
+            "config_identity": self.config_identity,
+            "kind": self.kind,
+            "sequence": self.sequence,
+            "source_path": self.source_path,
+            "source_file_id": self.source_file_id,
+            "start_offset": self.start_offset,
+            "end_offset": self.end_offset,
+            "start_lines": self.start_lines,
+            "end_lines": self.end_lines,
+        }
+        if self.start_prefix_sha256:
+            doc["start_prefix_sha256"] = self.start_prefix_sha256
+        if self.prefix_sha256:
+            doc["prefix_sha256"] = self.prefix_sha256
+        doc["event_count"] = self.event_count
+        doc["ndjson"] = self.ndjson
+        return doc
+
+    def seal(self) -> Manifest:
+        """Fill in both digests (chunk: sha256 of the NDJSON; manifest: of its compact JSON)."""
+        self.chunk_digest = hashlib.sha256(self.ndjson).hexdigest()
+        self.manifest_digest = self.compute_manifest_digest()
+        return self
+
+    def compute_manifest_digest(self) -> str:
+        return hashlib.sha256(marshal(self._document(""))).hexdigest()
+
+    def to_bytes(self) -> bytes:
+        return marshal(self._document(self.manifest_digest), indent="  ") + b"\n"
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.sequence:020d}-{self.chunk_digest}.json"
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, where: str) -> Manifest:
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise SpoolError(f"spool manifest {where} is not valid JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise SpoolError(f"spool manifest {where} is not a JSON object")
+        unknown = set(doc) - set(_MANIFEST_FIELDS)
+        if unknown:
+            raise SpoolError(f"spool manifest {where} has unknown fields {sorted(unknown)}")
+        if doc.get("schema_version") != MANIFEST_SCHEMA_V1:
+            raise SpoolError(f"spool manifest {where} has schema {doc.get('schema_version')!r}")
+        try:
+            ndjson = base64.b64decode(doc.get("ndjson") or "", validate=True)
+            return cls(
+                config_identity=doc["config_identity"], kind=doc["kind"], sequence=doc["sequence"],
+                source_path=doc["source_path"], source_file_id=doc["source_file_id"], ndjson=ndjson,
+                event_count=doc["event_count"], start_offset=doc["start_offset"], end_offset=doc["end_offset"],
+                start_lines=doc["start_lines"], end_lines=doc["end_lines"],
+                start_prefix_sha256=doc.get("start_prefix_sha256", ""), prefix_sha256=doc.get("prefix_sha256", ""),
+                chunk_digest=doc["chunk_digest"], manifest_digest=doc["manifest_digest"],
+            )
+        except (KeyError, binascii.Error, TypeError) as exc:
+            raise SpoolError(f"spool manifest {where} is missing or has a malformed field: {exc}") from None
+
+    def validate(self, where: str, config_identity: str) -> list[MetricEvent]:
+        """TauGrid's replay checks; returns the decoded events."""
+        ints = (self.sequence, self.event_count, self.start_offset, self.end_offset, self.start_lines, self.end_lines)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in ints):
+            raise SpoolError(f"spool manifest {where} has non-integer counters")
+        if self.sequence < 1 or not _valid_digest(self.chunk_digest) or not _valid_digest(self.manifest_digest) \
+                or self.manifest_digest != self.compute_manifest_digest() or self.event_count <= 0:
+            raise SpoolError(f"spool manifest {where} has invalid schema, digest, or configuration")
+        if self.config_identity != config_identity:
+            raise SpoolError(
+                f"spool manifest {where} was written by a different collector configuration; "
+                "restore the original flags or move the --out directory away")
+        if os.path.basename(where) != self.file_name:
+            raise SpoolError(f"spool manifest {where} has invalid chunk reference")
+        if hashlib.sha256(self.ndjson).hexdigest() != self.chunk_digest:
+            raise SpoolError(f"spool manifest {where} payload digest mismatch")
+        try:
+            events = decode_canonical_ndjson(self.ndjson)
+        except NotCanonicalError as exc:
+            raise SpoolError(f"spool manifest {where} has invalid events: {exc}") from None
+        if len(events) != self.event_count:
+            raise SpoolError(f"spool manifest {where} has invalid events: count={len(events)}")
+        if self.kind == "history":
+            if not self.source_path or not self.source_file_id or self.start_offset < 0 \
+                    or self.end_offset <= self.start_offset or self.start_lines < 0 \
+                    or self.end_lines <= self.start_lines or not self.prefix_sha256:
+                raise SpoolError(f"spool manifest {where} has invalid history range")
+        elif self.kind == "terminal":
+            observation = self.source_file_id.removeprefix(COMPLETION_SOURCE_PREFIX)
+            if not self.source_path or not self.source_file_id.startswith(COMPLETION_SOURCE_PREFIX) \
+                    or not _valid_digest(observation) or self.start_offset or self.end_offset \
+                    or self.start_lines or self.end_lines:
+                raise SpoolError(f"spool manifest {where} has invalid terminal metadata")
+        else:
+            raise SpoolError(f"spool manifest {where} has unknown kind {self.kind!r}")
+        return events
+
+
+# ---------------------------------------------------------------------------------------
+# non-finite observations (ours)
+
+
+def _nonfinite_value(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def encode_non_finite(events: list[MetricEvent]) -> bytes:
+    """One JSON line per non-finite observation: MetricEvent fields, value as "NaN"/"±Infinity"."""
+    lines = []
+    for e in events:
+        lines.append(orjson.dumps({
+            "event_id": e.event_id, "workspace_id": e.workspace_id, "cluster": e.cluster,
+            "namespace": e.namespace, "source_store_id": e.source_store_id, "project": e.project,
+            "experiment_id": e.experiment_id, "run_group_id": e.run_group_id, "run_id": e.run_id,
+            "metric_name": e.metric_name, "step": e.step, "wall_time": format_time(e.wall_time),  # type: ignore[arg-type]
+            "value": _nonfinite_value(e.value), "source": e.source, "metric_file_id": e.metric_file_id,
+            "metric_file_path": e.metric_file_path, "tags": e.tags,
+            "exported_at": format_time(e.exported_at),  # type: ignore[arg-type]
+        }, option=orjson.OPT_APPEND_NEWLINE))
+    return b"".join(lines)
+
+
+def decode_non_finite(raw: bytes, where: str) -> list[MetricEvent]:
+    events = []
+    for number, line in enumerate(raw.splitlines(), 1):
+        try:
+            doc = orjson.loads(line)
+            doc["value"] = float(doc["value"].replace("Infinity", "inf"))
+            doc["wall_time"] = parse_time(doc["wall_time"])
+            doc["exported_at"] = parse_time(doc["exported_at"])
+            event = MetricEvent(schema_version="tau.experiment.metric.v1", **doc)
+        except Exception as exc:
+            raise SpoolError(f"non-finite spool file {where} line {number} is malformed: {exc}") from None
+        if math.isfinite(event.value) or event.event_id != event.deterministic_event_id():
+            raise SpoolError(f"non-finite spool file {where} line {number} does not hold a non-finite observation")
+        events.append(event)
+    return events
+
+
+def non_finite_key(events: list[MetricEvent]) -> str:
+    """Idempotency key of a set of non-finite observations: ids and values, not export time."""
+    h = hashlib.sha256()
+    for e in events:
+        h.update(f"{e.event_id}\0{_nonfinite_value(e.value)}\n".encode())
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------
+# the spool directory
+
+
+class Spool:
+    """``<out>/pending`` (TauGrid's, one file at most) and ``<out>/nonfinite`` (ours)."""
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+        self.pending_dir = os.path.join(out, "pending")
+        self.nonfinite_dir = os.path.join(out, "nonfinite")
+        self.checkpoint_path = os.path.join(out, "checkpoint.json")
+
+    def write_pending(self, manifest: Manifest) -> str:
+        path = os.path.join(self.pending_dir, manifest.file_name)
+        write_file_atomic(path, manifest.to_bytes())
+        return path
+
+    def load_pending(self, config_identity: str) -> tuple[str, Manifest, list[MetricEvent]] | None:
+        names = self._list(self.pending_dir)
+        pending = []
+        for name in names:
+            path = os.path.join(self.pending_dir, name)
+            if name.startswith(".") and ".tmp-" in name:
+                os.unlink(path)  # an interrupted atomic write: the rename never happened
+                continue
+            if not _PENDING_NAME.match(name) or not os.path.isfile(path) or os.path.islink(path):
+                raise SpoolError(f"unexpected file in pending spool: {path}; remove it if you put it there")
+            pending.append(path)
+        if not pending:
+            return None
+        if len(pending) > 1:
+            raise SpoolError(f"pending spool holds {len(pending)} manifests, at most one is allowed: {pending}")
+        path = pending[0]
+        with open(path, "rb") as handle:
+            manifest = Manifest.from_bytes(handle.read(), path)
+        events = manifest.validate(path, config_identity)
+        return path, manifest, events
+
+    def write_non_finite(self, events: list[MetricEvent]) -> tuple[str, str]:
+        key = non_finite_key(events)
+        path = os.path.join(self.nonfinite_dir, key + ".ndjson")
+        write_file_atomic(path, encode_non_finite(events))
+        return path, key
+
+    def load_non_finite(self) -> list[tuple[str, str, list[MetricEvent]]]:
+        out = []
+        for name in self._list(self.nonfinite_dir):
+            path = os.path.join(self.nonfinite_dir, name)
+            if name.startswith(".") and ".tmp-" in name:
+                os.unlink(path)
+                continue
+            match = _NONFINITE_NAME.match(name)
+            if not match:
+                raise SpoolError(f"unexpected file in non-finite spool: {path}; remove it if you put it there")
+            with open(path, "rb") as handle:
+                events = decode_non_finite(handle.read(), path)
+            if non_finite_key(events) != match.group(1):
+                raise SpoolError(f"non-finite spool file {path} does not match its name")
+            out.append((path, match.group(1), events))
+        return out
+
+    @staticmethod
+    def _list(directory: str) -> list[str]:
+        try:
+            return sorted(os.listdir(directory))
+        except FileNotFoundError:
+            return []
