@@ -58,7 +58,7 @@ def test_dedup_view_keeps_every_column_by_event_id() -> None:
     assert match is not None
     args = [_unquote(a) for a in match.group(1).split(",")]
     assert args[0] == "exported_at"
-    assert sorted(args[1:] + ["event_id"]) == sorted(set(FIELD_ORDER) - {"exported_at"})
+    assert sorted([*args[1:], "event_id"]) == sorted(set(FIELD_ORDER) - {"exported_at"})
 
 
 def test_typed_rows_function_projects_every_field_from_the_view() -> None:

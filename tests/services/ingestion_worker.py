@@ -34,6 +34,9 @@ __all__ = ["Ingestion", "IngestionWorker", "Outcome"]
 # Kusto's ReportMethod / ReportLevel wire values.
 REPORT_METHOD_QUEUE, REPORT_METHOD_TABLE, REPORT_METHOD_QUEUE_AND_TABLE = 0, 1, 2
 REPORT_LEVEL_FAILURES_ONLY, REPORT_LEVEL_NONE, REPORT_LEVEL_FAILURES_AND_SUCCESSES = 0, 1, 2
+# The SDKs' default storage retries back off for 15 s and more; while Azurite is down the worker
+# would then still be asleep when it comes back. The worker's own loop retries instead.
+_NO_SDK_RETRY = {"retry_total": 0, "connection_timeout": 5, "read_timeout": 10}
 
 
 class Outcome(enum.Enum):
@@ -124,7 +127,9 @@ class IngestionWorker:
 
     def _run(self) -> None:
         ready_url = self.resources.url("SecuredReadyForAggregationQueue")
-        ready = QueueClient.from_queue_url(ready_url, message_decode_policy=TextBase64DecodePolicy())
+        ready = QueueClient.from_queue_url(
+            ready_url, message_decode_policy=TextBase64DecodePolicy(), **_NO_SDK_RETRY
+        )
         while not self._stop.is_set():
             try:
                 messages = list(ready.receive_messages(max_messages=16, visibility_timeout=30, timeout=5))
@@ -168,7 +173,7 @@ class IngestionWorker:
             problem = self._check_target(request, mapping, data_format)
             if problem is None:
                 try:
-                    blob = BlobClient.from_blob_url(request["BlobPath"]).download_blob().readall()
+                    blob = BlobClient.from_blob_url(request["BlobPath"], **_NO_SDK_RETRY).download_blob().readall()
                     events = decode_canonical_ndjson(gzip.decompress(blob))
                 except MetricEventError as error:
                     problem = ("BadRequest_InvalidBlob", f"blob is not canonical MetricEvent NDJSON: {error}")
@@ -227,7 +232,7 @@ class IngestionWorker:
         }
         in_table = request.get("IngestionStatusInTable")
         if method in (REPORT_METHOD_TABLE, REPORT_METHOD_QUEUE_AND_TABLE) and in_table:
-            with TableClient.from_table_url(in_table["TableConnectionString"]) as table:
+            with TableClient.from_table_url(in_table["TableConnectionString"], **_NO_SDK_RETRY) as table:
                 table.upsert_entity(
                     {
                         "PartitionKey": in_table["PartitionKey"],
@@ -260,6 +265,6 @@ class IngestionWorker:
             else:
                 return
             with QueueClient.from_queue_url(
-                self.resources.url(queue), message_encode_policy=TextBase64EncodePolicy()
+                self.resources.url(queue), message_encode_policy=TextBase64EncodePolicy(), **_NO_SDK_RETRY
             ) as client:
                 client.send_message(json.dumps(message))

@@ -159,7 +159,9 @@ class KustoMgmtServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="kusto-mgmt", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="kusto-mgmt", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
