@@ -38,7 +38,8 @@ def classify_line(line: bytes) -> dict[str, Any] | bytes:
     if line.lstrip(_WHITESPACE)[:1] != b"{":
         return line
     try:
-        value = decode_history_line(line)
+        # "NaN" strings stay strings: the normalizer writes non-finite values that way anyway
+        value = decode_history_line(line, nonfinite_strings=False)
     except ValueError:
         return line
     if type(value) is not dict:
@@ -103,10 +104,12 @@ def normalize_row(obj: dict[str, Any], *, now: float, next_step: int = 0) -> dic
                     consumed.add(key)
                     break
     row: dict[str, Any] = {"_step": step, "_timestamp": _encode_value(timestamp)}
-    for key, value in obj.items():
-        if key in row or key in consumed:
-            continue
-        row[key] = _encode_value(value)
+    consumed.update(row)
+    row.update({key: value for key, value in obj.items() if key not in consumed})
+    # One C-level sum finds rows holding NaN or ±Inf (an overflowing sum only costs the loop).
+    if not math.isfinite(sum([value for value in row.values() if type(value) is float])):
+        for key, value in row.items():
+            row[key] = _encode_value(value)
     return row
 
 

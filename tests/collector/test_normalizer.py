@@ -17,6 +17,8 @@ from tau_collector.normalizer import Normalizer, StepError, classify_line, norma
 from tau_collector.sources.jsonl import read_history_file
 
 NOW = 1760000000.125
+# The real command line, as the console script runs it (the package has no __main__ module).
+TAU_COLLECTOR = [sys.executable, "-c", "import sys; from tau_collector.cli import main; sys.exit(main())"]
 
 
 # -- normalize_row --------------------------------------------------------------------------
@@ -124,7 +126,7 @@ def test_anything_else_passes_through_byte_for_byte(line):
 
 def start_filter(out_dir, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "tau_collector.cli.normalize", "--out", str(out_dir), *extra],
+        [*TAU_COLLECTOR, "normalize", "--out", str(out_dir), *extra],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -220,14 +222,14 @@ def test_filter_many_rows_fill_chunks_of_max_rows(tmp_path):
 @pytest.mark.parametrize("args", [[], ["--out"], ["--out", "d", "--max-rows", "0"],
                                   ["--out", "d", "--max-delay", "-1"], ["--out", "d", "--bogus"]])
 def test_filter_usage_errors_exit_2(tmp_path, args):
-    proc = subprocess.run([sys.executable, "-m", "tau_collector.cli.normalize", *args],
+    proc = subprocess.run([*TAU_COLLECTOR, "normalize", *args],
                           input=b"", capture_output=True, cwd=tmp_path)
     assert proc.returncode == 2
     assert b"usage:" in proc.stderr
 
 
 def test_filter_help_has_an_example():
-    proc = subprocess.run([sys.executable, "-m", "tau_collector.cli.normalize", "--help"],
+    proc = subprocess.run([*TAU_COLLECTOR, "normalize", "--help"],
                           capture_output=True)
     assert proc.returncode == 0
     assert b"tau-collector normalize --out" in proc.stdout

@@ -192,14 +192,3 @@ def run(args: argparse.Namespace) -> int:
             out.flush()
     return 0
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = _configure(argparse.ArgumentParser(
-        prog="tau-collector normalize", description=__doc__, epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

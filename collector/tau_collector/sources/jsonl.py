@@ -220,12 +220,13 @@ def _special_positions(data: bytes) -> list[int]:
     return positions
 
 
-def decode_history_line(raw: bytes) -> Any:
+def decode_history_line(raw: bytes, *, nonfinite_strings: bool = True) -> Any:
     """Decode one line as we read history: orjson first, else Go-like UTF-8 and ``json.loads``.
 
-    Returns the decoded value (an object, or whatever else the line holds) with non-finite
-    strings of metric values turned into floats. Raises ``ValueError`` with a message that
-    says what is wrong; blank lines raise too (callers skip them before).
+    Returns the decoded value (an object, or whatever else the line holds); with
+    ``nonfinite_strings`` the strings ``"NaN"``/``"Infinity"``/``"-Infinity"`` of metric values
+    become floats. Raises ``ValueError`` with a message that says what is wrong; blank lines
+    raise too (callers skip them before).
     """
     try:
         value = orjson.loads(raw)
@@ -234,13 +235,14 @@ def decode_history_line(raw: bytes) -> Any:
     else:
         if _needs_stdlib(raw):
             value = _stdlib_loads(raw)
-    if type(value) is dict:
+    if nonfinite_strings and type(value) is dict:
         _restore_nonfinite(value)
     return value
 
 
 def _needs_stdlib(raw: bytes) -> bool:
-    return _LONG_INTEGER in b"X" + raw.translate(_INTEGER_MASK)
+    masked = raw.translate(_INTEGER_MASK)
+    return _LONG_INTEGER in masked or masked.startswith(_LONG_INTEGER[1:])
 
 
 def _stdlib_loads(raw: bytes) -> Any:
