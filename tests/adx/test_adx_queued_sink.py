@@ -48,6 +48,7 @@ def test_chunk_is_ingested_and_acknowledged_with_its_events(adx_env: AdxEnv) -> 
     stored = adx_env.worker.events
     assert stored == {e.event_id: e for e in decode_canonical_ndjson(chunk.ndjson)}
     assert len(adx_env.worker.rows) == 5
+    assert adx_env.worker.errors == []
     [ingestion] = adx_env.worker.ingestions
     tag = chunk_ingest_tag(chunk.chunk_digest)
     assert ingestion.ingest_if_not_exists == (tag,)
@@ -159,7 +160,7 @@ def test_late_success_after_a_timeout_makes_the_retry_skip(adx_env: AdxEnv) -> N
     # so once one ingestion has succeeded the chunk is in ADX exactly once.
     adx_env.worker.inject(Outcome.NEVER_ANSWER)
     chunk = metric_chunk()
-    sink = make_sink(adx_env, max_attempts=2, final_status_timeout_s=1.0, status_poll_interval_s=0.2)
+    sink = make_sink(adx_env, max_attempts=2, final_status_timeout_s=2.0, status_poll_interval_s=0.2)
     try:
         sink.deliver(chunk)
         sink.deliver(chunk)

@@ -81,6 +81,7 @@ class IngestionWorker:
     _thread: threading.Thread | None = None
     _processed: threading.Condition = field(default_factory=threading.Condition)
     storage_errors: int = 0
+    errors: list[str] = field(default_factory=list)
 
     # ---- what tests read
 
@@ -141,9 +142,15 @@ class IngestionWorker:
             for message in messages:
                 try:
                     self._process(json.loads(message.content))
-                    ready.delete_message(message)
                 except AzureError:
                     # Leave the message; it becomes visible again and is processed once storage is back.
+                    self.storage_errors += 1
+                    continue
+                except Exception as error:  # a malformed message must not kill the worker thread
+                    self.errors.append(f"message {message.id}: {error!r}")
+                try:
+                    ready.delete_message(message)
+                except AzureError:
                     self.storage_errors += 1
             if not messages:
                 self._stop.wait(self.poll_interval_s)

@@ -354,16 +354,9 @@ class AdxQueuedSink(Sink):
             return identity.WorkloadIdentityCredential(client_id=self.client_id)
         return identity.ManagedIdentityCredential(client_id=self.client_id)
 
-    def _storage_options(self, deadline: float) -> dict[str, Any]:
-        from azure.storage.blob import LinearRetry
-
+    def _timeouts(self, deadline: float) -> dict[str, float]:
         remaining = max(1.0, deadline - time.monotonic())
-        # One quick storage-level retry; the attempt loop above owns real backoff.
-        return {
-            "retry_policy": LinearRetry(backoff=1, retry_total=1, random_jitter_range=0),
-            "connection_timeout": min(20.0, remaining),
-            "read_timeout": min(60.0, remaining),
-        }
+        return {"connection_timeout": min(20.0, remaining), "read_timeout": min(60.0, remaining)}
 
     def _submit(self, chunk: Chunk, tag: str, source_id: str, deadline: float) -> tuple[str, str, str]:
         """Upload the gzipped chunk, insert the Pending status row, enqueue the ingestion message."""
@@ -372,6 +365,8 @@ class AdxQueuedSink(Sink):
         from azure.kusto.ingest import BlobDescriptor, IngestionProperties, ReportLevel
         from azure.kusto.ingest.ingestion_blob_info import IngestionBlobInfo
         from azure.storage.blob import BlobClient
+        from azure.storage.blob import LinearRetry as BlobRetry
+        from azure.storage.queue import LinearRetry as QueueRetry
         from azure.storage.queue import QueueClient, TextBase64EncodePolicy
 
         step = "discover ingestion resources"
@@ -389,18 +384,20 @@ class AdxQueuedSink(Sink):
                     "check the cluster URI points at an ADX cluster with queued ingestion",
                     retryable=False,
                 )
-            options = self._storage_options(deadline)
+            # One quick storage-level retry per call; the attempt loop in deliver() owns real backoff,
+            # and the SDK defaults (15 s and up) would outlast short attempt deadlines.
+            timeouts = self._timeouts(deadline)
             blob_name = f"{self.database}__{self.table}__{source_id}__{tag}.json.gz"
             step = "upload the chunk blob"
             blob_url = _with_object(containers[0].url, blob_name)
-            with BlobClient.from_blob_url(blob_url, **options) as blob:
+            blob_retry = BlobRetry(backoff=1, retry_total=1, random_jitter_range=0)
+            with BlobClient.from_blob_url(blob_url, retry_policy=blob_retry, **timeouts) as blob:
                 blob.upload_blob(gzip.compress(chunk.ndjson, mtime=0), overwrite=True)
             status_row = (tables[0].url, source_id, source_id)
             step = "insert the Pending status row"
             with TableClient.from_table_url(
-                tables[0].url, retry_total=1, retry_backoff_factor=0.5,
-                connection_timeout=options["connection_timeout"], read_timeout=options["read_timeout"],
-            ) as status_table:  # fmt: skip
+                tables[0].url, retry_total=1, retry_backoff_factor=0.5, **timeouts
+            ) as status_table:
                 status_table.create_entity(
                     {
                         "PartitionKey": source_id,
@@ -438,8 +435,9 @@ class AdxQueuedSink(Sink):
                 "RowKey": source_id,
             }
             step = "enqueue the ingestion message"
+            queue_retry = QueueRetry(backoff=1, retry_total=1, random_jitter_range=0)
             with QueueClient.from_queue_url(
-                queues[0].url, message_encode_policy=TextBase64EncodePolicy(), **options
+                queues[0].url, message_encode_policy=TextBase64EncodePolicy(), retry_policy=queue_retry, **timeouts
             ) as queue:
                 queue.send_message(message.to_json())
             return status_row
@@ -460,7 +458,8 @@ class AdxQueuedSink(Sink):
 
         table_url, partition_key, row_key = status_row
         status = "Pending"
-        with TableClient.from_table_url(table_url, retry_total=1, retry_backoff_factor=0.5) as table:
+        timeouts = {"connection_timeout": 20.0, "read_timeout": 30.0}
+        with TableClient.from_table_url(table_url, retry_total=1, retry_backoff_factor=0.5, **timeouts) as table:
             while True:
                 try:
                     row = table.get_entity(partition_key, row_key)
