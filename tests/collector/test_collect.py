@@ -1,0 +1,374 @@
+"""The collector sidecar: TauGrid's spool protocol, checkpoint, completion marker, and our additions."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tau_collector.collector import Collector, CollectorError, CollectorOptions
+from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.store import ExpStore
+from tau_collector.metric_event import decode_canonical_ndjson
+from tau_collector.sinks.base import Chunk, Sink, SinkError
+from tau_collector.sinks.expstore import ExpstoreSink
+from tau_collector.spool import SpoolError
+
+from .tb_writers import write_tensorboardx
+
+
+class RecordingSink(Sink):
+    """A sink that keeps what it acknowledged, and can be told to fail (a protocol test double)."""
+
+    name = "recording"
+
+    def __init__(self, fail: SinkError | None = None) -> None:
+        self.chunks: list[Chunk] = []
+        self.fail = fail
+
+    def identity(self) -> str:
+        return "memory"
+
+    def deliver(self, chunk: Chunk) -> None:
+        if self.fail is not None:
+            raise self.fail
+        self.chunks.append(chunk)
+
+    def events(self):
+        return [e for c in self.chunks for e in decode_canonical_ndjson(c.ndjson)]
+
+
+def row(step, **metrics):
+    return json.dumps({"_step": step, "_timestamp": 1_790_000_000 + step * 0.25, **metrics})
+
+
+def write_chunk(directory: Path, index: int, lines: list[str]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"chunk-{index:06d}-{1_790_000_000_000 + index}.jsonl"
+    tmp = directory / f".{path.name}.tmp"
+    tmp.write_text("".join(line + "\n" for line in lines))
+    os.rename(tmp, path)
+    return path
+
+
+def options(tmp_path: Path, sinks, **changes) -> CollectorOptions:
+    base = dict(
+        run="seed-1", project="demo", experiment="sweep", group="lr", out=str(tmp_path / "out"), sinks=sinks,
+        history=[str(tmp_path / "hist" / "*.jsonl")], completion_file=str(tmp_path / "completion.json"),
+    )
+    base.update(changes)
+    return CollectorOptions(**base)
+
+
+def test_one_shot_delivers_each_new_file_as_one_chunk_and_checkpoints(tmp_path):
+    write_chunk(tmp_path / "hist", 0, [row(0, loss=1.0, acc=0.1), row(1, loss=0.5)])
+    write_chunk(tmp_path / "hist", 1, [row(2, loss=0.25)])
+    sink = RecordingSink()
+    result = Collector(options(tmp_path, [sink])).run()
+    assert (result.chunks, result.events, result.completed) == (2, 4, False)
+    assert [c.sequence for c in sink.chunks] == [1, 2]
+    assert [(e.metric_name, e.step, e.value) for e in sink.events()] == [
+        ("acc", 0, 0.1), ("loss", 0, 1.0), ("loss", 1, 0.5), ("loss", 2, 0.25)]
+    checkpoint = json.loads((tmp_path / "out" / "checkpoint.json").read_text())
+    assert list(checkpoint) == ["schema_version", "config_identity", "next_sequence", "sources", "terminals",
+                                "updated_at"]
+    assert checkpoint["next_sequence"] == 3
+    source = checkpoint["sources"][str(tmp_path / "hist" / "chunk-000000-1790000000000.jsonl")]
+    data = (tmp_path / "hist" / "chunk-000000-1790000000000.jsonl").read_bytes()
+    assert source["offset"] == len(data) and source["lines"] == 2
+    assert source["prefix_sha256"] == hashlib.sha256(data).hexdigest()
+    assert source["chunk_digest"] == hashlib.sha256(sink.chunks[0].ndjson).hexdigest()
+    assert list(source) == ["path", "file_id", "offset", "prefix_sha256", "sequence", "chunk_digest", "lines",
+                            "updated_at"]
+    assert os.listdir(tmp_path / "out" / "pending") == []
+
+
+def test_a_second_pass_reads_only_what_was_appended_and_stops_at_the_last_newline(tmp_path):
+    hist = tmp_path / "hist"
+    hist.mkdir()
+    path = hist / "history.jsonl"
+    path.write_text(row(0, loss=1.0) + "\n" + row(1, loss=0.9)[:10])
+    sink = RecordingSink()
+    Collector(options(tmp_path, [sink])).run()
+    assert [e.step for e in sink.events()] == [0]
+    with path.open("a") as handle:
+        handle.write(row(1, loss=0.9)[10:] + "\n")
+    Collector(options(tmp_path, [sink])).run()
+    assert [e.step for e in sink.events()] == [0, 1]
+    Collector(options(tmp_path, [sink])).run()
+    assert len(sink.chunks) == 2
+
+
+def test_the_final_drain_after_completion_includes_an_unterminated_tail_and_emits_the_marker(tmp_path):
+    hist = tmp_path / "hist"
+    hist.mkdir()
+    (hist / "history.jsonl").write_text(row(0, loss=1.0) + "\n" + row(1, loss=0.5))
+    (tmp_path / "completion.json").write_text(json.dumps(
+        {"state": "failed", "reason": "OOMKilled", "message": "out of memory", "completed_at": "2026-09-18T19:00:00Z"}))
+    sink = RecordingSink()
+    done = tmp_path / "done"
+    opts = options(tmp_path, [sink], done_file=str(done), tags={"team": "vision"})
+    result = Collector(opts).run()
+    assert result.completed
+    marker = sink.events()[-1]
+    assert (marker.metric_name, marker.step, marker.value, marker.source) == ("tau/run_status", 0, -1.0,
+                                                                              "stellar-online-status")
+    assert marker.wall_time == marker.exported_at
+    assert marker.tags == {"team": "vision", "tau.status.state": "failed", "tau.status.reason": "OOMKilled",
+                           "tau.status.message": "out of memory"}
+    assert marker.metric_file_id == ""
+    assert sink.chunks[-1].kind == "terminal"
+    assert [e.step for e in sink.events()[:-1]] == [0, 1]
+    assert done.read_text() == "done\n"
+    # A second run over the same completion does not emit the marker twice.
+    Collector(opts).run()
+    assert sum(c.kind == "terminal" for c in sink.chunks) == 1
+
+
+@pytest.mark.parametrize(("content", "state", "value"), [
+    ("", "succeeded", 1.0), ("done\n", "succeeded", 1.0), ("Canceled", "cancelled", -2.0),
+    ("error", "failed", -1.0), ('{"state":"completed"}', "succeeded", 1.0),
+])
+def test_completion_file_forms_and_aliases(tmp_path, content, state, value):
+    (tmp_path / "completion.json").write_text(content)
+    (tmp_path / "hist").mkdir()
+    sink = RecordingSink()
+    Collector(options(tmp_path, [sink])).run()
+    (marker,) = sink.events()
+    assert (marker.tags["tau.status.state"], marker.value) == (state, value)
+    if not content:
+        assert marker.wall_time == os.stat(tmp_path / "completion.json").st_mtime_ns
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("exploded", "completion state must be succeeded, failed, or cancelled"),
+    ('{"state":"failed","exit_code":3}', "unknown field"),
+    ('{"state":"failed","completed_at":"yesterday"}', "completed_at must be RFC3339"),
+])
+def test_bad_completion_files_are_errors_naming_the_problem(tmp_path, content, message):
+    (tmp_path / "completion.json").write_text(content)
+    (tmp_path / "hist").mkdir()
+    with pytest.raises(CollectorError, match=message):
+        Collector(options(tmp_path, [RecordingSink()])).run()
+
+
+def test_pending_manifest_is_taugrids_shape_and_is_redelivered_after_a_failed_delivery(tmp_path):
+    write_chunk(tmp_path / "hist", 0, [row(0, loss=1.0)])
+    failing = RecordingSink(fail=SinkError("cluster said no", retryable=False))
+    with pytest.raises(CollectorError, match="cluster said no"):
+        Collector(options(tmp_path, [failing])).run()
+    (pending,) = (tmp_path / "out" / "pending").iterdir()
+    manifest = json.loads(pending.read_text())
+    ndjson = base64.b64decode(manifest["ndjson"])
+    assert pending.name == f"{1:020d}-{hashlib.sha256(ndjson).hexdigest()}.json"
+    assert list(manifest) == ["schema_version", "manifest_digest", "chunk_digest", "config_identity", "kind",
+                              "sequence", "source_path", "source_file_id", "start_offset", "end_offset",
+                              "start_lines", "end_lines", "prefix_sha256", "event_count", "ndjson"]
+    assert (manifest["schema_version"], manifest["kind"], manifest["sequence"], manifest["event_count"]) == (
+        "tau.experiment.metric_chunk_manifest.v1", "history", 1, 1)
+    # manifest_digest: sha256 of the compact JSON of the manifest with the digest left empty.
+    compact = json.dumps({**manifest, "manifest_digest": ""}, separators=(",", ":")).encode()
+    assert manifest["manifest_digest"] == hashlib.sha256(compact).hexdigest()
+    assert not (tmp_path / "out" / "checkpoint.json").exists()
+
+    sink = RecordingSink()
+    result = Collector(options(tmp_path, [sink])).run()
+    assert sink.chunks[0].ndjson == ndjson  # the same bytes, re-delivered from the spool
+    assert (result.chunks, result.events) == (1, 1)
+    assert os.listdir(tmp_path / "out" / "pending") == []
+    Collector(options(tmp_path, [sink])).run()
+    assert len(sink.chunks) == 1
+
+
+def test_a_tampered_pending_manifest_is_refused(tmp_path):
+    write_chunk(tmp_path / "hist", 0, [row(0, loss=1.0)])
+    with pytest.raises(CollectorError):
+        Collector(options(tmp_path, [RecordingSink(fail=SinkError("no", retryable=False))])).run()
+    (pending,) = (tmp_path / "out" / "pending").iterdir()
+    manifest = json.loads(pending.read_text())
+    manifest["event_count"] = 2
+    pending.write_text(json.dumps(manifest, indent=2))
+    with pytest.raises(SpoolError, match="invalid schema, digest"):
+        Collector(options(tmp_path, [RecordingSink()])).run()
+
+
+def test_stray_files_in_the_pending_spool_are_fatal_and_interrupted_temp_files_are_removed(tmp_path):
+    (tmp_path / "hist").mkdir()
+    pending = tmp_path / "out" / "pending"
+    pending.mkdir(parents=True)
+    (pending / ".00000000000000000001-x.json.tmp-123").write_text("half")
+    Collector(options(tmp_path, [RecordingSink()])).run()
+    assert os.listdir(pending) == []
+    (pending / "notes.txt").write_text("hello")
+    with pytest.raises(SpoolError, match="unexpected file in pending spool"):
+        Collector(options(tmp_path, [RecordingSink()])).run()
+
+
+def test_a_changed_configuration_is_refused_with_a_clear_message(tmp_path):
+    write_chunk(tmp_path / "hist", 0, [row(0, loss=1.0)])
+    Collector(options(tmp_path, [RecordingSink()])).run()
+    with pytest.raises(SpoolError, match="different collector configuration.*use a new --out"):
+        Collector(options(tmp_path, [RecordingSink()], run="seed-2")).run()
+
+
+def test_a_replaced_history_file_is_fatal_like_taugrid(tmp_path):
+    path = write_chunk(tmp_path / "hist", 0, [row(0, loss=1.0)])
+    Collector(options(tmp_path, [RecordingSink()])).run()
+    path.unlink()
+    write_chunk(tmp_path / "hist", 0, [row(0, loss=2.0)])
+    with pytest.raises(CollectorError, match="identity changed|prefix mismatch"):
+        Collector(options(tmp_path, [RecordingSink()])).run()
+
+
+def test_bad_rows_are_reported_and_skipped_while_good_rows_flow(tmp_path):
+    write_chunk(tmp_path / "hist", 0, [row(0, loss=1.0), "{not json", '{"_step": -3, "_timestamp": 1, "loss": 1}',
+                                       "[1, 2]", row(4, loss=0.5)])
+    sink = RecordingSink()
+    result = Collector(options(tmp_path, [sink])).run()
+    assert [e.step for e in sink.events()] == [0, 4]
+    assert result.rejected_rows == 3
+    assert sorted((p.line, p.kind) for p in result.problems) == [(2, "bad_row"), (3, "bad_row"), (4, "bad_row")]
+    assert any("_step: must be nonnegative" in p.message for p in result.problems)
+
+
+def test_non_finite_values_reach_the_store_but_never_a_metric_event(tmp_path):
+    write_chunk(tmp_path / "hist", 0, [row(0, loss=1.0), '{"_step":1,"_timestamp":2,"loss":NaN}',
+                                       '{"_step":2,"_timestamp":3,"loss":"Infinity"}'])
+    store = tmp_path / "store"
+    recording = RecordingSink()
+    result = Collector(options(tmp_path, [recording, ExpstoreSink(store, source_id="t")])).run()
+    assert [e.step for e in recording.events()] == [0]
+    assert result.non_finite == 2
+    assert result.first_non_finite["step"] == 1 and result.first_non_finite["metric"] == "loss"
+    (summary,) = [s for s in StoreReader(ExpStore(store)).metric_summaries("seed-1") if s.metric_name == "loss"]
+    assert (summary.count, summary.finite_count, summary.non_finite_count) == (3, 1, 2)
+    assert os.listdir(tmp_path / "out" / "nonfinite") == []
+
+
+def test_tensorboard_runs_are_collected_with_run_prefixes_and_a_corrupt_file_stops_alone(tmp_path):
+    logdir = tmp_path / "tb"
+    write_tensorboardx(logdir / "trial_1", [("loss", s, 1.0 / (s + 1), 1_790_000_000 + s) for s in range(5)])
+    bad = write_tensorboardx(logdir / "trial_2", [("loss", s, 2.0, 1_790_000_000 + s) for s in range(5)])
+    data = bytearray(bad.read_bytes())
+    data[-6] ^= 0xFF  # inside the last frame's payload: its CRC no longer matches
+    bad.write_bytes(bytes(data))
+    (tmp_path / "hist").mkdir()
+    sink = RecordingSink()
+    result = Collector(options(tmp_path, [sink], tfevents=[str(logdir)])).run()
+    names = sorted({e.metric_name for e in sink.events()})
+    assert names == ["trial_1/loss", "trial_2/loss"]
+    assert sorted(e.step for e in sink.events() if e.metric_name == "trial_1/loss") == [0, 1, 2, 3, 4]
+    assert sorted(e.step for e in sink.events() if e.metric_name == "trial_2/loss") == [0, 1, 2, 3]
+    assert result.corrupt_files == 1
+    (problem,) = [p for p in result.problems if p.kind == "crc_mismatch"]
+    assert problem.path == str(bad) and problem.offset is not None and problem.offset > 0
+    ids = {e.metric_file_id for e in sink.events()}
+    assert len(ids) == 2 and all(i.startswith("tfevents-") for i in ids)
+
+
+def run_cli(*args, cwd, timeout=60, env=None):
+    return subprocess.run([sys.executable, "-m", "tau_collector", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_cli_without_required_flags_exits_2_naming_the_flag(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAU_METRICS")}
+    proc = run_cli("collect", "--out", "o", "--history", "h.jsonl", cwd=tmp_path, env=env)
+    assert proc.returncode == 2
+    assert "--run is required" in proc.stderr
+
+
+def test_cli_reads_taugrid_environment_when_flags_are_absent(tmp_path):
+    write_chunk(tmp_path / "hist", 0, [row(0, loss=1.0)])
+    (tmp_path / "completion.json").write_text("")
+    env = dict(os.environ, TAU_METRICS_OFFLOAD_RUN="r-env", TAU_METRICS_OFFLOAD_PROJECT="p",
+               TAU_METRICS_OFFLOAD_EXPERIMENT="e", TAU_METRICS_OFFLOAD_GROUP="g",
+               TAU_METRICS_OFFLOAD_OUT=str(tmp_path / "out"), TAU_METRICS_HISTORY=str(tmp_path / "hist" / "*.jsonl"),
+               TAU_METRICS_OFFLOAD_COMPLETION_FILE=str(tmp_path / "completion.json"),
+               TAU_METRICS_OFFLOAD_TAGS="team=vision,tier=gold")
+    proc = run_cli("collect", "--sink", "expstore", "--store", str(tmp_path / "store"), cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    status = json.loads(proc.stdout)
+    assert status == {"chunks": 2, "events": 2, "completed": True, "non_finite": 0, "rejected_rows": 0,
+                      "non_scalars": 0, "corrupt_files": 0}
+    run = StoreReader(ExpStore(tmp_path / "store")).run("r-env")
+    assert run is not None and run.state == "succeeded"
+
+
+def test_adx_sink_needs_its_flags(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAU_METRICS")}
+    proc = run_cli("collect", "--run", "r", "--project", "p", "--experiment", "e", "--group", "g", "--out", "o",
+                   "--history", "h.jsonl", cwd=tmp_path, env=env)
+    assert proc.returncode == 2
+    assert "--adx-cluster-uri is required for the adx-queued-v1 sink" in proc.stderr
+
+
+def start_watching(tmp_path, *extra):
+    args = ["collect", "--watch", "--interval", "30s", "--run", "seed-1", "--project", "demo", "--experiment", "sweep",
+            "--group", "lr", "--out", str(tmp_path / "out"), "--history", str(tmp_path / "hist" / "*.jsonl"),
+            "--completion-file", str(tmp_path / "completion.json"), "--store", str(tmp_path / "store"),
+            "--ready-file", str(tmp_path / "ready"), "--done-file", str(tmp_path / "done"), *extra]
+    return subprocess.Popen([sys.executable, "-m", "tau_collector", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def store_steps(store: Path, metric="loss"):
+    if not (store / "manifest.json").exists():
+        return []
+    reader = StoreReader(ExpStore(store))
+    if reader.run("seed-1") is None:
+        return []
+    return [int(s) for s in reader.rows("seed-1", metric).step]
+
+
+def test_watch_mode_picks_up_new_chunks_and_exits_after_completion(tmp_path):
+    (tmp_path / "hist").mkdir()
+    proc = start_watching(tmp_path)
+    try:
+        wait_for(lambda: (tmp_path / "ready").exists())
+        for i in range(3):
+            write_chunk(tmp_path / "hist", i, [row(i, loss=1.0 / (i + 1))])
+            wait_for(lambda i=i: store_steps(tmp_path / "store") == list(range(i + 1)))
+        (tmp_path / "completion.json").write_text("")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert json.loads(out)["completed"] is True
+    assert (tmp_path / "done").read_text() == "done\n"
+    assert StoreReader(ExpStore(tmp_path / "store")).run("seed-1").state == "succeeded"
+
+
+def test_sigterm_without_completion_emits_a_cancelled_marker_and_exits_1(tmp_path):
+    write_chunk(tmp_path / "hist", 0, [row(0, loss=1.0)])
+    proc = start_watching(tmp_path)
+    try:
+        wait_for(lambda: store_steps(tmp_path / "store") == [0])
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1
+    assert "stopped by a signal" in err
+    reader = StoreReader(ExpStore(tmp_path / "store"))
+    assert reader.run("seed-1").state == "cancelled"
+    assert [float(v) for v in reader.rows("seed-1", "tau/run_status").value] == [-2.0]
+    assert not math.isnan(reader.rows("seed-1", "loss").value[0])
