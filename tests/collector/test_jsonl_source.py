@@ -257,6 +257,12 @@ def test_history_metric_file_id_hashes_the_clean_absolute_path(tmp_path, monkeyp
     assert len(expected) == len("history-") + 16
 
 
+def test_history_metric_file_id_cleans_a_leading_double_slash_like_go():
+    assert history_metric_file_id("//tmp/h.jsonl") == history_metric_file_id("/tmp/h.jsonl")
+    assert history_metric_file_id("/tmp/h.jsonl") == (
+        "history-" + hashlib.sha256(b"/tmp/h.jsonl").hexdigest()[:16])
+
+
 def test_expand_history_globs_absolutizes_dedupes_sorts_and_ignores_missing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for name in ("b.jsonl", "a.jsonl", "c.txt", ".hidden.jsonl"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -195,6 +196,39 @@ def test_filter_closes_a_chunk_after_a_pause_before_eof_and_passes_log_lines_at_
             proc.wait()
     assert [(row["_step"], row["loss"]) for row in read_rows(out_dir)] == [(0, 1.5), (1, 2.5)]
     assert len(closed_chunks(out_dir)) == 2
+
+
+def test_filter_passes_log_text_without_newline_at_once(tmp_path):
+    proc = start_filter(tmp_path / "out")
+    try:
+        proc.stdin.write(b"epoch 1:  50%\r")  # a progress bar redrawn in place, no newline yet
+        proc.stdin.flush()
+        assert proc.stdout.read1(100) == b"epoch 1:  50%\r"
+        proc.stdin.write(b"epoch 1: 100%\n")
+        proc.stdin.close()
+        assert proc.stdout.read() == b"epoch 1: 100%\n"
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_filter_sigterm_closes_the_buffered_chunk(tmp_path):
+    out_dir = tmp_path / "out"
+    proc = start_filter(out_dir, "--max-delay", "3600")
+    try:
+        proc.stdin.write(b'{"step": 5, "loss": 0.75}\nmarker\n')
+        proc.stdin.flush()
+        assert proc.stdout.readline() == b"marker\n"  # lines are handled in order: the row is buffered
+        assert closed_chunks(out_dir) == []
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert [(row["_step"], row["loss"]) for row in read_rows(out_dir)] == [(5, 0.75)]
 
 
 def test_filter_rows_split_across_writes_are_reassembled(tmp_path):

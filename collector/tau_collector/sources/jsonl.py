@@ -359,6 +359,8 @@ def prefix_sha256(path: str, offset: int) -> str:
 def history_metric_file_id(path: str) -> str:
     """TauGrid's ``metric_file_id`` of a history file: ``history-`` + 16 hex of its clean absolute path."""
     clean = os.path.normpath(os.path.abspath(path))
+    if clean.startswith("//"):  # POSIX normpath keeps a leading "//"; Go's filepath.Clean does not
+        clean = "/" + clean.lstrip("/")
     return "history-" + hashlib.sha256(clean.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
