@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 from tau_collector.sinks.adx_queued import AdxQueuedSink, terminal_drain_timeout_s
 
@@ -71,3 +73,49 @@ def test_identity_is_stable_and_ignores_surrounding_space_and_trailing_slash() -
 def test_identity_changes_with_every_covered_setting(change: dict) -> None:
     settings: dict = {"cluster_uri": URI, "database": "metrics"}
     assert AdxQueuedSink(**{**settings, **change}).identity() != AdxQueuedSink(**settings).identity()
+
+
+def test_identity_hashes_taugrids_config_struct_encoding() -> None:
+    # The Go struct behind TauGrid's ConfigIdentity, marshalled: field order, resolved defaults,
+    # durations in nanoseconds, and the credential kind constant.
+    preimage = (
+        '{"version":"adx-queued-v1","cluster_uri":"https://ingest-example.westeurope.kusto.windows.net",'
+        '"database":"metrics","table":"TauExpMetricEventsV1","ingestion_mapping":"TauExpMetricEventsV1Json",'
+        '"client_id":"abc","identity":"azidentity-token-credential-v1","max_attempts":3,'
+        '"retry_backoff_ns":1000000000,"final_timeout_ns":600000000000,"status_poll_interval_ns":5000000000}'
+    )
+    expected = "adx-queued-v1:" + hashlib.sha256(preimage.encode()).hexdigest()
+    assert AdxQueuedSink(URI, "metrics", client_id="abc").identity() == expected
+
+
+def test_cluster_uri_must_be_http_or_https() -> None:
+    with pytest.raises(ValueError, match="must be https://"):
+        AdxQueuedSink("ingest-example.kusto.windows.net", "metrics")
+
+
+def test_credential_is_workload_identity_when_a_federated_token_file_is_set(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    from azure.identity import WorkloadIdentityCredential
+
+    token = tmp_path / "token"
+    token.write_text("header.payload.signature")
+    monkeypatch.setenv("AZURE_FEDERATED_TOKEN_FILE", str(token))
+    monkeypatch.setenv("AZURE_TENANT_ID", "00000000-0000-0000-0000-00000000000a")
+    sink = AdxQueuedSink(URI, "metrics", client_id="00000000-0000-0000-0000-00000000000b")
+    assert isinstance(sink._default_credential(), WorkloadIdentityCredential)
+
+
+def test_credential_is_managed_identity_with_the_client_id_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    from azure.identity import ManagedIdentityCredential
+
+    monkeypatch.delenv("AZURE_FEDERATED_TOKEN_FILE", raising=False)
+    sink = AdxQueuedSink(URI, "metrics", client_id="00000000-0000-0000-0000-00000000000b")
+    assert isinstance(sink._default_credential(), ManagedIdentityCredential)
+
+
+def test_credential_without_a_client_id_is_the_default_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    from azure.identity import DefaultAzureCredential
+
+    monkeypatch.delenv("AZURE_FEDERATED_TOKEN_FILE", raising=False)
+    assert isinstance(AdxQueuedSink(URI, "metrics")._default_credential(), DefaultAzureCredential)

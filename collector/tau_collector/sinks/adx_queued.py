@@ -225,15 +225,20 @@ class AdxQueuedSink(Sink):
         self.table = table.strip()
         self.mapping = mapping.strip()
         self.client_id = client_id.strip()
-        for label, value in (
-            ("cluster URI", self.cluster_uri), ("database", self.database),
-            ("table", self.table), ("ingestion mapping", self.mapping),
-        ):  # fmt: skip
+        for label, flag, value in (
+            ("cluster URI", "--adx-cluster-uri", self.cluster_uri),
+            ("database", "--adx-database", self.database),
+            ("table", "--adx-table", self.table),
+            ("ingestion mapping", "--adx-mapping", self.mapping),
+        ):
             if not value:
-                raise ValueError(f"ADX {label} is required (collector flag --adx-{label.split()[-1]})")
+                raise ValueError(f"ADX {label} is required: set {flag}")
         scheme = urlsplit(self.cluster_uri).scheme
         if scheme not in ("http", "https"):
-            raise ValueError(f"ADX cluster URI must start with https:// (got {self.cluster_uri!r})")
+            raise ValueError(
+                f"ADX cluster URI must be https://<cluster>.kusto.windows.net "
+                f"(or http:// for a local test stand-in); got {self.cluster_uri!r}"
+            )
         if status_poll_interval_s < 0:
             raise ValueError("ADX status poll interval must not be negative")
         # Refuse a configuration whose drain budget TauGrid would refuse.
@@ -332,8 +337,15 @@ class AdxQueuedSink(Sink):
 
     def _ingest_client(self) -> Any:
         if self._client is None:
-            from azure.kusto.data import KustoConnectionStringBuilder
-            from azure.kusto.ingest import QueuedIngestClient
+            try:
+                from azure.kusto.data import KustoConnectionStringBuilder
+                from azure.kusto.ingest import QueuedIngestClient
+            except ImportError as error:
+                raise _Failure(
+                    f"the adx-queued-v1 sink needs the Azure client libraries ({error}); "
+                    "install them with: pip install 'tau-collector[adx]'",
+                    retryable=False,
+                ) from error
 
             if self._insecure_http:
                 # Azurite-backed tests and local stand-ins only: plain HTTP carries no credentials.
