@@ -23,7 +23,8 @@ Scalars
     scalar when its tag's first plugin metadata in the run says ``scalars`` (TF2
     ``tf.summary.scalar``, ``tensorboard.summary.Writer``) and the tensor has rank 0. Its number
     comes from ``tensor_content`` (little-endian, precedence as in TensorFlow's ``make_ndarray``)
-    or else from the typed repeated field; no value at all means 0, as in TensorFlow:
+    or else from the typed repeated field, which must hold exactly one value (TensorBoard cannot
+    read an empty one either):
 
     ======  ==========  ==============  =================================================
     dtype   name        repeated field  note
@@ -301,10 +302,8 @@ def _tensor_scalar(tensor) -> float:
         number = struct.unpack(fmt, content)[0]
     else:
         values = getattr(tensor, repeated)
-        if len(values) > 1:
+        if len(values) != 1:
             raise ValueError(f"{repeated} holds {len(values)} values for a rank-0 tensor")
-        if not values:
-            return 0.0
         number = values[0]
     if repeated == "half_val":
         return _from_half_bits(dtype, int(number))
@@ -374,11 +373,11 @@ def read_segment(
         scan = scan_frames(data, pos)
         _decode_frames(run, path, scan, batch, memory)
         batch.checkpoint = scan.checkpoint
-        if scan.stop is StopReason.TRUNCATED and len(data) == want and (
-            end_offset is None or pos + want < end_offset
+        if scan.stop is not StopReason.CRC_MISMATCH and len(data) == want and (
+            end_offset is None or scan.checkpoint < end_offset
         ):
-            # The chunk, not the file, ended inside a frame: continue from the verified boundary,
-            # with a chunk big enough for that frame.
+            # The chunk, not necessarily the file, ended: continue from the verified boundary, with
+            # a chunk big enough for the frame that did not fit.
             pos = scan.checkpoint
             chunk = max(chunk, scan.needed)
             continue
