@@ -81,6 +81,23 @@ def test_resume_from_a_checkpoint_returns_exactly_the_rest(tmp_path):
     assert again.rows == [] and (again.offset, again.lines) == (offset, count)
 
 
+def test_passes_bounded_by_max_bytes_add_up_to_one_whole_read(tmp_path):
+    lines = [b'{"_step":%d,"pad":"%s"}' % (i, b"x" * (i % 13)) for i in range(200)]
+    lines[77] = b'{"_step":77,"long":"' + b"y" * 500 + b'"}'  # longer than max_bytes
+    path = write(tmp_path / "h.jsonl", b"\n".join(lines) + b"\n" + b'{"_step":200}')
+    whole = read_history_file(path)
+    rows, offset, count, passes = [], 0, 0, 0
+    while True:
+        read = read_history(path, offset, count, final=True, max_bytes=64)
+        rows.extend(read.rows)
+        offset, count, passes = read.offset, read.lines, passes + 1
+        if read.reached_end:
+            break
+    assert passes > 50
+    assert rows == whole.rows and (offset, count) == (whole.offset, whole.lines) == (
+        os.path.getsize(path), 201)
+
+
 def test_rows_offsets_point_at_their_first_byte(tmp_path):
     path = write(tmp_path / "h.jsonl", b'{"a":1}\n\n{"b":2}\r\n{"c":3}\n')
     read = read_history_file(path)

@@ -66,8 +66,9 @@ class HistoryRead:
 
     ``offset``/``lines`` are the new checkpoint: the byte offset just past the last consumed
     line and the number of lines consumed since the start of the file (blank and bad lines
-    count, they are consumed too). ``pending_bytes`` is the partial last line left for the
-    next pass (always 0 after a final drain).
+    count, they are consumed too). ``pending_bytes`` were read but left for the next pass: a
+    partial last line while the job runs (0 after a final drain). ``reached_end`` is False
+    when a ``max_bytes`` pass stopped before the end of the file.
     """
 
     path: str
@@ -78,6 +79,7 @@ class HistoryRead:
     rows: list[HistoryRow] = field(default_factory=list)
     problems: list[SourceProblem] = field(default_factory=list)
     pending_bytes: int = 0
+    reached_end: bool = True
 
     @property
     def consumed_bytes(self) -> int:
@@ -91,6 +93,7 @@ def read_history(
     *,
     final: bool = False,
     prefix_hash: Any = None,
+    max_bytes: int | None = None,
 ) -> HistoryRead:
     """Read the lines of ``path`` that follow the checkpoint ``(offset, lines)``.
 
@@ -98,6 +101,11 @@ def read_history(
     consumes an unterminated last line. ``prefix_hash``, when given, is a ``hashlib.sha256``
     object over the bytes before ``offset``; it is updated with the consumed bytes, so a caller
     can keep the checkpoint's prefix digest without re-reading the file.
+
+    ``max_bytes`` bounds the memory of one pass over a large backlog: the pass stops after the
+    last newline within that many bytes (or after the first newline, for a longer line) and
+    ``reached_end`` is False until a pass reaches the end of the file; call again from the new
+    checkpoint. Only a pass that reaches the end consumes an unterminated tail when ``final``.
 
     A file that cannot be read, or is shorter than ``offset``, yields one ``UNREADABLE``
     problem and no advance.
@@ -114,7 +122,17 @@ def read_history(
                     offset=offset))
                 return result
             handle.seek(offset)
-            data = handle.read()
+            if max_bytes is None:
+                data = handle.read()
+            else:
+                data = handle.read(max(1, max_bytes))
+                # a line longer than max_bytes: read on to its newline so every pass advances
+                while b"\n" not in data and offset + len(data) < size:
+                    more = handle.read(max(1, max_bytes))
+                    if not more:
+                        break
+                    data += more
+            result.reached_end = offset + len(data) >= size
     except OSError as err:
         result.problems.append(SourceProblem(
             path, ProblemKind.UNREADABLE,
@@ -122,7 +140,7 @@ def read_history(
             offset=offset))
         return result
 
-    if final:
+    if final and result.reached_end:
         consumed = len(data)
     else:
         consumed = data.rfind(b"\n") + 1
