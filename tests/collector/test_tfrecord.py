@@ -15,6 +15,7 @@ from tau_collector.sources.tfrecord import (
     encode_frame,
     masked_crc32c,
     read_new_bytes,
+    scan_file,
     scan_frames,
 )
 from tensorboard.compat.tensorflow_stub import errors as tb_errors
@@ -176,7 +177,7 @@ def test_memoryview_and_bytearray_inputs_give_the_same_frames():
         assert [bytes(p) for _, p in scan.frames] == PAYLOADS
 
 
-def test_large_payloads_are_zero_copy_views_of_the_input():
+def test_large_payloads_of_a_bytes_input_are_zero_copy_views_of_it():
     big = os.urandom(200_000)
     data = tensorboard_framed([b"small", big])
     scan = scan_frames(data)
@@ -228,3 +229,15 @@ def test_property_a_single_corrupt_byte_stops_exactly_at_its_frame(payloads, dat
     assert scan.stop is StopReason.CRC_MISMATCH
     assert scan.checkpoint == offsets[hit]
     assert [bytes(p) for _, p in scan.frames] == payloads[:hit]
+
+
+def test_scan_file_reads_from_a_checkpoint_offset(tmp_path):
+    path = tmp_path / "records"
+    data = tensorboard_framed(PAYLOADS)
+    path.write_bytes(data[: frame_offsets(PAYLOADS)[4] + 3])
+    first = scan_file(path)
+    assert first.stop is StopReason.TRUNCATED and len(first.frames) == 4
+    path.write_bytes(data)
+    rest = scan_file(path, first.checkpoint)
+    assert rest.stop is StopReason.END
+    assert [(o, bytes(p)) for o, p in rest.frames] == [(frame_offsets(PAYLOADS)[4], PAYLOADS[4])]

@@ -414,11 +414,12 @@ def _decode_frames(
     unpack_f32 = _FLOAT32.unpack_from
     # NamedTuple's generated __new__ is a Python call; tuple.__new__ builds the same object ~5x faster.
     new_obs = tuple.__new__
+    fast_max = _FAST_MAX
     record = batch.records
     for frame_offset, payload in scan.frames:
         record += 1
         size = len(payload)
-        if 14 < size <= _FAST_MAX and payload[0] == 0x09:
+        if 14 < size <= fast_max and payload[0] == 0x09:
             # Fast path: a payload byte-identical to a known tag's canonical scalar event.
             if payload[9] == 0x10:
                 # The step varint, unrolled for the 1-3 bytes of steps below 2**21.

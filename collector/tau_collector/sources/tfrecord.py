@@ -27,6 +27,7 @@ __all__ = [
     "encode_frame",
     "masked_crc32c",
     "read_new_bytes",
+    "scan_file",
     "scan_frames",
 ]
 
@@ -88,57 +89,59 @@ def scan_frames(data: bytes | bytearray | memoryview, base_offset: int = 0) -> F
     """Find the verified frames of ``data``, which holds a file's bytes from ``base_offset`` on.
 
     ``base_offset`` must be a frame boundary (0 or an earlier checkpoint); all offsets in the
-    result are file offsets. Payloads up to 64 KiB of a ``bytes`` input are ``bytes`` (a copy
-    cheaper than the CRC over it, hashable and faster to parse); larger ones, and all payloads
-    of other inputs, are zero-copy ``memoryview`` slices, valid while ``data`` is.
+    result are file offsets. Payloads up to 64 KiB are ``bytes`` (a copy cheaper than the CRC
+    over it, hashable and faster to parse); larger ones are zero-copy ``memoryview`` slices of
+    ``data`` when it is ``bytes`` (of a one-time copy otherwise).
     The whole buffer is scanned in one call: a per-frame generator would cost more than the
     CRC itself on small scalar events.
     """
-    view = data if isinstance(data, memoryview) else memoryview(data)
-    raw = data if isinstance(data, bytes) else None
-    buf = raw if raw is not None else view  # struct reads bytes faster than a memoryview
-    size = len(view)
+    # One loop over bytes: a bytearray or memoryview is copied once (memcpy is far cheaper than
+    # the CRC pass), which keeps the per-frame path free of type checks.
+    raw = data if isinstance(data, bytes) else bytes(data)
+    view = memoryview(raw)
+    size = len(raw)
     unpack_header = _HEADER.unpack_from
     unpack_footer = _FOOTER.unpack_from
     crc = crc32c
+    delta, u32, copy_limit, header_size = _MASK_DELTA, _U32, _COPY_LIMIT, HEADER_SIZE
     # Writers repeat the same few record lengths; a header already verified needs no CRC.
     verified_headers: dict[bytes, int] = {}
     frames: list[tuple[int, bytes | memoryview]] = []
     append = frames.append
     pos = 0
     while pos < size:
-        if size - pos < HEADER_SIZE:
+        if size - pos < header_size:
             return FrameScan(frames, StopReason.TRUNCATED, base_offset + pos, HEADER_SIZE,
                              f"file ends {size - pos} bytes into a 12-byte frame header; the writer is "
                              "probably mid-write: read again from here later")
-        header = raw[pos:pos + HEADER_SIZE] if raw is not None else None
-        length = verified_headers.get(header) if header is not None else None
+        header = raw[pos:pos + header_size]
+        length = verified_headers.get(header)
         if length is None:
-            length, stored = unpack_header(buf, pos)
+            length, stored = unpack_header(raw, pos)
             c = crc(view[pos:pos + 8])
-            if (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32 != stored:
+            if (((c >> 15) | (c << 17)) + delta) & u32 != stored:
                 return FrameScan(frames, StopReason.CRC_MISMATCH, base_offset + pos, HEADER_SIZE,
                                  "frame header (length) CRC32C mismatch: the file is corrupt from here; "
                                  "frames before this offset were read, nothing after it can be trusted")
-            if header is not None and len(verified_headers) < _MAX_CACHED_HEADERS:
+            if len(verified_headers) < _MAX_CACHED_HEADERS:
                 verified_headers[header] = length
-        start = pos + HEADER_SIZE
+        start = pos + header_size
         end = start + length
-        if end + FOOTER_SIZE > size:
+        if end + 4 > size:
             return FrameScan(frames, StopReason.TRUNCATED, base_offset + pos,
                              HEADER_SIZE + length + FOOTER_SIZE,
                              f"file ends inside a {length}-byte record; the writer is probably "
                              "mid-write: read again from here later")
-        payload = raw[start:end] if raw is not None and length <= _COPY_LIMIT else view[start:end]
+        payload = raw[start:end] if length <= copy_limit else view[start:end]
         c = crc(payload)
-        if (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32 != unpack_footer(buf, end)[0]:
+        if (((c >> 15) | (c << 17)) + delta) & u32 != unpack_footer(raw, end)[0]:
             return FrameScan(frames, StopReason.CRC_MISMATCH, base_offset + pos,
                              HEADER_SIZE + length + FOOTER_SIZE,
                              f"record payload CRC32C mismatch ({length}-byte record): the file is "
                              "corrupt from here; frames before this offset were read, nothing after "
                              "it can be trusted")
         append((base_offset + pos, payload))
-        pos = end + FOOTER_SIZE
+        pos = end + 4
     return FrameScan(frames, StopReason.END, base_offset + pos)
 
 
@@ -149,3 +152,12 @@ def read_new_bytes(path: str | os.PathLike[str], offset: int, max_bytes: int | N
         if max_bytes is None:
             return f.read()
         return f.read(max_bytes)
+
+
+def scan_file(path: str | os.PathLike[str], offset: int = 0, max_bytes: int | None = None) -> FrameScan:
+    """:func:`scan_frames` over the bytes of ``path`` from ``offset`` (a frame boundary), read at once.
+
+    With ``max_bytes``, a frame cut by the bound reads as ``TRUNCATED``: scan again from the
+    checkpoint with a bound of at least ``needed``.
+    """
+    return scan_frames(read_new_bytes(path, offset, max_bytes), offset)
