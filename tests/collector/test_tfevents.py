@@ -440,15 +440,37 @@ def test_a_file_being_written_stops_at_the_last_verified_frame_at_every_offset_a
         assert rest.stop == "end" and rest.records == truth.records
 
 
-def test_small_read_chunks_give_the_same_result_as_one_read(tmp_path):
+@pytest.mark.parametrize("size", [1, 13, 64, 100])
+def test_small_reads_give_the_same_result_as_one_read(tmp_path, size):
     write_tensorboardx(tmp_path, sample_scalars(20))
     run = only_run(tmp_path)
     (whole,) = read_run(run)
     (path,) = run.segments()
-    for chunk in (1, 13, 64, 100):
-        chunked = read_segment(run, path, chunk_bytes=chunk)
-        assert chunked.observations == whole.observations
-        assert (chunked.checkpoint, chunked.records, chunked.stop) == (whole.checkpoint, whole.records, "end")
+    chunked = read_segment(run, path, read_size=size)
+    assert chunked.observations == whole.observations
+    assert (chunked.checkpoint, chunked.records, chunked.stop, chunked.more) == (
+        whole.checkpoint, whole.records, "end", False)
+
+
+@pytest.mark.parametrize("bound", [1, 57, 500])
+def test_a_byte_bound_splits_reading_into_calls_that_resume_from_their_checkpoints(tmp_path, bound):
+    write_tensorboardx(tmp_path, sample_scalars(20))
+    run = only_run(tmp_path)
+    (whole,) = read_run(run)
+    (path,) = run.segments()
+    memory, offset, records, observations, calls = RunMemory(), 0, 0, [], 0
+    while True:
+        batch = read_segment(run, path, offset=offset, records_before=records, memory=memory, max_bytes=bound)
+        calls += 1
+        assert batch.checkpoint > offset or not batch.more
+        assert batch.checkpoint - offset <= max(bound, 56)  # one 40-byte scalar frame is 56 bytes
+        observations += batch.observations
+        offset, records = batch.checkpoint, batch.records
+        if not batch.more:
+            break
+    assert observations == whole.observations
+    assert (offset, records, batch.stop) == (whole.checkpoint, whole.records, "end")
+    assert calls > 1
 
 
 def test_crc_mismatch_names_file_and_offset_and_other_files_keep_flowing(tmp_path):

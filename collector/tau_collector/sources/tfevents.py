@@ -220,7 +220,8 @@ class SegmentBatch:
     ``checkpoint`` is the file offset just past the last verified frame (resume there);
     ``records`` is the number of frames from the start of the file up to ``checkpoint``.
     ``stop`` is ``end``, ``truncated`` (tail not yet complete: retry later), ``crc_mismatch``
-    (hard stop: this file does not advance) or ``unreadable``.
+    (hard stop: this file does not advance) or ``unreadable``. ``more`` says a ``max_bytes``
+    bound ended the read before the end of the file.
     """
 
     path: str
@@ -232,6 +233,7 @@ class SegmentBatch:
     restarts: list[SessionRestart] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
     problems: list[SourceProblem] = field(default_factory=list)
+    more: bool = False
 
 
 # A tensor value's plugin -> the ``dropped`` bucket it is counted in; any other plugin is "tensor".
@@ -341,20 +343,23 @@ def read_segment(
     records_before: int = 0,
     memory: RunMemory | None = None,
     end_offset: int | None = None,
-    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    max_bytes: int | None = None,
+    read_size: int = DEFAULT_CHUNK_BYTES,
 ) -> SegmentBatch:
     """Read the verified frames of one event file of ``run`` from ``offset`` (a frame boundary).
 
     ``records_before`` is the number of frames before ``offset`` (the ``records`` of the batch
     that produced the checkpoint). ``memory`` is the run's :class:`RunMemory`, updated in place;
     pass the same object for all segments of a run, in order. ``end_offset`` stops reading there
-    (used to rebuild memory up to a checkpoint).
+    (used to rebuild memory up to a checkpoint). ``max_bytes`` bounds one call (at least one
+    frame is read): the batch then has ``more`` set and the caller continues from its
+    checkpoint; without it the call reads to the end of the file, ``read_size`` bytes per read.
     """
     if memory is None:
         memory = RunMemory()
     batch = SegmentBatch(path, offset, offset, records_before, StopReason.END.value)
     pos = offset
-    chunk = max(chunk_bytes, HEADER_SIZE)
+    chunk = max(read_size if max_bytes is None else min(max_bytes, read_size), HEADER_SIZE)
     while True:
         want = chunk if end_offset is None else min(chunk, end_offset - pos)
         if want <= 0:
@@ -378,6 +383,9 @@ def read_segment(
         ):
             # The chunk, not necessarily the file, ended: continue from the verified boundary, with
             # a chunk big enough for the frame that did not fit.
+            if max_bytes is not None and scan.frames:
+                batch.more = True
+                return batch
             pos = scan.checkpoint
             chunk = max(chunk, scan.needed)
             continue
