@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import collect, dump, normalize, project, store
+from . import collect, dump, normalize, project, store, wrap
 
-_SUBCOMMANDS = (collect, normalize, dump, project, store)
+_SUBCOMMANDS = (collect, wrap, normalize, dump, project, store)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,6 +26,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["wrap"] and not {"-h", "--help"} & set(wrap.split_argv(argv[1:])[0]):
+        # wrap passes the flags it does not know to `collect`, and the command after `--` to the trainer
+        args = wrap.parse(argv[1:])
+        return args.func(args)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -1,0 +1,201 @@
+"""``tau-collector wrap -- CMD...``: run a trainer with the collector beside it (TauGrid's wrapper semantics).
+
+Starts ``tau-collector collect --watch`` as a sidecar over the run directory, waits for its ready
+file, runs the trainer with its stdout through the normalizer (JSON rows become history chunks,
+every other line goes to our stdout unchanged: the job log), writes the completion file with the
+outcome, waits for the collector's done file, and exits with the trainer's code — or TauGrid's
+124 (collector not ready in time), 125 (no done file in time), 143 (terminated before ready).
+
+Run directory layout (TauGrid's workspace layout below ``runs/<run>/``)::
+
+    metrics-history-attempt-0/chunk-*.jsonl   history chunks ($TAU_HISTORY_DIR)
+    tensorboard/                              TensorBoard logdir ($TAU_TENSORBOARD_DIR)
+    collector/                                the collector's spool, ready and done files
+    completion.json                           the outcome, written when the trainer exits
+    collector.log                             the collector's own log
+
+Flags before ``--`` that are not wrap's own are passed to ``collect`` (``--run``, ``--project``,
+``--experiment``, ``--group``, ``--store``/``--sink``, ``--tag``, ADX flags, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from ..completion import write_completion
+from ..history_writer import HistoryWriter
+from .normalize import _Filter, _Passthrough
+
+EXIT_NOT_READY = 124
+EXIT_NO_DONE = 125
+EXIT_TERMINATED = 143
+HISTORY_DIR = "metrics-history-attempt-0"
+
+_EPILOG = """\
+examples:
+  tau-collector wrap --run-dir runs/seed-1 --run seed-1 --project demo --experiment sweep --group lr \\
+      --store ~/.local/share/tau/store -- python train.py --lr 0.1
+"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "wrap", help="run a training command with the collector beside it",
+        description=__doc__, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="tau-collector wrap --run-dir DIR [wrap options] [collect options] -- CMD [ARGS...]",
+        allow_abbrev=False,  # `--run` belongs to collect, not an abbreviation of --run-dir
+    )
+    p.add_argument("--run-dir", required=True, help="the run's directory (created if missing)")
+    p.add_argument("--ready-timeout", type=float, default=120.0, help="seconds to wait for the collector (120)")
+    p.add_argument("--done-timeout", type=float, default=None,
+                   help="seconds to wait for the collector's terminal publication after the trainer exits "
+                        "(default: TauGrid's drain budget for ADX, 120 for a local store)")
+    p.add_argument("--interval", default="10s", help="collector --interval (default 10s, TauGrid's renderer)")
+    p.set_defaults(func=run, collect_args=[], command=[])
+    return p
+
+
+def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``wrap [opts] -- CMD...`` → (options, command)."""
+    if "--" not in argv:
+        return argv, []
+    index = argv.index("--")
+    return argv[:index], argv[index + 1:]
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """Parse ``wrap``'s argv: its own flags, pass-through collect flags, and the command."""
+    options, command = split_argv(argv)
+    parser = argparse.ArgumentParser(prog="tau-collector", allow_abbrev=False)
+    sub = parser.add_subparsers()
+    add_parser(sub)
+    args, rest = parser.parse_known_args(["wrap", *options])
+    args.collect_args, args.command = rest, command
+    return args
+
+
+def _pump(fd: int, history_dir: str, log: _Passthrough) -> None:
+    with HistoryWriter(history_dir) as writer:
+        filter_ = _Filter(writer, log, sys.stderr.buffer)
+        while True:
+            data = os.read(fd, 1 << 16)
+            if not data:
+                break
+            filter_.feed(data)
+            log.flush()
+        filter_.finish()
+        log.flush()
+    os.close(fd)
+
+
+def _wait_for(path: str, timeout: float, *, stop: threading.Event, process: subprocess.Popen) -> str:
+    """'ok' when ``path`` exists, 'timeout', 'stopped' (signal) or 'exited' (the collector died)."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if stop.is_set():
+            return "stopped"
+        if process.poll() is not None:
+            return "ok" if os.path.exists(path) else "exited"
+        if time.monotonic() >= deadline:
+            return "timeout"
+        time.sleep(0.05)
+    return "ok"
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.command:
+        print("tau-collector wrap: no command given; put it after --", file=sys.stderr)
+        return 2
+    run_dir = os.path.abspath(args.run_dir)
+    history_dir = os.path.join(run_dir, HISTORY_DIR)
+    tensorboard_dir = os.path.join(run_dir, "tensorboard")
+    out_dir = os.path.join(run_dir, "collector")
+    completion = os.path.join(run_dir, "completion.json")
+    ready, done = os.path.join(out_dir, "ready"), os.path.join(out_dir, "done")
+    for directory in (history_dir, tensorboard_dir, out_dir):
+        os.makedirs(directory, exist_ok=True)
+    for stale in (completion, ready, done):
+        if os.path.exists(stale):
+            os.unlink(stale)
+
+    uses_adx = "adx-queued-v1" in args.collect_args or not any(
+        a in ("--store", "--sink") or a.startswith(("--store=", "--sink=")) for a in args.collect_args)
+    done_timeout = args.done_timeout if args.done_timeout is not None else (1833.0 if uses_adx else 120.0)
+
+    collector_cmd = [
+        sys.executable, "-m", "tau_collector", "collect", "--watch", "-v", "--interval", args.interval,
+        "--out", out_dir, "--history", os.path.join(history_dir, "*.jsonl"), "--tfevents", tensorboard_dir,
+        "--completion-file", completion, "--ready-file", ready, "--done-file", done, *args.collect_args,
+    ]
+    log_file = open(os.path.join(run_dir, "collector.log"), "ab")  # lives as long as the sidecar
+    collector = subprocess.Popen(collector_cmd, stdout=open(os.path.join(out_dir, "result.json"), "wb"),
+                                 stderr=log_file, start_new_session=True)
+
+    stop = threading.Event()
+    trainer: subprocess.Popen | None = None
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+        if trainer is not None and trainer.poll() is None:
+            trainer.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    status = 0
+    state, reason = "succeeded", "workload-entrypoint-exit"
+    waited = _wait_for(ready, args.ready_timeout, stop=stop, process=collector)
+    if waited == "stopped":
+        status = EXIT_TERMINATED
+    elif waited != "ok":
+        why = "exited before it was ready" if waited == "exited" else f"did not become ready within " \
+              f"{args.ready_timeout:.0f}s"
+        print(f"tau-collector wrap: metrics collector {why}; see {os.path.join(run_dir, 'collector.log')}",
+              file=sys.stderr)
+        status = EXIT_NOT_READY
+        state, reason = "failed", "metrics-offloader-not-ready"
+    else:
+        env = dict(os.environ, TAU_RUN_DIR=run_dir, TAU_HISTORY_DIR=history_dir,
+                   TAU_TENSORBOARD_DIR=tensorboard_dir, TENSORBOARD_LOGDIR=tensorboard_dir,
+                   PYTHONUNBUFFERED="1")
+        read_fd, write_fd = os.pipe()
+        try:
+            trainer = subprocess.Popen(args.command, stdout=write_fd, env=env)
+        except OSError as exc:
+            os.close(read_fd)
+            print(f"tau-collector wrap: cannot start {args.command[0]!r}: {exc.strerror or exc}", file=sys.stderr)
+            status, state = 127, "failed"
+        finally:
+            os.close(write_fd)
+        if trainer is not None:
+            pump = threading.Thread(target=_pump, args=(read_fd, history_dir, _Passthrough(sys.stdout.buffer)),
+                                    name="tau-normalize", daemon=True)
+            pump.start()
+            code = trainer.wait()
+            pump.join()
+            status = code if code >= 0 else 128 - code
+            if stop.is_set():
+                state, reason = "cancelled", "workload-termination"
+            elif status != 0:
+                state = "failed"
+    message = f"entrypoint exited with code {status}"
+    write_completion(completion, state, reason=reason, message=message,
+                     completed_at=time.time_ns() // 1_000_000_000 * 1_000_000_000)
+    waited = _wait_for(done, done_timeout, stop=threading.Event(), process=collector)
+    if waited != "ok":
+        print(f"tau-collector wrap: metrics collector did not confirm terminal publication within "
+              f"{done_timeout:.0f}s; see {os.path.join(run_dir, 'collector.log')}", file=sys.stderr)
+        if status == 0:
+            status = EXIT_NO_DONE
+    try:
+        collector.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        collector.terminate()
+    log_file.close()
+    return status
