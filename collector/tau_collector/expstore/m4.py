@@ -88,8 +88,9 @@ def _segment_extremes(
             continue
         nonempty = r_end > r_start
         # Clipping repeats the range's last element: harmless for argmin/argmax (first hit wins).
-        grid = np.minimum(r_start[:, None] + np.arange(width, dtype=np.int64)[None, :],
-                          np.maximum(r_end - 1, r_start)[:, None])
+        # An empty range (a tail at the very end) is clipped into bounds and then ignored.
+        last = np.minimum(np.maximum(r_end - 1, r_start), values.size - 1)
+        grid = np.minimum(r_start[:, None] + np.arange(width, dtype=np.int64)[None, :], last[:, None])
         vals = values[grid]
         if has_nf:
             finite = np.isfinite(vals)

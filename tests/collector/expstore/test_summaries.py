@@ -1,0 +1,93 @@
+"""metric_summaries follow TauGrid's rules: per file, then merged across files (TAUGRID-REFERENCE §4)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from tau_collector.expstore import StoreReader
+from tau_collector.expstore.summaries import merge_summaries, summarize_metric
+
+from .events import BASE_NS, event, new_store, non_finite
+
+NAN, INF = math.nan, math.inf
+
+
+def _summary(rows, *, file_id="f1", updated_at="2026-01-01T00:00:00Z"):
+    steps = np.array([r[0] for r in rows], dtype=np.int64)
+    walls = np.array([r[1] for r in rows], dtype=np.int64)
+    values = np.array([r[2] for r in rows], dtype=np.float64)
+    return summarize_metric(run_id="r", metric_name="m", project="p", run_group_id="g", steps=steps,
+                            wall_times=walls, values=values, file_id=file_id, updated_at=updated_at)
+
+
+# (case, rows (step, wall_us, value), expected fields)
+CASES = [
+    ("finite rows", [(1, 10, 3.0), (2, 20, 1.0), (3, 30, 2.0)],
+     dict(count=3, finite_count=3, non_finite_count=0, min_step=1, max_step=3, latest_step=3,
+          latest_wall_time=30, latest_value=2.0, min_value=1.0, max_value=3.0)),
+    ("non-finite rows widen only counts and the step range", [(1, 10, 3.0), (9, 90, NAN), (0, 5, -INF)],
+     dict(count=3, finite_count=1, non_finite_count=2, min_step=0, max_step=9, latest_step=1,
+          latest_wall_time=10, latest_value=3.0, min_value=3.0, max_value=3.0)),
+    ("only non-finite rows keep values NULL", [(4, 10, INF), (5, 20, NAN)],
+     dict(count=2, finite_count=0, non_finite_count=2, min_step=4, max_step=5, latest_step=None,
+          latest_wall_time=None, latest_value=None, min_value=None, max_value=None, latest_file_id=None)),
+    ("latest by step before wall_time", [(5, 10, 1.0), (4, 99, 2.0)],
+     dict(latest_step=5, latest_value=1.0)),
+    ("latest by wall_time on equal steps", [(5, 20, 1.0), (5, 10, 2.0)],
+     dict(latest_step=5, latest_wall_time=20, latest_value=1.0)),
+    ("latest by row order on equal step and wall_time", [(5, 10, 1.0), (5, 10, 2.0)],
+     dict(latest_value=2.0)),
+]
+
+
+@pytest.mark.parametrize(("rows", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_file_summary(rows, expected):
+    s = _summary(rows)
+    for key, value in expected.items():
+        assert getattr(s, key) == value, key
+
+
+MERGES = [
+    ("counts add and ranges widen", [(1, 10, 5.0), (2, 20, NAN)], [(7, 70, -1.0), (0, 1, INF)],
+     dict(count=4, finite_count=2, non_finite_count=2, min_step=0, max_step=7, min_value=-1.0, max_value=5.0,
+          latest_step=7, latest_value=-1.0, latest_file_id="f2")),
+    ("an older second file keeps the first latest", [(9, 90, 1.0)], [(3, 30, 2.0)],
+     dict(latest_step=9, latest_value=1.0, latest_file_id="f1")),
+    ("equal step and wall_time: the later updated_at wins", [(9, 90, 1.0)], [(9, 90, 2.0)],
+     dict(latest_value=2.0, latest_file_id="f2")),
+    ("a non-finite second file keeps the latest", [(1, 10, 1.0)], [(50, 500, NAN)],
+     dict(latest_step=1, latest_value=1.0, max_step=50, finite_count=1, non_finite_count=1)),
+    ("a finite file after only non-finite fills the values", [(1, 10, NAN)], [(0, 5, 4.0)],
+     dict(latest_step=0, latest_value=4.0, min_value=4.0, max_value=4.0, finite_count=1, count=2)),
+]
+
+
+@pytest.mark.parametrize(("first", "second", "expected"), [c[1:] for c in MERGES], ids=[c[0] for c in MERGES])
+def test_merge(first, second, expected):
+    merged = merge_summaries(
+        _summary(first, file_id="f1", updated_at="2026-01-01T00:00:00Z"),
+        _summary(second, file_id="f2", updated_at="2026-01-01T00:00:01Z"),
+    )
+    for key, value in expected.items():
+        assert getattr(merged, key) == value, key
+
+
+def test_store_summary_merges_across_files_and_counts_each_file_once(tmp_path):
+    store, writer = new_store(tmp_path)
+    writer.write_chunk("a", [event(0, 3.0), event(1, 2.0)], [non_finite(2, NAN)], request_hash="h")
+    writer.write_chunk("b", [event(3, 5.0), event(4, 1.5)], [], request_hash="h")
+    writer.write_chunk("b", [event(3, 5.0), event(4, 1.5)], [], request_hash="h")  # redelivery
+    (s,) = StoreReader(store).metric_summaries("seed-1")
+    assert (s.count, s.finite_count, s.non_finite_count) == (5, 4, 1)
+    assert (s.min_step, s.max_step, s.min_value, s.max_value) == (0, 4, 1.5, 5.0)
+    assert (s.latest_step, s.latest_value, s.latest_wall_time) == (4, 1.5, (BASE_NS + 4_000_000) // 1000)
+    assert store.connection().execute("SELECT COUNT(*) FROM metric_summary_files").fetchone()[0] == 2
+
+
+def test_summaries_are_per_metric_and_name_sorted(tmp_path):
+    store, writer = new_store(tmp_path)
+    writer.write_chunk("a", [event(0, 1.0, metric="z"), event(0, 2.0, metric="a")], [], request_hash="h")
+    assert [s.metric_name for s in StoreReader(store).metric_summaries("seed-1")] == ["a", "z"]
+    assert StoreReader(store).metric_names("seed-1") == ["a", "z"]
