@@ -13,6 +13,7 @@ on any error (a signal included) a message on stderr and exit 1.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import sys
@@ -216,6 +217,15 @@ def _adx_sink(args: argparse.Namespace) -> Sink:
     )
 
 
+def describe_os_error(exc: OSError, out: str) -> str:
+    where = f" ({exc.filename})" if exc.filename else f" (under {os.path.abspath(out)})"
+    text = f"{exc.strerror or exc}{where}"
+    if exc.errno == errno.ENOSPC:
+        text += ("; free space on that filesystem and start the collector again: the checkpoint and the "
+                 "spool were left consistent, nothing already read is lost")
+    return text
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         options, sinks = resolve_options(args)
@@ -237,7 +247,10 @@ def run(args: argparse.Namespace) -> int:
     except CollectorCancelled as exc:
         print(f"tau-collector collect: {exc}", file=sys.stderr)
         return 1
-    except (CollectorError, SpoolError, SinkError, OSError) as exc:
+    except OSError as exc:
+        print(f"tau-collector collect: {describe_os_error(exc, options.out)}", file=sys.stderr)
+        return 1
+    except (CollectorError, SpoolError, SinkError) as exc:
         print(f"tau-collector collect: {exc}", file=sys.stderr)
         return 1
     finally:
