@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+
 from tau_collector.history_writer import CHUNK_NAME, HistoryWriter, encode_row, log
 from tau_collector.sources.jsonl import read_history_file
 

@@ -7,6 +7,7 @@ import math
 import os
 
 import pytest
+
 from tau_collector.records import ProblemKind
 from tau_collector.sources.jsonl import (
     HistoryPathError,

@@ -13,6 +13,7 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from tau_collector.history_writer import HistoryWriter
 from tau_collector.normalizer import Normalizer, StepError, classify_line, normalize_row
 from tau_collector.sources.jsonl import read_history_file
