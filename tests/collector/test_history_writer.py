@@ -56,7 +56,8 @@ def test_rows_are_compact_keep_their_key_order_and_raw_utf8(tmp_path):
         writer.write({"_step": 0, "_timestamp": 2.25, "zeta": 1, "alpha": "é", "big": 2**70})
     [name] = chunk_names(tmp_path)
     data = (tmp_path / name).read_bytes()
-    assert data == '{"_step":0,"_timestamp":2.25,"zeta":1,"alpha":"é","big":1180591620717411303424}\n'.encode()
+    expected = '{"_step":0,"_timestamp":2.25,"zeta":1,"alpha":"é","big":1180591620717411303424}\n'
+    assert data == expected.encode()
 
 
 def test_a_lone_surrogate_is_written_as_an_escape_so_the_file_stays_utf8():
