@@ -6,7 +6,7 @@ which TauGrid uses and which can drop a one-point spike. Input: steps sorted asc
 unique (the reader dedupes first). Non-finite values never take part in min/max; the first
 non-finite point of each bucket is kept besides, so a caller can mark it.
 
-Work per request is O(buckets * BLOCK + n / BLOCK) with an :class:`M4Index` (block-wise
+Work per request is O(buckets * block + n / block) with an :class:`M4Index` (block-wise
 argmin/argmax computed once per cached series), instead of several passes over all n points.
 """
 
@@ -14,35 +14,55 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BLOCK", "M4Index", "bucket_edges", "m4_indices"]
+__all__ = ["BLOCKS", "M4Index", "bucket_edges", "m4_indices"]
 
-BLOCK = 256
+BLOCKS = (16, 128, 1024)  # block sizes indexed; a request uses the one cheapest for its bucket length
+
+
+class _Level:
+    """Argmin/argmax of every full block of one size (non-finite values never win)."""
+
+    __slots__ = ("block", "block_max", "block_max_val", "block_min", "block_min_val")
+
+    def __init__(self, values: np.ndarray, finite: np.ndarray | None, block: int) -> None:
+        self.block = block
+        nblk = values.size // block
+        full = values[: nblk * block]
+        base = np.arange(nblk, dtype=np.int64) * block
+        if finite is not None:
+            ok = finite[: nblk * block]
+            lo = np.where(ok, full, np.inf).reshape(nblk, block)
+            hi = np.where(ok, full, -np.inf).reshape(nblk, block)
+        else:
+            lo = hi = full.reshape(nblk, block)
+        rows = np.arange(nblk)
+        lo_col, hi_col = lo.argmin(axis=1), hi.argmax(axis=1)
+        self.block_min, self.block_max = lo_col + base, hi_col + base
+        # +-inf marks a block without any finite value.
+        self.block_min_val, self.block_max_val = lo[rows, lo_col], hi[rows, hi_col]
 
 
 class M4Index:
-    """Block extremes of one value array: argmin/argmax of each full BLOCK of finite values."""
+    """Block extremes of one value array at a few block sizes, computed once per cached series."""
 
-    __slots__ = ("block_max", "block_max_val", "block_min", "block_min_val", "n", "non_finite")
+    __slots__ = ("levels", "n", "non_finite")
 
     def __init__(self, values: np.ndarray) -> None:
         values = np.asarray(values, dtype=np.float64)
         self.n = values.size
         finite = np.isfinite(values)
         self.non_finite = np.flatnonzero(~finite)
-        nblk = self.n // BLOCK
-        full = values[: nblk * BLOCK]
-        base = np.arange(nblk, dtype=np.int64) * BLOCK
-        if self.non_finite.size:
-            ok = finite[: nblk * BLOCK]
-            lo = np.where(ok, full, np.inf).reshape(nblk, BLOCK)
-            hi = np.where(ok, full, -np.inf).reshape(nblk, BLOCK)
-        else:
-            lo = hi = full.reshape(nblk, BLOCK)
-        self.block_min = lo.argmin(axis=1) + base
-        self.block_max = hi.argmax(axis=1) + base
-        # +-inf marks a block with no finite value at all.
-        self.block_min_val = lo[np.arange(nblk), self.block_min - base] if nblk else np.empty(0)
-        self.block_max_val = hi[np.arange(nblk), self.block_max - base] if nblk else np.empty(0)
+        mask = finite if self.non_finite.size else None
+        self.levels = [_Level(values, mask, b) for b in BLOCKS if b * 2 <= self.n]
+
+    def level_for(self, bucket_length: float) -> _Level | None:
+        # Per bucket the raw head and tail cost ~2*block, the full blocks ~length/block.
+        best, best_cost = None, 2.0 * bucket_length  # cost of scanning raw
+        for level in self.levels:
+            cost = 2.0 * level.block + bucket_length / level.block
+            if cost < best_cost:
+                best, best_cost = level, cost
+        return best
 
 
 def bucket_edges(first_step: int, last_step: int, buckets: int) -> np.ndarray:
@@ -58,7 +78,7 @@ def bucket_edges(first_step: int, last_step: int, buckets: int) -> np.ndarray:
 
 
 def _segment_extremes(
-    values: np.ndarray, starts: np.ndarray, ends: np.ndarray, index: M4Index
+    values: np.ndarray, starts: np.ndarray, ends: np.ndarray, index: M4Index, level: _Level | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Indices of the min and the max finite value in each [start, end); -1 where there is none."""
     nseg = starts.size
@@ -76,12 +96,13 @@ def _segment_extremes(
         best_val[seg[better]] = val[better]
         best_idx[seg[better]] = idx[better]
 
-    fb_start = -(-starts // BLOCK)  # first full block inside the segment
-    fb_end = ends // BLOCK  # one past the last full block
-    has_blocks = fb_end > fb_start
+    block = level.block if level is not None else 1
+    fb_start = -(-starts // block)  # first full block inside the segment
+    fb_end = ends // block  # one past the last full block
+    has_blocks = (fb_end > fb_start) if level is not None else np.zeros(nseg, dtype=bool)
     # Raw ranges: the head and tail around the full blocks, or the whole (short) segment.
-    head_end = np.where(has_blocks, fb_start * BLOCK, ends)
-    tail_start = np.where(has_blocks, fb_end * BLOCK, ends)
+    head_end = np.where(has_blocks, fb_start * block, ends)
+    tail_start = np.where(has_blocks, fb_end * block, ends)
     for r_start, r_end in ((starts, head_end), (tail_start, ends)):
         width = int((r_end - r_start).max()) if nseg else 0
         if width <= 0:
@@ -108,8 +129,8 @@ def _segment_extremes(
         offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
         flat = np.repeat(b0 - offsets, counts) + np.arange(int(counts.sum()))
         for want_max, bvals, bidx in (
-            (False, index.block_min_val, index.block_min),
-            (True, -index.block_max_val, index.block_max),
+            (False, level.block_min_val, level.block_min),
+            (True, -level.block_max_val, level.block_max),
         ):
             cand = bvals[flat]
             seg_min = np.minimum.reduceat(cand, offsets)
@@ -152,7 +173,8 @@ def m4_indices(
     starts, ends = pos[:-1], pos[1:]
     nonempty = ends > starts
     starts, ends = starts[nonempty], ends[nonempty]
-    mins, maxs = _segment_extremes(values, starts, ends, index)
+    level = index.level_for(n / starts.size)
+    mins, maxs = _segment_extremes(values, starts, ends, index, level)
     if max_points < 4:
         keep = [lo, hi - 1] + ([int(maxs[0])] if max_points == 3 and maxs[0] >= 0 else [])
         return np.unique(np.array(keep, dtype=np.int64))

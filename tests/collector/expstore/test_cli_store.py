@@ -7,6 +7,7 @@ import json
 import math
 
 import pytest
+
 from tau_collector.cli import store as store_cli
 
 from .events import event, new_store, non_finite

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+
 from tau_collector.expstore import StoreReader
 from tau_collector.expstore.compaction import CompactionPolicy, compact_run, delete_retired
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 
 import numpy as np
+
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore.compaction import CompactionPolicy
 from tau_collector.expstore.writer import MetricWriter

@@ -8,6 +8,7 @@ import sqlite3
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from tau_collector.expstore import open_store, schema
 
 from .events import event, new_store

@@ -6,6 +6,7 @@ import hashlib
 import math
 
 import pytest
+
 from tau_collector.expstore import StoreReader
 from tau_collector.metric_event import encode_ndjson_many
 from tau_collector.sinks.base import Chunk, SinkError

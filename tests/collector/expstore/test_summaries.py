@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from tau_collector.expstore import StoreReader
 from tau_collector.expstore.summaries import merge_summaries, summarize_metric
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from tau_collector.expstore import IdempotencyConflictError, StoreError, StoreReader
 
 from .events import BASE_NS, event, new_store, non_finite
