@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import math
+import sqlite3
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
@@ -100,11 +101,10 @@ def _tags_json(tags: dict[str, str]) -> str:
     return orjson.dumps(tags, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def encode_metric_table(rows: list[tuple]) -> pa.Table:
-    """rows: (project, group, run, metric, step, wall_us, value, unit, source, split, tags_json) sorted."""
-    cols = list(zip(*rows, strict=True)) if rows else [[] for _ in schema.METRIC_SCHEMA_COLUMNS]
+def encode_metric_table(columns: dict[str, list]) -> pa.Table:
+    """One list per ``tau.metrics.scalar.v2`` column (wall_time in µs), rows already sorted."""
     arrow_schema = schema.metric_arrow_schema()
-    arrays = [pa.array(cols[i], type=arrow_schema.field(i).type) for i in range(len(arrow_schema))]
+    arrays = [pa.array(columns[f.name], type=f.type) for f in arrow_schema]
     return pa.Table.from_arrays(arrays, schema=arrow_schema)
 
 
@@ -195,20 +195,39 @@ class MetricWriter:
             # Sorted by metric, then step, then wall_time, then arrival: readers slice a metric with
             # a binary search and the last row of equal steps is the one that wins.
             items.sort(key=lambda it: (it[1].metric_name, it[1].step, it[1].wall_time or 0, it[0]))
-            rows = []
-            tag_sets = []
+            evs = [e for _, e in items]
+            n = len(evs)
+            tag_cache: dict[tuple, str] = {}
+            tags_col = []
+            for e in evs:
+                key = tuple(e.tags.items())
+                text = tag_cache.get(key)
+                if text is None:
+                    text = tag_cache[key] = _tags_json(e.tags)
+                tags_col.append(text)
+            steps = [e.step for e in evs]
+            walls = [None if e.wall_time is None else e.wall_time // 1000 for e in evs]
+            values = [float(e.value) for e in evs]
+            metrics = [e.metric_name for e in evs]
+            columns = {
+                "project": [project] * n,
+                "run_group_id": [group] * n,
+                "run_id": [run_id] * n,
+                "metric_name": metrics,
+                "step": steps,
+                "wall_time": walls,
+                "value": values,
+                "unit": [e.unit or None for e in evs],
+                "source": [e.source for e in evs],
+                "split": [e.split or None for e in evs],
+                "tags": tags_col,
+            }
             status = None
-            for _, e in items:
-                wall_us = None if e.wall_time is None else e.wall_time // 1000
-                rows.append((
-                    e.project, e.run_group_id, e.run_id, e.metric_name, e.step, wall_us, float(e.value),
-                    e.unit or None, e.source, e.split or None, _tags_json(e.tags),
-                ))
-                tag_sets.append(e.tags)
+            for e in evs:
                 if e.metric_name == RUN_STATUS_METRIC and float(e.value) in RUN_STATUS_STATES:
                     if status is None or (e.wall_time or 0) >= (status.wall_time or 0):
                         status = e
-            data = parquet_bytes(encode_metric_table(rows))
+            data = parquet_bytes(encode_metric_table(columns))
             file_id = "metrics-" + uuid.uuid4().hex
             files.append(
                 _RunFile(
@@ -218,15 +237,15 @@ class MetricWriter:
                     run_id=run_id,
                     file_id=file_id,
                     relative_path=metric_file_path(project, experiment_id, group, run_id, file_id),
-                    row_count=len(rows),
-                    min_step=min(r[4] for r in rows),
-                    max_step=max(r[4] for r in rows),
+                    row_count=n,
+                    min_step=min(steps),
+                    max_step=max(steps),
                     digest=hashlib.sha256(data).hexdigest(),
                     data=data,
-                    summaries=_summaries_of(rows, file_id, now),
-                    tags=_common_tags(tag_sets),
+                    summaries=_summaries_of(project, group, run_id, metrics, steps, walls, values, file_id, now),
+                    tags=_common_tags([dict(k) for k in tag_cache]),
                     status=status,
-                    first_wall_ns=min((e.wall_time for _, e in items if e.wall_time is not None), default=0),
+                    first_wall_ns=min((e.wall_time for e in evs if e.wall_time is not None), default=0),
                 )
             )
         return files
@@ -303,9 +322,10 @@ class MetricWriter:
         for run_id in sorted(run_ids):
             try:
                 compact_run(self.store, run_id, policy=self.compaction)
-            except StoreError:
-                # Compaction is an optimisation: a failure (or a concurrent compaction winning)
-                # must never fail the delivery that triggered it.
+            except (StoreError, OSError, sqlite3.Error, pa.ArrowException):
+                # Compaction is an optimisation: a failure (a concurrent compaction deleting a file
+                # we were merging, a busy index) must never fail the delivery that triggered it,
+                # which is already committed. The next delivery tries again.
                 pass
 
 
@@ -333,26 +353,24 @@ def store_summary(tx, s: MetricSummaryRow) -> None:
     )
 
 
-def _summaries_of(rows: list[tuple], file_id: str, now: str) -> list[MetricSummaryRow]:
+def _summaries_of(project: str, group: str, run_id: str, metrics: list[str], steps: list[int],
+                  walls: list[int | None], values: list[float], file_id: str, now: str) -> list[MetricSummaryRow]:
+    step_a = np.array(steps, dtype=np.int64)
+    wall_a = np.array([0 if w is None else w for w in walls], dtype=np.int64)
+    value_a = np.array(values, dtype=np.float64)
     out = []
     start = 0
-    while start < len(rows):
-        metric = rows[start][3]
-        end = start
-        while end < len(rows) and rows[end][3] == metric:
+    # Rows are sorted by metric: each metric is one contiguous slice.
+    while start < len(metrics):
+        metric = metrics[start]
+        end = start + 1
+        while end < len(metrics) and metrics[end] == metric:
             end += 1
-        part = rows[start:end]
         out.append(
             summarize_metric(
-                run_id=part[0][2],
-                metric_name=metric,
-                project=part[0][0],
-                run_group_id=part[0][1],
-                steps=np.fromiter((r[4] for r in part), dtype=np.int64, count=len(part)),
-                wall_times=np.fromiter((r[5] or 0 for r in part), dtype=np.int64, count=len(part)),
-                values=np.fromiter((r[6] for r in part), dtype=np.float64, count=len(part)),
-                file_id=file_id,
-                updated_at=now,
+                run_id=run_id, metric_name=metric, project=project, run_group_id=group,
+                steps=step_a[start:end], wall_times=wall_a[start:end], values=value_a[start:end],
+                file_id=file_id, updated_at=now,
             )
         )
         start = end
