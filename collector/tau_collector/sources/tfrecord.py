@@ -109,11 +109,9 @@ def scan_frames(data: bytes | bytearray | memoryview, base_offset: int = 0) -> F
     frames: list[tuple[int, bytes | memoryview]] = []
     append = frames.append
     pos = 0
-    while pos < size:
-        if size - pos < header_size:
-            return FrameScan(frames, StopReason.TRUNCATED, base_offset + pos, HEADER_SIZE,
-                             f"file ends {size - pos} bytes into a 12-byte frame header; the writer is "
-                             "probably mid-write: read again from here later")
+    last_header_start = size - header_size
+    last_footer_start = size - FOOTER_SIZE
+    while pos <= last_header_start:
         header = raw[pos:pos + header_size]
         length = verified_headers.get(header)
         if length is None:
@@ -125,14 +123,13 @@ def scan_frames(data: bytes | bytearray | memoryview, base_offset: int = 0) -> F
                                  "frames before this offset were read, nothing after it can be trusted")
             if len(verified_headers) < _MAX_CACHED_HEADERS:
                 verified_headers[header] = length
-        start = pos + header_size
-        end = start + length
-        if end + 4 > size:
+        end = pos + header_size + length
+        if end > last_footer_start:
             return FrameScan(frames, StopReason.TRUNCATED, base_offset + pos,
                              HEADER_SIZE + length + FOOTER_SIZE,
                              f"file ends inside a {length}-byte record; the writer is probably "
                              "mid-write: read again from here later")
-        payload = raw[start:end] if length <= copy_limit else view[start:end]
+        payload = raw[pos + header_size:end] if length <= copy_limit else view[pos + header_size:end]
         c = crc(payload)
         if (((c >> 15) | (c << 17)) + delta) & u32 != unpack_footer(raw, end)[0]:
             return FrameScan(frames, StopReason.CRC_MISMATCH, base_offset + pos,
@@ -142,6 +139,10 @@ def scan_frames(data: bytes | bytearray | memoryview, base_offset: int = 0) -> F
                              "it can be trusted")
         append((base_offset + pos, payload))
         pos = end + 4
+    if pos < size:
+        return FrameScan(frames, StopReason.TRUNCATED, base_offset + pos, HEADER_SIZE,
+                         f"file ends {size - pos} bytes into a 12-byte frame header; the writer is "
+                         "probably mid-write: read again from here later")
     return FrameScan(frames, StopReason.END, base_offset + pos)
 
 
