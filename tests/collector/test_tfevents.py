@@ -682,3 +682,19 @@ def test_property_frames_after_a_skipped_or_odd_payload_are_still_true(tmp_path_
     assert all(p.kind in (ProblemKind.BAD_EVENT, ProblemKind.BAD_VALUE) and p.offset == at for p in batch.problems)
     assert batch.stop == "end"
     shutil.rmtree(root)
+
+
+def test_reading_leaves_the_garbage_collector_as_it_found_it(tmp_path):
+    import gc
+
+    write_tensorboardx(tmp_path, sample_scalars(3))
+    run = only_run(tmp_path)
+    assert gc.isenabled()
+    read_run(run)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        read_run(run)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
