@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tensorboard.compat.proto import event_pb2, summary_pb2
+
 from tau_collector.records import HistoryRow, ProblemKind
 from tau_collector.sources.tfevents import (
     RunMemory,
@@ -25,7 +27,6 @@ from tau_collector.sources.tfevents import (
     to_history_row,
 )
 from tau_collector.sources.tfrecord import encode_frame, scan_frames
-from tensorboard.compat.proto import event_pb2, summary_pb2
 
 from .tb_writers import (
     by_tag,

@@ -8,6 +8,11 @@ import os
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tensorboard.compat.tensorflow_stub import errors as tb_errors
+from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
+from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_masked_crc32c
+from tensorboard.summary.writer.record_writer import RecordWriter
+
 from tau_collector.sources.tfrecord import (
     FOOTER_SIZE,
     HEADER_SIZE,
@@ -18,10 +23,6 @@ from tau_collector.sources.tfrecord import (
     scan_file,
     scan_frames,
 )
-from tensorboard.compat.tensorflow_stub import errors as tb_errors
-from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
-from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_masked_crc32c
-from tensorboard.summary.writer.record_writer import RecordWriter
 
 
 def tensorboard_framed(payloads: list[bytes]) -> bytes:
