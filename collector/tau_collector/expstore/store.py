@@ -109,6 +109,10 @@ class ExpStore:
 
     def connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid != os.getpid():
+            # A forked child must not use its parent's SQLite handle (SQLite forbids it); leave the
+            # parent's handle alone and open our own.
+            conn = None
         if conn is None:
             conn = sqlite3.connect(self.index_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -117,6 +121,7 @@ class ExpStore:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             self._local.conn = conn
+            self._local.pid = os.getpid()
         return conn
 
     @contextlib.contextmanager

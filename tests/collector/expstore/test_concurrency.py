@@ -73,3 +73,19 @@ def test_two_writer_processes_and_a_reader(tmp_path):
     assert conn.execute("SELECT COUNT(*) FROM idempotency_keys").fetchone()[0] == 2 * CHUNKS
     files = conn.execute("SELECT COUNT(*) FROM metric_files WHERE run_id = 'seed-1'").fetchone()[0]
     assert files < 2 * CHUNKS  # the writers compacted while the reader read
+
+
+def _write_in_child(writer: MetricWriter) -> None:
+    writer.write_chunk("child", [event(1, 2.0)], [], request_hash="h")
+
+
+def test_a_forked_child_opens_its_own_connection(tmp_path):
+    store = open_store(tmp_path / "store", create=True)
+    writer = MetricWriter(store)
+    writer.write_chunk("parent", [event(0, 1.0)], [], request_hash="h")  # the parent's handle is open
+    child = multiprocessing.get_context("fork").Process(target=_write_in_child, args=(writer,))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    writer.write_chunk("parent-again", [event(2, 3.0)], [], request_hash="h")
+    assert StoreReader(store).rows("seed-1", "train/loss").value.tolist() == [1.0, 2.0, 3.0]
