@@ -101,9 +101,10 @@ __all__ = [
     "to_history_row",
 ]
 
-# One read() covers any ordinary event file; the bound keeps a multi-gigabyte file from being
-# pulled into memory at once (the reader then continues from the last verified frame).
-DEFAULT_CHUNK_BYTES = 64 * 1024 * 1024
+# Bytes per read(): one read covers an ordinary event file; the bound keeps a multi-gigabyte file
+# (and the list of its frames, ~3x the bytes for small scalar frames) from being held at once.
+# The reader continues from the last verified frame of each chunk.
+DEFAULT_CHUNK_BYTES = 16 * 1024 * 1024
 
 _START = SessionLog.START
 
