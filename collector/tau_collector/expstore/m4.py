@@ -24,22 +24,27 @@ class _Level:
 
     __slots__ = ("block", "block_max", "block_max_val", "block_min", "block_min_val")
 
-    def __init__(self, values: np.ndarray, finite: np.ndarray | None, block: int) -> None:
+    def __init__(self, values: np.ndarray, block: int, previous: _Level | None = None) -> None:
         self.block = block
-        nblk = values.size // block
-        full = values[: nblk * block]
-        base = np.arange(nblk, dtype=np.int64) * block
-        if finite is not None:
-            ok = finite[: nblk * block]
-            lo = np.where(ok, full, np.inf).reshape(nblk, block)
-            hi = np.where(ok, full, -np.inf).reshape(nblk, block)
+        # Blocks the previous index (of a prefix of ``values``) already covers are kept as they are.
+        first = previous.block_min.size if previous is not None else 0
+        nblk = values.size // block - first
+        full = values[first * block : (first + nblk) * block]
+        base = (np.arange(nblk, dtype=np.int64) + first) * block
+        finite = np.isfinite(full)
+        if not finite.all():
+            lo = np.where(finite, full, np.inf).reshape(nblk, block)
+            hi = np.where(finite, full, -np.inf).reshape(nblk, block)
         else:
             lo = hi = full.reshape(nblk, block)
         rows = np.arange(nblk)
         lo_col, hi_col = lo.argmin(axis=1), hi.argmax(axis=1)
-        self.block_min, self.block_max = lo_col + base, hi_col + base
+        parts = (lo_col + base, hi_col + base, lo[rows, lo_col], hi[rows, hi_col])
         # +-inf marks a block without any finite value.
-        self.block_min_val, self.block_max_val = lo[rows, lo_col], hi[rows, hi_col]
+        if previous is not None:
+            old = (previous.block_min, previous.block_max, previous.block_min_val, previous.block_max_val)
+            parts = tuple(np.concatenate((a, b)) for a, b in zip(old, parts, strict=True))
+        self.block_min, self.block_max, self.block_min_val, self.block_max_val = parts
 
 
 class M4Index:
@@ -47,13 +52,19 @@ class M4Index:
 
     __slots__ = ("levels", "n", "non_finite")
 
-    def __init__(self, values: np.ndarray) -> None:
+    def __init__(self, values: np.ndarray, previous: M4Index | None = None) -> None:
+        """Index ``values``; with ``previous`` (the index of a prefix of ``values``) only the new tail is scanned."""
         values = np.asarray(values, dtype=np.float64)
         self.n = values.size
-        finite = np.isfinite(values)
-        self.non_finite = np.flatnonzero(~finite)
-        mask = finite if self.non_finite.size else None
-        self.levels = [_Level(values, mask, b) for b in BLOCKS if b * 2 <= self.n]
+        if previous is not None and previous.n <= self.n:
+            start = previous.n
+            tail_nf = np.flatnonzero(~np.isfinite(values[start:])) + start
+            self.non_finite = np.concatenate((previous.non_finite, tail_nf))
+            old = {level.block: level for level in previous.levels}
+        else:
+            self.non_finite = np.flatnonzero(~np.isfinite(values))
+            old = {}
+        self.levels = [_Level(values, b, old.get(b)) for b in BLOCKS if b * 2 <= self.n]
 
     def level_for(self, bucket_length: float) -> _Level | None:
         # Per bucket the raw head and tail cost ~2*block, the full blocks ~length/block.

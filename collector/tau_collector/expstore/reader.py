@@ -5,7 +5,8 @@ request. Equal steps are deduplicated, **last wins**: the row with the latest wa
 the one from the later-registered file (``metric_files`` rowid), then the later row in its file.
 Files are immutable and keyed by file_id, so decoded slices are cached (bounded LRU by bytes);
 the merged full series of a (run, metric) is cached too, keyed by the exact set of files it was
-built from, with an :class:`~.m4.M4Index` so that reducing 10M points costs milliseconds.
+built from, with an :class:`~.m4.M4Index` so that reducing 10M points costs milliseconds. When a
+live run appends files, the cached series and its index are extended rather than rebuilt.
 """
 
 from __future__ import annotations
@@ -142,6 +143,9 @@ class StoreReader:
     ) -> None:
         self.store = store if isinstance(store, ExpStore) else ExpStore(store)
         self._cache = _LRU(cache_bytes)
+        # (run_id, metric) -> cache key of the newest merged full series, for cheap extension.
+        self._latest: dict[tuple[str, str], tuple] = {}
+        self._latest_lock = threading.Lock()
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -284,12 +288,55 @@ class StoreReader:
         if cached is not None:
             return cached  # type: ignore[return-value]
         ranged = start_step is not None or end_step is not None
+        if not ranged:
+            merged = self._extend_previous(run_id, metric, full)
+            if merged is not None:
+                return merged
         files = self._files(run_id, start_step, end_step) if ranged else full
         slices = [(rank, self._file_slice(file_id, path, metric)) for rank, (_, file_id, path, _, _) in
                   enumerate(files)]
         merged = _merge([(rank, s) for rank, s in slices if s.step.size])
         if not ranged:
-            self._cache.put(key, merged, merged.nbytes * 2)  # x2: room for the M4 index and views
+            self._remember(run_id, metric, key, merged)
+        return merged
+
+    def _remember(self, run_id: str, metric: str, key: tuple, merged: _Merged) -> None:
+        self._cache.put(key, merged, merged.nbytes * 2)  # x2: room for the M4 index and views
+        with self._latest_lock:
+            self._latest[(run_id, metric)] = key
+
+    def _extend_previous(self, run_id: str, metric: str, full: list[tuple]) -> _Merged | None:
+        """A live run only appends files: extend the last merged series instead of rebuilding it.
+
+        Valid when the previous file list is a prefix of the current one (nothing was compacted
+        away) and the new files' points all come after the previous last step (nothing to dedupe).
+        """
+        with self._latest_lock:
+            prev_key = self._latest.get((run_id, metric))
+        if prev_key is None:
+            return None
+        prev_ids = prev_key[3]
+        ids = tuple(f[1] for f in full)
+        if len(ids) <= len(prev_ids) or ids[: len(prev_ids)] != prev_ids:
+            return None
+        prev = self._cache.get(prev_key)
+        if prev is None:
+            return None
+        added = [self._file_slice(file_id, path, metric) for (_, file_id, path, _, _) in full[len(prev_ids):]]
+        added = sorted((a for a in added if a.step.size), key=lambda a: int(a.step[0]))
+        last = int(prev.step[-1]) if prev.step.size else None
+        for a in added:
+            if last is not None and int(a.step[0]) <= last:
+                return None
+            last = int(a.step[-1])
+        merged = _Merged(
+            np.concatenate([prev.step, *(a.step for a in added)]),
+            np.concatenate([prev.wall_time, *(a.wall_time for a in added)]),
+            np.concatenate([prev.value, *(a.value for a in added)]),
+        )
+        if prev.index is not None:
+            merged.index = M4Index(merged.value, prev.index)
+        self._remember(run_id, metric, ("series", run_id, metric, ids), merged)
         return merged
 
     def _file_slice(self, file_id: str, path: str, metric: str) -> _Merged:

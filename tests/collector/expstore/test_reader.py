@@ -58,3 +58,34 @@ def test_series_of_a_sub_range_reduces_only_that_range(tmp_path):
     series = StoreReader(store).series("seed-1", "train/loss", 100, 299, max_points=20)
     assert series.step[0] == 100 and series.step[-1] == 299
     assert series.source_points == 200 and series.returned_points <= 20
+
+
+def _same(a, b) -> None:
+    assert np.array_equal(a.step, b.step)
+    assert np.array_equal(a.value, b.value, equal_nan=True)
+    assert np.array_equal(a.wall_time, b.wall_time)
+
+
+def test_a_reader_following_a_live_run_answers_like_a_fresh_reader(tmp_path):
+    from tau_collector.expstore.compaction import compact_run
+
+    from .events import non_finite
+
+    store, writer = new_store(tmp_path)
+    live = StoreReader(store)
+    rng = np.random.default_rng(5)
+    step = 0
+    for c in range(12):
+        n = int(rng.integers(50, 400))
+        events = [event(step + i, float(rng.normal())) for i in range(n)]
+        nf = [non_finite(step + n, float("nan"))] if c % 3 == 0 else []
+        if c == 7:  # an overlapping redelivery-like chunk: forces the rebuild path
+            events.append(event(5, 123.0, wall_ns=events[-1].wall_time + 1))
+        writer.write_chunk(f"c{c}", events, nf, request_hash="h")
+        step += n + 1
+        if c == 9:
+            compact_run(store, "seed-1", force=True)
+        for max_points in (40, 100_000):
+            _same(live.series("seed-1", "train/loss", max_points=max_points),
+                  StoreReader(store).series("seed-1", "train/loss", max_points=max_points))
+        _same(live.rows("seed-1", "train/loss"), StoreReader(store).rows("seed-1", "train/loss"))
