@@ -3,7 +3,8 @@
 Builds the store through the real writer (``--files`` chunks of equal size, as a collector
 would deliver them), then times ``StoreReader.series(..., max_points=8000)`` over the full range
 and a tail request, each as p50/p95 over ``--repeats`` calls after one warm-up, plus the cold
-first call of a fresh reader. Usage::
+first call of a fresh reader and the first call after a live append (which adds a chunk to the
+store, so a reused ``--store`` grows by 10k points per run). Usage::
 
     .venv/bin/python bench/bench_expstore_read.py [--points 10000000] [--files 100] [--store DIR]
 """
@@ -100,6 +101,20 @@ def main() -> int:
     t = time.perf_counter()
     res = fresh.series(RUN, METRIC, tail_start, None, args.max_points)
     print(f"tail series, cold reader (skips files by step range): {(time.perf_counter() - t) * 1000:.0f} ms")
+    # A live run: one more chunk arrives after the last step; the next poll extends the cached series.
+    appended = 10_000
+    first = int(reader.series(RUN, METRIC, max_points=1).step[-1]) + 1  # after earlier appends too
+    events = [
+        MetricEvent(project="bench", experiment_id="bench", run_group_id="g", run_id=RUN, metric_name=METRIC,
+                    step=s, wall_time=BASE_NS + s * 1_000_000, value=0.5, exported_at=BASE_NS,
+                    schema_version="tau.experiment.metric.v1", event_id="x", source="history")
+        for s in range(first, first + appended)
+    ]
+    MetricWriter(open_store(root)).write_chunk(f"bench-append-{first}", events, [], request_hash="h")
+    t = time.perf_counter()
+    res = reader.series(RUN, METRIC, max_points=args.max_points)
+    print(f"full range after a live append of {appended:,} points (extends the cache): "
+          f"{(time.perf_counter() - t) * 1000:.0f} ms, {res.source_points:,} -> {res.returned_points} points")
     if tmp is not None:
         tmp.cleanup()
     return 0
