@@ -377,6 +377,9 @@ def _summaries_of(project: str, group: str, run_id: str, metrics: list[str], ste
     return out
 
 
+_POINT_TAG_PREFIXES = ("jsonl.", "tau.metric.")
+
+
 def _common_tags(tag_sets: list[dict[str, str]]) -> dict[str, str]:
     """Run tags = the tags every event of the run in this chunk carries with the same value.
 
@@ -385,7 +388,9 @@ def _common_tags(tag_sets: list[dict[str, str]]) -> dict[str, str]:
     """
     if not tag_sets:
         return {}
-    common = dict(tag_sets[0])
+    # Projection metadata describes a point's provenance, never the run, even when a chunk
+    # happens to hold one row or one metric.
+    common = {k: v for k, v in tag_sets[0].items() if not k.startswith(_POINT_TAG_PREFIXES)}
     for tags in tag_sets[1:]:
         if not common:
             break

@@ -1,0 +1,7 @@
+"""``python -m tau_collector.cli`` runs the command line."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
