@@ -31,7 +31,7 @@ from .completion import (
 )
 from .gojson import GoMap, format_time, marshal
 from .metric_event import METRIC_EVENT_SCHEMA_V1, MetricEvent, new_metric_event
-from .projection import ProjectionConfig, Projector
+from .projection import Projected, ProjectionConfig, Projector
 from .records import HistoryRow, ProblemKind, SourceProblem
 from .sinks.base import Chunk, Sink, SinkError
 from .sources.jsonl import expand_history, file_id, history_metric_file_id, read_history
@@ -274,7 +274,7 @@ class Collector:
         following = checkpoint.copy()
         self._advance(following, manifest)
         self._deliver(Chunk(manifest.sequence, manifest.kind, manifest.chunk_digest, manifest.ndjson,
-                            manifest.event_count))
+                            manifest.event_count, events=tuple(events)))
         following.save(self.spool.checkpoint_path)
         checkpoint.adopt(following)
         remove_durable(path)
@@ -412,7 +412,7 @@ class Collector:
         if read.offset == offset:
             return
         projector = Projector(config, history_path=path, metric_file_id=history_metric_file_id(path),
-                              metric_file_path=path, with_events=False)
+                              metric_file_path=path)
         projected, errors = projector.project_rows(read.rows)
         problems = list(read.problems) + [
             SourceProblem(path, ProblemKind.BAD_ROW, str(exc), line=row.line, offset=row.offset)
@@ -420,7 +420,7 @@ class Collector:
         ]
         self.result.rejected_rows += len(problems)
         self._commit(checkpoint, path, signature[0], offset, read.offset, lines, read.lines,
-                     prefix, running, projected.lines, projected.non_finite, problems)
+                     prefix, running, projected, problems)
 
     def _drain_tfevents(self, checkpoint: Checkpoint, config: ProjectionConfig, run: TensorBoardRun,
                         segment: str, final: bool) -> None:
@@ -453,7 +453,7 @@ class Collector:
             handle.seek(offset)
             running.update(handle.read(batch.checkpoint - offset))
         projector = Projector(config, history_path=segment, metric_file_id=run.metric_file_id,
-                              metric_file_path=run.directory, with_events=False)
+                              metric_file_path=run.directory)
         rows = [HistoryRow({"_step": o.step, "_timestamp": o.wall_time, o.metric: o.value}, o.record, o.offset)
                 for o in batch.observations]
         projected, errors = projector.project_rows(rows)
@@ -461,12 +461,13 @@ class Collector:
                      for row, exc in errors]
         self.result.rejected_rows += len(errors)
         self._commit(checkpoint, segment, signature[0], offset, batch.checkpoint, records, batch.records,
-                     prefix, running, projected.lines, projected.non_finite, problems)
+                     prefix, running, projected, problems)
 
     def _commit(self, checkpoint: Checkpoint, path: str, source_file_id: str, start: int, end: int,
                 start_lines: int, end_lines: int, prefix: hashlib._Hash, running: hashlib._Hash,
-                lines: list[bytes], non_finite: list[MetricEvent], problems: list[SourceProblem]) -> None:
+                projected: Projected, problems: list[SourceProblem]) -> None:
         """Spool, deliver and checkpoint one source's drain, in TauGrid's order."""
+        lines, non_finite = projected.lines, projected.non_finite
         self._report(problems)
         start_prefix = prefix.hexdigest() if start else ""
         end_prefix = running.hexdigest()
@@ -486,7 +487,7 @@ class Collector:
             ).seal()
             pending_path = self.spool.write_pending(manifest)
             self._deliver(Chunk(manifest.sequence, "history", manifest.chunk_digest, manifest.ndjson,
-                                manifest.event_count))
+                                manifest.event_count, events=tuple(projected.events)))
             self._advance(following, manifest)
         else:
             # Zero-event reads still advance the checkpoint (TauGrid), keeping the last chunk reference.
@@ -532,7 +533,8 @@ class Collector:
             ndjson=event.to_ndjson(), event_count=1,
         ).seal()
         pending_path = self.spool.write_pending(manifest)
-        self._deliver(Chunk(manifest.sequence, "terminal", manifest.chunk_digest, manifest.ndjson, 1))
+        self._deliver(Chunk(manifest.sequence, "terminal", manifest.chunk_digest, manifest.ndjson, 1,
+                            events=(event,)))
         following = checkpoint.copy()
         self._advance(following, manifest)
         following.save(self.spool.checkpoint_path)
@@ -635,7 +637,7 @@ class _ChangeWatcher:
 
         try:
             for _changes in watchfiles.watch(*roots, debounce=50, step=10, stop_event=self._closing,
-                                             raise_interrupt=False, recursive=True):
+                                             raise_interrupt=False, recursive=True, watch_filter=_not_a_temp_file):
                 self._events.put(True)
         except Exception as exc:
             self._complete = False
@@ -662,6 +664,11 @@ class _ChangeWatcher:
         self._closing.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
+
+
+def _not_a_temp_file(change: object, path: str) -> bool:
+    # Atomic writers create, fill and rename a dotfile; only the rename is news.
+    return not os.path.basename(path).startswith(".")
 
 
 def install_signal_handlers(collector: Collector) -> None:

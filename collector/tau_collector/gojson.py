@@ -260,14 +260,15 @@ class GoMap(dict):
     """A ``map[string]T``: encoded with its keys sorted, unlike a struct (a plain ``dict``)."""
 
 
-def marshal(value: object, *, indent: str | None = None) -> bytes:
+def marshal(value: object, *, indent: str | None = None, depth: int = 0) -> bytes:
     """``json.Marshal`` (``indent=None``) or ``json.MarshalIndent(v, "", indent)``.
 
     Plain dicts are structs (their order is the field order); :class:`GoMap` are maps; ``bytes``
-    are base64 like ``[]byte``; strings are HTML-escaped as Marshal does by default.
+    are base64 like ``[]byte``; strings are HTML-escaped as Marshal does by default. ``depth``
+    encodes a value nested that deep in an indented document.
     """
     out: list[str] = []
-    _marshal_into(value, out, indent, 0)
+    _marshal_into(value, out, indent, depth)
     return "".join(out).encode("utf-8")
 
 

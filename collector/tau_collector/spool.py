@@ -99,6 +99,18 @@ def _valid_digest(value: object) -> bool:
 # ---------------------------------------------------------------------------------------
 # checkpoint.json
 
+_FRAGMENTS: dict[tuple, bytes] = {}
+
+
+def _source_fragment(source: SourceCheckpoint) -> bytes:
+    key = tuple(getattr(source, name) for name in source.__slots__)
+    fragment = _FRAGMENTS.get(key)
+    if fragment is None:
+        if len(_FRAGMENTS) > 65536:
+            _FRAGMENTS.clear()
+        fragment = _FRAGMENTS[key] = marshal(source.to_go(), indent="  ", depth=2)
+    return fragment
+
 
 @dataclass(slots=True)
 class SourceCheckpoint:
@@ -134,17 +146,29 @@ class Checkpoint:
     updated_at: str = ""
 
     def to_bytes(self) -> bytes:
-        document = {
+        """MarshalIndent of TauGrid's checkpoint struct.
+
+        Spliced together from per-source fragments, because a run with thousands of chunk
+        files rewrites this after every chunk and all but one source entry are unchanged.
+        """
+        head = marshal({
             "schema_version": CHECKPOINT_SCHEMA_V1,
             "config_identity": self.config_identity,
             "next_sequence": self.next_sequence,
-            "sources": GoMap({path: source.to_go() for path, source in self.sources.items()}),
-            "terminals": GoMap({
-                key: {"sequence": seq, "chunk_digest": digest} for key, (seq, digest) in self.terminals.items()
-            }),
-            "updated_at": self.updated_at,
-        }
-        return marshal(document, indent="  ") + b"\n"
+        }, indent="  ")[:-2]  # without the closing "\n}"
+        if self.sources:
+            entries = b",".join(
+                b"\n    " + marshal(path) + b": " + _source_fragment(self.sources[path])
+                for path in sorted(self.sources)
+            )
+            sources = b"{" + entries + b"\n  }"
+        else:
+            sources = b"{}"
+        terminals = marshal(GoMap({
+            key: {"sequence": seq, "chunk_digest": digest} for key, (seq, digest) in self.terminals.items()
+        }), indent="  ", depth=1)
+        return (head + b',\n  "sources": ' + sources + b',\n  "terminals": ' + terminals
+                + b',\n  "updated_at": ' + marshal(self.updated_at) + b"\n}\n")
 
     def copy(self) -> Checkpoint:
         return Checkpoint(

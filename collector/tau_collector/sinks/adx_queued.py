@@ -33,7 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..gojson import encode_string
-from ..metric_event import MetricEventError, decode_canonical_ndjson
+from ..metric_event import MetricEventError
 from .base import Chunk, Sink, SinkError
 
 __all__ = [
@@ -286,7 +286,7 @@ class AdxQueuedSink(Sink):
                 retryable=False,
             )
         try:
-            events = decode_canonical_ndjson(chunk.ndjson)
+            events = chunk.decoded_events()
         except MetricEventError as error:
             message = f"ADX chunk {chunk.sequence}: canonical NDJSON: {error}"
             raise SinkError(message, retryable=False) from error

@@ -27,6 +27,15 @@ class Chunk:
     ndjson: bytes
     event_count: int
     non_finite: tuple[MetricEvent, ...] = ()
+    events: tuple[MetricEvent, ...] | None = None  # ``ndjson`` decoded, when the spool already has it
+
+    def decoded_events(self) -> list[MetricEvent]:
+        """The chunk's events; decodes (strictly) only when the spool did not hand them over."""
+        if self.events is not None:
+            return list(self.events)
+        from ..metric_event import decode_canonical_ndjson
+
+        return decode_canonical_ndjson(self.ndjson)
 
 
 class SinkError(Exception):

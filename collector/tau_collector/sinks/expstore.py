@@ -23,7 +23,7 @@ import orjson
 from ..expstore.compaction import CompactionPolicy
 from ..expstore.store import ExpStore, StoreError
 from ..expstore.writer import IdempotencyConflictError, MetricWriter
-from ..metric_event import MetricEvent, NotCanonicalError, decode_canonical_ndjson
+from ..metric_event import MetricEvent, NotCanonicalError
 from .base import Chunk, Sink, SinkError
 
 __all__ = ["ExpstoreSink", "chunk_idempotency_key", "chunk_request_hash"]
@@ -91,7 +91,7 @@ class ExpstoreSink(Sink):
         if not chunk.ndjson and not chunk.non_finite:
             return  # nothing to keep; acknowledging must not need the store
         try:
-            events = decode_canonical_ndjson(chunk.ndjson)
+            events = chunk.decoded_events()
         except NotCanonicalError as exc:
             raise SinkError(
                 f"expstore: chunk {chunk.sequence} is not canonical: {exc}", retryable=False

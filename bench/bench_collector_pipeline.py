@@ -1,0 +1,204 @@
+"""The collector sidecar end to end (not a test): latency, footprint, throughput.
+
+1. latency  — from a history chunk's rename (and from a tfevents append+flush) to the point being
+   visible through the expstore read API, p50/p95 over N points, collector in ``--watch`` mode.
+2. footprint — the collector's RSS and CPU while a job writes 1,000 events/s (10 chunks/s).
+3. ingest   — sustained events/s of a one-shot collector over pre-written history.
+
+    .venv/bin/python bench/bench_collector_pipeline.py [--points 200] [--seconds 30] [--events 500000]
+
+Prints a table and writes ``bench/out/collector_pipeline.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.store import ExpStore
+
+HERE = Path(__file__).resolve().parent
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def start_collector(root: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tau_collector", "collect", "--watch", "--interval", "30s", "--run", "bench",
+         "--project", "bench", "--experiment", "bench", "--group", "g", "--out", str(root / "out"),
+         "--history", str(root / "hist" / "*.jsonl"), "--tfevents", str(root / "tb"),
+         "--completion-file", str(root / "completion.json"), "--ready-file", str(root / "ready"),
+         "--sink", "expstore", "--store", str(root / "store"), *extra],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
+def wait_ready(root: Path) -> None:
+    while not (root / "ready").exists():
+        time.sleep(0.01)
+
+
+def finish(root: Path, proc: subprocess.Popen) -> None:
+    (root / "completion.json").write_text("")
+    proc.wait(timeout=120)
+
+
+def write_chunk(directory: Path, index: int, rows: list[dict]) -> None:
+    name = f"chunk-{index:06d}-{int(time.time() * 1000)}.jsonl"
+    tmp = directory / f".{name}.tmp"
+    with tmp.open("w") as handle:
+        handle.writelines(json.dumps(r) + "\n" for r in rows)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.rename(tmp, directory / name)
+
+
+def visible_steps(store: Path, metric: str) -> int:
+    if not (store / "manifest.json").exists():
+        return 0
+    reader = StoreReader(ExpStore(store))
+    if reader.run("bench") is None:
+        return 0
+    return len(reader.rows("bench", metric).step)
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {"p50_ms": 1000 * statistics.median(ordered), "p95_ms": 1000 * ordered[int(0.95 * (len(ordered) - 1))],
+            "max_ms": 1000 * ordered[-1], "n": len(ordered)}
+
+
+def latency(points: int) -> dict[str, dict[str, float]]:
+    # torch's writer: tensorboardX 2.6's flush() leaves queued scalars unwritten
+    from torch.utils.tensorboard import SummaryWriter
+
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "hist").mkdir()
+        (root / "tb").mkdir()
+        proc = start_collector(root)
+        wait_ready(root)
+        jsonl, tfevents = [], []
+        writer = SummaryWriter(str(root / "tb"), flush_secs=3600)
+        for step in range(points):
+            write_chunk(root / "hist", step, [{"_step": step, "_timestamp": time.time(), "loss": 1 / (step + 1)}])
+            written = time.perf_counter()
+            while visible_steps(root / "store", "loss") < step + 1:
+                time.sleep(0.005)
+            jsonl.append(time.perf_counter() - written)
+            writer.add_scalar("tb_loss", 1 / (step + 1), step)
+            writer.flush()
+            written = time.perf_counter()
+            while visible_steps(root / "store", "tb_loss") < step + 1:
+                time.sleep(0.005)
+            tfevents.append(time.perf_counter() - written)
+        writer.close()
+        finish(root, proc)
+        results["jsonl_rename_to_visible"] = percentiles(jsonl)
+        results["tfevents_append_to_visible"] = percentiles(tfevents)
+    return results
+
+
+def proc_usage(pid: int) -> tuple[float, int]:
+    """(CPU seconds, RSS bytes) of a process from /proc."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    with open(f"/proc/{pid}/status") as handle:
+        rss = next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:"))
+    return cpu, rss
+
+
+def footprint(seconds: float) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "hist").mkdir()
+        (root / "tb").mkdir()
+        proc = start_collector(root)
+        wait_ready(root)
+        stop = threading.Event()
+
+        def job() -> None:  # 10 chunks/s x 50 rows x 2 metrics = 1,000 events/s
+            step, index = 0, 0
+            while not stop.is_set():
+                tick = time.perf_counter()
+                rows = [{"_step": s, "_timestamp": time.time(), "loss": 1 / (s + 1), "acc": s * 1e-6}
+                        for s in range(step, step + 50)]
+                write_chunk(root / "hist", index, rows)
+                step, index = step + 50, index + 1
+                stop.wait(max(0.0, 0.1 - (time.perf_counter() - tick)))
+
+        thread = threading.Thread(target=job)
+        thread.start()
+        time.sleep(3)  # warm-up: imports, first drains
+        cpu0, _ = proc_usage(proc.pid)
+        start = time.perf_counter()
+        peak = 0
+        while time.perf_counter() - start < seconds:
+            time.sleep(0.5)
+            peak = max(peak, proc_usage(proc.pid)[1])
+        cpu1, rss = proc_usage(proc.pid)
+        elapsed = time.perf_counter() - start
+        stop.set()
+        thread.join()
+        finish(root, proc)
+    return {"events_per_s": 1000, "seconds": elapsed, "cpu_fraction_of_core": (cpu1 - cpu0) / elapsed,
+            "rss_mb": rss / 2**20, "peak_rss_mb": peak / 2**20}
+
+
+def ingest(events: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "hist").mkdir()
+        (root / "tb").mkdir()
+        rows_per_file = 5000
+        rows_total = events // 2
+        for index, first in enumerate(range(0, rows_total, rows_per_file)):
+            write_chunk(root / "hist", index, [
+                {"_step": s, "_timestamp": 1_790_000_000 + s / 10, "loss": 1 / (s + 1), "acc": s / rows_total}
+                for s in range(first, min(first + rows_per_file, rows_total))])
+        (root / "completion.json").write_text("")
+        start = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, "-m", "tau_collector", "collect", "--run", "bench", "--project", "bench",
+             "--experiment", "bench", "--group", "g", "--out", str(root / "out"),
+             "--history", str(root / "hist" / "*.jsonl"), "--completion-file", str(root / "completion.json"),
+             "--sink", "expstore", "--store", str(root / "store")],
+            capture_output=True, text=True, check=True)
+        elapsed = time.perf_counter() - start
+        status = json.loads(out.stdout)
+    return {"events": status["events"], "seconds": elapsed, "events_per_s": status["events"] / elapsed}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--points", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--events", type=int, default=500_000)
+    args = parser.parse_args()
+    results = {"latency": latency(args.points), "footprint": footprint(args.seconds), "ingest": ingest(args.events)}
+    for name, stats in results["latency"].items():
+        print(f"{name:28s} p50 {stats['p50_ms']:7.1f} ms  p95 {stats['p95_ms']:7.1f} ms  "
+              f"max {stats['max_ms']:7.1f} ms  (n={stats['n']})")
+    fp = results["footprint"]
+    print(f"collector at 1k events/s     CPU {100 * fp['cpu_fraction_of_core']:.1f}% of a core, "
+          f"RSS {fp['rss_mb']:.0f} MB (peak {fp['peak_rss_mb']:.0f} MB) over {fp['seconds']:.0f} s")
+    ing = results["ingest"]
+    print(f"one-shot ingest              {ing['events']:,} events in {ing['seconds']:.1f} s = "
+          f"{ing['events_per_s']:,.0f} events/s")
+    out = HERE / "out"
+    out.mkdir(exist_ok=True)
+    (out / "collector_pipeline.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
