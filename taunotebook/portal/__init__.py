@@ -1,0 +1,1 @@
+"""The local Portal: TauGrid's v2 Stellar API and Stellar pages over a local expstore."""
