@@ -32,12 +32,40 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 def start_collector(root: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "tau_collector", "collect", "--watch", "--interval", "30s", "--run", "bench",
-         "--project", "bench", "--experiment", "bench", "--group", "g", "--out", str(root / "out"),
-         "--history", str(root / "hist" / "*.jsonl"), "--tfevents", str(root / "tb"),
-         "--completion-file", str(root / "completion.json"), "--ready-file", str(root / "ready"),
-         "--sink", "expstore", "--store", str(root / "store"), *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "tau_collector",
+            "collect",
+            "--watch",
+            "--interval",
+            "30s",
+            "--run",
+            "bench",
+            "--project",
+            "bench",
+            "--experiment",
+            "bench",
+            "--group",
+            "g",
+            "--out",
+            str(root / "out"),
+            "--history",
+            str(root / "hist" / "*.jsonl"),
+            "--tfevents",
+            str(root / "tb"),
+            "--completion-file",
+            str(root / "completion.json"),
+            "--ready-file",
+            str(root / "ready"),
+            "--sink",
+            "expstore",
+            "--store",
+            str(root / "store"),
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
 
 
@@ -72,8 +100,12 @@ def visible_steps(store: Path, metric: str) -> int:
 
 def percentiles(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    return {"p50_ms": 1000 * statistics.median(ordered), "p95_ms": 1000 * ordered[int(0.95 * (len(ordered) - 1))],
-            "max_ms": 1000 * ordered[-1], "n": len(ordered)}
+    return {
+        "p50_ms": 1000 * statistics.median(ordered),
+        "p95_ms": 1000 * ordered[int(0.95 * (len(ordered) - 1))],
+        "max_ms": 1000 * ordered[-1],
+        "n": len(ordered),
+    }
 
 
 def latency(points: int) -> dict[str, dict[str, float]]:
@@ -108,17 +140,20 @@ def latency(points: int) -> dict[str, dict[str, float]]:
     return results
 
 
-def proc_usage(pid: int) -> tuple[float, int]:
-    """(CPU seconds, RSS bytes) of a process from /proc."""
+def proc_usage(pid: int) -> tuple[float, float, dict[str, int]]:
+    """(user CPU s, system CPU s, memory counters in bytes) of a process, from /proc."""
     with open(f"/proc/{pid}/stat") as handle:
         fields = handle.read().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
     with open(f"/proc/{pid}/status") as handle:
-        rss = next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:"))
-    return cpu, rss
+        memory = {
+            line.split(":")[0]: int(line.split()[1]) * 1024
+            for line in handle
+            if line.startswith(("VmRSS:", "RssAnon:", "RssFile:"))
+        }
+    return int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS, memory
 
 
-def footprint(seconds: float) -> dict[str, float]:
+def footprint(seconds: float, chunks_per_s: float) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "hist").mkdir()
@@ -127,32 +162,46 @@ def footprint(seconds: float) -> dict[str, float]:
         wait_ready(root)
         stop = threading.Event()
 
-        def job() -> None:  # 10 chunks/s x 50 rows x 2 metrics = 1,000 events/s
+        per_chunk = int(500 / chunks_per_s)  # rows x 2 metrics, chunks_per_s times a second = 1,000 events/s
+
+        def job() -> None:
             step, index = 0, 0
             while not stop.is_set():
                 tick = time.perf_counter()
-                rows = [{"_step": s, "_timestamp": time.time(), "loss": 1 / (s + 1), "acc": s * 1e-6}
-                        for s in range(step, step + 50)]
+                rows = [
+                    {"_step": s, "_timestamp": time.time(), "loss": 1 / (s + 1), "acc": s * 1e-6}
+                    for s in range(step, step + per_chunk)
+                ]
                 write_chunk(root / "hist", index, rows)
-                step, index = step + 50, index + 1
-                stop.wait(max(0.0, 0.1 - (time.perf_counter() - tick)))
+                step, index = step + per_chunk, index + 1
+                stop.wait(max(0.0, 1 / chunks_per_s - (time.perf_counter() - tick)))
 
         thread = threading.Thread(target=job)
         thread.start()
         time.sleep(3)  # warm-up: imports, first drains
-        cpu0, _ = proc_usage(proc.pid)
+        user0, sys0, _ = proc_usage(proc.pid)
         start = time.perf_counter()
         peak = 0
         while time.perf_counter() - start < seconds:
             time.sleep(0.5)
-            peak = max(peak, proc_usage(proc.pid)[1])
-        cpu1, rss = proc_usage(proc.pid)
+            peak = max(peak, proc_usage(proc.pid)[2]["VmRSS"])
+        user1, sys1, memory = proc_usage(proc.pid)
         elapsed = time.perf_counter() - start
         stop.set()
         thread.join()
         finish(root, proc)
-    return {"events_per_s": 1000, "seconds": elapsed, "cpu_fraction_of_core": (cpu1 - cpu0) / elapsed,
-            "rss_mb": rss / 2**20, "peak_rss_mb": peak / 2**20}
+    return {
+        "events_per_s": 1000,
+        "chunks_per_s": chunks_per_s,
+        "seconds": elapsed,
+        "cpu_fraction_of_core": (user1 - user0 + sys1 - sys0) / elapsed,
+        "user_fraction": (user1 - user0) / elapsed,
+        "system_fraction": (sys1 - sys0) / elapsed,
+        "rss_mb": memory["VmRSS"] / 2**20,
+        "rss_anon_mb": memory["RssAnon"] / 2**20,
+        "rss_file_mb": memory["RssFile"] / 2**20,
+        "peak_rss_mb": peak / 2**20,
+    }
 
 
 def ingest(events: int) -> dict[str, float]:
@@ -163,17 +212,45 @@ def ingest(events: int) -> dict[str, float]:
         rows_per_file = 5000
         rows_total = events // 2
         for index, first in enumerate(range(0, rows_total, rows_per_file)):
-            write_chunk(root / "hist", index, [
-                {"_step": s, "_timestamp": 1_790_000_000 + s / 10, "loss": 1 / (s + 1), "acc": s / rows_total}
-                for s in range(first, min(first + rows_per_file, rows_total))])
+            write_chunk(
+                root / "hist",
+                index,
+                [
+                    {"_step": s, "_timestamp": 1_790_000_000 + s / 10, "loss": 1 / (s + 1), "acc": s / rows_total}
+                    for s in range(first, min(first + rows_per_file, rows_total))
+                ],
+            )
         (root / "completion.json").write_text("")
         start = time.perf_counter()
         out = subprocess.run(
-            [sys.executable, "-m", "tau_collector", "collect", "--run", "bench", "--project", "bench",
-             "--experiment", "bench", "--group", "g", "--out", str(root / "out"),
-             "--history", str(root / "hist" / "*.jsonl"), "--completion-file", str(root / "completion.json"),
-             "--sink", "expstore", "--store", str(root / "store")],
-            capture_output=True, text=True, check=True)
+            [
+                sys.executable,
+                "-m",
+                "tau_collector",
+                "collect",
+                "--run",
+                "bench",
+                "--project",
+                "bench",
+                "--experiment",
+                "bench",
+                "--group",
+                "g",
+                "--out",
+                str(root / "out"),
+                "--history",
+                str(root / "hist" / "*.jsonl"),
+                "--completion-file",
+                str(root / "completion.json"),
+                "--sink",
+                "expstore",
+                "--store",
+                str(root / "store"),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         elapsed = time.perf_counter() - start
         status = json.loads(out.stdout)
     return {"events": status["events"], "seconds": elapsed, "events_per_s": status["events"] / elapsed}
@@ -184,17 +261,34 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--events", type=int, default=500_000)
+    parser.add_argument("--chunks-per-s", type=float, action="append",
+                        help="footprint: chunk files per second carrying the 1,000 events/s (default 10 and 2)")
+    parser.add_argument("--only", choices=("latency", "footprint", "ingest"))
     args = parser.parse_args()
-    results = {"latency": latency(args.points), "footprint": footprint(args.seconds), "ingest": ingest(args.events)}
-    for name, stats in results["latency"].items():
-        print(f"{name:28s} p50 {stats['p50_ms']:7.1f} ms  p95 {stats['p95_ms']:7.1f} ms  "
-              f"max {stats['max_ms']:7.1f} ms  (n={stats['n']})")
-    fp = results["footprint"]
-    print(f"collector at 1k events/s     CPU {100 * fp['cpu_fraction_of_core']:.1f}% of a core, "
-          f"RSS {fp['rss_mb']:.0f} MB (peak {fp['peak_rss_mb']:.0f} MB) over {fp['seconds']:.0f} s")
-    ing = results["ingest"]
-    print(f"one-shot ingest              {ing['events']:,} events in {ing['seconds']:.1f} s = "
-          f"{ing['events_per_s']:,.0f} events/s")
+    phases = {
+        "latency": lambda: latency(args.points),
+        "footprint": lambda: [footprint(args.seconds, rate) for rate in args.chunks_per_s or (10.0, 2.0)],
+        "ingest": lambda: ingest(args.events),
+    }
+    results = {name: run() for name, run in phases.items() if args.only in (None, name)}
+    for name, stats in results.get("latency", {}).items():
+        print(
+            f"{name:28s} p50 {stats['p50_ms']:7.1f} ms  p95 {stats['p95_ms']:7.1f} ms  "
+            f"max {stats['max_ms']:7.1f} ms  (n={stats['n']})"
+        )
+    for fp in results.get("footprint", []):
+        print(
+            f"1k events/s in {fp['chunks_per_s']:g} chunks/s   CPU {100 * fp['cpu_fraction_of_core']:.1f}% of a core "
+            f"(user {100 * fp['user_fraction']:.1f}%, system {100 * fp['system_fraction']:.1f}%), "
+            f"RSS {fp['rss_mb']:.0f} MB = anon {fp['rss_anon_mb']:.0f} + files {fp['rss_file_mb']:.0f} "
+            f"(peak {fp['peak_rss_mb']:.0f} MB) over {fp['seconds']:.0f} s"
+        )
+    ing = results.get("ingest")
+    if ing:
+        print(
+            f"one-shot ingest              {ing['events']:,} events in {ing['seconds']:.1f} s = "
+            f"{ing['events_per_s']:,.0f} events/s"
+        )
     out = HERE / "out"
     out.mkdir(exist_ok=True)
     (out / "collector_pipeline.json").write_text(json.dumps(results, indent=2) + "\n")

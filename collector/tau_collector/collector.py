@@ -13,6 +13,7 @@ Where TauGrid is fatal on a single bad row we record it, count it, report it and
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import hashlib
 import os
 import queue
@@ -35,7 +36,15 @@ from .projection import Projected, ProjectionConfig, Projector
 from .records import HistoryRow, ProblemKind, SourceProblem
 from .sinks.base import Chunk, Sink, SinkError
 from .sources.jsonl import expand_history, file_id, history_metric_file_id, read_history
-from .sources.tfevents import RunMemory, TensorBoardRun, discover_runs, read_segment, rebuild_run_memory
+from .sources.tfevents import (
+    RunMemory,
+    TensorBoardRun,
+    discover_runs,
+    is_event_file,
+    read_segment,
+    rebuild_run_memory,
+)
+from .sources.tfevents import metric_file_id as tfevents_file_id
 from .spool import (
     COMPLETION_SOURCE_PREFIX,
     MANIFEST_SCHEMA_V1,
@@ -138,6 +147,7 @@ class Collector:
             value = os.environ.get(env, "").strip()
             if not self.tags.get(key, "").strip() and value:
                 self.tags[key] = value
+        self._history_patterns = [os.path.abspath(p) for p in options.history]
         self.config_identity = self._config_identity()
         self.source_store_id = self._source_store_id()
         self.spool = Spool(options.out)
@@ -207,17 +217,17 @@ class Collector:
             write_file_atomic(o.ready_file, b"ready\n")
         watcher = _ChangeWatcher(self._watch_roots()) if o.watch else None
         try:
-            iteration = 0
+            iteration, changed = 0, None
             while True:
                 iteration += 1
-                self._drain(checkpoint, final=False)
+                self._drain(checkpoint, final=False, changed=changed)
                 if self._completion_exists():
                     self._finish(checkpoint)
                     return self.result
                 if not o.watch or (o.max_iterations and iteration >= o.max_iterations):
                     return self.result
                 assert watcher is not None
-                watcher.wait(o.interval, self._stop)
+                changed = watcher.wait(o.interval, self._stop)
                 if self._stop.is_set():
                     self._finish_cancelled(checkpoint)
                     return self.result
@@ -338,23 +348,54 @@ class Collector:
         except ValueError as exc:
             raise CollectorError(str(exc)) from None
 
-    def _drain(self, checkpoint: Checkpoint, *, final: bool) -> None:
+    def _drain(self, checkpoint: Checkpoint, *, final: bool, changed: set[str] | None = None) -> None:
+        """Read every source (``changed`` None), or only the files a watch event named.
+
+        A full drain lists and stats every file, which grows with the run (a chunk file per
+        step is common); targeted drains keep a long run's cost proportional to what is new.
+        """
         config = self._projection_config()
-        files = self._history_files()
-        present = set(files)
-        for path, source in checkpoint.sources.items():
-            if source.file_id.startswith(COMPLETION_SOURCE_PREFIX):
-                continue
-            if path not in present and not self._is_tfevents_source(path):
-                raise CollectorError(f"checkpointed history source disappeared: {path}")
+        if changed is None:
+            files = self._history_files()
+            present = set(files)
+            for path, source in checkpoint.sources.items():
+                if source.file_id.startswith(COMPLETION_SOURCE_PREFIX):
+                    continue
+                if path not in present and not self._is_tfevents_source(path):
+                    raise CollectorError(f"checkpointed history source disappeared: {path}")
+        else:
+            files = sorted(p for p in changed if self._is_history_path(p) and os.path.isfile(p))
         for path in files:
             self._drain_history(checkpoint, config, path, final)
         # Event-file rows always carry TauGrid's field names, whatever --step-field says for JSONL.
         tf_config = dataclasses.replace(config, step_field="_step", time_field="_timestamp")
+        for run in self._tensorboard_runs(changed):
+            for segment in run.segments():
+                self._drain_tfevents(checkpoint, tf_config, run, segment, final)
+
+    def _is_history_path(self, path: str) -> bool:
+        for pattern in self._history_patterns:
+            if any(ch in pattern for ch in "*?["):
+                # Go's Glob, like glob.glob, never matches across a separator.
+                if pattern.count(os.sep) == path.count(os.sep) and fnmatch.fnmatchcase(path, pattern):
+                    return True
+            elif path == pattern:
+                return True
+        return False
+
+    def _tensorboard_runs(self, changed: set[str] | None) -> list[TensorBoardRun]:
+        if changed is None:
+            return [run for logdir in self.options.tfevents for run in discover_runs(logdir)]
+        runs: dict[str, TensorBoardRun] = {}
         for logdir in self.options.tfevents:
-            for run in discover_runs(logdir):
-                for segment in run.segments():
-                    self._drain_tfevents(checkpoint, tf_config, run, segment, final)
+            root = os.path.abspath(logdir)
+            for path in changed:
+                if is_event_file(path) and path.startswith(root + os.sep):
+                    directory = os.path.dirname(path)
+                    relative = os.path.relpath(directory, root)
+                    relative = "" if relative == os.curdir else relative.replace(os.sep, "/")
+                    runs[directory] = TensorBoardRun(directory, relative, tfevents_file_id(directory))
+        return [runs[d] for d in sorted(runs)]
 
     def _is_tfevents_source(self, path: str) -> bool:
         return any(path.startswith(os.path.abspath(d) + os.sep) for d in self.options.tfevents)
@@ -629,46 +670,63 @@ class _ChangeWatcher:
         self._complete = len(existing) == len(self._roots)
         if not existing:
             return
-        self._thread = threading.Thread(target=self._run, args=(existing,), daemon=True, name="tau-watch")
+        try:
+            from watchfiles._rust_notify import RustNotify
+        except ImportError:  # without the native watcher the loop polls
+            self._complete = False
+            return
+        # Registered here, synchronously, so that nothing written after the first drain can be
+        # missed while a thread is still setting up (watchfiles.watch registers lazily).
+        notify = RustNotify(existing, False, False, 300, True, True)
+        self._thread = threading.Thread(target=self._run, args=(notify,), daemon=True, name="tau-watch")
         self._thread.start()
 
-    def _run(self, roots: list[str]) -> None:
-        import watchfiles
-
+    def _run(self, notify: object) -> None:
         try:
-            for _changes in watchfiles.watch(*roots, debounce=50, step=10, stop_event=self._closing,
-                                             raise_interrupt=False, recursive=True, watch_filter=_not_a_temp_file):
-                self._events.put(True)
-        except Exception as exc:
+            while not self._closing.is_set():
+                raw = notify.watch(50, 10, 5000, self._closing)  # type: ignore[attr-defined]
+                if isinstance(raw, set):
+                    paths = {path for _change, path in raw if not os.path.basename(path).startswith(".")}
+                    if paths:  # atomic writers create and fill a dotfile; only the rename is news
+                        self._events.put(paths)
+        except Exception as exc:  # a broken watcher degrades to polling, never kills a run
             self._complete = False
             self._events.put(exc)
+        finally:
+            notify.close()  # type: ignore[attr-defined]
 
-    def wait(self, interval: float, stop: threading.Event) -> None:
+    def wait(self, interval: float, stop: threading.Event) -> set[str] | None:
+        """The paths that changed, or None when the loop should rescan everything.
+
+        Everything is rescanned when the interval passes without news (TauGrid's polling),
+        while directories cannot be watched, and after a watcher failure.
+        """
         timeout = interval if self._complete else min(interval, self.POLL)
         deadline = time.monotonic() + timeout
+        changed: set[str] | None = None
         while not stop.is_set():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
             try:
-                self._events.get(timeout=min(remaining, 0.1))
-                break
+                item = self._events.get(timeout=min(remaining, 0.1))
             except queue.Empty:
                 continue
-        while not self._events.empty():  # coalesce a burst of changes into one drain
-            self._events.get_nowait()
-        if not self._complete and self._thread is None and all(os.path.isdir(r) for r in self._roots):
-            self._start()
+            changed = item if isinstance(item, set) else None
+            break
+        while changed is not None and not self._events.empty():  # coalesce a burst into one drain
+            item = self._events.get_nowait()
+            changed = changed | item if isinstance(item, set) else None
+        if not self._complete:
+            changed = None
+            if self._thread is None and all(os.path.isdir(r) for r in self._roots):
+                self._start()
+        return changed
 
     def close(self) -> None:
         self._closing.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
-
-
-def _not_a_temp_file(change: object, path: str) -> bool:
-    # Atomic writers create, fill and rename a dotfile; only the rename is news.
-    return not os.path.basename(path).startswith(".")
 
 
 def install_signal_handlers(collector: Collector) -> None:
