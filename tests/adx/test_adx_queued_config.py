@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+
 from tau_collector.sinks.adx_queued import AdxQueuedSink, terminal_drain_timeout_s
 
 URI = "https://ingest-example.westeurope.kusto.windows.net"

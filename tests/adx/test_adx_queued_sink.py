@@ -6,6 +6,7 @@ import hashlib
 import threading
 
 import pytest
+
 from services.adx_env import AdxEnv, metric_chunk
 from services.ingestion_worker import Outcome
 from tau_collector.metric_event import decode_canonical_ndjson

@@ -9,6 +9,7 @@ from azure.kusto.data import KustoConnectionStringBuilder
 from azure.kusto.data.data_format import DataFormat, IngestionMappingKind
 from azure.kusto.ingest import IngestionProperties, QueuedIngestClient, ReportLevel
 from azure.kusto.ingest.status import KustoIngestStatusQueues
+
 from services.adx_env import AdxEnv, metric_chunk
 
 

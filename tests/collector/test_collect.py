@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from tau_collector.collector import Collector, CollectorError, CollectorOptions
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore

@@ -3,6 +3,7 @@
 import math
 
 import pytest
+
 from tau_collector.gojson import (
     MAX_TIME_NS,
     MIN_TIME_NS,

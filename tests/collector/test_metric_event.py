@@ -3,6 +3,7 @@
 import hashlib
 
 import pytest
+
 from tau_collector.gojson import ZERO_TIME_NS, parse_time
 from tau_collector.metric_event import (
     MetricEvent,

@@ -6,6 +6,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tau_collector.cards import is_standard_metric, metric_card
 from tau_collector.gojson import parse_time
 from tau_collector.metric_event import decode_canonical_ndjson, encode_ndjson

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+
 from tau_collector.metric_event import encode_ndjson_many, new_metric_event
 from tau_collector.sinks import Chunk
 

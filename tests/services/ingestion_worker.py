@@ -25,6 +25,7 @@ from azure.core.exceptions import AzureError
 from azure.data.tables import TableClient, UpdateMode
 from azure.storage.blob import BlobClient
 from azure.storage.queue import QueueClient, TextBase64DecodePolicy, TextBase64EncodePolicy
+
 from tau_collector.metric_event import MetricEvent, MetricEventError, decode_canonical_ndjson
 
 from .kusto_mgmt import IngestionResources
