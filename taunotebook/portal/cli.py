@@ -1,0 +1,121 @@
+"""``taunotebook portal``: serve a store's Stellar API and pages on loopback, printing the tokened URL."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .auth import generate_token
+
+__all__ = ["build_parser", "main", "portal_urls"]
+
+EPILOG = """\
+examples:
+  taunotebook portal --store runs/store
+      serve on 127.0.0.1 with a free port and a generated token; open the printed URL
+  taunotebook portal --store runs/store --port 8765 --token "$TAU_PORTAL_TOKEN"
+      a fixed port and token (e.g. for TAU_PORTAL_URL / TAU_PORTAL_TOKEN in notebooks)
+  taunotebook portal --store runs/store --host 0.0.0.0 --token "$(openssl rand -hex 24)"
+      listen beyond this machine: refused unless you pass --token yourself
+
+API: GET /api/v2/stellar/runs/{run_id}[/metrics|/series], /api/v2/stellar/experiments/{id}/runs
+with 'Authorization: Bearer <token>'; schema at /openapi.json.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="taunotebook portal",
+        description="Serve a local expstore with TauGrid's v2 Stellar API and the Stellar pages.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--store", required=True, type=Path, help="the expstore directory to read")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default: 0)")
+    parser.add_argument("--token", help="the access token (default: a generated one, printed in the URL)")
+    parser.add_argument("--workspace", default="default",
+                        help="the workspace this Portal serves (runs tagged tau_workspace=<W> or untagged)")
+    return parser
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def portal_urls(host: str, port: int, token: str) -> tuple[str, str]:
+    """(page URL with the token, API base URL), as printed at start-up."""
+    shown = f"[{host}]" if ":" in host else host
+    if host in ("0.0.0.0", "::"):
+        shown = "127.0.0.1"  # a wildcard bind is reachable locally through loopback
+    base = f"http://{shown}:{port}"
+    return f"{base}/stellar?token={token}", f"{base}/api/v2/stellar"
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]"), port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port {args.port}: must be between 0 and 65535")
+    if not _is_loopback(args.host) and not args.token:
+        parser.error(f"--host {args.host} is not a loopback address: pass --token explicitly to listen there "
+                     "(anyone who can reach the port needs only the token)")
+    if args.token is not None and not args.token.strip():
+        parser.error("--token must not be empty")
+    store = args.store
+    from tau_collector.expstore import StoreError, open_store
+
+    try:
+        open_store(store).close()
+    except (StoreError, OSError) as err:
+        parser.error(f"--store {store}: {err}")
+    token = args.token or generate_token()
+
+    import uvicorn  # imported late: --help and usage errors stay fast
+
+    from .app import create_app
+
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as err:
+        print(f"taunotebook portal: cannot listen on {args.host}:{args.port}: {err.strerror or err}",
+              file=sys.stderr)
+        return 1
+    port = sock.getsockname()[1]
+    app = create_app(store, token=token, workspace=args.workspace)
+    page, api = portal_urls(args.host, port, token)
+    print(f"Serving {store} (workspace {args.workspace!r}). To open Stellar, visit:\n"
+          f"    {page}\n"
+          f"API base: {api}  (send 'Authorization: Bearer {token}')", flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
