@@ -2,9 +2,247 @@
 
 from __future__ import annotations
 
-from starlette.routing import BaseRoute
+import html
+import json
+import math
+import mimetypes
+from pathlib import Path
+
+import numpy as np
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from .errors import error_response
+
+__all__ = ["BUILD_HINT", "PLOTLY_ASSET", "page_routes"]
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+# Hand-written page code ships in the package as is; generated assets (plotly.js) are built into static/.
+_SOURCE_DIR = _PACKAGE / "static_src" / "stellar"
+_BUILT_DIR = _PACKAGE / "static" / "stellar"
+PLOTLY_ASSET = "plotly.min.js"
+BUILD_HINT = "npm ci --prefix js && npm run build:stellar --prefix js"
+
+# The pages hold no data (the script fetches it from the token-protected API), so they can be framed by
+# the Jupyter page that links to them, but by nothing else.
+_PAGE_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "SAMEORIGIN",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+        "img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'self'"
+    ),
+}
+
+_TEMPLATE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="{root}static/stellar/stellar.css">
+<script type="application/json" id="stellar-config">{config}</script>
+</head>
+<body>
+<header class="stellar-header">
+  <a class="stellar-home" href="{root}stellar/runs">Stellar</a>
+  <span class="stellar-title" id="stellar-title">{heading}</span>
+</header>
+<main id="stellar" data-mode="{mode}" data-state="loading">
+{asset_notice}  <p class="stellar-loading" id="stellar-loading">Loading…</p>
+  <noscript><p class="stellar-error">The Stellar pages need JavaScript to draw charts.</p></noscript>
+</main>
+{plotly_tag}<script type="module" src="{root}static/stellar/stellar.js"></script>
+</body>
+</html>
+"""
+
+
+def _asset_notice() -> str:
+    return (
+        '  <div class="stellar-error" id="stellar-asset-missing" role="alert">'
+        f"The chart library is not built: <code>static/stellar/{PLOTLY_ASSET}</code> is missing from the "
+        f"taunotebook package. Build it from the repository root with <code>{html.escape(BUILD_HINT)}</code> "
+        "and reload this page.</div>\n"
+    )
+
+
+def _page(request: Request, *, mode: str, root: str, targets: list[str], heading: str) -> HTMLResponse:
+    plotly_built = (_BUILT_DIR / PLOTLY_ASSET).is_file()
+    config = {
+        "mode": mode,
+        "root": root,
+        "targets": targets,
+        "project": request.query_params.get("project") or None,
+        "plotly": plotly_built,
+        "buildHint": BUILD_HINT,
+    }
+    # "</" would end the JSON script element early; escaping "<" keeps any run id inert.
+    config_json = json.dumps(config, separators=(",", ":")).replace("<", "\\u003c")
+    body = _TEMPLATE.format(
+        title=html.escape(f"Stellar · {heading}"),
+        heading=html.escape(heading),
+        root=root,
+        mode=mode,
+        config=config_json,
+        asset_notice="" if plotly_built else _asset_notice(),
+        plotly_tag=f'<script src="{root}static/stellar/{PLOTLY_ASSET}"></script>\n' if plotly_built else "",
+    )
+    return HTMLResponse(body, headers=_PAGE_HEADERS)
+
+
+def _targets(request: Request) -> list[str]:
+    """``target`` then ``compare`` values, repeated or comma-separated, trimmed, first occurrence kept."""
+    seen: list[str] = []
+    for key in ("target", "compare"):
+        for raw in request.query_params.getlist(key):
+            for part in raw.split(","):
+                part = part.strip()
+                if part and part not in seen:
+                    seen.append(part)
+    return seen
+
+
+def _listing(root: str):
+    async def endpoint(request: Request) -> Response:
+        return _page(request, mode="listing", root=root, targets=[], heading="Runs")
+
+    return endpoint
+
+
+async def _stellar(request: Request) -> Response:
+    targets = _targets(request)
+    if not targets:
+        return _page(request, mode="listing", root="./", targets=[], heading="Runs")
+    return _page(request, mode="runs", root="./", targets=targets, heading=" vs ".join(targets))
+
+
+async def _stellar_run(request: Request) -> Response:
+    # TauGrid's SPA alias /stellar/runs/<id>; extra ?compare= runs are overlaid on it.
+    run_id = request.path_params["run_id"].strip()
+    targets = [run_id, *(t for t in _targets(request) if t != run_id)]
+    return _page(request, mode="runs", root="../../", targets=targets, heading=" vs ".join(targets))
+
+
+async def _asset(request: Request) -> Response:
+    name = request.path_params["path"]
+    # Assets are a flat directory: anything with a separator or a leading dot is not ours.
+    if not name or "/" in name or "\\" in name or name.startswith(".") or "\x00" in name:
+        return PlainTextResponse("asset not found\n", status_code=404, headers={"X-Content-Type-Options": "nosniff"})
+    for directory in (_SOURCE_DIR, _BUILT_DIR):
+        path = directory / name
+        if path.is_file():
+            media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
+            if name.endswith((".js", ".mjs")):
+                media_type = "text/javascript"
+            return FileResponse(path, media_type=media_type, headers={"X-Content-Type-Options": "nosniff"})
+    hint = f" Build it with: {BUILD_HINT}" if name == PLOTLY_ASSET else ""
+    return PlainTextResponse(
+        f"asset {name} not found in the taunotebook package.{hint}\n",
+        status_code=404,
+        headers={"X-Content-Type-Options": "nosniff"},
+    )
+
+
+# -- page data -----------------------------------------------------------------------------------
+# What the v2 API does not carry but the pages show: the experiments to list, where non-finite values
+# sit (v2 points are finite by contract), and wall times for the wall-time axis. Read from the store the
+# app factory keeps on ``app.state``; the token gate in front of the app covers these routes too.
+
+WALL_TIME_SAMPLES = 2000
+NON_FINITE_LIMIT = 1000
+
+
+def _reader_and_workspace(request: Request):
+    reader = getattr(request.app.state, "reader", None)
+    workspace = getattr(request.app.state, "workspace", "default")
+    return reader, workspace
+
+
+def _no_page_data() -> Response:
+    return error_response(503, "SOURCE_UNAVAILABLE", "this Portal keeps no store for the Stellar pages' extra data")
+
+
+def _int_param(request: Request, name: str) -> int | None:
+    raw = request.query_params.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise _BadParam(f"{name} must be an integer, not {raw[:40]!r}") from None
+
+
+class _BadParam(Exception):
+    pass
+
+
+async def _experiments(request: Request) -> Response:
+    reader, workspace = _reader_and_workspace(request)
+    if reader is None:
+        return _no_page_data()
+    project = request.query_params.get("project") or None
+    seen: dict[tuple[str, str], int] = {}
+    for run in reader.runs(workspace, project=project):
+        key = (run.experiment_id, run.project)
+        seen[key] = seen.get(key, 0) + 1
+    experiments = [{"experiment_id": e, "project": p, "run_count": n} for (e, p), n in sorted(seen.items())]
+    return JSONResponse({"experiments": experiments})
+
+
+async def _point_extras(request: Request) -> Response:
+    reader, workspace = _reader_and_workspace(request)
+    if reader is None:
+        return _no_page_data()
+    run_id = request.path_params["run_id"]
+    metric = request.query_params.get("metric", "")
+    try:
+        start, end = _int_param(request, "start_step"), _int_param(request, "end_step")
+    except _BadParam as err:
+        return error_response(400, "INVALID_ARGUMENT", str(err))
+    if not metric:
+        return error_response(400, "EXACT_SERIES_REQUIRED", "metric is required")
+    run = reader.run(run_id, request.query_params.get("project") or None)
+    if run is None or run.tags.get("tau_workspace", workspace) != workspace:
+        return error_response(404, "NOT_FOUND", "requested experiment data was not found")
+    summary = next((s for s in reader.metric_summaries(run_id) if s.metric_name == metric), None)
+    if summary is None:
+        return JSONResponse({"run_id": run_id, "metric": metric, "non_finite": [], "non_finite_count": 0,
+                             "wall_time": {"step": [], "wall_time": []}})
+    non_finite: list[dict] = []
+    count = 0
+    if summary.non_finite_count:
+        rows = reader.rows(run_id, metric, start, end)
+        bad = np.flatnonzero(~np.isfinite(rows.value))
+        count = int(bad.size)
+        for i in bad[:NON_FINITE_LIMIT].tolist():
+            v = float(rows.value[i])
+            kind = "NaN" if math.isnan(v) else ("+Inf" if v > 0 else "-Inf")
+            non_finite.append({"step": int(rows.step[i]), "value": kind, "wall_time": int(rows.wall_time[i])})
+    # The page interpolates wall time for its drawn steps from these samples; an M4 pick spreads them
+    # over the whole range cheaply even for millions of points.
+    sample = reader.series(run_id, metric, start, end, WALL_TIME_SAMPLES)
+    return JSONResponse({
+        "run_id": run_id,
+        "metric": metric,
+        "non_finite_count": count,
+        "non_finite": non_finite,
+        "wall_time": {"step": sample.step.tolist(), "wall_time": sample.wall_time.tolist()},
+    })
 
 
 def page_routes() -> list[BaseRoute]:
-    """Routes the app factory mounts beside the API; filled in by the pages work."""
-    return []
+    """The Stellar pages and their assets, for the app factory to mount beside the API."""
+    return [
+        Route("/", _listing("./"), methods=["GET", "HEAD"], name="stellar_home"),
+        Route("/stellar", _stellar, methods=["GET", "HEAD"], name="stellar"),
+        Route("/stellar/runs", _listing("../"), methods=["GET", "HEAD"], name="stellar_runs"),
+        Route("/stellar/runs/{run_id}", _stellar_run, methods=["GET", "HEAD"], name="stellar_run"),
+        Route("/stellar/data/experiments", _experiments, methods=["GET"], name="stellar_data_experiments"),
+        Route("/stellar/data/runs/{run_id}/points", _point_extras, methods=["GET"], name="stellar_data_points"),
+        Route("/static/stellar/{path:path}", _asset, methods=["GET", "HEAD"], name="stellar_asset"),
+    ]

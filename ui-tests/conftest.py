@@ -1,0 +1,72 @@
+"""Headless Debian Chromium (Python Playwright) against the real Portal on 127.0.0.1; screenshots kept as artifacts."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+# The Portal fixture (a real server over a store written by the real writer) is shared with the API tests.
+from portal.conftest import PortalServer, portal_server, portal_store  # noqa: F401
+
+from taunotebook.portal.pages import BUILD_HINT, PLOTLY_ASSET
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = REPO / "artifacts" / "ui"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--disable-quic",
+]
+
+
+def chromium_path() -> str:
+    path = os.environ.get("TAU_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        pytest.fail("no Chromium found: install it with `apt-get install -y chromium` (or set TAU_CHROMIUM)")
+    return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def plotly_built() -> None:
+    built = REPO / "taunotebook" / "static" / "stellar" / PLOTLY_ASSET
+    if not built.is_file():
+        pytest.fail(f"{built.relative_to(REPO)} is missing: build it with `{BUILD_HINT}`")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium: Browser, request) -> Iterator[Page]:
+    """A fresh browser context (no cookies) per test; console errors fail the test unless it expects them."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+    pg.on("console", lambda msg: errors.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
+    pg.console_errors = errors  # type: ignore[attr-defined]
+    yield pg
+    context.close()
+
+
+def screenshot(page: Page, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', name)}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def open_ready(page: Page, url: str, *, state: str = "ready") -> None:
+    """Open a Stellar page and wait until its script says it has drawn (or failed) everything."""
+    page.goto(url)
+    page.wait_for_selector(f"#stellar[data-state={state}]", timeout=30_000)
