@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, unquote, urlencode
@@ -25,6 +26,7 @@ __all__ = [
 ]
 
 MAX_PATH_ID = 512
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # Reachable without a token: the schema says nothing about any run.
 PUBLIC_PATHS = frozenset({"/openapi.json"})
 UNAUTHORIZED_MESSAGE = (
@@ -121,6 +123,8 @@ class TokenGate:
 
 def decode_path_id(raw: str) -> str:
     """A path segment as TauGrid reads it: unescaped once more, trimmed, and refused when unsafe."""
+    if _BAD_ESCAPE.search(raw):  # Go's PathUnescape rejects a '%' without two hex digits
+        raise V2Error(400, "INVALID_PATH", "path identifier is invalid")
     try:
         value = unquote(raw, errors="strict")
     except UnicodeDecodeError:

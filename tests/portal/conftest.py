@@ -7,7 +7,7 @@ Fixtures: ``portal_store`` (session; the store's path) and ``portal_server`` (se
 - ``run-a`` (project ``proj``, experiment ``exp-1``, group ``g1``, tagged ``tau_workspace=default``):
   ``train/loss`` with :data:`LOSS_POINTS` points (values :func:`loss_value`, steps 0..N-1) and
   ``eval/acc`` with 50 points (step ``10*i``, value ``i/50``), state ``succeeded``;
-- ``run-b`` (``proj``/``exp-1``/``g1``, untagged): ``train/loss`` steps 0..9, value ``step/10``, except
+- ``run-b`` (``proj``/``exp-1``/``g1``, no workspace tag; tag ``note`` = :data:`NOTE`): ``train/loss`` steps 0..9, value ``step/10``, except
   step 3 = NaN and step 7 = +Inf (non-finite), and step 5 written twice (last write, 0.55, wins);
 - ``run-other`` (``proj``/``exp-1``/``g1``, tagged ``tau_workspace=other``): invisible here;
 - ``page-00`` .. ``page-06`` (``proj``/``exp-page``/``gp``): one point each, for cursor paging.
@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 import uvicorn
 
@@ -34,6 +35,7 @@ from taunotebook.portal.app import create_app
 BASE_NS = 1_760_000_000_000_000_000  # 2025-10-09T08:53:20Z
 LOSS_POINTS = 20_000
 TOKEN = "test-token-0123456789abcdef"
+NOTE = "<b>&'quoted'</b>"  # a run tag that Go's SetEscapeHTML(false) leaves as is
 PAGE_RUNS = [f"page-{i:02d}" for i in range(7)]
 
 
@@ -68,11 +70,13 @@ def build_store(root: Path) -> Path:
     writer.write_chunk("a-acc", [_event("run-a", "eval/acc", 10 * i, i / 50, tags=ws_default) for i in range(50)]
                        + [_event("run-a", "tau/run_status", LOSS_POINTS, 1.0, tags=ws_default)], [],
                        request_hash="h")
-    b = [_event("run-b", "train/loss", s, s / 10) for s in range(10) if s not in (3, 7)]
-    writer.write_chunk("b-1", b, [_non_finite("run-b", "train/loss", 3, float("nan")),
-                                  _non_finite("run-b", "train/loss", 7, float("inf"))], request_hash="h")
+    note = {"note": NOTE}
+    b = [_event("run-b", "train/loss", s, s / 10, tags=note) for s in range(10) if s not in (3, 7)]
+    writer.write_chunk("b-1", b, [_non_finite("run-b", "train/loss", 3, float("nan"), tags=note),
+                                  _non_finite("run-b", "train/loss", 7, float("inf"), tags=note)],
+                       request_hash="h")
     # The same step again, written later: last wins.
-    writer.write_chunk("b-2", [_event("run-b", "train/loss", 5, 0.55, wall_ns=BASE_NS + 10**12)], [],
+    writer.write_chunk("b-2", [_event("run-b", "train/loss", 5, 0.55, wall_ns=BASE_NS + 10**12, tags=note)], [],
                        request_hash="h")
     writer.write_chunk("other", [_event("run-other", "train/loss", s, 1.0, tags={"tau_workspace": "other"})
                                  for s in range(5)], [], request_hash="h")
@@ -132,3 +136,17 @@ def portal_store(tmp_path_factory) -> Path:
 def portal_server(portal_store) -> Iterator[PortalServer]:
     with ServerThread(create_app(portal_store, token=TOKEN)) as server:
         yield PortalServer(f"http://127.0.0.1:{server.port}", TOKEN, portal_store)
+
+
+@pytest.fixture(scope="session")
+def api(portal_server) -> Iterator[httpx.Client]:
+    """An httpx client for the shared Portal, authenticated with the bearer token."""
+    with httpx.Client(base_url=portal_server.base_url,
+                      headers={"Authorization": f"Bearer {portal_server.token}"}) as client:
+        yield client
+
+
+def serve(store: Path, **create_kw) -> ServerThread:
+    """Another Portal over ``store`` (e.g. another workspace or Kusto configured); use as a context manager."""
+    create_kw.setdefault("token", TOKEN)
+    return ServerThread(create_app(store, **create_kw))
