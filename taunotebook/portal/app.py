@@ -20,6 +20,7 @@ from .v2 import API_BASE, DEFAULT_LIMIT, DEFAULT_MAX_POINTS, MAX_LIMIT, MAX_MAX_
 
 __all__ = ["create_app", "openapi_document"]
 
+_ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"]
 _STATUS_CODES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 409: "CONFLICT"}
 
 
@@ -40,13 +41,15 @@ def create_app(
     def openapi(request: Request) -> Response:
         return json_response(document)
 
-    # methods=None: the v2 handler answers every method itself (405 in TauGrid's envelope and order).
+    # Every method reaches the v2 handler, which answers 405 itself in TauGrid's order (after INVALID_PATH).
     routes = [
         Route("/openapi.json", openapi, methods=["GET"]),
-        Route(API_BASE + "/{rest:path}", api.endpoint, methods=None),
+        Route(API_BASE + "/{rest:path}", api.endpoint, methods=_ALL_METHODS),
         *page_routes(),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, Exception: _internal_error})
+    # Slash redirects would answer unknown API paths with 307 instead of TauGrid's 404 envelope.
+    app.router.redirect_slashes = False
     app.state.reader = reader
     app.state.workspace = workspace
     return _SecurityHeaders(TokenGate(app, token))
