@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
+import httpx
 import pytest
 
 from taunotebook.client import (
@@ -20,12 +21,17 @@ from taunotebook.client import (
     ClientError,
     DependencyError,
     InternalError,
+    Metadata,
+    MetricSummary,
     NotFoundError,
     PortalClient,
     PortalError,
     PortalUnreachable,
+    Run,
     stellar_url,
 )
+
+from .conftest import LOSS_POINTS, PAGE_RUNS, TOKEN, serve
 
 # ---------------------------------------------------------------------------------------------------------------
 # Stand-ins for TauGrid's real Portal, which cannot run here: a tiny HTTP server on 127.0.0.1 answering a script of
@@ -397,3 +403,214 @@ def test_client_stellar_url_uses_its_base_workspace_and_project():
     with PortalClient("http://127.0.0.1:8765/?token=t", workspace="ws", project="p") as client:
         assert client.stellar_url("r") == "http://127.0.0.1:8765/stellar?project=p&target=r&workspace=ws"
         assert client.stellar_url("r", "other", base="") == "/stellar?project=other&target=r&workspace=ws"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Against the real local Portal (conftest's ``portal_server``), comparing every typed result with the JSON the same
+# server returns to a plain HTTP client (conftest's ``api``).
+
+
+class CountingTransport(httpx.HTTPTransport):
+    """httpx's real transport, counting the requests that go out on the wire."""
+
+    def __init__(self):
+        super().__init__()
+        self.requests: list[httpx.Request] = []
+
+    def handle_request(self, request):
+        self.requests.append(request)
+        return super().handle_request(request)
+
+
+def _metadata_matches(meta: Metadata, raw: dict) -> None:
+    assert meta.generated_at is not None and meta.generated_at.isoformat().replace("+00:00", "Z") == (
+        raw["generated_at"])
+    assert meta.provenance.requested_source == raw["provenance"]["requested_source"]
+    assert list(meta.provenance.served_sources) == raw["provenance"]["served_sources"]
+    assert meta.freshness.state == raw["freshness"]["state"]
+    assert meta.freshness.as_of.isoformat().replace("+00:00", "Z") == raw["freshness"]["as_of"]
+    assert meta.availability.state == raw["availability"]["state"]
+    assert list(meta.availability.reasons) == raw["availability"].get("reasons", [])
+    assert meta.partial is raw["partial"]
+    assert list(meta.warnings) == raw.get("warnings", [])
+    assert meta.extra == {}
+
+
+def _plain(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _mirrors(obj, raw: dict, skip: tuple[str, ...] = ()) -> None:
+    """Every field the server sent is on the typed object (or in its extra) with the same value."""
+    for key, value in raw.items():
+        if key in skip:
+            continue
+        assert _plain(getattr(obj, key)) == value, key
+    assert obj.extra == {}
+
+
+def _run_matches(run: Run, raw: dict) -> None:
+    _mirrors(run, raw)
+    assert run.success_reasons == tuple(raw.get("success_reasons", ()))
+
+
+def test_run_is_typed_and_equals_the_servers_json(portal_server, api):
+    raw = api.get("/api/v2/stellar/runs/run-a").json()
+    with PortalClient(portal_server.base_url, portal_server.token) as client:
+        run = client.run("run-a")
+    _run_matches(run, raw["run"])
+    _metadata_matches(run.metadata, raw["metadata"])
+    assert (run.run_id, run.experiment_id, run.project, run.state) == ("run-a", "exp-1", "proj", "succeeded")
+    assert run.response_extra == {}
+
+
+def test_metrics_are_typed_summaries_equal_to_the_servers_json(portal_server, api):
+    raw = api.get("/api/v2/stellar/runs/run-b/metrics").json()
+    with PortalClient(portal_server.base_url, portal_server.token) as client:
+        got = client.metrics("run-b")
+    _metadata_matches(got.metadata, raw["metadata"])
+    assert got.run_id == raw["run_id"] == "run-b"
+    assert len(got) == len(raw["metrics"]) == 1
+    for summary, expected in zip(got, raw["metrics"], strict=True):
+        assert isinstance(summary, MetricSummary)
+        _mirrors(summary, expected)
+    loss = got["train/loss"]
+    assert loss.non_finite_count == 2 and loss.count == loss.finite_count + 2
+
+
+def test_series_columns_equal_the_servers_points_and_partial_comes_from_metadata(portal_server, api):
+    params = {"target": "run-a", "metric": "train/loss", "max_points": 500}
+    raw = api.get("/api/v2/stellar/runs/run-a/series", params=params).json()
+    with PortalClient(portal_server.base_url, portal_server.token) as client:
+        s = client.series("run-a", "train/loss", max_points=500)
+    _metadata_matches(s.metadata, raw["metadata"])
+    _mirrors(s, raw, skip=("metadata", "points"))
+    assert list(s.steps) == [p["step"] for p in raw["points"]]
+    assert list(s.values) == [p["value"] for p in raw["points"]]
+    assert s.partial is True and s.source_points == LOSS_POINTS and s.returned_points == len(s) <= 500
+    assert s.target == s.run_id == "run-a"
+
+
+def test_a_series_range_is_returned_in_full(portal_server):
+    with PortalClient(portal_server.base_url, portal_server.token) as client:
+        s = client.series("run-a", "train/loss", start_step=100, end_step=199)
+    assert list(s.steps) == list(range(100, 200))
+    assert s.partial is False and s.source_points == s.returned_points == 100
+    assert (s.start_step, s.end_step, s.max_points) == (100, 199, 8000)
+
+
+def test_series_target_may_be_the_experiment(portal_server):
+    with PortalClient(portal_server.base_url, portal_server.token, project="proj") as client:
+        s = client.series("run-b", "train/loss", target="exp-1")
+    assert s.target == "exp-1" and s.run_id == "run-b"
+    assert dict(zip(s.steps, s.values, strict=True))[5] == 0.55  # the later write of step 5 wins
+
+
+def test_experiment_runs_page_equals_the_servers_json(portal_server, api):
+    raw = api.get("/api/v2/stellar/experiments/exp-1/runs").json()
+    with PortalClient(portal_server.base_url, portal_server.token) as client:
+        page = client.experiment_runs("exp-1")
+    _metadata_matches(page.metadata, raw["metadata"])
+    assert page.target == raw["target"] and page.next_cursor is None and page.extra == {}
+    assert len(page) == len(raw["runs"])
+    for run, expected in zip(page, raw["runs"], strict=True):
+        _run_matches(run, expected)
+        assert run.metadata is None
+    assert {r.run_id for r in page} == {"run-a", "run-b"}  # run-other belongs to another workspace
+
+
+def test_the_iterator_follows_cursors_and_visits_every_run_once(portal_server, api):
+    everything = [r["run_id"] for r in api.get("/api/v2/stellar/experiments/exp-page/runs").json()["runs"]]
+    transport = CountingTransport()
+    with PortalClient(portal_server.base_url, portal_server.token, transport=transport) as client:
+        pages = list(client.iter_experiment_run_pages("exp-page", limit=3))
+        runs = [r.run_id for r in client.iter_experiment_runs("exp-page", limit=3)]
+    assert [len(p) for p in pages] == [3, 3, 1]
+    assert [p.next_cursor is None for p in pages] == [False, False, True]
+    assert runs == everything and sorted(runs) == PAGE_RUNS
+    assert len(transport.requests) == 6
+    assert [dict(r.url.params).get("cursor") for r in transport.requests[:3]] == [None, pages[0].next_cursor,
+                                                                                    pages[1].next_cursor]
+
+
+def test_no_token_is_an_authorization_error_naming_the_variable(portal_server, monkeypatch):
+    monkeypatch.delenv(ENV_TOKEN, raising=False)
+    transport = CountingTransport()
+    with PortalClient(portal_server.base_url, transport=transport) as client, pytest.raises(AuthorizationError) as info:
+        client.run("run-a")
+    err = info.value
+    assert (err.status, err.classification, err.retryable, err.attempts) == (401, "authorization", False, 1)
+    assert err.code == "UNAUTHORIZED" and ENV_TOKEN in str(err)
+    assert len(transport.requests) == 1
+
+
+def test_a_wrong_token_is_an_authorization_error(portal_server):
+    with PortalClient(portal_server.base_url, "not-the-token") as client, pytest.raises(AuthorizationError) as info:
+        client.metrics("run-a")
+    assert info.value.status == 401
+
+
+def test_the_token_printed_in_the_portal_url_is_used_as_bearer(portal_server, monkeypatch):
+    monkeypatch.delenv(ENV_TOKEN, raising=False)
+    with PortalClient(f"{portal_server.base_url}/?token={TOKEN}") as client:
+        assert client.run("run-a").run_id == "run-a"
+
+
+def test_a_missing_run_is_not_found_with_the_servers_code_and_message(portal_server):
+    with PortalClient(portal_server.base_url, portal_server.token) as client:
+        for run_id in ("no-such-run", "run-other"):
+            with pytest.raises(NotFoundError) as info:
+                client.run(run_id)
+            err = info.value
+            assert (err.status, err.code, err.message, err.classification, err.retryable) == (
+                404, "NOT_FOUND", "requested experiment data was not found", "not_found", False)
+
+
+def test_invalid_argument_is_a_client_error_sent_once(portal_server):
+    transport = CountingTransport()
+    with RecordingClient(portal_server.base_url, portal_server.token, transport=transport) as client:
+        with pytest.raises(ClientError) as info:
+            client.series("run-a", "train/loss", max_points=0)
+    err = info.value
+    assert (err.status, err.code, err.message, err.classification, err.retryable) == (
+        400, "INVALID_ARGUMENT", "max_points must be at least 1", "client", False)
+    assert len(transport.requests) == 1 and err.attempts == 1 and client.sleeps == []
+
+
+def test_a_dot_dot_run_id_reaches_the_server_as_invalid_path(portal_server):
+    with PortalClient(portal_server.base_url, portal_server.token) as client, pytest.raises(ClientError) as info:
+        client.metrics("..")
+    assert (info.value.status, info.value.code) == (400, "INVALID_PATH")
+
+
+def test_a_foreign_workspace_is_forbidden(portal_server):
+    with PortalClient(portal_server.base_url, portal_server.token, workspace="other") as client:
+        with pytest.raises(AuthorizationError) as info:
+            client.run("run-a")
+    assert (info.value.status, info.value.code) == (403, "WORKSPACE_FORBIDDEN")
+
+
+def test_an_unavailable_source_is_retried_then_raised_with_the_attempts(portal_server):
+    transport = CountingTransport()
+    with RecordingClient(portal_server.base_url, portal_server.token, source="kusto", retries=2, backoff=0.5,
+                         transport=transport) as client:
+        with pytest.raises(DependencyError) as info:
+            client.metrics("run-a")
+    err = info.value
+    assert (err.status, err.code, err.classification, err.retryable, err.attempts) == (
+        503, "SOURCE_UNAVAILABLE", "dependency", True, 3)
+    assert len(transport.requests) == 3 and client.sleeps == [0.5, 1.0]
+    assert all(dict(r.url.params)["source"] == "kusto" for r in transport.requests)
+
+
+def test_a_per_call_source_overrides_the_constructors(portal_server):
+    with PortalClient(portal_server.base_url, portal_server.token, source="kusto", retries=0) as client:
+        assert client.run("run-a", source="local").metadata.provenance.requested_source == "local"
+
+
+def test_a_portal_serving_another_workspace_shows_its_runs_only(portal_server):
+    with serve(portal_server.store_path, workspace="other") as other:
+        with PortalClient(f"http://127.0.0.1:{other.port}", TOKEN, workspace="other") as client:
+            assert client.run("run-other").tags == {"tau_workspace": "other"}
+            with pytest.raises(NotFoundError):
+                client.run("run-a")
