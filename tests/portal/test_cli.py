@@ -1,0 +1,97 @@
+"""``taunotebook portal``: prints its tokened URL like ``jupyter lab``, serves on loopback, refuses risky binds."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from taunotebook.cli import main as taunotebook_main
+from taunotebook.portal.cli import main as portal_main
+
+from .conftest import TOKEN
+
+
+def _start(*args: str) -> tuple[subprocess.Popen, str, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "taunotebook", "portal", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines = [proc.stdout.readline() for _ in range(3)]
+    text = "".join(lines)
+    page = re.search(r"(http://127\.0\.0\.1:\d+/stellar\?token=(\S+))", text)
+    api = re.search(r"API base: (http://127\.0\.0\.1:\d+/api/v2/stellar)", text)
+    if not (page and api):
+        proc.kill()
+        pytest.fail(f"no URLs printed: {text!r} {proc.stderr.read()!r}")
+    return proc, page.group(1), api.group(1)
+
+
+def test_it_prints_a_page_url_with_a_generated_token_and_serves_it(portal_store):
+    proc, page, api = _start("--store", str(portal_store))
+    try:
+        token = page.split("token=")[1]
+        assert len(token) >= 32 and token != TOKEN
+        r = httpx.get(f"{api}/runs/run-a", headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 200 and r.json()["run"]["run_id"] == "run-a"
+        assert httpx.get(f"{api}/runs/run-a").status_code == 401
+        opened = httpx.get(page)  # what a browser does with the printed URL: cookie, then token-free URL
+        assert opened.status_code == 302 and opened.headers["location"] == "./stellar"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_a_given_token_and_workspace_are_used(portal_store):
+    proc, page, api = _start("--store", str(portal_store), "--token", "my-token", "--workspace", "other")
+    try:
+        assert page.endswith("?token=my-token")
+        r = httpx.get(f"{api}/runs/run-other", headers={"Authorization": "Bearer my-token"})
+        assert r.status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("args", [
+    ["--host", "0.0.0.0"],
+    ["--host", "192.168.1.10"],
+    ["--port", "70000"],
+    ["--token", "  "],
+    ["--bogus"],
+])
+def test_usage_errors_exit_2(portal_store, args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        portal_main(["--store", str(portal_store), *args])
+    assert exc.value.code == 2
+    assert "usage: taunotebook portal" in capsys.readouterr().err
+
+
+def test_a_non_loopback_bind_explains_why_it_needs_a_token(portal_store, capsys):
+    with pytest.raises(SystemExit):
+        portal_main(["--store", str(portal_store), "--host", "0.0.0.0"])
+    assert "pass --token explicitly" in capsys.readouterr().err
+
+
+def test_a_missing_store_is_a_usage_error(tmp_path: Path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        portal_main(["--store", str(tmp_path / "nowhere")])
+    assert exc.value.code == 2 and "manifest.json" in capsys.readouterr().err
+
+
+def test_help_shows_examples(capsys):
+    with pytest.raises(SystemExit) as exc:
+        portal_main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "taunotebook portal --store" in out
+
+
+def test_the_taunotebook_command_dispatches_and_rejects_unknown_commands(capsys):
+    assert taunotebook_main(["nope"]) == 2
+    assert "unknown command 'nope'" in capsys.readouterr().err
+    assert taunotebook_main([]) == 2
+    assert taunotebook_main(["--help"]) == 0
