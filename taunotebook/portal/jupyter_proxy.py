@@ -1,0 +1,117 @@
+"""Runs the local Portal behind jupyter-server-proxy at ``{base_url}tau-portal/`` and builds links that go through it.
+
+How access is protected: jupyter-server-proxy only forwards requests that passed Jupyter's own auth
+(token, password or JupyterHub OAuth), so ``{base_url}tau-portal/...`` is exactly as private as the
+notebook. The Portal behind it still binds 127.0.0.1 and still requires its token — a per-Jupyter-server
+secret that the proxy adds to every forwarded request as ``Authorization: Bearer`` (its
+``request_headers_override``). The token reaches the Portal through its environment, never its command
+line (other users of a shared host can read ``ps``), and never reaches the browser. So other local users
+cannot read the store through the Portal's port, and no "trust the proxy" mode (a Portal without a token)
+has to exist.
+
+Register it in ``pyproject.toml``::
+
+    [project.entry-points.jupyter_serverproxy_servers]
+    tau-portal = "taunotebook.portal.jupyter_proxy:setup_tau_portal"
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from taunotebook.client import stellar_url
+
+__all__ = ["ENV_PROXY_TOKEN", "ENV_STORE", "PROXY_NAME", "default_store", "jupyter_base_url", "setup_tau_portal",
+           "stellar_link"]
+
+PROXY_NAME = "tau-portal"
+ENV_STORE = "TAU_STORE"
+ENV_PROXY_TOKEN = "TAU_PORTAL_PROXY_TOKEN"
+# Importing pyarrow and opening the store takes a few seconds on a cold disk; the proxy's 5 s default is tight.
+START_TIMEOUT = 60.0
+
+
+def default_store() -> Path:
+    """``$TAU_STORE``, else ``store`` under ``$TAU_HOME`` or the per-user data directory (as the quickstart)."""
+    if os.environ.get(ENV_STORE):
+        return Path(os.environ[ENV_STORE])
+    if os.environ.get("TAU_HOME"):
+        return Path(os.environ["TAU_HOME"]) / "store"
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "tau" / "store"
+
+
+def setup_tau_portal() -> dict:
+    """The jupyter-server-proxy server config; called once when the Jupyter server starts."""
+    token = secrets.token_hex(24)
+    return {
+        "command": [sys.executable, "-m", "taunotebook.portal.jupyter_proxy", "--port", "{port}"],
+        "environment": {ENV_PROXY_TOKEN: token, ENV_STORE: str(default_store())},
+        "timeout": START_TIMEOUT,
+        # The Portal sees /stellar?..., not {base_url}tau-portal/stellar?...; its pages use relative URLs.
+        "absolute_url": False,
+        "launcher_entry": {"enabled": False},
+        "new_browser_tab": True,
+        "request_headers_override": {"Authorization": f"Bearer {token}"},
+    }
+
+
+def jupyter_base_url() -> str | None:
+    """The base URL of the Jupyter server this kernel belongs to (ending in ``/``), or None outside Jupyter."""
+    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
+    if prefix:
+        return prefix if prefix.endswith("/") else prefix + "/"
+    parent = os.environ.get("JPY_PARENT_PID")  # set by jupyter_client for the kernels a server starts
+    if not parent:
+        return None
+    try:
+        from jupyter_server.serverapp import list_running_servers
+    except ImportError:
+        return None
+    for info in list_running_servers():
+        if str(info.get("pid")) == parent:
+            base = info.get("base_url") or "/"
+            return base if base.endswith("/") else base + "/"
+    return None
+
+
+def stellar_link(run_id: str, project: str | None = None, *, portal_url: str | None = None) -> str:
+    """"Open in Stellar" for a run: ``{base_url}tau-portal/stellar?...`` inside Jupyter, else the Portal's URL.
+
+    Inside Jupyter the link is a path on the notebook's own origin, so it works on a remote host and on
+    JupyterHub with Jupyter's auth. Elsewhere (a script, VS Code's own kernels) it is ``portal_url`` or
+    ``$TAU_PORTAL_URL`` plus TauGrid's ``/stellar?target=<run_id>&project=<p>``.
+    """
+    base = jupyter_base_url()
+    if base is not None:
+        return stellar_url(run_id, project, base=f"{base}{PROXY_NAME}")
+    return stellar_url(run_id, project, base=portal_url)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m taunotebook.portal.jupyter_proxy --port N``: the Portal as jupyter-server-proxy starts it."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m taunotebook.portal.jupyter_proxy",
+                                     description="Start the local Portal for jupyter-server-proxy.")
+    parser.add_argument("--port", type=int, required=True, help="the port jupyter-server-proxy picked")
+    args = parser.parse_args(argv)
+    token = os.environ.get(ENV_PROXY_TOKEN, "")
+    if not token:
+        parser.error(f"{ENV_PROXY_TOKEN} is not set: this entry is started by jupyter-server-proxy, which sets it")
+    store = default_store()
+    from tau_collector.expstore import open_store
+
+    # Before the first run there is no store yet; an empty one gives an empty runs listing, not a failed proxy.
+    open_store(store, create=True).close()
+    from .cli import main as portal_main
+
+    return portal_main(["--store", str(store), "--host", "127.0.0.1", "--port", str(args.port), "--token", token])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
