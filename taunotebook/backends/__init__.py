@@ -1,0 +1,186 @@
+"""Submission backends for ``%%tau_submit``: the run spec, run records, TauGrid's ID rule and backend lookup.
+
+A backend turns a :class:`RunSpec` into a running job and answers for it afterwards from the run
+record it wrote (``run.json`` in the run's directory under TauGrid's workspace layout
+``<TAU_HOME>/projects/<workspace>/runs/<run>/``), so runs can be listed, re-attached and cancelled
+from any process, also after a kernel restart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = [
+    "BACKENDS",
+    "TERMINAL_STATES",
+    "Backend",
+    "BackendError",
+    "BackendUnavailable",
+    "RunSpec",
+    "get_backend",
+    "iter_records",
+    "read_record",
+    "record_path",
+    "run_dir",
+    "tau_home",
+    "validate_id",
+    "write_record",
+]
+
+BACKENDS = ("local", "ray", "tau")
+TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
+RECORD = "run.json"
+RECORD_SCHEMA = "taunotebook.run_record.v1"
+_ID = re.compile(r"[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?")
+
+
+class BackendError(Exception):
+    """A submission or run operation failed; the message says what to do next."""
+
+
+class BackendUnavailable(BackendError):
+    """The backend's dependency (a package, a CLI, a cluster address) is missing."""
+
+
+def validate_id(value: str, what: str) -> str:
+    """TauGrid's ``ValidateID``: only ``[a-z0-9._-]``, a letter or digit first and last, no slashes or spaces."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} is required")
+    if value != value.strip():
+        raise ValueError(f"{what} {value!r} must not have surrounding whitespace")
+    if "/" in value or "\\" in value:
+        raise ValueError(f"{what} {value!r} must not contain '/' or '\\'")
+    if not _ID.fullmatch(value):
+        raise ValueError(f"{what} {value!r} must use only lowercase letters, digits, '.', '_' and '-', "
+                         "and start and end with a letter or digit")
+    return value
+
+
+def tau_home() -> Path:
+    """``$TAU_HOME``, else the per-user data directory (``$XDG_DATA_HOME/tau`` or ``~/.local/share/tau``)."""
+    if os.environ.get("TAU_HOME"):
+        return Path(os.environ["TAU_HOME"])
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "tau"
+
+
+def run_dir(run_id: str, workspace: str, home: Path | None = None) -> Path:
+    """TauGrid's workspace layout: ``<home>/projects/<workspace>/runs/<run>``."""
+    return (home or tau_home()) / "projects" / workspace / "runs" / run_id
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What to run and under which identity; every id already passed :func:`validate_id`."""
+
+    run_id: str
+    name: str
+    project: str
+    experiment: str
+    group: str
+    workspace: str
+    script: Path  # the training script (the cell body is written to a file first)
+    args: tuple[str, ...] = ()
+    tfevents: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+    home: Path | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)  # backend-specific (ray address, dry run, ...)
+
+    @property
+    def run_dir(self) -> Path:
+        return run_dir(self.run_id, self.workspace, self.home)
+
+    def identity(self) -> dict[str, str]:
+        return {"run_id": self.run_id, "name": self.name, "project": self.project, "experiment": self.experiment,
+                "group": self.group, "workspace": self.workspace}
+
+
+class Backend(Protocol):
+    """One way of running a job. Records are plain dicts persisted as ``run.json``."""
+
+    name: str
+
+    def check(self, spec: RunSpec) -> None:
+        """Raise :class:`BackendUnavailable` when the job cannot be submitted here; submits nothing."""
+
+    def submit(self, spec: RunSpec) -> dict[str, Any]:
+        """Start the job and return its run record (already written)."""
+
+    def state(self, record: Mapping[str, Any]) -> str:
+        """TauGrid's run state: pending, running, succeeded, failed, cancelled (or unknown)."""
+
+    def finished(self, record: Mapping[str, Any]) -> bool:
+        """True once the job and its collector are gone (its metrics are all delivered)."""
+
+    def logs(self, record: Mapping[str, Any]) -> str:
+        """The job log so far."""
+
+    def cancel(self, record: Mapping[str, Any]) -> None:
+        """Ask the job to stop; its run ends ``cancelled``."""
+
+
+def get_backend(name: str) -> Backend:
+    """The backend called ``name``; its optional dependencies are imported only when used."""
+    if name == "local":
+        from .local import LocalBackend
+
+        return LocalBackend()
+    if name == "ray":
+        from .ray import RayBackend
+
+        return RayBackend()
+    if name == "tau":
+        from .tau import TauBackend
+
+        return TauBackend()
+    raise ValueError(f"backend {name!r} is not one of {', '.join(BACKENDS)}")
+
+
+def record_path(run_id: str, workspace: str, home: Path | None = None) -> Path:
+    return run_dir(run_id, workspace, home) / RECORD
+
+
+def write_record(directory: Path, record: Mapping[str, Any]) -> None:
+    """Write ``run.json`` atomically so a concurrent reader never sees half of it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    data = json.dumps({"schema_version": RECORD_SCHEMA, **record}, indent=2, sort_keys=True) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=".run.json.", dir=directory)
+    with os.fdopen(fd, "w") as f:
+        f.write(data)
+    os.replace(tmp, directory / RECORD)
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("schema_version") == RECORD_SCHEMA else None
+
+
+def iter_records(home: Path | None = None, workspace: str | None = None) -> Iterator[dict[str, Any]]:
+    """Every run record under ``home``, newest first."""
+    root = (home or tau_home()) / "projects"
+    pattern = f"{workspace}/runs/*/{RECORD}" if workspace else f"*/runs/*/{RECORD}"
+    records = [r for r in (read_record(p) for p in root.glob(pattern)) if r is not None]
+    records.sort(key=lambda r: (r.get("created_at", 0), r.get("run_id", "")), reverse=True)
+    yield from records
+
+
+def poll(predicate: Callable[[], bool], timeout: float | None, interval: float = 0.2) -> bool:
+    """Call ``predicate`` until it is true (→ True) or ``timeout`` seconds passed (→ False)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not predicate():
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+    return True

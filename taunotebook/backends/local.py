@@ -1,0 +1,161 @@
+"""The ``local`` backend: ``tau-collector wrap`` in its own session, writing the local expstore under ``TAU_HOME``.
+
+The wrapper is started with ``start_new_session`` so it is the leader of its own process group: a
+kernel restart (which signals the kernel's group) does not reach it, the job outlives the kernel,
+and cancelling is one SIGTERM to that group — the wrapper then marks the run ``cancelled``. The run
+record keeps the wrapper's pid and its start time (``/proc/<pid>/stat``), so any later process can
+tell whether that very process still runs, without being its parent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import BackendError, RunSpec, tau_home, write_record
+
+__all__ = ["LocalBackend", "process_alive", "start_ticks_of", "store_dir", "wrapper_argv"]
+
+HISTORY_DIR = "metrics-history-attempt-0"
+LOG = "job.log"
+# The wrapper's own children (our Popen objects) must be reaped by us, else they linger as zombies
+# that still "exist" for kill(pid, 0); keyed by run id.
+_CHILDREN: dict[str, subprocess.Popen] = {}
+
+
+def store_dir(home: Path | None = None) -> Path:
+    """The local expstore every local run writes: ``<TAU_HOME>/store``."""
+    return (home or tau_home()) / "store"
+
+
+def wrapper_argv(spec: RunSpec, run_dir: str, sink: list[str], *, python: str = sys.executable,
+                 script: str | None = None, interval: str = "2s") -> list[str]:
+    """``python -m tau_collector wrap --run-dir D <identity> <sink> [--tfevents X]... -- python SCRIPT ARGS...``."""
+    argv = [python, "-m", "tau_collector", "wrap", "--run-dir", run_dir, "--interval", interval,
+            "--run", spec.run_id, "--project", spec.project, "--experiment", spec.experiment,
+            "--group", spec.group, "--tag", f"tau_workspace={spec.workspace}", *sink]
+    for logdir in spec.tfevents:
+        argv += ["--tfevents", logdir]
+    return [*argv, "--", python, script or str(spec.script), *spec.args]
+
+
+def start_ticks_of(pid: int) -> int | None:
+    """The process's start time in clock ticks (field 22 of ``/proc/<pid>/stat``), None if it is gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[19])
+
+
+def process_alive(pid: int, start_ticks: int | None) -> bool:
+    """True while the process with this pid *and* this start time runs (a reused pid is not ours)."""
+    ticks = start_ticks_of(pid)
+    return ticks is not None and (start_ticks is None or ticks == start_ticks)
+
+
+def read_completion_state(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads((run_dir / "completion.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+class LocalBackend:
+    name = "local"
+
+    def check(self, spec: RunSpec) -> None:
+        """Nothing to check: the local backend needs only this Python and ``tau_collector``."""
+
+    def submit(self, spec: RunSpec) -> dict[str, Any]:
+        if not spec.script.is_file():
+            raise BackendError(f"script {spec.script} does not exist")
+        directory = spec.run_dir
+        directory.mkdir(parents=True, exist_ok=True)
+        store = store_dir(spec.home)
+        argv = wrapper_argv(spec, str(directory), ["--sink", "expstore", "--store", str(store)])
+        env = dict(os.environ, **spec.env, TAU_WORKSPACE=spec.workspace, TAU_RUN_ID=spec.run_id)
+        log_path = directory / LOG
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                       cwd=str(spec.cwd or Path.cwd()), env=env, start_new_session=True,
+                                       close_fds=True)
+        _CHILDREN[spec.run_id] = process
+        record = {
+            **spec.identity(), "backend": self.name, "created_at": time.time(), "run_dir": str(directory),
+            "script": str(spec.script), "args": list(spec.args), "tfevents": list(spec.tfevents),
+            "store": str(store), "log": str(log_path), "pid": process.pid, "start_ticks": start_ticks_of(process.pid),
+            "command": argv,
+        }
+        write_record(directory, record)
+        return record
+
+    # -- answering for a run from its record
+
+    def _alive(self, record: Mapping[str, Any]) -> bool:
+        child = _CHILDREN.get(record["run_id"])
+        if child is not None and child.pid == record.get("pid"):
+            return child.poll() is None
+        return process_alive(int(record["pid"]), record.get("start_ticks"))
+
+    def state(self, record: Mapping[str, Any]) -> str:
+        directory = Path(record["run_dir"])
+        completion = read_completion_state(directory)
+        if completion and completion.get("state"):
+            return str(completion["state"])
+        if self._alive(record):
+            return "running" if (directory / "collector" / "ready").exists() else "pending"
+        return "failed"  # the wrapper died without writing an outcome (killed with SIGKILL, machine reboot)
+
+    def finished(self, record: Mapping[str, Any]) -> bool:
+        return not self._alive(record)
+
+    def exit_code(self, record: Mapping[str, Any]) -> int | None:
+        child = _CHILDREN.get(record["run_id"])
+        if child is not None and child.pid == record.get("pid"):
+            return child.poll()
+        return None
+
+    def logs(self, record: Mapping[str, Any]) -> str:
+        try:
+            return Path(record["log"]).read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def follow(self, record: Mapping[str, Any], write: Callable[[str], object], *, interval: float = 0.2) -> None:
+        """Write the job log as it grows until the job is finished."""
+        offset = 0
+        path = Path(record["log"])
+        while True:
+            finished = self.finished(record)
+            try:
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    data = f.read()
+            except OSError:
+                data = b""
+            if data:
+                offset += len(data)
+                write(data.decode(errors="replace"))
+            if finished:
+                return
+            time.sleep(interval)
+
+    def cancel(self, record: Mapping[str, Any]) -> None:
+        if not self._alive(record):
+            return
+        try:
+            os.killpg(int(record["pid"]), signal.SIGTERM)  # the wrapper leads its own session: pgid == pid
+        except ProcessLookupError:
+            pass

@@ -1,0 +1,184 @@
+"""IPython magics: ``%%tau_submit`` turns a cell into a run with its live pane; ``%tau_runs/logs/cancel/pane``.
+
+Load with ``%load_ext taunotebook``. Every usage problem (an unknown flag, a name TauGrid's
+``ValidateID`` rejects, a backend whose dependency is missing) is one ``UsageError`` line and
+nothing is submitted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from datetime import datetime
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.display import display
+
+from .backends import BACKENDS, BackendError
+from .submit import Run, attach, runs, submit
+
+__all__ = ["TauMagics", "load_ipython_extension"]
+
+SUBMIT_USAGE = ("%%tau_submit [--name N] [--project P] [--experiment E] [--group G] [--workspace W] "
+                "[--backend local|ray|tau] [--tfevents DIR]... [--metric M]... [--no-pane] [--as VAR] "
+                "[--dry-run] [--ray-address A]   (or: %tau_submit [flags] script.py [args...])")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports problems as one ``UsageError`` line instead of exiting the kernel."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        if message:
+            raise UsageError(message.strip())
+        raise UsageError(self.format_usage().strip())
+
+
+def _submit_parser() -> _Parser:
+    p = _Parser(prog="%tau_submit", usage=SUBMIT_USAGE, add_help=False, allow_abbrev=False)
+    p.add_argument("--name")
+    p.add_argument("--project", default="default")
+    p.add_argument("--experiment")
+    p.add_argument("--group")
+    p.add_argument("--workspace", default="default")
+    p.add_argument("--backend", default="local", choices=BACKENDS)
+    p.add_argument("--tfevents", action="append", default=[], metavar="DIR")
+    p.add_argument("--metric", action="append", default=[], metavar="M")
+    p.add_argument("--no-pane", action="store_true")
+    p.add_argument("--as", dest="var", default="tau_run", metavar="VAR")
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--ray-address")
+    p.add_argument("script", nargs="?")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    return p
+
+
+def _split(line: str, prog: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as err:
+        raise UsageError(f"{prog}: {err}") from None
+
+
+def _show_pane(run: Run, metrics: list[str] | None) -> None:
+    try:
+        import taunotebook.pane  # noqa: F401  (the loss pane; optional until its widget is built)
+    except ImportError as err:
+        print(f"(loss pane unavailable: {err}) run {run.run_id} is {run.state}; "
+              f"Open in Stellar: {run.stellar_url()}")
+        return
+    display(run.pane(metrics))
+
+
+@magics_class
+class TauMagics(Magics):
+    @line_cell_magic
+    def tau_submit(self, line: str, cell: str | None = None) -> None:
+        """Submit the cell (or ``script.py [args]`` on the line) as a run and show its live loss pane."""
+        opts = _submit_parser().parse_args(_split(line, "%tau_submit"))
+        if opts.script and opts.script.startswith("-"):
+            raise UsageError(f"%tau_submit: unrecognized argument: {opts.script}")
+        if cell is None and not opts.script:
+            raise UsageError("%tau_submit: give a script (%tau_submit train.py [args]) or use %%tau_submit "
+                             "with the training code in the cell")
+        if cell is not None and opts.script:
+            raise UsageError(f"%%tau_submit: unexpected argument {opts.script!r}: the cell body is the script")
+        if not opts.var.isidentifier():
+            raise UsageError(f"%tau_submit: --as {opts.var!r} is not a Python identifier")
+        common: dict[str, Any] = {
+            "name": opts.name, "project": opts.project, "experiment": opts.experiment, "group": opts.group,
+            "workspace": opts.workspace, "backend": opts.backend, "tfevents": opts.tfevents,
+            "ray_address": opts.ray_address, "dry_run": opts.dry_run,
+        }
+        try:
+            if cell is None:
+                run = submit(opts.script, args=opts.args, **common)
+            else:
+                run = submit(code=cell, **common)
+        except (ValueError, BackendError) as err:
+            raise UsageError(f"%tau_submit: {err}") from None
+        if opts.dry_run:
+            return
+        self.shell.user_ns[opts.var] = run
+        print(f"run {run.run_id} submitted ({run.backend}; project {run.project}, group {run.group}) "
+              f"-> {opts.var}", flush=True)
+        if not opts.no_pane:
+            _show_pane(run, opts.metric or None)
+
+    @line_magic
+    def tau_runs(self, line: str) -> None:
+        """List the runs submitted from this machine, newest first."""
+        p = _Parser(prog="%tau_runs", add_help=False, allow_abbrev=False)
+        p.add_argument("--workspace")
+        p.add_argument("--project")
+        opts = p.parse_args(_split(line, "%tau_runs"))
+        found = runs(opts.workspace, opts.project)
+        if not found:
+            print("no runs yet: submit one with %%tau_submit")
+            return
+        rows = [("RUN", "STATE", "BACKEND", "PROJECT", "GROUP", "WORKSPACE", "SUBMITTED")]
+        for run in found:
+            created = datetime.fromtimestamp(run.record.get("created_at", 0)).strftime("%Y-%m-%d %H:%M:%S")
+            rows.append((run.run_id, run.state, run.backend, run.project, run.group, run.workspace, created))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+    def _run(self, line: str, prog: str, *, follow: bool = False) -> tuple[Run, argparse.Namespace]:
+        p = _Parser(prog=prog, add_help=False, allow_abbrev=False)
+        p.add_argument("run")
+        p.add_argument("--workspace")
+        if follow:
+            p.add_argument("--follow", action="store_true")
+        opts = p.parse_args(_split(line, prog))
+        try:
+            return attach(opts.run, opts.workspace), opts
+        except KeyError as err:
+            raise UsageError(f"{prog}: {err.args[0]}") from None
+
+    @line_magic
+    def tau_logs(self, line: str) -> None:
+        """Print a run's job log; ``--follow`` keeps printing until the run is done."""
+        run, opts = self._run(line, "%tau_logs", follow=True)
+        if opts.follow:
+            run.follow(lambda text: (sys.stdout.write(text), sys.stdout.flush()))
+        else:
+            sys.stdout.write(run.logs())
+        sys.stdout.flush()
+
+    @line_magic
+    def tau_cancel(self, line: str) -> None:
+        """Cancel a run: its trainer is stopped and the run ends ``cancelled``."""
+        run, _ = self._run(line, "%tau_cancel")
+        state = run.state
+        if state in ("succeeded", "failed", "cancelled"):
+            print(f"run {run.run_id} already ended: {state}")
+            return
+        run.cancel()
+        print(f"cancelling run {run.run_id}")
+
+    @line_magic
+    def tau_pane(self, line: str) -> None:
+        """Show the loss pane of a run (e.g. after a kernel restart)."""
+        p = _Parser(prog="%tau_pane", add_help=False, allow_abbrev=False)
+        p.add_argument("run")
+        p.add_argument("--workspace")
+        p.add_argument("--metric", action="append", default=[])
+        p.add_argument("--as", dest="var", default="tau_run")
+        opts = p.parse_args(_split(line, "%tau_pane"))
+        try:
+            run = attach(opts.run, opts.workspace)
+        except KeyError as err:
+            raise UsageError(f"%tau_pane: {err.args[0]}") from None
+        self.shell.user_ns[opts.var] = run
+        _show_pane(run, opts.metric or None)
+
+
+def load_ipython_extension(ip) -> None:
+    """``%load_ext taunotebook``."""
+    ip.register_magics(TauMagics)

@@ -1,0 +1,274 @@
+"""The plain-Python submission API: ``submit(...)`` starts a run on a backend and returns its ``Run`` handle.
+
+``%%tau_submit`` is a thin layer over this module; scripts use it directly::
+
+    import taunotebook
+    run = taunotebook.submit("train.py", project="demo", name="sgd")
+    run.wait()
+    print(run.series("loss").values[-1])
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from .backends import (
+    BACKENDS,
+    BackendError,
+    BackendUnavailable,
+    RunSpec,
+    get_backend,
+    iter_records,
+    poll,
+    read_record,
+    record_path,
+    run_dir,
+    tau_home,
+    validate_id,
+)
+
+__all__ = ["BackendError", "BackendUnavailable", "Run", "attach", "new_run_id", "runs", "submit"]
+
+CELL_SCRIPT = "train.py"
+
+
+def new_run_id(name: str, workspace: str, home: Path | None = None) -> str:
+    """``<name>-<6 hex>``: unique among this home's runs and ValidateID-clean."""
+    for _ in range(100):
+        run_id = f"{name}-{secrets.token_hex(3)}"
+        if not run_dir(run_id, workspace, home).exists():
+            return run_id
+    raise BackendError(f"could not find a free run id for {name!r}")
+
+
+def _default_name(script: Path | None) -> str:
+    if script is None:
+        return "cell"
+    slug = "".join(c if c.isalnum() or c in "._-" else "-" for c in script.stem.lower()).strip("._-")
+    try:
+        return validate_id(slug, "name")
+    except ValueError:
+        return "run"
+
+
+def submit(
+    script: str | PathLike[str] | None = None,
+    *,
+    code: str | None = None,
+    name: str | None = None,
+    project: str = "default",
+    experiment: str | None = None,
+    group: str | None = None,
+    workspace: str = "default",
+    backend: str = "local",
+    args: Sequence[str] = (),
+    tfevents: Iterable[str] = (),
+    env: Mapping[str, str] | None = None,
+    cwd: str | PathLike[str] | None = None,
+    ray_address: str | None = None,
+    dry_run: bool = False,
+    out: Callable[[str], object] | None = None,
+) -> Run:
+    """Submit a training script (a path) or ``code`` (its text) as a run; returns its :class:`Run`.
+
+    ``name`` defaults to the script's stem (``cell`` for code); ``group`` to ``name``; ``experiment`` to
+    ``group`` (TauGrid's fallback for ``experiment.name``). Every id must pass TauGrid's ``ValidateID``.
+    ``dry_run`` (``tau`` backend) prints what would be submitted through ``out`` and submits nothing.
+    Raises ``ValueError`` for bad arguments and :class:`BackendUnavailable` when the backend cannot run
+    here — in both cases nothing is submitted.
+    """
+    if (script is None) == (code is None):
+        raise ValueError("pass exactly one of script (a path) or code (the script's text)")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
+    script_path = Path(script).resolve() if script is not None else None
+    if script_path is not None and not script_path.is_file():
+        raise ValueError(f"script {script} does not exist")
+    name = name if name is not None else _default_name(script_path)
+    group = group if group is not None else name
+    experiment = experiment if experiment is not None else group
+    for value, what in ((name, "name"), (project, "project"), (experiment, "experiment"), (group, "group"),
+                        (workspace, "workspace")):
+        validate_id(value, what)
+    if dry_run and backend != "tau":
+        raise ValueError("--dry-run is only for the tau backend (it prints the TauGrid run config)")
+    home = tau_home()
+    chosen = get_backend(backend)
+    run_id = new_run_id(name, workspace, home)
+    directory = run_dir(run_id, workspace, home)
+    if script_path is None:
+        script_path = directory / CELL_SCRIPT
+    options: dict[str, Any] = {"dry_run": dry_run, "out": out or print}
+    if ray_address:
+        options["ray_address"] = ray_address
+    spec = RunSpec(run_id=run_id, name=name, project=project, experiment=experiment, group=group,
+                   workspace=workspace, script=script_path, args=tuple(args),
+                   tfevents=tuple(str(Path(t).resolve()) for t in tfevents), env=dict(env or {}),
+                   cwd=Path(cwd).resolve() if cwd is not None else Path.cwd(), home=home, options=options)
+    chosen.check(spec)  # a missing dependency fails here, before anything is written
+    if code is not None:
+        directory.mkdir(parents=True, exist_ok=True)
+        script_path.write_text(code if code.endswith("\n") else code + "\n")
+    try:
+        record = chosen.submit(spec)
+    except BaseException:
+        if code is not None and not (directory / "run.json").exists():
+            _remove_unsubmitted(directory)
+        raise
+    return Run(record)
+
+
+def _remove_unsubmitted(directory: Path) -> None:
+    for path in sorted(directory.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    directory.rmdir()
+
+
+class Run:
+    """A handle on one submitted run; it answers from the run record, so it works after a kernel restart."""
+
+    def __init__(self, record: Mapping[str, Any]) -> None:
+        self.record = dict(record)
+        self._backend = get_backend(self.record["backend"])
+
+    # -- identity
+
+    @property
+    def run_id(self) -> str:
+        return self.record["run_id"]
+
+    @property
+    def name(self) -> str:
+        return self.record["name"]
+
+    @property
+    def project(self) -> str:
+        return self.record["project"]
+
+    @property
+    def experiment(self) -> str:
+        return self.record["experiment"]
+
+    @property
+    def group(self) -> str:
+        return self.record["group"]
+
+    @property
+    def workspace(self) -> str:
+        return self.record["workspace"]
+
+    @property
+    def backend(self) -> str:
+        return self.record["backend"]
+
+    @property
+    def run_dir(self) -> Path | None:
+        return Path(self.record["run_dir"]) if self.record.get("run_dir") else None
+
+    # -- lifecycle
+
+    @property
+    def state(self) -> str:
+        """TauGrid's run state: ``pending``, ``running``, ``succeeded``, ``failed``, ``cancelled`` (or ``unknown``)."""
+        return self._backend.state(self.record)
+
+    @property
+    def done(self) -> bool:
+        """True once the job and its collector finished: every metric it wrote is in the store."""
+        return self._backend.finished(self.record)
+
+    def wait(self, timeout: float | None = None) -> str:
+        """Block until the run is done; returns its final state. Raises ``TimeoutError`` after ``timeout`` s."""
+        if not poll(lambda: self.done, timeout):
+            raise TimeoutError(f"run {self.run_id} still {self.state} after {timeout:g}s")
+        return self.state
+
+    def cancel(self) -> None:
+        """Stop the job; the run ends ``cancelled`` (a run that already ended is left as it is)."""
+        self._backend.cancel(self.record)
+
+    def logs(self) -> str:
+        """The job log so far: the trainer's non-metric output and errors."""
+        return self._backend.logs(self.record)
+
+    def follow(self, write: Callable[[str], object] | None = None) -> None:
+        """Write the job log as it grows until the run is done."""
+        write = write or (lambda text: (sys.stdout.write(text), sys.stdout.flush()))
+        follow = getattr(self._backend, "follow", None)
+        if follow is not None:
+            follow(self.record, write)
+            return
+        self.wait()
+        write(self.logs())
+
+    # -- metrics
+
+    def portal(self):
+        """A Portal client for this run: the local Portal (started on demand) or ``$TAU_PORTAL_URL``."""
+        if self.backend == "tau":
+            from .client import PortalClient
+
+            return PortalClient(workspace=self.workspace, project=self.project)
+        from .local_portal import portal_client
+
+        return portal_client(self.workspace, self.project)
+
+    def series(self, metric: str, **params: Any):
+        """The stored series of ``metric`` through the Portal (``client.Series``: ``.steps``, ``.values``)."""
+        with self.portal() as client:
+            return client.series(self.run_id, metric, **params)
+
+    def metrics(self) -> list[str]:
+        """The names of the metrics stored for this run so far."""
+        from .client import NotFoundError
+
+        with self.portal() as client:
+            try:
+                return client.metrics(self.run_id).names()
+            except NotFoundError:
+                return []
+
+    def stellar_url(self) -> str:
+        """"Open in Stellar" for this run, through the Jupyter server when there is one."""
+        from .portal.jupyter_proxy import jupyter_base_url, stellar_link
+
+        if jupyter_base_url() is not None or self.backend == "tau":
+            return stellar_link(self.run_id, self.project)
+        from .local_portal import ensure_portal
+
+        return stellar_link(self.run_id, self.project, portal_url=ensure_portal(self.workspace).url)
+
+    def pane(self, metrics: Sequence[str] | None = None):
+        """The live loss pane for this run (``taunotebook.pane.LossPane``)."""
+        from .pane import LossPane
+
+        return LossPane(self.run_id, list(metrics) if metrics else None, portal=self.portal(),
+                        project=self.project)
+
+    def __repr__(self) -> str:
+        return f"Run({self.run_id!r}, backend={self.backend!r}, state={self.state!r})"
+
+
+def attach(run_id: str, workspace: str | None = None) -> Run:
+    """Re-attach to a run by id (e.g. after a kernel restart)."""
+    home = tau_home()
+    if workspace is not None:
+        record = read_record(record_path(run_id, workspace, home))
+        if record is not None:
+            return Run(record)
+    else:
+        for record in iter_records(home):
+            if record.get("run_id") == run_id:
+                return Run(record)
+    raise KeyError(f"no run {run_id!r} under {home / 'projects'}; %tau_runs lists the runs")
+
+
+def runs(workspace: str | None = None, project: str | None = None) -> list[Run]:
+    """The runs submitted from this machine (all backends), newest first."""
+    return [Run(r) for r in iter_records(tau_home(), workspace)
+            if project is None or r.get("project") == project]
