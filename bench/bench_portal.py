@@ -1,0 +1,116 @@
+"""Benchmark: series requests over HTTP against ``taunotebook portal`` for one 10M-point metric.
+
+Builds the store with the expstore benchmark's builder (the real writer, ``--files`` chunks)
+unless ``--store`` already holds one, starts the Portal as its own process on 127.0.0.1 (as a
+user runs it), and times, end to end with a keep-alive httpx client (request, JSON body, parse):
+
+- the full range with ``max_points=8000`` (target p50 < 60 ms),
+- a tail request (``start_step`` 1% before the end, target p50 < 10 ms),
+
+each as p50/p95 over ``--repeats`` requests after one warm-up (the first request of a fresh
+server, which decodes and indexes the files, is printed separately). Usage::
+
+    .venv/bin/python bench/bench_portal.py [--points 10000000] [--files 100] [--store DIR] [--repeats 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_expstore_read import METRIC, RUN, build  # a sibling script, not a package
+
+TOKEN = "bench-token"
+
+
+def timed(fn, repeats: int) -> tuple[float, float, object]:
+    fn()  # warm-up
+    samples, result = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        result = fn()
+        samples.append((time.perf_counter() - t) * 1000)
+    samples.sort()
+    p95 = samples[min(len(samples) - 1, math.ceil(0.95 * len(samples)) - 1)]
+    return statistics.median(samples), p95, result
+
+
+def start_portal(store: Path) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "taunotebook", "portal", "--store", str(store), "--token", TOKEN],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    text = "".join(proc.stdout.readline() for _ in range(3))
+    match = re.search(r"API base: (\S+)", text)
+    if match is None:
+        proc.kill()
+        raise SystemExit(f"the Portal did not start: {text!r}")
+    return proc, match.group(1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--points", type=int, default=10_000_000)
+    parser.add_argument("--files", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--max-points", type=int, default=8000)
+    parser.add_argument("--store", type=Path, help="reuse or create the store here (default: a temp dir)")
+    args = parser.parse_args()
+    tmp = None
+    root = args.store
+    if root is None:
+        tmp = tempfile.TemporaryDirectory(prefix="bench-portal-")
+        root = Path(tmp.name) / "store"
+    if not (root / "manifest.json").exists():
+        print(f"building {args.points:,} points in {args.files} files ...", file=sys.stderr)
+        secs = build(root, args.points, args.files)
+        print(f"build: {secs:.1f} s")
+    proc, api = start_portal(root)
+    try:
+        with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as client:
+            url = f"{api}/runs/{RUN}/series"
+
+            def series(**extra):
+                r = client.get(url, params={"target": RUN, "metric": METRIC, "max_points": args.max_points,
+                                            **extra})
+                r.raise_for_status()
+                return r.json()
+
+            t = time.perf_counter()
+            body = series()
+            print(f"first request of a fresh Portal (decode + merge + index): "
+                  f"{(time.perf_counter() - t) * 1000:.0f} ms, {body['source_points']:,} -> "
+                  f"{body['returned_points']} points")
+            last = body["points"][-1]["step"]
+            tail_start = last - args.points // 100
+            p50, p95, body = timed(series, args.repeats)
+            print(f"HTTP full range max_points={args.max_points}: p50 {p50:.1f} ms  p95 {p95:.1f} ms  "
+                  f"({body['source_points']:,} -> {body['returned_points']} points, "
+                  f"{len(client.get(url, params={'target': RUN, 'metric': METRIC}).content):,} bytes)")
+            p50, p95, body = timed(lambda: series(start_step=tail_start), args.repeats)
+            print(f"HTTP tail start_step={tail_start}: p50 {p50:.1f} ms  p95 {p95:.1f} ms  "
+                  f"({body['source_points']:,} -> {body['returned_points']} points)")
+            p50, p95, body = timed(lambda: series(start_step=last - 500), args.repeats)
+            print(f"HTTP live tail start_step={last - 500}: p50 {p50:.1f} ms  p95 {p95:.1f} ms  "
+                  f"({body['source_points']:,} -> {body['returned_points']} points)")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if tmp is not None:
+            tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
