@@ -9,10 +9,10 @@ import math
 import os
 import time
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit, urlunsplit
 
 import httpx
@@ -44,6 +44,7 @@ ENV_URL = "TAU_PORTAL_URL"
 ENV_TOKEN = "TAU_PORTAL_TOKEN"
 
 _API = "/api/v2/stellar"
+_T = TypeVar("_T")
 # A server asking for a very long pause (or a hostile one) must not hang a notebook cell for hours.
 _MAX_RETRY_AFTER_SECONDS = 60.0
 
@@ -253,10 +254,17 @@ def _strs(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value or ())
 
 
-def _time(value: Any) -> datetime | None:
+def _time(d: Mapping[str, Any], key: str, extra: dict[str, Any]) -> datetime | None:
+    """An RFC 3339 field as a datetime; a form this Python cannot parse stays, as sent, in ``extra``."""
+    value = d.get(key)
     if not value:
         return None
-    return datetime.fromisoformat(str(value))
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        # A timestamp quirk of a newer server must not make a whole read fail.
+        extra[key] = value
+        return None
 
 
 def _float(value: Any) -> float:
@@ -291,7 +299,8 @@ class Freshness:
     @classmethod
     def from_json(cls, data: Any) -> Freshness:
         d = _obj(data or {}, "metadata.freshness")
-        return cls(state=str(d.get("state", "")), as_of=_time(d.get("as_of")), extra=_rest(d, ("state", "as_of")))
+        extra = _rest(d, ("state", "as_of"))
+        return cls(state=str(d.get("state", "")), as_of=_time(d, "as_of", extra), extra=extra)
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,14 +332,15 @@ class Metadata:
     @classmethod
     def from_json(cls, data: Any) -> Metadata:
         d = _obj(data or {}, "metadata")
+        extra = _rest(d, cls._KEYS)
         return cls(
-            generated_at=_time(d.get("generated_at")),
+            generated_at=_time(d, "generated_at", extra),
             provenance=Provenance.from_json(d.get("provenance")),
             freshness=Freshness.from_json(d.get("freshness")),
             availability=Availability.from_json(d.get("availability")),
             partial=bool(d.get("partial", False)),
             warnings=_strs(d.get("warnings")),
-            extra=_rest(d, cls._KEYS),
+            extra=extra,
         )
 
 
@@ -768,17 +778,12 @@ class PortalClient:
 
     def run(self, run_id: str, *, source: str | None = None) -> Run:
         """``GET /api/v2/stellar/runs/{run_id}``."""
-        d = self._get(f"{_API}/runs/{_path_id(run_id, 'run_id')}", self._common(source))
-        d = _obj(d, "run response")
-        return Run.from_json(
-            d.get("run"), metadata=Metadata.from_json(d.get("metadata")), response_extra=_rest(d, ("metadata", "run"))
-        )
+        return self._get(f"{_API}/runs/{_path_id(run_id, 'run_id')}", self._common(source), _run_response)
 
     def metrics(self, run_id: str, *, source: str | None = None) -> RunMetrics:
         """``GET /api/v2/stellar/runs/{run_id}/metrics``."""
-        return RunMetrics.from_json(
-            self._get(f"{_API}/runs/{_path_id(run_id, 'run_id')}/metrics", self._common(source))
-        )
+        path = f"{_API}/runs/{_path_id(run_id, 'run_id')}/metrics"
+        return self._get(path, self._common(source), RunMetrics.from_json)
 
     def series(
         self,
@@ -808,7 +813,7 @@ class PortalClient:
         ):
             if value is not None:
                 params.append((key, _query_value(value)))
-        return Series.from_json(self._get(f"{_API}/runs/{_path_id(run_id, 'run_id')}/series", params))
+        return self._get(f"{_API}/runs/{_path_id(run_id, 'run_id')}/series", params, Series.from_json)
 
     def experiment_runs(
         self,
@@ -834,9 +839,8 @@ class PortalClient:
                 params += [(key, _query_value(v)) for v in value]
             else:
                 params.append((key, _query_value(value)))
-        return RunPage.from_json(
-            self._get(f"{_API}/experiments/{_path_id(experiment_id, 'experiment_id')}/runs", params)
-        )
+        path = f"{_API}/experiments/{_path_id(experiment_id, 'experiment_id')}/runs"
+        return self._get(path, params, RunPage.from_json)
 
     def iter_experiment_runs(
         self, experiment_id: str, *, limit: int | None = None, source: str | None = None, **filters: Any
@@ -896,7 +900,7 @@ class PortalClient:
             return server_says
         return self.backoff * (2 ** (attempt - 1))
 
-    def _get(self, path: str, params: list[tuple[str, str]]) -> Any:
+    def _get(self, path: str, params: list[tuple[str, str]], build: Callable[[Any], _T]) -> _T:
         attempt = 0
         while True:
             attempt += 1
@@ -917,7 +921,7 @@ class PortalClient:
             else:
                 if response.is_success:
                     try:
-                        return response.json()
+                        data = response.json()
                     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                         raise InternalError(
                             response.status_code,
@@ -929,11 +933,32 @@ class PortalClient:
                             url=_redact(response.request.url),
                             attempts=attempt,
                         ) from exc
+                    try:
+                        return build(data)
+                    except (KeyError, TypeError, ValueError) as exc:
+                        # A body that is JSON but not the v2 shape: say what is wrong instead of a bare KeyError.
+                        raise InternalError(
+                            response.status_code,
+                            "INVALID_RESPONSE",
+                            f"the answer is not TauGrid's v2 shape: {type(exc).__name__}: {exc}",
+                            "internal",
+                            False,
+                            url=_redact(response.request.url),
+                            attempts=attempt,
+                            body=data,
+                        ) from exc
                 error = _error_from_response(response)
             error.attempts = attempt
             if not error.retryable or attempt > self.retries:
                 raise error
             self._sleep(self._delay(attempt, response))
+
+
+def _run_response(data: Any) -> Run:
+    d = _obj(data, "run response")
+    return Run.from_json(
+        d.get("run"), metadata=Metadata.from_json(d.get("metadata")), response_extra=_rest(d, ("metadata", "run"))
+    )
 
 
 def _has_request(exc: httpx.RequestError) -> bool:

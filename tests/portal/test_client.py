@@ -299,6 +299,35 @@ def test_a_success_that_is_not_json_is_an_error_not_a_crash(scripted):
     assert info.value.code == "INVALID_RESPONSE"
 
 
+def test_json_that_is_not_the_v2_shape_is_an_invalid_response_error(scripted):
+    scripted.replies = [reply(200, {"metadata": METADATA, "points": [{"value": 1.0}]}), reply(200, {"run": None})]
+    with RecordingClient(scripted.url, "tok") as client:
+        with pytest.raises(InternalError, match="KeyError: 'step'") as info:
+            client.series("r", "m")
+        assert info.value.code == "INVALID_RESPONSE" and info.value.retryable is False
+        with pytest.raises(InternalError, match="run: expected a JSON object"):
+            client.run("r")
+    assert len(scripted.seen) == 2 and client.sleeps == []
+
+
+def test_a_timestamp_this_python_cannot_parse_is_kept_in_extra(scripted):
+    meta = {**METADATA, "generated_at": "Tuesday noon"}
+    scripted.replies = [reply(200, {"metadata": meta, "run_id": "r", "metrics": []})]
+    with PortalClient(scripted.url, "tok") as client:
+        got = client.metrics("r")
+    assert got.metadata.generated_at is None and got.metadata.extra == {"generated_at": "Tuesday noon"}
+    assert got.metadata.freshness.as_of is not None
+
+
+def test_a_retry_after_date_in_the_past_means_retry_now(scripted):
+    busy = envelope(503, "SOURCE_UNAVAILABLE", "busy")
+    scripted.replies = [(busy[0], {**busy[1], "Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, busy[2]),
+                        reply(200, {"metadata": METADATA, "run": RUN})]
+    with RecordingClient(scripted.url, "tok", backoff=0.25) as client:
+        client.run("seed-1")
+    assert client.sleeps == [0.0]
+
+
 def test_connection_refused_is_unreachable_after_every_retry():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -406,20 +435,24 @@ def test_client_stellar_url_uses_its_base_workspace_and_project():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Against the real local Portal (conftest's ``portal_server``), comparing every typed result with the JSON the same
-# server returns to a plain HTTP client (conftest's ``api``).
+# Against the real local Portal (conftest's ``portal_server``), comparing every typed result with the JSON body of the
+# very response it was built from (two requests would differ in ``generated_at`` across a second boundary).
 
 
 class CountingTransport(httpx.HTTPTransport):
-    """httpx's real transport, counting the requests that go out on the wire."""
+    """httpx's real transport, keeping the requests that go out on the wire and the JSON bodies that come back."""
 
     def __init__(self):
         super().__init__()
         self.requests: list[httpx.Request] = []
+        self.bodies: list[object] = []
 
     def handle_request(self, request):
         self.requests.append(request)
-        return super().handle_request(request)
+        response = super().handle_request(request)
+        response.read()  # the client reads the same cached bytes afterwards
+        self.bodies.append(json.loads(response.content))
+        return response
 
 
 def _metadata_matches(meta: Metadata, raw: dict) -> None:
@@ -454,20 +487,22 @@ def _run_matches(run: Run, raw: dict) -> None:
     assert run.success_reasons == tuple(raw.get("success_reasons", ()))
 
 
-def test_run_is_typed_and_equals_the_servers_json(portal_server, api):
-    raw = api.get("/api/v2/stellar/runs/run-a").json()
-    with PortalClient(portal_server.base_url, portal_server.token) as client:
+def test_run_is_typed_and_equals_the_servers_json(portal_server):
+    transport = CountingTransport()
+    with PortalClient(portal_server.base_url, portal_server.token, transport=transport) as client:
         run = client.run("run-a")
+    (raw,) = transport.bodies
     _run_matches(run, raw["run"])
     _metadata_matches(run.metadata, raw["metadata"])
     assert (run.run_id, run.experiment_id, run.project, run.state) == ("run-a", "exp-1", "proj", "succeeded")
     assert run.response_extra == {}
 
 
-def test_metrics_are_typed_summaries_equal_to_the_servers_json(portal_server, api):
-    raw = api.get("/api/v2/stellar/runs/run-b/metrics").json()
-    with PortalClient(portal_server.base_url, portal_server.token) as client:
+def test_metrics_are_typed_summaries_equal_to_the_servers_json(portal_server):
+    transport = CountingTransport()
+    with PortalClient(portal_server.base_url, portal_server.token, transport=transport) as client:
         got = client.metrics("run-b")
+    (raw,) = transport.bodies
     _metadata_matches(got.metadata, raw["metadata"])
     assert got.run_id == raw["run_id"] == "run-b"
     assert len(got) == len(raw["metrics"]) == 1
@@ -478,11 +513,11 @@ def test_metrics_are_typed_summaries_equal_to_the_servers_json(portal_server, ap
     assert loss.non_finite_count == 2 and loss.count == loss.finite_count + 2
 
 
-def test_series_columns_equal_the_servers_points_and_partial_comes_from_metadata(portal_server, api):
-    params = {"target": "run-a", "metric": "train/loss", "max_points": 500}
-    raw = api.get("/api/v2/stellar/runs/run-a/series", params=params).json()
-    with PortalClient(portal_server.base_url, portal_server.token) as client:
+def test_series_columns_equal_the_servers_points_and_partial_comes_from_metadata(portal_server):
+    transport = CountingTransport()
+    with PortalClient(portal_server.base_url, portal_server.token, transport=transport) as client:
         s = client.series("run-a", "train/loss", max_points=500)
+    (raw,) = transport.bodies
     _metadata_matches(s.metadata, raw["metadata"])
     _mirrors(s, raw, skip=("metadata", "points"))
     assert list(s.steps) == [p["step"] for p in raw["points"]]
@@ -506,10 +541,11 @@ def test_series_target_may_be_the_experiment(portal_server):
     assert dict(zip(s.steps, s.values, strict=True))[5] == 0.55  # the later write of step 5 wins
 
 
-def test_experiment_runs_page_equals_the_servers_json(portal_server, api):
-    raw = api.get("/api/v2/stellar/experiments/exp-1/runs").json()
-    with PortalClient(portal_server.base_url, portal_server.token) as client:
+def test_experiment_runs_page_equals_the_servers_json(portal_server):
+    transport = CountingTransport()
+    with PortalClient(portal_server.base_url, portal_server.token, transport=transport) as client:
         page = client.experiment_runs("exp-1")
+    (raw,) = transport.bodies
     _metadata_matches(page.metadata, raw["metadata"])
     assert page.target == raw["target"] and page.next_cursor is None and page.extra == {}
     assert len(page) == len(raw["runs"])
