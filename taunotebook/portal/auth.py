@@ -9,6 +9,7 @@ import secrets
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, unquote, urlencode
 
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tau_collector.expstore.reader import WORKSPACE_TAG, Run
@@ -115,8 +116,7 @@ class TokenGate:
         # A relative Location keeps working behind a prefix-stripping proxy (jupyter-server-proxy).
         last = path.rsplit("/", 1)[-1]
         location = "./" + last + (f"?{rest}" if rest else "")
-        response = error_response(302, "REDIRECT", "token accepted; continue without it in the URL",
-                                  {"Location": location, "Cache-Control": "no-store"})
+        response = Response(status_code=302, headers={"Location": location, "Cache-Control": "no-store"})
         response.set_cookie(cookie_name(scope), self._cookie_value, httponly=True, samesite="strict", path="/")
         await response(scope, receive, send)
 
