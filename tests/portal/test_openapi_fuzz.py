@@ -31,8 +31,13 @@ def test_generated_requests_never_get_a_server_error(portal_schema, portal_serve
     @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     def check(case):
         response = case.call(base_url=portal_server.base_url, headers=headers)
-        case.validate_response(response, checks=[not_a_server_error, status_code_conformance,
-                                                 content_type_conformance, response_schema_conformance])
+        checks = [status_code_conformance, content_type_conformance, response_schema_conformance]
+        if str((case.query or {}).get("source", "")).strip().lower() == "kusto":
+            # The one 5xx by contract: Kusto is a dependency this Portal does not have (retryable 503).
+            assert response.status_code in (400, 403, 404, 503), response.text
+        else:
+            checks.append(not_a_server_error)
+        case.validate_response(response, checks=checks)
 
     check()
 
