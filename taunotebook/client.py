@@ -95,6 +95,16 @@ class PortalError(Exception):
         # attempts is filled in after construction by the retry loop; describe the final state.
         return self._describe()
 
+    def __reduce__(self):
+        # Exceptions cross process boundaries (multiprocessing, ipyparallel); rebuild with every field.
+        kw = {"method": self.method, "url": self.url, "attempts": self.attempts, "body": self.body}
+        args = (self.status, self.code, self.message, self.classification, self.retryable)
+        return _rebuild_error, (type(self), args, kw)
+
+
+def _rebuild_error(cls: type[PortalError], args: tuple, kw: dict[str, Any]) -> PortalError:
+    return cls(*args, **kw)
+
 
 class AuthorizationError(PortalError):
     """401/403: no token, a wrong token, or a workspace this caller may not read."""
@@ -676,9 +686,24 @@ def stellar_url(
         base = os.environ.get(ENV_URL) or ""
     if not base:
         return path
-    parts = urlsplit(base)
-    # A base URL copied from `taunotebook portal` may carry ?token=; the link must not leak it.
-    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", "")) + path
+    # A base URL copied from `taunotebook portal` may carry ?token=; _portal_root drops it so the link never leaks it.
+    return _portal_root(base)[0] + path
+
+
+def _portal_root(url: str) -> tuple[str, str | None]:
+    """(the Portal's root URL without a trailing slash, the ``?token=`` it carried) for any URL a user may paste.
+
+    `taunotebook portal` prints a page URL (``<root>/stellar?token=…``) and an API base (``<root>/api/v2/stellar``);
+    both are TauGrid's own paths under the Portal root, so either one names the same Portal.
+    """
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    for suffix in (_API, "/stellar"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+            break
+    token = dict(parse_qsl(parts.query)).get("token") or None
+    return urlunsplit((parts.scheme, parts.netloc, path, "", "")), token
 
 
 def _go_query_escape(s: str) -> str:
@@ -725,7 +750,7 @@ class PortalClient:
         source: str | None = None,
         workspace: str | None = None,
         project: str | None = None,
-        timeout: float = 10.0,
+        timeout: float | None = 10.0,
         retries: int = 3,
         backoff: float = 0.25,
         transport: httpx.BaseTransport | None = None,
@@ -739,11 +764,11 @@ class PortalClient:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"Portal URL must be http(s)://host[:port][/prefix], got {base_url!r}")
-        url_token = dict(parse_qsl(parts.query)).get("token")
-        token = token or os.environ.get(ENV_TOKEN) or url_token or None
+        root, url_token = _portal_root(base_url)
+        token = token or os.environ.get(ENV_TOKEN) or url_token
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
-        self.base_url = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + "/", "", ""))
+        self.base_url = root + "/"
         self.source = source
         self.workspace = workspace
         self.project = project

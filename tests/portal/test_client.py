@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 import socket
 import threading
 from collections.abc import Iterator
@@ -286,6 +287,17 @@ def test_retries_exhausted_raise_the_last_error_with_the_attempt_count(scripted)
     assert "gave up after 3 attempts" in str(err)
 
 
+def test_errors_survive_pickling_with_every_field(scripted):
+    scripted.replies = [envelope(504, "UPSTREAM_TIMEOUT", "kusto timed out")]
+    with RecordingClient(scripted.url, "tok", retries=1) as client, pytest.raises(DependencyError) as info:
+        client.run("r")
+    copy = pickle.loads(pickle.dumps(info.value))
+    assert type(copy) is DependencyError
+    assert (copy.status, copy.code, copy.message, copy.classification, copy.retryable, copy.attempts, copy.url) == (
+        504, "UPSTREAM_TIMEOUT", "kusto timed out", "dependency", True, 2, info.value.url)
+    assert str(copy) == str(info.value)
+
+
 def test_a_redirect_to_a_login_page_is_an_error_naming_the_location(scripted):
     scripted.replies = [reply(302, raw=b"", headers={"Location": "/hub/login"})]
     with PortalClient(scripted.url, "tok") as client, pytest.raises(ClientError, match="/hub/login"):
@@ -392,6 +404,16 @@ def test_no_url_anywhere_names_the_environment_variables(monkeypatch):
     assert ENV_URL in str(info.value) and ENV_TOKEN in str(info.value)
 
 
+@pytest.mark.parametrize("printed", ["{root}/stellar?token=tok", "{root}/api/v2/stellar", "{root}/api/v2/stellar/",
+                                     "{root}/"])
+def test_either_url_the_portal_prints_names_the_same_portal(scripted, printed):
+    scripted.replies = [reply(200, {"metadata": METADATA, "run": RUN})]
+    with PortalClient(printed.format(root=scripted.url + "/user/me/tau-portal"), "tok") as client:
+        client.run("seed-1")
+        assert client.stellar_url("r") == scripted.url + "/user/me/tau-portal/stellar?target=r"
+    assert scripted.seen[0].path == "/user/me/tau-portal/api/v2/stellar/runs/seed-1"
+
+
 def test_a_url_that_is_not_http_is_refused_at_construction():
     with pytest.raises(ValueError, match="http"):
         PortalClient("127.0.0.1:8000", "tok")
@@ -426,6 +448,10 @@ def test_stellar_url_sits_under_the_base_url_without_its_token(monkeypatch):
         "http://127.0.0.1:8765/user/me/tau-portal/stellar?target=r")
     monkeypatch.setenv(ENV_URL, "http://127.0.0.1:8765")
     assert stellar_url("r") == "http://127.0.0.1:8765/stellar?target=r"
+
+
+def test_stellar_url_under_a_path_only_base_is_a_path_link():
+    assert stellar_url("r", "p", base="/user/me/tau-portal/") == "/user/me/tau-portal/stellar?target=r&project=p"
 
 
 def test_client_stellar_url_uses_its_base_workspace_and_project():
