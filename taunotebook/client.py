@@ -765,7 +765,8 @@ class PortalClient:
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"Portal URL must be http(s)://host[:port][/prefix], got {base_url!r}")
         root, url_token = _portal_root(base_url)
-        token = token or os.environ.get(ENV_TOKEN) or url_token
+        # The URL's own token is more specific than an environment left over from another Portal.
+        token = token or url_token or os.environ.get(ENV_TOKEN) or None
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
         self.base_url = root + "/"

@@ -396,6 +396,14 @@ def test_arguments_win_over_the_environment(scripted, monkeypatch):
     assert scripted.seen[0].headers["authorization"] == "Bearer from-arg"
 
 
+def test_a_token_in_the_given_url_wins_over_the_environment(scripted, monkeypatch):
+    monkeypatch.setenv(ENV_TOKEN, "stale")
+    scripted.replies = [reply(200, {"metadata": METADATA, "run": RUN})]
+    with PortalClient(scripted.url + "/stellar?token=fresh") as client:
+        client.run("seed-1")
+    assert scripted.seen[0].headers["authorization"] == "Bearer fresh"
+
+
 def test_no_url_anywhere_names_the_environment_variables(monkeypatch):
     monkeypatch.delenv(ENV_URL, raising=False)
     monkeypatch.delenv(ENV_TOKEN, raising=False)
