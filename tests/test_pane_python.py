@@ -1,0 +1,291 @@
+"""The loss pane's kernel side without a browser: its polling thread against a real Portal on 127.0.0.1.
+
+The browser is replaced by a recorder of what ``LossPane.send`` would put on the wire (the header and
+its two binary buffers), decoded exactly as the page decodes them (int64 / float64 little-endian).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from portal import conftest as portal_fixtures
+from portal.conftest import LOSS_POINTS, TOKEN, ServerThread, _event, _non_finite, free_port, serve
+
+from tau_collector.expstore import open_store
+from tau_collector.expstore.writer import MetricWriter
+from taunotebook import pane as pane_module
+from taunotebook.client import PortalClient
+from taunotebook.pane import LossPane
+from taunotebook.portal.app import create_app
+
+# The real Portal over the shared store (see tests/portal/conftest.py), as fixtures of this module too.
+portal_store = portal_fixtures.portal_store
+portal_server = portal_fixtures.portal_server
+
+
+def wait_until(predicate, what: str, timeout: float = 30.0):
+    """Poll ``predicate`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+class Recorder:
+    """Stands in for the browser: keeps every message and decodes its buffers."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, content, buffers=None) -> None:
+        steps_buf, values_buf = buffers
+        n = content["n"]
+        assert len(steps_buf) == 8 * n and len(values_buf) == 8 * n
+        steps = list(struct.unpack(f"<{n}q", steps_buf))
+        values = list(struct.unpack(f"<{n}d", values_buf))
+        with self.lock:
+            self.messages.append({**content, "steps": steps, "values": values})
+
+    def of(self, op: str, run: str | None = None, metric: str | None = None) -> list[dict]:
+        with self.lock:
+            return [m for m in self.messages if m["op"] == op and (run is None or m["run"] == run)
+                    and (metric is None or m["metric"] == metric)]
+
+
+def make_pane(run_id: str, portal, **kw) -> tuple[LossPane, Recorder]:
+    pane = LossPane(run_id, portal=portal, start=False, **kw)
+    rec = Recorder()
+    pane.send = rec  # type: ignore[method-assign]
+    pane._poller.start()
+    return pane, rec
+
+
+@pytest.fixture
+def client(portal_server):
+    with PortalClient(portal_server.base_url, portal_server.token, retries=0) as c:
+        yield c
+
+
+@pytest.fixture
+def live_store(tmp_path: Path):
+    """An empty store and a writer for a run that grows while the pane watches it."""
+    store = open_store(tmp_path / "store", create=True)
+    writer = MetricWriter(store)
+    yield tmp_path / "store", writer
+    store.close()
+
+
+def write(writer: MetricWriter, name: str, run: str, steps, value=lambda s: 1.0 / (1 + s), metric="loss"):
+    writer.write_chunk(name, [_event(run, metric, s, value(s)) for s in steps], [], request_hash=name)
+
+
+def test_bundle_is_built():
+    assert pane_module.BUNDLE.is_file(), f"build the pane bundle: {pane_module.BUILD_HINT}"
+
+
+def test_missing_bundle_says_how_to_build_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(pane_module, "BUNDLE", tmp_path / "pane.js")
+    monkeypatch.setattr(pane_module, "_bundle_text", None)
+    with pytest.raises(FileNotFoundError, match=r"npm --prefix js ci && npm --prefix js run build:pane"):
+        LossPane("run-a", portal="http://127.0.0.1:9", start=False)
+
+
+def test_first_read_is_reduced_to_the_pane_width_and_matches_the_portal(portal_server, client):
+    pane, rec = make_pane("run-a", client)
+    try:
+        reset = wait_until(lambda: rec.of("reset", "run-a", "train/loss"), "the first reset")[0]
+        expected = client.series("run-a", "train/loss", max_points=4 * pane.width)
+        assert reset["n"] == len(expected) <= 4 * pane.width < LOSS_POINTS
+        assert reset["steps"] == list(expected.steps)
+        assert reset["values"] == list(expected.values)
+        assert reset["steps"][0] == 0 and reset["steps"][-1] == LOSS_POINTS - 1
+    finally:
+        pane.close()
+
+
+def test_metrics_are_discovered_loss_first(portal_server, client):
+    pane, rec = make_pane("run-a", client)
+    try:
+        wait_until(lambda: pane.metrics, "the metric catalog")
+        assert pane.metrics == ["train/loss", "eval/acc"]
+        assert wait_until(lambda: rec.of("reset", "run-a", "eval/acc"), "eval/acc")[0]["n"] == 50
+    finally:
+        pane.close()
+
+
+def test_terminal_drained_run_stops_polling(portal_server, client):
+    pane, rec = make_pane("run-a", client)
+    try:
+        wait_until(lambda: not pane.polling, "the thread to stop after a succeeded run")
+        assert pane.state == "succeeded"
+        assert pane.status["kind"] == "ok" and "polling stopped" in pane.status["message"]
+        assert rec.of("reset", "run-a", "train/loss")
+    finally:
+        pane.close()
+
+
+def test_non_finite_points_are_sent_as_marks_with_the_catalog_count(portal_server, client):
+    pane, rec = make_pane("run-b", client)
+    try:
+        marks = wait_until(lambda: rec.of("nonfinite", "run-b", "train/loss"), "non-finite marks")[0]
+        assert marks["steps"] == [3, 7]
+        assert math.isnan(marks["values"][0]) and marks["values"][1] == math.inf
+        wait_until(lambda: pane.runs.get("run-b"), "the catalog")
+        assert pane.runs["run-b"]["metrics"]["train/loss"]["non_finite_count"] == 2
+        reset = rec.of("reset", "run-b", "train/loss")[0]
+        assert 3 not in reset["steps"] and 7 not in reset["steps"]
+        assert reset["values"][reset["steps"].index(5)] == 0.55  # last write wins
+    finally:
+        pane.close()
+
+
+def test_tail_reads_append_new_points_with_last_wins(live_store):
+    store, writer = live_store
+    write(writer, "c0", "live", range(10))
+    with ServerThread(create_app(store, token=TOKEN)) as server:
+        portal = PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0)
+        pane, rec = make_pane("live", portal)
+        try:
+            reset = wait_until(lambda: rec.of("reset", "live", "loss"), "the first read")[0]
+            assert reset["steps"] == list(range(10))
+            assert pane.state == "running" and pane.polling
+            write(writer, "c1", "live", range(10, 15))
+            appended = wait_until(lambda: rec.of("append", "live", "loss"), "a tail read")
+            assert [s for m in appended for s in m["steps"]] == list(range(10, 15))
+            # Step 14 again with a new value: the tail starts at the last seen step, the new value wins.
+            time.sleep(0.01)
+            writer.write_chunk("c2", [_event("live", "loss", 14, 42.0, wall_ns=time.time_ns())], [],
+                               request_hash="c2")
+            redo = wait_until(lambda: [m for m in rec.of("append", "live", "loss") if 42.0 in m["values"]],
+                              "the rewritten step")[0]
+            assert redo["steps"] == [14] and redo["values"] == [42.0]
+            assert list(pane._poller.held[("live", "loss")].steps) == list(range(15))
+            writer.write_chunk("end", [_event("live", "tau/run_status", 15, 1.0)], [], request_hash="end")
+            wait_until(lambda: not pane.polling, "the thread to stop once the run succeeded")
+            assert pane.state == "succeeded"
+            assert "tau/run_status" not in pane.metrics
+        finally:
+            pane.close()
+            portal.close()
+
+
+def test_portal_unreachable_is_said_in_words_with_growing_backoff_then_recovers(portal_store):
+    port = free_port()
+    pane, rec = make_pane("run-a", PortalClient(f"http://127.0.0.1:{port}", TOKEN, retries=0, timeout=2))
+    try:
+        wait_until(lambda: pane.status["kind"] == "unreachable", "the unreachable status")
+        assert "Portal unreachable at http://127.0.0.1:" in pane.status["message"]
+        assert "retrying" in pane.status["message"]
+        first = pane.status["retry_in"]
+        wait_until(lambda: pane.status["retry_in"] >= 2 * first, "a longer retry delay")
+        assert not rec.messages
+        with ServerThread(create_app(portal_store, token=TOKEN), port=port):
+            wait_until(lambda: rec.of("reset", "run-a", "train/loss"), "data after the Portal came back")
+            assert pane.status["kind"] == "ok"
+    finally:
+        pane.close()
+
+
+def test_wrong_token_is_unauthorized_in_words(portal_server):
+    pane, _ = make_pane("run-a", PortalClient(portal_server.base_url, "wrong", retries=0))
+    try:
+        wait_until(lambda: pane.status["kind"] == "unauthorized", "the 401 status")
+        assert "401" in pane.status["message"] and "TAU_PORTAL_TOKEN" in pane.status["message"]
+    finally:
+        pane.close()
+
+
+def test_unknown_run_is_not_found_in_words(portal_server, client):
+    pane, _ = make_pane("no-such-run", client)
+    try:
+        wait_until(lambda: pane.status["kind"] == "not_found", "the 404 status")
+        assert "'no-such-run' was not found in the Portal (404)" in pane.status["message"]
+        assert pane.polling  # a run just submitted may not be indexed yet: keep looking
+    finally:
+        pane.close()
+
+
+def test_close_stops_the_thread(live_store):
+    store, writer = live_store
+    write(writer, "c0", "live", range(3))
+    with serve(store) as server:
+        pane, rec = make_pane("live", PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0))
+        wait_until(lambda: rec.of("reset"), "the first read")
+        assert pane.polling
+        thread = pane._poller.thread
+        pane.close()
+        assert not thread.is_alive()
+        assert not pane.polling
+
+
+def test_zoom_refetches_the_visible_range_at_full_fidelity(portal_server, client):
+    pane, rec = make_pane("run-a", client)
+    try:
+        wait_until(lambda: rec.of("reset", "run-a", "train/loss"), "the first read")
+        pane._poller.on_message({"type": "zoom", "metric": "train/loss", "start_step": 1000, "end_step": 1400})
+        ranged = wait_until(lambda: rec.of("range", "run-a", "train/loss"), "the zoomed read")[0]
+        assert ranged["start_step"] == 1000 and ranged["end_step"] == 1400
+        assert ranged["steps"] == list(range(1000, 1401))
+        held = pane._poller.held[("run-a", "train/loss")]
+        assert [s for s in held.steps if 1000 <= s <= 1400] == list(range(1000, 1401))
+        assert list(held.steps) == sorted(held.steps)
+    finally:
+        pane.close()
+
+
+def test_hello_from_a_page_resends_every_series(portal_server, client):
+    pane, rec = make_pane("run-b", client, compare=["run-a"])
+    try:
+        wait_until(lambda: rec.of("reset", "run-a", "train/loss") and rec.of("reset", "run-b", "train/loss"),
+                   "both runs")
+        before = len(rec.of("reset"))
+        pane._poller.on_message({"type": "hello", "width": 300})
+        wait_until(lambda: len(rec.of("reset")) > before, "a resend after hello")
+        assert pane._poller.width == 300
+        seqs = [m["seq"] for m in rec.messages]
+        assert seqs == list(range(1, len(seqs) + 1))
+    finally:
+        pane.close()
+
+
+def test_stellar_link_outside_jupyter_is_the_portals(portal_server, client, monkeypatch):
+    monkeypatch.delenv("JPY_PARENT_PID", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_SERVICE_PREFIX", raising=False)
+    pane = LossPane("run-a", portal=client, project="proj", start=False)
+    assert pane.stellar_href == f"{portal_server.base_url}/stellar?target=run-a&project=proj"
+    pane.close()
+
+
+def test_static_fallback_carries_the_snapshot():
+    pane = LossPane("run-a", portal="http://127.0.0.1:9", start=False)
+    assert 'data-tau-pane-static="' + pane.model_id + '"' in pane._static_html()
+    assert "<img" not in pane._static_html()
+    pane.snapshot = "data:image/png;base64,iVBORw0KGgo="
+    assert '<img alt="loss pane: run-a' in pane._static_html()
+    assert 'src="data:image/png;base64,iVBORw0KGgo="' in pane._static_html()
+    pane.close()
+
+
+def test_non_finite_write_appears_while_running(live_store):
+    store, writer = live_store
+    write(writer, "c0", "live", range(5))
+    with serve(store) as server:
+        pane, rec = make_pane("live", PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0))
+        try:
+            wait_until(lambda: rec.of("reset"), "the first read")
+            writer.write_chunk("nan", [_event("live", "loss", 6, 0.5)], [_non_finite("live", "loss", 5, math.nan)],
+                               request_hash="nan")
+            marks = wait_until(lambda: [m for m in rec.of("nonfinite", "live", "loss") if m["n"]], "the NaN mark")
+            assert marks[-1]["steps"] == [5] and math.isnan(marks[-1]["values"][0])
+        finally:
+            pane.close()
