@@ -66,13 +66,14 @@ def _split(line: str, prog: str) -> list[str]:
 
 
 def _show_pane(run: Run, metrics: list[str] | None) -> None:
+    """Display the run's live loss pane; if the pane cannot be built here, say why in one status line."""
     try:
-        import taunotebook.pane  # noqa: F401  (the loss pane; optional until its widget is built)
-    except ImportError as err:
-        print(f"(loss pane unavailable: {err}) run {run.run_id} is {run.state}; "
-              f"Open in Stellar: {run.stellar_url()}")
+        pane = run.pane(metrics)
+    except Exception as err:  # the run is submitted either way: a missing widget must not hide its handle
+        print(f"(no loss pane: {err}) run {run.run_id} is {run.state}; follow it with %tau_logs {run.run_id} "
+              f"--follow or open {run.stellar_url()}")
         return
-    display(run.pane(metrics))
+    display(pane)
 
 
 @magics_class

@@ -120,6 +120,8 @@ def submit(
         if code is not None and not (directory / "run.json").exists():
             _remove_unsubmitted(directory)
         raise
+    if dry_run and code is not None:
+        _remove_unsubmitted(directory)
     return Run(record)
 
 

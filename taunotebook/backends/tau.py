@@ -1,0 +1,243 @@
+"""The ``tau`` backend: render TauGrid's run config for the cell and call ``tau run --workspace W --config FILE``.
+
+The rendered config asks TauGrid for what the local backend does by itself: durable output under the
+workspace (``storage.output``), the history chunks the job writes (``metrics.history``) offloaded by
+TauGrid's collector sidecar (``metrics.offload.enabled``), and the run's Stellar identity
+(``experiment``). It is checked against TauGrid's run-config rules (``core/runconfig``) before
+anything is called. The entrypoint is a small launcher that runs the training script with its stdout
+through ``tau-collector normalize``, so ``print(json.dumps({"step", "loss"}))`` rows become the house
+history rows TauGrid's collector reads; the job image needs ``tau-collector`` installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from . import BackendError, BackendUnavailable, RunSpec, validate_id, write_record
+
+__all__ = ["TauBackend", "render_config", "to_yaml", "validate_config"]
+
+HISTORY_DIR = "metrics-history-attempt-0"
+DATA_ROOT = "/data"
+OFFLOAD = "when metrics.offload.enabled is true"
+# The sections and keys TauGrid's run config accepts that this renderer may emit (unknown keys are rejected).
+_KEYS: dict[str, frozenset[str]] = {
+    "": frozenset({"name", "engine", "entrypoint", "runtime", "storage", "metrics", "experiment"}),
+    "runtime": frozenset({"image", "pip", "env", "env_secret"}),
+    "storage": frozenset({"data_pvc", "result_pvc", "output", "publish", "checkpoint", "volumes", "mounts",
+                          "image_assets"}),
+    "metrics": frozenset({"history", "offload"}),
+    "metrics.offload": frozenset({"enabled"}),
+    "experiment": frozenset({"project", "name", "group", "title"}),
+}
+ENTRY = "tau_entry.py"
+CONFIG = "tau.yaml"
+LAUNCHER = '''\
+"""Runs the training script with its stdout through tau-collector's normalizer (rendered by taunotebook)."""
+import os, subprocess, sys
+
+history = os.path.join(os.environ.get("TAU_RUN_OUTPUT", {output!r}), {history!r})
+os.makedirs(history, exist_ok=True)
+here = os.path.dirname(os.path.abspath(__file__))
+trainer = subprocess.Popen([sys.executable, os.path.join(here, {script!r}), *{args!r}], stdout=subprocess.PIPE)
+normalize = subprocess.Popen([sys.executable, "-m", "tau_collector", "normalize", "--out", history],
+                             stdin=trainer.stdout)
+trainer.stdout.close()
+code = trainer.wait()
+normalize.wait()
+sys.exit(code)
+'''
+
+
+def render_config(spec: RunSpec, *, data_pvc: str | None = None) -> dict[str, Any]:
+    """TauGrid's run config for ``spec``: storage, metrics history with offload enabled, experiment identity."""
+    output = posixpath.join(DATA_ROOT, "projects", spec.workspace, "runs", spec.run_id)
+    storage: dict[str, Any] = {"output": output}
+    if data_pvc:
+        storage = {"data_pvc": data_pvc, **storage}
+    config: dict[str, Any] = {
+        "name": spec.run_id,
+        "engine": "job",
+        "entrypoint": ENTRY,
+        "storage": storage,
+        "metrics": {"history": [f"{HISTORY_DIR}/*.jsonl"], "offload": {"enabled": True}},
+        "experiment": {"project": spec.project, "name": spec.experiment, "group": spec.group},
+    }
+    if spec.env:
+        config["runtime"] = {"env": dict(spec.env)}
+    return config
+
+
+def _slug(text: str) -> str:
+    out, dash = [], False
+    for c in text.strip().lower():
+        if c.isascii() and c.isalnum():
+            out.append(c)
+            dash = False
+        elif not dash and out:
+            out.append("-")
+            dash = True
+    return "".join(out).strip("-")
+
+
+def validate_config(config: Mapping[str, Any]) -> list[str]:
+    """TauGrid's run-config rules for what we render (``core/runconfig/config.go``); returns the problems."""
+    problems: list[str] = []
+
+    def keys(section: Mapping[str, Any], path: str) -> None:
+        allowed = _KEYS.get(path)
+        for key, value in section.items():
+            full = f"{path}.{key}" if path else key
+            if allowed is not None and key not in allowed:
+                problems.append(f"unknown field {full}")
+            elif isinstance(value, Mapping) and full in _KEYS:
+                keys(value, full)
+
+    keys(config, "")
+    metrics = config.get("metrics") or {}
+    history = metrics.get("history") or []
+    for i, entry in enumerate(history):
+        entry = entry.strip() if isinstance(entry, str) else ""
+        if not entry:
+            problems.append(f"metrics.history[{i}] must not be empty")
+        elif entry.startswith("/"):
+            if not (posixpath.normpath(entry) + "/").startswith(DATA_ROOT + "/"):
+                problems.append(f"metrics.history[{i}] {entry!r}: absolute paths must be under {DATA_ROOT}")
+        elif posixpath.normpath(entry).split("/")[0] == "..":
+            problems.append(f"metrics.history[{i}] {entry!r} must not escape storage.output")
+    if (metrics.get("offload") or {}).get("enabled") is True:
+        experiment = config.get("experiment") or {}
+        if not history:
+            problems.append(f"metrics.history requires at least one JSONL path {OFFLOAD}")
+        project = (experiment.get("project") or "").strip()
+        name = (experiment.get("name") or "").strip() or _slug(experiment.get("title") or "") or \
+            (experiment.get("group") or "").strip()
+        if not project:
+            problems.append(f"experiment.project is required {OFFLOAD}")
+        if not name:
+            problems.append(f"experiment.name is required {OFFLOAD}")
+        for field, value in (("project", experiment.get("project")), ("name", name),
+                             ("group", experiment.get("group"))):
+            if value:
+                try:
+                    validate_id(value, "value")
+                except ValueError as err:
+                    problems.append(f"experiment.{field}: {err}")
+        output = (config.get("storage") or {}).get("output") or ""
+        if not (posixpath.normpath(output) + "/").startswith(DATA_ROOT + "/"):
+            problems.append(f"storage.output {output!r} must be a path under {DATA_ROOT} {OFFLOAD}")
+    return problems
+
+
+def to_yaml(value: Any, indent: int = 0) -> str:
+    """Block YAML for nested maps/lists of strings, bools and numbers; strings double-quoted (JSON escapes)."""
+    pad = "  " * indent
+    lines = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(item, Mapping | list) and item:
+                lines.append(f"{pad}{key}:")
+                lines.append(to_yaml(item, indent + 1))
+            else:
+                lines.append(f"{pad}{key}: {_scalar(item)}")
+    else:
+        for item in value:
+            if isinstance(item, Mapping | list) and item:
+                lines.append(f"{pad}-")
+                lines.append(to_yaml(item, indent + 1))
+            else:
+                lines.append(f"{pad}- {_scalar(item)}")
+    return "\n".join(lines)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    if isinstance(value, Mapping):
+        return "{}"
+    if isinstance(value, list):
+        return "[]"
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+class TauBackend:
+    name = "tau"
+
+    def check(self, spec: RunSpec) -> None:
+        if spec.tfevents:
+            raise BackendError("--tfevents is not supported by the tau backend: TauGrid's collector reads "
+                               "JSONL history only; print JSON rows instead")
+        if not spec.options.get("dry_run") and shutil.which("tau") is None:
+            raise BackendUnavailable("the `tau` CLI is not on PATH: install TauGrid's CLI, or add --dry-run to "
+                                     "print the run config and command")
+        problems = validate_config(render_config(spec))
+        if problems:
+            raise BackendError("invalid TauGrid run config: " + "; ".join(problems))
+
+    def submit(self, spec: RunSpec) -> dict[str, Any]:
+        config = render_config(spec, data_pvc=os.environ.get("TAU_DATA_PVC"))
+        problems = validate_config(config)
+        if problems:
+            raise BackendError("invalid TauGrid run config: " + "; ".join(problems))
+        text = to_yaml(config) + "\n"
+        out = spec.options.get("out") or print
+        if spec.options.get("dry_run"):
+            out(f"# {CONFIG}\n{text}")
+            out(f"$ tau run --workspace {spec.workspace} --config {CONFIG}")
+            return {**spec.identity(), "backend": self.name, "dry_run": True, "config": config}
+        stage = spec.run_dir / "tau"
+        stage.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(spec.script, stage / "train.py")
+        output = config["storage"]["output"]
+        (stage / ENTRY).write_text(LAUNCHER.format(output=output, history=HISTORY_DIR, script="train.py",
+                                                   args=list(spec.args)))
+        config_path = stage / CONFIG
+        config_path.write_text(text)
+        command = ["tau", "run", "--workspace", spec.workspace, "--config", str(config_path)]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=stage)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            raise BackendError(f"`tau run` failed: {err}") from None
+        if done.returncode != 0:
+            detail = (done.stderr or done.stdout).strip().splitlines()
+            raise BackendError(f"`tau run` exited with {done.returncode}: {detail[-1] if detail else 'no output'}")
+        record = {
+            **spec.identity(), "backend": self.name, "created_at": time.time(), "run_dir": str(spec.run_dir),
+            "config": config, "config_path": str(config_path), "command": command, "submit_output": done.stdout,
+        }
+        write_record(spec.run_dir, record)
+        return record
+
+    # -- answering for a run: TauGrid's Portal ($TAU_PORTAL_URL) knows its state
+
+    def state(self, record: Mapping[str, Any]) -> str:
+        if not os.environ.get("TAU_PORTAL_URL"):
+            return "submitted"
+        from ..client import NotFoundError, PortalClient, PortalError
+
+        try:
+            with PortalClient(workspace=record["workspace"], retries=0) as client:
+                return client.run(record["run_id"]).state or "unknown"
+        except NotFoundError:
+            return "pending"
+        except (PortalError, ValueError):
+            return "unknown"
+
+    def finished(self, record: Mapping[str, Any]) -> bool:
+        return self.state(record) in ("succeeded", "failed", "cancelled")
+
+    def logs(self, record: Mapping[str, Any]) -> str:
+        return (f"run {record['run_id']} runs on TauGrid: `tau run status {record['run_id']}` and its Portal show "
+                "the job's logs\n")
+
+    def cancel(self, record: Mapping[str, Any]) -> None:
+        raise BackendError(f"cancel TauGrid run {record['run_id']} with TauGrid's CLI or Portal")
