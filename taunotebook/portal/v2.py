@@ -126,10 +126,10 @@ def _points_json(steps: np.ndarray, values: np.ndarray) -> RawJSON:
     if steps.size == 0:
         return RawJSON("[]")
     text = orjson.dumps(values.tolist()).decode()
+    texts = _TRAILING_DOT_ZERO.sub("", text)[1:-1].split(",")
     if "e" in text or "null" in text:
-        texts = [go_float(v) for v in values.tolist()]  # go_float raises on a non-finite value
-    else:
-        texts = _TRAILING_DOT_ZERO.sub("", text)[1:-1].split(",")
+        for i in [i for i, t in enumerate(texts) if "e" in t or t == "null"]:
+            texts[i] = go_float(float(values[i]))  # raises on a non-finite value rather than writing null
     step_texts = orjson.dumps(steps.tolist()).decode()[1:-1].split(",")
     body = '},{"step":'.join(map(',"value":'.join, zip(step_texts, texts, strict=True)))
     return RawJSON('[{"step":' + body + "}]")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from taunotebook.portal.errors import go_float
@@ -224,3 +225,13 @@ def test_run_listing_filters(api, params, expected):
 def test_floats_are_written_as_go_encoding_json_writes_them(value, go):
     assert go_float(value) == go
     assert json.loads(go) == value
+
+
+def test_bulk_encoded_points_use_go_number_forms():
+    from taunotebook.portal.v2 import _points_json
+
+    values = [1e-7, 0.5, 1.0, 1e21, 1e16, 1.5e-6, -0.0, 2.0, 0.1 + 0.2]
+    text = _points_json(np.arange(len(values)), np.array(values)).text
+    expected = ",".join(f'{{"step":{i},"value":{go_float(v)}}}' for i, v in enumerate(values))
+    assert text == f"[{expected}]"
+    assert '"value":1e-7' in text and '"value":10000000000000000' in text and '"value":1}' in text
