@@ -76,6 +76,10 @@ class _Output:
         if len(self.buffer) >= 4096:
             self.flush()
 
+    def raw(self, data: bytes) -> None:
+        self.flush()
+        self.out.write(data)
+
     def problem(self, problem: SourceProblem, file: str | None = None) -> None:
         self.flush()  # problems follow the observations that precede them
         record = problem.to_json()
@@ -128,12 +132,31 @@ def _dump_run(item: RunInput, args: argparse.Namespace, output: _Output) -> None
         kept = {id(obs) for obs in apply_tensorboard_purge(in_read_order(batches))}
     for batch in batches:
         file = item.display_path(batch.path)
-        for obs in batch.observations:
-            if args.tensorboard_purge and id(obs) not in kept:
-                continue
-            output.observation(file, obs.metric, obs.step, obs.wall_time, obs.value)
+        observations = batch.observations
+        if args.tensorboard_purge:
+            observations = [obs for obs in observations if id(obs) in kept]
+        output.raw(_observation_lines(file, observations))
         for problem in batch.problems:
             output.problem(problem, file)
+
+
+def _observation_lines(file: str, observations: list) -> bytes:
+    """The JSON lines of many observations, built from cached pieces (the hot path of dump).
+
+    Equal to ``orjson.dumps`` of each object: Python's float repr is valid JSON and round-trips.
+    """
+    head = '{"file":' + orjson.dumps(file).decode() + ',"metric":'
+    names: dict[str, str] = {}
+    lines = []
+    for metric, step, wall_time, value, _record, _offset in observations:
+        name = names.get(metric)
+        if name is None:
+            name = names[metric] = head + orjson.dumps(metric).decode() + ',"step":'
+        if value - value == 0.0:
+            lines.append(f'{name}{step},"wall_time":{wall_time!r},"value":{value!r}}}\n')
+        else:
+            lines.append(f'{name}{step},"wall_time":{wall_time!r},"value":"{_value(value)}"}}\n')
+    return "".join(lines).encode()
 
 
 def run(args: argparse.Namespace) -> int:
