@@ -7,8 +7,11 @@ user runs it), and times, end to end with a keep-alive httpx client (request, JS
 - the full range with ``max_points=8000`` (target p50 < 60 ms),
 - a tail request (``start_step`` 1% before the end, target p50 < 10 ms),
 
-each as p50/p95 over ``--repeats`` requests after one warm-up (the first request of a fresh
-server, which decodes and indexes the files, is printed separately). Usage::
+- a live-pane poll (``start_step`` 500 steps before the end),
+
+each as p50/p95 over ``--repeats`` requests after one warm-up, end to end (including the
+client's JSON parse) and transfer only (httpx ``elapsed``: request sent to body received). The
+first request of a fresh server, which decodes and indexes the files, is printed separately. Usage::
 
     .venv/bin/python bench/bench_portal.py [--points 10000000] [--files 100] [--store DIR] [--repeats 30]
 """
@@ -81,11 +84,22 @@ def main() -> int:
         with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as client:
             url = f"{api}/runs/{RUN}/series"
 
+            transfer: list[float] = []
+
             def series(**extra):
                 r = client.get(url, params={"target": RUN, "metric": METRIC, "max_points": args.max_points,
                                             **extra})
                 r.raise_for_status()
+                transfer.append(r.elapsed.total_seconds() * 1000)  # request sent -> body received
                 return r.json()
+
+            def report(label: str, fn) -> dict:
+                transfer.clear()
+                p50, p95, body = timed(fn, args.repeats)
+                print(f"HTTP {label}: p50 {p50:.1f} ms  p95 {p95:.1f} ms end to end "
+                      f"(transfer only p50 {statistics.median(transfer[1:]):.1f} ms; "
+                      f"{body['source_points']:,} -> {body['returned_points']} points)")
+                return body
 
             t = time.perf_counter()
             body = series()
@@ -93,17 +107,10 @@ def main() -> int:
                   f"{(time.perf_counter() - t) * 1000:.0f} ms, {body['source_points']:,} -> "
                   f"{body['returned_points']} points")
             last = body["points"][-1]["step"]
-            tail_start = last - args.points // 100
-            p50, p95, body = timed(series, args.repeats)
-            print(f"HTTP full range max_points={args.max_points}: p50 {p50:.1f} ms  p95 {p95:.1f} ms  "
-                  f"({body['source_points']:,} -> {body['returned_points']} points, "
-                  f"{len(client.get(url, params={'target': RUN, 'metric': METRIC}).content):,} bytes)")
-            p50, p95, body = timed(lambda: series(start_step=tail_start), args.repeats)
-            print(f"HTTP tail start_step={tail_start}: p50 {p50:.1f} ms  p95 {p95:.1f} ms  "
-                  f"({body['source_points']:,} -> {body['returned_points']} points)")
-            p50, p95, body = timed(lambda: series(start_step=last - 500), args.repeats)
-            print(f"HTTP live tail start_step={last - 500}: p50 {p50:.1f} ms  p95 {p95:.1f} ms  "
-                  f"({body['source_points']:,} -> {body['returned_points']} points)")
+            report(f"full range max_points={args.max_points}", series)
+            report(f"tail start_step={last - args.points // 100} (last 1%)",
+                   lambda: series(start_step=last - args.points // 100))
+            report(f"live tail start_step={last - 500} (last 500 steps)", lambda: series(start_step=last - 500))
     finally:
         proc.terminate()
         proc.wait(timeout=10)
