@@ -92,7 +92,7 @@ def submit(
     name = name if name is not None else _default_name(script_path)
     group = group if group is not None else name
     experiment = experiment if experiment is not None else group
-    for value, what in ((name, "name"), (project, "project"), (experiment, "experiment"), (group, "group"),
+    for value, what in ((name, "name"), (project, "project"), (group, "group"), (experiment, "experiment"),
                         (workspace, "workspace")):
         validate_id(value, what)
     if dry_run and backend != "tau":

@@ -1,0 +1,140 @@
+"""The ``local`` backend, run ids and records, the on-demand local Portal, and the magics' argument handling."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import textwrap
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+
+from taunotebook.backends import iter_records, validate_id
+from taunotebook.backends.local import process_alive, start_ticks_of
+from taunotebook.local_portal import ensure_portal, record_file, stop_portal
+from taunotebook.submit import attach, runs, submit
+
+
+@pytest.fixture
+def tau_home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("TAU_HOME", str(home))
+    try:
+        yield home
+    finally:
+        for record in iter_records(home):
+            if record.get("pid") and process_alive(record["pid"], record.get("start_ticks")):
+                os.killpg(record["pid"], signal.SIGKILL)
+        for workspace in ("default", "team-a"):
+            stop_portal(workspace, home=home)
+
+
+@pytest.mark.parametrize("good", ["a", "seed-1", "lr.0_1", "9x", "run-a1b2c3"])
+def test_taugrid_ids_are_accepted(good):
+    assert validate_id(good, "name") == good
+
+
+@pytest.mark.parametrize(("bad", "why"), [
+    ("", "name is required"),
+    ("Seed", "must use only lowercase letters"),
+    ("-seed", "start and end with a letter or digit"),
+    ("seed.", "start and end with a letter or digit"),
+    ("a b", "must use only lowercase letters"),
+    (" seed", "must not have surrounding whitespace"),
+    ("a/b", "must not contain '/' or '\\\\'"),
+    ("a\\b", "must not contain '/' or '\\\\'"),
+    ("lösung", "must use only lowercase letters"),
+])
+def test_names_taugrid_rejects_are_refused(bad, why):
+    with pytest.raises(ValueError, match=why):
+        validate_id(bad, "name")
+
+
+def test_a_bad_name_submits_nothing(tau_home):
+    with pytest.raises(ValueError, match=r"group 'LR' must use only lowercase"):
+        submit(code="print(1)\n", name="ok", group="LR")
+    assert not tau_home.exists() or not list(tau_home.rglob("*"))
+
+
+def test_a_script_runs_with_its_args_in_the_callers_directory_and_is_listed_and_reattached(tau_home, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import json, os, sys
+        print("args", sys.argv[1:], "cwd", os.getcwd())
+        print("run dir", os.environ["TAU_RUN_DIR"])
+    """))
+    first = submit(script, project="demo", args=["--lr", "0.1"], cwd=tmp_path)
+    second = submit(code="print('second')\n", project="demo", name="train")
+    assert first.run_id.startswith("train-") and second.run_id.startswith("train-")
+    assert first.run_id != second.run_id
+    assert first.wait(120) == "succeeded" and second.wait(120) == "succeeded"
+    assert first.logs().splitlines() == [f"args ['--lr', '0.1'] cwd {tmp_path}", f"run dir {first.run_dir}"]
+    assert first.run_dir == tau_home / "projects" / "default" / "runs" / first.run_id
+    assert [r.run_id for r in runs()] == [second.run_id, first.run_id]  # newest first
+    again = attach(first.run_id)
+    assert (again.state, again.project, again.group, again.experiment) == ("succeeded", "demo", "train", "train")
+    with pytest.raises(KeyError, match="no run 'nope'"):
+        attach("nope")
+
+
+def test_a_job_killed_without_an_outcome_is_failed_and_a_reused_pid_is_not_taken_for_it(tau_home):
+    run = submit(code="import time\ntime.sleep(600)\n", name="doomed")
+    os.killpg(run.record["pid"], signal.SIGKILL)
+    assert run.wait(60) == "failed"
+    assert not process_alive(os.getpid(), start_ticks_of(os.getpid()) + 1)
+    assert process_alive(os.getpid(), start_ticks_of(os.getpid()))
+
+
+def test_the_local_portal_is_started_once_reused_and_replaced_when_its_process_is_gone(tau_home):
+    first = ensure_portal()
+    recorded = json.loads(record_file(home=tau_home).read_text())
+    assert (recorded["pid"], recorded["port"], recorded["token"]) == (first.pid, first.port, first.token)
+    assert oct(record_file(home=tau_home).stat().st_mode & 0o777) == "0o600"
+    assert ensure_portal() == first
+    other = ensure_portal("team-a")
+    assert other.pid != first.pid and record_file("team-a", tau_home).name == "portal-team-a.json"
+    assert stop_portal() is True
+    replacement = ensure_portal()
+    assert replacement.pid != first.pid and replacement.token != first.token
+    with replacement.client() as client:
+        assert client.experiment_runs("none").runs == ()
+
+
+def shell():
+    ip = InteractiveShell.instance()
+    ip.extension_manager.load_extension("taunotebook")
+    return ip
+
+
+@pytest.mark.parametrize(("line", "cell", "message"), [
+    ("--epochs 3", "print(1)", "%tau_submit: unrecognized arguments: --epochs"),
+    ("--backend slurm", "print(1)", "argument --backend: invalid choice: 'slurm'"),
+    ("--name Bad", "print(1)", "%tau_submit: name 'Bad' must use only lowercase"),
+    ("--project a/b", "print(1)", "%tau_submit: project 'a/b' must not contain"),
+    ("--as 1x", "print(1)", "--as '1x' is not a Python identifier"),
+    ("--dry-run", "print(1)", "--dry-run is only for the tau backend"),
+    ("train.py", "print(1)", "unexpected argument 'train.py': the cell body is the script"),
+    ("--proj demo", "print(1)", "unrecognized arguments: --proj"),  # no abbreviations
+])
+def test_magic_usage_problems_are_one_line_usage_errors_and_submit_nothing(tau_home, line, cell, message):
+    with pytest.raises(UsageError) as caught:
+        shell().run_cell_magic("tau_submit", line, cell)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    assert list(iter_records(tau_home)) == []
+
+
+def test_the_line_form_submits_a_script_with_its_args_and_binds_the_handle(tau_home, tmp_path, capsys):
+    script = tmp_path / "train.py"
+    script.write_text("import sys\nprint('got', sys.argv[1:])\n")
+    ip = shell()
+    ip.run_line_magic("tau_submit", f"--name line --no-pane --as job {script} --lr 0.1 --epochs 2")
+    run = ip.user_ns["job"]
+    assert capsys.readouterr().out.startswith(f"run {run.run_id} submitted (local; project default, group line)")
+    assert run.wait(120) == "succeeded"
+    assert run.logs() == "got ['--lr', '0.1', '--epochs', '2']\n"
+    with pytest.raises(UsageError, match="give a script"):
+        ip.run_line_magic("tau_submit", "--name x")
+    with pytest.raises(UsageError, match="no run 'missing'"):
+        ip.run_line_magic("tau_logs", "missing")

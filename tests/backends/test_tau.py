@@ -1,0 +1,175 @@
+"""The ``tau`` backend: TauGrid's run config rendered and validated, ``--dry-run``, and ``tau run`` via a stand-in."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from taunotebook.backends import BackendError, BackendUnavailable, RunSpec
+from taunotebook.backends.tau import render_config, to_yaml, validate_config
+from taunotebook.submit import runs, submit
+
+OFFLOAD = "when metrics.offload.enabled is true"
+
+
+@pytest.fixture
+def tau_home(tmp_path, monkeypatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("TAU_HOME", str(home))
+    monkeypatch.delenv("TAU_DATA_PVC", raising=False)
+    monkeypatch.delenv("TAU_PORTAL_URL", raising=False)
+    return home
+
+
+@pytest.fixture
+def stand_in(tmp_path, monkeypatch) -> Path:
+    """A recording `tau` on PATH: it writes its argv, cwd and the config it was given to calls.jsonl."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.jsonl"
+    script = bin_dir / "tau"
+    script.write_text(textwrap.dedent(f"""\
+        #!{sys.executable}
+        import json, os, sys
+        argv = sys.argv[1:]
+        config = argv[argv.index("--config") + 1] if "--config" in argv else None
+        with open({str(calls)!r}, "a") as f:
+            f.write(json.dumps({{"argv": argv, "cwd": os.getcwd(),
+                                 "config": open(config).read() if config else None}}) + "\\n")
+        if os.environ.get("TAU_STAND_IN_FAIL"):
+            print("tau: workspace quota exceeded", file=sys.stderr)
+            sys.exit(3)
+        print("run submitted")
+    """))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return calls
+
+
+def spec(**over) -> RunSpec:
+    values = {"run_id": "sgd-demo-abc123", "name": "sgd-demo", "project": "demo", "experiment": "lr-sweep",
+              "group": "lr-sweep", "workspace": "team-a", "script": Path("train.py")}
+    return RunSpec(**{**values, **over})
+
+
+def test_the_rendered_config_enables_offload_with_the_history_glob_and_the_experiment_identity():
+    assert render_config(spec(), data_pvc="blob-training") == {
+        "name": "sgd-demo-abc123",
+        "engine": "job",
+        "entrypoint": "tau_entry.py",
+        "storage": {"data_pvc": "blob-training", "output": "/data/projects/team-a/runs/sgd-demo-abc123"},
+        "metrics": {"history": ["metrics-history-attempt-0/*.jsonl"], "offload": {"enabled": True}},
+        "experiment": {"project": "demo", "name": "lr-sweep", "group": "lr-sweep"},
+    }
+    assert validate_config(render_config(spec())) == []
+
+
+def test_the_config_is_written_as_block_yaml_with_quoted_strings():
+    assert to_yaml(render_config(spec(), data_pvc="blob-training")) == textwrap.dedent("""\
+        name: "sgd-demo-abc123"
+        engine: "job"
+        entrypoint: "tau_entry.py"
+        storage:
+          data_pvc: "blob-training"
+          output: "/data/projects/team-a/runs/sgd-demo-abc123"
+        metrics:
+          history:
+            - "metrics-history-attempt-0/*.jsonl"
+          offload:
+            enabled: true
+        experiment:
+          project: "demo"
+          name: "lr-sweep"
+          group: "lr-sweep\"""")
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    (lambda c: c["metrics"].update(history=[]), f"metrics.history requires at least one JSONL path {OFFLOAD}"),
+    (lambda c: c["metrics"].update(history=[" "]), "metrics.history[0] must not be empty"),
+    (lambda c: c["metrics"].update(history=["/scratch/h/*.jsonl"]),
+     "metrics.history[0] '/scratch/h/*.jsonl': absolute paths must be under /data"),
+    (lambda c: c["metrics"].update(history=["../other/*.jsonl"]),
+     "metrics.history[0] '../other/*.jsonl' must not escape storage.output"),
+    (lambda c: c["experiment"].update(project=""), f"experiment.project is required {OFFLOAD}"),
+    (lambda c: c["experiment"].update(name="", group=""), f"experiment.name is required {OFFLOAD}"),
+    (lambda c: c["experiment"].update(project="Demo"),
+     "experiment.project: value 'Demo' must use only lowercase letters, digits, '.', '_' and '-', "
+     "and start and end with a letter or digit"),
+    (lambda c: c["experiment"].update(group="a/b"), "experiment.group: value 'a/b' must not contain '/' or '\\'"),
+    (lambda c: c.update(image_pull="always"), "unknown field image_pull"),
+    (lambda c: c["metrics"]["offload"].update(mode="fast"), "unknown field metrics.offload.mode"),
+])
+def test_the_run_config_rules_of_taugrid_are_enforced(change, problem):
+    config = render_config(spec())
+    change(config)
+    assert validate_config(config) == [problem]
+
+
+def test_experiment_name_falls_back_to_the_slugged_title_then_the_group():
+    config = render_config(spec())
+    config["experiment"] = {"project": "demo", "title": "My Sweep #2", "group": "g"}
+    assert validate_config(config) == []
+    config["experiment"] = {"project": "demo", "group": "g"}
+    assert validate_config(config) == []
+
+
+def test_dry_run_prints_the_config_and_the_command_and_submits_nothing(tau_home, monkeypatch):
+    monkeypatch.setenv("PATH", "")  # no tau CLI needed for a dry run
+    printed: list[str] = []
+    run = submit(code="print(1)\n", backend="tau", project="demo", name="sgd-demo", group="lr-sweep",
+                 dry_run=True, out=printed.append)
+    config_text, command = printed
+    assert config_text == "# tau.yaml\n" + to_yaml(run.record["config"]) + "\n"
+    assert run.record["config"]["experiment"] == {"project": "demo", "name": "lr-sweep", "group": "lr-sweep"}
+    assert command == "$ tau run --workspace default --config tau.yaml"
+    assert run.record["dry_run"] is True
+    assert runs() == []
+    assert not (tau_home / "projects" / "default" / "runs" / run.run_id).exists()
+
+
+def test_without_the_tau_cli_the_submission_is_refused_before_anything_is_written(tau_home, monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(BackendUnavailable, match=r"the `tau` CLI is not on PATH"):
+        submit(code="print(1)\n", backend="tau", project="demo")
+    assert not (tau_home / "projects").exists()
+
+
+def test_tau_run_is_called_with_the_workspace_and_the_rendered_config(tau_home, stand_in, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import json\nfor s in range(3):\n    print(json.dumps({'step': s, 'loss': 1.0 / (s + 1)}))\n"
+                      "print('done training')\n")
+    run = submit(script, backend="tau", project="demo", name="sgd", group="lr", workspace="team-a",
+                 args=["--lr", "0.1"])
+    [call] = [json.loads(line) for line in stand_in.read_text().splitlines()]
+    stage = tau_home / "projects" / "team-a" / "runs" / run.run_id / "tau"
+    assert call["argv"] == ["run", "--workspace", "team-a", "--config", str(stage / "tau.yaml")]
+    assert call["cwd"] == str(stage)
+    assert call["config"] == to_yaml(run.record["config"]) + "\n"
+    assert run.record["config"]["storage"]["output"] == f"/data/projects/team-a/runs/{run.run_id}"
+    assert run.state == "submitted"  # no TAU_PORTAL_URL to ask
+    assert [r.run_id for r in runs()] == [run.run_id]
+
+    # The staged entrypoint runs the script with its args and writes house history rows under the output.
+    output = tmp_path / "output"
+    done = subprocess.run([sys.executable, str(stage / "tau_entry.py")], capture_output=True, text=True,
+                          env={**os.environ, "TAU_RUN_OUTPUT": str(output)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "done training\n"
+    rows = [json.loads(line) for chunk in sorted((output / "metrics-history-attempt-0").glob("chunk-*.jsonl"))
+            for line in chunk.read_text().splitlines()]
+    assert [(r["_step"], r["loss"]) for r in rows] == [(0, 1.0), (1, 0.5), (2, 1.0 / 3)]
+    assert all(isinstance(r["_timestamp"], float) and r["_timestamp"] > 0 for r in rows)
+
+
+def test_a_failing_tau_run_is_reported_with_its_last_line_and_leaves_no_run(tau_home, stand_in, monkeypatch):
+    monkeypatch.setenv("TAU_STAND_IN_FAIL", "1")
+    with pytest.raises(BackendError, match=r"`tau run` exited with 3: tau: workspace quota exceeded"):
+        submit(code="print(1)\n", backend="tau", project="demo")
+    assert runs() == []
