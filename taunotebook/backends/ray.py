@@ -1,0 +1,161 @@
+"""The ``ray`` backend: the cell as a Ray job (Jobs API) whose entrypoint is ``tau-collector wrap`` around the script.
+
+The address comes from ``--ray-address`` or ``RAY_ADDRESS`` (the dashboard's ``http://host:8265``).
+``runtime_env`` carries the script (``working_dir``) and the environment. Where the metrics go: when
+the cluster shares this machine's filesystem (its address is loopback, or ``TAU_RAY_SHARED_STORE=1``)
+the wrapper writes the run directory and the local expstore under ``TAU_HOME`` exactly as the local
+backend does; otherwise the job's collector offloads to ADX with TauGrid's
+``TAU_METRICS_OFFLOAD_ADX_*`` settings, which must be set here and are forwarded to the job.
+The submission id is the run id, so a run is re-attached by id from any kernel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import shlex
+import shutil
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from . import BackendError, BackendUnavailable, RunSpec, write_record
+from .local import store_dir, wrapper_argv
+
+__all__ = ["RayBackend", "ray_state"]
+
+ADX_ENV = ("TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI", "TAU_METRICS_OFFLOAD_ADX_DATABASE",
+           "TAU_METRICS_OFFLOAD_ADX_CLIENT_ID")
+_STATES = {"PENDING": "pending", "RUNNING": "running", "SUCCEEDED": "succeeded", "FAILED": "failed",
+           "STOPPED": "cancelled"}
+
+
+def ray_state(status: object) -> str:
+    """Ray's ``JobStatus`` in TauGrid's words (STOPPED is a cancellation)."""
+    return _STATES.get(str(getattr(status, "value", status)).upper(), "unknown")
+
+
+def _client(address: str):
+    try:
+        from ray.job_submission import JobSubmissionClient
+    except ImportError as err:
+        raise BackendUnavailable(f"the ray backend needs Ray's job client: pip install 'taunotebook[ray]' ({err})") \
+            from None
+    try:
+        return JobSubmissionClient(address)
+    except Exception as err:  # Ray raises ConnectionError/RuntimeError variants with multi-line text
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise BackendUnavailable(f"cannot reach the Ray cluster at {address}: {first}") from None
+
+
+def _shared(address: str) -> bool:
+    if os.environ.get("TAU_RAY_SHARED_STORE") in ("0", "1"):
+        return os.environ["TAU_RAY_SHARED_STORE"] == "1"
+    host = urlsplit(address if "://" in address else f"http://{address}").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class RayBackend:
+    name = "ray"
+
+    def _address(self, spec: RunSpec) -> str:
+        address = spec.options.get("ray_address") or os.environ.get("RAY_ADDRESS")
+        if not address:
+            raise BackendUnavailable("no Ray cluster address: pass --ray-address http://HOST:8265 or set RAY_ADDRESS")
+        return address
+
+    def check(self, spec: RunSpec) -> None:
+        address = self._address(spec)
+        try:
+            import ray.job_submission  # noqa: F401
+        except ImportError as err:
+            raise BackendUnavailable(f"the ray backend needs Ray's job client: pip install 'taunotebook[ray]' "
+                                     f"({err})") from None
+        if not _shared(address) and not all(os.environ.get(k) for k in ADX_ENV):
+            raise BackendUnavailable(f"the Ray cluster at {address} does not share this machine's store: set "
+                                     f"{', '.join(ADX_ENV)} so the job's collector offloads to ADX "
+                                     "(or TAU_RAY_SHARED_STORE=1 if it does share the filesystem)")
+
+    def submit(self, spec: RunSpec) -> dict[str, Any]:
+        address = self._address(spec)
+        client = _client(address)
+        directory = spec.run_dir
+        stage = directory / "ray-working-dir"
+        stage.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(spec.script, stage / "train.py")
+        shared = _shared(address)
+        env = {**spec.env, "TAU_WORKSPACE": spec.workspace, "TAU_RUN_ID": spec.run_id}
+        if shared:
+            store = store_dir(spec.home)
+            run_dir, sink = str(directory), ["--sink", "expstore", "--store", str(store)]
+        else:
+            store = None
+            run_dir, sink = "tau-run", ["--sink", "adx-queued-v1"]
+            env.update({k: v for k, v in os.environ.items() if k.startswith("TAU_METRICS_OFFLOAD_")})
+        argv = wrapper_argv(spec, run_dir, sink, python="python", script="train.py")
+        entrypoint = shlex.join(argv)
+        try:
+            client.submit_job(entrypoint=entrypoint, submission_id=spec.run_id,
+                              runtime_env={"working_dir": str(stage), "env_vars": env},
+                              metadata={"tau_project": spec.project, "tau_group": spec.group})
+        except Exception as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise BackendError(f"Ray refused the job: {first}") from None
+        record = {
+            **spec.identity(), "backend": self.name, "created_at": time.time(), "run_dir": str(directory),
+            "address": address, "submission_id": spec.run_id, "shared_store": shared,
+            "store": str(store) if store else None, "entrypoint": entrypoint,
+        }
+        write_record(directory, record)
+        return record
+
+    # -- answering for a run from Ray's job table
+
+    def _info(self, record: Mapping[str, Any]):
+        return _client(record["address"]).get_job_info(record["submission_id"])
+
+    def state(self, record: Mapping[str, Any]) -> str:
+        try:
+            state = ray_state(self._info(record).status)
+        except BackendUnavailable:
+            return "unknown"
+        if state in ("succeeded", "failed") and record.get("shared_store"):
+            # The wrapper's completion file knows a cancellation Ray saw only as the entrypoint's exit code.
+            from .local import read_completion_state
+
+            completion = read_completion_state(Path(record["run_dir"]))
+            if completion and completion.get("state") == "cancelled":
+                return "cancelled"
+        return state
+
+    def finished(self, record: Mapping[str, Any]) -> bool:
+        return self.state(record) in ("succeeded", "failed", "cancelled", "unknown")
+
+    def logs(self, record: Mapping[str, Any]) -> str:
+        return _client(record["address"]).get_job_logs(record["submission_id"])
+
+    def follow(self, record: Mapping[str, Any], write: Callable[[str], object]) -> None:
+        """Stream the job log with ``tail_job_logs`` (on its own loop: a kernel's loop is already running)."""
+        client = _client(record["address"])
+
+        async def tail() -> None:
+            async for lines in client.tail_job_logs(record["submission_id"]):
+                write(lines)
+
+        thread = threading.Thread(target=lambda: asyncio.run(tail()), name="tau-ray-logs", daemon=True)
+        thread.start()
+        thread.join()
+
+    def cancel(self, record: Mapping[str, Any]) -> None:
+        client = _client(record["address"])
+        if ray_state(client.get_job_info(record["submission_id"]).status) in ("pending", "running"):
+            client.stop_job(record["submission_id"])

@@ -1,0 +1,115 @@
+"""The ``ray`` backend against a real local Ray head on 127.0.0.1, started and stopped (by PID) by this module."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from taunotebook.backends import BackendUnavailable
+from taunotebook.backends.ray import ray_state
+from taunotebook.local_portal import ensure_portal, stop_portal
+from taunotebook.submit import attach, runs, submit
+
+pytestmark = pytest.mark.slow
+
+DASHBOARD = "http://127.0.0.1:8265"
+MARKER = "TAU_TEST_RAY_HEAD"
+
+
+def _ours(marker: str) -> list[psutil.Process]:
+    """Every process started from our `ray start`: those that inherited the marker, and their descendants
+    (some of Ray's agents rewrite their environment area with their process title)."""
+    found: dict[int, psutil.Process] = {}
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get(MARKER) == marker:
+                found[process.pid] = process
+                found.update((child.pid, child) for child in process.children(recursive=True))
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return list(found.values())
+
+
+@pytest.fixture(scope="module")
+def ray_head():
+    temp = Path(tempfile.mkdtemp(prefix="ray"))  # short: Ray's unix socket paths must fit in 107 bytes
+    marker = uuid.uuid4().hex
+    venv_bin = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}", MARKER: marker,
+           "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    try:
+        subprocess.run(
+            [os.path.join(venv_bin, "ray"), "start", "--head", "--port=6379", "--node-ip-address=127.0.0.1",
+             "--dashboard-host=127.0.0.1", "--dashboard-port=8265", "--include-dashboard=true", "--num-cpus=2",
+             "--disable-usage-stats", f"--temp-dir={temp}", "--ray-client-server-port=10201",
+             "--min-worker-port=20002", "--max-worker-port=20999"],
+            env=env, check=True, capture_output=True, timeout=300,
+        )
+        yield DASHBOARD
+    finally:
+        processes = _ours(marker)
+        for process in processes:
+            process.terminate()
+        _, alive = psutil.wait_procs(processes, timeout=15)
+        for process in alive:
+            process.kill()
+        psutil.wait_procs(alive, timeout=15)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture
+def tau_home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("TAU_HOME", str(home))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.delenv("TAU_RAY_SHARED_STORE", raising=False)
+    try:
+        yield home
+    finally:
+        stop_portal(home=home)
+
+
+def test_ray_job_states_map_to_taugrids():
+    assert [ray_state(s) for s in ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "WEIRD")] == [
+        "pending", "running", "succeeded", "failed", "cancelled", "unknown"]
+
+
+def test_without_a_cluster_address_nothing_is_submitted(tau_home):
+    with pytest.raises(BackendUnavailable, match="no Ray cluster address: pass --ray-address"):
+        submit(code="print(1)\n", backend="ray")
+    assert not tau_home.exists()
+
+
+def test_a_remote_cluster_without_adx_settings_is_refused(tau_home, monkeypatch):
+    for key in ("TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI", "TAU_METRICS_OFFLOAD_ADX_DATABASE",
+                "TAU_METRICS_OFFLOAD_ADX_CLIENT_ID"):
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(BackendUnavailable, match="does not share this machine's store: set TAU_METRICS_OFFLOAD_ADX"):
+        submit(code="print(1)\n", backend="ray", ray_address="http://10.1.2.3:8265")
+    assert not tau_home.exists()
+
+
+def test_a_cell_runs_as_a_ray_job_with_the_wrapper_and_its_series_reaches_the_local_portal(ray_head, tau_home):
+    run = submit(code=("import json\nprint('on ray')\nfor s in range(20):\n"
+                       "    print(json.dumps({'step': s, 'loss': 1.0 / (s + 1)}))\n"),
+                 backend="ray", ray_address=ray_head, project="demo", name="ray-job", group="ray")
+    assert run.record["submission_id"] == run.run_id and run.record["shared_store"] is True
+    assert run.wait(300) == "succeeded"
+    followed: list[str] = []
+    attach(run.run_id).follow(followed.append)  # tail_job_logs of a finished job: the whole log, then the end
+    assert "on ray" in "".join(followed)
+    assert "on ray" in run.logs() and '"loss"' not in run.logs()
+    with ensure_portal().client() as client:
+        series = client.series(run.run_id, "loss")
+        assert list(series.steps) == list(range(20))
+        assert list(series.values) == [1.0 / (s + 1) for s in range(20)]
+        assert client.run(run.run_id).state == "succeeded"
+    assert [(r.run_id, r.backend) for r in runs()] == [(run.run_id, "ray")]
