@@ -246,11 +246,16 @@ class Run:
         return stellar_link(self.run_id, self.project, portal_url=ensure_portal(self.workspace).url)
 
     def pane(self, metrics: Sequence[str] | None = None):
-        """The live loss pane for this run (``taunotebook.pane.LossPane``)."""
+        """The live loss pane for this run (``taunotebook.pane.LossPane``), polling the run's Portal."""
         from .pane import LossPane
 
-        return LossPane(self.run_id, list(metrics) if metrics else None, portal=self.portal(),
-                        project=self.project)
+        portal = None  # tau: $TAU_PORTAL_URL / $TAU_PORTAL_TOKEN
+        if self.backend != "tau":
+            from .local_portal import ensure_portal
+
+            local = ensure_portal(self.workspace)
+            portal = f"{local.url}/?token={local.token}"  # the pane owns (and closes) the client it builds
+        return LossPane(self.run_id, list(metrics) if metrics else None, portal=portal, project=self.project)
 
     def __repr__(self) -> str:
         return f"Run({self.run_id!r}, backend={self.backend!r}, state={self.state!r})"

@@ -43,6 +43,10 @@ def test_rows_printed_by_a_cell_reach_the_store_and_the_portal_serves_them(tau_h
     ), tmp_path)
     run_id = submitted_run_id(nb.cells[1])
     assert re.fullmatch(r"sgd-demo-[0-9a-f]{6}", run_id)
+    # Beneath the cell: the live loss pane (a widget view), or, where the pane cannot be built, one status line.
+    widget = [o for o in nb.cells[1].outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    status = [line for line in text(nb.cells[1]).splitlines() if line.startswith("(no loss pane: ")]
+    assert len(widget) + len(status) == 1, nb.cells[1].outputs
     assert text(nb.cells[2]).split() == ["succeeded", run_id]
     assert text(nb.cells[3]).strip() == "starting"  # non-JSON lines are the job log; rows are not
     listing = text(nb.cells[4]).splitlines()
@@ -89,12 +93,12 @@ def test_a_failing_cell_ends_failed_with_its_rows_and_traceback_kept(tau_home, t
             print(json.dumps({"step": step, "loss": 1.0 + step}))
         raise RuntimeError("diverged at step 5")
         """,
-        "print(tau_run.wait(120))",
-        "print(tau_run.logs())",
+        "%tau_logs {tau_run.run_id} --follow",
+        "print(tau_run.state)",
     ), tmp_path)
     run_id = submitted_run_id(nb.cells[1])
-    assert text(nb.cells[2]).strip() == "failed"
-    assert "RuntimeError: diverged at step 5" in text(nb.cells[3])
+    assert "RuntimeError: diverged at step 5" in text(nb.cells[2])  # followed to the end of the run
+    assert text(nb.cells[3]).strip() == "failed"
     assert list(portal_series(run_id, "loss").values) == [1.0, 2.0, 3.0, 4.0, 5.0]
     assert list(portal_series(run_id, "tau/run_status").values) == [-1.0]
 
@@ -181,10 +185,15 @@ def test_usage_errors_in_a_kernel_are_one_line_and_submit_nothing(tau_home, tmp_
         "%%tau_submit --name Bad_Name\nprint(1)",
         "%%tau_submit --epochs 3\nprint(1)",
         "%%tau_submit --backend tau --project demo\nprint(1)",
+        "%%tau_submit --backend tau --dry-run --project demo --name sgd --group lr\nprint(1)",
     ), tmp_path, allow_errors=True)
     assert usage_errors(nb.cells[1]) == ["%tau_submit: name 'Bad_Name' must use only lowercase letters, digits, "
                                          "'.', '_' and '-', and start and end with a letter or digit"]
     assert usage_errors(nb.cells[2]) == ["%tau_submit: unrecognized arguments: --epochs"]
     [message] = usage_errors(nb.cells[3])
     assert message.startswith("%tau_submit: the `tau` CLI is not on PATH")
+    dry = text(nb.cells[4])
+    assert dry.startswith('# tau.yaml\nname: "sgd-')
+    assert 'experiment:\n  project: "demo"\n  name: "lr"\n  group: "lr"\n' in dry
+    assert dry.rstrip().endswith("$ tau run --workspace default --config tau.yaml")
     assert not (tau_home / "projects").exists() or not any((tau_home / "projects").rglob("run.json"))
