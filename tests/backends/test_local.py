@@ -138,3 +138,21 @@ def test_the_line_form_submits_a_script_with_its_args_and_binds_the_handle(tau_h
         ip.run_line_magic("tau_submit", "--name x")
     with pytest.raises(UsageError, match="no run 'missing'"):
         ip.run_line_magic("tau_logs", "missing")
+
+
+def test_an_extra_tfevents_logdir_is_watched_beside_the_runs_own(tau_home, tmp_path):
+    logdir = tmp_path / "tb"
+    script = tmp_path / "tb_train.py"
+    script.write_text(textwrap.dedent(f"""\
+        from tensorboardX import SummaryWriter
+        writer = SummaryWriter({str(logdir)!r})
+        for step in range(5):
+            writer.add_scalar("eval/acc", step / 4, step)
+        writer.close()
+    """))
+    run = submit(script, name="tb-extra", tfevents=[str(logdir)])
+    assert run.record["tfevents"] == [str(logdir)]
+    assert run.wait(180) == "succeeded"
+    series = run.series("eval/acc")
+    assert list(series.steps) == [0, 1, 2, 3, 4]
+    assert list(series.values) == [0.0, 0.25, 0.5, 0.75, 1.0]
