@@ -9,7 +9,7 @@ import secrets
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, unquote, urlencode
 
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tau_collector.expstore.reader import WORKSPACE_TAG, Run
@@ -34,6 +34,23 @@ UNAUTHORIZED_MESSAGE = (
     "a token is required: send 'Authorization: Bearer <token>', or open the URL that "
     "'taunotebook portal' printed (it carries ?token=...)"
 )
+
+
+_UNAUTHORIZED_PAGE = (
+    "<!doctype html><html><head><meta charset='utf-8'><title>Tau Portal: token needed</title></head>"
+    "<body style='font-family:sans-serif;max-width:40em;margin:3em auto'>"
+    "<h1>This Portal needs its token</h1>"
+    "<p>The link you opened carries no valid token. Open the URL that <code>taunotebook portal</code> "
+    "printed when it started (it ends in <code>?token=...</code>), or the <em>Open in Stellar</em> link "
+    "of a loss pane. If the Portal was restarted, it has a new token.</p></body></html>"
+)
+
+
+def _wants_html(scope: Scope) -> bool:
+    for name, value in scope.get("headers", ()):
+        if name == b"accept":
+            return b"text/html" in value
+    return False
 
 
 def generate_token() -> str:
@@ -104,8 +121,12 @@ class TokenGate:
                 await self._set_cookie_and_redirect(scope, receive, send, path, query)
                 return
         if not self._authorized(scope):
-            response = error_response(401, "UNAUTHORIZED", UNAUTHORIZED_MESSAGE,
-                                      {"WWW-Authenticate": 'Bearer realm="tau-portal"'})
+            headers = {"WWW-Authenticate": 'Bearer realm="tau-portal"'}
+            if not path.startswith("/api/") and _wants_html(scope):
+                # A person opened a page: say it in words, not as a JSON envelope.
+                response: Response = HTMLResponse(_UNAUTHORIZED_PAGE, status_code=401, headers=headers)
+            else:
+                response = error_response(401, "UNAUTHORIZED", UNAUTHORIZED_MESSAGE, headers)
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -122,3 +122,15 @@ def test_an_encoded_slash_splits_the_path(api):
     # The server decodes %2F before routing (as Go's r.URL.Path does), so it is two segments.
     r = api.get(f"{V2}/runs/a%2Fb/c")
     assert r.status_code == 404 and r.json()["error"]["message"] == "route was not found"
+
+
+def test_a_browser_page_without_a_valid_token_explains_itself_in_words(portal_server):
+    import httpx
+
+    response = httpx.get(f"{portal_server.base_url}/stellar?target=run-a&token=wrong",
+                         headers={"Accept": "text/html,application/xhtml+xml"})
+    assert response.status_code == 401
+    assert response.headers["content-type"].startswith("text/html")
+    assert "This Portal needs its token" in response.text
+    api = httpx.get(f"{portal_server.base_url}/api/v2/stellar/runs/run-a", headers={"Accept": "text/html"})
+    assert api.status_code == 401 and api.json()["error"]["code"] == "UNAUTHORIZED"
