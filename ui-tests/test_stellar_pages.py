@@ -228,7 +228,9 @@ def test_a_wrong_token_is_refused_with_the_message_in_words(page: Page, portal_s
     response = page.goto(f"{portal_server.base_url}/stellar?target=run-a&token=wrong")
 
     assert response.status == 401
-    assert "a token is required" in page.locator("body").inner_text()
+    text = page.locator("body").inner_text()
+    assert "This Portal needs its token" in text and "taunotebook portal" in text
+    assert "{" not in text  # words, not a JSON envelope
     screenshot(page, "wrong-token")
 
 
