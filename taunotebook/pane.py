@@ -200,7 +200,8 @@ class _Poller:
         self.interval = MIN_INTERVAL
         self.failures = 0
         self.terminal_polls = 0
-        self.extras_available = True  # the local Portal's page data (non-finite marks, wall times)
+        self.extras_available = True
+        self.parked = False  # the local Portal's page data (non-finite marks, wall times)
         self.thread = threading.Thread(target=self._main, name=f"tau-loss-pane-{pane.run_id}", daemon=True)
 
     # -- called from the kernel's main thread
@@ -249,14 +250,17 @@ class _Poller:
                     self._failed(pane, err)
                 else:
                     self.failures = 0
-                    if self._drained(pane, got_new):
+                    self.parked = self._drained(pane, got_new)
+                    if self.parked:
                         self._status(pane, "ok", self._done_message(pane))
-                        return
                     self.interval = MIN_INTERVAL if got_new else min(IDLE_INTERVAL, self.interval * 1.5)
                 del pane
-                self.wake.wait(self.interval)
+                # Parked (terminal and drained): no more polling, no timer; only a page's hello, a zoom or
+                # close() wakes the thread again.
+                self.wake.wait(None if self.parked else self.interval)
                 self.wake.clear()
         finally:
+            self.parked = False
             if self.owns_client:
                 self.client.close()
 
@@ -317,6 +321,7 @@ class _Poller:
             catalogs[run] = {m.name: m for m in catalog}
             runs_info[run] = {
                 "state": info.state or info.lifecycle_state,
+                "status_message": info.tags.get("tau.status.message", ""),
                 "warnings": list(info.metadata.warnings if info.metadata else ()) + list(catalog.metadata.warnings),
                 "metrics": {m.name: {"count": m.count, "last_step": m.latest_step,
                                      "last_value": m.latest_value if m.latest_value is None
@@ -384,7 +389,7 @@ class _Poller:
         warnings = [w for r in runs_info.values() for w in r.get("warnings", ())]
         text = "connected"
         if primary["state"] == "failed":
-            text = "the run failed"
+            text = "the run failed" + (f": {primary['status_message']}" if primary.get("status_message") else "")
         if warnings:
             text += " — " + "; ".join(dict.fromkeys(warnings))
         return text
@@ -491,8 +496,12 @@ class LossPane(anywidget.AnyWidget):
 
     @property
     def polling(self) -> bool:
-        """True while the background thread runs."""
-        return self._poller.thread.is_alive()
+        """True while the background thread polls the Portal (false once the run is terminal and drained).
+
+        A drained pane's thread stays parked on an event, without timers, to answer a page's zoom or
+        reload; ``close()`` ends it.
+        """
+        return self._poller.thread.is_alive() and not self._poller.parked
 
     def close(self) -> None:
         """Stop polling (joins the thread) and close the widget."""
@@ -511,7 +520,9 @@ class LossPane(anywidget.AnyWidget):
     def _ipython_display_(self) -> None:
         from IPython.display import HTML, display
 
-        display(self._repr_mimebundle_(), raw=True)
+        bundle = self._repr_mimebundle_()
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        display(data, metadata=metadata, raw=True)
         self._static_display = display(HTML(self._static_html()), display_id=True)
 
     def _static_html(self) -> str:

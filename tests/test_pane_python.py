@@ -126,10 +126,27 @@ def test_metrics_are_discovered_loss_first(portal_server, client):
 def test_terminal_drained_run_stops_polling(portal_server, client):
     pane, rec = make_pane("run-a", client)
     try:
-        wait_until(lambda: not pane.polling, "the thread to stop after a succeeded run")
+        wait_until(lambda: not pane.polling, "polling to stop after a succeeded run")
         assert pane.state == "succeeded"
         assert pane.status["kind"] == "ok" and "polling stopped" in pane.status["message"]
         assert rec.of("reset", "run-a", "train/loss")
+        sent = len(rec.messages)
+        assert not pane._poller.wake.wait(1.0)  # parked: nothing wakes it on a timer
+        assert len(rec.messages) == sent
+    finally:
+        pane.close()
+    assert not pane._poller.thread.is_alive()
+
+
+def test_a_drained_pane_still_answers_a_page_that_says_hello(portal_server, client):
+    pane, rec = make_pane("run-a", client)
+    try:
+        wait_until(lambda: not pane.polling, "polling to stop after a succeeded run")
+        before = len(rec.of("reset", "run-a", "train/loss"))
+        pane._poller.on_message({"type": "hello", "width": 500})
+        wait_until(lambda: len(rec.of("reset", "run-a", "train/loss")) > before, "the resend for the new page")
+        wait_until(lambda: not pane.polling, "polling to stop again")
+        assert pane._poller.thread.is_alive()
     finally:
         pane.close()
 

@@ -1,0 +1,256 @@
+"""The loss pane in a real JupyterLab, in headless Chromium: live growth, errors in words, NaN marks, the link.
+
+Every scenario drives a real trainer wrapped by ``tau-collector wrap`` (the collector beside it writing
+the store), a Portal started by the test over that store, and a ``jupyter lab`` started by the test whose
+kernel runs :class:`taunotebook.pane.LossPane`. Screenshots go to ``artifacts/ui/``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import screenshot
+from jupyterlab import JupyterLab, cell_running, execute, open_notebook, run_all, run_cell, start_lab
+from playwright.sync_api import Page
+from portal.conftest import TOKEN, ServerThread, free_port
+
+from tau_collector.expstore import open_store
+from taunotebook.pane import BUILD_HINT, BUNDLE
+from taunotebook.portal.app import create_app
+
+NOTEBOOKS = Path(__file__).resolve().parent / "pane_notebooks"
+PANE = ".jp-OutputArea-output .tau-pane"
+TRAINER = textwrap.dedent(
+    """
+    import json, math, os, sys, time
+    go, n, delay, nan_at = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+    print(json.dumps({"step": 0, "loss": 2.0}), flush=True)
+    while go != "-" and not os.path.exists(go):
+        time.sleep(0.05)
+    for step in range(1, n):
+        value = float("nan") if step == nan_at else 2.0 * math.exp(-step / 15) + 0.02 * math.sin(step)
+        print(json.dumps({"step": step, "loss": value, "lr": 0.1 / (1 + step)}), flush=True)
+        time.sleep(delay)
+    """
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def pane_built() -> None:
+    if not BUNDLE.is_file():
+        pytest.fail(f"{BUNDLE.name} is missing from taunotebook/static: build it with `{BUILD_HINT}`")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("pane-store") / "store"
+    open_store(path, create=True).close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def portal(store: Path) -> Iterator[str]:
+    with ServerThread(create_app(store, token=TOKEN)) as server:
+        yield f"http://127.0.0.1:{server.port}"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, store: Path, portal: str) -> Iterator[JupyterLab]:
+    home = tmp_path_factory.mktemp("lab")
+    yield from start_lab(home, {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal, "TAU_STORE": str(store)})
+
+
+class Trainer:
+    """``tau-collector wrap … -- python train.py``: a run whose points reach the store while the test watches."""
+
+    def __init__(self, workdir: Path, store: Path, run: str, *, points: int, delay: float, nan_at: int = -1,
+                 gated: bool = True) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / "train.py").write_text(TRAINER, encoding="utf-8")
+        self.go = workdir / "go"
+        collector = Path(sys.executable).with_name("tau-collector")
+        cmd = [str(collector), "wrap", "--run-dir", str(workdir / "run"), "--run", run, "--project", "proj",
+               "--experiment", "ui", "--group", "ui", "--store", str(store), "--",
+               sys.executable, str(workdir / "train.py"), str(self.go) if gated else "-", str(points), str(delay),
+               str(nan_at)]
+        self.log = open(workdir / "wrap.log", "wb")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=workdir)
+
+    def release(self) -> None:
+        self.go.touch()
+
+    def wait(self, timeout: float = 120) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            self.log.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.wait(30)
+
+
+LOSS_PLOT = f"{PANE} .tau-pane-metric[data-metric=loss]"
+
+
+def points(page: Page) -> int:
+    """Points drawn in the loss plot."""
+    plot = page.locator(LOSS_PLOT)
+    return int(plot.get_attribute("data-points") or 0) if plot.count() else 0
+
+
+def wait_points(page: Page, at_least: int, timeout: float = 60_000) -> None:
+    page.wait_for_function(
+        "([sel, n]) => { const p = document.querySelector(sel); return p && Number(p.dataset.points) >= n; }",
+        arg=[LOSS_PLOT, at_least], timeout=timeout)
+
+
+def test_points_grow_while_another_cell_sleeps(lab: JupyterLab, page: Page, store: Path, portal: str, tmp_path):
+    trainer = Trainer(tmp_path / "t", store, "ui-live", points=60, delay=10 / 60)
+    try:
+        name = lab.copy_notebook(NOTEBOOKS / "live_pane.ipynb", "live.ipynb", RUN_ID="ui-live", PORTAL_URL=portal,
+                                 SLEEP="20")
+        open_notebook(page, lab, name)
+        t0 = time.monotonic()
+        run_cell(page, 0)
+        wait_points(page, 1)  # step 0, written before the trainer waits for the go file
+        t1 = time.monotonic()
+        run_cell(page, 1)
+        page.wait_for_function("() => document.querySelectorAll('.jp-Cell')[1]"
+                               ".querySelector('.jp-InputPrompt').textContent.includes('*')", timeout=30_000)
+        print(f"pane drew its first point {t1 - t0:.1f} s after its cell started")
+        trainer.release()
+        seen = [points(page)]
+        while cell_running(page, 1) and seen[-1] < 60:
+            page.wait_for_timeout(500)
+            seen.append(points(page))
+            if len(seen) in (4, 8):
+                screenshot(page, f"pane-growing-{len(seen)}")
+        assert cell_running(page, 1), f"the sleep cell ended before the pane had every point: counts {seen}"
+        growth = [b for a, b in itertools.pairwise(seen) if b > a]
+        assert len(growth) >= 3, f"the point count should grow step by step while the cell sleeps: {seen}"
+        assert seen[-1] == 60, f"every point drawn: {seen}"
+        assert trainer.wait() == 0
+        pane = page.locator(PANE).first
+        page.wait_for_function("() => document.querySelector('.jp-OutputArea-output .tau-pane')"
+                               ".dataset.state === 'succeeded'", timeout=30_000)
+        assert pane.locator(".tau-pane-state").text_content() == "succeeded"
+        # loss first, then the other metric the trainer logs
+        assert pane.locator(".tau-pane-metric").nth(0).get_attribute("data-metric") == "loss"
+        assert pane.locator(".tau-pane-metric").nth(1).get_attribute("data-metric") == "lr"
+        screenshot(page, "pane-live-done")
+    finally:
+        trainer.stop()
+
+
+def test_nan_point_is_marked_with_a_count(lab: JupyterLab, page: Page, store: Path, portal: str, tmp_path):
+    trainer = Trainer(tmp_path / "t", store, "ui-nan", points=30, delay=0.02, nan_at=12, gated=False)
+    assert trainer.wait() == 0
+    name = lab.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "nan.ipynb", RUN_ID="ui-nan", PORTAL_URL=portal)
+    open_notebook(page, lab, name)
+    run_all(page)
+    wait_points(page, 29)
+    badge = page.locator(f"{PANE} .tau-pane-metric[data-metric=loss] .tau-pane-nonfinite")
+    page.wait_for_function("() => { const b = document.querySelector("
+                           "'.tau-pane-metric[data-metric=loss] .tau-pane-nonfinite');"
+                           " return b && b.textContent.includes('step 12'); }", timeout=30_000)
+    assert badge.get_attribute("data-nonfinite") == "1"
+    assert badge.text_content() == "⚠ 1 non-finite value (NaN at step 12)"
+    # The mark itself: a marker trace on the axis at step 12.
+    marks = page.evaluate("""() => {
+        const gd = document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot');
+        return gd.data.filter(t => t.mode === 'markers').map(t => Array.from(t.x));
+    }""")
+    assert marks == [[12]]
+    screenshot(page, "pane-nan-marked")
+
+
+def test_stellar_link_opens_a_page_showing_the_run(lab: JupyterLab, page: Page, store: Path, portal: str,
+                                                   tmp_path):
+    trainer = Trainer(tmp_path / "t", store, "ui-link", points=10, delay=0.02, gated=False)
+    assert trainer.wait() == 0
+    name = lab.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "link.ipynb", RUN_ID="ui-link", PORTAL_URL=portal)
+    open_notebook(page, lab, name)
+    run_all(page)
+    wait_points(page, 10)
+    href = page.locator(f"{PANE} a.tau-pane-stellar").get_attribute("href")
+    # Inside Jupyter the link goes through the Jupyter server (jupyter-server-proxy), on the notebook's origin.
+    assert href == "/tau-portal/stellar?target=ui-link&project=proj"
+    stellar = page.context.new_page()
+    try:
+        stellar.goto(lab.base_url + href)
+        stellar.wait_for_selector("#stellar[data-state=ready]", timeout=90_000)
+        assert "ui-link" in stellar.locator("#stellar").inner_text()
+        screenshot(stellar, "pane-stellar-link")
+    finally:
+        stellar.close()
+
+
+def test_portal_outage_is_said_in_words_and_recovers(lab: JupyterLab, page: Page, store: Path, tmp_path):
+    trainer = Trainer(tmp_path / "t", store, "ui-outage", points=40, delay=0.2)
+    port = free_port()
+    own = f"http://127.0.0.1:{port}"
+    try:
+        with ServerThread(create_app(store, token=TOKEN), port=port):
+            name = lab.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "outage.ipynb", RUN_ID="ui-outage",
+                                     PORTAL_URL=own)
+            open_notebook(page, lab, name)
+            run_all(page)
+            wait_points(page, 1)
+        # The Portal is gone while the run goes on.
+        trainer.release()
+        status = page.locator(f"{PANE} .tau-pane-status")
+        page.wait_for_function("() => document.querySelector('.jp-OutputArea-output .tau-pane')"
+                               ".dataset.status === 'unreachable'", timeout=30_000)
+        text = status.text_content() or ""
+        assert text.startswith(f"Portal unreachable at {own}/") and "retrying" in text
+        screenshot(page, "pane-portal-unreachable")
+        before = points(page)
+        with ServerThread(create_app(store, token=TOKEN), port=port):
+            page.wait_for_function("() => document.querySelector('.jp-OutputArea-output .tau-pane')"
+                                   ".dataset.status === 'ok'", timeout=60_000)
+            assert trainer.wait() == 0
+            wait_points(page, 40)
+            assert points(page) > before
+            assert "unreachable" not in (status.text_content() or "")
+            screenshot(page, "pane-portal-recovered")
+    finally:
+        trainer.stop()
+
+
+def test_saved_notebook_shows_the_last_figure_without_a_kernel(lab: JupyterLab, page: Page, store: Path,
+                                                               portal: str, tmp_path):
+    trainer = Trainer(tmp_path / "t", store, "ui-saved", points=20, delay=0.02, gated=False)
+    assert trainer.wait() == 0
+    name = lab.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "saved.ipynb", RUN_ID="ui-saved", PORTAL_URL=portal)
+    open_notebook(page, lab, name)
+    run_all(page)
+    wait_points(page, 20)
+    # The live view hides the static fallback; the kernel mirrors the browser's snapshot into it.
+    fallback = page.locator(".tau-pane-static")
+    page.wait_for_function("() => { const s = document.querySelector('.tau-pane-static img');"
+                           " return s && s.src.startsWith('data:image/png'); }", timeout=60_000)
+    assert not fallback.is_visible()
+    execute(page, "docmanager:save")
+    saved = lab.root_dir / name
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+    assert 'data-tau-pane-static' in saved.read_text() and "data:image/png;base64," in saved.read_text()
+    execute(page, "kernelmenu:shutdown")
+    page.wait_for_function("() => { const w = window.jupyterapp.shell.currentWidget;"
+                           " return !w.sessionContext.session || !w.sessionContext.session.kernel; }",
+                           timeout=30_000)
+    # Reopen with no kernel: the widget cannot come back, the last figure does.
+    page.goto(f"{lab.base_url}/lab/tree/{name}?reset")
+    page.wait_for_selector(".tau-pane-static img", state="visible", timeout=60_000)
+    size = page.evaluate("() => { const i = document.querySelector('.tau-pane-static img');"
+                         " return [i.naturalWidth, i.naturalHeight]; }")
+    assert size[0] >= 400 and size[1] >= 100
+    screenshot(page, "pane-saved-static")
