@@ -1,0 +1,215 @@
+"""Benchmark: the loss pane in a real JupyterLab (headless Chromium), timed inside the page.
+
+1. Write → drawn latency: a trainer wrapped by ``tau-collector wrap`` prints ``--points`` rows at
+   ``--rate`` rows/s and logs the time of each print; the pane records when each appended chunk was
+   drawn (``window.__tauPaneMarks``: after ``Plotly.extendTraces`` resolved and the next animation
+   frame). Latency per step = drawn − printed, the whole path: normalizer → history chunk →
+   collector → expstore → Portal → kernel thread → comm → browser. p50/p95 (target p95 < 1 s).
+2. A 1M-point metric (the expstore benchmark's builder): time from running the pane's cell to its
+   first draw, then responsiveness while 100 points/s are appended for ``--append-seconds``: the
+   lateness of a 50 ms ``setInterval`` probe in the page (p50/p95/max) and long tasks (> 50 ms).
+
+Usage::
+
+    .venv/bin/python bench/bench_pane.py [--points 250] [--rate 20] [--append-seconds 20]
+
+Needs the built bundle (``npm --prefix js run build:pane``) and Debian ``chromium``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+from playwright.sync_api import Page, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "ui-tests"), str(ROOT / "tests"), str(Path(__file__).resolve().parent)]
+from bench_expstore_read import BASE_NS, METRIC, RUN, build  # noqa: E402 - sibling script
+from jupyterlab import open_notebook, run_cell, start_lab  # noqa: E402 - the UI tests' JupyterLab helper
+from portal.conftest import TOKEN, ServerThread  # noqa: E402
+
+from tau_collector.expstore import open_store  # noqa: E402
+from tau_collector.expstore.writer import MetricWriter  # noqa: E402
+from tau_collector.metric_event import MetricEvent  # noqa: E402
+from taunotebook.portal.app import create_app  # noqa: E402
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+TRAINER = textwrap.dedent(
+    """
+    import json, math, os, sys, time
+    n, rate, log, go = int(sys.argv[1]), float(sys.argv[2]), open(sys.argv[3], "w"), sys.argv[4]
+    print(json.dumps({"step": 0, "loss": 2.0}), flush=True)
+    while not os.path.exists(go):  # the timed rows start once the pane has drawn its first read
+        time.sleep(0.05)
+    for step in range(1, n + 1):
+        log.write(json.dumps({"step": step, "t": time.time()}) + "\\n"); log.flush()
+        print(json.dumps({"step": step, "loss": 2.0 * math.exp(-step / 100)}), flush=True)
+        time.sleep(1.0 / rate)
+    """
+)
+
+
+def notebook(run: str, portal: str, project: str) -> dict:
+    src = (f"from taunotebook.pane import LossPane\n\npane = LossPane({run!r}, portal={portal!r}, "
+           f"project={project!r})\npane")
+    return {"cells": [{"cell_type": "code", "execution_count": None, "id": "c0", "metadata": {}, "outputs": [],
+                       "source": src}],
+            "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
+
+
+def loss_points(page: Page, metric: str) -> int:
+    return int(page.evaluate(
+        "(m) => { const p = document.querySelector(`.tau-pane-metric[data-metric='${m}']`);"
+        " return p ? Number(p.dataset.points) : 0; }", metric))
+
+
+def latency(page: Page, lab, store: Path, portal: str, work: Path, points: int, rate: float) -> dict:
+    (work / "train.py").write_text(TRAINER, encoding="utf-8")
+    writes = work / "writes.jsonl"
+    (lab.root_dir / "latency.ipynb").write_text(json.dumps(notebook("lat", portal, "proj")), encoding="utf-8")
+    trainer = subprocess.Popen(
+        [str(Path(sys.executable).with_name("tau-collector")), "wrap", "--run-dir", str(work / "run"), "--run", "lat",
+         "--project", "proj", "--experiment", "bench", "--group", "bench", "--store", str(store), "--",
+         sys.executable, str(work / "train.py"), str(points), str(rate), str(writes), str(work / "go")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=work)
+    open_notebook(page, lab, "latency.ipynb")
+    page.evaluate("() => { window.__tauPaneMarks = []; }")
+    run_cell(page, 0)
+    page.wait_for_function("() => { const p = document.querySelector(\".tau-pane-metric[data-metric='loss']\");"
+                           " return p && Number(p.dataset.points) >= 1; }", timeout=120_000)
+    (work / "go").touch()
+    if trainer.wait(timeout=points / rate + 120) != 0:
+        raise SystemExit("the wrapped trainer failed")
+    page.wait_for_function("(n) => { const p = document.querySelector(\".tau-pane-metric[data-metric='loss']\");"
+                           " return p && Number(p.dataset.points) >= n; }", arg=points + 1, timeout=60_000)
+    page.wait_for_timeout(500)
+    marks = page.evaluate("() => window.__tauPaneMarks.filter(m => m.metric === 'loss')")
+    written = {r["step"]: r["t"] * 1000 for r in map(json.loads, writes.read_text().splitlines())}
+    lat = []
+    for step, t in written.items():
+        drawn = [m["drawn_at"] for m in marks if m["first_step"] <= step <= m["last_step"]]
+        if drawn:
+            lat.append(min(drawn) - t)
+    return {"rows": points, "rate_per_s": rate, "measured": len(lat), "p50_ms": statistics.median(lat),
+            "p95_ms": pct(lat, 0.95), "max_ms": max(lat), "chunks_drawn": len(marks)}
+
+
+PROBE = """() => {
+  window.__probe = { late: [], long: [] };
+  let last = performance.now();
+  window.__probeTimer = setInterval(() => { const t = performance.now(); window.__probe.late.push(t - last - 50);
+                                            last = t; }, 50);
+  try {
+    new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__probe.long.push(e.duration); })
+      .observe({ type: "longtask", buffered: false });
+  } catch (e) {}
+}"""
+
+
+def million(page: Page, lab, work: Path, append_seconds: float) -> dict:
+    store = work / "store-1m"
+    built = build(store, 1_000_000, 10)
+    with ServerThread(create_app(store, token=TOKEN)) as server:
+        portal = f"http://127.0.0.1:{server.port}"
+        (lab.root_dir / "million.ipynb").write_text(json.dumps(notebook(RUN, portal, "bench")), encoding="utf-8")
+        open_notebook(page, lab, "million.ipynb")
+        page.evaluate("""() => { window.__firstDraw = null; window.__view = null; const t0 = performance.now();
+          new MutationObserver((_, obs) => {
+            if (window.__view === null && document.querySelector(".tau-pane")) window.__view = performance.now() - t0;
+            const p = document.querySelector(".tau-pane-metric[data-metric='train/loss']");
+            if (p && Number(p.dataset.points) > 0 && window.__firstDraw === null) {
+              window.__firstDraw = performance.now() - t0; obs.disconnect(); }
+          }).observe(document.body, { subtree: true, childList: true, attributes: true,
+                                      attributeFilter: ["data-points"] }); }""")
+        run_cell(page, 0)
+        page.wait_for_function("() => window.__firstDraw !== null", timeout=120_000)
+        first_draw = page.evaluate("() => window.__firstDraw")
+        view = page.evaluate("() => window.__view")
+        reduced = loss_points(page, METRIC)
+        page.wait_for_timeout(1000)
+        page.evaluate(PROBE)
+        writer = MetricWriter(open_store(store))
+        step = 1_000_000
+        appended = 0
+        started = time.monotonic()
+        while time.monotonic() - started < append_seconds:
+            events = [MetricEvent(project="bench", experiment_id="bench", run_group_id="g", run_id=RUN,
+                                  metric_name=METRIC, step=s, wall_time=BASE_NS + s * 1_000_000, value=0.5,
+                                  exported_at=BASE_NS, schema_version="tau.experiment.metric.v1", event_id="x",
+                                  source="history") for s in range(step, step + 10)]
+            writer.write_chunk(f"append-{step}", events, [], request_hash="h")
+            step += 10
+            appended += 10
+            time.sleep(max(0.0, started + appended / 100 - time.monotonic()))
+        page.wait_for_function("(n) => Number(document.querySelector(\".tau-pane-metric[data-metric='train/loss']\")"
+                               ".dataset.points) >= n", arg=reduced + appended, timeout=60_000)
+        probe = page.evaluate("() => { clearInterval(window.__probeTimer); return window.__probe; }")
+    late = probe["late"]
+    return {"store_build_s": built, "first_draw_ms": first_draw, "view_rendered_ms": view, "first_read_points": reduced,
+            "appended": appended, "append_seconds": append_seconds,
+            "probe_late_p50_ms": statistics.median(late), "probe_late_p95_ms": pct(late, 0.95),
+            "probe_late_max_ms": max(late), "long_tasks": len(probe["long"]),
+            "long_task_max_ms": max(probe["long"], default=0.0)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--points", type=int, default=250)
+    parser.add_argument("--rate", type=float, default=20.0)
+    parser.add_argument("--append-seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-pane-") as tmp:
+        work = Path(tmp)
+        store = work / "store"
+        open_store(store, create=True).close()
+        with ServerThread(create_app(store, token=TOKEN)) as server:
+            portal = f"http://127.0.0.1:{server.port}"
+            lab_gen = start_lab(work / "lab", {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal,
+                                               "TAU_STORE": str(store)})
+            lab = next(lab_gen)
+            try:
+                with sync_playwright() as p:
+                    browser = p.chromium.launch(executable_path=os.environ.get("TAU_CHROMIUM", "/usr/bin/chromium"),
+                                                args=CHROMIUM_ARGS)
+                    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+                    lat = latency(page, lab, store, portal, work, args.points, args.rate)
+                    print(f"write → drawn over {lat['measured']} rows at {args.rate:g}/s: p50 {lat['p50_ms']:.0f} ms, "
+                          f"p95 {lat['p95_ms']:.0f} ms, max {lat['max_ms']:.0f} ms "
+                          f"({lat['chunks_drawn']} chunks drawn)")
+                    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+                    big = million(page, lab, work, args.append_seconds)
+                    print(f"\n1M-point metric: first draw {big['first_draw_ms']:.0f} ms after the cell started "
+                          f"(pane view up at {big['view_rendered_ms']:.0f} ms; {big['first_read_points']} points "
+                          "in the reduced first read)")
+                    print(f"appending {big['appended']} points at 100/s: 50 ms probe late p50 "
+                          f"{big['probe_late_p50_ms']:.1f} ms, p95 {big['probe_late_p95_ms']:.1f} ms, max "
+                          f"{big['probe_late_max_ms']:.1f} ms; long tasks {big['long_tasks']} "
+                          f"(max {big['long_task_max_ms']:.0f} ms)")
+                    browser.close()
+            finally:
+                for _ in lab_gen:
+                    pass
+    out = ROOT / "bench" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "pane.json").write_text(json.dumps({"latency": lat, "million": big}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
