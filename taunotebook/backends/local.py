@@ -155,7 +155,20 @@ class LocalBackend:
     def cancel(self, record: Mapping[str, Any]) -> None:
         if not self._alive(record):
             return
-        try:
-            os.killpg(int(record["pid"]), signal.SIGTERM)  # the wrapper leads its own session: pgid == pid
-        except ProcessLookupError:
-            pass
+        # A wrapper signalled before its collector is ready records the outcome as succeeded (exit 143),
+        # and one signalled between "ready" and starting the trainer still starts it: wait for the ready
+        # file, then repeat the SIGTERM until the wrapper has written the outcome (normally at once).
+        directory = Path(record["run_dir"])
+        deadline = time.monotonic() + 30
+        while not (directory / "collector" / "ready").exists() and self._alive(record) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        deadline = time.monotonic() + 10
+        while self._alive(record) and not (directory / "completion.json").exists():
+            try:
+                os.killpg(int(record["pid"]), signal.SIGTERM)  # the wrapper leads its own session: pgid == pid
+            except ProcessLookupError:
+                return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(1.0)

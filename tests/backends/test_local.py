@@ -156,3 +156,10 @@ def test_an_extra_tfevents_logdir_is_watched_beside_the_runs_own(tau_home, tmp_p
     series = run.series("eval/acc")
     assert list(series.steps) == [0, 1, 2, 3, 4]
     assert list(series.values) == [0.0, 0.25, 0.5, 0.75, 1.0]
+
+
+def test_a_run_cancelled_right_after_submission_ends_cancelled(tau_home):
+    run = submit(code="import time\ntime.sleep(600)\n", name="early")
+    run.cancel()  # before the collector is ready
+    assert run.wait(120) == "cancelled"
+    assert json.loads((run.run_dir / "completion.json").read_text())["reason"] == "workload-termination"
