@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,6 @@ from portal.conftest import PortalServer, portal_server, portal_store  # noqa: F
 from taunotebook.portal.pages import BUILD_HINT, PLOTLY_ASSET
 
 REPO = Path(__file__).resolve().parents[1]
-ARTIFACTS = REPO / "artifacts" / "ui"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run", "--disable-quic",
@@ -57,16 +55,3 @@ def page(chromium: Browser, request) -> Iterator[Page]:
     pg.console_errors = errors  # type: ignore[attr-defined]
     yield pg
     context.close()
-
-
-def screenshot(page: Page, name: str) -> Path:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', name)}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path
-
-
-def open_ready(page: Page, url: str, *, state: str = "ready") -> None:
-    """Open a Stellar page and wait until its script says it has drawn (or failed) everything."""
-    page.goto(url)
-    page.wait_for_selector(f"#stellar[data-state={state}]", timeout=30_000)

@@ -14,9 +14,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from conftest import open_ready, screenshot
 from playwright.sync_api import Page
 from portal.conftest import LOSS_POINTS, PortalServer
+from ui_pages import open_ready, screenshot
 
 from taunotebook.portal import jupyter_proxy, pages
 from taunotebook.portal.jupyter_proxy import setup_tau_portal, stellar_link
