@@ -306,3 +306,18 @@ def test_non_finite_write_appears_while_running(live_store):
             assert marks[-1]["steps"] == [5] and math.isnan(marks[-1]["values"][0])
         finally:
             pane.close()
+
+
+def test_failed_run_is_said_in_words_and_stops_polling(live_store):
+    store, writer = live_store
+    write(writer, "c0", "doomed", range(5))
+    writer.write_chunk("end", [_event("doomed", "tau/run_status", 5, -1.0)], [], request_hash="end")
+    with serve(store) as server:
+        pane, rec = make_pane("doomed", PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0))
+        try:
+            wait_until(lambda: not pane.polling, "polling to stop for a failed run")
+            assert pane.state == "failed"
+            assert rec.of("reset", "doomed", "loss")[0]["steps"] == list(range(5))
+            assert pane.status["message"].startswith("run failed: all points loaded")
+        finally:
+            pane.close()

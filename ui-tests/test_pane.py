@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import screenshot
 from jupyterlab import JupyterLab, cell_running, execute, open_notebook, run_all, run_cell, start_lab
 from playwright.sync_api import Page
 from portal.conftest import TOKEN, ServerThread, free_port
+from ui_pages import screenshot
 
 from tau_collector.expstore import open_store
 from taunotebook.pane import BUILD_HINT, BUNDLE
@@ -254,3 +254,76 @@ def test_saved_notebook_shows_the_last_figure_without_a_kernel(lab: JupyterLab, 
                          " return [i.naturalWidth, i.naturalHeight]; }")
     assert size[0] >= 400 and size[1] >= 100
     screenshot(page, "pane-saved-static")
+
+
+def loss_traces(page: Page) -> list[dict]:
+    return page.evaluate("""() => {
+        const gd = document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot');
+        return gd.data.map(t => ({ name: t.name, mode: t.mode, visible: t.visible, type: t.type,
+                                   x: Array.from(t.x, v => v instanceof Date ? v.getTime() : v),
+                                   y: Array.from(t.y) }));
+    }""")
+
+
+def test_controls_smoothing_log_y_wall_time_compare_and_zoom(lab: JupyterLab, page: Page, store: Path, portal: str,
+                                                             tmp_path):
+    # 6000 rows: more than the first, width-sized read asks for, so zooming has detail to fetch.
+    big = Trainer(tmp_path / "big", store, "ui-big", points=6000, delay=0.0, gated=False)
+    small = Trainer(tmp_path / "small", store, "ui-small", points=50, delay=0.0, gated=False)
+    assert big.wait() == 0 and small.wait() == 0
+    name = lab.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "controls.ipynb", RUN_ID="ui-big", PORTAL_URL=portal)
+    notebook = lab.root_dir / name
+    compare = 'project=\\"proj\\", compare=[\\"ui-small\\"])'
+    notebook.write_text(notebook.read_text().replace('project=\\"proj\\")', compare))
+    open_notebook(page, lab, name)
+    run_all(page)
+    page.wait_for_function("""() => {
+        const gd = document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot');
+        return gd && gd.data && gd.data.length === 6 && gd.data[0].x.length > 50 && gd.data[3].x.length === 50;
+    }""", timeout=60_000)
+    traces = loss_traces(page)
+    raw_big, raw_small = traces[0], traces[3]
+    assert raw_big["name"] == "ui-big" and raw_small["name"] == "ui-small (compare)"
+    assert len(raw_small["x"]) == 50
+    first_read = len(raw_big["x"])
+    assert first_read < 6000, "the first read is reduced to the pane's width"
+    assert raw_big["x"][0] == 0 and raw_big["x"][-1] == 5999
+
+    # Smoothing: TensorBoard's debiased EMA of the raw values.
+    page.locator(f"{PANE} input[aria-label=smoothing]").fill("0.6")
+    page.wait_for_function("() => document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot')"
+                           ".data[1].visible === true", timeout=10_000)
+    traces = loss_traces(page)
+    last, expected = 0.0, []
+    for i, v in enumerate(traces[3]["y"]):
+        last = last * 0.6 + 0.4 * v
+        expected.append(last / (1 - 0.6 ** (i + 1)))
+    assert traces[4]["y"] == pytest.approx(expected, rel=1e-12)
+
+    # Log y.
+    page.locator(f"{PANE} input[aria-label='log scale']").check()
+    page.wait_for_function("() => document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot')"
+                           "._fullLayout.yaxis.type === 'log'", timeout=10_000)
+
+    # Wall-time axis: x becomes dates from the run's wall times (the trainer ran moments ago).
+    page.locator(f"{PANE} select[aria-label='x axis']").select_option("wall")
+    page.wait_for_function("() => document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot')"
+                           "._fullLayout.xaxis.type === 'date'", timeout=10_000)
+    xs = loss_traces(page)[0]["x"]
+    assert abs(xs[-1] / 1000 - time.time()) < 3600 and xs == sorted(xs)
+    page.locator(f"{PANE} select[aria-label='x axis']").select_option("step")
+    page.wait_for_function("() => document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot')"
+                           "._fullLayout.xaxis.type === 'linear'", timeout=10_000)
+
+    # Zoom: the visible range is read again at full fidelity.
+    page.evaluate("""() => {
+        const gd = document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot');
+        gd.emit('plotly_relayout', { 'xaxis.range[0]': 2000, 'xaxis.range[1]': 2300 });
+    }""")
+    page.wait_for_function("""() => {
+        const gd = document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot');
+        return Array.from(gd.data[0].x).filter(s => s >= 2000 && s <= 2300).length === 301;
+    }""", timeout=30_000)
+    zoomed = loss_traces(page)[0]["x"]
+    assert zoomed == sorted(zoomed) and zoomed[0] == 0 and zoomed[-1] == 5999
+    screenshot(page, "pane-controls")
