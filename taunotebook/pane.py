@@ -131,6 +131,7 @@ class _Held:
     count: int = -1  # the catalog count at the last read; -1 before the first
     non_finite_count: int = 0
     last_step: int | None = None
+    width: int = 0  # the pane width the last full-range read was sized for
 
     def reset(self, steps: Iterable[int], values: Iterable[float]) -> None:
         self.steps = array("q", steps)
@@ -359,9 +360,10 @@ class _Poller:
                 key = (run, metric)
                 held = self.held.setdefault(key, _Held())
                 if resync or held.count < 0:
-                    if held.count < 0 or summary.count != held.count:
+                    if held.count < 0 or summary.count != held.count or held.width != width:
                         series = self._series(run, metric, max_points=_max_points(width))
                         held.reset(series.steps, series.values)
+                        held.width = width
                         got_new = True
                     self._send(pane, "reset", run, metric, *_chunk(held.steps, held.values))
                     self._extras(pane, run, metric, held, summary.non_finite_count, force=True)
@@ -548,8 +550,14 @@ def _on_msg_weak(pane: LossPane):
 
 def _on_width(change: dict) -> None:
     pane: LossPane = change["owner"]
-    with pane._poller.lock:
-        pane._poller.width = max(1, int(change["new"]))
+    poller = pane._poller
+    new = max(1, int(change["new"]))
+    with poller.lock:
+        old, poller.width = poller.width, new
+        # A much wider or narrower pane gets a first read sized for it; small resizes keep what is drawn.
+        if abs(new - old) > 0.25 * old:
+            poller.resync_needed = True
+    poller.wake.set()
 
 
 def _on_snapshot(change: dict) -> None:

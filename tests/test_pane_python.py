@@ -321,3 +321,36 @@ def test_failed_run_is_said_in_words_and_stops_polling(live_store):
             assert pane.status["message"].startswith("run failed: all points loaded")
         finally:
             pane.close()
+
+
+def test_a_new_pane_reattaches_to_a_running_run_where_the_portal_is(live_store):
+    store, writer = live_store
+    write(writer, "c0", "long", range(20))
+    with serve(store) as server:
+        url = f"http://127.0.0.1:{server.port}"
+        first, rec1 = make_pane("long", PortalClient(url, TOKEN, retries=0))
+        wait_until(lambda: rec1.of("reset"), "the first pane's read")
+        first.close()  # e.g. the kernel restarted, or the cell is run again
+        write(writer, "c1", "long", range(20, 30))
+        again, rec2 = make_pane("long", PortalClient(url, TOKEN, retries=0))
+        try:
+            reset = wait_until(lambda: rec2.of("reset", "long", "loss"), "the new pane's read")[0]
+            assert reset["steps"] == list(range(30))
+            write(writer, "c2", "long", range(30, 33))
+            appended = wait_until(lambda: rec2.of("append", "long", "loss"), "tails after re-attaching")
+            assert [s for m in appended for s in m["steps"]] == [30, 31, 32]
+        finally:
+            again.close()
+
+
+def test_a_much_wider_pane_rereads_the_full_range_for_its_width(portal_server, client):
+    pane, rec = make_pane("run-a", client)
+    try:
+        wait_until(lambda: rec.of("reset", "run-a", "train/loss"), "the first read")
+        assert rec.of("reset", "run-a", "train/loss")[0]["n"] <= 4 * 800
+        pane.width = 2000
+        wider = wait_until(lambda: [m for m in rec.of("reset", "run-a", "train/loss") if m["n"] > 4 * 800],
+                           "a read sized for 2000 px")[0]
+        assert wider["n"] <= 4 * 2000
+    finally:
+        pane.close()
