@@ -11,6 +11,7 @@ import base64
 import codecs
 import math
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "MAX_TIME_NS",
     "ZERO_TIME_NS",
     "GoMap",
+    "RawJSON",
     "decode_go_utf8",
     "marshal",
     "unix_seconds_to_ns",
@@ -260,21 +262,32 @@ class GoMap(dict):
     """A ``map[string]T``: encoded with its keys sorted, unlike a struct (a plain ``dict``)."""
 
 
-def marshal(value: object, *, indent: str | None = None, depth: int = 0) -> bytes:
+class RawJSON:
+    """Already-encoded JSON spliced in as is (``json.RawMessage``), e.g. points encoded in bulk."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def marshal(value: object, *, indent: str | None = None, depth: int = 0, escape_html: bool = True) -> bytes:
     """``json.Marshal`` (``indent=None``) or ``json.MarshalIndent(v, "", indent)``.
 
     Plain dicts are structs (their order is the field order); :class:`GoMap` are maps; ``bytes``
     are base64 like ``[]byte``; strings are HTML-escaped as Marshal does by default. ``depth``
-    encodes a value nested that deep in an indented document.
+    encodes a value nested that deep in an indented document; ``escape_html=False`` is an
+    ``Encoder`` with ``SetEscapeHTML(false)`` (what TauGrid's HTTP handlers write).
     """
     out: list[str] = []
-    _marshal_into(value, out, indent, depth)
+    _marshal_into(value, out, indent, depth, _encode_html if escape_html else _encode_plain)
     return "".join(out).encode("utf-8")
 
 
-def _marshal_into(value: object, out: list[str], indent: str | None, depth: int) -> None:
+def _marshal_into(value: object, out: list[str], indent: str | None, depth: int,
+                  string: Callable[[str], str]) -> None:
     if isinstance(value, str):
-        out.append(_encode_html(value))
+        out.append(string(value))
     elif value is None:
         out.append("null")
     elif value is True:
@@ -285,6 +298,8 @@ def _marshal_into(value: object, out: list[str], indent: str | None, depth: int)
         out.append(str(value))
     elif isinstance(value, float):
         out.append(encode_float(value))
+    elif isinstance(value, RawJSON):
+        out.append(value.text)
     elif isinstance(value, (bytes, bytearray, memoryview)):
         out.append('"' + base64.b64encode(bytes(value)).decode("ascii") + '"')
     elif isinstance(value, dict):
@@ -298,9 +313,9 @@ def _marshal_into(value: object, out: list[str], indent: str | None, depth: int)
                 out.append(",")
             if indent is not None:
                 out.append("\n" + indent * (depth + 1))
-            out.append(_encode_html(key))
+            out.append(string(key))
             out.append(": " if indent is not None else ":")
-            _marshal_into(item, out, indent, depth + 1)
+            _marshal_into(item, out, indent, depth + 1, string)
         if indent is not None:
             out.append("\n" + indent * depth)
         out.append("}")
@@ -314,7 +329,7 @@ def _marshal_into(value: object, out: list[str], indent: str | None, depth: int)
                 out.append(",")
             if indent is not None:
                 out.append("\n" + indent * (depth + 1))
-            _marshal_into(item, out, indent, depth + 1)
+            _marshal_into(item, out, indent, depth + 1, string)
         if indent is not None:
             out.append("\n" + indent * depth)
         out.append("]")

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from decimal import Decimal
 
 from starlette.responses import Response
 
+from tau_collector.gojson import RawJSON, encode_float, marshal
+
 __all__ = [
     "SECURITY_HEADERS",
+    "RawJSON",
     "V2Error",
     "classify",
     "encode_json",
@@ -92,80 +92,11 @@ def metadata(requested_source: str, served_sources: Iterable[str], partial: bool
     return out
 
 
-# -- Go encoding/json, SetEscapeHTML(false) ------------------------------------------------
+# -- Go encoding/json, SetEscapeHTML(false): tau_collector.gojson does the encoding -----------------
 
-
-def go_float(value: float) -> str:
-    """A float64 as Go's encoding/json writes it: shortest digits, ``1`` not ``1.0``, ``1e-7``, ``1e+21``."""
-    if not math.isfinite(value):
-        raise ValueError("non-finite float has no JSON form")  # Go refuses too; callers drop such points
-    text = repr(value)
-    if "e" not in text:
-        return text[:-2] if text.endswith(".0") else text
-    magnitude = abs(value)
-    if 1e-6 <= magnitude < 1e21:
-        # Python switches to exponent form earlier than Go does; reuse the shortest digits positionally.
-        text = format(Decimal(text), "f")
-        return text
-    mantissa, exponent = text.split("e")
-    exp = int(exponent)
-    return f"{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp)}"
-
-
-def _go_string(text: str) -> str:
-    # ensure_ascii=False leaves U+2028/U+2029 raw; Go escapes them even with SetEscapeHTML(false).
-    return json.dumps(text, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
-def _encode(obj: object, out: list[str]) -> None:
-    if obj is None:
-        out.append("null")
-    elif obj is True:
-        out.append("true")
-    elif obj is False:
-        out.append("false")
-    elif isinstance(obj, str):
-        out.append(_go_string(obj))
-    elif isinstance(obj, int):
-        out.append(str(obj))
-    elif isinstance(obj, float):
-        out.append(go_float(obj))
-    elif isinstance(obj, dict):
-        out.append("{")
-        first = True
-        for key, value in obj.items():
-            if not first:
-                out.append(",")
-            first = False
-            out.append(_go_string(str(key)))
-            out.append(":")
-            _encode(value, out)
-        out.append("}")
-    elif isinstance(obj, RawJSON):
-        out.append(obj.text)
-    elif isinstance(obj, list | tuple):
-        out.append("[")
-        for i, value in enumerate(obj):
-            if i:
-                out.append(",")
-            _encode(value, out)
-        out.append("]")
-    else:
-        raise TypeError(f"cannot encode {type(obj).__name__} as JSON")
-
-
-class RawJSON:
-    """Pre-encoded JSON spliced in as is (the series points, encoded in bulk)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
+go_float = encode_float  # a float64 as Go writes it; refuses non-finite values, as Go does
 
 
 def encode_json(obj: object) -> bytes:
     """Compact, not HTML-escaped, key order kept, trailing newline: Go's ``json.Encoder`` output."""
-    out: list[str] = []
-    _encode(obj, out)
-    out.append("\n")
-    return "".join(out).encode("utf-8", "replace")
+    return marshal(obj, escape_html=False) + b"\n"
