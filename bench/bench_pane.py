@@ -22,6 +22,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -186,7 +187,7 @@ def main() -> None:
             lab = next(lab_gen)
             try:
                 with sync_playwright() as p:
-                    browser = p.chromium.launch(executable_path=os.environ.get("TAU_CHROMIUM", "/usr/bin/chromium"),
+                    browser = p.chromium.launch(executable_path=os.environ.get("TAU_CHROMIUM") or shutil.which("chromium"),
                                                 args=CHROMIUM_ARGS)
                     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
                     lat = latency(page, lab, store, portal, work, args.points, args.rate)
