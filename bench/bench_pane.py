@@ -187,8 +187,8 @@ def main() -> None:
             lab = next(lab_gen)
             try:
                 with sync_playwright() as p:
-                    browser = p.chromium.launch(executable_path=os.environ.get("TAU_CHROMIUM") or shutil.which("chromium"),
-                                                args=CHROMIUM_ARGS)
+                    chromium = os.environ.get("TAU_CHROMIUM") or shutil.which("chromium")
+                    browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
                     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
                     lat = latency(page, lab, store, portal, work, args.points, args.rate)
                     print(f"write → drawn over {lat['measured']} rows at {args.rate:g}/s: p50 {lat['p50_ms']:.0f} ms, "
