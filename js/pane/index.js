@@ -124,16 +124,22 @@ class MetricPlot {
   }
 
   xFor(series, steps) {
-    if (this.pane.settings.axis === "wall") {
+    if (this.pane.settings.axis === "wall" && this.hasWall()) {
       const x = interpolateWall(series.wall, steps);
       if (x) return x;
     }
     return steps.slice();
   }
 
+  hasWall() {
+    const series = this.pane.store.series.get(seriesKey(this.runs()[0], this.metric));
+    return !!(series && series.wall.steps.length);
+  }
+
   layout() {
     const s = this.pane.settings;
-    const wall = s.axis === "wall";
+    // A Portal without wall times (TauGrid's v2 reads carry none) keeps the step axis.
+    const wall = s.axis === "wall" && this.hasWall();
     return {
       height: 220, margin: { l: 55, r: 10, t: 8, b: 32 }, showlegend: this.runs().length > 1,
       legend: { orientation: "h", y: 1.15, x: 0 },
