@@ -210,9 +210,14 @@ class Run:
 
     # -- metrics
 
+    @property
+    def uses_local_store(self) -> bool:
+        """True when the run's metrics land in the local expstore (local runs, Ray runs sharing the filesystem)."""
+        return self.backend == "local" or (self.backend == "ray" and bool(self.record.get("shared_store")))
+
     def portal(self):
-        """A Portal client for this run: the local Portal (started on demand) or ``$TAU_PORTAL_URL``."""
-        if self.backend == "tau":
+        """A Portal client for this run: the local Portal (started on demand), else ``$TAU_PORTAL_URL``'s."""
+        if not self.uses_local_store:
             from .client import PortalClient
 
             return PortalClient(workspace=self.workspace, project=self.project)
@@ -239,7 +244,7 @@ class Run:
         """"Open in Stellar" for this run, through the Jupyter server when there is one."""
         from .portal.jupyter_proxy import jupyter_base_url, stellar_link
 
-        if jupyter_base_url() is not None or self.backend == "tau":
+        if jupyter_base_url() is not None or not self.uses_local_store:
             return stellar_link(self.run_id, self.project)
         from .local_portal import ensure_portal
 
@@ -249,8 +254,8 @@ class Run:
         """The live loss pane for this run (``taunotebook.pane.LossPane``), polling the run's Portal."""
         from .pane import LossPane
 
-        portal = None  # tau: $TAU_PORTAL_URL / $TAU_PORTAL_TOKEN
-        if self.backend != "tau":
+        portal = None  # TauGrid's Portal: $TAU_PORTAL_URL / $TAU_PORTAL_TOKEN
+        if self.uses_local_store:
             from .local_portal import ensure_portal
 
             local = ensure_portal(self.workspace)

@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tau_collector.completion import write_completion
+
 from . import BackendError, RunSpec, tau_home, write_record
 
 __all__ = ["LocalBackend", "process_alive", "start_ticks_of", "store_dir", "wrapper_argv"]
@@ -116,7 +118,12 @@ class LocalBackend:
             return str(completion["state"])
         if self._alive(record):
             return "running" if (directory / "collector" / "ready").exists() else "pending"
-        return "failed"  # the wrapper died without writing an outcome (killed with SIGKILL, machine reboot)
+        # The wrapper died without writing an outcome (SIGKILL, OOM killer, reboot). Write it in its place:
+        # its collector (own session, still watching) then publishes the failure marker and exits.
+        write_completion(str(directory / "completion.json"), "failed", reason="workload-wrapper-lost",
+                         message=f"the job wrapper (pid {record.get('pid')}) exited without recording an outcome",
+                         completed_at=time.time_ns() // 1_000_000_000 * 1_000_000_000)
+        return "failed"
 
     def finished(self, record: Mapping[str, Any]) -> bool:
         return not self._alive(record)

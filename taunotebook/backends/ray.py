@@ -146,6 +146,9 @@ class RayBackend:
     def follow(self, record: Mapping[str, Any], write: Callable[[str], object]) -> None:
         """Stream the job log with ``tail_job_logs`` (on its own loop: a kernel's loop is already running)."""
         client = _client(record["address"])
+        if ray_state(client.get_job_info(record["submission_id"]).status) not in ("pending", "running"):
+            write(client.get_job_logs(record["submission_id"]))  # ended: the whole log, no stream to wait on
+            return
 
         async def tail() -> None:
             async for lines in client.tail_job_logs(record["submission_id"]):

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import textwrap
+import time
 
 import pytest
 from IPython.core.error import UsageError
@@ -16,6 +17,8 @@ from taunotebook.backends.local import process_alive, start_ticks_of
 from taunotebook.local_portal import ensure_portal, record_file, stop_portal
 from taunotebook.submit import attach, runs, submit
 
+from .processes import stop_processes_mentioning
+
 
 @pytest.fixture
 def tau_home(tmp_path, monkeypatch):
@@ -24,11 +27,9 @@ def tau_home(tmp_path, monkeypatch):
     try:
         yield home
     finally:
-        for record in iter_records(home):
-            if record.get("pid") and process_alive(record["pid"], record.get("start_ticks")):
-                os.killpg(record["pid"], signal.SIGKILL)
         for workspace in ("default", "team-a"):
             stop_portal(workspace, home=home)
+        stop_processes_mentioning(home)  # wrappers, trainers and collectors a failed test may have left
 
 
 @pytest.mark.parametrize("good", ["a", "seed-1", "lr.0_1", "9x", "run-a1b2c3"])
@@ -79,10 +80,27 @@ def test_a_script_runs_with_its_args_in_the_callers_directory_and_is_listed_and_
         attach("nope")
 
 
-def test_a_job_killed_without_an_outcome_is_failed_and_a_reused_pid_is_not_taken_for_it(tau_home):
-    run = submit(code="import time\ntime.sleep(600)\n", name="doomed")
-    os.killpg(run.record["pid"], signal.SIGKILL)
+def test_a_job_killed_without_an_outcome_is_failed_and_its_orphaned_collector_finishes(tau_home):
+    run = submit(code="import json, time\nprint(json.dumps({'step': 0, 'loss': 1.0}), flush=True)\n"
+                      "time.sleep(600)\n", name="doomed")
+    while "loss" not in run.metrics():
+        assert run.state in ("pending", "running")
+        time.sleep(0.2)
+    os.killpg(run.record["pid"], signal.SIGKILL)  # wrapper and trainer; the collector has its own session
     assert run.wait(60) == "failed"
+    completion = json.loads((run.run_dir / "completion.json").read_text())
+    assert (completion["state"], completion["reason"]) == ("failed", "workload-wrapper-lost")
+    done = run.run_dir / "collector" / "done"
+    deadline = time.monotonic() + 120
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert done.read_text() == "done\n"  # the collector saw the outcome, published it and stopped
+    with ensure_portal().client() as client:
+        assert client.run(run.run_id).state == "failed"
+        assert list(client.series(run.run_id, "tau/run_status").values) == [-1.0]
+
+
+def test_a_reused_pid_is_not_taken_for_the_recorded_process():
     assert not process_alive(os.getpid(), start_ticks_of(os.getpid()) + 1)
     assert process_alive(os.getpid(), start_ticks_of(os.getpid()))
 

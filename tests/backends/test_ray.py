@@ -18,6 +18,8 @@ from taunotebook.backends.ray import ray_state
 from taunotebook.local_portal import ensure_portal, stop_portal
 from taunotebook.submit import attach, runs, submit
 
+from .processes import stop_processes_mentioning
+
 pytestmark = pytest.mark.slow
 
 DASHBOARD = "http://127.0.0.1:8265"
@@ -75,6 +77,7 @@ def tau_home(tmp_path, monkeypatch):
         yield home
     finally:
         stop_portal(home=home)
+        stop_processes_mentioning(home)
 
 
 def test_ray_job_states_map_to_taugrids():
@@ -98,14 +101,15 @@ def test_a_remote_cluster_without_adx_settings_is_refused(tau_home, monkeypatch)
 
 
 def test_a_cell_runs_as_a_ray_job_with_the_wrapper_and_its_series_reaches_the_local_portal(ray_head, tau_home):
-    run = submit(code=("import json\nprint('on ray')\nfor s in range(20):\n"
-                       "    print(json.dumps({'step': s, 'loss': 1.0 / (s + 1)}))\n"),
+    run = submit(code=("import json, time\nprint('on ray', flush=True)\nfor s in range(20):\n"
+                       "    print(json.dumps({'step': s, 'loss': 1.0 / (s + 1)}), flush=True)\n"
+                       "    time.sleep(0.1)\nprint('trained', flush=True)\n"),
                  backend="ray", ray_address=ray_head, project="demo", name="ray-job", group="ray")
-    assert run.record["submission_id"] == run.run_id and run.record["shared_store"] is True
-    assert run.wait(300) == "succeeded"
+    assert run.record["submission_id"] == run.run_id and run.uses_local_store is True
     followed: list[str] = []
-    attach(run.run_id).follow(followed.append)  # tail_job_logs of a finished job: the whole log, then the end
-    assert "on ray" in "".join(followed)
+    attach(run.run_id).follow(followed.append)  # streams (tail_job_logs) until the job ends
+    assert run.wait(300) == "succeeded"
+    assert "on ray" in "".join(followed) and "trained" in "".join(followed)
     assert "on ray" in run.logs() and '"loss"' not in run.logs()
     with ensure_portal().client() as client:
         series = client.series(run.run_id, "loss")

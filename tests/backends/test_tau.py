@@ -154,6 +154,7 @@ def test_tau_run_is_called_with_the_workspace_and_the_rendered_config(tau_home, 
     assert call["config"] == to_yaml(run.record["config"]) + "\n"
     assert run.record["config"]["storage"]["output"] == f"/data/projects/team-a/runs/{run.run_id}"
     assert run.state == "submitted"  # no TAU_PORTAL_URL to ask
+    assert run.uses_local_store is False  # its series come from TauGrid's Portal
     assert [r.run_id for r in runs()] == [run.run_id]
 
     # The staged entrypoint runs the script with its args and writes house history rows under the output.

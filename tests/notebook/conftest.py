@@ -1,16 +1,13 @@
 """Real notebooks run headlessly by nbclient in the venv's ipykernel, with a temporary ``TAU_HOME``.
 
 ``tau_home`` points ``TAU_HOME`` at a fresh directory for the test (kernels inherit it) and, when
-the test ends, stops every process the test's runs and Portals left: run wrappers by their
-process group (recorded pid + start time), local Portals by their recorded pid.
+the test ends, stops every process the test's runs and Portals left: local Portals by their recorded
+pid, then whatever still has the test's ``TAU_HOME`` in its command line (wrappers, trainers, collectors).
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import textwrap
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -18,9 +15,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from taunotebook.backends import iter_records
-from taunotebook.backends.local import process_alive
 from taunotebook.local_portal import record_file, stop_portal
+
+from ..backends.processes import stop_processes_mentioning
 
 KERNEL = "python3"  # ipykernel's native spec: the interpreter running the tests, i.e. the venv's
 
@@ -57,19 +54,11 @@ def usage_errors(cell) -> Sequence[str]:
 
 
 def stop_everything(home: Path) -> None:
-    for record in iter_records(home):
-        pid, ticks = record.get("pid"), record.get("start_ticks")
-        if record.get("backend") == "local" and pid and process_alive(pid, ticks):
-            os.killpg(pid, signal.SIGKILL)
     for path in home.glob("portal*.json"):
         workspace = "default" if path.name == "portal.json" else path.stem.removeprefix("portal-")
         assert record_file(workspace, home) == path
         stop_portal(workspace, home=home)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(
-        r.get("pid") and process_alive(r["pid"], r.get("start_ticks")) for r in iter_records(home)
-    ):
-        time.sleep(0.05)
+    stop_processes_mentioning(home)  # run wrappers, trainers and collectors still running when the test ends
 
 
 @pytest.fixture
