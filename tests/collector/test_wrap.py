@@ -115,3 +115,28 @@ def test_a_missing_command_is_a_usage_error(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "no command given" in proc.stderr
+
+
+def test_a_killed_wrapper_takes_its_trainer_and_collector_with_it_and_the_run_ends_cancelled(tmp_path):
+    proc = wrap(tmp_path, """
+        import json, time
+        step = 0
+        while True:
+            print(json.dumps({"step": step, "loss": 1.0}), flush=True)
+            step += 1
+            time.sleep(0.05)
+    """)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if (tmp_path / "store" / "manifest.json").exists() and reader(tmp_path).run("r1") is not None:
+            break
+        time.sleep(0.1)
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert len(children) == 2  # the collector sidecar and the trainer
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in children):
+        time.sleep(0.2)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in children)
+    assert reader(tmp_path).run("r1").state == "cancelled"

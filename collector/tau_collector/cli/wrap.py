@@ -80,6 +80,19 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def _terminate_with_parent() -> None:
+    """In a child, before exec: SIGTERM when the wrapper dies (even by SIGKILL). The trainer stops with
+    its job, and no collector is left watching forever: on SIGTERM it drains, waits briefly for the
+    completion file and records the run as cancelled."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+
+
 def _pump(fd: int, history_dir: str, log: _Passthrough) -> None:
     with HistoryWriter(history_dir) as writer:
         filter_ = _Filter(writer, log, sys.stderr.buffer)
@@ -135,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     log_file = open(os.path.join(run_dir, "collector.log"), "ab")  # lives as long as the sidecar
     collector = subprocess.Popen(collector_cmd, stdout=open(os.path.join(out_dir, "result.json"), "wb"),
-                                 stderr=log_file, start_new_session=True)
+                                 stderr=log_file, start_new_session=True, preexec_fn=_terminate_with_parent)
 
     stop = threading.Event()
     trainer: subprocess.Popen | None = None
@@ -151,8 +164,10 @@ def run(args: argparse.Namespace) -> int:
     status = 0
     state, reason = "succeeded", "workload-entrypoint-exit"
     waited = _wait_for(ready, args.ready_timeout, stop=stop, process=collector)
-    if waited == "stopped":
+    if waited == "stopped" or (waited == "ok" and stop.is_set()):
+        # Terminated before the trainer started: TauGrid's 143, and the run is cancelled, not succeeded.
         status = EXIT_TERMINATED
+        state, reason = "cancelled", "workload-termination"
     elif waited != "ok":
         why = "exited before it was ready" if waited == "exited" else f"did not become ready within " \
               f"{args.ready_timeout:.0f}s"
@@ -166,7 +181,9 @@ def run(args: argparse.Namespace) -> int:
                    PYTHONUNBUFFERED="1")
         read_fd, write_fd = os.pipe()
         try:
-            trainer = subprocess.Popen(args.command, stdout=write_fd, env=env)
+            trainer = subprocess.Popen(args.command, stdout=write_fd, env=env, preexec_fn=_terminate_with_parent)
+            if stop.is_set():  # the signal arrived while the trainer was being started
+                trainer.send_signal(signal.SIGTERM)
         except OSError as exc:
             os.close(read_fd)
             print(f"tau-collector wrap: cannot start {args.command[0]!r}: {exc.strerror or exc}", file=sys.stderr)
