@@ -354,3 +354,20 @@ def test_a_much_wider_pane_rereads_the_full_range_for_its_width(portal_server, c
         assert wider["n"] <= 4 * 2000
     finally:
         pane.close()
+
+
+def test_a_corrupt_source_reported_by_the_collector_is_said_in_words(live_store):
+    from tau_collector.expstore.run_events import SOURCE_PROBLEM, RunEvent, record_run_events
+
+    store, writer = live_store
+    write(writer, "c0", "bumpy", range(5))
+    record_run_events(writer.store, [RunEvent(
+        "bumpy", "2026-11-30T10:00:00Z", SOURCE_PROBLEM, "tau-collector", "error",
+        "tb/events.out.tfevents.1 at byte 4242: CRC mismatch", {"error": "crc_mismatch", "offset": 4242})])
+    with serve(store) as server:
+        pane, _rec = make_pane("bumpy", PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0))
+        try:
+            wait_until(lambda: "CRC mismatch" in pane.status.get("message", ""), "the corrupt source in the status")
+            assert "collector: tb/events.out.tfevents.1 at byte 4242" in pane.status["message"]
+        finally:
+            pane.close()

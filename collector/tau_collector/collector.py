@@ -610,6 +610,7 @@ class Collector:
     # -- reporting -------------------------------------------------------------------------
 
     def _report(self, problems: Iterable[SourceProblem]) -> None:
+        new = []
         for problem in problems:
             key = (problem.path, problem.line, problem.offset, problem.kind)
             if key in self._reported:
@@ -617,6 +618,13 @@ class Collector:
             self._reported.add(key)
             self.result.problems.append(problem)
             self._log(str(problem))
+            new.append(problem)
+        if new:
+            for sink in self.options.sinks:
+                try:  # telling readers about a problem must never stop the metrics themselves
+                    sink.report(self.options.run, new)
+                except (SinkError, OSError, RuntimeError) as exc:
+                    self._log(f"could not record {len(new)} source problem(s) in {sink.name}: {exc}")
 
     def _note_non_finite(self, events: list[MetricEvent]) -> None:
         self.result.non_finite += len(events)

@@ -24,9 +24,12 @@ from starlette.responses import Response
 
 from tau_collector.expstore import Run, StoreReader
 from tau_collector.expstore.m4 import m4_indices
+from tau_collector.expstore.run_events import SOURCE_PROBLEM
 
 from .auth import decode_path_id, parse_query, resolve_workspace, run_in_workspace
 from .errors import RawJSON, V2Error, error_response, go_float, json_response, metadata
+
+_MAX_PROBLEM_WARNINGS = 5  # a file of bad rows must not bury the metadata block
 
 __all__ = [
     "API_BASE",
@@ -381,7 +384,13 @@ class StellarV2:
         if (run is None or not run_in_workspace(run, workspace)
                 or (target and target not in (run.run_id, run.experiment_id, run.run_group_id))):
             raise V2Error(404, "NOT_FOUND", NOT_FOUND_MESSAGE)
-        return run, warnings
+        # What the collector could not read (a corrupt event file, bad rows) makes the run's data
+        # degraded: say so on every read of it, in words.
+        problems = [f"collector: {e.message}" for e in self.reader.run_events(run.run_id, type=SOURCE_PROBLEM)]
+        if len(problems) > _MAX_PROBLEM_WARNINGS:
+            hidden = len(problems) - _MAX_PROBLEM_WARNINGS
+            problems = [*problems[:_MAX_PROBLEM_WARNINGS], f"collector: {hidden} more source problems"]
+        return run, warnings + problems
 
     # -- reads ----------------------------------------------------------------------------
 

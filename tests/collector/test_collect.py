@@ -373,3 +373,19 @@ def test_sigterm_without_completion_emits_a_cancelled_marker_and_exits_1(tmp_pat
     assert reader.run("seed-1").state == "cancelled"
     assert [float(v) for v in reader.rows("seed-1", "tau/run_status").value] == [-2.0]
     assert not math.isnan(reader.rows("seed-1", "loss").value[0])
+
+
+def test_source_problems_are_recorded_in_the_store_for_readers(tmp_path):
+    logdir = tmp_path / "tb"
+    bad = write_tensorboardx(logdir, [("loss", s, 1.0, 1_790_000_000 + s) for s in range(3)])
+    data = bytearray(bad.read_bytes())
+    data[-6] ^= 0xFF
+    bad.write_bytes(bytes(data))
+    write_chunk(tmp_path / "hist", 0, [row(0, loss=1.0), "{oops"])
+    store = tmp_path / "store"
+    Collector(options(tmp_path, [ExpstoreSink(store, source_id="t")], tfevents=[str(logdir)])).run()
+    Collector(options(tmp_path, [ExpstoreSink(store, source_id="t")], tfevents=[str(logdir)])).run()  # again: no dups
+    events = StoreReader(ExpStore(store)).run_events("seed-1")
+    assert sorted(e.payload["error"] for e in events) == ["bad_row", "crc_mismatch"]
+    (crc,) = [e for e in events if e.payload["error"] == "crc_mismatch"]
+    assert crc.severity == "error" and str(bad) in crc.message and crc.payload["offset"] > 0

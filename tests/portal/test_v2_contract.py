@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import numpy as np
 import pytest
 
 from taunotebook.portal.errors import go_float
 
-from .conftest import BASE_NS, LOSS_POINTS, NOTE, loss_value
+from .conftest import BASE_NS, LOSS_POINTS, NOTE, TOKEN, loss_value, serve
 from .expected import (
     METADATA_KEYS,
     METRIC_KEYS,
@@ -235,3 +236,24 @@ def test_bulk_encoded_points_use_go_number_forms():
     expected = ",".join(f'{{"step":{i},"value":{go_float(v)}}}' for i, v in enumerate(values))
     assert text == f"[{expected}]"
     assert '"value":1e-7' in text and '"value":10000000000000000' in text and '"value":1}' in text
+
+
+def test_collector_problems_are_warnings_on_every_read_of_the_run(tmp_path):
+    from tau_collector.expstore import open_store
+    from tau_collector.expstore.run_events import SOURCE_PROBLEM, RunEvent, record_run_events
+    from tau_collector.expstore.writer import MetricWriter
+    from tau_collector.metric_event import new_metric_event
+
+    store = open_store(tmp_path / "store", create=True)
+    MetricWriter(store).write_chunk("k", [new_metric_event(
+        project="p", experiment_id="e", run_group_id="g", run_id="r1", metric_name="loss", step=0,
+        wall_time=1_790_000_000 * 10**9, value=1.0, exported_at=1_790_000_000 * 10**9)], [], request_hash="k")
+    record_run_events(store, [RunEvent("r1", "2026-11-30T10:00:00Z", SOURCE_PROBLEM, "tau-collector", "error",
+                                       f"h.jsonl:{line}: invalid JSON") for line in range(1, 9)])
+    with serve(tmp_path / "store") as server, httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        base = f"http://127.0.0.1:{server.port}/api/v2/stellar/runs/r1"
+        for url in (base, base + "/metrics", base + "/series?target=r1&metric=loss"):
+            meta = http.get(url).json()["metadata"]
+            assert meta["availability"]["state"] == "degraded"
+            assert meta["warnings"][:2] == ["collector: h.jsonl:1: invalid JSON", "collector: h.jsonl:2: invalid JSON"]
+            assert meta["warnings"][-1] == "collector: 3 more source problems" and len(meta["warnings"]) == 6

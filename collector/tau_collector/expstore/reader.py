@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .m4 import M4Index, m4_indices
+from .run_events import RunEvent, read_run_events
 from .store import ExpStore
 from .summaries import MetricSummaryRow
 from .writer import _SUMMARY_COLUMNS
@@ -205,6 +206,10 @@ class StoreReader:
             (run_id,),
         ).fetchall()
         return [MetricSummaryRow(*row) for row in rows]
+
+    def run_events(self, run_id: str, *, type: str | None = None) -> list[RunEvent]:
+        """What the collector reported about the run's sources (``events`` table), oldest first."""
+        return read_run_events(self.store, run_id, type=type)
 
     def metric_names(self, run_id: str) -> list[str]:
         return [n for (n,) in self.store.connection().execute(

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..metric_event import MetricEvent
+from ..records import SourceProblem
 
 __all__ = ["Chunk", "Sink", "SinkError"]
 
@@ -58,6 +59,9 @@ class Sink(abc.ABC):
     @abc.abstractmethod
     def deliver(self, chunk: Chunk) -> None:
         """Deliver idempotently: re-delivering an acknowledged chunk must be a no-op."""
+
+    def report(self, run_id: str, problems: list[SourceProblem]) -> None:  # noqa: B027 - optional
+        """Keep the problems met while reading the run's sources where readers can show them."""
 
     def close(self) -> None:  # noqa: B027 - most sinks hold nothing to release
         """Release connections and files."""

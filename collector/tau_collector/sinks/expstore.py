@@ -21,9 +21,11 @@ import sqlite3
 import orjson
 
 from ..expstore.compaction import CompactionPolicy
-from ..expstore.store import ExpStore, StoreError
+from ..expstore.run_events import SOURCE_PROBLEM, RunEvent, record_run_events
+from ..expstore.store import ExpStore, StoreError, utc_now_rfc3339
 from ..expstore.writer import IdempotencyConflictError, MetricWriter
 from ..metric_event import MetricEvent, NotCanonicalError
+from ..records import ProblemKind, SourceProblem
 from .base import Chunk, Sink, SinkError
 
 __all__ = ["ExpstoreSink", "chunk_idempotency_key", "chunk_request_hash"]
@@ -86,6 +88,14 @@ class ExpstoreSink(Sink):
 
     def identity(self) -> str:
         return str(self._store.root)
+
+    def report(self, run_id: str, problems: list[SourceProblem]) -> None:
+        now = utc_now_rfc3339()
+        record_run_events(self._store, [
+            RunEvent(run_id, now, SOURCE_PROBLEM, "tau-collector",
+                     "warning" if p.kind == ProblemKind.TRUNCATED else "error", str(p), p.to_json())
+            for p in problems
+        ])
 
     def deliver(self, chunk: Chunk) -> None:
         if not chunk.ndjson and not chunk.non_finite:
