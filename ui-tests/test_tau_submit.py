@@ -1,0 +1,60 @@
+"""``%%tau_submit`` in a real JupyterLab: the cell becomes a local job and its pane draws a growing curve.
+
+Nothing is preset: the kernel gets only a temporary ``TAU_HOME``, so the magic starts the local job, its
+collector and the local Portal on demand, exactly as on a first-time user's laptop.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from jupyterlab import JupyterLab, cell_running, open_notebook, run_all, start_lab
+from playwright.sync_api import Page
+from ui_pages import screenshot
+
+NOTEBOOKS = Path(__file__).resolve().parent / "submit_notebooks"
+LOSS_PLOT = ".jp-OutputArea-output .tau-pane .tau-pane-metric[data-metric=loss]"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from backends.processes import stop_processes_mentioning  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tau_home(tmp_path_factory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("tau-home")
+    yield home
+    stop_processes_mentioning(home)  # the job, its collector and the Portal the magic started
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, tau_home: Path) -> Iterator[JupyterLab]:
+    yield from start_lab(tmp_path_factory.mktemp("submit-lab"), {"TAU_HOME": str(tau_home)})
+
+
+def points(page: Page) -> int:
+    plot = page.locator(LOSS_PLOT)
+    return int(plot.get_attribute("data-points") or 0) if plot.count() else 0
+
+
+def test_tau_submit_draws_a_growing_curve_while_another_cell_sleeps(lab: JupyterLab, page: Page):
+    name = lab.copy_notebook(NOTEBOOKS / "tau_submit.ipynb", "submit.ipynb")
+    open_notebook(page, lab, name)
+    run_all(page)
+    page.wait_for_function(
+        "(sel) => { const p = document.querySelector(sel); return p && Number(p.dataset.points) >= 1; }",
+        arg=LOSS_PLOT, timeout=120_000)
+    page.wait_for_function("() => document.querySelectorAll('.jp-Cell')[2]"
+                           ".querySelector('.jp-InputPrompt').textContent.includes('*')", timeout=60_000)
+    seen = [points(page)]
+    while cell_running(page, 2) and seen[-1] < 150:
+        page.wait_for_timeout(700)
+        seen.append(points(page))
+        if len(seen) == 5:
+            screenshot(page, "tau-submit-growing")
+    growth = [b for a, b in itertools.pairwise(seen) if b > a]
+    assert len(growth) >= 3, f"the curve should grow while the other cell sleeps: {seen}"
+    output = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea").inner_text()
+    assert "ui-submit-" in output  # the magic printed the run id
