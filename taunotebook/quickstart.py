@@ -1,8 +1,9 @@
 """The main job on the embedded default: a local training job, its collector, a local store, a live view.
 
-``python -m taunotebook.quickstart --headless`` runs the quickstart trainer (the loop from the
-design's first example) under ``tau-collector wrap`` with the local expstore as sink, and prints
-each metric's series in the terminal as points arrive, until the run completes.
+``python -m taunotebook.quickstart`` opens JupyterLab (127.0.0.1) on the quickstart notebook, whose
+``%%tau_submit`` cell runs as a local job with its loss pane; the local Portal starts on demand.
+``--headless`` runs the same trainer under ``tau-collector wrap`` with the local expstore as sink
+and prints each metric's series in the terminal as points arrive, until the run completes.
 """
 
 from __future__ import annotations
@@ -64,15 +65,34 @@ def render(reader: StoreReader, run_id: str) -> list[str]:
     return lines
 
 
+NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "quickstart.ipynb"
+
+
+def open_jupyterlab(port: int) -> int:
+    """JupyterLab on a copy of the quickstart notebook (autosave must not rewrite the repository's file)."""
+    workdir = tau_home() / "notebooks"
+    workdir.mkdir(parents=True, exist_ok=True)
+    target = workdir / "quickstart.ipynb"
+    if not target.exists():
+        target.write_bytes(NOTEBOOK.read_bytes())
+    command = [sys.executable, "-m", "jupyter", "lab", str(target), f"--ServerApp.root_dir={workdir}",
+               "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}"]
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    print(f"JupyterLab on {target}; run its cells (Ctrl+C here stops JupyterLab, not your runs)", flush=True)
+    return subprocess.call(command)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="taunotebook-quickstart", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--headless", action="store_true", help="print the live series in the terminal")
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--delay", type=float, default=0.01, help="seconds between training steps")
+    parser.add_argument("--port", type=int, default=8888, help="JupyterLab's port (default 8888)")
     args = parser.parse_args(argv)
     if not args.headless:
-        print("The JupyterLab quickstart arrives with the loss pane; running the headless variant.", flush=True)
+        return open_jupyterlab(args.port)
     home = tau_home()
     run_id = time.strftime("quickstart-%Y%m%d-%H%M%S")
     run_dir = home / "projects" / "default" / "runs" / run_id
