@@ -1,3 +1,9 @@
-"""tau-collector: TauGrid-compatible metric sources, projection, spool and sinks."""
+"""tau-collector: TauGrid-compatible metric sources, projection, spool and sinks.
 
+Training code logs rows with :func:`log` (``from tau_collector import log; log(step=3, loss=0.5)``).
+"""
+
+from .history_writer import log
+
+__all__ = ["__version__", "log"]
 __version__ = "0.1.0"
