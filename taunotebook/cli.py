@@ -10,6 +10,7 @@ __all__ = ["main"]
 USAGE = """usage: taunotebook <command> [options]
 
 commands:
+  import    import TensorBoard, W&B, Ray Tune and JSONL history into the store (taunotebook import --help)
   portal    serve a local expstore with TauGrid's v2 Stellar API and pages (taunotebook portal --help)
 """
 
@@ -20,6 +21,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(USAGE, end="")
         return 0 if args else 2
     command, rest = args[0], args[1:]
+    if command == "import":
+        from .cli_import import main as import_main
+
+        return import_main(rest)
     if command == "portal":
         from .portal.cli import main as portal_main
 

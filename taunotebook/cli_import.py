@@ -1,0 +1,93 @@
+"""``taunotebook import``: argument parsing, the progress bar and the final summary."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from .backends import validate_id
+
+__all__ = ["main"]
+
+EXAMPLES = """examples:
+  taunotebook import runs/                        # a TensorBoard logdir: every run directory becomes a Tau run
+  taunotebook import wandb/run-20240101_120000-abc123 --project vision
+  taunotebook import ~/ray_results/my_sweep --experiment sweep-1 --group lr-search
+  taunotebook import history.jsonl --store /tmp/store
+  taunotebook import runs/ && taunotebook import runs/   # the second import changes nothing
+
+sources: TensorBoard event files (Tune trials included), W&B run folders (files/wandb-history.jsonl),
+Ray Tune trials (result.json: training_iteration is the step, timestamp the time), JSONL history files.
+The store defaults to <TAU_HOME>/store; see it with `taunotebook portal`.
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="taunotebook import",
+        description="Import existing TensorBoard, W&B, Ray Tune and JSONL history into a Tau expstore, "
+                    "idempotently: importing the same files again changes nothing.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="logdir, run folder, experiment or .jsonl file")
+    parser.add_argument("--store", metavar="DIR", help="expstore directory (default: <TAU_HOME>/store)")
+    parser.add_argument("--project", default="default", help="project of the imported runs (default: default)")
+    parser.add_argument("--experiment", metavar="E", help="experiment id (default: the group)")
+    parser.add_argument("--group", metavar="G", help="run group id (default: the experiment, else 'imported')")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list each source and each problem")
+    return parser
+
+
+def _say(line: str) -> None:
+    """A line on stderr that does not break a running tqdm bar."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        print(line, file=sys.stderr)
+    else:
+        tqdm.write(line, file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)  # usage errors exit 2
+    for what in ("project", "experiment", "group"):
+        value = getattr(args, what)
+        if value is not None:
+            try:
+                validate_id(value, f"--{what}")
+            except ValueError as exc:
+                parser.error(str(exc))
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    if missing:
+        parser.error(f"no such file or directory: {', '.join(missing)}")
+    from .importer import discover_sources, import_paths
+
+    if not discover_sources(args.paths):
+        parser.error("nothing to import: no event files, files/wandb-history.jsonl, result.json or *.jsonl under "
+                     + ", ".join(args.paths))
+    if args.store:
+        store = args.store
+    else:
+        from .quickstart import tau_home
+
+        store = str(tau_home() / "store")
+
+    def announce(source) -> None:
+        if args.verbose:
+            _say(f"import: {source.kind} {source.location} -> run {source.run_id}")
+
+    summary = import_paths(args.paths, store, project=args.project, experiment=args.experiment, group=args.group,
+                           progress=not args.quiet, on_source=announce)
+    if args.verbose:
+        for problem in summary.problems:
+            print(f"import: problem: {problem}", file=sys.stderr)
+    print(summary.text())
+    print(f"store: {store}")
+    if summary.corrupt_files or summary.rejected_rows:
+        print("some rows or files could not be read; run with -v to list them (the rest was imported)")
+    return 0

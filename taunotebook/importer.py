@@ -1,0 +1,348 @@
+"""``taunotebook import``: bring existing TensorBoard, W&B, Ray Tune and JSONL history into an expstore.
+
+Every source found under the given paths becomes one Tau run:
+
+* a TensorBoard run (a directory holding ``*tfevents*`` files, Tune trials included): run id from
+  the run directory relative to the imported path (the path's own name when it is the run);
+* a W&B run folder (``files/wandb-history.jsonl``): run id from the folder name;
+* a Ray Tune trial (a directory holding ``result.json``): ``training_iteration`` is the step and
+  ``timestamp`` the time; a trial directory that also holds event files is imported from
+  ``result.json`` only, so the trial is one run;
+* a house JSONL history file (``*.jsonl`` given directly, or found in a directory that is none of
+  the above): run id from the file name.
+
+Run ids are made ``ValidateID``-safe (lowercase ``[a-z0-9._-]``, letter or digit first and last).
+Idempotency: the events of a source are projected with a deterministic export time (the source's
+newest file modification time) and delivered in deterministically cut chunks whose keys are
+their content, so importing the same files twice finds every chunk already acknowledged and
+changes nothing in the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from tau_collector.projection import ProjectionConfig, Projector
+from tau_collector.records import HistoryRow, ProblemKind, SourceProblem
+from tau_collector.sinks.base import Chunk
+from tau_collector.sinks.expstore import ExpstoreSink
+from tau_collector.sources.jsonl import history_metric_file_id, read_history_file
+from tau_collector.sources.tfevents import RunMemory, TensorBoardRun, is_event_file, metric_file_id, read_segment
+from tau_collector.spool import non_finite_key
+
+__all__ = ["ImportSource", "ImportSummary", "discover_sources", "import_paths", "safe_run_id"]
+
+WANDB_HISTORY = os.path.join("files", "wandb-history.jsonl")
+TUNE_RESULT = "result.json"
+# Rows per delivered chunk: bounds memory on a large source; the cut is deterministic.
+CHUNK_ROWS = 100_000
+# Tune's bookkeeping fields in result.json: not metrics.
+_TUNE_SKIP = frozenset({
+    "config", "pid", "hostname", "node_ip", "date", "trial_id", "experiment_id", "experiment_tag", "done",
+    "should_checkpoint", "checkpoint_dir_name",
+})
+_UNSAFE = re.compile(r"[^a-z0-9._-]+")
+
+
+def safe_run_id(text: str) -> str:
+    """``text`` made ValidateID-safe: lowercase, runs of other characters (``/`` too) become ``-``."""
+    cleaned = _UNSAFE.sub("-", text.lower()).strip("._-")
+    return re.sub(r"-{2,}", "-", cleaned) or "run"
+
+
+@dataclass(slots=True)
+class ImportSource:
+    """One future Tau run: its kind (``tensorboard``/``wandb``/``tune``/``jsonl``) and files."""
+
+    kind: str
+    run_id: str
+    location: str  # the run directory or the history file (absolute)
+    files: list[str]
+
+    def size(self) -> int:
+        total = 0
+        for path in self.files:
+            try:
+                total += os.path.getsize(path)
+            except OSError:
+                pass
+        return total
+
+
+@dataclass(slots=True)
+class ImportSummary:
+    runs: int = 0
+    metrics: int = 0
+    points: int = 0
+    non_finite: int = 0
+    rejected_rows: int = 0
+    corrupt_files: int = 0
+    files: int = 0
+    bytes: int = 0
+    run_ids: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        return (f"imported {self.runs} runs, {self.metrics} metrics, {self.points} points "
+                f"({self.non_finite} non-finite); {self.rejected_rows} rejected rows, "
+                f"{self.corrupt_files} corrupt files; read {self.files} files, {self.bytes} bytes")
+
+
+def _event_files(directory: str) -> list[str]:
+    try:
+        names = [e.name for e in os.scandir(directory) if e.is_file() and is_event_file(e.name)]
+    except OSError:
+        return []
+    return [os.path.join(directory, n) for n in sorted(names)]
+
+
+def _source_in(directory: str, name: str) -> list[ImportSource]:
+    """What ``directory`` itself is (possibly nothing); ``name`` is the run id text for it."""
+    wandb = os.path.join(directory, WANDB_HISTORY)
+    if os.path.isfile(wandb):
+        return [ImportSource("wandb", name, directory, [wandb])]
+    tune = os.path.join(directory, TUNE_RESULT)
+    if os.path.isfile(tune):
+        return [ImportSource("tune", name, directory, [tune])]
+    events = _event_files(directory)
+    if events:
+        return [ImportSource("tensorboard", name, directory, events)]
+    return []
+
+
+def discover_sources(paths: Iterable[str]) -> list[ImportSource]:
+    """Every source under ``paths`` (files or directories), in a stable order, with unique run ids."""
+    found: list[ImportSource] = []
+    for given in paths:
+        root = os.path.abspath(given)
+        base = os.path.basename(root.rstrip(os.sep)) or "run"
+        if os.path.isfile(root):
+            name = os.path.basename(root)
+            if is_event_file(name):
+                parent = os.path.dirname(root)
+                found.append(ImportSource("tensorboard", os.path.basename(parent), parent, [root]))
+            elif name == TUNE_RESULT:
+                parent = os.path.dirname(root)
+                found.append(ImportSource("tune", os.path.basename(parent), parent, [root]))
+            else:
+                found.append(ImportSource("jsonl", os.path.splitext(name)[0], root, [root]))
+            continue
+        for directory, dirs, files in os.walk(root):
+            dirs.sort()
+            rel = os.path.relpath(directory, root)
+            name = base if rel == os.curdir else rel.replace(os.sep, "/")
+            here = _source_in(directory, name)
+            if here:
+                found.extend(here)
+                if here[0].kind == "wandb":
+                    dirs[:] = []  # the W&B run folder's own files/ is not another source
+                continue
+            for file_name in sorted(files):
+                if file_name.endswith(".jsonl"):
+                    stem = os.path.splitext(file_name)[0]
+                    found.append(ImportSource("jsonl", stem if rel == os.curdir else f"{name}/{stem}",
+                                              os.path.join(directory, file_name),
+                                              [os.path.join(directory, file_name)]))
+    seen: dict[str, int] = {}
+    for source in found:
+        run_id = safe_run_id(source.run_id)
+        if run_id in seen:
+            seen[run_id] += 1
+            run_id = f"{run_id}-{seen[run_id]}"
+        seen.setdefault(run_id, 1)
+        source.run_id = run_id
+    return found
+
+
+def _export_time(source: ImportSource) -> int:
+    mtimes = []
+    for path in source.files:
+        try:
+            mtimes.append(os.stat(path).st_mtime_ns)
+        except OSError:
+            pass
+    return max(mtimes, default=0)
+
+
+def _tune_rows(rows: list[HistoryRow]) -> list[HistoryRow]:
+    out = []
+    for row in rows:
+        fields: dict[str, object] = {}
+        for key, value in row.fields.items():
+            if key in _TUNE_SKIP:
+                continue
+            if isinstance(value, dict):
+                _flatten(key, value, fields)
+            else:
+                fields[key] = value
+        out.append(HistoryRow(fields, row.line, row.offset))
+    return out
+
+
+def _flatten(prefix: str, value: dict, into: dict[str, object]) -> None:
+    for key, inner in value.items():
+        name = f"{prefix}/{key}"
+        if isinstance(inner, dict):
+            _flatten(name, inner, into)
+        else:
+            into[name] = inner
+
+
+class _Progress:
+    """A tqdm bar over bytes (files in the postfix); plain lines on stderr without tqdm."""
+
+    def __init__(self, total_bytes: int, total_files: int, enabled: bool) -> None:
+        self.total_files = total_files
+        self.files = 0
+        self.enabled = enabled
+        self._bar = None
+        if not enabled:
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return
+        self._bar = tqdm(total=total_bytes, unit="B", unit_scale=True, unit_divisor=1024,
+                         desc="import", file=sys.stderr, dynamic_ncols=True)
+
+    def advance(self, nbytes: int, label: str) -> None:
+        self.files += 1
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"files {self.files}/{self.total_files}", refresh=False)
+            self._bar.update(nbytes)
+        else:
+            print(f"import: file {self.files}/{self.total_files} ({nbytes} bytes) {label}", file=sys.stderr)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+class _Importer:
+    def __init__(self, sink: ExpstoreSink, project: str, experiment: str | None, group: str | None,
+                 summary: ImportSummary, progress: _Progress) -> None:
+        self.sink = sink
+        self.project = project
+        self.experiment = experiment
+        self.group = group
+        self.summary = summary
+        self.progress = progress
+
+    def config(self, source: ImportSource) -> ProjectionConfig:
+        group = self.group or self.experiment or "imported"
+        tune = source.kind == "tune"
+        return ProjectionConfig(
+            project=self.project, experiment_id=self.experiment or group, run_group_id=group,
+            run_id=source.run_id, exported_at=_export_time(source),
+            source="tensorboard" if source.kind == "tensorboard" else "jsonl",
+            tags={"import.kind": source.kind},
+            step_field="training_iteration" if tune else "_step",
+            time_field="timestamp" if tune else "_timestamp",
+        )
+
+    def deliver(self, projector: Projector, rows: list[HistoryRow], path: str, problems: list[SourceProblem],
+                metrics: set[str]) -> None:
+        for start in range(0, max(len(rows), 1), CHUNK_ROWS):
+            part = rows[start:start + CHUNK_ROWS]
+            projected, errors = projector.project_rows(part)
+            problems.extend(SourceProblem(path, ProblemKind.BAD_ROW, str(exc), line=row.line, offset=row.offset)
+                            for row, exc in errors)
+            self.summary.rejected_rows += len(errors)
+            if projected.non_finite:
+                non_finite = tuple(projected.non_finite)
+                self.sink.deliver(Chunk(0, "non_finite", non_finite_key(list(non_finite)), b"", 0, non_finite))
+                self.summary.non_finite += len(non_finite)
+                metrics.update(e.metric_name for e in non_finite)
+            if projected.lines:
+                ndjson = b"".join(projected.lines)
+                self.sink.deliver(Chunk(start // CHUNK_ROWS, "history", hashlib.sha256(ndjson).hexdigest(),
+                                        ndjson, len(projected.lines), events=tuple(projected.events)))
+                self.summary.points += len(projected.lines)
+                metrics.update(e.metric_name for e in projected.events)
+
+    def run(self, source: ImportSource) -> None:
+        config = self.config(source)
+        problems: list[SourceProblem] = []
+        metrics: set[str] = set()
+        if source.kind == "tensorboard":
+            run = TensorBoardRun(source.location, "", metric_file_id(source.location))
+            memory = RunMemory()
+            for segment in source.files:
+                batch = read_segment(run, segment, memory=memory)
+                problems.extend(batch.problems)
+                if batch.stop == ProblemKind.CRC_MISMATCH:
+                    self.summary.corrupt_files += 1
+                projector = Projector(config, history_path=segment, metric_file_id=run.metric_file_id,
+                                      metric_file_path=run.directory)
+                rows = [HistoryRow({"_step": o.step, "_timestamp": o.wall_time, o.metric: o.value}, o.record, o.offset)
+                        for o in batch.observations]
+                self.deliver(projector, rows, segment, problems, metrics)
+                self._file_done(segment)
+        else:
+            path = source.files[0]
+            read = read_history_file(path)
+            problems.extend(read.problems)
+            bad_lines = sum(1 for p in read.problems if p.kind != ProblemKind.UNREADABLE)
+            self.summary.rejected_rows += bad_lines
+            if any(p.kind == ProblemKind.UNREADABLE for p in read.problems):
+                self.summary.corrupt_files += 1
+            rows = _tune_rows(read.rows) if source.kind == "tune" else read.rows
+            projector = Projector(config, history_path=path, metric_file_id=history_metric_file_id(path),
+                                  metric_file_path=path)
+            self.deliver(projector, rows, path, problems, metrics)
+            self._file_done(path)
+        if problems:
+            self.sink.report(source.run_id, problems)
+            self.summary.problems.extend(str(p) for p in problems)
+        if metrics:
+            self.summary.runs += 1
+            self.summary.run_ids.append(source.run_id)
+            self.summary.metrics += len(metrics)
+
+    def _file_done(self, path: str) -> None:
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            size = 0
+        self.summary.files += 1
+        self.summary.bytes += size
+        self.progress.advance(size, path)
+
+
+def import_paths(
+    paths: Iterable[str],
+    store_dir: str | os.PathLike[str],
+    *,
+    project: str = "default",
+    experiment: str | None = None,
+    group: str | None = None,
+    progress: bool = False,
+    on_source: Callable[[ImportSource], None] | None = None,
+) -> ImportSummary:
+    """Import every source under ``paths`` into the store at ``store_dir``; returns what was imported.
+
+    ``points`` counts the finite points read (including ones a previous import already stored:
+    a re-import delivers chunks the store acknowledges as already present and changes nothing).
+    """
+    sources = discover_sources(paths)
+    summary = ImportSummary()
+    bar = _Progress(sum(s.size() for s in sources), sum(len(s.files) for s in sources), progress)
+    sink = ExpstoreSink(store_dir, source_id="taunotebook-import")
+    try:
+        importer = _Importer(sink, project, experiment, group, summary, bar)
+        for source in sources:
+            if on_source is not None:
+                on_source(source)
+            importer.run(source)
+    finally:
+        bar.close()
+        sink.close()
+    return summary
+

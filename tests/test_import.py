@@ -1,0 +1,218 @@
+"""``taunotebook import``: real TensorBoard writers, generated W&B / Ray Tune / JSONL history, into a real store."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from tau_collector.expstore.reader import StoreReader
+from taunotebook import cli
+from taunotebook.importer import discover_sources, import_paths, safe_run_id
+
+from .collector.tb_writers import reference_scalars, write_tensorboardx, write_torch
+
+T0 = 1_700_000_000.0
+
+
+def _tensorboard(root: Path) -> Path:
+    logdir = root / "tb"
+    write_tensorboardx(logdir / "exp1" / "train", [("loss", s, 1.0 / (s + 1), T0 + s) for s in range(40)])
+    write_torch(logdir / "exp1" / "Eval Set", [("acc", s, s / 100.0, T0 + s) for s in range(0, 40, 10)])
+    return logdir
+
+
+def _wandb(root: Path) -> Path:
+    run = root / "wandb" / "run-20240101_120000-AbC123"
+    (run / "files").mkdir(parents=True)
+    lines = [json.dumps({"_step": s, "_timestamp": T0 + s + 0.5, "_runtime": s, "train/loss": 2.0 - s / 10,
+                         "media": {"_type": "image-file", "path": "x.png"}}) for s in range(8)]
+    lines.append('{"_step": 8, "_timestamp": 1700000009, "train/loss": NaN}')
+    lines.append("this is not json")
+    (run / "files" / "wandb-history.jsonl").write_text("\n".join(lines) + "\n")
+    return run
+
+
+def _tune(root: Path) -> Path:
+    experiment = root / "ray_results" / "sweep"
+    for trial, lr in (("train_fn_0001_lr=0.1", 0.1), ("train_fn_0002_lr=0.01", 0.01)):
+        directory = experiment / trial
+        directory.mkdir(parents=True)
+        rows = [{"training_iteration": i, "timestamp": int(T0) + i, "mean_loss": lr / i, "done": i == 5,
+                 "trial_id": trial[9:13], "pid": 123, "config": {"lr": lr}, "info": {"grad_norm": i * 1.5}}
+                for i in range(1, 6)]
+        (directory / "result.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (directory / "params.json").write_text(json.dumps({"lr": lr}))
+    return experiment
+
+
+def _jsonl(root: Path) -> Path:
+    path = root / "history.jsonl"
+    path.write_text("".join(json.dumps({"_step": s, "_timestamp": T0 + s, "reward": s * 2}) + "\n" for s in range(6)))
+    return path
+
+
+def _table_counts(store: Path) -> dict[str, object]:
+    with sqlite3.connect(store / "index.sqlite") as conn:
+        counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                  for t in ("runs", "metric_files", "metric_summaries", "idempotency_keys", "events")}
+        counts["summaries"] = conn.execute(
+            "SELECT run_id, metric_name, count, finite_count, non_finite_count, min_step, max_step "
+            "FROM metric_summaries ORDER BY run_id, metric_name").fetchall()
+    return counts
+
+
+@pytest.fixture()
+def sources(tmp_path: Path) -> dict[str, Path]:
+    return {"tb": _tensorboard(tmp_path), "wandb": _wandb(tmp_path), "tune": _tune(tmp_path),
+            "jsonl": _jsonl(tmp_path)}
+
+
+def test_discovery_gives_one_valid_run_per_source(sources: dict[str, Path]) -> None:
+    found = discover_sources([str(p) for p in sources.values()])
+    assert [(s.kind, s.run_id) for s in found] == [
+        ("tensorboard", "exp1-eval-set"),
+        ("tensorboard", "exp1-train"),
+        ("wandb", "run-20240101_120000-abc123"),
+        ("tune", "train_fn_0001_lr-0.1"),
+        ("tune", "train_fn_0002_lr-0.01"),
+        ("jsonl", "history"),
+    ]
+
+
+def test_import_all_kinds_then_reimport_changes_nothing(sources, tmp_path: Path, capsys) -> None:
+    store = tmp_path / "store"
+    argv = ["import", *map(str, sources.values()), "--store", str(store), "--project", "old",
+            "--experiment", "legacy", "--group", "g1", "-q"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    # 6 runs; metrics: acc, loss, train/loss, 2 x (mean_loss, info/grad_norm), reward
+    assert "imported 6 runs, 8 metrics" in out
+    points = 4 + 40 + 8 + 2 * (5 + 5) + 6
+    assert f"{points} points (1 non-finite); 1 rejected rows, 0 corrupt files" in out
+
+    reader = StoreReader(store)
+    runs = {r.run_id: r for r in reader.runs()}
+    assert set(runs) == {"exp1-eval-set", "exp1-train", "run-20240101_120000-abc123", "train_fn_0001_lr-0.1",
+                         "train_fn_0002_lr-0.01", "history"}
+    assert {(r.project, r.experiment_id, r.run_group_id) for r in runs.values()} == {("old", "legacy", "g1")}
+    assert runs["exp1-train"].metric_names == ("loss",)
+    assert runs["train_fn_0001_lr-0.1"].metric_names == ("info/grad_norm", "mean_loss")
+
+    # TensorBoard points are TensorBoard's own view of the run
+    train = sources["tb"] / "exp1" / "train"
+    reference = reference_scalars(train)["loss"]
+    rows = reader.rows("exp1-train", "loss")
+    assert rows.step.tolist() == [step for step, _, _ in reference]
+    assert rows.value.tolist() == pytest.approx([value for _, _, value in reference])
+    assert rows.wall_time.tolist() == [round(wall * 1e6) for _, wall, _ in reference]
+
+    wandb = reader.rows("run-20240101_120000-abc123", "train/loss")
+    assert wandb.step.tolist() == list(range(9))
+    assert math.isnan(wandb.value[-1]) and wandb.value[0] == 2.0
+    tune = reader.rows("train_fn_0002_lr-0.01", "mean_loss")
+    assert tune.step.tolist() == [1, 2, 3, 4, 5]
+    assert tune.value.tolist() == pytest.approx([0.01 / i for i in range(1, 6)])
+    assert tune.wall_time.tolist() == [(int(T0) + i) * 1_000_000 for i in range(1, 6)]
+    assert reader.rows("history", "reward").value.tolist() == [0, 2, 4, 6, 8, 10]
+    problems = reader.run_events("run-20240101_120000-abc123")
+    assert len(problems) == 1 and "not json" not in problems[0].message and ":10:" in problems[0].message
+
+    before = _table_counts(store)
+    assert before["runs"] == 6
+    assert cli.main(argv) == 0
+    assert _table_counts(store) == before
+
+
+def test_reimport_through_api_keeps_summaries(sources, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    first = import_paths([str(sources["tb"])], store)
+    before = _table_counts(store)
+    second = import_paths([str(sources["tb"])], store)
+    assert _table_counts(store) == before
+    assert (first.runs, first.metrics, first.points) == (second.runs, second.metrics, second.points) == (2, 2, 44)
+    assert [s[2] for s in before["summaries"]] == [4, 40]
+
+
+def test_corrupt_event_file_is_counted_and_the_rest_imported(tmp_path: Path) -> None:
+    logdir = tmp_path / "tb"
+    write_tensorboardx(logdir / "good", [("loss", s, float(s), T0 + s) for s in range(20)])
+    bad = write_tensorboardx(logdir / "bad", [("loss", s, float(s), T0 + s) for s in range(20)])
+    data = bytearray(bad.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    bad.write_bytes(bytes(data))
+    summary = import_paths([str(logdir)], tmp_path / "store")
+    assert summary.corrupt_files == 1
+    reader = StoreReader(tmp_path / "store")
+    assert len(reader.rows("good", "loss")) == 20
+    assert 0 < len(reader.rows("bad", "loss")) < 20
+    assert reader.run_events("bad")
+
+
+def test_progress_without_tqdm_prints_plain_lines(sources, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    import_paths([str(sources["jsonl"]), str(sources["tune"])], tmp_path / "store", progress=True)
+    err = capsys.readouterr().err
+    assert "import: file 1/3" in err and "import: file 3/3" in err
+
+
+def test_progress_bar_with_tqdm(sources, tmp_path: Path, capsys) -> None:
+    import_paths([str(sources["jsonl"])], tmp_path / "store", progress=True)
+    err = capsys.readouterr().err
+    assert "100%" in err and "files 1/1" in err
+
+
+def test_default_store_is_under_tau_home(sources, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("TAU_HOME", str(tmp_path / "home"))
+    assert cli.main(["import", str(sources["jsonl"]), "-q"]) == 0
+    assert (tmp_path / "home" / "store" / "index.sqlite").is_file()
+    assert [r.run_id for r in StoreReader(tmp_path / "home" / "store").runs()] == ["history"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["import"],
+    ["import", "does-not-exist"],
+    ["import", "{jsonl}", "--project", "Bad/Project"],
+    ["import", "{jsonl}", "--bogus"],
+    ["import", "{empty}"],
+])
+def test_usage_errors_exit_2(argv, sources, tmp_path: Path, capsys) -> None:
+    (tmp_path / "empty").mkdir()
+    argv = [a.format(jsonl=sources["jsonl"], empty=tmp_path / "empty") for a in argv]
+    with pytest.raises(SystemExit) as exc:
+        cli.main([*argv, "--store", str(tmp_path / "store")])
+    assert exc.value.code == 2
+    assert "usage: taunotebook import" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
+
+
+def test_help_has_examples(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["import", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "taunotebook import runs/" in out and "--store DIR" in out
+    assert cli.main(["--help"]) == 0
+    assert "import" in capsys.readouterr().out
+
+
+def test_safe_run_id() -> None:
+    assert safe_run_id("Exp 1/Train") == "exp-1-train"
+    assert safe_run_id("__x__") == "x"
+    assert safe_run_id("///") == "run"
+    assert safe_run_id("trial_0001_lr=0.1") == "trial_0001_lr-0.1"
+
+
+def test_single_event_file_and_copy_of_a_logdir_are_distinct_sources(tmp_path: Path) -> None:
+    logdir = _tensorboard(tmp_path)
+    copy = tmp_path / "copy"
+    shutil.copytree(logdir, copy)
+    event_file = next((logdir / "exp1" / "train").iterdir())
+    found = discover_sources([str(event_file), str(copy)])
+    assert [(s.kind, s.run_id) for s in found] == [
+        ("tensorboard", "train"), ("tensorboard", "exp1-eval-set"), ("tensorboard", "exp1-train")]
