@@ -81,8 +81,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             _say(f"import: {source.kind} {source.location} -> run {source.run_id}")
 
-    summary = import_paths(args.paths, store, project=args.project, experiment=args.experiment, group=args.group,
-                           progress=not args.quiet, on_source=announce)
+    from tau_collector.expstore.store import StoreError
+    from tau_collector.sinks.base import SinkError
+
+    try:
+        summary = import_paths(args.paths, store, project=args.project, experiment=args.experiment,
+                               group=args.group, progress=not args.quiet, on_source=announce)
+    except (SinkError, StoreError) as exc:
+        print(f"taunotebook import: error: {exc}\n(runs imported before this one are kept; a run id already in "
+              "the store under another project/experiment/group needs the same --project/--experiment/--group, "
+              "or import into another --store)", file=sys.stderr)
+        return 1
     if args.verbose:
         for problem in summary.problems:
             print(f"import: problem: {problem}", file=sys.stderr)

@@ -191,6 +191,16 @@ def test_usage_errors_exit_2(argv, sources, tmp_path: Path, capsys) -> None:
     assert not (tmp_path / "store").exists()
 
 
+def test_run_of_another_project_is_an_error_not_a_traceback(sources, tmp_path: Path, capsys) -> None:
+    store = str(tmp_path / "store")
+    assert cli.main(["import", str(sources["jsonl"]), "--store", store, "-q"]) == 0
+    before = _table_counts(tmp_path / "store")
+    assert cli.main(["import", str(sources["jsonl"]), "--store", store, "-q", "--project", "other"]) == 1
+    err = capsys.readouterr().err
+    assert "already belongs to project 'default'" in err and "--project" in err
+    assert _table_counts(tmp_path / "store") == before
+
+
 def test_help_has_examples(capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         cli.main(["import", "--help"])
