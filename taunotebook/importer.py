@@ -159,6 +159,13 @@ def discover_sources(paths: Iterable[str]) -> list[ImportSource]:
     return found
 
 
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def _export_time(source: ImportSource) -> int:
     mtimes = []
     for path in source.files:
@@ -210,7 +217,13 @@ class _Progress:
         self._bar = tqdm(total=total_bytes, unit="B", unit_scale=True, unit_divisor=1024,
                          desc="import", file=sys.stderr, dynamic_ncols=True)
 
+    def partial(self, nbytes: int) -> None:
+        """Bytes of a file still being imported (a large file moves the bar chunk by chunk)."""
+        if self._bar is not None and nbytes > 0:
+            self._bar.update(nbytes)
+
     def advance(self, nbytes: int, label: str) -> None:
+        """A file is done; ``nbytes`` are its bytes not yet reported through :meth:`partial`."""
         self.files += 1
         if not self.enabled:
             return
@@ -234,6 +247,7 @@ class _Importer:
         self.group = group
         self.summary = summary
         self.progress = progress
+        self._reported = 0  # bytes of the current file already shown on the bar
 
     def config(self, source: ImportSource) -> ProjectionConfig:
         group = self.group or self.experiment or "imported"
@@ -249,7 +263,12 @@ class _Importer:
 
     def deliver(self, projector: Projector, rows: list[HistoryRow], path: str, problems: list[SourceProblem],
                 metrics: set[str]) -> None:
+        size = _size(path)
         for start in range(0, max(len(rows), 1), CHUNK_ROWS):
+            if start:
+                share = size * CHUNK_ROWS // len(rows)
+                self._reported += share
+                self.progress.partial(share)
             part = rows[start:start + CHUNK_ROWS]
             projected, errors = projector.project_rows(part)
             problems.extend(SourceProblem(path, ProblemKind.BAD_ROW, str(exc), line=row.line, offset=row.offset)
@@ -307,13 +326,11 @@ class _Importer:
             self.summary.metrics += len(metrics)
 
     def _file_done(self, path: str) -> None:
-        try:
-            size = os.path.getsize(path)
-        except OSError:
-            size = 0
+        size = _size(path)
         self.summary.files += 1
         self.summary.bytes += size
-        self.progress.advance(size, path)
+        self.progress.advance(max(size - self._reported, 0), path)
+        self._reported = 0
 
 
 def import_paths(

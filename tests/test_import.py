@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tau_collector.expstore.reader import StoreReader
-from taunotebook import cli
+from taunotebook import cli, importer
 from taunotebook.importer import discover_sources, import_paths, safe_run_id
 
 from .collector.tb_writers import reference_scalars, write_tensorboardx, write_torch
@@ -164,7 +164,7 @@ def test_progress_without_tqdm_prints_plain_lines(sources, tmp_path: Path, monke
 
 def test_progress_bar_counts_bytes_and_files(sources, tmp_path: Path, monkeypatch) -> None:
     # A stand-in for tqdm records what the bar is told, with or without tqdm installed.
-    bars = []
+    bars, updates = [], []
 
     class Bar:
         def __init__(self, total, **kwargs) -> None:
@@ -173,6 +173,7 @@ def test_progress_bar_counts_bytes_and_files(sources, tmp_path: Path, monkeypatc
 
         def update(self, n) -> None:
             self.n += n
+            updates.append(n)
 
         def set_postfix_str(self, text, refresh=True) -> None:
             self.postfix = text
@@ -186,6 +187,36 @@ def test_progress_bar_counts_bytes_and_files(sources, tmp_path: Path, monkeypatc
     sizes = sources["jsonl"].stat().st_size + sum(p.stat().st_size for p in sources["tb"].rglob("*tfevents*"))
     assert bar.total == bar.n == sizes and bar.kwargs["unit"] == "B"
     assert bar.postfix == "files 3/3" and bar.closed
+    assert len(updates) == 3
+
+
+def test_small_chunks_move_the_bar_and_stay_idempotent(sources, tmp_path: Path, monkeypatch) -> None:
+    updates = []
+
+    class Bar:
+        def __init__(self, total, **kwargs) -> None:
+            self.total = total
+
+        def update(self, n) -> None:
+            updates.append(n)
+
+        def set_postfix_str(self, text, refresh=True) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setitem(sys.modules, "tqdm", types.SimpleNamespace(tqdm=Bar))
+    monkeypatch.setattr(importer, "CHUNK_ROWS", 7)
+    train = sources["tb"] / "exp1" / "train"
+    summary = import_paths([str(train)], tmp_path / "store", progress=True)
+    assert summary.points == 40 and len(updates) == 6  # 40 rows in chunks of 7: 5 partial steps + the end
+    assert sum(updates) == sum(p.stat().st_size for p in train.iterdir())
+    before = _table_counts(tmp_path / "store")
+    assert before["metric_files"] == 6 and before["summaries"][0][2:5] == (40, 40, 0)
+    import_paths([str(train)], tmp_path / "store")
+    assert _table_counts(tmp_path / "store") == before
+    assert StoreReader(tmp_path / "store").rows("train", "loss").step.tolist() == list(range(40))
 
 
 def test_default_store_is_under_tau_home(sources, tmp_path: Path, monkeypatch, capsys) -> None:
