@@ -176,26 +176,32 @@ def _export_time(source: ImportSource) -> int:
     return max(mtimes, default=0)
 
 
-def _tune_rows(rows: list[HistoryRow]) -> list[HistoryRow]:
+def _flat_rows(rows: list[HistoryRow], skip: frozenset[str], separator: str) -> list[HistoryRow]:
+    """Rows with nested dicts flattened (``a<separator>b``); W&B media dicts (``_type``) stay skipped."""
     out = []
     for row in rows:
+        if not any(type(value) is dict for value in row.fields.values()) and not skip.intersection(row.fields):
+            out.append(row)
+            continue
         fields: dict[str, object] = {}
         for key, value in row.fields.items():
-            if key in _TUNE_SKIP:
+            if key in skip:
                 continue
             if isinstance(value, dict):
-                _flatten(key, value, fields)
+                _flatten(key, value, fields, separator)
             else:
                 fields[key] = value
         out.append(HistoryRow(fields, row.line, row.offset))
     return out
 
 
-def _flatten(prefix: str, value: dict, into: dict[str, object]) -> None:
+def _flatten(prefix: str, value: dict, into: dict[str, object], separator: str) -> None:
+    if "_type" in value:
+        return  # a W&B media/table reference, not a number
     for key, inner in value.items():
-        name = f"{prefix}/{key}"
+        name = f"{prefix}{separator}{key}"
         if isinstance(inner, dict):
-            _flatten(name, inner, into)
+            _flatten(name, inner, into, separator)
         else:
             into[name] = inner
 
@@ -312,7 +318,12 @@ class _Importer:
             self.summary.rejected_rows += bad_lines
             if any(p.kind == ProblemKind.UNREADABLE for p in read.problems):
                 self.summary.corrupt_files += 1
-            rows = _tune_rows(read.rows) if source.kind == "tune" else read.rows
+            if source.kind == "tune":  # Tune's own TensorBoard logger names nested results a/b
+                rows = _flat_rows(read.rows, _TUNE_SKIP, "/")
+            elif source.kind == "wandb":  # W&B shows a nested logged dict as a.b
+                rows = _flat_rows(read.rows, frozenset(), ".")
+            else:
+                rows = read.rows
             projector = Projector(config, history_path=path, metric_file_id=history_metric_file_id(path),
                                   metric_file_path=path)
             self.deliver(projector, rows, path, problems, metrics)

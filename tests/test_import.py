@@ -32,7 +32,8 @@ def _wandb(root: Path) -> Path:
     run = root / "wandb" / "run-20240101_120000-AbC123"
     (run / "files").mkdir(parents=True)
     lines = [json.dumps({"_step": s, "_timestamp": T0 + s + 0.5, "_runtime": s, "train/loss": 2.0 - s / 10,
-                         "media": {"_type": "image-file", "path": "x.png"}}) for s in range(8)]
+                         "media": {"_type": "image-file", "path": "x.png"},
+                         "val": {"acc": s / 10, "note": "text"}}) for s in range(8)]
     lines.append('{"_step": 8, "_timestamp": 1700000009, "train/loss": NaN}')
     lines.append("this is not json")
     (run / "files" / "wandb-history.jsonl").write_text("\n".join(lines) + "\n")
@@ -92,9 +93,9 @@ def test_import_all_kinds_then_reimport_changes_nothing(sources, tmp_path: Path,
             "--experiment", "legacy", "--group", "g1", "-q"]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
-    # 6 runs; metrics: acc, loss, train/loss, 2 x (mean_loss, info/grad_norm), reward
-    assert "imported 6 runs, 8 metrics" in out
-    points = 4 + 40 + 8 + 2 * (5 + 5) + 6
+    # 6 runs; metrics: acc, loss, train/loss, val.acc, 2 x (mean_loss, info/grad_norm), reward
+    assert "imported 6 runs, 9 metrics" in out
+    points = 4 + 40 + 8 + 8 + 2 * (5 + 5) + 6
     assert f"{points} points (1 non-finite); 1 rejected rows, 0 corrupt files" in out
 
     reader = StoreReader(store)
@@ -116,6 +117,9 @@ def test_import_all_kinds_then_reimport_changes_nothing(sources, tmp_path: Path,
     wandb = reader.rows("run-20240101_120000-abc123", "train/loss")
     assert wandb.step.tolist() == list(range(9))
     assert math.isnan(wandb.value[-1]) and wandb.value[0] == 2.0
+    assert runs["run-20240101_120000-abc123"].metric_names == ("train/loss", "val.acc")
+    assert reader.rows("run-20240101_120000-abc123", "val.acc").value.tolist() == pytest.approx(
+        [s / 10 for s in range(8)])
     tune = reader.rows("train_fn_0002_lr-0.01", "mean_loss")
     assert tune.step.tolist() == [1, 2, 3, 4, 5]
     assert tune.value.tolist() == pytest.approx([0.01 / i for i in range(1, 6)])
