@@ -109,11 +109,15 @@ def _start(workspace: str, home: Path, timeout: float) -> LocalPortal:
     ExpStore(store, create=True).close()  # the Portal refuses a missing store
     token = generate_token()
     log_path = home / ("portal.log" if workspace == "default" else f"portal-{workspace}.log")
-    with open(log_path, "wb") as log:
+    # The token travels in the environment, not argv (visible in `ps` to every user), and the log
+    # that repeats it in the printed URL is private.
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "taunotebook", "portal", "--store", str(store), "--port", "0",
-             "--token", token, "--workspace", workspace],
+             "--workspace", workspace],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+            env={**os.environ, "TAU_PORTAL_TOKEN": token},
         )
     deadline = time.monotonic() + timeout
     port = None

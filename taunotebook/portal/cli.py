@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import socket
 import sys
 from collections.abc import Sequence
@@ -37,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--store", required=True, type=Path, help="the expstore directory to read")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default: 0)")
-    parser.add_argument("--token", help="the access token (default: a generated one, printed in the URL)")
+    parser.add_argument("--token", default=os.environ.get("TAU_PORTAL_TOKEN") or None,
+                        help="the access token (default: $TAU_PORTAL_TOKEN, else a generated one, printed in the "
+                             "URL); prefer the variable on shared machines: a flag shows in `ps`")
     parser.add_argument("--workspace", default="default",
                         help="the workspace this Portal serves (runs tagged tau_workspace=<W> or untagged)")
     return parser
