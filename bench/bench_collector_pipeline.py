@@ -30,43 +30,20 @@ HERE = Path(__file__).resolve().parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def start_collector(root: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tau_collector",
-            "collect",
-            "--watch",
-            "--interval",
-            "30s",
-            "--run",
-            "bench",
-            "--project",
-            "bench",
-            "--experiment",
-            "bench",
-            "--group",
-            "g",
-            "--out",
-            str(root / "out"),
-            "--history",
-            str(root / "hist" / "*.jsonl"),
-            "--tfevents",
-            str(root / "tb"),
-            "--completion-file",
-            str(root / "completion.json"),
-            "--ready-file",
-            str(root / "ready"),
-            "--sink",
-            "expstore",
-            "--store",
-            str(root / "store"),
-            *extra,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def collect_command(root: Path, *extra: str) -> list[str]:
+    """``tau-collector collect`` over ``root``'s history into ``root/store`` (one-shot unless ``--watch``)."""
+    return [
+        sys.executable, "-m", "tau_collector", "collect", "--run", "bench", "--project", "bench",
+        "--experiment", "bench", "--group", "g", "--out", str(root / "out"),
+        "--history", str(root / "hist" / "*.jsonl"), "--completion-file", str(root / "completion.json"),
+        "--sink", "expstore", "--store", str(root / "store"), *extra,
+    ]
+
+
+def start_collector(root: Path) -> subprocess.Popen:
+    command = collect_command(root, "--watch", "--interval", "30s", "--tfevents", str(root / "tb"),
+                              "--ready-file", str(root / "ready"))
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def wait_ready(root: Path) -> None:
@@ -223,30 +200,7 @@ def ingest(events: int) -> dict[str, float]:
         (root / "completion.json").write_text("")
         start = time.perf_counter()
         out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tau_collector",
-                "collect",
-                "--run",
-                "bench",
-                "--project",
-                "bench",
-                "--experiment",
-                "bench",
-                "--group",
-                "g",
-                "--out",
-                str(root / "out"),
-                "--history",
-                str(root / "hist" / "*.jsonl"),
-                "--completion-file",
-                str(root / "completion.json"),
-                "--sink",
-                "expstore",
-                "--store",
-                str(root / "store"),
-            ],
+            collect_command(root),
             capture_output=True,
             text=True,
             check=True,

@@ -277,6 +277,10 @@ def _time(d: Mapping[str, Any], key: str, extra: dict[str, Any]) -> datetime | N
         return None
 
 
+def _opt_int(data: Mapping[str, Any], key: str) -> int | None:
+    return None if data.get(key) is None else int(data[key])
+
+
 def _float(value: Any) -> float:
     # Go cannot encode NaN/Inf in JSON: a server may send null or a string for a non-finite value.
     if value is None:
@@ -490,9 +494,6 @@ class MetricSummary:
     def from_json(cls, data: Any) -> MetricSummary:
         d = _obj(data, "metrics[]")
 
-        def opt_int(key: str) -> int | None:
-            return None if d.get(key) is None else int(d[key])
-
         def opt_float(key: str) -> float | None:
             return None if key not in d else _float(d[key])
 
@@ -501,10 +502,10 @@ class MetricSummary:
             count=int(d.get("count") or 0),
             finite_count=int(d.get("finite_count") or 0),
             non_finite_count=int(d.get("non_finite_count") or 0),
-            min_step=opt_int("min_step"),
-            max_step=opt_int("max_step"),
-            latest_step=opt_int("latest_step"),
-            latest_wall_time=opt_int("latest_wall_time"),
+            min_step=_opt_int(d, "min_step"),
+            max_step=_opt_int(d, "max_step"),
+            latest_step=_opt_int(d, "latest_step"),
+            latest_wall_time=_opt_int(d, "latest_wall_time"),
             latest_value=opt_float("latest_value"),
             min_value=opt_float("min_value"),
             max_value=opt_float("max_value"),
@@ -610,9 +611,6 @@ class Series:
         if not any(point_extra):
             point_extra = []
 
-        def opt_int(key: str) -> int | None:
-            return None if d.get(key) is None else int(d[key])
-
         return cls(
             metadata=Metadata.from_json(d.get("metadata")),
             target=str(d.get("target", "")),
@@ -623,9 +621,9 @@ class Series:
             returned_points=int(d.get("returned_points") if d.get("returned_points") is not None else len(steps)),
             steps=steps,
             values=values,
-            start_step=opt_int("start_step"),
-            end_step=opt_int("end_step"),
-            step_interval=opt_int("step_interval"),
+            start_step=_opt_int(d, "start_step"),
+            end_step=_opt_int(d, "end_step"),
+            step_interval=_opt_int(d, "step_interval"),
             point_extra=tuple(point_extra),
             extra=_rest(d, _SERIES_KEYS),
         )

@@ -28,6 +28,28 @@ def reader(tmp_path: Path) -> StoreReader:
     return StoreReader(ExpStore(tmp_path / "store"))
 
 
+ENDLESS = """
+    import json, time
+    step = 0
+    while True:
+        print(json.dumps({"step": step, "loss": 1.0}), flush=True)
+        step += 1
+        time.sleep(0.05)
+"""
+
+
+def start_endless_run(tmp_path: Path) -> subprocess.Popen:
+    """A wrapped trainer that never ends, returned once its first points are in the store."""
+    proc = wrap(tmp_path, ENDLESS)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if (tmp_path / "store" / "manifest.json").exists() and reader(tmp_path).run("r1") is not None:
+            return proc
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(f"the run's first points never reached the store: {proc.communicate()[1][-2000:]!r}")
+
+
 def test_rows_printed_by_the_trainer_reach_the_store_and_other_lines_the_log(tmp_path):
     proc = wrap(tmp_path, """
         import json
@@ -78,19 +100,7 @@ def test_a_failing_trainer_fails_the_run_and_its_exit_code_is_kept(tmp_path):
 
 
 def test_sigterm_cancels_the_trainer_and_the_run(tmp_path):
-    proc = wrap(tmp_path, """
-        import json, time
-        step = 0
-        while True:
-            print(json.dumps({"step": step, "loss": 1.0}), flush=True)
-            step += 1
-            time.sleep(0.05)
-    """)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if (tmp_path / "store" / "manifest.json").exists() and reader(tmp_path).run("r1") is not None:
-            break
-        time.sleep(0.1)
+    proc = start_endless_run(tmp_path)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err
@@ -118,19 +128,7 @@ def test_a_missing_command_is_a_usage_error(tmp_path):
 
 
 def test_a_killed_wrapper_takes_its_trainer_and_collector_with_it_and_the_run_ends_cancelled(tmp_path):
-    proc = wrap(tmp_path, """
-        import json, time
-        step = 0
-        while True:
-            print(json.dumps({"step": step, "loss": 1.0}), flush=True)
-            step += 1
-            time.sleep(0.05)
-    """)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if (tmp_path / "store" / "manifest.json").exists() and reader(tmp_path).run("r1") is not None:
-            break
-        time.sleep(0.1)
+    proc = start_endless_run(tmp_path)
     children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
     assert len(children) == 2  # the collector sidecar and the trainer
     proc.send_signal(signal.SIGKILL)
