@@ -23,7 +23,8 @@ Synced traitlets (Python → browser unless noted):
     ``{"kind": "connecting"|"ok"|"unreachable"|"unauthorized"|"not_found"|"error"|"closed",
     "message": str, "retry_in": float}`` — the connection to the Portal, in words.
 ``stellar_href``
-    the "Open in Stellar" link (through Jupyter's proxy inside Jupyter, else the Portal's own URL).
+    the "Open in Stellar" link (through Jupyter's proxy inside Jupyter, else the Portal's own URL); a pane
+    with ``compare`` runs links the Stellar page comparing the same runs (``&compare=b,c``).
 ``width`` (browser → Python)
     the plot width in CSS pixels; the first reduced request asks for ``4 × width`` points (M4).
 ``snapshot`` (browser → Python)
@@ -66,6 +67,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote_plus
 
 import anywidget
 import traitlets
@@ -484,7 +486,7 @@ class LossPane(anywidget.AnyWidget):
         self._requested_metrics = list(metrics) if metrics else []
         super().__init__(run_id=run_id.strip(), project=project or "", compare=[str(c) for c in compare],
                          metrics=_loss_first(self._requested_metrics) if self._requested_metrics else [])
-        self.stellar_href = _stellar_href(client, self.run_id, project)
+        self.stellar_href = _stellar_href(client, self.run_id, project, self.compare)
         self.pane_id = self.model_id  # names the static fallback output this pane's live view hides
         self._static_display = None
         self._poller = _Poller(self, client, owns)
@@ -568,11 +570,15 @@ def _on_snapshot(change: dict) -> None:
         pane._static_display.update(HTML(pane._static_html()))
 
 
-def _stellar_href(client: PortalClient, run_id: str, project: str | None) -> str:
+def _stellar_href(client: PortalClient, run_id: str, project: str | None, compare: Iterable[str] = ()) -> str:
+    """The run's Stellar page; a pane that compares runs links the page comparing the same runs."""
     try:
         from taunotebook.portal.jupyter_proxy import jupyter_base_url, stellar_link
     except ImportError:  # pragma: no cover - the portal extra is part of the package today
-        return client.stellar_url(run_id, project)
-    if jupyter_base_url() is not None:
-        return stellar_link(run_id, project)
-    return client.stellar_url(run_id, project)
+        href = client.stellar_url(run_id, project)
+    else:
+        href = stellar_link(run_id, project) if jupyter_base_url() is not None else client.stellar_url(run_id, project)
+    others = [c for c in dict.fromkeys(compare) if c and c != run_id]
+    if href and others:
+        href += "&compare=" + ",".join(quote_plus(c, safe="") for c in others)
+    return href
