@@ -18,6 +18,7 @@ from tau_collector.sources.tfrecord import (
     HEADER_SIZE,
     StopReason,
     encode_frame,
+    index_frames,
     masked_crc32c,
     read_new_bytes,
     scan_file,
@@ -242,3 +243,47 @@ def test_scan_file_reads_from_a_checkpoint_offset(tmp_path):
     rest = scan_file(path, first.checkpoint)
     assert rest.stop is StopReason.END
     assert [(o, bytes(p)) for o, p in rest.frames] == [(frame_offsets(PAYLOADS)[4], PAYLOADS[4])]
+
+
+# --- index_frames: the bulk readers' scan ------------------------------------------------------------------
+
+
+def assert_index_equals_scan(data: bytes, base: int = 0) -> None:
+    scan = scan_frames(data, base)
+    index = index_frames(data, base)
+    assert (index.starts + base).tolist() == [offset for offset, _ in scan.frames]
+    assert index.lengths.tolist() == [len(payload) for _, payload in scan.frames]
+    assert (index.stop, index.checkpoint, index.needed, index.message) == (
+        scan.stop, scan.checkpoint, scan.needed, scan.message)
+
+
+_payload_sets = st.lists(st.binary(min_size=0, max_size=40), min_size=0, max_size=30)
+
+
+@settings(max_examples=300)
+@given(payloads=_payload_sets, repeat=st.integers(1, 40), data=st.data())
+def test_property_index_frames_finds_what_scan_frames_finds(payloads, repeat, data):
+    # Repeated payload sets give the many equal-length frames the batched CRC check groups.
+    raw = bytearray(tensorboard_framed(payloads * repeat))
+    if raw and data.draw(st.booleans()):
+        raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
+    if data.draw(st.booleans()):
+        del raw[data.draw(st.integers(0, len(raw))):]
+    assert_index_equals_scan(bytes(raw), data.draw(st.sampled_from([0, 4096])))
+
+
+def test_index_frames_with_more_distinct_lengths_than_its_patterns_hold():
+    payloads = [bytes(n) for n in range(200)] * 3
+    raw = bytearray(tensorboard_framed(payloads))
+    assert_index_equals_scan(bytes(raw))
+    raw[len(raw) * 3 // 4] ^= 0x40
+    assert_index_equals_scan(bytes(raw))
+
+
+def test_index_frames_catches_a_corruption_in_a_batch_of_equal_length_frames():
+    raw = bytearray(tensorboard_framed([b"x" * 30] * 1000))
+    for where in (12 + 5, 46 * 500 + 20, len(raw) - 6):
+        bad = bytearray(raw)
+        bad[where] ^= 0x01
+        assert_index_equals_scan(bytes(bad))
+        assert index_frames(bytes(bad)).stop is StopReason.CRC_MISMATCH

@@ -433,12 +433,7 @@ def read_segment(
 def _decode_frames(
     run: TensorBoardRun, path: str, scan: FrameScan, batch: SegmentBatch, memory: RunMemory
 ) -> None:
-    parse = Event.FromString
-    plugins = memory.tag_plugins
-    names = memory.metric_names
-    observations = batch.observations
-    append = observations.append
-    dropped = batch.dropped
+    append = batch.observations.append
     layouts = memory.scalar_layouts
     unpack_f64 = _F64.unpack_from
     unpack_f32 = _FLOAT32.unpack_from
@@ -497,70 +492,83 @@ def _decode_frames(
                         record, frame_offset,
                     )))
                     continue
-        try:
-            event = parse(payload)
-        except DecodeError as exc:
-            batch.problems.append(SourceProblem(
-                path, ProblemKind.BAD_EVENT,
-                f"record {record} has a valid checksum but is not a tensorflow.Event ({exc}); "
-                "skipped it and went on with the next record",
-                line=record, offset=frame_offset,
-            ))
-            continue
-        what = event.WhichOneof("what")
-        if what == "summary":
-            step = event.step
-            wall_time = event.wall_time
-            for value in event.summary.value:
-                kind = value.WhichOneof("value")
-                tag = value.tag or value.node_name
-                if tag not in plugins:
-                    # TensorBoard keeps a tag's first metadata only; writers send it once per tag.
-                    if value.HasField("metadata"):
-                        plugins[tag] = value.metadata.plugin_data.plugin_name
-                    elif kind in _MIGRATED_PLUGIN:
-                        plugins[tag] = _MIGRATED_PLUGIN[kind]
-                if kind == "simple_value":
-                    name = names.get(tag)
-                    if name is None:
-                        name = names[tag] = run.metric_name(tag)
-                        if value.tag:
-                            layouts[_canonical_scalar_key(tag)] = name
-                    append(ScalarObservation(name, step, wall_time, value.simple_value, record, frame_offset))
-                elif kind == "tensor":
-                    plugin = plugins.get(tag, "")
-                    if plugin != "scalars":
-                        bucket = _DROPPED_PLUGIN.get(plugin, "tensor")
-                        dropped[bucket] = dropped.get(bucket, 0) + 1
-                        continue
-                    tensor = value.tensor
-                    if tensor.tensor_shape.dim:
-                        dropped["non_scalar_tensor"] = dropped.get("non_scalar_tensor", 0) + 1
-                        continue
-                    try:
-                        number = _tensor_scalar(tensor)
-                    except ValueError as exc:
-                        batch.problems.append(SourceProblem(
-                            path, ProblemKind.BAD_VALUE,
-                            f"scalar {tag!r} at step {step} cannot be read as a number: {exc}; "
-                            "skipped this value",
-                            line=record, offset=frame_offset,
-                        ))
-                        continue
-                    name = names.get(tag)
-                    if name is None:
-                        name = names[tag] = run.metric_name(tag)
-                    append(ScalarObservation(name, step, wall_time, number, record, frame_offset))
-                elif kind is not None:
-                    bucket = _DROPPED_KIND.get(kind, kind)
-                    dropped[bucket] = dropped.get(bucket, 0) + 1
-        elif what == "session_log" and event.session_log.status == _START:
-            batch.restarts.append(SessionRestart(
-                run.relative, event.step, event.wall_time, record, frame_offset,
-                not memory.seen_session_start,
-            ))
-            memory.seen_session_start = True
+        _decode_event(run, path, payload, record, frame_offset, batch, memory)
     batch.records = record
+
+
+def _decode_event(
+    run: TensorBoardRun, path: str, payload: bytes | memoryview, record: int, frame_offset: int,
+    batch: SegmentBatch, memory: RunMemory,
+) -> None:
+    """Decode one frame with protobuf (any event the canonical-scalar fast path did not take)."""
+    plugins = memory.tag_plugins
+    names = memory.metric_names
+    layouts = memory.scalar_layouts
+    dropped = batch.dropped
+    append = batch.observations.append
+    try:
+        event = Event.FromString(payload)
+    except DecodeError as exc:
+        batch.problems.append(SourceProblem(
+            path, ProblemKind.BAD_EVENT,
+            f"record {record} has a valid checksum but is not a tensorflow.Event ({exc}); "
+            "skipped it and went on with the next record",
+            line=record, offset=frame_offset,
+        ))
+        return
+    what = event.WhichOneof("what")
+    if what == "summary":
+        step = event.step
+        wall_time = event.wall_time
+        for value in event.summary.value:
+            kind = value.WhichOneof("value")
+            tag = value.tag or value.node_name
+            if tag not in plugins:
+                # TensorBoard keeps a tag's first metadata only; writers send it once per tag.
+                if value.HasField("metadata"):
+                    plugins[tag] = value.metadata.plugin_data.plugin_name
+                elif kind in _MIGRATED_PLUGIN:
+                    plugins[tag] = _MIGRATED_PLUGIN[kind]
+            if kind == "simple_value":
+                name = names.get(tag)
+                if name is None:
+                    name = names[tag] = run.metric_name(tag)
+                    if value.tag:
+                        layouts[_canonical_scalar_key(tag)] = name
+                append(ScalarObservation(name, step, wall_time, value.simple_value, record, frame_offset))
+            elif kind == "tensor":
+                plugin = plugins.get(tag, "")
+                if plugin != "scalars":
+                    bucket = _DROPPED_PLUGIN.get(plugin, "tensor")
+                    dropped[bucket] = dropped.get(bucket, 0) + 1
+                    continue
+                tensor = value.tensor
+                if tensor.tensor_shape.dim:
+                    dropped["non_scalar_tensor"] = dropped.get("non_scalar_tensor", 0) + 1
+                    continue
+                try:
+                    number = _tensor_scalar(tensor)
+                except ValueError as exc:
+                    batch.problems.append(SourceProblem(
+                        path, ProblemKind.BAD_VALUE,
+                        f"scalar {tag!r} at step {step} cannot be read as a number: {exc}; "
+                        "skipped this value",
+                        line=record, offset=frame_offset,
+                    ))
+                    continue
+                name = names.get(tag)
+                if name is None:
+                    name = names[tag] = run.metric_name(tag)
+                append(ScalarObservation(name, step, wall_time, number, record, frame_offset))
+            elif kind is not None:
+                bucket = _DROPPED_KIND.get(kind, kind)
+                dropped[bucket] = dropped.get(bucket, 0) + 1
+    elif what == "session_log" and event.session_log.status == _START:
+        batch.restarts.append(SessionRestart(
+            run.relative, event.step, event.wall_time, record, frame_offset,
+            not memory.seen_session_start,
+        ))
+        memory.seen_session_start = True
 
 
 def rebuild_run_memory(run: TensorBoardRun, path: str, offset: int) -> RunMemory:

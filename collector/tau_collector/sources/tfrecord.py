@@ -14,17 +14,21 @@ with ``masked(c) = ((c >> 15 | c << 17) + 0xa282ead8) mod 2**32``. A scan stops 
 from __future__ import annotations
 
 import os
+import re
 import struct
 from enum import StrEnum
 
+import numpy as np
 from crc32c import crc32c
 
 __all__ = [
     "FOOTER_SIZE",
     "HEADER_SIZE",
+    "FrameIndex",
     "FrameScan",
     "StopReason",
     "encode_frame",
+    "index_frames",
     "masked_crc32c",
     "read_new_bytes",
     "scan_file",
@@ -85,6 +89,25 @@ class FrameScan:
                 f"checkpoint={self.checkpoint}, needed={self.needed})")
 
 
+def _header_crc_message() -> str:
+    return ("frame header (length) CRC32C mismatch: the file is corrupt from here; "
+            "frames before this offset were read, nothing after it can be trusted")
+
+
+def _payload_crc_message(length: int) -> str:
+    return (f"record payload CRC32C mismatch ({length}-byte record): the file is corrupt from here; "
+            "frames before this offset were read, nothing after it can be trusted")
+
+
+def _truncated_frame_message(length: int) -> str:
+    return f"file ends inside a {length}-byte record; the writer is probably mid-write: read again from here later"
+
+
+def _truncated_header_message(left: int) -> str:
+    return (f"file ends {left} bytes into a 12-byte frame header; the writer is probably mid-write: "
+            "read again from here later")
+
+
 def scan_frames(data: bytes | bytearray | memoryview, base_offset: int = 0) -> FrameScan:
     """Find the verified frames of ``data``, which holds a file's bytes from ``base_offset`` on.
 
@@ -119,31 +142,185 @@ def scan_frames(data: bytes | bytearray | memoryview, base_offset: int = 0) -> F
             c = crc(view[pos:pos + 8])
             if (((c >> 15) | (c << 17)) + delta) & u32 != stored:
                 return FrameScan(frames, StopReason.CRC_MISMATCH, base_offset + pos, HEADER_SIZE,
-                                 "frame header (length) CRC32C mismatch: the file is corrupt from here; "
-                                 "frames before this offset were read, nothing after it can be trusted")
+                                 _header_crc_message())
             if len(verified_headers) < _MAX_CACHED_HEADERS:
                 verified_headers[header] = length
         end = pos + header_size + length
         if end > last_footer_start:
             return FrameScan(frames, StopReason.TRUNCATED, base_offset + pos,
-                             HEADER_SIZE + length + FOOTER_SIZE,
-                             f"file ends inside a {length}-byte record; the writer is probably "
-                             "mid-write: read again from here later")
+                             HEADER_SIZE + length + FOOTER_SIZE, _truncated_frame_message(length))
         payload = raw[pos + header_size:end] if length <= copy_limit else view[pos + header_size:end]
         c = crc(payload)
         if (((c >> 15) | (c << 17)) + delta) & u32 != unpack_footer(raw, end)[0]:
             return FrameScan(frames, StopReason.CRC_MISMATCH, base_offset + pos,
-                             HEADER_SIZE + length + FOOTER_SIZE,
-                             f"record payload CRC32C mismatch ({length}-byte record): the file is "
-                             "corrupt from here; frames before this offset were read, nothing after "
-                             "it can be trusted")
+                             HEADER_SIZE + length + FOOTER_SIZE, _payload_crc_message(length))
         append((base_offset + pos, payload))
         pos = end + 4
     if pos < size:
         return FrameScan(frames, StopReason.TRUNCATED, base_offset + pos, HEADER_SIZE,
-                         f"file ends {size - pos} bytes into a 12-byte frame header; the writer is "
-                         "probably mid-write: read again from here later")
+                         _truncated_header_message(size - pos))
     return FrameScan(frames, StopReason.END, base_offset + pos)
+
+
+class FrameIndex:
+    """Where the verified frames of a buffer are, as arrays (made by :func:`index_frames`).
+
+    ``starts`` are the frames' offsets in the buffer and ``lengths`` their payload lengths (the
+    payload of frame ``i`` is ``data[starts[i] + 12 : starts[i] + 12 + lengths[i]]``).
+    ``stop``, ``checkpoint`` (a file offset), ``needed`` and ``message`` mean what they mean
+    in :class:`FrameScan`.
+    """
+
+    __slots__ = ("checkpoint", "lengths", "message", "needed", "starts", "stop")
+
+    def __init__(self, starts: np.ndarray, lengths: np.ndarray, stop: StopReason, checkpoint: int,
+                 needed: int = 0, message: str = "") -> None:
+        self.starts = starts
+        self.lengths = lengths
+        self.stop = stop
+        self.checkpoint = checkpoint
+        self.needed = needed
+        self.message = message
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+def _unmasked(stored: np.ndarray) -> np.ndarray:
+    """The CRC32C values behind stored masked CRCs (uint64 arrays of u32 values)."""
+    rotated = (stored - _MASK_DELTA) & _U32
+    return ((rotated >> 17) | (rotated << 15)) & _U32
+
+
+def _u32_at(u8: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The little-endian u32 at each of ``offsets`` (unaligned) in a byte array, as uint64."""
+    out = u8[offsets].astype(np.uint64)
+    for shift in (1, 2, 3):
+        out |= u8[offsets + shift].astype(np.uint64) << np.uint64(8 * shift)
+    return out
+
+
+_XOR_BATCH_MIN = 8  # fewer frames of one length are checked one by one
+_GATHER_ROWS = 1 << 16  # rows per gathered (length x rows) block: bounds the index array's memory
+
+
+def _first_bad_payload(raw: bytes, payload_starts: np.ndarray, lengths: np.ndarray, stored: np.ndarray) -> int:
+    """Index of the first frame whose payload CRC32C differs from its stored one, or -1.
+
+    CRC32C is affine over GF(2): for ``n`` payloads of one length ``L``, the XOR of their CRCs
+    is the CRC of the XOR of the payloads, plus ``crc32c(L zero bytes)`` when ``n`` is even.
+    So one library call per payload length checks all of them at once (a gather and an XOR
+    reduction do the byte work); only a length whose check fails is checked frame by frame to
+    find the first bad one. The batch check catches every corruption the per-frame check
+    catches, except corruptions of several frames whose CRC differences cancel out exactly --
+    the same 2**-32 chance with which a random multi-byte corruption of one frame keeps its CRC.
+    """
+    u8 = np.frombuffer(raw, dtype=np.uint8)
+    crcs = _unmasked(stored)
+    view = memoryview(raw)
+    suspects: list[np.ndarray] = []
+    for length in np.unique(lengths).tolist():
+        rows = np.flatnonzero(lengths == length)
+        if len(rows) >= _XOR_BATCH_MIN and length <= 4096:
+            folded = np.zeros(length, dtype=np.uint8)
+            offsets = np.arange(length, dtype=np.int64)[:, None]
+            for first in range(0, len(rows), _GATHER_ROWS):
+                block = u8[offsets + payload_starts[rows[first:first + _GATHER_ROWS]][None, :]]
+                folded ^= np.bitwise_xor.reduce(block, axis=1)
+            expected = crc32c(folded.tobytes())
+            if len(rows) % 2 == 0:
+                expected ^= crc32c(bytes(length))
+            if int(np.bitwise_xor.reduce(crcs[rows])) == expected:
+                continue
+        suspects.append(rows)
+    if not suspects:
+        return -1
+    rows = np.sort(np.concatenate(suspects))
+    starts = payload_starts[rows].tolist()
+    ends = (payload_starts[rows] + lengths[rows]).tolist()
+    computed = np.fromiter(map(crc32c, map(view.__getitem__, map(slice, starts, ends))), dtype=np.uint64,
+                           count=len(rows))
+    bad = np.flatnonzero(computed != crcs[rows])
+    return int(rows[bad[0]]) if bad.size else -1
+
+
+_MAX_PATTERN_HEADERS = 64
+
+
+def _frame_patterns(headers: dict[bytes, int]) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """Regexes over frames whose headers are ``headers`` (verified header -> payload length).
+
+    The first matches the longest run of such frames from a position (possessive: no
+    backtracking state); the second matches one such frame, so ``findall`` over a run gives
+    its frames in order.
+    """
+    one = b"|".join(re.escape(header) + b".{%d}" % (length + FOOTER_SIZE) for header, length in headers.items())
+    return re.compile(b"(?:" + one + b")*+", re.DOTALL), re.compile(one, re.DOTALL)
+
+
+def index_frames(data: bytes, base_offset: int = 0) -> FrameIndex:
+    """:func:`scan_frames` for bulk readers: the same frames and stop, as offset arrays, no payload copies.
+
+    Writers repeat a few frame lengths, so after a few frames are walked by hand (verifying each
+    new header's CRC), runs of frames with already verified headers are matched by a regex in C,
+    and the payload CRCs are checked in batches (:func:`_first_bad_payload`). A frame whose payload
+    CRC fails ends the index there, exactly as in ``scan_frames``.
+    """
+    raw = data
+    size = len(raw)
+    unpack_header = _HEADER.unpack_from
+    header_size = HEADER_SIZE
+    headers: dict[bytes, int] = {}
+    run_pattern = frame_pattern = None
+    runs: list[np.ndarray] = []
+    walked: list[int] = []
+    pos = 0
+    last_header_start = size - header_size
+    last_footer_start = size - FOOTER_SIZE
+    stop, needed, message = StopReason.END, 0, ""
+    while pos <= last_header_start:
+        if run_pattern is not None:
+            end = run_pattern.match(raw, pos).end()
+            if end > pos:
+                frame_sizes = np.fromiter(map(len, frame_pattern.findall(raw, pos, end)), dtype=np.int64)
+                runs.append(pos + np.cumsum(frame_sizes) - frame_sizes)
+                pos = end
+                continue
+        # One frame by hand: a header not seen yet, a frame cut by the end, or a bad header.
+        header = raw[pos:pos + header_size]
+        length = headers.get(header)
+        if length is None:
+            length, stored = unpack_header(raw, pos)
+            if masked_crc32c(raw[pos:pos + 8]) != stored:
+                stop, needed, message = StopReason.CRC_MISMATCH, HEADER_SIZE, _header_crc_message()
+                break
+        end = pos + header_size + length
+        if end > last_footer_start:
+            stop, needed = StopReason.TRUNCATED, HEADER_SIZE + length + FOOTER_SIZE
+            message = _truncated_frame_message(length)
+            break
+        walked.append(pos)
+        pos = end + FOOTER_SIZE
+        if header not in headers and len(headers) < _MAX_PATTERN_HEADERS:
+            headers[header] = length
+            run_pattern, frame_pattern = _frame_patterns(headers)
+    else:
+        if pos < size:
+            stop, needed, message = StopReason.TRUNCATED, HEADER_SIZE, _truncated_header_message(size - pos)
+    start_a = np.sort(np.concatenate([np.array(walked, dtype=np.int64), *runs]))
+    # Frames are contiguous and the walk stopped where the last one ends: each payload runs to 16 bytes
+    # before the next frame's start.
+    length_a = np.diff(start_a, append=np.int64(pos)) - (header_size + FOOTER_SIZE)
+    if len(start_a):
+        payload_starts = start_a + header_size
+        stored = _u32_at(np.frombuffer(raw, dtype=np.uint8), payload_starts + length_a)
+        first = _first_bad_payload(raw, payload_starts, length_a, stored)
+        if first >= 0:
+            pos = int(start_a[first])
+            stop, needed = StopReason.CRC_MISMATCH, HEADER_SIZE + int(length_a[first]) + FOOTER_SIZE
+            message = _payload_crc_message(int(length_a[first]))
+            start_a, length_a = start_a[:first], length_a[:first]
+    return FrameIndex(start_a, length_a, stop, base_offset + pos, needed, message)
 
 
 def read_new_bytes(path: str | os.PathLike[str], offset: int, max_bytes: int | None = None) -> bytes:
