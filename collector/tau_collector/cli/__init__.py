@@ -1,4 +1,9 @@
-"""The ``tau-collector`` command line: one subcommand per module in this package."""
+"""The ``tau-collector`` command line: one subcommand per module in this package.
+
+Every subcommand has ``--help`` with examples, exits 2 on usage errors (a one-line message naming
+the parameter), logs to stderr through :mod:`tau_collector.logs` (warnings and errors by default,
+``-v`` info, ``-vv`` debug, ``--log-format json``) and keeps stdout for its data.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +16,31 @@ from . import collect, dump, normalize, project, store, wrap
 
 _SUBCOMMANDS = (collect, wrap, normalize, dump, project, store)
 
+_EPILOG = """\
+examples:
+  tau-collector collect --run r1 --project demo --experiment sweep --group lr \\
+      --out run/collector --history 'run/history/*.jsonl' --store run/store
+  python train.py | tau-collector normalize --out run/history
+  tau-collector wrap --run-dir run --run r1 --project demo --experiment sweep --group lr \\
+      --store run/store -- python train.py
+  tau-collector dump logs/
+  tau-collector project run/history/chunk-000001-1760000000000.jsonl --run r1 --project demo \\
+      --experiment sweep --group lr
+  tau-collector store runs --store run/store
+  tau-collector COMMAND --help        # the flags and examples of one command
+"""
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tau-collector",
         description="TauGrid-compatible metrics collector: read history and event files, "
                     "project canonical MetricEvents, spool and deliver them.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in _SUBCOMMANDS:
         module.add_parser(subparsers)
     return parser
@@ -30,13 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["wrap"] and not {"-h", "--help"} & set(wrap.split_argv(argv[1:])[0]):
         # wrap passes the flags it does not know to `collect`, and the command after `--` to the trainer
         args = wrap.parse(argv[1:])
-        return args.func(args)
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return 2
-    return args.func(args)
+    else:
+        args = build_parser().parse_args(argv)
+    return args.func(args)  # each command configures logging from its -v/--log-format first
 
 
 if __name__ == "__main__":

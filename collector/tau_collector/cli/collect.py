@@ -7,20 +7,27 @@ when the flag is absent). Additions: ``--tfevents`` logdirs, ``--sink`` (repeata
 or ``expstore`` when ``--store`` is given.
 
 On success prints one status line, ``{"chunks","events","completed", …our counts}``, exit 0;
-on any error (a signal included) a message on stderr and exit 1.
+on any error (a signal included) a message on stderr and exit 1; usage errors exit 2.
+Source problems and delivery retries are logged as warnings on stderr as they happen.
 """
 
 from __future__ import annotations
 
 import argparse
 import errno
+import logging
 import os
 import re
 import sys
+import threading
 
+from .. import logs, progress
 from ..collector import Collector, CollectorCancelled, CollectorError, CollectorOptions, install_signal_handlers
 from ..sinks.base import Sink, SinkError
 from ..spool import SpoolError
+from .common import usage_error
+
+log = logging.getLogger("tau_collector.collect")
 
 ENV_PREFIX = "TAU_METRICS_OFFLOAD_"
 SINKS = ("expstore", "adx-queued-v1")
@@ -31,6 +38,10 @@ examples:
   tau-collector collect --watch --run r1 --project demo --experiment sweep --group lr \\
       --out run/collector --history 'run/metrics-history-attempt-0/*.jsonl' --tfevents run/tb \\
       --completion-file run/completion.json --sink expstore --store ~/.local/share/tau/store
+
+  # one pass over existing history into a local store, with info logs and a progress line
+  tau-collector collect -v --progress --run r1 --project demo --experiment sweep --group lr \
+      --out run/collector --history 'run/metrics-history-attempt-0/*.jsonl' --store run/store
 
   # TauGrid's sidecar, configured by environment as its renderer does
   TAU_METRICS_OFFLOAD_RUN=r1 ... tau-collector collect --watch --interval 10s
@@ -113,8 +124,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                       help="default 1s [$TAU_METRICS_OFFLOAD_ADX_RETRY_BACKOFF]")
     sink.add_argument("--adx-final-status-timeout", type=parse_duration,
                       help="default 10m [$TAU_METRICS_OFFLOAD_ADX_FINAL_STATUS_TIMEOUT]")
-    p.add_argument("-v", "--verbose", action="store_true", help="log progress and problems to stderr")
-    p.set_defaults(func=run)
+    out = p.add_argument_group("logging and progress (ours)")
+    logs.add_arguments(out)
+    progress.add_argument(out)
+    p.set_defaults(func=run, parser=p)
     return p
 
 
@@ -124,6 +137,14 @@ class UsageError(Exception):
 
 def _env(name: str) -> str:
     return os.environ.get(ENV_PREFIX + name, "").strip()
+
+
+def _env_duration(name: str, default: str) -> float:
+    raw = _env(name)
+    try:
+        return parse_duration(raw or default)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"${ENV_PREFIX}{name}: {exc}") from None
 
 
 def _pick(value: object, env: str, default: object = None) -> object:
@@ -158,7 +179,13 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
                 except argparse.ArgumentTypeError as exc:
                     raise UsageError(f"${ENV_PREFIX}TAGS: {exc}") from None
                 tags[key] = value
-    interval = args.interval if args.interval is not None else parse_duration(_env("INTERVAL") or "1m")
+    interval = args.interval if args.interval is not None else _env_duration("INTERVAL", "1m")
+    if interval <= 0:
+        raise UsageError(f"--interval must be positive, got {interval:g}s")
+    if args.max_iterations < 0:
+        raise UsageError(f"--max-iterations must be 0 (no limit) or more, got {args.max_iterations}")
+    if args.baseline_existing_history and not args.ready_file.strip():
+        raise UsageError("--baseline-existing-history needs --ready-file")
     mode = _pick(args.delivery_mode, "DELIVERY_MODE", "adx-required")
     if mode != "adx-required":
         raise UsageError(f"--delivery-mode {mode!r} is not supported; adx-required is the only mode")
@@ -206,9 +233,9 @@ def _adx_sink(args: argparse.Namespace) -> Sink:
     if not 0 <= attempts <= 10:
         raise UsageError("--adx-max-attempts must be between 0 and 10")
     backoff = args.adx_retry_backoff if args.adx_retry_backoff is not None else \
-        parse_duration(_env("ADX_RETRY_BACKOFF") or "1s")
+        _env_duration("ADX_RETRY_BACKOFF", "1s")
     timeout = args.adx_final_status_timeout if args.adx_final_status_timeout is not None else \
-        parse_duration(_env("ADX_FINAL_STATUS_TIMEOUT") or "10m")
+        _env_duration("ADX_FINAL_STATUS_TIMEOUT", "10m")
     return AdxQueuedSink(
         values["adx_cluster_uri"], values["adx_database"], client_id=values["adx_client_id"],
         table=str(_pick(args.adx_table, "ADX_TABLE", "TauExpMetricEventsV1")),
@@ -234,40 +261,74 @@ def describe_os_error(exc: OSError, out: str) -> str:
     return text
 
 
+def _next_step(exc: Exception, out: str) -> str:
+    """The error's message, with what to do next unless it already says."""
+    text = str(exc)
+    where = os.path.abspath(out)
+    if isinstance(exc, CollectorCancelled):
+        return (f"{text}; the checkpoint and spool in {where} are consistent: start the collector again with the "
+                "same flags to resume")
+    if any(hint in text for hint in ("Restore", "remove it", "free space", "use a new --out")):
+        return text
+    if text.startswith("deliver chunk") or isinstance(exc, SinkError):
+        return (f"{text}; nothing is lost: the chunk stays spooled in {where}; fix the sink (run with -v for "
+                "details) and start the collector again with the same flags")
+    if isinstance(exc, SpoolError):
+        return (f"{text}; the spool in {where} was left as it is: repair or move it aside (a new --out "
+                "delivers the history again from its start; readers deduplicate by event_id)")
+    if "history" in text:
+        return (f"{text}; history files may only be appended to: if this is a new run, collect it with a new "
+                "--out directory")
+    return text
+
+
+def _show_progress(collector: Collector, bar: progress.Progress, stop: threading.Event) -> None:
+    while not stop.wait(0.25):
+        r = collector.result
+        bar.update(f"{r.chunks} chunks, {r.events} events delivered"
+                   + (f", {len(r.problems)} problems" if r.problems else ""))
+
+
 def run(args: argparse.Namespace) -> int:
+    logs.configure_from(args)
     try:
         options, sinks = resolve_options(args)
     except (UsageError, argparse.ArgumentTypeError) as exc:
-        print(f"tau-collector collect: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(args, str(exc))
     except SinkError as exc:
-        print(f"tau-collector collect: {exc}", file=sys.stderr)
+        log.error(f"{exc}; install the sink's dependencies or pick another --sink")
         return 1
 
-    def log(message: str) -> None:
-        if args.verbose:
-            print(f"tau-collector: {message}", file=sys.stderr, flush=True)
-
+    log.info("collector starting", extra={
+        "run": options.run, "project": options.project, "experiment": options.experiment, "group": options.group,
+        "out": os.path.abspath(options.out), "sinks": ",".join(s.name for s in sinks),
+        "history": ",".join(options.history), "tfevents": ",".join(options.tfevents), "watch": options.watch,
+    })
     _use_system_allocator()
+    bar = progress.Progress("collect", enabled=progress.wanted(args.progress))
+    stop_bar = threading.Event()
     try:
-        collector = Collector(options, log=log)
+        collector = Collector(options, log=log.warning)
         install_signal_handlers(collector)
+        if bar.enabled:
+            threading.Thread(target=_show_progress, args=(collector, bar, stop_bar), name="tau-progress",
+                             daemon=True).start()
         result = collector.run()
-    except CollectorCancelled as exc:
-        print(f"tau-collector collect: {exc}", file=sys.stderr)
-        return 1
     except OSError as exc:
-        print(f"tau-collector collect: {describe_os_error(exc, options.out)}", file=sys.stderr)
+        log.error(describe_os_error(exc, options.out))
         return 1
-    except (CollectorError, SpoolError, SinkError) as exc:
-        print(f"tau-collector collect: {exc}", file=sys.stderr)
+    except (CollectorError, SpoolError, SinkError) as exc:  # CollectorCancelled included
+        log.error(_next_step(exc, options.out))
         return 1
     finally:
+        stop_bar.set()
         for sink in sinks:
             sink.close()
-    if not args.verbose:  # verbose runs reported each problem as it was found
-        for problem in result.problems:
-            print(f"tau-collector: {problem}", file=sys.stderr)
+    bar.close(f"{result.chunks} chunks, {result.events} events delivered")
+    log.info("collector finished", extra={
+        "chunks": result.chunks, "events": result.events, "completed": result.completed,
+        "non_finite": result.non_finite, "problems": len(result.problems),
+    })
     sys.stdout.buffer.write(result.status_line() + b"\n")
     sys.stdout.flush()
     return 0

@@ -4,23 +4,30 @@ stdout carries one JSON object per observation, in file order:
 ``{"file","metric","step","wall_time","value"}`` (non-finite values as "NaN"/"Infinity"/"-Infinity").
 stderr carries one JSON object per problem: ``{"file","offset"|"line","error","message"}``.
 Exit 0 when everything readable was read (a truncated tail is not an error), 3 when a file is
-corrupt or a row is bad (after printing all that could be read), 2 on usage errors.
+corrupt or a row is bad, or a PATH is missing (after printing all that could be read), 2 on usage
+errors. With ``-v`` each input and a summary are also logged on stderr; a progress line is shown
+when stderr is a terminal (``--progress``/``--no-progress`` to choose).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import math
+import os
 import sys
 from typing import BinaryIO
 
 import orjson
 
+from .. import logs, progress
 from ..projection import RowError, history_step, metric_number
 from ..records import ProblemKind, SourceProblem
 from ..sources.jsonl import read_history_file
 from ..sources.tfevents import apply_tensorboard_purge, in_read_order, read_run
 from .inputs import HistoryInput, RunInput, resolve_inputs
+
+log = logging.getLogger("tau_collector.dump")
 
 EXIT_CORRUPT = 3
 
@@ -30,6 +37,7 @@ examples:
   tau-collector dump logs/                     # a TensorBoard logdir: every run below it
   tau-collector dump result.json --step-field training_iteration --time-field timestamp
   tau-collector dump logs/ 2>problems.jsonl | jq -c 'select(.metric=="train/loss")'
+  tau-collector dump --progress -v big-logdir/ > points.jsonl   # progress and a summary on stderr
 """
 
 
@@ -48,7 +56,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--tensorboard-purge", action="store_true",
                         help="apply TensorBoard's restart purge (SessionLog.START) to event files, "
                              "printing exactly the points TensorBoard would show")
-    parser.set_defaults(func=run)
+    logs.add_arguments(parser)
+    progress.add_argument(parser)
+    parser.set_defaults(func=run, parser=parser)
     return parser
 
 
@@ -67,8 +77,11 @@ class _Output:
         self.out, self.err = out, err
         self.buffer: list[bytes] = []
         self.corrupt = False
+        self.observations = 0
+        self.problems = 0
 
     def observation(self, file: str, metric: str, step: int, wall_time: float, value: float) -> None:
+        self.observations += 1
         self.buffer.append(orjson.dumps(
             {"file": file, "metric": metric, "step": step, "wall_time": wall_time, "value": _value(value)},
             option=orjson.OPT_APPEND_NEWLINE,
@@ -85,8 +98,10 @@ class _Output:
         record = problem.to_json()
         if file is not None:
             record["file"] = file
-        self.err.write(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
-        self.err.flush()
+        with progress.paused(sys.stderr):
+            self.err.write(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
+            self.err.flush()
+        self.problems += 1
         if problem.kind != ProblemKind.TRUNCATED:
             self.corrupt = True
 
@@ -135,6 +150,7 @@ def _dump_run(item: RunInput, args: argparse.Namespace, output: _Output) -> None
         observations = batch.observations
         if args.tensorboard_purge:
             observations = [obs for obs in observations if id(obs) in kept]
+        output.observations += len(observations)
         output.raw(_observation_lines(file, observations))
         for problem in batch.problems:
             output.problem(problem, file)
@@ -159,17 +175,69 @@ def _observation_lines(file: str, observations: list) -> bytes:
     return "".join(lines).encode()
 
 
-def run(args: argparse.Namespace) -> int:
-    output = _Output(sys.stdout.buffer, sys.stderr.buffer)
+def input_size(item: HistoryInput | RunInput | SourceProblem) -> int:
+    """Bytes an input holds (for the progress line); 0 when it cannot be read."""
     try:
-        for item in resolve_inputs(args.paths):
+        if isinstance(item, HistoryInput):
+            return os.path.getsize(item.path)
+        if isinstance(item, RunInput):
+            return sum(os.path.getsize(path) for path in item.run.segments())
+    except OSError:
+        pass
+    return 0
+
+
+def input_name(item: HistoryInput | RunInput | SourceProblem) -> str:
+    if isinstance(item, HistoryInput):
+        return item.path
+    if isinstance(item, RunInput):
+        return os.path.join(item.argument, item.run.relative) if item.run.relative else item.argument
+    return item.path
+
+
+class InputProgress:
+    """``N/M inputs, read/total bytes, …`` for dump and project."""
+
+    def __init__(self, label: str, items: list, flag: bool | None) -> None:
+        self.sizes = [input_size(item) for item in items]
+        self.total = sum(self.sizes)
+        self.done_bytes = 0
+        self.count = len(items)
+        self.bar = progress.Progress(label, enabled=progress.wanted(flag))
+
+    def advance(self, index: int, extra: str) -> None:
+        self.done_bytes += self.sizes[index]
+        self.bar.update(self.text(index + 1, extra))
+
+    def text(self, done: int, extra: str) -> str:
+        return (f"{done}/{self.count} inputs, {progress.human_bytes(self.done_bytes)}/"
+                f"{progress.human_bytes(self.total)}, {extra}")
+
+    def close(self, extra: str) -> None:
+        self.bar.close(self.text(self.count, extra))
+
+
+def run(args: argparse.Namespace) -> int:
+    logs.configure_from(args)
+    output = _Output(sys.stdout.buffer, sys.stderr.buffer)
+    items = list(resolve_inputs(args.paths))
+    bar = InputProgress("dump", items, args.progress)
+    try:
+        for index, item in enumerate(items):
+            before = output.observations
             if isinstance(item, SourceProblem):
                 output.problem(item)
             elif isinstance(item, HistoryInput):
                 _dump_history(item, args, output)
             else:
                 _dump_run(item, args, output)
+            log.info("input read", extra={"input": input_name(item), "observations": output.observations - before})
+            bar.advance(index, f"{output.observations} observations")
         output.flush()
     except BrokenPipeError:  # `dump … | head` is fine
         return 0
+    finally:
+        bar.close(f"{output.observations} observations")
+    log.info("dump finished", extra={"inputs": len(items), "observations": output.observations,
+                                     "problems": output.problems})
     return EXIT_CORRUPT if output.corrupt else 0

@@ -55,4 +55,6 @@ def resolve_inputs(paths: list[str]) -> Iterator[HistoryInput | RunInput | Sourc
             else:
                 yield HistoryInput(path)
         else:
-            yield SourceProblem(path, ProblemKind.UNREADABLE, "no such file or directory")
+            yield SourceProblem(path, ProblemKind.UNREADABLE,
+                                "no such file or directory; check the path (a JSONL history file, an event "
+                                "file or a TensorBoard logdir)")

@@ -3,13 +3,15 @@
 Every stdin line that is one JSON object (``{"step": 3, "loss": 1.25}``; ``NaN`` allowed)
 becomes a house row in a closed chunk file in ``--out``; every other line (log text, progress
 bars, warnings) goes to stdout unchanged, byte for byte, and at once, so the job log stays live.
-A row whose ``step`` is not a non-negative integer is reported on stderr and passed to stdout.
-EOF closes the last chunk; exit 0. Usage errors exit 2.
+A row whose ``step`` is not a non-negative integer is logged as a warning on stderr and passed
+to stdout. EOF closes the last chunk; exit 0. Usage errors exit 2; a chunk that cannot be written
+(a full disk, a read-only ``--out``) exits 1. There is no progress line: stdout is the progress.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -17,13 +19,18 @@ import threading
 import time
 from typing import BinaryIO
 
-from ..history_writer import HistoryWriter
+from .. import logs
+from ..history_writer import HistoryWriteError, HistoryWriter
 from ..normalizer import Normalizer, StepError, classify_line
 
+log = logging.getLogger("tau_collector.normalize")
+
 _EPILOG = """\
-example:
+examples:
   python train.py | tau-collector normalize --out runs/seed-1/metrics-history-attempt-0
   # then collect: tau-collector collect --history 'runs/seed-1/metrics-history-attempt-0/chunk-*.jsonl' ...
+  # bigger chunks, and a summary (rows, chunks, passed-through lines) on stderr at the end
+  python train.py | tau-collector normalize -v --out run/history --max-rows 50000 --max-delay 1
 """
 
 _READ_SIZE = 1 << 16
@@ -59,7 +66,8 @@ def _configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="close a chunk after N rows (default: 10000)")
     parser.add_argument("--max-delay", type=_positive_seconds, default=0.1, metavar="SECONDS",
                         help="close a chunk when its first row is this old (default: 0.1)")
-    parser.set_defaults(func=run)
+    logs.add_arguments(parser)
+    parser.set_defaults(func=run, parser=parser)
     return parser
 
 
@@ -96,12 +104,13 @@ class _Passthrough:
 
 
 class _Filter:
-    def __init__(self, writer: HistoryWriter, out: _Passthrough, err: BinaryIO) -> None:
+    def __init__(self, writer: HistoryWriter, out: _Passthrough) -> None:
         self.writer = writer
         self.out = out
-        self.err = err
         self.normalizer = Normalizer()
         self.line_number = 0
+        self.rows = 0
+        self.passed = 0  # lines (or line pieces) passed through as log text
         self.held = bytearray()  # start of a line that may be a row, waiting for its newline
         self.streaming = False  # the current line is log text already being passed through
 
@@ -153,18 +162,19 @@ class _Filter:
         self.line_number += 1
         value = classify_line(line)
         if isinstance(value, bytes):
+            self.passed += 1
             self.out.write(value)
             return
         try:
             row = self.normalizer.normalize_row(value, now=time.time())
         except StepError as err:
-            self.err.write(
-                f"tau-collector normalize: stdin line {self.line_number}: {err}; the line was passed "
-                "to stdout unchanged and not recorded as a row\n".encode())
-            self.err.flush()
+            log.warning(f"stdin line {self.line_number}: {err}; the line was passed to stdout unchanged and not "
+                        "recorded as a row: give each row an integer step >= 0", extra={"line": self.line_number})
+            self.passed += 1
             self.out.write(line)
             return
         self.writer.write(row)
+        self.rows += 1
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -173,22 +183,40 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    logs.configure_from(args)
     out = _Passthrough(sys.stdout.buffer)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     stdin = sys.stdin.buffer.fileno()
-    with HistoryWriter(args.out, max_rows=args.max_rows, max_delay=args.max_delay) as writer:
-        filter_ = _Filter(writer, out, sys.stderr.buffer)
-        try:
-            while True:
-                # os.read returns whatever the pipe holds: lines flow on without waiting for a full buffer
-                data = os.read(stdin, _READ_SIZE)
-                if not data:
-                    break
-                filter_.feed(data)
+    try:
+        writer = HistoryWriter(args.out, max_rows=args.max_rows, max_delay=args.max_delay)
+    except OSError as exc:
+        log.error(f"cannot use --out {args.out}: {exc.strerror or exc}; pick a writable directory")
+        return 1
+    log.info("normalizing stdin", extra={"out": os.path.abspath(args.out), "max_rows": args.max_rows,
+                                         "max_delay": args.max_delay})
+    try:
+        with writer:
+            filter_ = _Filter(writer, out)
+            try:
+                while True:
+                    # os.read returns whatever the pipe holds: lines flow on without waiting for a full buffer
+                    data = os.read(stdin, _READ_SIZE)
+                    if not data:
+                        break
+                    filter_.feed(data)
+                    out.flush()
+            finally:
+                filter_.finish()
                 out.flush()
-        finally:
-            filter_.finish()
-            out.flush()
+    except HistoryWriteError as exc:
+        log.error(f"{exc}; the chunks already closed in {args.out} are complete")
+        return 1
+    except OSError as exc:
+        log.error(f"cannot write a history chunk in {args.out}: {exc.strerror or exc}; the chunks already closed "
+                  "there are complete: free space or fix the directory's permissions, then run the job again")
+        return 1
+    log.info("stdin closed", extra={"rows": filter_.rows, "chunks": len(writer.chunk_paths),
+                                    "lines_passed": filter_.passed, "out": os.path.abspath(args.out)})
     return 0
 

@@ -3,31 +3,39 @@
 stdout is byte-for-byte what the collector spools and delivers (TauGrid's
 ``tau.experiment.metric.v1`` lines). stderr carries one JSON object per problem (bad rows,
 corrupt event files) and per non-finite observation, which is kept by the local store but is
-never a MetricEvent. Exit 0, or 3 when something could not be read, 2 on usage errors.
+never a MetricEvent. Exit 0, or 3 when something could not be read, 2 on usage errors (an
+identity or tag TauGrid refuses included). With ``-v`` each input and a summary are also logged on
+stderr; a progress line is shown when stderr is a terminal (``--progress``/``--no-progress``).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
 
 import orjson
 
+from .. import logs, progress
 from ..gojson import GoJSONError, parse_time
 from ..projection import ProjectionConfig, ProjectionError, Projector
 from ..records import HistoryRow, ProblemKind, SourceProblem
 from ..sources.jsonl import history_metric_file_id, read_history_file
 from ..sources.tfevents import read_run, to_history_row
-from .dump import EXIT_CORRUPT, _value
+from .common import usage_error
+from .dump import EXIT_CORRUPT, InputProgress, _value, input_name
 from .inputs import HistoryInput, RunInput, resolve_inputs
+
+log = logging.getLogger("tau_collector.project")
 
 _EPILOG = """\
 examples:
   tau-collector project runs/seed-1/history.jsonl --run seed-1 --project demo --experiment sweep --group lr
   tau-collector project logs/ --run r1 --project demo --experiment e --group g --tag team=vision \\
       --exported-at 2026-09-18T19:00:00Z
+  tau-collector project logs/ --run r1 --project demo --experiment e --group g --progress -v > events.ndjson
 """
 
 
@@ -78,11 +86,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                        help="override the metric_file_path (default: the absolute file or run directory)")
     parser.add_argument("--step-field", default="_step", help="JSONL step field (default: _step)")
     parser.add_argument("--time-field", default="_timestamp", help="JSONL time field (default: _timestamp)")
-    parser.set_defaults(func=run)
+    logs.add_arguments(parser)
+    progress.add_argument(parser)
+    parser.set_defaults(func=run, parser=parser)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
+    logs.configure_from(args)
+    for flag in ("run", "project", "experiment", "group"):
+        if not getattr(args, flag).strip():
+            return usage_error(args, f"--{flag} must not be empty")
     config = ProjectionConfig(
         project=args.project,
         experiment_id=args.experiment,
@@ -101,31 +115,41 @@ def run(args: argparse.Namespace) -> int:
     )
     out, err = sys.stdout.buffer, sys.stderr.buffer
     failed = False
+    counts = {"events": 0, "problems": 0, "non_finite": 0}
+
+    def problem_line(record: dict) -> None:
+        with progress.paused(sys.stderr):
+            err.write(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
+            err.flush()
 
     def report(problem: SourceProblem, file: str | None = None) -> None:
         nonlocal failed
         record = problem.to_json()
         if file is not None:
             record["file"] = file
-        err.write(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
+        problem_line(record)
+        counts["problems"] += 1
         if problem.kind != ProblemKind.TRUNCATED:
             failed = True
 
     def emit(projector: Projector, file: str, rows: list[HistoryRow]) -> None:
         projected, errors = projector.project_rows(rows)
         out.write(b"".join(projected.lines))
+        counts["events"] += len(projected.lines)
         for row, exc in errors:
             report(SourceProblem(file, ProblemKind.BAD_ROW, str(exc), line=row.line, offset=row.offset))
         for obs in projected.non_finite:
-            err.write(orjson.dumps(
+            counts["non_finite"] += 1
+            problem_line(
                 {"file": file, "line": int(obs.tags["jsonl.history_line"]), "error": "non_finite",
                  "metric": obs.metric_name, "step": obs.step, "value": _value(obs.value),
-                 "message": "non-finite value: kept by the local store, not a MetricEvent"},
-                option=orjson.OPT_APPEND_NEWLINE,
-            ))
+                 "message": "non-finite value: kept by the local store, not a MetricEvent"})
 
+    items = list(resolve_inputs(args.paths))
+    bar = InputProgress("project", items, args.progress)
     try:
-        for item in resolve_inputs(args.paths):
+        for index, item in enumerate(items):
+            before = counts["events"]
             if isinstance(item, SourceProblem):
                 report(item)
             elif isinstance(item, HistoryInput):
@@ -153,10 +177,14 @@ def run(args: argparse.Namespace) -> int:
                     emit(projector, file, [to_history_row(obs) for obs in batch.observations])
                     for problem in batch.problems:
                         report(problem, file)
+            log.info("input projected", extra={"input": input_name(item), "events": counts["events"] - before})
+            bar.advance(index, f"{counts['events']} events")
         out.flush()
-    except ProjectionError as exc:
-        print(f"tau-collector project: {exc}", file=sys.stderr)
-        return 2
+    except ProjectionError as exc:  # an identity, tag or prefix TauGrid refuses: the flags are wrong
+        return usage_error(args, f"--{exc}" if str(exc).startswith("tag ") else str(exc))
     except BrokenPipeError:
         return 0
+    finally:
+        bar.close(f"{counts['events']} events")
+    log.info("project finished", extra={"inputs": len(items), **counts})
     return EXIT_CORRUPT if failed else 0

@@ -7,20 +7,29 @@ stdout carries JSON lines:
   (last wins), wall_time as RFC3339Nano, non-finite values as "NaN"/"Infinity"/"-Infinity";
 - ``series``: the same point lines after M4 reduction to ``--max-points``, then one line
   ``{"source_points","returned_points","partial"}``.
-Exit 0 on success, 1 when the store or run is missing, 2 on usage errors.
+Exit 0 on success, 1 when the store or run is missing or cannot be read, 2 on usage errors.
+Every command is one indexed query (``rows``/``series`` read one run's Parquet files): there is
+no progress line. ``-v`` logs what was read and how long it took.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import math
+import sqlite3
 import sys
+import time
 
 import orjson
 
+from .. import logs
 from ..expstore import StoreNotFoundError, StoreReader
 from ..expstore.store import ExpStore, StoreError
 from ..gojson import encode_float, encode_string, format_time
+from .common import EXIT_USAGE, usage_error
+
+log = logging.getLogger("tau_collector.store")
 
 _EPILOG = """\
 examples:
@@ -28,10 +37,11 @@ examples:
   tau-collector store metrics --store ~/.tau/expstore --run seed-1
   tau-collector store rows --store ~/.tau/expstore --run seed-1 --metric train/loss --start-step 100
   tau-collector store series --store ~/.tau/expstore --run seed-1 --metric train/loss --max-points 400
+  tau-collector store runs --store ~/.tau/expstore --workspace default | jq -r .run_id
 """
 
 EXIT_MISSING = 1
-EXIT_USAGE = 2
+__all__ = ["EXIT_MISSING", "EXIT_USAGE", "add_parser", "run"]
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -53,13 +63,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--end-step", type=int, metavar="N", help="last step to include")
     parser.add_argument("--max-points", type=int, default=8000, metavar="N",
                         help="series: at most N points (default 8000, as the Portal)")
-    parser.set_defaults(func=run)
+    logs.add_arguments(parser)
+    parser.set_defaults(func=run, parser=parser)
     return parser
-
-
-def _usage(message: str) -> int:
-    print(f"tau-collector store: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
 
 
 def _value_json(value: float) -> str:
@@ -78,23 +84,37 @@ def _point_line(metric: str, step: int, wall_us: int, value: float) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    logs.configure_from(args)
     needs_run = args.what in ("metrics", "rows", "series")
     if needs_run and not args.run:
-        return _usage(f"{args.what} needs --run")
+        return usage_error(args, f"{args.what} needs --run (list the runs with `tau-collector store runs`)")
     if args.what in ("rows", "series") and not args.metric:
-        return _usage(f"{args.what} needs --metric")
+        return usage_error(args, f"{args.what} needs --metric (list a run's metrics with "
+                                 "`tau-collector store metrics --run RUN_ID`)")
     if args.start_step is not None and args.end_step is not None and args.start_step > args.end_step:
-        return _usage("--start-step must not be greater than --end-step")
+        return usage_error(args, "--start-step must not be greater than --end-step")
     if args.max_points < 1:
-        return _usage("--max-points must be at least 1")
+        return usage_error(args, "--max-points must be at least 1")
+    started = time.monotonic()
     try:
-        reader = StoreReader(ExpStore(args.store))
+        code = _query(args)
     except StoreNotFoundError as exc:
-        print(f"tau-collector store: {exc}", file=sys.stderr)
+        log.error(f"{exc}; pass the directory that holds manifest.json: the --store given to "
+                  "`tau-collector collect` or `taunotebook import`")
         return EXIT_MISSING
-    except StoreError as exc:
-        print(f"tau-collector store: {exc}", file=sys.stderr)
+    except BrokenPipeError:  # `store rows … | head` is fine
+        return 0
+    except (StoreError, OSError, sqlite3.DatabaseError) as exc:
+        log.error(f"cannot read the store {args.store}: {exc}; check that it is a complete expstore "
+                  "and readable by you (another collector writing it is fine)")
         return EXIT_MISSING
+    log.info("store read", extra={"what": args.what, "store": args.store, "run": args.run or "",
+                                  "seconds": round(time.monotonic() - started, 3)})
+    return code
+
+
+def _query(args: argparse.Namespace) -> int:
+    reader = StoreReader(ExpStore(args.store))
     out = sys.stdout
     if args.what == "runs":
         for r in reader.runs(args.workspace, project=args.project):
@@ -103,7 +123,9 @@ def run(args: argparse.Namespace) -> int:
             out.write(orjson.dumps(record).decode() + "\n")
         return 0
     if reader.run(args.run, args.project) is None:
-        print(f"tau-collector store: run {args.run!r} not found in {reader.store.root}", file=sys.stderr)
+        scope = f" of project {args.project!r}" if args.project else ""
+        log.error(f"run {args.run!r}{scope} not found in {reader.store.root}; list the runs with "
+                  f"`tau-collector store runs --store {args.store}`")
         return EXIT_MISSING
     if args.what == "metrics":
         for s in reader.metric_summaries(args.run):

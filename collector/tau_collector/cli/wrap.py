@@ -15,12 +15,15 @@ Run directory layout (TauGrid's workspace layout below ``runs/<run>/``)::
     collector.log                             the collector's own log
 
 Flags before ``--`` that are not wrap's own are passed to ``collect`` (``--run``, ``--project``,
-``--experiment``, ``--group``, ``--store``/``--sink``, ``--tag``, ADX flags, ...).
+``--experiment``, ``--group``, ``--store``/``--sink``, ``--tag``, ADX flags, ...). ``-v`` and
+``--log-format`` are wrap's own; the collector always logs at info level into ``collector.log``,
+in wrap's ``--log-format``. Usage errors exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import subprocess
@@ -28,9 +31,14 @@ import sys
 import threading
 import time
 
+from .. import logs
 from ..completion import write_completion
 from ..history_writer import HistoryWriter
-from .normalize import _Filter, _Passthrough
+from .collect import parse_duration
+from .common import usage_error
+from .normalize import _Filter, _Passthrough, _positive_seconds
+
+log = logging.getLogger("tau_collector.wrap")
 
 EXIT_NOT_READY = 124
 EXIT_NO_DONE = 125
@@ -41,7 +49,15 @@ _EPILOG = """\
 examples:
   tau-collector wrap --run-dir runs/seed-1 --run seed-1 --project demo --experiment sweep --group lr \\
       --store ~/.local/share/tau/store -- python train.py --lr 0.1
+  # log each step of the wrapper (collector ready, trainer exit, terminal publication) as JSON lines
+  tau-collector wrap -v --log-format json --run-dir runs/seed-2 --run seed-2 --project demo \\
+      --experiment sweep --group lr --store ~/.local/share/tau/store -- python train.py --lr 0.01
 """
+
+
+def _duration_text(text: str) -> str:
+    parse_duration(text)  # a bad duration is wrap's usage error, not a collector that never gets ready
+    return text
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -52,12 +68,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         allow_abbrev=False,  # `--run` belongs to collect, not an abbreviation of --run-dir
     )
     p.add_argument("--run-dir", required=True, help="the run's directory (created if missing)")
-    p.add_argument("--ready-timeout", type=float, default=120.0, help="seconds to wait for the collector (120)")
-    p.add_argument("--done-timeout", type=float, default=None,
+    p.add_argument("--ready-timeout", type=_positive_seconds, default=120.0,
+                   help="seconds to wait for the collector (120)")
+    p.add_argument("--done-timeout", type=_positive_seconds, default=None,
                    help="seconds to wait for the collector's terminal publication after the trainer exits "
                         "(default: TauGrid's drain budget for ADX, 120 for a local store)")
-    p.add_argument("--interval", default="10s", help="collector --interval (default 10s, TauGrid's renderer)")
-    p.set_defaults(func=run, collect_args=[], command=[])
+    p.add_argument("--interval", default="10s", type=_duration_text,
+                   help="collector --interval (default 10s, TauGrid's renderer)")
+    logs.add_arguments(p)
+    p.set_defaults(func=run, collect_args=[], command=[], parser=p)
     return p
 
 
@@ -95,7 +114,7 @@ def _terminate_with_parent() -> None:
 
 def _pump(fd: int, history_dir: str, log: _Passthrough) -> None:
     with HistoryWriter(history_dir) as writer:
-        filter_ = _Filter(writer, log, sys.stderr.buffer)
+        filter_ = _Filter(writer, log)
         while True:
             data = os.read(fd, 1 << 16)
             if not data:
@@ -122,9 +141,10 @@ def _wait_for(path: str, timeout: float, *, stop: threading.Event, process: subp
 
 
 def run(args: argparse.Namespace) -> int:
+    logs.configure_from(args)
     if not args.command:
-        print("tau-collector wrap: no command given; put it after --", file=sys.stderr)
-        return 2
+        return usage_error(args, "no command given; put the training command after --, "
+                                 "e.g. `tau-collector wrap --run-dir DIR ... -- python train.py`")
     run_dir = os.path.abspath(args.run_dir)
     history_dir = os.path.join(run_dir, HISTORY_DIR)
     tensorboard_dir = os.path.join(run_dir, "tensorboard")
@@ -142,13 +162,16 @@ def run(args: argparse.Namespace) -> int:
     done_timeout = args.done_timeout if args.done_timeout is not None else (1833.0 if uses_adx else 120.0)
 
     collector_cmd = [
-        sys.executable, "-m", "tau_collector", "collect", "--watch", "-v", "--interval", args.interval,
+        sys.executable, "-m", "tau_collector", "collect", "--watch", "-v", "--log-format", args.log_format,
+        "--no-progress", "--interval", args.interval,
         "--out", out_dir, "--history", os.path.join(history_dir, "*.jsonl"), "--tfevents", tensorboard_dir,
         "--completion-file", completion, "--ready-file", ready, "--done-file", done, *args.collect_args,
     ]
-    log_file = open(os.path.join(run_dir, "collector.log"), "ab")  # lives as long as the sidecar
+    log_path = os.path.join(run_dir, "collector.log")
+    log_file = open(log_path, "ab")  # lives as long as the sidecar
     collector = subprocess.Popen(collector_cmd, stdout=open(os.path.join(out_dir, "result.json"), "wb"),
                                  stderr=log_file, start_new_session=True, preexec_fn=_terminate_with_parent)
+    log.info("collector started", extra={"pid": collector.pid, "run_dir": run_dir, "log": log_path})
 
     stop = threading.Event()
     trainer: subprocess.Popen | None = None
@@ -171,11 +194,12 @@ def run(args: argparse.Namespace) -> int:
     elif waited != "ok":
         why = "exited before it was ready" if waited == "exited" else f"did not become ready within " \
               f"{args.ready_timeout:.0f}s"
-        print(f"tau-collector wrap: metrics collector {why}; see {os.path.join(run_dir, 'collector.log')}",
-              file=sys.stderr)
+        log.error(f"metrics collector {why}; the trainer was not started: see {log_path} for the reason, "
+                  "or raise --ready-timeout if the collector is only slow to start")
         status = EXIT_NOT_READY
         state, reason = "failed", "metrics-offloader-not-ready"
     else:
+        log.info("collector ready", extra={"ready_file": ready})
         env = dict(os.environ, TAU_RUN_DIR=run_dir, TAU_HISTORY_DIR=history_dir,
                    TAU_TENSORBOARD_DIR=tensorboard_dir, TENSORBOARD_LOGDIR=tensorboard_dir,
                    PYTHONUNBUFFERED="1")
@@ -186,17 +210,20 @@ def run(args: argparse.Namespace) -> int:
                 trainer.send_signal(signal.SIGTERM)
         except OSError as exc:
             os.close(read_fd)
-            print(f"tau-collector wrap: cannot start {args.command[0]!r}: {exc.strerror or exc}", file=sys.stderr)
+            log.error(f"cannot start {args.command[0]!r}: {exc.strerror or exc}; check the command after -- "
+                      "(its name, PATH and permissions)")
             status, state = 127, "failed"
         finally:
             os.close(write_fd)
         if trainer is not None:
+            log.info("trainer started", extra={"pid": trainer.pid, "command": " ".join(args.command)})
             pump = threading.Thread(target=_pump, args=(read_fd, history_dir, _Passthrough(sys.stdout.buffer)),
                                     name="tau-normalize", daemon=True)
             pump.start()
             code = trainer.wait()
             pump.join()
             status = code if code >= 0 else 128 - code
+            log.info("trainer exited", extra={"code": status})
             if stop.is_set():
                 state, reason = "cancelled", "workload-termination"
             elif status != 0:
@@ -206,10 +233,13 @@ def run(args: argparse.Namespace) -> int:
                      completed_at=time.time_ns() // 1_000_000_000 * 1_000_000_000)
     waited = _wait_for(done, done_timeout, stop=threading.Event(), process=collector)
     if waited != "ok":
-        print(f"tau-collector wrap: metrics collector did not confirm terminal publication within "
-              f"{done_timeout:.0f}s; see {os.path.join(run_dir, 'collector.log')}", file=sys.stderr)
+        log.error(f"metrics collector did not confirm terminal publication within {done_timeout:.0f}s; see "
+                  f"{log_path}. The history and the collector's checkpoint stay in {run_dir}: what was not "
+                  "delivered is sent when a collector runs again with the same flags (or raise --done-timeout)")
         if status == 0:
             status = EXIT_NO_DONE
+    else:
+        log.info("collector done", extra={"state": state, "code": status})
     try:
         collector.wait(timeout=30)
     except subprocess.TimeoutExpired:
