@@ -1,13 +1,22 @@
-"""``taunotebook import``: argument parsing, the progress bar and the final summary."""
+"""``taunotebook import``: argument parsing, the progress bar and the final summary.
+
+stdout carries the summary; stderr the progress bar (only when stderr is a terminal, unless
+``--progress``) and log lines (warnings and errors; ``-v`` adds each source and each problem).
+Usage errors exit 2, a store that refuses the import exits 1.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
-import sys
 from collections.abc import Sequence
 
+from tau_collector import logs, progress
+
 from .backends import validate_id
+
+log = logging.getLogger("taunotebook.import")
 
 __all__ = ["main"]
 
@@ -17,6 +26,7 @@ EXAMPLES = """examples:
   taunotebook import ~/ray_results/my_sweep --experiment sweep-1 --group lr-search
   taunotebook import history.jsonl --store /tmp/store
   taunotebook import runs/ && taunotebook import runs/   # the second import changes nothing
+  taunotebook import runs/ -v --log-format json --no-progress 2>import-log.jsonl   # each source logged
 
 sources: TensorBoard event files (Tune trials included), W&B run folders (files/wandb-history.jsonl),
 Ray Tune trials (result.json: training_iteration is the step, timestamp the time), JSONL history files.
@@ -37,24 +47,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--project", default="default", help="project of the imported runs (default: default)")
     parser.add_argument("--experiment", metavar="E", help="experiment id (default: the group)")
     parser.add_argument("--group", metavar="G", help="run group id (default: the experiment, else 'imported')")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    parser.add_argument("-v", "--verbose", action="store_true", help="list each source and each problem")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar (same as --no-progress)")
+    progress.add_argument(parser)
+    logs.add_arguments(parser)
     return parser
-
-
-def _say(line: str) -> None:
-    """A line on stderr that does not break a running tqdm bar."""
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        print(line, file=sys.stderr)
-    else:
-        tqdm.write(line, file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)  # usage errors exit 2
+    logs.configure_from(args)
     for what in ("project", "experiment", "group"):
         value = getattr(args, what)
         if value is not None:
@@ -78,23 +80,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = str(tau_home() / "store")
 
     def announce(source) -> None:
-        if args.verbose:
-            _say(f"import: {source.kind} {source.location} -> run {source.run_id}")
+        # through the log handler, which clears the tqdm bar around the line
+        log.info("importing", extra={"kind": source.kind, "source": str(source.location), "run": source.run_id})
 
     from tau_collector.expstore.store import StoreError
     from tau_collector.sinks.base import SinkError
 
     try:
         summary = import_paths(args.paths, store, project=args.project, experiment=args.experiment,
-                               group=args.group, progress=not args.quiet, on_source=announce)
+                               group=args.group, progress=not args.quiet and progress.wanted(args.progress),
+                               on_source=announce)
     except (SinkError, StoreError) as exc:
-        print(f"taunotebook import: error: {exc}\n(runs imported before this one are kept; a run id already in "
-              "the store under another project/experiment/group needs the same --project/--experiment/--group, "
-              "or import into another --store)", file=sys.stderr)
+        log.error(f"{exc}; runs imported before this one are kept; a run id already in the store under another "
+                  "project/experiment/group needs the same --project/--experiment/--group, or import into "
+                  "another --store")
         return 1
-    if args.verbose:
-        for problem in summary.problems:
-            print(f"import: problem: {problem}", file=sys.stderr)
+    except OSError as exc:
+        log.error(f"cannot import: {exc}; check that the sources are readable and that the store directory "
+                  f"{store} is writable (and its filesystem not full), then run the same import again: "
+                  "what was imported is kept and not imported twice")
+        return 1
+    for problem in summary.problems:
+        log.info(f"problem: {problem}")
     print(summary.text())
     print(f"store: {store}")
     if summary.corrupt_files or summary.rejected_rows:

@@ -1,16 +1,29 @@
-"""``taunotebook portal``: serve a store's Stellar API and pages on loopback, printing the tokened URL."""
+"""``taunotebook portal``: serve a store's Stellar API and pages on loopback, printing the tokened URL.
+
+stdout carries the start-up lines (the page URL with the token, the API base): the local Portal
+launcher parses them. stderr carries log lines: warnings and errors by default, ``-v`` adds the
+server's start-up and one line per request (tokens in URLs redacted), ``-vv`` debug.
+Usage errors (a bad flag value, a store that is not an expstore) exit 2; a port that cannot be
+bound exits 1.
+"""
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import os
+import re
 import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tau_collector import logs
+
 from .auth import generate_token
+
+log = logging.getLogger("taunotebook.portal")
 
 __all__ = ["build_parser", "main", "portal_urls"]
 
@@ -22,6 +35,8 @@ examples:
       a fixed port and token (e.g. for TAU_PORTAL_URL / TAU_PORTAL_TOKEN in notebooks)
   taunotebook portal --store runs/store --host 0.0.0.0 --token "$(openssl rand -hex 24)"
       listen beyond this machine: refused unless you pass --token yourself
+  taunotebook portal --store runs/store -v --log-format json 2>portal-log.jsonl
+      one JSON log line per request on stderr (tokens redacted)
 
 API: GET /api/v2/stellar/runs/{run_id}[/metrics|/series], /api/v2/stellar/experiments/{id}/runs
 with 'Authorization: Bearer <token>'; schema at /openapi.json.
@@ -43,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "URL); prefer the variable on shared machines: a flag shows in `ps`")
     parser.add_argument("--workspace", default="default",
                         help="the workspace this Portal serves (runs tagged tau_workspace=<W> or untagged)")
+    logs.add_arguments(parser)
     return parser
 
 
@@ -76,9 +92,24 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+_TOKEN = re.compile(r"(token=)[^&\s\"']+", re.IGNORECASE)
+
+
+class _RedactTokens(logging.Filter):
+    """Access log lines carry the request path; ``?token=…`` in it must not reach a log file."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_TOKEN.sub(r"\1REDACTED", a) if isinstance(a, str) else a for a in record.args)
+        if isinstance(record.msg, str):
+            record.msg = _TOKEN.sub(r"\1REDACTED", record.msg)
+        return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    logs.configure_from(args)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port {args.port}: must be between 0 and 65535")
     if not _is_loopback(args.host) and not args.token:
@@ -102,8 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sock = _bind(args.host, args.port)
     except OSError as err:
-        print(f"taunotebook portal: cannot listen on {args.host}:{args.port}: {err.strerror or err}",
-              file=sys.stderr)
+        log.error(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}; pick another --port "
+                  "(0 picks a free one) or stop the process that holds it")
         return 1
     port = sock.getsockname()[1]
     app = create_app(store, token=token, workspace=args.workspace)
@@ -111,7 +142,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Serving {store} (workspace {args.workspace!r}). To open Stellar, visit:\n"
           f"    {page}\n"
           f"API base: {api}  (send 'Authorization: Bearer {token}')", flush=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    # uvicorn's records go through our handler (log_config=None): same format, quiet by default
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RedactTokens) for f in logger.filters):
+            logger.addFilter(_RedactTokens())
+    log.info("portal listening", extra={"store": str(store), "host": args.host, "port": port,
+                                        "workspace": args.workspace})
+    config = uvicorn.Config(app, log_config=None, log_level=logs.level_for(args.verbose), lifespan="off")
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])
