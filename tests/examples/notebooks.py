@@ -10,7 +10,6 @@ Portal) is stopped.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,8 +46,8 @@ def example_environment(tmp_path: Path, monkeypatch, extra: Mapping[str, str] | 
 def execute(name: str, cwd: Path, *, timeout: int = 240) -> nbformat.NotebookNode:
     """Execute ``examples/<name>.ipynb`` in a fresh ``python3`` kernel (the venv's) from ``cwd``; the executed copy."""
     nb = nbformat.read(EXAMPLES / f"{name}.ipynb", as_version=4)
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}},
-                   env=dict(os.environ)).execute()
+    # The kernel inherits this process's environment (TAU_HOME etc., set by example_environment).
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
     return nb
 
 

@@ -28,7 +28,9 @@ def test_torch_summary_writer_notebook_trains_and_reads_its_series_back(tmp_path
     assert float(val.group(2)) < float(val.group(1)) / 10
     assert len(lines) == 4
 
-    # The live pane was displayed under the training cell and polled the run's points from the Portal.
+    # The live pane was displayed under the training cell and polled the run's points from the Portal while
+    # the next cell waited for the job (nbclient keeps the widget updates the pane's thread sends meanwhile;
+    # the job needs seconds to import torch before its first point, so none of them falls between two cells).
     (pane_id,) = displayed_widgets(cell(nb, "train"))
     pane = widget_state(nb, pane_id)
     assert pane["run_id"] == run_id

