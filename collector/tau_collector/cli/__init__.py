@@ -21,10 +21,10 @@ examples:
   tau-collector collect --run r1 --project demo --experiment sweep --group lr \\
       --out run/collector --history 'run/history/*.jsonl' --store run/store
   python train.py | tau-collector normalize --out run/history
-  tau-collector wrap --run-dir run --run r1 --project demo --experiment sweep --group lr \\
+  tau-collector wrap --run-dir runs/r2 --run r2 --project demo --experiment sweep --group lr \\
       --store run/store -- python train.py
   tau-collector dump logs/
-  tau-collector project run/history/chunk-000001-1760000000000.jsonl --run r1 --project demo \\
+  tau-collector project run/history/chunk-*.jsonl --run r1 --project demo \\
       --experiment sweep --group lr
   tau-collector store runs --store run/store
   tau-collector COMMAND --help        # the flags and examples of one command

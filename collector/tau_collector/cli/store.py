@@ -33,11 +33,11 @@ log = logging.getLogger("tau_collector.store")
 
 _EPILOG = """\
 examples:
-  tau-collector store runs --store ~/.tau/expstore
-  tau-collector store metrics --store ~/.tau/expstore --run seed-1
-  tau-collector store rows --store ~/.tau/expstore --run seed-1 --metric train/loss --start-step 100
-  tau-collector store series --store ~/.tau/expstore --run seed-1 --metric train/loss --max-points 400
-  tau-collector store runs --store ~/.tau/expstore --workspace default | jq -r .run_id
+  tau-collector store runs --store ~/.local/share/tau/store
+  tau-collector store metrics --store ~/.local/share/tau/store --run seed-1
+  tau-collector store rows --store ~/.local/share/tau/store --run seed-1 --metric train/loss --start-step 100
+  tau-collector store series --store ~/.local/share/tau/store --run seed-1 --metric train/loss --max-points 400
+  tau-collector store runs --store ~/.local/share/tau/store --workspace default | jq -r .run_id
 """
 
 EXIT_MISSING = 1

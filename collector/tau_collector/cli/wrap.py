@@ -233,7 +233,9 @@ def run(args: argparse.Namespace) -> int:
                      completed_at=time.time_ns() // 1_000_000_000 * 1_000_000_000)
     waited = _wait_for(done, done_timeout, stop=threading.Event(), process=collector)
     if waited != "ok":
-        log.error(f"metrics collector did not confirm terminal publication within {done_timeout:.0f}s; see "
+        why = "exited before confirming the terminal publication" if waited == "exited" else \
+            f"did not confirm terminal publication within {done_timeout:.0f}s"
+        log.error(f"metrics collector {why}; see "
                   f"{log_path}. The history and the collector's checkpoint stay in {run_dir}: what was not "
                   "delivered is sent when a collector runs again with the same flags (or raise --done-timeout)")
         if status == 0:
