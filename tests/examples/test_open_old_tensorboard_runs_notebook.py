@@ -24,11 +24,9 @@ def test_old_tensorboard_runs_are_imported_and_compared_in_one_pane(tmp_path, mo
 
     assert stdout(cell(nb, "make")).strip() == "['cnn-baseline', 'cnn-dropout', 'cnn-wide']"
     # `taunotebook import` with no --store wrote <TAU_HOME>/store: the store the local Portal serves.
-    assert stdout(cell(nb, "import")).splitlines() == [
-        "imported 3 runs, 6 metrics, 660 points (0 non-finite); 0 rejected rows, 0 corrupt files; "
-        "read 3 files, " + stdout(cell(nb, "import")).split("read 3 files, ")[1].splitlines()[0],
-        f"store: {home / 'store'}",
-    ]
+    imported = stdout(cell(nb, "import")).splitlines()
+    assert imported[0].startswith("imported 3 runs, 6 metrics, 660 points (0 non-finite)"), imported
+    assert imported[1:] == [f"store: {home / 'store'}"]
 
     # Every point the writer wrote, as the pane loaded it from the Portal (the values are seeded, so exact).
     assert summary[1:] == [
