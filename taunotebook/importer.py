@@ -12,10 +12,19 @@ Every source found under the given paths becomes one Tau run:
   the above): run id from the file name.
 
 Run ids are made ``ValidateID``-safe (lowercase ``[a-z0-9._-]``, letter or digit first and last).
-Idempotency: the events of a source are projected with a deterministic export time (the source's
-newest file modification time) and delivered in deterministically cut chunks whose keys are
-their content, so importing the same files twice finds every chunk already acknowledged and
-changes nothing in the store.
+
+Event files take the bulk path: blocks of ``BLOCK_BYTES`` are read into columns
+(:mod:`tau_collector.sources.tfevents_columns`) and written as columns
+(:meth:`MetricWriter.write_columns`), with the tags, names and values the JSONL projection gives
+each point but without a MetricEvent per point. The rare rows the projection must judge one by
+one (a negative step, a wall time that is not a finite time in years 0-9999) and the JSON
+sources go through the projection itself.
+
+Idempotency, at two levels: a source whose files are byte for byte the ones of an earlier import
+into the store (same run, project, experiment and group) is skipped without being read; a source
+that changed is read again and delivered in deterministically cut chunks whose keys are their
+content (JSON sources are projected with a deterministic export time, the newest file
+modification time), so chunks an earlier import wrote are acknowledged as present, not added.
 """
 
 from __future__ import annotations
@@ -23,24 +32,41 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sqlite3
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tau_collector.expstore.writer import RUN_STATUS_METRIC, RunColumns, run_status_of
+from tau_collector.gojson import MAX_TIME_NS, MIN_TIME_NS
 from tau_collector.projection import ProjectionConfig, Projector
 from tau_collector.records import HistoryRow, ProblemKind, SourceProblem
-from tau_collector.sinks.base import Chunk
+from tau_collector.sinks.base import Chunk, SinkError
 from tau_collector.sinks.expstore import ExpstoreSink
 from tau_collector.sources.jsonl import history_metric_file_id, read_history_file
-from tau_collector.sources.tfevents import RunMemory, TensorBoardRun, is_event_file, metric_file_id, read_segment
+from tau_collector.sources.tfevents import RunMemory, TensorBoardRun, is_event_file, metric_file_id
+from tau_collector.sources.tfevents_columns import ScalarColumns, read_block_columns
 from tau_collector.spool import non_finite_key
 
 __all__ = ["ImportSource", "ImportSummary", "discover_sources", "import_paths", "safe_run_id"]
 
 WANDB_HISTORY = os.path.join("files", "wandb-history.jsonl")
 TUNE_RESULT = "result.json"
-# Rows per delivered chunk: bounds memory on a large source; the cut is deterministic.
+# Rows per delivered chunk of a JSON source: bounds memory on a large source; the cut is deterministic.
 CHUNK_ROWS = 100_000
+# Bytes of an event file read and written at once (one Parquet file per block): bounds memory
+# (~90 bytes per point while a block is in flight); the cut depends on the file's bytes only.
+BLOCK_BYTES = 8 * 1024 * 1024
+IMPORT_VERSION = "taunotebook.import.v1"
+# Wall times the bulk path takes as they are: well inside the years 0-9999 the projection allows.
+_MIN_WALL = MIN_TIME_NS / 1e9 + 86_400.0
+_MAX_WALL = MAX_TIME_NS / 1e9 - 86_400.0
+_LINE_SLOT = '"jsonl.history_line":"\\u0000"'
 # Tune's bookkeeping fields in result.json: not metrics.
 _TUNE_SKIP = frozenset({
     "config", "pid", "hostname", "node_ip", "date", "trial_id", "experiment_id", "experiment_tag", "done",
@@ -84,13 +110,17 @@ class ImportSummary:
     corrupt_files: int = 0
     files: int = 0
     bytes: int = 0
+    unchanged: int = 0  # sources skipped: the same files were imported before with the same identity
     run_ids: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     def text(self) -> str:
-        return (f"imported {self.runs} runs, {self.metrics} metrics, {self.points} points "
+        text = (f"imported {self.runs} runs, {self.metrics} metrics, {self.points} points "
                 f"({self.non_finite} non-finite); {self.rejected_rows} rejected rows, "
                 f"{self.corrupt_files} corrupt files; read {self.files} files, {self.bytes} bytes")
+        if self.unchanged:
+            text += f"; {self.unchanged} sources unchanged since an earlier import (skipped)"
+        return text
 
 
 def _event_files(directory: str) -> list[str]:
@@ -244,6 +274,14 @@ class _Progress:
             self._bar.close()
 
 
+def _file_digest(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return ""  # unreadable now: the reading reports it, and the source is not marked as imported
+
+
 class _Importer:
     def __init__(self, sink: ExpstoreSink, project: str, experiment: str | None, group: str | None,
                  summary: ImportSummary, progress: _Progress) -> None:
@@ -267,11 +305,24 @@ class _Importer:
             time_field="timestamp" if tune else "_timestamp",
         )
 
-    def deliver(self, projector: Projector, rows: list[HistoryRow], path: str, problems: list[SourceProblem],
-                metrics: set[str]) -> None:
+    @staticmethod
+    def _identity(source: ImportSource, config: ProjectionConfig) -> bytes:
+        return orjson.dumps([IMPORT_VERSION, source.kind, config.project, config.experiment_id,
+                             config.run_group_id, config.run_id])
+
+    def _source_key(self, source: ImportSource, identity: bytes) -> str | None:
+        digests = [_file_digest(path) for path in source.files]
+        if not all(digests):
+            return None
+        payload = orjson.dumps([identity.decode(), list(zip(source.files, digests, strict=True))])
+        return "import-source-" + hashlib.sha256(payload).hexdigest()
+
+    def _deliver_rows(self, projector: Projector, rows: list[HistoryRow], path: str, problems: list[SourceProblem],
+                      metrics: set[str], *, progress: bool = True) -> None:
+        """Rows through the projection, in chunks of ``CHUNK_ROWS`` (JSON sources, odd event-file rows)."""
         size = _size(path)
         for start in range(0, max(len(rows), 1), CHUNK_ROWS):
-            if start:
+            if start and progress:
                 share = size * CHUNK_ROWS // len(rows)
                 self._reported += share
                 self.progress.partial(share)
@@ -292,42 +343,140 @@ class _Importer:
                 self.summary.points += len(projected.lines)
                 metrics.update(e.metric_name for e in projected.events)
 
-    def run(self, source: ImportSource) -> None:
-        config = self.config(source)
-        problems: list[SourceProblem] = []
-        metrics: set[str] = set()
-        if source.kind == "tensorboard":
-            run = TensorBoardRun(source.location, "", metric_file_id(source.location))
-            memory = RunMemory()
-            for segment in source.files:
-                batch = read_segment(run, segment, memory=memory)
+    def _deliver_columns(self, projector: Projector, identity: bytes, cols: ScalarColumns, path: str,
+                         block_offset: int, problems: list[SourceProblem], metrics: set[str]) -> None:
+        """One block of an event file: the rows the projection would take as they are, written as columns."""
+        if not len(cols):
+            return
+        ordinary = (cols.step >= 0) & (cols.wall_time > _MIN_WALL) & (cols.wall_time < _MAX_WALL)
+        odd = np.flatnonzero(~ordinary)
+        if odd.size:
+            self._deliver_rows(projector, [
+                HistoryRow({"_step": step, "_timestamp": wall, cols.names[metric]: value}, record, offset)
+                for metric, step, wall, value, record, offset in zip(
+                    cols.metric[odd].tolist(), cols.step[odd].tolist(), cols.wall_time[odd].tolist(),
+                    cols.value[odd].tolist(), cols.record[odd].tolist(), cols.offset[odd].tolist(), strict=True)
+            ], path, problems, metrics, progress=False)
+        projected = [projector.metric_tags(name) for name in cols.names]
+        is_metric = np.array([p is not None for p in projected] + [False], dtype=bool)
+        codes = np.arange(len(projected), dtype=np.int32)
+        rows = np.flatnonzero(ordinary & is_metric[cols.metric])
+        if not rows.size:
+            return
+        # Raw keys are codes; metric names (a raw key stripped) may coincide for two raw keys.
+        names: dict[str, int] = {}
+        name_of_code = np.zeros(len(projected), dtype=np.int32)
+        prefixes, suffixes, tag_sets = [], [], []
+        for code, pieces in zip(codes.tolist(), projected, strict=True):
+            if pieces is None:
+                prefixes.append("")
+                suffixes.append("")
+                continue
+            name, tags = pieces
+            name_of_code[code] = names.setdefault(name, len(names))
+            text = orjson.dumps({**tags, "jsonl.history_line": "\0"}, option=orjson.OPT_SORT_KEYS).decode()
+            at = text.index(_LINE_SLOT)
+            prefixes.append(text[:at] + '"jsonl.history_line":"')
+            suffixes.append('"' + text[at + len(_LINE_SLOT):])
+            tag_sets.append(tags)
+        # In the order the store keeps rows (metric name, step, wall time, arrival), so that the tags
+        # are built once in place rather than built and then reordered.
+        name_rank = np.argsort(np.argsort(np.array(list(names), dtype=object), kind="stable"))
+        wall_us = (cols.wall_time[rows] * 1e6).astype(np.int64)  # int(seconds * 1e6), as the projection
+        order = np.lexsort((wall_us, cols.step[rows], name_rank[name_of_code[cols.metric[rows]]]))
+        rows, wall_us = rows[order], wall_us[order]
+        raw = cols.metric[rows]
+        take = pa.array(raw)
+        tags_col = pc.binary_join_element_wise(
+            pa.array(prefixes, pa.string()).take(take), pa.array(cols.record[rows]).cast(pa.string()),
+            pa.array(suffixes, pa.string()).take(take), "")
+        metric = name_of_code[raw]
+        step = cols.step[rows]
+        value = cols.value[rows]
+        status = None
+        status_code = names.get(RUN_STATUS_METRIC)
+        if status_code is not None:
+            at = np.flatnonzero(metric == status_code)
+            at = at[np.lexsort((at, wall_us[at], step[at]))]
+            status = run_status_of(value[at], [int(w) * 1000 for w in wall_us[at].tolist()])
+        config = projector.config
+        columns = RunColumns(
+            project=config.project, experiment_id=config.experiment_id, run_group_id=config.run_group_id,
+            run_id=config.run_id, names=list(names), metric=metric, step=step, wall_time=wall_us, value=value,
+            tags=tags_col, tag_sets=tag_sets, source=config.source or "jsonl",
+            first_wall_ns=int(wall_us.min()) * 1000, status=status,
+        )
+        content = hashlib.sha256(identity)
+        content.update(orjson.dumps([path, block_offset, list(names)]))
+        for array in (metric, step, wall_us, value, cols.record[rows], raw):
+            content.update(array.tobytes())
+        digest = content.hexdigest()
+        try:
+            self.sink.writer.write_columns("import-block-" + digest, [columns], request_hash=digest)
+        except (sqlite3.OperationalError, OSError) as exc:
+            raise SinkError(f"expstore {self.sink.store.root}: {exc}", retryable=True) from None
+        finite = int(np.isfinite(value).sum())
+        self.summary.points += finite
+        self.summary.non_finite += len(value) - finite
+        metrics.update(names)
+
+    def _read_tensorboard(self, source: ImportSource, config: ProjectionConfig, identity: bytes,
+                          problems: list[SourceProblem], metrics: set[str]) -> None:
+        run = TensorBoardRun(source.location, "", metric_file_id(source.location))
+        memory = RunMemory()
+        for segment in source.files:
+            projector = Projector(config, history_path=segment, metric_file_id=run.metric_file_id,
+                                  metric_file_path=run.directory)
+            offset = records = 0
+            while True:
+                batch, columns = read_block_columns(run, segment, memory=memory, offset=offset,
+                                                    records_before=records, max_bytes=BLOCK_BYTES)
                 problems.extend(batch.problems)
                 if batch.stop == ProblemKind.CRC_MISMATCH:
                     self.summary.corrupt_files += 1
-                projector = Projector(config, history_path=segment, metric_file_id=run.metric_file_id,
-                                      metric_file_path=run.directory)
-                rows = [HistoryRow({"_step": o.step, "_timestamp": o.wall_time, o.metric: o.value}, o.record, o.offset)
-                        for o in batch.observations]
-                self.deliver(projector, rows, segment, problems, metrics)
-                self._file_done(segment)
+                self._deliver_columns(projector, identity, columns, segment, offset, problems, metrics)
+                if not batch.more:
+                    break
+                self._reported += batch.checkpoint - offset
+                self.progress.partial(batch.checkpoint - offset)
+                offset, records = batch.checkpoint, batch.records
+            self._file_done(segment)
+
+    def _read_json(self, source: ImportSource, config: ProjectionConfig, problems: list[SourceProblem],
+                   metrics: set[str]) -> None:
+        path = source.files[0]
+        read = read_history_file(path)
+        problems.extend(read.problems)
+        bad_lines = sum(1 for p in read.problems if p.kind != ProblemKind.UNREADABLE)
+        self.summary.rejected_rows += bad_lines
+        if any(p.kind == ProblemKind.UNREADABLE for p in read.problems):
+            self.summary.corrupt_files += 1
+        if source.kind == "tune":  # Tune's own TensorBoard logger names nested results a/b
+            rows = _flat_rows(read.rows, _TUNE_SKIP, "/")
+        elif source.kind == "wandb":  # W&B shows a nested logged dict as a.b
+            rows = _flat_rows(read.rows, frozenset(), ".")
         else:
-            path = source.files[0]
-            read = read_history_file(path)
-            problems.extend(read.problems)
-            bad_lines = sum(1 for p in read.problems if p.kind != ProblemKind.UNREADABLE)
-            self.summary.rejected_rows += bad_lines
-            if any(p.kind == ProblemKind.UNREADABLE for p in read.problems):
-                self.summary.corrupt_files += 1
-            if source.kind == "tune":  # Tune's own TensorBoard logger names nested results a/b
-                rows = _flat_rows(read.rows, _TUNE_SKIP, "/")
-            elif source.kind == "wandb":  # W&B shows a nested logged dict as a.b
-                rows = _flat_rows(read.rows, frozenset(), ".")
-            else:
-                rows = read.rows
-            projector = Projector(config, history_path=path, metric_file_id=history_metric_file_id(path),
-                                  metric_file_path=path)
-            self.deliver(projector, rows, path, problems, metrics)
-            self._file_done(path)
+            rows = read.rows
+        projector = Projector(config, history_path=path, metric_file_id=history_metric_file_id(path),
+                              metric_file_path=path)
+        self._deliver_rows(projector, rows, path, problems, metrics)
+        self._file_done(path)
+
+    def run(self, source: ImportSource) -> None:
+        config = self.config(source)
+        identity = self._identity(source, config)
+        key = self._source_key(source, identity)
+        if key is not None and self.sink.writer.recorded(key):
+            self.summary.unchanged += 1
+            for path in source.files:
+                self._file_done(path)
+            return
+        problems: list[SourceProblem] = []
+        metrics: set[str] = set()
+        if source.kind == "tensorboard":
+            self._read_tensorboard(source, config, identity, problems, metrics)
+        else:
+            self._read_json(source, config, problems, metrics)
         if problems:
             self.sink.report(source.run_id, problems)
             self.summary.problems.extend(str(p) for p in problems)
@@ -335,6 +484,10 @@ class _Importer:
             self.summary.runs += 1
             self.summary.run_ids.append(source.run_id)
             self.summary.metrics += len(metrics)
+        if key is not None and not any(p.kind == ProblemKind.UNREADABLE for p in problems):
+            # Everything these bytes hold is in the store now: the next import of them reads nothing.
+            self.sink.writer.record_key(key, command="taunotebook import", target_type="import_source",
+                                        target_id=source.run_id, request_hash=key)
 
     def _file_done(self, path: str) -> None:
         size = _size(path)

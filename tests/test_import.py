@@ -140,7 +140,10 @@ def test_reimport_through_api_keeps_summaries(sources, tmp_path: Path) -> None:
     before = _table_counts(store)
     second = import_paths([str(sources["tb"])], store)
     assert _table_counts(store) == before
-    assert (first.runs, first.metrics, first.points) == (second.runs, second.metrics, second.points) == (2, 2, 44)
+    assert (first.runs, first.metrics, first.points, first.unchanged) == (2, 2, 44, 0)
+    # The same bytes again are not even read: both runs are reported unchanged.
+    assert (second.runs, second.points, second.unchanged, second.files) == (0, 0, 2, 2)
+    assert "2 sources unchanged since an earlier import (skipped)" in second.text()
     assert [s[2] for s in before["summaries"]] == [4, 40]
 
 
@@ -194,7 +197,8 @@ def test_progress_bar_counts_bytes_and_files(sources, tmp_path: Path, monkeypatc
     assert len(updates) == 3
 
 
-def test_small_chunks_move_the_bar_and_stay_idempotent(sources, tmp_path: Path, monkeypatch) -> None:
+def test_small_blocks_move_the_bar_and_a_grown_run_adds_only_its_new_points(sources, tmp_path: Path,
+                                                                           monkeypatch) -> None:
     updates = []
 
     class Bar:
@@ -211,16 +215,24 @@ def test_small_chunks_move_the_bar_and_stay_idempotent(sources, tmp_path: Path, 
             pass
 
     monkeypatch.setitem(sys.modules, "tqdm", types.SimpleNamespace(tqdm=Bar))
-    monkeypatch.setattr(importer, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(importer, "BLOCK_BYTES", 300)
     train = sources["tb"] / "exp1" / "train"
     summary = import_paths([str(train)], tmp_path / "store", progress=True)
-    assert summary.points == 40 and len(updates) == 6  # 40 rows in chunks of 7: 5 partial steps + the end
-    assert sum(updates) == sum(p.stat().st_size for p in train.iterdir())
+    size = sum(p.stat().st_size for p in train.iterdir())
     before = _table_counts(tmp_path / "store")
-    assert before["metric_files"] == 6 and before["summaries"][0][2:5] == (40, 40, 0)
-    import_paths([str(train)], tmp_path / "store")
-    assert _table_counts(tmp_path / "store") == before
-    assert StoreReader(tmp_path / "store").rows("train", "loss").step.tolist() == list(range(40))
+    blocks = before["metric_files"]
+    assert summary.points == 40 and blocks >= size // 300 and len(updates) == blocks
+    assert sum(updates) == size
+    assert before["summaries"][0][2:5] == (40, 40, 0)
+    # The run goes on in a new event file: importing again reads the run, finds the blocks of the first
+    # file already written, and adds the new file's points only.
+    write_tensorboardx(train, [("loss", s, 1.0 / (s + 1), T0 + s) for s in range(40, 60)],
+                       name="events.out.tfevents.9999999999.later")
+    again = import_paths([str(train)], tmp_path / "store")
+    assert again.unchanged == 0 and again.points == 60
+    after = _table_counts(tmp_path / "store")
+    assert after["summaries"][0][2:7] == (60, 60, 0, 0, 59)
+    assert StoreReader(tmp_path / "store").rows("train", "loss").step.tolist() == list(range(60))
 
 
 def test_default_store_is_under_tau_home(sources, tmp_path: Path, monkeypatch, capsys) -> None:
@@ -282,3 +294,88 @@ def test_single_event_file_and_copy_of_a_logdir_are_distinct_sources(tmp_path: P
     found = discover_sources([str(event_file), str(copy)])
     assert [(s.kind, s.run_id) for s in found] == [
         ("tensorboard", "train"), ("tensorboard", "exp1-eval-set"), ("tensorboard", "exp1-train")]
+
+
+# --- the bulk event-file path stores exactly what the projection path stores --------------------------------------
+
+
+def _odd_run(root: Path) -> Path:
+    """One run holding every case the bulk path must treat as the projection does."""
+    from tensorboard.compat.proto import event_pb2
+
+    from .collector.tb_writers import restart_event, scalar_tensor, tensor_event, write_events
+
+    events = []
+    for i in range(60):
+        event = event_pb2.Event(wall_time=T0 + i * 0.001, step=i // 3)
+        tag = ["loss", " loss ", "_private", "acc/top1", "tau/run_status", "ünï"][i % 6]
+        value = [0.25 * i, float("nan"), 1.0, float("inf"), 1.0 if i > 50 else 0.0, -float(i)][i % 6]
+        event.summary.value.add(tag=tag, simple_value=value)
+        events.append(event)
+    odd = [event_pb2.Event(wall_time=T0, step=-4), event_pb2.Event(wall_time=float("nan"), step=3),
+           event_pb2.Event(wall_time=1e12, step=5), event_pb2.Event(wall_time=-1e3, step=6)]
+    for event in odd:
+        event.summary.value.add(tag="loss", simple_value=9.0)
+    several = event_pb2.Event(wall_time=T0 + 1, step=7)
+    several.summary.value.add(tag="x", simple_value=1.0)
+    several.summary.value.add(tag="loss", simple_value=2.0)
+    events[10:10] = [*odd, several, restart_event(2, T0 + 2),
+                     tensor_event("tensor/loss", 8, T0 + 3, scalar_tensor(0.5, "float32"))]
+    write_events(root / "odd" / "run", events)
+    return root / "odd"
+
+
+def _projection_path_store(logdir: Path, store: Path) -> None:
+    """The reference: every observation through the projection, one MetricEvent per point, into a store."""
+    from tau_collector.expstore.store import ExpStore
+    from tau_collector.expstore.writer import MetricWriter
+    from tau_collector.projection import ProjectionConfig, Projector
+    from tau_collector.sources.tfevents import RunMemory, TensorBoardRun, metric_file_id, read_segment, to_history_row
+
+    writer = MetricWriter(ExpStore(store, create=True))
+    for source in discover_sources([str(logdir)]):
+        config = ProjectionConfig(project="default", experiment_id="imported", run_group_id="imported",
+                                  run_id=source.run_id, exported_at=0, source="tensorboard",
+                                  tags={"import.kind": "tensorboard"})
+        run = TensorBoardRun(source.location, "", metric_file_id(source.location))
+        memory = RunMemory()
+        for n, segment in enumerate(source.files):
+            batch = read_segment(run, segment, memory=memory)
+            projector = Projector(config, history_path=segment, metric_file_id=run.metric_file_id,
+                                  metric_file_path=run.directory)
+            projected, _ = projector.project_rows([to_history_row(o) for o in batch.observations])
+            writer.write_chunk(f"ref-{source.run_id}-{n}", projected.events, projected.non_finite, request_hash="h")
+
+
+def _stored(store: Path) -> tuple[list, list, list]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.concat_tables(pq.read_table(p) for p in sorted((store / "metrics").rglob("*.parquet")))
+    rows = sorted(tuple(repr(v) for v in row.values()) for row in table.to_pylist())
+    with sqlite3.connect(store / "index.sqlite") as conn:
+        summaries = conn.execute(
+            "SELECT run_id, metric_name, project, run_group_id, count, finite_count, non_finite_count, min_step, "
+            "max_step, latest_step, latest_wall_time, latest_value, min_value, max_value "
+            "FROM metric_summaries ORDER BY run_id, metric_name").fetchall()
+        runs = conn.execute("SELECT run_id, project, experiment_id, run_group_id, state, started_at, completed_at "
+                            "FROM runs ORDER BY run_id").fetchall()
+        tags = conn.execute("SELECT * FROM tags ORDER BY scope_id, key").fetchall()
+    return rows, [tuple(repr(v) for v in s) for s in summaries], runs + tags
+
+
+@pytest.mark.parametrize("block_bytes", [200, 8 * 1024 * 1024])
+def test_bulk_import_stores_what_the_projection_path_stores(tmp_path: Path, monkeypatch, block_bytes) -> None:
+    logdir = _odd_run(tmp_path)
+    monkeypatch.setattr(importer, "BLOCK_BYTES", block_bytes)
+    summary = import_paths([str(logdir)], tmp_path / "bulk")
+    _projection_path_store(logdir, tmp_path / "reference")
+    bulk, reference = _stored(tmp_path / "bulk"), _stored(tmp_path / "reference")
+    assert len(bulk[0]) == 54  # 60 scalars - 10 "_private" + 1 valid odd + 2 in one event + 1 tensor
+    assert bulk == reference
+    # The odd rows were judged by the projection: a negative step and a NaN or far-future time are rejected.
+    assert summary.rejected_rows == 3
+    assert any("_step: must be nonnegative" in p for p in summary.problems)
+    assert any("_timestamp: must be finite epoch seconds" in p for p in summary.problems)
+    run = StoreReader(tmp_path / "bulk").run("run")
+    assert run.state == "succeeded" and "_private" not in run.metric_names and "loss" in run.metric_names

@@ -312,6 +312,15 @@ class Projector:
         self._metric_cache[raw_key] = pieces
         return pieces
 
+    def metric_tags(self, raw_key: str) -> tuple[str, dict[str, str]] | None:
+        """What a row's ``raw_key`` projects to, for column writers: (metric name, tags without
+        ``jsonl.history_line``), or None when the key is not a metric (the step or time field,
+        ``_``-prefixed, blank). A column writer adds the row's line to the tags."""
+        if raw_key == self._step_field or raw_key == self._time_field or raw_key.startswith("_"):
+            return None
+        pieces = self._metric(raw_key)
+        return None if pieces is None else (pieces.name, pieces.tags)
+
     def _time_text(self, ns: int) -> str:
         last_ns, last_text = self._time_cache
         if ns == last_ns:

@@ -86,6 +86,11 @@ class ExpstoreSink(Sink):
     def store(self) -> ExpStore:
         return self._store
 
+    @property
+    def writer(self) -> MetricWriter:
+        """The store's writer, for bulk importers that write columns rather than spooled chunks."""
+        return self._writer
+
     def identity(self) -> str:
         return str(self._store.root)
 

@@ -62,20 +62,32 @@ def _gather(u8: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     return u8[starts[:, None] + np.arange(width, dtype=np.int64)]
 
 
-def _step_varints(u8: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(value, byte length) of the varint at each of ``at``; length 0 where it is not a step the fast path takes.
+def _varints(u8: np.ndarray, at: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(value, byte length) of the varint at each of ``at``, looking at ``width`` bytes; length 0: no end seen.
 
     Bytes past the buffer read as its last byte: the caller rejects a varint that does not end
     before its payload's key, so what they are does not matter.
     """
-    raw = u8[np.minimum(at[:, None] + np.arange(_MAX_VARINT + 1, dtype=np.int64), len(u8) - 1)].astype(np.int64)
+    raw = u8[np.minimum(at[:, None] + np.arange(width, dtype=np.int64), len(u8) - 1)].astype(np.int64)
     last = raw < 0x80
-    has_end = last.any(axis=1)
-    length = np.where(has_end, last.argmax(axis=1) + 1, 0)
-    length[length > _MAX_VARINT] = 0
-    used = np.arange(_MAX_VARINT + 1) < length[:, None]
-    step = (((raw & 0x7F) << (7 * np.arange(_MAX_VARINT + 1, dtype=np.int64))) * used).sum(axis=1)
-    return step, length
+    length = np.where(last.any(axis=1), last.argmax(axis=1) + 1, 0)
+    used = np.arange(width) < length[:, None]
+    value = (((raw & 0x7F) << (7 * np.arange(width, dtype=np.int64))) * used).sum(axis=1)
+    return value, length
+
+
+def _step_varints(u8: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The step varints at ``at``: (value, byte length), length 0 where the fast path does not take it.
+
+    Steps below 2**21 (three bytes) are read first; only the rest look at up to ten bytes, and a
+    ten-byte varint (a negative int64) is left to protobuf, as in ``tfevents``.
+    """
+    value, length = _varints(u8, at, 3)
+    longer = np.flatnonzero(length == 0)
+    if longer.size:
+        value[longer], length[longer] = _varints(u8, at[longer], _MAX_VARINT + 1)
+        length[length > _MAX_VARINT] = 0
+    return value, length
 
 
 def _key_groups(u8: np.ndarray, starts: np.ndarray, widths: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
