@@ -20,11 +20,14 @@ each point but without a MetricEvent per point. The rare rows the projection mus
 one (a negative step, a wall time that is not a finite time in years 0-9999) and the JSON
 sources go through the projection itself.
 
-Idempotency, at two levels: a source whose files are byte for byte the ones of an earlier import
-into the store (same run, project, experiment and group) is skipped without being read; a source
-that changed is read again and delivered in deterministically cut chunks whose keys are their
-content (JSON sources are projected with a deterministic export time, the newest file
-modification time), so chunks an earlier import wrote are acknowledged as present, not added.
+Idempotency, at three levels: a source whose files are byte for byte the ones of an earlier
+import into the store (same run, project, experiment and group) is skipped without being read;
+a file that grew since (a run that went on) is read from where the earlier import stopped, when
+its bytes up to there are unchanged (a checkpoint like the collector's: offset, records before
+it, SHA-256 of the prefix, kept as an idempotency key); and everything is delivered in
+deterministically cut chunks whose keys are their content (JSON sources are projected with a
+deterministic export time, the newest file modification time), so a chunk an earlier import
+wrote is acknowledged as present, not added again.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from tau_collector.projection import ProjectionConfig, Projector
 from tau_collector.records import HistoryRow, ProblemKind, SourceProblem
 from tau_collector.sinks.base import Chunk, SinkError
 from tau_collector.sinks.expstore import ExpstoreSink
-from tau_collector.sources.jsonl import history_metric_file_id, read_history_file
+from tau_collector.sources.jsonl import history_metric_file_id, prefix_sha256, read_history
 from tau_collector.sources.tfevents import RunMemory, TensorBoardRun, is_event_file, metric_file_id
 from tau_collector.sources.tfevents_columns import ScalarColumns, read_block_columns
 from tau_collector.spool import non_finite_key
@@ -60,8 +63,8 @@ TUNE_RESULT = "result.json"
 # Rows per delivered chunk of a JSON source: bounds memory on a large source; the cut is deterministic.
 CHUNK_ROWS = 100_000
 # Bytes of an event file read and written at once (one Parquet file per block): bounds memory
-# (~90 bytes per point while a block is in flight); the cut depends on the file's bytes only.
-BLOCK_BYTES = 8 * 1024 * 1024
+# (a 4 MiB block of scalar events is ~85k points, ~190 MB in flight); the cut depends on the bytes only.
+BLOCK_BYTES = 4 * 1024 * 1024
 IMPORT_VERSION = "taunotebook.import.v1"
 # Wall times the bulk path takes as they are: well inside the years 0-9999 the projection allows.
 _MIN_WALL = MIN_TIME_NS / 1e9 + 86_400.0
@@ -317,15 +320,40 @@ class _Importer:
         payload = orjson.dumps([identity.decode(), list(zip(source.files, digests, strict=True))])
         return "import-source-" + hashlib.sha256(payload).hexdigest()
 
+    def _resume_point(self, identity: bytes, path: str) -> tuple[str, int, int]:
+        """(key prefix, offset, records or lines before it) of the furthest earlier import of ``path``
+        whose bytes up to there are unchanged; offset 0 when there is none."""
+        prefix = "import-file-" + hashlib.sha256(identity + b"\0" + path.encode()).hexdigest()[:32] + "-"
+        size = _size(path)
+        points = []
+        for key, digest, count in self.sink.writer.keys_with_prefix(prefix):
+            offset = int(key[len(prefix):])
+            if 0 < offset <= size:
+                points.append((offset, digest, int(count)))
+        for offset, digest, count in sorted(points, reverse=True):
+            try:
+                if prefix_sha256(path, offset) == digest:
+                    return prefix, offset, count
+            except (OSError, ValueError):
+                break
+        return prefix, 0, 0
+
+    def _remember(self, prefix: str, path: str, offset: int, count: int, resumed: int) -> None:
+        if offset > resumed:
+            try:
+                digest = prefix_sha256(path, offset)
+            except (OSError, ValueError):
+                return  # the file changed under us: the next import starts it over, chunks dedupe
+            self.sink.writer.record_key(prefix + str(offset), command="taunotebook import",
+                                        target_type="import_file", target_id=str(count), request_hash=digest)
+
     def _deliver_rows(self, projector: Projector, rows: list[HistoryRow], path: str, problems: list[SourceProblem],
                       metrics: set[str], *, progress: bool = True) -> None:
         """Rows through the projection, in chunks of ``CHUNK_ROWS`` (JSON sources, odd event-file rows)."""
         size = _size(path)
         for start in range(0, max(len(rows), 1), CHUNK_ROWS):
             if start and progress:
-                share = size * CHUNK_ROWS // len(rows)
-                self._reported += share
-                self.progress.partial(share)
+                self._advance(size * CHUNK_ROWS // len(rows))
             part = rows[start:start + CHUNK_ROWS]
             projected, errors = projector.project_rows(part)
             problems.extend(SourceProblem(path, ProblemKind.BAD_ROW, str(exc), line=row.line, offset=row.offset)
@@ -427,7 +455,17 @@ class _Importer:
         for segment in source.files:
             projector = Projector(config, history_path=segment, metric_file_id=run.metric_file_id,
                                   metric_file_path=run.directory)
+            key_prefix, resume_at, _ = self._resume_point(identity, segment)
             offset = records = 0
+            while offset < resume_at:
+                # What an earlier import delivered is read again for the run's memory only (tag
+                # plugins, session starts: later frames depend on them), never delivered twice.
+                batch, _ = read_block_columns(run, segment, memory=memory, offset=offset, records_before=records,
+                                              max_bytes=min(BLOCK_BYTES, resume_at - offset))
+                if batch.checkpoint <= offset:
+                    break
+                self._advance(batch.checkpoint - offset)
+                offset, records = batch.checkpoint, batch.records
             while True:
                 batch, columns = read_block_columns(run, segment, memory=memory, offset=offset,
                                                     records_before=records, max_bytes=BLOCK_BYTES)
@@ -437,29 +475,35 @@ class _Importer:
                 self._deliver_columns(projector, identity, columns, segment, offset, problems, metrics)
                 if not batch.more:
                     break
-                self._reported += batch.checkpoint - offset
-                self.progress.partial(batch.checkpoint - offset)
+                self._advance(batch.checkpoint - offset)
                 offset, records = batch.checkpoint, batch.records
+            offset, records = batch.checkpoint, batch.records
+            self._remember(key_prefix, segment, offset, records, resume_at)
             self._file_done(segment)
 
-    def _read_json(self, source: ImportSource, config: ProjectionConfig, problems: list[SourceProblem],
-                   metrics: set[str]) -> None:
+    def _read_json(self, source: ImportSource, config: ProjectionConfig, identity: bytes,
+                   problems: list[SourceProblem], metrics: set[str]) -> None:
         path = source.files[0]
-        read = read_history_file(path)
-        problems.extend(read.problems)
-        bad_lines = sum(1 for p in read.problems if p.kind != ProblemKind.UNREADABLE)
-        self.summary.rejected_rows += bad_lines
-        if any(p.kind == ProblemKind.UNREADABLE for p in read.problems):
+        key_prefix, offset, lines = self._resume_point(identity, path)
+        # Complete lines first (where a later import of a grown file resumes), then an unterminated tail.
+        complete = read_history(path, offset, lines, final=False)
+        tail = read_history(path, complete.offset, complete.lines, final=True)
+        reads = (complete, tail)
+        read_problems = [p for r in reads for p in r.problems]
+        problems.extend(read_problems)
+        self.summary.rejected_rows += sum(1 for p in read_problems if p.kind != ProblemKind.UNREADABLE)
+        if any(p.kind == ProblemKind.UNREADABLE for p in read_problems):
             self.summary.corrupt_files += 1
+        rows = complete.rows + tail.rows
         if source.kind == "tune":  # Tune's own TensorBoard logger names nested results a/b
-            rows = _flat_rows(read.rows, _TUNE_SKIP, "/")
+            rows = _flat_rows(rows, _TUNE_SKIP, "/")
         elif source.kind == "wandb":  # W&B shows a nested logged dict as a.b
-            rows = _flat_rows(read.rows, frozenset(), ".")
-        else:
-            rows = read.rows
+            rows = _flat_rows(rows, frozenset(), ".")
         projector = Projector(config, history_path=path, metric_file_id=history_metric_file_id(path),
                               metric_file_path=path)
+        self._advance(offset)
         self._deliver_rows(projector, rows, path, problems, metrics)
+        self._remember(key_prefix, path, complete.offset, complete.lines, offset)
         self._file_done(path)
 
     def run(self, source: ImportSource) -> None:
@@ -476,7 +520,7 @@ class _Importer:
         if source.kind == "tensorboard":
             self._read_tensorboard(source, config, identity, problems, metrics)
         else:
-            self._read_json(source, config, problems, metrics)
+            self._read_json(source, config, identity, problems, metrics)
         if problems:
             self.sink.report(source.run_id, problems)
             self.summary.problems.extend(str(p) for p in problems)
@@ -488,6 +532,11 @@ class _Importer:
             # Everything these bytes hold is in the store now: the next import of them reads nothing.
             self.sink.writer.record_key(key, command="taunotebook import", target_type="import_source",
                                         target_id=source.run_id, request_hash=key)
+
+    def _advance(self, nbytes: int) -> None:
+        """Part of the current file is done (the bar moves within a large file)."""
+        self._reported += nbytes
+        self.progress.partial(nbytes)
 
     def _file_done(self, path: str) -> None:
         size = _size(path)

@@ -229,7 +229,7 @@ def test_small_blocks_move_the_bar_and_a_grown_run_adds_only_its_new_points(sour
     write_tensorboardx(train, [("loss", s, 1.0 / (s + 1), T0 + s) for s in range(40, 60)],
                        name="events.out.tfevents.9999999999.later")
     again = import_paths([str(train)], tmp_path / "store")
-    assert again.unchanged == 0 and again.points == 60
+    assert again.unchanged == 0 and again.points == 20
     after = _table_counts(tmp_path / "store")
     assert after["summaries"][0][2:7] == (60, 60, 0, 0, 59)
     assert StoreReader(tmp_path / "store").rows("train", "loss").step.tolist() == list(range(60))
@@ -294,6 +294,54 @@ def test_single_event_file_and_copy_of_a_logdir_are_distinct_sources(tmp_path: P
     found = discover_sources([str(event_file), str(copy)])
     assert [(s.kind, s.run_id) for s in found] == [
         ("tensorboard", "train"), ("tensorboard", "exp1-eval-set"), ("tensorboard", "exp1-train")]
+
+
+def _append_frames(target: Path, source: Path) -> None:
+    """Append the frames of ``source`` after its file_version record to ``target``: a writer going on."""
+    from tau_collector.sources.tfrecord import scan_frames
+
+    data = source.read_bytes()
+    first_end = scan_frames(data).frames[1][0]
+    with open(target, "ab") as fh:
+        fh.write(data[first_end:])
+
+
+@pytest.mark.parametrize("block_bytes", [300, 8 * 1024 * 1024])
+def test_a_grown_event_file_and_a_grown_history_file_import_only_their_new_points(tmp_path: Path, monkeypatch,
+                                                                                  block_bytes) -> None:
+    monkeypatch.setattr(importer, "BLOCK_BYTES", block_bytes)
+    run = tmp_path / "logdir" / "run"
+    path = write_tensorboardx(run, [("loss", s, 1.0 / (s + 1), T0 + s) for s in range(40)])
+    history = tmp_path / "logdir" / "history.jsonl"
+    history.write_text("".join(json.dumps({"_step": s, "_timestamp": T0 + s, "reward": s}) + "\n" for s in range(10))
+                       + '{"_step": 10, "_timestamp": 1700000010, "reward": 10}')  # no newline yet: being written
+    store = tmp_path / "store"
+    first = import_paths([str(tmp_path / "logdir")], store)
+    assert first.points == 40 + 11
+    later = write_tensorboardx(tmp_path / "later", [("loss", s, 1.0 / (s + 1), T0 + s) for s in range(40, 70)])
+    _append_frames(path, later)
+    with open(history, "a") as fh:
+        fh.write("\n" + "".join(json.dumps({"_step": s, "_timestamp": T0 + s, "reward": s}) + "\n"
+                                for s in range(11, 15)))
+    again = import_paths([str(tmp_path / "logdir")], store)
+    # The line that had no newline yet is read again (it may have been incomplete); all else only once.
+    assert (again.points, again.unchanged, again.rejected_rows) == (30 + 5, 0, 0)
+    counts = {row[1]: row[2:5] for row in _table_counts(store)["summaries"]}
+    assert counts == {"loss": (70, 70, 0), "reward": (16, 16, 0)}
+    reader = StoreReader(store)
+    assert reader.rows("run", "loss").step.tolist() == list(range(70))
+    assert reader.rows("history", "reward").step.tolist() == list(range(15))
+    third = import_paths([str(tmp_path / "logdir")], store)
+    assert (third.points, third.unchanged) == (0, 2)
+
+
+def test_a_rewritten_file_is_imported_again_from_its_start(tmp_path: Path) -> None:
+    history = tmp_path / "history.jsonl"
+    history.write_text("".join(json.dumps({"_step": s, "_timestamp": T0 + s, "reward": s}) + "\n" for s in range(10)))
+    import_paths([str(history)], tmp_path / "store")
+    history.write_text("".join(json.dumps({"_step": s, "_timestamp": T0 + s, "reward": -s}) + "\n" for s in range(12)))
+    again = import_paths([str(history)], tmp_path / "store")
+    assert again.points == 12  # the old prefix no longer matches: nothing is skipped
 
 
 # --- the bulk event-file path stores exactly what the projection path stores --------------------------------------

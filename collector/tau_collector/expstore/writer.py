@@ -230,6 +230,13 @@ class MetricWriter:
                 (key, command, target_type, target_id, request_hash, utc_now_rfc3339()),
             )
 
+    def keys_with_prefix(self, prefix: str) -> list[tuple[str, str, str]]:
+        """``(key, request_hash, target_id)`` of every recorded key that starts with ``prefix``."""
+        return self.store.connection().execute(
+            "SELECT key, request_hash, target_id FROM idempotency_keys WHERE key >= ? AND key < ? ORDER BY key",
+            (prefix, prefix + "\U0010ffff"),
+        ).fetchall()
+
     def _recorded_hash(self, key: str) -> str | None:
         row = self.store.connection().execute(
             "SELECT request_hash FROM idempotency_keys WHERE key = ?", (key,)
