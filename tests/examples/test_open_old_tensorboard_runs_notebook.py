@@ -12,7 +12,7 @@ from .notebooks import (
     widget_state,
 )
 
-RUNS = ["cnn-baseline", "cnn-wide", "cnn-dropout"]
+RUNS = ["cnn-baseline", "cnn-dropout", "cnn-wide"]
 
 
 def test_old_tensorboard_runs_are_imported_and_compared_in_one_pane(tmp_path, monkeypatch):
@@ -31,16 +31,17 @@ def test_old_tensorboard_runs_are_imported_and_compared_in_one_pane(tmp_path, mo
     # Every point the writer wrote, as the pane loaded it from the Portal (the values are seeded, so exact).
     assert summary[1:] == [
         "cnn-baseline: train/loss 200 points (last 0.128), val/accuracy 20 points (last 0.978)",
-        "cnn-wide: train/loss 200 points (last 0.107), val/accuracy 20 points (last 0.980)",
         "cnn-dropout: train/loss 200 points (last 0.204), val/accuracy 20 points (last 0.970)",
+        "cnn-wide: train/loss 200 points (last 0.107), val/accuracy 20 points (last 0.980)",
     ]
 
     # One pane compares the three runs, and its "Open in Stellar" opens the page comparing the same three.
+    assert stdout(cell(nb, "pane")).strip() == str(RUNS)  # the imported experiment, as the Portal lists it
     (pane_id,) = displayed_widgets(cell(nb, "pane"))
     pane = widget_state(nb, pane_id)
     # (What the pane loaded is the summary above, printed from the pane in the kernel: the copy of the widget's
     # state nbclient keeps misses updates the pane's thread sends between two cells.)
     assert (pane["run_id"], pane["compare"], pane["stellar_href"]) == (RUNS[0], RUNS[1:], link)
-    assert "target=cnn-baseline" in link and link.endswith("&compare=cnn-wide,cnn-dropout")
+    assert "target=cnn-baseline" in link and link.endswith("&compare=cnn-dropout,cnn-wide")
     assert page.status_code == 200
-    assert 'id="stellar-title">cnn-baseline vs cnn-wide vs cnn-dropout<' in page.text
+    assert 'id="stellar-title">cnn-baseline vs cnn-dropout vs cnn-wide<' in page.text
