@@ -9,6 +9,7 @@ import logging
 import os
 import pty
 import re
+import select
 import subprocess
 import sys
 import threading
@@ -315,6 +316,17 @@ def test_progress_is_off_when_piped_unless_asked(tmp_path, logdir):
     assert json.loads(collect.stdout)["events"] == 150
 
 
+def read_all(fd: int) -> str:
+    """What a pty master holds, read until nothing more arrives (a read may return a part)."""
+    data = bytearray()
+    while select.select([fd], [], [], 0.5)[0]:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data.extend(chunk)
+    return data.decode()
+
+
 def test_a_log_record_clears_the_progress_line_first():
     master, slave = pty.openpty()
     stream = os.fdopen(slave, "w", buffering=1)
@@ -327,7 +339,7 @@ def test_a_log_record_clears_the_progress_line_first():
         bar.update("2/2")
         bar.close()
         stream.flush()
-        text = os.read(master, 65536).decode()
+        text = read_all(master)
     finally:
         logs.configure(0)
         stream.close()
