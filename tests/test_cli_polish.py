@@ -55,6 +55,7 @@ def test_help_exits_0_with_examples(argv, capsys):
     examples = out.split("examples:", 1)[1]
     command = "taunotebook " + (argv[0] if argv[0] in ("import", "portal") else "")
     assert command in examples
+    assert max(map(len, examples.splitlines())) <= 120, "an example line lost its line break"
     if argv[0] in ("import", "portal"):
         assert "-v, --verbose" in out and "--log-format {logfmt,json}" in out
 

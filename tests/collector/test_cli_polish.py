@@ -68,6 +68,7 @@ def test_help_exits_0_with_a_description_and_examples(command, capsys):
     assert "examples:" in out
     examples = out.split("examples:", 1)[1]
     assert "tau-collector " + (command or "") in examples
+    assert max(map(len, examples.splitlines())) <= 120, "an example line lost its line break"
     if command not in ("", "wrap"):  # wrap's own flags only; the rest pass through to collect
         assert "-v, --verbose" in out and "--log-format {logfmt,json}" in out
 

@@ -40,7 +40,7 @@ examples:
       --completion-file run/completion.json --sink expstore --store ~/.local/share/tau/store
 
   # one pass over existing history into a local store, with info logs and a progress line
-  tau-collector collect -v --progress --run r1 --project demo --experiment sweep --group lr \
+  tau-collector collect -v --progress --run r1 --project demo --experiment sweep --group lr \\
       --out run/collector --history 'run/metrics-history-attempt-0/*.jsonl' --store run/store
 
   # TauGrid's sidecar, configured by environment as its renderer does
