@@ -12,6 +12,9 @@ Every source found under the given paths becomes one Tau run:
   the above): run id from the file name.
 
 Run ids are made ``ValidateID``-safe (lowercase ``[a-z0-9._-]``, letter or digit first and last).
+An imported run is ``completed`` (TauGrid's ended-without-a-verdict state, classified like a
+success subject to its gates) at its newest point, unless its history carries a
+``tau/run_status`` marker, whose state stands.
 
 Event files take the bulk path: blocks of ``BLOCK_BYTES`` are read into columns
 (:mod:`tau_collector.sources.tfevents_columns`) and written as columns
@@ -528,6 +531,8 @@ class _Importer:
             self.summary.runs += 1
             self.summary.run_ids.append(source.run_id)
             self.summary.metrics += len(metrics)
+            # Imported history has ended: the Portal and panes show it done, not running forever.
+            self.sink.writer.mark_completed(source.run_id)
         if key is not None and not any(p.kind == ProblemKind.UNREADABLE for p in problems):
             # Everything these bytes hold is in the store now: the next import of them reads nothing.
             self.sink.writer.record_key(key, command="taunotebook import", target_type="import_source",

@@ -103,6 +103,9 @@ def test_import_all_kinds_then_reimport_changes_nothing(sources, tmp_path: Path,
     assert set(runs) == {"exp1-eval-set", "exp1-train", "run-20240101_120000-abc123", "train_fn_0001_lr-0.1",
                          "train_fn_0002_lr-0.01", "history"}
     assert {(r.project, r.experiment_id, r.run_group_id) for r in runs.values()} == {("old", "legacy", "g1")}
+    # Imported history has ended: completed at its newest point (not "running" forever).
+    assert {r.state for r in runs.values()} == {"completed"}
+    assert runs["history"].completed_at == "2023-11-14T22:13:25Z"  # T0 + 5 s
     assert runs["exp1-train"].metric_names == ("loss",)
     assert runs["train_fn_0001_lr-0.1"].metric_names == ("info/grad_norm", "mean_loss")
 

@@ -45,6 +45,7 @@ __all__ = [
 RUN_STATUS_METRIC = "tau/run_status"
 RUN_STATUS_STATES = {1.0: "succeeded", -1.0: "failed", -2.0: "cancelled"}
 RUN_STATE_RUNNING = "running"
+RUN_STATE_COMPLETED = "completed"  # TauGrid's other succeeded-like state: ended, no verdict of its own
 EXPERIMENT_SOURCE = "implicit"
 WRITE_COMMAND = "collector deliver"
 
@@ -229,6 +230,16 @@ class MetricWriter:
                 "created_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (key, command, target_type, target_id, request_hash, utc_now_rfc3339()),
             )
+
+    def mark_completed(self, run_id: str) -> None:
+        """A run whose whole history was written at once (an import): state ``completed``, completed at
+        its newest point. A state set by a ``tau/run_status`` row (succeeded/failed/cancelled) stays."""
+        with self.store.write_transaction() as tx:
+            newest = tx.execute("SELECT max(latest_wall_time) FROM metric_summaries WHERE run_id = ?",
+                                (run_id,)).fetchone()[0]
+            completed = format_time(newest * 1000) if newest is not None else utc_now_rfc3339()
+            tx.execute("UPDATE runs SET state = ?, completed_at = ? WHERE run_id = ? AND state IN (?, ?)",
+                       (RUN_STATE_COMPLETED, completed, run_id, RUN_STATE_RUNNING, RUN_STATE_COMPLETED))
 
     def keys_with_prefix(self, prefix: str) -> list[tuple[str, str, str]]:
         """``(key, request_hash, target_id)`` of every recorded key that starts with ``prefix``."""
