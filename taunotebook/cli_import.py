@@ -12,7 +12,8 @@ import logging
 import os
 from collections.abc import Sequence
 
-from tau_collector import logs, progress
+from tau_collector import logging_setup as logs
+from tau_collector import progress
 
 from .backends import validate_id
 

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tau_collector import logs
+from tau_collector import logging_setup as logs
 
 from .auth import generate_token
 

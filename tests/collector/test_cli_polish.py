@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tau_collector import logs, progress
+from tau_collector import logging_setup as logs
+from tau_collector import progress
 from tau_collector.cli import main
 
 COMMANDS = ("collect", "wrap", "normalize", "dump", "project", "store")

@@ -1,7 +1,7 @@
 """The ``tau-collector`` command line: one subcommand per module in this package.
 
 Every subcommand has ``--help`` with examples, exits 2 on usage errors (a one-line message naming
-the parameter), logs to stderr through :mod:`tau_collector.logs` (warnings and errors by default,
+the parameter), logs to stderr through :mod:`tau_collector.logging_setup` (warnings and errors by default,
 ``-v`` info, ``-vv`` debug, ``--log-format json``) and keeps stdout for its data.
 """
 

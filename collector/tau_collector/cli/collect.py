@@ -21,7 +21,8 @@ import re
 import sys
 import threading
 
-from .. import logs, progress
+from .. import logging_setup as logs
+from .. import progress
 from ..collector import Collector, CollectorCancelled, CollectorError, CollectorOptions, install_signal_handlers
 from ..sinks.base import Sink, SinkError
 from ..spool import SpoolError

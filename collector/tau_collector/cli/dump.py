@@ -20,7 +20,8 @@ from typing import BinaryIO
 
 import orjson
 
-from .. import logs, progress
+from .. import logging_setup as logs
+from .. import progress
 from ..projection import RowError, history_step, metric_number
 from ..records import ProblemKind, SourceProblem
 from ..sources.jsonl import read_history_file

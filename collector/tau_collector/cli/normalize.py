@@ -19,7 +19,7 @@ import threading
 import time
 from typing import BinaryIO
 
-from .. import logs
+from .. import logging_setup as logs
 from ..history_writer import HistoryWriteError, HistoryWriter
 from ..normalizer import Normalizer, StepError, classify_line
 

@@ -18,7 +18,8 @@ import time
 
 import orjson
 
-from .. import logs, progress
+from .. import logging_setup as logs
+from .. import progress
 from ..gojson import GoJSONError, parse_time
 from ..projection import ProjectionConfig, ProjectionError, Projector
 from ..records import HistoryRow, ProblemKind, SourceProblem

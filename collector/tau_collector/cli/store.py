@@ -23,7 +23,7 @@ import time
 
 import orjson
 
-from .. import logs
+from .. import logging_setup as logs
 from ..expstore import StoreNotFoundError, StoreReader
 from ..expstore.store import ExpStore, StoreError
 from ..gojson import encode_float, encode_string, format_time

@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 
-from .. import logs
+from .. import logging_setup as logs
 from ..completion import write_completion
 from ..history_writer import HistoryWriter
 from .collect import parse_duration
