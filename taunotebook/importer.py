@@ -490,14 +490,15 @@ class _Importer:
         key_prefix, offset, lines = self._resume_point(identity, path)
         # Complete lines first (where a later import of a grown file resumes), then an unterminated tail.
         complete = read_history(path, offset, lines, final=False)
-        tail = read_history(path, complete.offset, complete.lines, final=True)
-        reads = (complete, tail)
+        reads = [complete]
+        if not complete.problems or complete.problems[-1].kind != ProblemKind.UNREADABLE:
+            reads.append(read_history(path, complete.offset, complete.lines, final=True))
         read_problems = [p for r in reads for p in r.problems]
         problems.extend(read_problems)
         self.summary.rejected_rows += sum(1 for p in read_problems if p.kind != ProblemKind.UNREADABLE)
         if any(p.kind == ProblemKind.UNREADABLE for p in read_problems):
             self.summary.corrupt_files += 1
-        rows = complete.rows + tail.rows
+        rows = [row for r in reads for row in r.rows]
         if source.kind == "tune":  # Tune's own TensorBoard logger names nested results a/b
             rows = _flat_rows(rows, _TUNE_SKIP, "/")
         elif source.kind == "wandb":  # W&B shows a nested logged dict as a.b

@@ -27,7 +27,7 @@ from .tfevents import (
     _cyclic_gc_paused,
     _decode_event,
 )
-from .tfrecord import FOOTER_SIZE, HEADER_SIZE, FrameIndex, StopReason, index_frames, read_new_bytes
+from .tfrecord import HEADER_SIZE, FrameIndex, StopReason, index_frames, read_new_bytes
 
 __all__ = ["ScalarColumns", "read_block_columns"]
 
@@ -57,18 +57,10 @@ class ScalarColumns:
         return len(self.metric)
 
 
-def _gather(u8: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
-    """Rows of ``width`` bytes starting at each of ``starts``: an ``(n, width)`` uint8 array."""
-    return u8[starts[:, None] + np.arange(width, dtype=np.int64)]
-
-
-def _varints(u8: np.ndarray, at: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """(value, byte length) of the varint at each of ``at``, looking at ``width`` bytes; length 0: no end seen.
-
-    Bytes past the buffer read as its last byte: the caller rejects a varint that does not end
-    before its payload's key, so what they are does not matter.
-    """
-    raw = u8[np.minimum(at[:, None] + np.arange(width, dtype=np.int64), len(u8) - 1)].astype(np.int64)
+def _varints(columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(value, byte length) of the varint starting each row of ``columns``; length 0: no end within the row."""
+    raw = columns.astype(np.int64)
+    width = raw.shape[1]
     last = raw < 0x80
     length = np.where(last.any(axis=1), last.argmax(axis=1) + 1, 0)
     used = np.arange(width) < length[:, None]
@@ -76,61 +68,63 @@ def _varints(u8: np.ndarray, at: np.ndarray, width: int) -> tuple[np.ndarray, np
     return value, length
 
 
-def _step_varints(u8: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The step varints at ``at``: (value, byte length), length 0 where the fast path does not take it.
-
-    Steps below 2**21 (three bytes) are read first; only the rest look at up to ten bytes, and a
-    ten-byte varint (a negative int64) is left to protobuf, as in ``tfevents``.
-    """
-    value, length = _varints(u8, at, 3)
+def _step_varints(columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The step varints at the start of each row: (value, byte length), length 0 where the fast path
+    does not take it. Steps below 2**21 (three bytes) are read first; only the rest look at up to ten
+    bytes, and a ten-byte varint (a negative int64) is left to protobuf, as in ``tfevents``."""
+    value, length = _varints(columns[:, :3])
     longer = np.flatnonzero(length == 0)
     if longer.size:
-        value[longer], length[longer] = _varints(u8, at[longer], _MAX_VARINT + 1)
+        value[longer], length[longer] = _varints(columns[longer, :_MAX_VARINT + 1])
         length[length > _MAX_VARINT] = 0
     return value, length
 
 
-def _key_groups(u8: np.ndarray, starts: np.ndarray, widths: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
-    """Group equal byte strings ``u8[starts[i] : starts[i] + widths[i]]``: (group per row, bytes per group).
+def _equal_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group the equal rows of a uint8 matrix: (group per row, index of each group's first row).
 
-    A row whose bytes differ from its hash group's first row (a hash collision) gets group -1.
+    Rows are grouped by a hash and checked byte for byte against their group's first row; a row
+    that differs (a hash collision) gets group -1.
     """
-    group = np.full(len(starts), -1, dtype=np.int64)
-    keys: list[bytes] = []
-    for width in np.unique(widths).tolist():
-        rows = np.flatnonzero(widths == width)
-        matrix = _gather(u8, starts[rows], width)
-        hashes = (matrix.astype(np.uint64) * _KEY_MULTIPLIERS[:width]).sum(axis=1, dtype=np.uint64)
-        _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
-        same = (matrix == matrix[first[inverse]]).all(axis=1)
-        group[rows[same]] = inverse[same] + len(keys)
-        keys.extend(matrix[i].tobytes() for i in first.tolist())
-    return group, keys
+    hashes = (matrix.astype(np.uint64) * _KEY_MULTIPLIERS[:matrix.shape[1]]).sum(axis=1, dtype=np.uint64)
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    same = (matrix == matrix[first[inverse]]).all(axis=1)
+    return np.where(same, inverse, -1), first
 
 
 def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameIndex, first_record: int,
                   base_offset: int, batch: SegmentBatch, memory: RunMemory) -> ScalarColumns:
-    u8 = np.frombuffer(data, dtype=np.uint8)
-    payloads = frames.starts + HEADER_SIZE
-    sizes = frames.lengths
-    count = len(payloads)
+    count = len(frames)
     key_of = np.full(count, -1, dtype=np.int64)
     step = np.zeros(count, dtype=np.int64)
+    wall = np.zeros(count, dtype=np.float64)
+    value = np.zeros(count, dtype=np.float64)
     keys: list[bytes] = []
-    candidates = np.flatnonzero((sizes > 14) & (sizes <= _FAST_MAX))
-    if candidates.size:
-        candidates = candidates[u8[payloads[candidates]] == 0x09]
-    if candidates.size:
-        p = payloads[candidates]
-        with_step = u8[p + 9] == 0x10
-        varint, varint_len = _step_varints(u8, p + 10)
+    key_ids: dict[bytes, int] = {}
+    for group in frames.groups:
+        size = group.length
+        if size <= 14 or size > _FAST_MAX:
+            continue
+        local = np.flatnonzero(group.payloads[:, 0] == 0x09)
+        if not local.size:
+            continue
+        payloads = group.payloads[local]  # one canonical-scalar candidate per row, contiguous
+        rows = group.rows[local]
+        wall[rows] = payloads[:, 1:9].copy().view("<f8")[:, 0]
+        value[rows] = payloads[:, size - 4:].copy().view("<f4")[:, 0]
+        with_step = payloads[:, 9] == 0x10
+        varint, varint_len = _step_varints(payloads[:, 10:])
         key_start = np.where(with_step, 10 + varint_len, 9)
-        key_width = sizes[candidates] - FOOTER_SIZE - key_start
-        ok = (~with_step | (varint_len > 0)) & (key_width >= 1)
-        candidates, p, key_start, key_width = candidates[ok], p[ok], key_start[ok], key_width[ok]
-        step[candidates] = np.where(with_step[ok], varint[ok], 0)
-        groups, keys = _key_groups(u8, p + key_start, key_width)
-        key_of[candidates] = groups
+        ok = (~with_step | (varint_len > 0)) & (key_start < size - 4)
+        step[rows] = np.where(with_step, varint, 0)
+        for start in np.unique(key_start[ok]).tolist():
+            picked = np.flatnonzero(ok & (key_start == start))
+            matrix = np.ascontiguousarray(payloads[picked, start:size - 4])
+            equal, firsts = _equal_rows(matrix)
+            ids = np.array([key_ids.setdefault(matrix[i].tobytes(), len(key_ids)) for i in firsts.tolist()]
+                           + [-1], dtype=np.int64)
+            key_of[rows[picked]] = ids[equal]
+    keys = list(key_ids)
     key_names = [memory.scalar_layouts.get(key) for key in keys]
     # A frame whose key is known now is decoded from the arrays. A key not yet known is known after
     # protobuf decodes its first frame (which registers it), so only that first frame waits for it.
@@ -148,8 +142,8 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
 
     def decode(indices: np.ndarray) -> None:
         for i in indices.tolist():
-            start = int(payloads[i])
-            _decode_event(run, path, data[start:start + int(sizes[i])], first_record + i,
+            start = int(frames.starts[i]) + HEADER_SIZE
+            _decode_event(run, path, data[start:start + int(frames.lengths[i])], first_record + i,
                           base_offset + int(frames.starts[i]), batch, memory)
 
     decode(np.flatnonzero(slow))
@@ -167,12 +161,11 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
     for key in np.unique(key_of[rows]).tolist():
         name = key_names[key]
         key_code[key] = code_of.setdefault(name, len(code_of))
-    p = payloads[rows]
     fast_cols = (
         key_code[key_of[rows]],
         step[rows],
-        _gather(u8, p + 1, 8).view("<f8").reshape(-1),
-        _gather(u8, p + sizes[rows] - 4, 4).view("<f4").reshape(-1).astype(np.float64),
+        wall[rows],
+        value[rows],
         rows + first_record,
         frames.starts[rows] + base_offset,
     )

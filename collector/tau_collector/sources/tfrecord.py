@@ -13,10 +13,13 @@ with ``masked(c) = ((c >> 15 | c << 17) + 0xa282ead8) mod 2**32``. A scan stops 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import struct
 from enum import StrEnum
+from operator import itemgetter
+from typing import NamedTuple
 
 import numpy as np
 from crc32c import crc32c
@@ -24,6 +27,7 @@ from crc32c import crc32c
 __all__ = [
     "FOOTER_SIZE",
     "HEADER_SIZE",
+    "FrameGroup",
     "FrameIndex",
     "FrameScan",
     "StopReason",
@@ -162,21 +166,36 @@ def scan_frames(data: bytes | bytearray | memoryview, base_offset: int = 0) -> F
     return FrameScan(frames, StopReason.END, base_offset + pos)
 
 
+class FrameGroup(NamedTuple):
+    """The verified frames of one payload length: ``frames[k]`` is frame ``rows[k]`` of the index, whole
+    (header, payload, footer) as a row of an ``(n, length + 16)`` uint8 array."""
+
+    length: int
+    rows: np.ndarray
+    frames: np.ndarray
+
+    @property
+    def payloads(self) -> np.ndarray:
+        return self.frames[:, HEADER_SIZE:HEADER_SIZE + self.length]
+
+
 class FrameIndex:
     """Where the verified frames of a buffer are, as arrays (made by :func:`index_frames`).
 
     ``starts`` are the frames' offsets in the buffer and ``lengths`` their payload lengths (the
-    payload of frame ``i`` is ``data[starts[i] + 12 : starts[i] + 12 + lengths[i]]``).
-    ``stop``, ``checkpoint`` (a file offset), ``needed`` and ``message`` mean what they mean
-    in :class:`FrameScan`.
+    payload of frame ``i`` is ``data[starts[i] + 12 : starts[i] + 12 + lengths[i]]``); ``groups``
+    hold the same frames grouped by payload length, as 2-D arrays a bulk decoder reads column by
+    column. ``stop``, ``checkpoint`` (a file offset), ``needed`` and ``message`` mean what they
+    mean in :class:`FrameScan`.
     """
 
-    __slots__ = ("checkpoint", "lengths", "message", "needed", "starts", "stop")
+    __slots__ = ("checkpoint", "groups", "lengths", "message", "needed", "starts", "stop")
 
-    def __init__(self, starts: np.ndarray, lengths: np.ndarray, stop: StopReason, checkpoint: int,
-                 needed: int = 0, message: str = "") -> None:
+    def __init__(self, starts: np.ndarray, lengths: np.ndarray, groups: list[FrameGroup], stop: StopReason,
+                 checkpoint: int, needed: int = 0, message: str = "") -> None:
         self.starts = starts
         self.lengths = lengths
+        self.groups = groups
         self.stop = stop
         self.checkpoint = checkpoint
         self.needed = needed
@@ -192,79 +211,76 @@ def _unmasked(stored: np.ndarray) -> np.ndarray:
     return ((rotated >> 17) | (rotated << 15)) & _U32
 
 
-def _u32_at(u8: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """The little-endian u32 at each of ``offsets`` (unaligned) in a byte array, as uint64."""
-    out = u8[offsets].astype(np.uint64)
-    for shift in (1, 2, 3):
-        out |= u8[offsets + shift].astype(np.uint64) << np.uint64(8 * shift)
-    return out
-
-
 _XOR_BATCH_MIN = 8  # fewer frames of one length are checked one by one
-_GATHER_ROWS = 1 << 16  # rows per gathered (length x rows) block: bounds the index array's memory
+_XOR_BATCH_MAX_LENGTH = 4096  # longer payloads (images, histograms) are checked one by one
 
 
-def _first_bad_payload(raw: bytes, payload_starts: np.ndarray, lengths: np.ndarray, stored: np.ndarray) -> int:
+def _group_frames(frames: list[bytes], lengths: np.ndarray) -> list[FrameGroup]:
+    order = np.argsort(lengths, kind="stable")
+    sorted_lengths = lengths[order]
+    bounds = np.flatnonzero(np.diff(sorted_lengths)) + 1
+    groups = []
+    for rows in np.split(order, bounds) if len(order) else []:
+        length = int(lengths[rows[0]])
+        joined = b"".join(itemgetter(*rows.tolist())(frames)) if len(rows) > 1 else frames[int(rows[0])]
+        matrix = np.frombuffer(joined, dtype=np.uint8).reshape(len(rows), length + HEADER_SIZE + FOOTER_SIZE)
+        groups.append(FrameGroup(length, rows, matrix))
+    return groups
+
+
+def _first_bad_payload(groups: list[FrameGroup]) -> int:
     """Index of the first frame whose payload CRC32C differs from its stored one, or -1.
 
     CRC32C is affine over GF(2): for ``n`` payloads of one length ``L``, the XOR of their CRCs
     is the CRC of the XOR of the payloads, plus ``crc32c(L zero bytes)`` when ``n`` is even.
-    So one library call per payload length checks all of them at once (a gather and an XOR
-    reduction do the byte work); only a length whose check fails is checked frame by frame to
-    find the first bad one. The batch check catches every corruption the per-frame check
-    catches, except corruptions of several frames whose CRC differences cancel out exactly --
-    the same 2**-32 chance with which a random multi-byte corruption of one frame keeps its CRC.
+    So one library call per payload length checks all of them at once (an XOR reduction over
+    the group's rows does the byte work); only a length whose check fails is checked frame by
+    frame to find the first bad one. The batch check catches every corruption the per-frame
+    check catches, except corruptions of several frames whose CRC differences cancel out
+    exactly -- the same 2**-32 chance with which a random multi-byte corruption of one frame
+    keeps its CRC.
     """
-    u8 = np.frombuffer(raw, dtype=np.uint8)
-    crcs = _unmasked(stored)
-    view = memoryview(raw)
-    suspects: list[np.ndarray] = []
-    for length in np.unique(lengths).tolist():
-        rows = np.flatnonzero(lengths == length)
-        if len(rows) >= _XOR_BATCH_MIN and length <= 4096:
-            folded = np.zeros(length, dtype=np.uint8)
-            offsets = np.arange(length, dtype=np.int64)[:, None]
-            for first in range(0, len(rows), _GATHER_ROWS):
-                block = u8[offsets + payload_starts[rows[first:first + _GATHER_ROWS]][None, :]]
-                folded ^= np.bitwise_xor.reduce(block, axis=1)
-            expected = crc32c(folded.tobytes())
-            if len(rows) % 2 == 0:
+    first_bad = -1
+    for group in groups:
+        length = group.length
+        stored = np.ascontiguousarray(group.frames[:, HEADER_SIZE + length:]).view("<u4")[:, 0].astype(np.uint64)
+        crcs = _unmasked(stored)
+        payloads = group.payloads
+        if len(group.rows) >= _XOR_BATCH_MIN and length <= _XOR_BATCH_MAX_LENGTH:
+            expected = crc32c(np.bitwise_xor.reduce(payloads, axis=0).tobytes())
+            if len(group.rows) % 2 == 0:
                 expected ^= crc32c(bytes(length))
-            if int(np.bitwise_xor.reduce(crcs[rows])) == expected:
+            if int(np.bitwise_xor.reduce(crcs)) == expected:
                 continue
-        suspects.append(rows)
-    if not suspects:
-        return -1
-    rows = np.sort(np.concatenate(suspects))
-    starts = payload_starts[rows].tolist()
-    ends = (payload_starts[rows] + lengths[rows]).tolist()
-    computed = np.fromiter(map(crc32c, map(view.__getitem__, map(slice, starts, ends))), dtype=np.uint64,
-                           count=len(rows))
-    bad = np.flatnonzero(computed != crcs[rows])
-    return int(rows[bad[0]]) if bad.size else -1
+        computed = np.fromiter((crc32c(row) for row in payloads), dtype=np.uint64, count=len(group.rows))
+        bad = np.flatnonzero(computed != crcs)
+        if bad.size and (first_bad < 0 or group.rows[bad[0]] < first_bad):
+            first_bad = int(group.rows[bad[0]])
+    return first_bad
 
 
 _MAX_PATTERN_HEADERS = 64
 
 
-def _frame_patterns(headers: dict[bytes, int]) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
-    """Regexes over frames whose headers are ``headers`` (verified header -> payload length).
+@functools.lru_cache(maxsize=256)
+def _frame_patterns(headers: tuple[tuple[bytes, int], ...]) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """Regexes over frames whose headers are ``headers`` (verified header, payload length).
 
     The first matches the longest run of such frames from a position (possessive: no
     backtracking state); the second matches one such frame, so ``findall`` over a run gives
-    its frames in order.
+    its frames in order. Cached: every block of a file learns the same headers in the same order.
     """
-    one = b"|".join(re.escape(header) + b".{%d}" % (length + FOOTER_SIZE) for header, length in headers.items())
+    one = b"|".join(re.escape(header) + b".{%d}" % (length + FOOTER_SIZE) for header, length in headers)
     return re.compile(b"(?:" + one + b")*+", re.DOTALL), re.compile(one, re.DOTALL)
 
 
 def index_frames(data: bytes, base_offset: int = 0) -> FrameIndex:
-    """:func:`scan_frames` for bulk readers: the same frames and stop, as offset arrays, no payload copies.
+    """:func:`scan_frames` for bulk readers: the same frames and stop, as arrays grouped by length.
 
     Writers repeat a few frame lengths, so after a few frames are walked by hand (verifying each
     new header's CRC), runs of frames with already verified headers are matched by a regex in C,
-    and the payload CRCs are checked in batches (:func:`_first_bad_payload`). A frame whose payload
-    CRC fails ends the index there, exactly as in ``scan_frames``.
+    and the payload CRCs are checked in batches, one per payload length (:func:`_first_bad_payload`).
+    A frame whose payload CRC fails ends the index there, exactly as in ``scan_frames``.
     """
     raw = data
     size = len(raw)
@@ -272,8 +288,7 @@ def index_frames(data: bytes, base_offset: int = 0) -> FrameIndex:
     header_size = HEADER_SIZE
     headers: dict[bytes, int] = {}
     run_pattern = frame_pattern = None
-    runs: list[np.ndarray] = []
-    walked: list[int] = []
+    frames: list[bytes] = []  # every verified-header frame, whole, in file order
     pos = 0
     last_header_start = size - header_size
     last_footer_start = size - FOOTER_SIZE
@@ -282,8 +297,7 @@ def index_frames(data: bytes, base_offset: int = 0) -> FrameIndex:
         if run_pattern is not None:
             end = run_pattern.match(raw, pos).end()
             if end > pos:
-                frame_sizes = np.fromiter(map(len, frame_pattern.findall(raw, pos, end)), dtype=np.int64)
-                runs.append(pos + np.cumsum(frame_sizes) - frame_sizes)
+                frames += frame_pattern.findall(raw, pos, end)
                 pos = end
                 continue
         # One frame by hand: a header not seen yet, a frame cut by the end, or a bad header.
@@ -299,28 +313,28 @@ def index_frames(data: bytes, base_offset: int = 0) -> FrameIndex:
             stop, needed = StopReason.TRUNCATED, HEADER_SIZE + length + FOOTER_SIZE
             message = _truncated_frame_message(length)
             break
-        walked.append(pos)
+        frames.append(raw[pos:end + FOOTER_SIZE])
         pos = end + FOOTER_SIZE
         if header not in headers and len(headers) < _MAX_PATTERN_HEADERS:
             headers[header] = length
-            run_pattern, frame_pattern = _frame_patterns(headers)
+            run_pattern, frame_pattern = _frame_patterns(tuple(headers.items()))
     else:
         if pos < size:
             stop, needed, message = StopReason.TRUNCATED, HEADER_SIZE, _truncated_header_message(size - pos)
-    start_a = np.sort(np.concatenate([np.array(walked, dtype=np.int64), *runs]))
-    # Frames are contiguous and the walk stopped where the last one ends: each payload runs to 16 bytes
-    # before the next frame's start.
-    length_a = np.diff(start_a, append=np.int64(pos)) - (header_size + FOOTER_SIZE)
-    if len(start_a):
-        payload_starts = start_a + header_size
-        stored = _u32_at(np.frombuffer(raw, dtype=np.uint8), payload_starts + length_a)
-        first = _first_bad_payload(raw, payload_starts, length_a, stored)
-        if first >= 0:
-            pos = int(start_a[first])
-            stop, needed = StopReason.CRC_MISMATCH, HEADER_SIZE + int(length_a[first]) + FOOTER_SIZE
-            message = _payload_crc_message(int(length_a[first]))
-            start_a, length_a = start_a[:first], length_a[:first]
-    return FrameIndex(start_a, length_a, stop, base_offset + pos, needed, message)
+    frame_sizes = np.fromiter(map(len, frames), dtype=np.int64, count=len(frames))
+    start_a = np.cumsum(frame_sizes) - frame_sizes
+    length_a = frame_sizes - (header_size + FOOTER_SIZE)
+    groups = _group_frames(frames, length_a)
+    del frames
+    first = _first_bad_payload(groups)
+    if first >= 0:
+        pos = int(start_a[first])
+        stop, needed = StopReason.CRC_MISMATCH, HEADER_SIZE + int(length_a[first]) + FOOTER_SIZE
+        message = _payload_crc_message(int(length_a[first]))
+        start_a, length_a = start_a[:first], length_a[:first]
+        groups = [FrameGroup(g.length, g.rows[keep], g.frames[keep]) for g in groups
+                  if (keep := g.rows < first).any()]
+    return FrameIndex(start_a, length_a, groups, stop, base_offset + pos, needed, message)
 
 
 def read_new_bytes(path: str | os.PathLike[str], offset: int, max_bytes: int | None = None) -> bytes:
