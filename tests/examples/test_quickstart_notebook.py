@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import nbformat
@@ -18,8 +17,8 @@ def test_quickstart_notebook_runs_its_job_to_completion(tmp_path, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     nb = nbformat.read(NOTEBOOK, as_version=4)
     try:
-        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}},
-                       env=dict(os.environ)).execute()
+        # The kernel inherits this process's environment (TAU_HOME above).
+        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     finally:
         stop_processes_mentioning(tmp_path / "home")
     last = "".join(o.get("text", "") for o in nb.cells[-1].outputs)

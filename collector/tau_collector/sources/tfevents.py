@@ -389,12 +389,7 @@ def read_segment(
             data = read_new_bytes(path, pos, want)
         except OSError as exc:
             batch.stop = "unreadable"
-            batch.problems.append(SourceProblem(
-                path, ProblemKind.UNREADABLE,
-                f"cannot read event file ({exc.strerror or exc}); reading resumes from byte {pos} "
-                "once the file is readable again",
-                offset=pos,
-            ))
+            batch.problems.append(_unreadable_problem(path, exc, pos))
             return batch
         with _cyclic_gc_paused():
             scan = scan_frames(data, pos)
@@ -421,13 +416,26 @@ def read_segment(
             else:
                 batch.stop = StopReason.END.value
         elif scan.stop is StopReason.CRC_MISMATCH:
-            batch.problems.append(SourceProblem(
-                path, ProblemKind.CRC_MISMATCH,
-                f"{scan.message}. This file stays stopped at byte {scan.checkpoint}; other files keep "
-                "flowing. Restore or remove the file to go on",
-                line=batch.records + 1, offset=scan.checkpoint,
-            ))
+            batch.problems.append(_crc_problem(path, scan.message, scan.checkpoint, batch.records + 1))
         return batch
+
+
+def _unreadable_problem(path: str, exc: OSError, offset: int) -> SourceProblem:
+    return SourceProblem(
+        path, ProblemKind.UNREADABLE,
+        f"cannot read event file ({exc.strerror or exc}); reading resumes from byte {offset} "
+        "once the file is readable again",
+        offset=offset,
+    )
+
+
+def _crc_problem(path: str, message: str, checkpoint: int, record: int) -> SourceProblem:
+    return SourceProblem(
+        path, ProblemKind.CRC_MISMATCH,
+        f"{message}. This file stays stopped at byte {checkpoint}; other files keep "
+        "flowing. Restore or remove the file to go on",
+        line=record, offset=checkpoint,
+    )
 
 
 def _decode_frames(

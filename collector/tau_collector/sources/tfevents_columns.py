@@ -24,8 +24,10 @@ from .tfevents import (
     RunMemory,
     SegmentBatch,
     TensorBoardRun,
+    _crc_problem,
     _cyclic_gc_paused,
     _decode_event,
+    _unreadable_problem,
 )
 from .tfrecord import HEADER_SIZE, FrameIndex, StopReason, index_frames, read_new_bytes
 
@@ -211,12 +213,7 @@ def read_block_columns(
             data = read_new_bytes(path, offset, want)
         except OSError as exc:
             batch.stop = "unreadable"
-            batch.problems.append(SourceProblem(
-                path, ProblemKind.UNREADABLE,
-                f"cannot read event file ({exc.strerror or exc}); reading resumes from byte {offset} "
-                "once the file is readable again",
-                offset=offset,
-            ))
+            batch.problems.append(_unreadable_problem(path, exc, offset))
             return batch, ScalarColumns([], *(np.zeros(0, dtype=t) for t in ("i4", "i8", "f8", "f8", "i8", "i8")))
         frames = index_frames(data, offset)
         if len(frames) == 0 and frames.stop is StopReason.TRUNCATED and len(data) == want:
@@ -235,12 +232,7 @@ def read_block_columns(
                                             line=batch.records + 1, offset=frames.checkpoint))
     elif frames.stop is StopReason.CRC_MISMATCH:
         batch.stop = StopReason.CRC_MISMATCH.value
-        batch.problems.append(SourceProblem(
-            path, ProblemKind.CRC_MISMATCH,
-            f"{frames.message}. This file stays stopped at byte {frames.checkpoint}; other files keep "
-            "flowing. Restore or remove the file to go on",
-            line=batch.records + 1, offset=frames.checkpoint,
-        ))
+        batch.problems.append(_crc_problem(path, frames.message, frames.checkpoint, batch.records + 1))
     elif len(data) == want:
         batch.more = True  # the block ended exactly on a frame boundary; the file may go on
     return batch, columns
