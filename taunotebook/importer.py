@@ -473,7 +473,7 @@ class _Importer:
                 batch, columns = read_block_columns(run, segment, memory=memory, offset=offset,
                                                     records_before=records, max_bytes=BLOCK_BYTES)
                 problems.extend(batch.problems)
-                if batch.stop == ProblemKind.CRC_MISMATCH:
+                if batch.stop in (ProblemKind.CRC_MISMATCH, ProblemKind.UNREADABLE):
                     self.summary.corrupt_files += 1
                 self._deliver_columns(projector, identity, columns, segment, offset, problems, metrics)
                 if not batch.more:

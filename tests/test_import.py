@@ -165,6 +165,22 @@ def test_corrupt_event_file_is_counted_and_the_rest_imported(tmp_path: Path) -> 
     assert reader.run_events("bad")
 
 
+def test_a_file_that_vanishes_before_it_is_read_is_reported_and_the_rest_imported(tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    logdir = _tensorboard(tmp_path)
+    found = discover_sources([str(logdir)])
+    gone = Path(found[0].files[0])
+    monkeypatch.setattr(importer, "discover_sources", lambda paths: found)
+    gone.unlink()  # between discovery and reading: deleted by a cleanup job, a moved logdir...
+    summary = import_paths([str(logdir)], tmp_path / "store")
+    assert summary.corrupt_files == 1 and summary.runs == 1 and summary.points == 40
+    assert any("cannot read event file" in p and str(gone) in p for p in summary.problems)
+    # Nothing was recorded for the vanished source: once the file is back, it is imported.
+    write_torch(gone.parent, [("acc", s, s / 100.0, T0 + s) for s in range(0, 40, 10)], name=gone.name)
+    again = import_paths([str(logdir)], tmp_path / "store")
+    assert (again.runs, again.points, again.unchanged) == (1, 4, 1)
+
+
 def test_progress_without_tqdm_prints_plain_lines(sources, tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setitem(sys.modules, "tqdm", None)
     import_paths([str(sources["jsonl"]), str(sources["tune"])], tmp_path / "store", progress=True)
