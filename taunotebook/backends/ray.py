@@ -7,6 +7,11 @@ the wrapper writes the run directory and the local expstore under ``TAU_HOME`` e
 backend does; otherwise the job's collector offloads to ADX with TauGrid's
 ``TAU_METRICS_OFFLOAD_ADX_*`` settings, which must be set here and are forwarded to the job.
 The submission id is the run id, so a run is re-attached by id from any kernel.
+
+Ray's token authentication (Ray >= 2.52; on by default for local clusters since 2.59, which write
+``~/.ray/auth_token``): the Jobs API requests carry the token Ray's own CLI would use --
+``RAY_AUTH_TOKEN``, else the file ``RAY_AUTH_TOKEN_PATH`` names, else ``~/.ray/auth_token`` -- unless
+``RAY_AUTH_MODE=disabled``.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from urllib.parse import urlsplit
 from . import BackendError, BackendUnavailable, RunSpec, write_record
 from .local import store_dir, wrapper_argv
 
-__all__ = ["RayBackend", "ray_state"]
+__all__ = ["RayBackend", "ray_auth_headers", "ray_state"]
 
 ADX_ENV = ("TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI", "TAU_METRICS_OFFLOAD_ADX_DATABASE",
            "TAU_METRICS_OFFLOAD_ADX_CLIENT_ID")
@@ -39,6 +44,20 @@ def ray_state(status: object) -> str:
     return _STATES.get(str(getattr(status, "value", status)).upper(), "unknown")
 
 
+def ray_auth_headers() -> dict[str, str]:
+    """The ``Authorization`` header for Ray's token authentication, from where Ray's CLI finds the token."""
+    if os.environ.get("RAY_AUTH_MODE", "").strip().lower() == "disabled":
+        return {}
+    token = os.environ.get("RAY_AUTH_TOKEN", "").strip()
+    if not token:
+        path = os.environ.get("RAY_AUTH_TOKEN_PATH") or str(Path.home() / ".ray" / "auth_token")
+        try:
+            token = Path(path).read_text(encoding="utf-8").strip()
+        except OSError:
+            token = ""
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
 def _client(address: str):
     try:
         from ray.job_submission import JobSubmissionClient
@@ -46,10 +65,14 @@ def _client(address: str):
         raise BackendUnavailable(f"the ray backend needs Ray's job client: pip install 'taunotebook[ray]' ({err})") \
             from None
     try:
-        return JobSubmissionClient(address)
+        return JobSubmissionClient(address, headers=ray_auth_headers())
     except Exception as err:  # Ray raises ConnectionError/RuntimeError variants with multi-line text
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise BackendUnavailable(f"cannot reach the Ray cluster at {address}: {first}") from None
+        hint = ""
+        if "auth" in first.lower():
+            hint = ("; the cluster wants Ray's token: set RAY_AUTH_TOKEN, or RAY_AUTH_TOKEN_PATH to the token "
+                    "file (`ray get-auth-token` prints it), or put it in ~/.ray/auth_token")
+        raise BackendUnavailable(f"cannot reach the Ray cluster at {address}: {first}{hint}") from None
 
 
 def _shared(address: str) -> bool:

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from taunotebook.backends import BackendUnavailable
-from taunotebook.backends.ray import ray_state
+from taunotebook.backends.ray import ray_auth_headers, ray_state
 from taunotebook.local_portal import ensure_portal, stop_portal
 from taunotebook.submit import attach, runs, submit
 
@@ -42,9 +42,20 @@ def _ours(marker: str) -> list[psutil.Process]:
 
 @pytest.fixture(scope="module")
 def ray_head():
+    """A local Ray head with token authentication on, as Ray >= 2.59 starts local clusters by default.
+
+    The token is the test's own (``RAY_AUTH_TOKEN_PATH``, also set for this process while the head
+    lives), so neither the head nor our client depends on a ``~/.ray/auth_token`` left by anything else.
+    """
     temp = Path(tempfile.mkdtemp(prefix="ray"))  # short: Ray's unix socket paths must fit in 107 bytes
     marker = uuid.uuid4().hex
+    token_file = temp / "auth_token"
+    token_file.write_text(uuid.uuid4().hex + uuid.uuid4().hex)
     venv_bin = str(Path(sys.executable).parent)
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_file)}
+    saved = {key: os.environ.get(key) for key in (*auth, "RAY_AUTH_TOKEN")}
+    os.environ.pop("RAY_AUTH_TOKEN", None)
+    os.environ.update(auth)
     env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}", MARKER: marker,
            "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
     try:
@@ -65,6 +76,11 @@ def ray_head():
             process.kill()
         psutil.wait_procs(alive, timeout=15)
         shutil.rmtree(temp, ignore_errors=True)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @pytest.fixture
@@ -78,6 +94,29 @@ def tau_home(tmp_path, monkeypatch):
     finally:
         stop_portal(home=home)
         stop_processes_mentioning(home)
+
+
+def test_ray_token_comes_from_where_rays_cli_finds_it(tmp_path, monkeypatch):
+    for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert ray_auth_headers() == {}  # no token anywhere: no header (a cluster without auth)
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("from-home\n")
+    assert ray_auth_headers() == {"Authorization": "Bearer from-home"}
+    (tmp_path / "t").write_text("from-path")
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(tmp_path / "t"))
+    assert ray_auth_headers() == {"Authorization": "Bearer from-path"}
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "from-env")
+    assert ray_auth_headers() == {"Authorization": "Bearer from-env"}
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    assert ray_auth_headers() == {}
+
+
+def test_a_cluster_that_wants_a_token_we_do_not_have_says_how_to_give_it(ray_head, tau_home, monkeypatch):
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "not-the-token")
+    with pytest.raises(BackendUnavailable, match="RAY_AUTH_TOKEN_PATH to the token file"):
+        submit(code="print(1)\n", backend="ray", ray_address=ray_head)
 
 
 def test_ray_job_states_map_to_taugrids():
