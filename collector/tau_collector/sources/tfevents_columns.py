@@ -7,9 +7,10 @@ one :class:`~tfevents.ScalarObservation` per point. The frames tensorboardX and 
 (``09 <f64 wall_time> [10 <varint step>] KEY <f32 value>``, see ``_canonical_scalar_key``); those are
 recognised and decoded with numpy, a column at a time over the frames of one payload length
 (:class:`~tfrecord.FrameGroup`): the step varints, the wall times and the values as arrays, and the
-tag-dependent ``KEY`` bytes grouped so that each distinct key is looked up once. Every other frame -- and the first frame of a tag the run has not shown yet,
-which registers its key exactly as the per-frame reader does -- goes through the same protobuf
-decoder as :func:`read_segment`, in file order, so the run memory evolves identically.
+tag-dependent ``KEY`` bytes grouped so that each distinct key is looked up once. Every other
+frame -- and the first frame of a tag the run has not shown yet, which registers its key exactly
+as the per-frame reader does -- goes through the same protobuf decoder as :func:`read_segment`,
+in file order, so the run memory evolves identically.
 """
 
 from __future__ import annotations
