@@ -53,6 +53,20 @@ def build(root: Path, points: int, files: int) -> float:
     return time.perf_counter() - started
 
 
+def prepare_store(store: Path | None, points: int, files: int, prefix: str):
+    """(store root, TemporaryDirectory to clean up or None): ``store`` reused when it holds a store, else built."""
+    tmp = None
+    root = store
+    if root is None:
+        tmp = tempfile.TemporaryDirectory(prefix=prefix)
+        root = Path(tmp.name) / "store"
+    if not (root / "manifest.json").exists():
+        print(f"building {points:,} points in {files} files ...", file=sys.stderr)
+        secs = build(root, points, files)
+        print(f"build: {secs:.1f} s ({points / secs:,.0f} points/s through the writer)")
+    return root, tmp
+
+
 def timed(fn, repeats: int) -> tuple[float, float, object]:
     fn()  # warm-up
     samples = []
@@ -74,15 +88,7 @@ def main() -> int:
     parser.add_argument("--max-points", type=int, default=8000)
     parser.add_argument("--store", type=Path, help="reuse or create the store here (default: a temp dir)")
     args = parser.parse_args()
-    tmp = None
-    root = args.store
-    if root is None:
-        tmp = tempfile.TemporaryDirectory(prefix="bench-expstore-")
-        root = Path(tmp.name) / "store"
-    if not (root / "manifest.json").exists():
-        print(f"building {args.points:,} points in {args.files} files ...", file=sys.stderr)
-        secs = build(root, args.points, args.files)
-        print(f"build: {secs:.1f} s ({args.points / secs:,.0f} points/s through the writer)")
+    root, tmp = prepare_store(args.store, args.points, args.files, "bench-expstore-")
     last = args.points - 1
     tail_start = last - args.points // 100
 

@@ -19,34 +19,20 @@ first request of a fresh server, which decodes and indexes the files, is printed
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_expstore_read import METRIC, RUN, build  # a sibling script, not a package
+from bench_expstore_read import METRIC, RUN, prepare_store, timed  # a sibling script, not a package
 
 TOKEN = "bench-token"
-
-
-def timed(fn, repeats: int) -> tuple[float, float, object]:
-    fn()  # warm-up
-    samples, result = [], None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        result = fn()
-        samples.append((time.perf_counter() - t) * 1000)
-    samples.sort()
-    p95 = samples[min(len(samples) - 1, math.ceil(0.95 * len(samples)) - 1)]
-    return statistics.median(samples), p95, result
 
 
 def start_portal(store: Path) -> tuple[subprocess.Popen, str]:
@@ -70,15 +56,7 @@ def main() -> int:
     parser.add_argument("--max-points", type=int, default=8000)
     parser.add_argument("--store", type=Path, help="reuse or create the store here (default: a temp dir)")
     args = parser.parse_args()
-    tmp = None
-    root = args.store
-    if root is None:
-        tmp = tempfile.TemporaryDirectory(prefix="bench-portal-")
-        root = Path(tmp.name) / "store"
-    if not (root / "manifest.json").exists():
-        print(f"building {args.points:,} points in {args.files} files ...", file=sys.stderr)
-        secs = build(root, args.points, args.files)
-        print(f"build: {secs:.1f} s")
+    root, tmp = prepare_store(args.store, args.points, args.files, "bench-portal-")
     proc, api = start_portal(root)
     try:
         with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as client:

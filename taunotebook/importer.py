@@ -97,13 +97,7 @@ class ImportSource:
     files: list[str]
 
     def size(self) -> int:
-        total = 0
-        for path in self.files:
-            try:
-                total += os.path.getsize(path)
-            except OSError:
-                pass
-        return total
+        return sum(_size(path) for path in self.files)
 
 
 @dataclass(slots=True)
@@ -280,12 +274,14 @@ class _Progress:
             self._bar.close()
 
 
-def _file_digest(path: str) -> str:
+def _file_digest(path: str) -> tuple[int, str]:
+    """(size, SHA-256 hex) of the whole file; ``(0, "")`` when it cannot be read."""
     try:
         with open(path, "rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
+            digest = hashlib.file_digest(fh, "sha256")
+            return fh.tell(), digest.hexdigest()
     except OSError:
-        return ""  # unreadable now: the reading reports it, and the source is not marked as imported
+        return 0, ""  # unreadable now: the reading reports it, and the source is not marked as imported
 
 
 class _Importer:
@@ -298,6 +294,7 @@ class _Importer:
         self.summary = summary
         self.progress = progress
         self._reported = 0  # bytes of the current file already shown on the bar
+        self._digests: dict[str, tuple[int, str]] = {}  # path -> (size, SHA-256) read for the source key
 
     def config(self, source: ImportSource) -> ProjectionConfig:
         group = self.group or self.experiment or "imported"
@@ -317,7 +314,8 @@ class _Importer:
                              config.run_group_id, config.run_id])
 
     def _source_key(self, source: ImportSource, identity: bytes) -> str | None:
-        digests = [_file_digest(path) for path in source.files]
+        self._digests = {path: _file_digest(path) for path in source.files}
+        digests = [digest for _, digest in self._digests.values()]
         if not all(digests):
             return None
         payload = orjson.dumps([identity.decode(), list(zip(source.files, digests, strict=True))])
@@ -343,10 +341,12 @@ class _Importer:
 
     def _remember(self, prefix: str, path: str, offset: int, count: int, resumed: int) -> None:
         if offset > resumed:
-            try:
-                digest = prefix_sha256(path, offset)
-            except (OSError, ValueError):
-                return  # the file changed under us: the next import starts it over, chunks dedupe
+            size, digest = self._digests.get(path, (0, ""))
+            if offset != size or not digest:  # read up to a checkpoint before the end: hash that prefix
+                try:
+                    digest = prefix_sha256(path, offset)
+                except (OSError, ValueError):
+                    return  # the file changed under us: the next import starts it over, chunks dedupe
             self.sink.writer.record_key(prefix + str(offset), command="taunotebook import",
                                         target_type="import_file", target_id=str(count), request_hash=digest)
 
@@ -390,7 +390,6 @@ class _Importer:
             ], path, problems, metrics, progress=False)
         projected = [projector.metric_tags(name) for name in cols.names]
         is_metric = np.array([p is not None for p in projected] + [False], dtype=bool)
-        codes = np.arange(len(projected), dtype=np.int32)
         rows = np.flatnonzero(ordinary & is_metric[cols.metric])
         if not rows.size:
             return
@@ -398,7 +397,7 @@ class _Importer:
         names: dict[str, int] = {}
         name_of_code = np.zeros(len(projected), dtype=np.int32)
         prefixes, suffixes, tag_sets = [], [], []
-        for code, pieces in zip(codes.tolist(), projected, strict=True):
+        for code, pieces in enumerate(projected):
             if pieces is None:
                 prefixes.append("")
                 suffixes.append("")

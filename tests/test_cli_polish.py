@@ -4,16 +4,11 @@ import progress bar only on a terminal unless asked, and no token in the Portal'
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
 import re
-import struct
 import subprocess
 import sys
-import termios
-import threading
 import time
 from pathlib import Path
 
@@ -22,6 +17,8 @@ import pytest
 
 from taunotebook import cli
 from taunotebook.portal.cli import main as portal_main
+
+from .terminal import run_on_a_terminal
 
 TAUNOTEBOOK = [sys.executable, "-m", "taunotebook"]
 LOGFMT = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
@@ -114,34 +111,7 @@ def test_import_json_logs_parse_and_errors_say_what_to_do(history, tmp_path, cap
     assert error["level"] == "error" and "--project" in error["msg"] and "another --store" in error["msg"]
 
 
-def run_on_a_terminal(argv: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
-    """Run with stderr on a real pseudo-terminal of 100x30 (tqdm draws nothing 0 columns wide)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
-    os.close(slave)
-    seen = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                data = os.read(master, 4096)
-            except OSError:
-                return
-            if not data:
-                return
-            seen.extend(data)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    out, _ = proc.communicate(timeout=120)
-    reader.join(timeout=10)
-    os.close(master)
-    return proc.returncode, out, bytes(seen)
-
-
 def test_import_progress_bar_on_a_terminal_only_unless_asked(history, tmp_path):
-    pytest.importorskip("tqdm")
     code, out, err = run_on_a_terminal([*TAUNOTEBOOK, "import", str(history), "--store", "s1"], tmp_path)
     assert code == 0 and b"import: 100%" in err and b"import:" not in out.replace(b"imported", b"")
     piped = subprocess.run([*TAUNOTEBOOK, "import", str(history), "--store", "s2"], cwd=tmp_path,

@@ -12,7 +12,6 @@ import re
 import select
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,8 @@ import pytest
 from tau_collector import logging_setup as logs
 from tau_collector import progress
 from tau_collector.cli import main
+
+from ..terminal import run_on_a_terminal
 
 COMMANDS = ("collect", "wrap", "normalize", "dump", "project", "store")
 TAU_COLLECTOR = [sys.executable, "-m", "tau_collector"]
@@ -153,8 +154,7 @@ def test_a_bad_environment_variable_is_a_usage_error_naming_the_variable(tmp_pat
 
 def test_the_console_script_exits_2_on_a_usage_error(tmp_path):
     script = Path(sys.executable).with_name("tau-collector")
-    if not script.exists():
-        pytest.skip("tau-collector console script not installed next to the interpreter")
+    assert script.exists(), "installing tau-collector puts its console script next to the interpreter"
     proc = subprocess.run([str(script), "store", "rows", "--store", "s", "--run", "r"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
@@ -254,31 +254,6 @@ def test_verbosity_levels():
 
 
 # -- progress -------------------------------------------------------------------------------------
-
-
-def run_on_a_terminal(argv: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
-    """Run with stderr on a real pseudo-terminal; stdout stays a pipe."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
-    os.close(slave)
-    seen = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                data = os.read(master, 4096)
-            except OSError:  # EIO: the other side is closed
-                return
-            if not data:
-                return
-            seen.extend(data)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    out, _ = proc.communicate(timeout=120)
-    reader.join(timeout=10)
-    os.close(master)
-    return proc.returncode, out, bytes(seen)
 
 
 @pytest.fixture
