@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import sqlite3
 import sys
 from collections.abc import Callable, Iterable
@@ -50,6 +49,7 @@ import pyarrow.compute as pc
 
 from tau_collector.expstore.writer import RUN_STATUS_METRIC, RunColumns, run_status_of
 from tau_collector.gojson import MAX_TIME_NS, MIN_TIME_NS
+from tau_collector.ids import derive_id
 from tau_collector.projection import ProjectionConfig, Projector
 from tau_collector.records import HistoryRow, ProblemKind, SourceProblem
 from tau_collector.sinks.base import Chunk, SinkError
@@ -78,13 +78,11 @@ _TUNE_SKIP = frozenset({
     "config", "pid", "hostname", "node_ip", "date", "trial_id", "experiment_id", "experiment_tag", "done",
     "should_checkpoint", "checkpoint_dir_name",
 })
-_UNSAFE = re.compile(r"[^a-z0-9._-]+")
 
 
 def safe_run_id(text: str) -> str:
-    """``text`` made ValidateID-safe: lowercase, runs of other characters (``/`` too) become ``-``."""
-    cleaned = _UNSAFE.sub("-", text.lower()).strip("._-")
-    return re.sub(r"-{2,}", "-", cleaned) or "run"
+    """``text`` made a valid TauGrid id (:func:`tau_collector.ids.derive_id`)."""
+    return derive_id(text)
 
 
 @dataclass(slots=True)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from tau_collector import ids
 
 __all__ = [
     "BACKENDS",
@@ -39,7 +40,6 @@ BACKENDS = ("local", "ray", "tau")
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
 RECORD = "run.json"
 RECORD_SCHEMA = "taunotebook.run_record.v1"
-_ID = re.compile(r"[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?")
 
 
 class BackendError(Exception):
@@ -51,17 +51,8 @@ class BackendUnavailable(BackendError):
 
 
 def validate_id(value: str, what: str) -> str:
-    """TauGrid's ``ValidateID``: only ``[a-z0-9._-]``, a letter or digit first and last, no slashes or spaces."""
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{what} is required")
-    if value != value.strip():
-        raise ValueError(f"{what} {value!r} must not have surrounding whitespace")
-    if "/" in value or "\\" in value:
-        raise ValueError(f"{what} {value!r} must not contain '/' or '\\'")
-    if not _ID.fullmatch(value):
-        raise ValueError(f"{what} {value!r} must use only lowercase letters, digits, '.', '_' and '-', "
-                         "and start and end with a letter or digit")
-    return value
+    """TauGrid's ``ValidateID`` (:mod:`tau_collector.ids`): ``value``, or a ``ValueError`` naming ``what``."""
+    return ids.validate_id(what, value)
 
 
 def tau_home() -> Path:

@@ -100,9 +100,9 @@ def test_the_config_is_written_as_block_yaml_with_quoted_strings():
     (lambda c: c["experiment"].update(project=""), f"experiment.project is required {OFFLOAD}"),
     (lambda c: c["experiment"].update(name="", group=""), f"experiment.name is required {OFFLOAD}"),
     (lambda c: c["experiment"].update(project="Demo"),
-     "experiment.project: value 'Demo' must use only lowercase letters, digits, '.', '_' and '-', "
-     "and start and end with a letter or digit"),
-    (lambda c: c["experiment"].update(group="a/b"), "experiment.group: value 'a/b' must not contain '/' or '\\'"),
+     "experiment.project: value \"Demo\" is invalid (use lowercase alphanumerics with internal '-', '_' or '.')"),
+    (lambda c: c["experiment"].update(group="a/b"),
+     "experiment.group: value \"a/b\" is invalid (use lowercase alphanumerics with internal '-', '_' or '.')"),
     (lambda c: c.update(image_pull="always"), "unknown field image_pull"),
     (lambda c: c["metrics"]["offload"].update(mode="fast"), "unknown field metrics.offload.mode"),
 ])

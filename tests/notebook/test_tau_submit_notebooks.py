@@ -187,8 +187,8 @@ def test_usage_errors_in_a_kernel_are_one_line_and_submit_nothing(tau_home, tmp_
         "%%tau_submit --backend tau --project demo\nprint(1)",
         "%%tau_submit --backend tau --dry-run --project demo --name sgd --group lr\nprint(1)",
     ), tmp_path, allow_errors=True)
-    assert usage_errors(nb.cells[1]) == ["%tau_submit: name 'Bad_Name' must use only lowercase letters, digits, "
-                                         "'.', '_' and '-', and start and end with a letter or digit"]
+    assert usage_errors(nb.cells[1]) == [
+        "%tau_submit: name \"Bad_Name\" is invalid (use lowercase alphanumerics with internal '-', '_' or '.')"]
     assert usage_errors(nb.cells[2]) == ["%tau_submit: unrecognized arguments: --epochs"]
     [message] = usage_errors(nb.cells[3])
     assert message.startswith("%tau_submit: the `tau` CLI is not on PATH")
