@@ -29,6 +29,7 @@ import gzip
 import io
 import json
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -64,6 +65,7 @@ class KustoCluster:
     streaming_enabled: bool = True
     on_streaming_ingest: Callable[[str, str, bytes], None] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # tracebacks of requests the server failed to answer
     _server: Any = field(default=None, init=False, repr=False)
     _thread: threading.Thread | None = field(default=None, init=False, repr=False)
 
@@ -91,6 +93,7 @@ class KustoCluster:
             functions=[f.command for f in self.assets.functions],
         )  # fmt: skip
         self._server.RequestHandlerClass = _handler_for(self)
+        self._server.handle_error = lambda request, address: self.errors.append(traceback.format_exc())
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="kusto-cluster", daemon=True)
         self._thread.start()
@@ -179,10 +182,15 @@ def _handler_for(cluster: KustoCluster) -> type:
                     request["properties"] = json.loads(request["properties"])
                     body = json.dumps(request).encode()
                 cluster.requests.append(request)
-            self.rfile = io.BytesIO(body)
+            # The parent reads the body from rfile; the connection's own rfile must come back after, or
+            # the next keep-alive request would read the exhausted copy and the server would hang up.
+            connection_rfile, self.rfile = self.rfile, io.BytesIO(body)
             del self.headers["Content-Length"]
             self.headers["Content-Length"] = str(len(body))
-            super().do_POST()
+            try:
+                super().do_POST()
+            finally:
+                self.rfile = connection_rfile
 
         def _streaming_ingest(self, route: str, body: bytes) -> None:
             database, _, table = route.removeprefix("/v1/rest/ingest/").partition("/")

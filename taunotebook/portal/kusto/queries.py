@@ -151,7 +151,7 @@ def metric_summaries_query(
     text = (
         _declare(params)
         + "let scoped = materialize(\n" + _scope(lookback, extra) + "\n);\n"
-        "let latest = scoped\n"
+        "let latest_points = scoped\n"
         "| summarize step = max(step) by metric_name\n"
         "| join kind=inner scoped on metric_name, step\n"
         "| summarize arg_max(wall_time, value) by metric_name, step\n"
@@ -160,7 +160,7 @@ def metric_summaries_query(
         "| summarize ['count'] = count(), min_step = min(step), max_step = max(step), min_value = min(value), "
         "max_value = max(value), updated_at = max(exported_at), "
         "['project'] = take_any(['project']), run_group_id = take_any(run_group_id) by metric_name\n"
-        "| join kind=inner latest on metric_name\n"
+        "| join kind=inner latest_points on metric_name\n"
         "| project ['project'], run_group_id, metric_name, ['count'], min_step, max_step, min_value, max_value, "
         "latest_step, latest_wall_time, latest_value, updated_at\n"
         "| order by metric_name asc"
