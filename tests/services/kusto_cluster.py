@@ -63,6 +63,11 @@ class KustoCluster:
     assets: Assets = field(default_factory=load_assets)
     database: str = "memory"
     streaming_enabled: bool = True
+    # Other names streaming ingestion accepts for this database (a sink names its ADX database; the
+    # engine's is DuckDB's). Queries use ``database``.
+    database_aliases: set[str] = field(default_factory=set)
+    # Injected answers for the next streaming requests: "transient" (HTTP 503, not permanent).
+    streaming_failures: list[str] = field(default_factory=list)
     on_streaming_ingest: Callable[[str, str, bytes], None] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # tracebacks of requests the server failed to answer
@@ -196,7 +201,13 @@ def _handler_for(cluster: KustoCluster) -> type:
             database, _, table = route.removeprefix("/v1/rest/ingest/").partition("/")
             if self.headers.get("Content-Encoding", "").lower() == "gzip":
                 body = gzip.decompress(body)
-            if table != cluster.assets.table or database not in (cluster.database, "default"):
+            if cluster.streaming_failures:
+                cluster.streaming_failures.pop(0)
+                error = kql_server.error_response("injected transient streaming failure", code="ServiceUnavailable")
+                error["error"]["@permanent"] = False
+                self._send(503, error)
+                return
+            if table != cluster.assets.table or database not in {cluster.database, "default", *cluster.database_aliases}:
                 self._send(404, kql_server.error_response(f"table {database}.{table} does not exist",
                                                           code="BadRequest_EntityNotFound"))
                 return
