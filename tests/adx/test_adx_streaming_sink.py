@@ -116,3 +116,27 @@ def test_identity_differs_from_the_queued_sinks_and_follows_the_endpoints(adx_en
     assert ingest_uri_for("https://ingest-c.westus.kusto.windows.net") == "https://ingest-c.westus.kusto.windows.net"
     with pytest.raises(ValueError, match="--adx-database"):
         AdxStreamingSink("https://c.westus.kusto.windows.net", " ")
+
+
+def test_the_cli_builds_the_streaming_sink_from_flags_and_environment(tmp_path, monkeypatch):
+    from tau_collector.cli import build_parser
+    from tau_collector.cli.collect import resolve_options
+
+    monkeypatch.setenv("TAU_METRICS_OFFLOAD_ADX_INGEST_URI", "https://ingest-elsewhere.westus.kusto.windows.net")
+    args = build_parser().parse_args([
+        "collect", "--run", "r", "--project", "p", "--experiment", "e", "--group", "g", "--out", str(tmp_path),
+        "--history", str(tmp_path / "*.jsonl"), "--sink", "adx-streaming", "--adx-cluster-uri",
+        "https://c.westus.kusto.windows.net", "--adx-database", "Metrics", "--adx-client-id", "id",
+    ])
+    _, (sink,) = resolve_options(args)
+    assert isinstance(sink, AdxStreamingSink)
+    assert (sink.cluster_uri, sink.ingest_uri, sink.queued.client_id) == (
+        "https://c.westus.kusto.windows.net", "https://ingest-elsewhere.westus.kusto.windows.net", "id")
+
+
+def test_the_cli_names_the_streaming_sink_when_a_flag_is_missing(tmp_path, capsys):
+    from tau_collector.cli import main
+
+    code = main(["collect", "--run", "r", "--project", "p", "--experiment", "e", "--group", "g", "--out",
+                 str(tmp_path), "--history", str(tmp_path / "*.jsonl"), "--sink", "adx-streaming"])
+    assert code == 2 and "--adx-cluster-uri is required for the adx-streaming sink" in capsys.readouterr().err
