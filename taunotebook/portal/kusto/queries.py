@@ -234,11 +234,11 @@ def series_query(
         "| extend k = 1\n"
         "| join kind=inner sizes on k\n"
         "| extend span = last_step - first_step + 1\n"
-        # Few enough points: one bucket per step keeps them all. Otherwise M4's buckets; the exact
+        # Few enough points: one bucket per step keeps them all. Otherwise M4's buckets, in the exact
         # integer form while (step - first) * buckets fits in a long.
-        f"| extend buckets = iff(kept_points <= {_int(max_points, 'max_points')}, span, {buckets})\n"
-        "| extend bucket = iff(span <= 9223372036854775807 / buckets, (step - first_step) * buckets / span, "
-        "tolong(todouble(step - first_step) / todouble(span) * todouble(buckets)))\n"
+        f"| extend bucket = case(kept_points <= {_int(max_points, 'max_points')}, step - first_step, "
+        f"span <= 9223372036854775807 / {buckets}, (step - first_step) * {buckets} / span, "
+        f"tolong(todouble(step - first_step) / todouble(span) * {buckets}.0))\n"
         "| project step, wall_time, value, source_points, bucket;\n"
         "let extremes = bucketed\n"
         "| summarize low = min(value), high = max(value), first_at = min(step), last_at = max(step) by bucket;\n"

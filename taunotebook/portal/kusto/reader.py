@@ -2,7 +2,7 @@
 
 The reads mirror :class:`tau_collector.expstore.reader.StoreReader` so the v2 routes can serve either
 source. Each read is one query (``queries.py``); a fault raises a :class:`~.errors.KustoError` and
-nothing partial is returned. Differences from the local source, all on purpose (``docs/api.md``):
+nothing partial is returned. Differences from the local source, all on purpose (also in ``collector/kql/README.md``):
 
 * **Workspace**: strict, inside the query (``workspace_id == …``). A run without a workspace is
   nobody's in a shared database (TauGrid's kusto rule); the local store serves untagged runs to every
