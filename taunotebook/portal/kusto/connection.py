@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -132,31 +133,36 @@ class KustoConnection:
         self.settings = settings
         self._credential = credential
         self._client: Any = None
+        self._lock = threading.Lock()
 
     @property
     def where(self) -> str:
         return f"{self.settings.database} at {self.settings.cluster}"
 
     def _kusto_client(self) -> Any:
-        if self._client is None:
-            from azure.kusto.data import KustoConnectionStringBuilder
+        with self._lock:
+            if self._client is None:
+                self._client = self._new_client()
+            return self._client
 
-            s = self.settings
-            if s.auth == "none":
-                kcsb = KustoConnectionStringBuilder.with_no_authentication(s.cluster)
-            elif s.auth == "cli":
-                kcsb = KustoConnectionStringBuilder.with_az_cli_authentication(s.cluster)
-            else:
-                credential = self._credential
-                if credential is None:
-                    from azure.identity import DefaultAzureCredential
+    def _new_client(self) -> Any:
+        from azure.kusto.data import KustoConnectionStringBuilder
 
-                    credential = DefaultAzureCredential()
-                kcsb = KustoConnectionStringBuilder.with_azure_token_credential(s.cluster, credential)
-            client = _client_class()(kcsb)
-            client._client_server_delta = timedelta(seconds=s.client_grace_s)
-            self._client = client
-        return self._client
+        s = self.settings
+        if s.auth == "none":
+            kcsb = KustoConnectionStringBuilder.with_no_authentication(s.cluster)
+        elif s.auth == "cli":
+            kcsb = KustoConnectionStringBuilder.with_az_cli_authentication(s.cluster)
+        else:
+            credential = self._credential
+            if credential is None:
+                from azure.identity import DefaultAzureCredential
+
+                credential = DefaultAzureCredential()
+            kcsb = KustoConnectionStringBuilder.with_azure_token_credential(s.cluster, credential)
+        client = _client_class()(kcsb)
+        client._client_server_delta = timedelta(seconds=s.client_grace_s)
+        return client
 
     def _properties(self, query: KqlQuery) -> Any:
         from azure.kusto.data import ClientRequestProperties
