@@ -145,6 +145,26 @@ class KustoCluster:
                     cursor.close()
         return count
 
+    def materialize_views(self) -> None:
+        """Replace each view by a table of its current rows: ADX's *materialized part* of a materialized view.
+
+        Until this is called a view is computed on every query (always current, but at the cost of
+        deduplicating the whole table each time, which ADX does not pay). A benchmark calls it after
+        loading, and again after appending, so queries cost what they would over a materialized view.
+        """
+        with self._server._lock:
+            cursor = self._con.cursor()
+            try:
+                for view in self.assets.views:
+                    sql = duckdb_kql.to_sql(view.query)
+                    kind = cursor.execute("SELECT table_type FROM information_schema.tables WHERE table_name = ?",
+                                          [view.name]).fetchall()
+                    if kind and kind[0][0] == "VIEW":
+                        cursor.execute(f'DROP VIEW "{view.name}"')
+                    cursor.execute(f'CREATE OR REPLACE TABLE "{view.name}" AS {sql}')
+            finally:
+                cursor.close()
+
     def row_count(self) -> int:
         with self._server._lock:
             cursor = self._con.cursor()
