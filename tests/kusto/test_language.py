@@ -23,7 +23,7 @@ QUERIES = {
 RUN_COLUMNS = [
     ("project", "string"), ("experiment_id", "string"), ("run_group_id", "string"), ("run_id", "string"),
     ("first_metric_at", "datetime"), ("latest_metric_at", "datetime"), ("latest_exported_at", "datetime"),
-    ("metric_names", "dynamic"), ("metric_count", "long"), ("tags", "dynamic"), ("terminal_state", "string"),
+    ("metric_names", "dynamic"), ("tags", "dynamic"), ("terminal_state", "string"),
     ("terminal_at", "datetime"), ("terminal_reason", "string"), ("terminal_message", "string"),
 ]
 SUMMARY_COLUMNS = [

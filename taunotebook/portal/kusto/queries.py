@@ -41,7 +41,7 @@ DEFAULT_LOOKBACK = "365d"  # TauGrid's TargetSince for run and series reads
 MILESTONE_PREFIXES = ("eval/", "validation/", "val/", "test/", "final/")
 TERMINAL_STATES = ("succeeded", "failed", "cancelled")
 RUN_LIMIT = 1000  # TauGrid's run-catalog batch; one more row is asked for to tell "more" from "exactly"
-MAX_METRIC_NAMES = 10000  # per run, bounds make_set; a run with more names is reported truncated
+MAX_METRIC_NAMES = 10000  # names listed per run (bounds make_set and the answer's size)
 _INT64_MAX = 2**63 - 1
 _DURATION = re.compile(r"[1-9][0-9]{0,5}[dhm]")
 
@@ -89,8 +89,8 @@ def runs_query(
     """One row per run in the workspace matching the filters, newest first (``limit + 1`` rows at most).
 
     Columns: ``project, experiment_id, run_group_id, run_id, first_metric_at, latest_metric_at,
-    latest_exported_at, metric_names, metric_count, tags, terminal_state, terminal_at, terminal_reason,
-    terminal_message``. The state comes from the latest ``tau/run_status`` marker whose
+    latest_exported_at, metric_names, tags, terminal_state, terminal_at, terminal_reason, terminal_message``
+    (at most ``MAX_METRIC_NAMES`` names per run). The state comes from the latest ``tau/run_status`` marker whose
     ``tau.status.state`` tag is terminal (TauGrid's ``TauExpTypedMetricRunCatalogV1`` rule); ``tags``
     are the run's latest event's.
     """
@@ -121,10 +121,10 @@ def runs_query(
         "scoped\n"
         "| summarize first_metric_at = min(wall_time), latest_metric_at = max(wall_time), "
         "latest_exported_at = max(exported_at), "
-        f"metric_names = make_set(metric_name, {MAX_METRIC_NAMES}), metric_count = dcount(metric_name), "
+        f"metric_names = make_set(metric_name, {MAX_METRIC_NAMES}), "
         f"arg_max(wall_time, tags) by {keys}\n"
         f"| join kind=leftouter markers on {keys}\n"
-        f"| project {keys}, first_metric_at, latest_metric_at, latest_exported_at, metric_names, metric_count, "
+        f"| project {keys}, first_metric_at, latest_metric_at, latest_exported_at, metric_names, "
         "tags, terminal_state = coalesce(terminal_state, ''), terminal_at, "
         "terminal_reason = coalesce(terminal_reason, ''), terminal_message = coalesce(terminal_message, '')\n"
         "| order by first_metric_at desc, ['project'] asc, run_id asc\n"
