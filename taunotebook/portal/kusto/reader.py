@@ -18,6 +18,8 @@ nothing partial is returned. Differences from the local source, all on purpose (
   latest ``exported_at``.
 * **Series**: M4 as the local store (ties may pick another step of equal value), plus TauGrid's
   milestone steps; ``source_points``/``partial`` as TauGrid reports them.
+* **No** ``rows()``: the v2 routes read raw rows only for a metric with non-finite values, and ADX
+  holds none (a non-finite observation never becomes a MetricEvent).
 """
 
 from __future__ import annotations
