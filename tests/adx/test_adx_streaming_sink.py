@@ -140,3 +140,13 @@ def test_the_cli_names_the_streaming_sink_when_a_flag_is_missing(tmp_path, capsy
     code = main(["collect", "--run", "r", "--project", "p", "--experiment", "e", "--group", "g", "--out",
                  str(tmp_path), "--history", str(tmp_path / "*.jsonl"), "--sink", "adx-streaming"])
     assert code == 2 and "--adx-cluster-uri is required for the adx-streaming sink" in capsys.readouterr().err
+
+
+def test_a_mapping_the_table_does_not_have_is_a_fatal_error(cluster, adx_env):
+    sink = streaming_sink(cluster, adx_env, mapping="NoSuchMapping")
+    try:
+        with pytest.raises(SinkError, match="NoSuchMapping") as caught:
+            sink.deliver(metric_chunk(1, range(2)))
+    finally:
+        sink.close()
+    assert not caught.value.retryable and cluster.row_count() == 0

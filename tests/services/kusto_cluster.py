@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qsl
 
 import duckdb_kql
 import pyarrow as pa
@@ -236,6 +237,14 @@ def _handler_for(cluster: KustoCluster) -> type:
                 error = kql_server.error_response(
                     f"Streaming ingestion policy is not enabled for table {table}",
                     code="BadRequest_StreamingIngestionPolicyNotEnabled")
+                error["error"]["@permanent"] = True
+                self._send(400, error)
+                return
+            query = dict(parse_qsl(self.path.partition("?")[2]))
+            if query.get("streamFormat", "").lower() != "json" or query.get("mappingName") != cluster.assets.mapping_name:
+                error = kql_server.error_response(
+                    f"stream format {query.get('streamFormat')!r} with mapping {query.get('mappingName')!r}: "
+                    f"only json with {cluster.assets.mapping_name} exists", code="BadRequest_MappingReferenceWasNotFound")
                 error["error"]["@permanent"] = True
                 self._send(400, error)
                 return
