@@ -28,6 +28,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import tempfile
 import threading
 import traceback
 from collections.abc import Callable
@@ -88,7 +89,9 @@ class KustoCluster:
     # ---- lifecycle
 
     def start(self) -> KustoCluster:
-        self._con = duckdb_kql.connect()
+        # DuckDB spills large operations to disk, by default into ./.tmp of the working directory.
+        self._spill = tempfile.TemporaryDirectory(prefix="kusto-cluster-")
+        self._con = duckdb_kql.connect(config={"temp_directory": self._spill.name})
         self.database = str(self._con.execute("SELECT current_database()").fetchall()[0][0])
         columns = ", ".join(f'"{name}" {_DUCK_TYPES[kind]}' for name, kind in self.assets.columns)
         self._con.execute(f'CREATE TABLE "{self.assets.table}" ({columns})')
@@ -113,6 +116,10 @@ class KustoCluster:
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+        if getattr(self, "_con", None) is not None:
+            self._con.close()
+            self._con = None
+            self._spill.cleanup()
 
     def __enter__(self) -> KustoCluster:
         return self.start()

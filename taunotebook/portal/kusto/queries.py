@@ -209,7 +209,7 @@ def series_query(
     text = (
         _declare(params)
         + "let scoped = materialize(\n"
-        + _scope(lookback, [*extra, "| project metric_name, step, wall_time, value, exported_at"])
+        + _scope(lookback, [*extra, "| project metric_name, step, wall_time, value"])
         + "\n);\n"
         "let milestone_steps = scoped\n"
         f"| where {milestone}\n"
@@ -225,8 +225,9 @@ def series_query(
         "let kept = materialize(points\n"
         "| extend k = 1\n"
         "| join kind=inner bounds on k\n"
-        f"| where (step - first_step) % {_int(interval, 'step_interval')} == 0 or step == last_step\n"
-        "| project step, wall_time, value, source_points, first_step, last_step);\n"
+        + (f"| where (step - first_step) % {_int(interval, 'step_interval')} == 0 or step == last_step\n"
+           if interval > 1 else "")
+        + "| project step, wall_time, value, source_points, first_step, last_step);\n"
         "let sizes = kept\n"
         "| summarize kept_points = count()\n"
         "| extend k = 1;\n"
