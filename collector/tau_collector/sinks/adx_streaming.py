@@ -91,6 +91,7 @@ class AdxStreamingSink(Sink):
         if urlsplit(self.cluster_uri).scheme not in ("http", "https"):
             raise ValueError(f"ADX cluster URI must be https://<cluster>.kusto.windows.net; got {self.cluster_uri!r}")
         self.database, self.table, self.mapping = self.queued.database, self.queued.table, self.queued.mapping
+        self._credential = credential
         self._client: Any = None
         self.last_ack: AdxAck | None = None
         self.streamed = 0  # chunks committed by streaming (the rest went through the queued fallback)
@@ -121,7 +122,8 @@ class AdxStreamingSink(Sink):
                 # Loopback stand-ins only: plain HTTP carries no credentials.
                 kcsb = KustoConnectionStringBuilder.with_no_authentication(self.cluster_uri)
             else:
-                credential = self.queued._credential or self.queued._default_credential()
+                # The queued leg's credential choice (workload, managed identity, or the default chain).
+                credential = self._credential or self.queued._default_credential()
                 kcsb = KustoConnectionStringBuilder.with_azure_token_credential(self.cluster_uri, credential)
             client = ManagedStreamingIngestClient(kcsb, kcsb)
             client.queued_client.close()
