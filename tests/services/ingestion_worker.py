@@ -18,6 +18,7 @@ import json
 import threading
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -83,6 +84,9 @@ class IngestionWorker:
     _processed: threading.Condition = field(default_factory=threading.Condition)
     storage_errors: int = 0
     errors: list[str] = field(default_factory=list)
+    # Called with each ingested blob's NDJSON (not for Skipped/failed ingestions), e.g. to feed the
+    # stand-in query engine (``kusto_cluster.KustoCluster.ingest_ndjson``) so ingested rows are queryable.
+    on_ingest: Callable[[bytes], object] | None = None
 
     # ---- what tests read
 
@@ -182,7 +186,8 @@ class IngestionWorker:
             if problem is None:
                 try:
                     blob = BlobClient.from_blob_url(request["BlobPath"], **_NO_SDK_RETRY).download_blob().readall()
-                    events = decode_canonical_ndjson(gzip.decompress(blob))
+                    ndjson = gzip.decompress(blob)
+                    events = decode_canonical_ndjson(ndjson)
                 except MetricEventError as error:
                     problem = ("BadRequest_InvalidBlob", f"blob is not canonical MetricEvent NDJSON: {error}")
                 except (OSError, EOFError) as error:
@@ -199,6 +204,8 @@ class IngestionWorker:
                     else:
                         self.rows.extend(events)
                         self._extent_tags.update(ingest_by)
+                        if self.on_ingest is not None:
+                            self.on_ingest(ndjson)
 
         if status != "Unanswered":
             self._report(request, status, error_code, details, failure_status)

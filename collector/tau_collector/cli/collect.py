@@ -2,7 +2,8 @@
 
 Every TauGrid flag keeps its name, default and ``TAU_METRICS_OFFLOAD_*`` variable (used only
 when the flag is absent). Additions: ``--tfevents`` logdirs, ``--sink`` (repeatable:
-``expstore`` needs ``--store``; the ADX flags are required only for ``adx-queued-v1``),
+``expstore`` needs ``--store``; the ADX flags are required only for ``adx-queued-v1`` and
+``adx-streaming``, which streams with a queued fallback and takes ``--adx-ingest-uri``),
 ``--step-field``/``--time-field``. Without ``--sink`` the sink is TauGrid's ``adx-queued-v1``,
 or ``expstore`` when ``--store`` is given.
 
@@ -31,7 +32,7 @@ from .common import usage_error
 log = logging.getLogger("tau_collector.collect")
 
 ENV_PREFIX = "TAU_METRICS_OFFLOAD_"
-SINKS = ("expstore", "adx-queued-v1")
+SINKS = ("expstore", "adx-queued-v1", "adx-streaming")
 
 _EPILOG = """\
 examples:
@@ -118,6 +119,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     sink.add_argument("--adx-cluster-uri", help="[$TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI]")
     sink.add_argument("--adx-database", help="[$TAU_METRICS_OFFLOAD_ADX_DATABASE]")
     sink.add_argument("--adx-client-id", help="[$TAU_METRICS_OFFLOAD_ADX_CLIENT_ID]")
+    sink.add_argument("--adx-ingest-uri", help="adx-streaming's queued fallback endpoint (ours); default: the "
+                      "cluster URI with ingest- [$TAU_METRICS_OFFLOAD_ADX_INGEST_URI]")
     sink.add_argument("--adx-table", help="default TauExpMetricEventsV1 [$TAU_METRICS_OFFLOAD_ADX_TABLE]")
     sink.add_argument("--adx-mapping", help="default TauExpMetricEventsV1Json [$TAU_METRICS_OFFLOAD_ADX_MAPPING]")
     sink.add_argument("--adx-max-attempts", type=int, help="0..10, 0 means 3 [$TAU_METRICS_OFFLOAD_ADX_MAX_ATTEMPTS]")
@@ -200,7 +203,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
 
             sinks.append(ExpstoreSink(args.store, source_id=os.path.abspath(out)))
         else:
-            sinks.append(_adx_sink(args))
+            sinks.append(_adx_sink(args, name))
     options = CollectorOptions(
         run=run, project=project, experiment=experiment, group=group, out=out, sinks=sinks,
         history=history, tfevents=list(args.tfevents), source=str(_pick(args.source, "SOURCE", "stellar-online")),
@@ -215,7 +218,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
     return options, sinks
 
 
-def _adx_sink(args: argparse.Namespace) -> Sink:
+def _adx_sink(args: argparse.Namespace, name: str = "adx-queued-v1") -> Sink:
     from ..sinks.adx_queued import AdxQueuedSink
 
     values = {}
@@ -223,7 +226,7 @@ def _adx_sink(args: argparse.Namespace) -> Sink:
                       ("adx_client_id", "ADX_CLIENT_ID")):
         value = _pick(getattr(args, flag), env)
         if not value:
-            raise UsageError(f"--{flag.replace('_', '-')} is required for the adx-queued-v1 sink "
+            raise UsageError(f"--{flag.replace('_', '-')} is required for the {name} sink "
                              f"(or ${ENV_PREFIX}{env})")
         values[flag] = str(value)
     attempts = _pick(args.adx_max_attempts, "ADX_MAX_ATTEMPTS", 0)
@@ -237,12 +240,18 @@ def _adx_sink(args: argparse.Namespace) -> Sink:
         _env_duration("ADX_RETRY_BACKOFF", "1s")
     timeout = args.adx_final_status_timeout if args.adx_final_status_timeout is not None else \
         _env_duration("ADX_FINAL_STATUS_TIMEOUT", "10m")
-    return AdxQueuedSink(
-        values["adx_cluster_uri"], values["adx_database"], client_id=values["adx_client_id"],
+    options = dict(
+        client_id=values["adx_client_id"],
         table=str(_pick(args.adx_table, "ADX_TABLE", "TauExpMetricEventsV1")),
         mapping=str(_pick(args.adx_mapping, "ADX_MAPPING", "TauExpMetricEventsV1Json")),
         max_attempts=attempts, retry_backoff_s=backoff, final_status_timeout_s=timeout,
     )
+    if name == "adx-streaming":
+        from ..sinks.adx_streaming import AdxStreamingSink
+
+        return AdxStreamingSink(values["adx_cluster_uri"], values["adx_database"],
+                                ingest_uri=str(_pick(args.adx_ingest_uri, "ADX_INGEST_URI", "")), **options)
+    return AdxQueuedSink(values["adx_cluster_uri"], values["adx_database"], **options)
 
 
 def _use_system_allocator() -> None:
