@@ -84,7 +84,7 @@ from taunotebook.client import (
 __all__ = ["BUILD_HINT", "BUNDLE", "LossPane", "TERMINAL_STATES"]
 
 BUNDLE = Path(__file__).resolve().parent / "static" / "pane.js"
-BUILD_HINT = "npm --prefix js ci && npm --prefix js run build:pane   (or: pip install -e .)"
+BUILD_HINT = "npm --prefix js ci && npm --prefix js run build   (or: pip install -e .)"
 TERMINAL_STATES = frozenset({"succeeded", "completed", "failed", "cancelled", "canceled", "incomplete"})
 
 MIN_INTERVAL = 0.2  # seconds between polls while points keep arriving
