@@ -163,6 +163,10 @@ def test_points_grow_while_another_cell_sleeps(jupyter: JupyterLab, page: Page, 
         # loss first, then the other metric the trainer logs
         assert pane.locator(".tau-pane-metric").nth(0).get_attribute("data-metric") == "loss"
         assert pane.locator(".tau-pane-metric").nth(1).get_attribute("data-metric") == "lr"
+        # The loss plot was drawn alone, full width; when lr came the grid made two columns: it fits its cell.
+        page.wait_for_function("""() => [...document.querySelectorAll('.tau-pane-metric .js-plotly-plot')]
+            .every((gd) => Math.abs(gd._fullLayout.width - gd.getBoundingClientRect().width) <= 2)""",
+                               timeout=10_000)
         screenshot(page, f"pane-{jupyter.app}-live-done")
     finally:
         trainer.stop()

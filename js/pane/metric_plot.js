@@ -27,6 +27,17 @@ export class MetricPlot {
     this.ready = false;
     this.zoomed = false;
     this.busy = Promise.resolve();
+    // plotly's `responsive` follows the window only; the grid reflows when metrics come and go, so follow the cell.
+    this.width = 0;
+    this.resizer = new ResizeObserver(() => this.fitWidth());
+    this.resizer.observe(this.div);
+  }
+
+  fitWidth() {
+    const width = Math.round(this.div.getBoundingClientRect().width);
+    if (!this.ready || !width || width === this.width) return;
+    this.width = width;
+    this.busy = this.busy.then(() => Plotly.Plots.resize(this.div)).catch((err) => this.pane.showError(err));
   }
 
   runs() {
@@ -100,6 +111,7 @@ export class MetricPlot {
   full() {
     const config = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
     const p = Plotly.react(this.div, this.traces(), this.layout(), config);
+    this.width = Math.round(this.div.getBoundingClientRect().width);
     if (!this.ready) {
       this.ready = true;
       this.div.on("plotly_relayout", (ev) => this.onRelayout(ev));
@@ -212,6 +224,7 @@ export class MetricPlot {
   }
 
   destroy() {
+    this.resizer.disconnect();
     Plotly.purge(this.div);
   }
 }
