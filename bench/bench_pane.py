@@ -13,7 +13,7 @@ Usage::
 
     .venv/bin/python bench/bench_pane.py [--points 250] [--rate 20] [--append-seconds 20]
 
-Needs the built bundle (``npm --prefix js run build:pane``) and Debian ``chromium``.
+Needs the built bundles (``npm --prefix js run build``, or ``pip install -e .``) and Debian ``chromium``.
 """
 
 from __future__ import annotations
