@@ -22,9 +22,9 @@ export class Pane {
     this.build();
   }
 
+  /** The pane's run, then the compared runs, each once: the order of its legend and of its Stellar link. */
   runIds() {
-    const primary = this.model.get("run_id");
-    return [primary, ...(this.model.get("compare") || []).filter((r) => r !== primary)];
+    return [...new Set([this.model.get("run_id"), ...(this.model.get("compare") || [])])];
   }
 
   /** Each run's colour (shared/palette.js: the same as on the Stellar page its link opens). */
