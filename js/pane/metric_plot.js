@@ -153,6 +153,12 @@ export class MetricPlot {
 
   async _update() {
     const runs = this.runs();
+    if (!this.ready && !runs.some((run) => this.series(run)?.steps.length || this.series(run)?.nonFinite.steps.length)) {
+      // Nothing to draw yet: an empty plotly figure would only hold up the first points (the page handles the
+      // kernel's messages one after another), so the first draw waits for them.
+      this.refreshHead();
+      return;
+    }
     let needFull = !this.ready;
     const ext = { x: [], y: [], idx: [] };
     const marks = [];
