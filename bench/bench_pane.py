@@ -13,12 +13,13 @@ Usage::
 
     .venv/bin/python bench/bench_pane.py [--points 250] [--rate 20] [--append-seconds 20]
 
-Needs the built bundle (``npm --prefix js run build:pane``) and Debian ``chromium``.
+Needs the built bundles (``npm --prefix js run build``, or ``pip install -e .``) and Debian ``chromium``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import os
@@ -61,9 +62,15 @@ TRAINER = textwrap.dedent(
 )
 
 
-def notebook(run: str, portal: str, project: str) -> dict:
-    src = (f"from taunotebook.pane import LossPane\n\npane = LossPane({run!r}, portal={portal!r}, "
-           f"project={project!r})\npane")
+def notebook(run: str, portal: str, project: str, times: Path | None = None) -> dict:
+    create = f"pane = LossPane({run!r}, portal={portal!r}, project={project!r})"
+    src = f"from taunotebook.pane import LossPane\n\n{create}\npane"
+    if times is not None:
+        # The kernel's side of the first-draw timeline, in wall-clock ms like the page's marks.
+        src = (f"import json as _json, time as _time\n_t0 = _time.time()\nfrom taunotebook.pane import LossPane\n"
+               f"_t1 = _time.time()\n{create}\n_t2 = _time.time()\n"
+               f"_json.dump({{'cell_started': _t0 * 1e3, 'imported': _t1 * 1e3, 'constructed': _t2 * 1e3}}, "
+               f"open({str(times)!r}, 'w'))\npane")
     return {"cells": [{"cell_type": "code", "execution_count": None, "id": "c0", "metadata": {}, "outputs": [],
                        "source": src}],
             "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
@@ -112,6 +119,49 @@ def latency(page: Page, lab, store: Path, portal: str, work: Path, points: int, 
             "p95_ms": pct(lat, 0.95), "max_ms": max(lat), "chunks_drawn": len(marks)}
 
 
+class Timed:
+    """The Portal app, noting when each request came and was answered (wall-clock ms, like the page's marks)."""
+
+    def __init__(self, app, log: list[dict]) -> None:
+        self.app, self.log = app, log
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        entry = {"path": scope["path"], "query": scope.get("query_string", b"").decode(), "start": time.time() * 1e3}
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            entry["end"] = time.time() * 1e3
+            self.log.append(entry)
+
+
+def first_draw_timeline(page: Page, times: Path, requests: list[dict]) -> dict:
+    """Where the time to the first draw goes, in ms after the cell was started in the page."""
+    marks = page.evaluate("""() => ({ t0: window.__t0, view: window.__view, drawn: window.__firstDraw,
+        loaded: window.__tauPaneLoaded || null,
+        reset: (window.__tauPaneMarks || []).find((m) => m.op === 'reset' && m.metric === 'train/loss') || null })""")
+    deadline = time.monotonic() + 10
+    while not times.is_file() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    kernel = json.loads(times.read_text()) if times.is_file() else {}
+    t0 = marks["t0"]
+    series = [r for r in requests if r["path"].endswith("/series") and "max_points" in r["query"]]
+    out = {
+        "kernel_cell_started": kernel.get("cell_started", math.nan) - t0,
+        "kernel_imported": kernel.get("imported", math.nan) - t0,
+        "kernel_widget_constructed": kernel.get("constructed", math.nan) - t0,
+        "first_reduced_read_start": series[0]["start"] - t0 if series else math.nan,
+        "first_reduced_read_end": series[0]["end"] - t0 if series else math.nan,
+        "esm_evaluated": (marks["loaded"] or math.nan) - t0,
+        "view_up": marks["view"] - t0,
+        "first_points_sent": (marks["reset"] or {}).get("sent_at", math.nan) - t0,
+        "first_points_received": (marks["reset"] or {}).get("received_at", math.nan) - t0,
+        "first_draw": marks["drawn"] - t0,
+    }
+    return {k: round(v, 1) for k, v in out.items()}
+
+
 PROBE = """() => {
   window.__probe = { late: [], long: [] };
   let last = performance.now();
@@ -127,22 +177,27 @@ PROBE = """() => {
 def million(page: Page, lab, work: Path, append_seconds: float) -> dict:
     store = work / "store-1m"
     built = build(store, 1_000_000, 10)
-    with ServerThread(create_app(store, token=TOKEN)) as server:
+    requests: list[dict] = []
+    times = work / "cell-times.json"
+    with ServerThread(Timed(create_app(store, token=TOKEN), requests)) as server:
         portal = f"http://127.0.0.1:{server.port}"
-        (lab.root_dir / "million.ipynb").write_text(json.dumps(notebook(RUN, portal, "bench")), encoding="utf-8")
+        (lab.root_dir / "million.ipynb").write_text(json.dumps(notebook(RUN, portal, "bench", times)),
+                                                   encoding="utf-8")
         open_notebook(page, lab, "million.ipynb")
-        page.evaluate("""() => { window.__firstDraw = null; window.__view = null; const t0 = performance.now();
+        page.evaluate("""() => { const abs = () => performance.timeOrigin + performance.now();
+          window.__firstDraw = null; window.__view = null; window.__t0 = abs(); window.__tauPaneMarks = [];
           new MutationObserver((_, obs) => {
-            if (window.__view === null && document.querySelector(".tau-pane")) window.__view = performance.now() - t0;
+            if (window.__view === null && document.querySelector(".tau-pane")) window.__view = abs();
             const p = document.querySelector(".tau-pane-metric[data-metric='train/loss']");
             if (p && Number(p.dataset.points) > 0 && window.__firstDraw === null) {
-              window.__firstDraw = performance.now() - t0; obs.disconnect(); }
+              window.__firstDraw = abs(); obs.disconnect(); }
           }).observe(document.body, { subtree: true, childList: true, attributes: true,
                                       attributeFilter: ["data-points"] }); }""")
+        requests.clear()
         run_cell(page, 0)
         page.wait_for_function("() => window.__firstDraw !== null", timeout=120_000)
-        first_draw = page.evaluate("() => window.__firstDraw")
-        view = page.evaluate("() => window.__view")
+        timeline = first_draw_timeline(page, times, requests)
+        first_draw, view = timeline["first_draw"], timeline["view_up"]
         reduced = loss_points(page, METRIC)
         page.wait_for_timeout(1000)
         page.evaluate(PROBE)
@@ -163,7 +218,8 @@ def million(page: Page, lab, work: Path, append_seconds: float) -> dict:
                                ".dataset.points) >= n", arg=reduced + appended, timeout=60_000)
         probe = page.evaluate("() => { clearInterval(window.__probeTimer); return window.__probe; }")
     late = probe["late"]
-    return {"store_build_s": built, "first_draw_ms": first_draw, "view_rendered_ms": view, "first_read_points": reduced,
+    return {"store_build_s": built, "timeline_ms": timeline, "first_draw_ms": first_draw, "view_rendered_ms": view,
+            "first_read_points": reduced,
             "appended": appended, "append_seconds": append_seconds,
             "probe_late_p50_ms": statistics.median(late), "probe_late_p95_ms": pct(late, 0.95),
             "probe_late_max_ms": max(late), "long_tasks": len(probe["long"]),
@@ -176,6 +232,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20.0)
     parser.add_argument("--append-seconds", type=float, default=20.0)
     args = parser.parse_args()
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory(prefix="bench-pane-") as tmp:
         work = Path(tmp)
         store = work / "store"
@@ -199,6 +256,8 @@ def main() -> None:
                     print(f"\n1M-point metric: first draw {big['first_draw_ms']:.0f} ms after the cell started "
                           f"(pane view up at {big['view_rendered_ms']:.0f} ms; {big['first_read_points']} points "
                           "in the reduced first read)")
+                    for name, ms in big["timeline_ms"].items():
+                        print(f"  {name:<28} {ms:>8.0f} ms")
                     print(f"appending {big['appended']} points at 100/s: 50 ms probe late p50 "
                           f"{big['probe_late_p50_ms']:.1f} ms, p95 {big['probe_late_p95_ms']:.1f} ms, max "
                           f"{big['probe_late_max_ms']:.1f} ms; long tasks {big['long_tasks']} "
@@ -207,9 +266,21 @@ def main() -> None:
             finally:
                 for _ in lab_gen:
                     pass
+    sizes = bundle_sizes()
+    print("\nbundles: " + ", ".join(f"{name} {size / 1e6:.2f} MB ({gz / 1e6:.2f} MB gzipped)"
+                                    for name, (size, gz) in sizes.items()))
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     out = ROOT / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "pane.json").write_text(json.dumps({"latency": lat, "million": big}, indent=2) + "\n")
+    (out / "pane.json").write_text(json.dumps({"latency": lat, "million": big, "bundles": sizes,
+                                               "loadavg": os.getloadavg()}, indent=2) + "\n")
+
+
+def bundle_sizes() -> dict[str, tuple[int, int]]:
+    """Bytes of each built browser file the pane or the Stellar pages load, raw and gzipped."""
+    static = ROOT / "taunotebook" / "static"
+    return {str(f.relative_to(static)): (f.stat().st_size, len(gzip.compress(f.read_bytes(), 6)))
+            for f in sorted(static.rglob("*.js"))}
 
 
 if __name__ == "__main__":

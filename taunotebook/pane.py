@@ -1,8 +1,11 @@
 """The loss pane: a live anywidget plot of a run's metrics, fed by a kernel-side thread polling the Portal.
 
-Python owns the data and the polling; the browser module (``js/pane/``, bundled into
-``taunotebook/static/pane.js``) owns the drawing. The browser never talks to the Portal, so the pane
-works wherever the kernel can reach it (JupyterLab, JupyterHub, VS Code, a remote kernel).
+Python owns the data and the polling; the browser module (``js/pane/``, bundled with ``js/shared/`` and a
+plotly.js of the traces it draws into ``taunotebook/static/pane.js``, 1.4 MB) owns the drawing. The browser
+never talks to the Portal, so the pane works wherever the kernel can reach it (JupyterLab, Notebook 7,
+JupyterHub, VS Code, a remote kernel). Smoothing and run colours are the Stellar pages' own
+(``js/shared/smoothing.js``, ``js/shared/palette.js``): a run compared here has the colour it has on the page
+that "Open in Stellar" opens.
 
 The contract between the two sides
 ==================================
@@ -84,7 +87,7 @@ from taunotebook.client import (
 __all__ = ["BUILD_HINT", "BUNDLE", "LossPane", "TERMINAL_STATES"]
 
 BUNDLE = Path(__file__).resolve().parent / "static" / "pane.js"
-BUILD_HINT = "npm --prefix js ci && npm --prefix js run build:pane   (or: pip install -e .)"
+BUILD_HINT = "npm --prefix js ci && npm --prefix js run build   (or: pip install -e .)"
 TERMINAL_STATES = frozenset({"succeeded", "completed", "failed", "cancelled", "canceled", "incomplete"})
 
 MIN_INTERVAL = 0.2  # seconds between polls while points keep arriving

@@ -96,7 +96,7 @@ def test_bundle_is_built():
 def test_missing_bundle_says_how_to_build_it(monkeypatch, tmp_path):
     monkeypatch.setattr(pane_module, "BUNDLE", tmp_path / "pane.js")
     monkeypatch.setattr(pane_module, "_bundle_text", None)
-    with pytest.raises(FileNotFoundError, match=r"npm --prefix js ci && npm --prefix js run build:pane"):
+    with pytest.raises(FileNotFoundError, match=r"npm --prefix js ci && npm --prefix js run build "):
         LossPane("run-a", portal="http://127.0.0.1:9", start=False)
 
 

@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 # The Portal fixture (a real server over a store written by the real writer) is shared with the API tests.
 from portal.conftest import PortalServer, portal_server, portal_store  # noqa: F401
 
-from taunotebook.portal.pages import BUILD_HINT, PLOTLY_ASSET
+from taunotebook.portal.pages import BUILD_HINT, PAGE_BUNDLE
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = [
@@ -30,8 +30,8 @@ def chromium_path() -> str:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def plotly_built() -> None:
-    built = REPO / "taunotebook" / "static" / "stellar" / PLOTLY_ASSET
+def pages_built() -> None:
+    built = REPO / "taunotebook" / "static" / "stellar" / PAGE_BUNDLE
     if not built.is_file():
         pytest.fail(f"{built.relative_to(REPO)} is missing: build it with `{BUILD_HINT}`")
 

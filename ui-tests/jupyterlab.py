@@ -1,9 +1,11 @@
-"""A real ``jupyter lab`` on 127.0.0.1 for browser tests, and helpers to open and run a notebook in it.
+"""A real ``jupyter lab`` or ``jupyter notebook`` (Notebook 7) on 127.0.0.1 for browser tests, and helpers to
+open and run a notebook in either.
 
 The server gets a temporary home for everything it writes (workspaces, settings, runtime files, IPython
 profile, TMPDIR), no token (the port is bound to 127.0.0.1 and lives as long as the test session), the
 notebook's windowing off (so every cell is in the DOM), and ``window.jupyterapp`` exposed so tests run
-commands instead of clicking through menus.
+commands instead of clicking through menus. Notebook 7 is built from JupyterLab's parts: the same
+commands, cells and output areas, one notebook per browser tab at ``/notebooks/<name>``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ class JupyterLab:
     base_url: str
     root_dir: Path
     log: Path
+    app: str = "lab"  # "lab" (JupyterLab) or "notebook" (Notebook 7)
+
+    def notebook_url(self, name: str) -> str:
+        """Where the app opens ``name`` (JupyterLab with a fresh workspace)."""
+        if self.app == "notebook":
+            return f"{self.base_url}/notebooks/{name}"
+        return f"{self.base_url}/lab/tree/{name}?reset"
 
     def copy_notebook(self, template: Path, name: str, **placeholders: str) -> str:
         """Serve a copy of ``template`` (autosave rewrites it) with ``{{KEY}}`` replaced; returns its name."""
@@ -62,7 +71,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_lab(home: Path, env_extra: dict[str, str]) -> Iterator[JupyterLab]:
+def start_lab(home: Path, env_extra: dict[str, str], app: str = "lab") -> Iterator[JupyterLab]:
+    """Start ``jupyter lab`` (``app="lab"``) or Notebook 7 (``app="notebook"``); yields it, stops it after."""
     for sub in ("nb", "ws", "settings", "config", "runtime", "ipython", "tmp"):
         (home / sub).mkdir(parents=True, exist_ok=True)
     for name, value in _SETTINGS.items():
@@ -79,12 +89,18 @@ def start_lab(home: Path, env_extra: dict[str, str]) -> Iterator[JupyterLab]:
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
            "IPYTHONDIR": str(home / "ipython"), "TMPDIR": str(home / "tmp"), "PYTHONUNBUFFERED": "1", **env_extra}
     env.pop("JPY_PARENT_PID", None)
-    log = home / "lab.log"
+    log = home / f"{app}.log"
+    if app == "lab":
+        module, klass = "jupyterlab", "LabApp"
+    elif app == "notebook":
+        module, klass = "notebook", "JupyterNotebookApp"
+    else:
+        raise ValueError(f"app must be 'lab' or 'notebook', got {app!r}")
     cmd = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--allow-root",
+        sys.executable, "-m", module, "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--allow-root",
         "--IdentityProvider.token=", "--ServerApp.password=", "--ServerApp.open_browser=False",
-        f"--ServerApp.root_dir={home / 'nb'}", f"--LabApp.workspaces_dir={home / 'ws'}",
-        f"--LabApp.user_settings_dir={home / 'settings'}", "--LabApp.expose_app_in_browser=True",
+        f"--ServerApp.root_dir={home / 'nb'}", f"--{klass}.workspaces_dir={home / 'ws'}",
+        f"--{klass}.user_settings_dir={home / 'settings'}", f"--{klass}.expose_app_in_browser=True",
         "--ServerApp.port_retries=0",
     ]
     with open(log, "wb") as out:
@@ -94,16 +110,17 @@ def start_lab(home: Path, env_extra: dict[str, str]) -> Iterator[JupyterLab]:
         deadline = time.monotonic() + LAB_START_TIMEOUT
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+                pytest.fail(f"jupyter {app} exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
             try:
                 if httpx.get(f"{base}/api/status", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"jupyter lab did not answer within {LAB_START_TIMEOUT:.0f} s:\n{log.read_text()[-3000:]}")
+                pytest.fail(f"jupyter {app} did not answer within {LAB_START_TIMEOUT:.0f} s:\n"
+                            f"{log.read_text()[-3000:]}")
             time.sleep(0.25)
-        yield JupyterLab(base, home / "nb", log)
+        yield JupyterLab(base, home / "nb", log, app)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -115,8 +132,8 @@ def start_lab(home: Path, env_extra: dict[str, str]) -> Iterator[JupyterLab]:
 
 
 def open_notebook(page: Page, lab: JupyterLab, name: str) -> None:
-    """Open a notebook with a fresh workspace and wait until its kernel is idle."""
-    page.goto(f"{lab.base_url}/lab/tree/{name}?reset")
+    """Open a notebook (in JupyterLab with a fresh workspace) and wait until its kernel is idle."""
+    page.goto(lab.notebook_url(name))
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     page.wait_for_function(
         """() => {

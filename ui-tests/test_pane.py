@@ -1,8 +1,10 @@
-"""The loss pane in a real JupyterLab, in headless Chromium: live growth, errors in words, NaN marks, the link.
+"""The loss pane in a real JupyterLab and Notebook 7, in headless Chromium: live growth, errors in words, NaN
+marks, the link, the saved notebook, the same run colours as the Stellar page.
 
 Every scenario drives a real trainer wrapped by ``tau-collector wrap`` (the collector beside it writing
-the store), a Portal started by the test over that store, and a ``jupyter lab`` started by the test whose
-kernel runs :class:`taunotebook.pane.LossPane`. Screenshots go to ``artifacts/ui/``.
+the store), a Portal started by the test over that store, and a ``jupyter lab`` (or ``jupyter notebook``:
+the tests marked for both run in each) started by the test whose kernel runs
+:class:`taunotebook.pane.LossPane`. Screenshots go to ``artifacts/ui/``.
 """
 
 from __future__ import annotations
@@ -67,6 +69,19 @@ def lab(tmp_path_factory, store: Path, portal: str) -> Iterator[JupyterLab]:
     yield from start_lab(home, {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal, "TAU_STORE": str(store)})
 
 
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory, store: Path, portal: str) -> Iterator[JupyterLab]:
+    home = tmp_path_factory.mktemp("notebook7")
+    yield from start_lab(home, {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal, "TAU_STORE": str(store)},
+                         app="notebook")
+
+
+@pytest.fixture(params=["lab", "notebook"])
+def jupyter(request) -> JupyterLab:
+    """JupyterLab, then Jupyter Notebook 7: where users open the same notebooks."""
+    return request.getfixturevalue("lab" if request.param == "lab" else "notebook7")
+
+
 class Trainer:
     """``tau-collector wrap … -- python train.py``: a run whose points reach the store while the test watches."""
 
@@ -113,12 +128,14 @@ def wait_points(page: Page, at_least: int, timeout: float = 60_000) -> None:
         arg=[LOSS_PLOT, at_least], timeout=timeout)
 
 
-def test_points_grow_while_another_cell_sleeps(lab: JupyterLab, page: Page, store: Path, portal: str, tmp_path):
-    trainer = Trainer(tmp_path / "t", store, "ui-live", points=60, delay=10 / 60)
+def test_points_grow_while_another_cell_sleeps(jupyter: JupyterLab, page: Page, store: Path, portal: str,
+                                               tmp_path):
+    run = f"ui-live-{jupyter.app}"
+    trainer = Trainer(tmp_path / "t", store, run, points=60, delay=10 / 60)
     try:
-        name = lab.copy_notebook(NOTEBOOKS / "live_pane.ipynb", "live.ipynb", RUN_ID="ui-live", PORTAL_URL=portal,
-                                 SLEEP="20")
-        open_notebook(page, lab, name)
+        name = jupyter.copy_notebook(NOTEBOOKS / "live_pane.ipynb", "live.ipynb", RUN_ID=run, PORTAL_URL=portal,
+                                     SLEEP="20")
+        open_notebook(page, jupyter, name)
         t0 = time.monotonic()
         run_cell(page, 0)
         wait_points(page, 1)  # step 0, written before the trainer waits for the go file
@@ -133,7 +150,7 @@ def test_points_grow_while_another_cell_sleeps(lab: JupyterLab, page: Page, stor
             page.wait_for_timeout(500)
             seen.append(points(page))
             if len(seen) in (4, 8):
-                screenshot(page, f"pane-growing-{len(seen)}")
+                screenshot(page, f"pane-{jupyter.app}-growing-{len(seen)}")
         assert cell_running(page, 1), f"the sleep cell ended before the pane had every point: counts {seen}"
         growth = [b for a, b in itertools.pairwise(seen) if b > a]
         assert len(growth) >= 3, f"the point count should grow step by step while the cell sleeps: {seen}"
@@ -146,7 +163,11 @@ def test_points_grow_while_another_cell_sleeps(lab: JupyterLab, page: Page, stor
         # loss first, then the other metric the trainer logs
         assert pane.locator(".tau-pane-metric").nth(0).get_attribute("data-metric") == "loss"
         assert pane.locator(".tau-pane-metric").nth(1).get_attribute("data-metric") == "lr"
-        screenshot(page, "pane-live-done")
+        # The loss plot was drawn alone, full width; when lr came the grid made two columns: it fits its cell.
+        page.wait_for_function("""() => [...document.querySelectorAll('.tau-pane-metric .js-plotly-plot')]
+            .every((gd) => Math.abs(gd._fullLayout.width - gd.getBoundingClientRect().width) <= 2)""",
+                               timeout=10_000)
+        screenshot(page, f"pane-{jupyter.app}-live-done")
     finally:
         trainer.stop()
 
@@ -173,23 +194,24 @@ def test_nan_point_is_marked_with_a_count(lab: JupyterLab, page: Page, store: Pa
     screenshot(page, "pane-nan-marked")
 
 
-def test_stellar_link_opens_a_page_showing_the_run(lab: JupyterLab, page: Page, store: Path, portal: str,
+def test_stellar_link_opens_a_page_showing_the_run(jupyter: JupyterLab, page: Page, store: Path, portal: str,
                                                    tmp_path):
-    trainer = Trainer(tmp_path / "t", store, "ui-link", points=10, delay=0.02, gated=False)
+    run = f"ui-link-{jupyter.app}"
+    trainer = Trainer(tmp_path / "t", store, run, points=10, delay=0.02, gated=False)
     assert trainer.wait() == 0
-    name = lab.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "link.ipynb", RUN_ID="ui-link", PORTAL_URL=portal)
-    open_notebook(page, lab, name)
+    name = jupyter.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "link.ipynb", RUN_ID=run, PORTAL_URL=portal)
+    open_notebook(page, jupyter, name)
     run_all(page)
     wait_points(page, 10)
     href = page.locator(f"{PANE} a.tau-pane-stellar").get_attribute("href")
     # Inside Jupyter the link goes through the Jupyter server (jupyter-server-proxy), on the notebook's origin.
-    assert href == "/tau-portal/stellar?target=ui-link&project=proj"
+    assert href == f"/tau-portal/stellar?target={run}&project=proj"
     stellar = page.context.new_page()
     try:
-        stellar.goto(lab.base_url + href)
+        stellar.goto(jupyter.base_url + href)
         stellar.wait_for_selector("#stellar[data-state=ready]", timeout=90_000)
-        assert "ui-link" in stellar.locator("#stellar").inner_text()
-        screenshot(stellar, "pane-stellar-link")
+        assert run in stellar.locator("#stellar").inner_text()
+        screenshot(stellar, f"pane-{jupyter.app}-stellar-link")
     finally:
         stellar.close()
 
@@ -226,12 +248,13 @@ def test_portal_outage_is_said_in_words_and_recovers(lab: JupyterLab, page: Page
         trainer.stop()
 
 
-def test_saved_notebook_shows_the_last_figure_without_a_kernel(lab: JupyterLab, page: Page, store: Path,
+def test_saved_notebook_shows_the_last_figure_without_a_kernel(jupyter: JupyterLab, page: Page, store: Path,
                                                                portal: str, tmp_path):
-    trainer = Trainer(tmp_path / "t", store, "ui-saved", points=20, delay=0.02, gated=False)
+    run = f"ui-saved-{jupyter.app}"
+    trainer = Trainer(tmp_path / "t", store, run, points=20, delay=0.02, gated=False)
     assert trainer.wait() == 0
-    name = lab.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "saved.ipynb", RUN_ID="ui-saved", PORTAL_URL=portal)
-    open_notebook(page, lab, name)
+    name = jupyter.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "saved.ipynb", RUN_ID=run, PORTAL_URL=portal)
+    open_notebook(page, jupyter, name)
     run_all(page)
     wait_points(page, 20)
     # The live view hides the static fallback; the kernel mirrors the browser's snapshot into it.
@@ -240,7 +263,7 @@ def test_saved_notebook_shows_the_last_figure_without_a_kernel(lab: JupyterLab, 
                            " return s && s.src.startsWith('data:image/png'); }", timeout=60_000)
     assert not fallback.is_visible()
     execute(page, "docmanager:save")
-    saved = lab.root_dir / name
+    saved = jupyter.root_dir / name
     page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
     assert 'data-tau-pane-static' in saved.read_text() and "data:image/png;base64," in saved.read_text()
     execute(page, "kernelmenu:shutdown")
@@ -248,12 +271,12 @@ def test_saved_notebook_shows_the_last_figure_without_a_kernel(lab: JupyterLab, 
                            " return !w.sessionContext.session || !w.sessionContext.session.kernel; }",
                            timeout=30_000)
     # Reopen with no kernel: the widget cannot come back, the last figure does.
-    page.goto(f"{lab.base_url}/lab/tree/{name}?reset")
+    page.goto(jupyter.notebook_url(name))
     page.wait_for_selector(".tau-pane-static img", state="visible", timeout=60_000)
     size = page.evaluate("() => { const i = document.querySelector('.tau-pane-static img');"
                          " return [i.naturalWidth, i.naturalHeight]; }")
     assert size[0] >= 400 and size[1] >= 100
-    screenshot(page, "pane-saved-static")
+    screenshot(page, f"pane-{jupyter.app}-saved-static")
 
 
 def loss_traces(page: Page) -> list[dict]:
@@ -327,3 +350,47 @@ def test_controls_smoothing_log_y_wall_time_compare_and_zoom(lab: JupyterLab, pa
     zoomed = loss_traces(page)[0]["x"]
     assert zoomed == sorted(zoomed) and zoomed[0] == 0 and zoomed[-1] == 5999
     screenshot(page, "pane-controls")
+
+
+def test_a_run_has_the_same_colour_in_the_pane_and_on_the_stellar_page(lab: JupyterLab, page: Page, store: Path,
+                                                                       portal: str, tmp_path):
+    runs = ["ui-colour-a", "ui-colour-b", "ui-colour-c"]
+    trainers = [Trainer(tmp_path / r, store, r, points=20, delay=0.0, gated=False) for r in runs]
+    assert all(t.wait() == 0 for t in trainers)
+    name = lab.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "colours.ipynb", RUN_ID=runs[0], PORTAL_URL=portal)
+    notebook = lab.root_dir / name
+    notebook.write_text(notebook.read_text().replace(
+        'project=\\"proj\\")', 'project=\\"proj\\", compare=[\\"ui-colour-b\\", \\"ui-colour-c\\"])'))
+    open_notebook(page, lab, name)
+    run_all(page)
+    page.wait_for_function("() => { const gd = document.querySelector("
+                           "'.tau-pane-metric[data-metric=loss] .js-plotly-plot');"
+                           " return gd && gd.data && gd.data.length === 9 && gd.data[6].x.length === 20; }",
+                           timeout=60_000)
+    pane_colours = page.evaluate("""() => {
+        const gd = document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot');
+        return Object.fromEntries(gd.data.filter((t) => t.mode === 'lines').map((t) => [t.legendgroup, t.line.color]));
+    }""")
+    legend = page.evaluate("(sel) => [...document.querySelectorAll(sel + ' .legend .legendtext')]"
+                           ".map((t) => t.textContent)", LOSS_PLOT)
+    assert legend == ["ui-colour-a", "ui-colour-b (compare)", "ui-colour-c (compare)"]
+    assert len(set(pane_colours.values())) == 3
+
+    href = page.locator(f"{PANE} a.tau-pane-stellar").get_attribute("href")
+    stellar = page.context.new_page()
+    try:
+        stellar.goto(lab.base_url + href)
+        stellar.wait_for_selector("#stellar[data-state=ready]", timeout=90_000)
+        page_colours = stellar.evaluate("""() => {
+            const gd = document.querySelector('section.stellar-chart[data-metric=loss] .stellar-plot');
+            return Object.fromEntries(gd.data.filter((t) => t.meta.role === 'raw')
+                .map((t) => [t.meta.runId, t.line.color]));
+        }""")
+        swatches = {r: stellar.locator(f'section.stellar-run[data-run-id="{r}"]').get_attribute("data-color")
+                    for r in runs}
+        screenshot(stellar, "pane-colours-stellar")
+    finally:
+        stellar.close()
+    assert page_colours == pane_colours
+    assert swatches == pane_colours
+    screenshot(page, "pane-colours")

@@ -296,27 +296,28 @@ def test_selected_runs_open_compared(page: Page, portal_server: PortalServer):
 # -- assets ----------------------------------------------------------------------------------------
 
 
-def test_plotly_is_served_from_the_package(portal_server: PortalServer):
-    response = httpx.get(f"{portal_server.base_url}/static/stellar/plotly.min.js",
+def test_the_page_bundle_is_served_from_the_package(portal_server: PortalServer):
+    response = httpx.get(f"{portal_server.base_url}/static/stellar/stellar.js",
                          headers={"Authorization": f"Bearer {portal_server.token}"})
-    built = Path(pages.__file__).resolve().parent.parent / "static" / "stellar" / "plotly.min.js"
+    built = Path(pages.__file__).resolve().parent.parent / "static" / "stellar" / "stellar.js"
 
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/javascript")
     assert response.content == built.read_bytes()
 
 
-def test_a_missing_plotly_build_is_explained_in_words(page: Page, portal_server: PortalServer, tmp_path,
-                                                      monkeypatch):
+def test_a_missing_page_build_is_explained_in_words(page: Page, portal_server: PortalServer, tmp_path,
+                                                    monkeypatch):
     monkeypatch.setattr(pages, "_BUILT_DIR", tmp_path / "not-built")
-    open_ready(page, url(portal_server, "/stellar?target=run-a&project=proj"))
+    open_ready(page, url(portal_server, "/stellar?target=run-a&project=proj"), state="error")
 
     notice = page.locator("#stellar-asset-missing").inner_text()
-    assert "npm ci --prefix js && npm run build:stellar --prefix js" in notice
-    assert "chart library is missing" in page.locator("#stellar-errors").inner_text()
-    asset = httpx.get(f"{portal_server.base_url}/static/stellar/plotly.min.js",
+    assert "static/stellar/stellar.js is missing" in notice
+    assert "npm ci --prefix js && npm run build --prefix js" in notice
+    assert page.locator("#stellar-loading").count() == 0
+    asset = httpx.get(f"{portal_server.base_url}/static/stellar/stellar.js",
                       headers={"Authorization": f"Bearer {portal_server.token}"})
-    assert asset.status_code == 404 and "npm run build:stellar" in asset.text
+    assert asset.status_code == 404 and "npm run build --prefix js" in asset.text
 
 
 @pytest.mark.parametrize("name", ["../pages.py", "..%2Fpages.py", ".hidden", "a/b.js"])

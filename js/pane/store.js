@@ -1,4 +1,5 @@
-// What one pane model holds in the page: the series Python sent, applied in order, shared by all views.
+// The pane's point store: what one pane model holds in the page, the series Python sent, applied in order and
+// shared by all views of the model.
 //
 // The message shape is written down in taunotebook/pane.py: a header {type:"points", seq, op, run, metric, n,
 // start_step, end_step, sent_at} and two buffers, n × int64 steps and n × float64 values (little-endian).
@@ -9,7 +10,7 @@ export function seriesKey(run, metric) {
   return `${run}\u0000${metric}`;
 }
 
-function newSeries(run, metric) {
+export function newSeries(run, metric) {
   // version changes whenever held points change other than by a plain append (views then redraw fully).
   return { run, metric, steps: [], values: [], version: 0, nonFinite: { steps: [], values: [] },
            wall: { steps: [], wall: [] }, pendingMarks: [] };
@@ -56,11 +57,13 @@ export function applyPoints(series, msg, steps, values) {
       return full ? "full" : "append";
     }
     case "range": {
+      // A missing bound is open: the range reaches that end of the series.
+      const start = msg.start_step ?? -Infinity, end = msg.end_step ?? Infinity;
       const lo = [], loV = [], hi = [], hiV = [];
       for (let i = 0; i < series.steps.length; i++) {
         const s = series.steps[i];
-        if (s < msg.start_step) { lo.push(s); loV.push(series.values[i]); }
-        else if (s > msg.end_step) { hi.push(s); hiV.push(series.values[i]); }
+        if (s < start) { lo.push(s); loV.push(series.values[i]); }
+        else if (s > end) { hi.push(s); hiV.push(series.values[i]); }
       }
       series.steps = lo.concat(steps, hi);
       series.values = loV.concat(values, hiV);
@@ -107,8 +110,9 @@ export function storeFor(model) {
       store.series.set(key, series);
     }
     const change = applyPoints(series, msg, steps, values);
-    if (change === "append" && steps.length) {
-      series.pendingMarks.push({ run: msg.run, metric: msg.metric, seq: msg.seq, first_step: steps[0],
+    if ((change === "append" || msg.op === "reset") && steps.length) {
+      // Latency marks (the views add when they drew them): appends for write → drawn, resets for the first draw.
+      series.pendingMarks.push({ op: msg.op, run: msg.run, metric: msg.metric, seq: msg.seq, first_step: steps[0],
         last_step: steps[steps.length - 1], n: steps.length, sent_at: msg.sent_at, received_at: receivedAt });
     }
     for (const listener of store.listeners) listener(series, change);

@@ -17,6 +17,7 @@ Register it in ``pyproject.toml``::
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import sys
@@ -66,17 +67,23 @@ def jupyter_base_url() -> str | None:
     if prefix:
         return prefix if prefix.endswith("/") else prefix + "/"
     parent = os.environ.get("JPY_PARENT_PID")  # set by jupyter_client for the kernels a server starts
-    if not parent:
+    if not parent or not parent.isdigit():
         return None
+    # The server's own info file, jpserver-<pid>.json in Jupyter's runtime directory, read directly:
+    # jupyter_server.serverapp.list_running_servers would import the whole server (jsonschema builds its
+    # URI grammars on import), 2-10 s of a pane's first draw.
     try:
-        from jupyter_server.serverapp import list_running_servers
+        from jupyter_core.paths import jupyter_runtime_dir
     except ImportError:
         return None
-    for info in list_running_servers():
-        if str(info.get("pid")) == parent:
-            base = info.get("base_url") or "/"
-            return base if base.endswith("/") else base + "/"
-    return None
+    try:
+        info = json.loads((Path(jupyter_runtime_dir()) / f"jpserver-{parent}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or str(info.get("pid")) != parent:
+        return None
+    base = info.get("base_url") or "/"
+    return base if base.endswith("/") else base + "/"
 
 
 def stellar_link(run_id: str, project: str | None = None, *, portal_url: str | None = None) -> str:

@@ -15,14 +15,12 @@ from starlette.routing import BaseRoute, Route
 
 from .errors import error_response
 
-__all__ = ["BUILD_HINT", "PLOTLY_ASSET", "page_routes"]
+__all__ = ["BUILD_HINT", "PAGE_BUNDLE", "page_routes"]
 
-_PACKAGE = Path(__file__).resolve().parent.parent
-# Hand-written page code ships in the package as is; generated assets (plotly.js) are built into static/.
-_SOURCE_DIR = _PACKAGE / "static_src" / "stellar"
-_BUILT_DIR = _PACKAGE / "static" / "stellar"
-PLOTLY_ASSET = "plotly.min.js"
-BUILD_HINT = "npm ci --prefix js && npm run build:stellar --prefix js"
+# The pages' script and style are bundled from js/stellar/ into static/stellar/ at build time (plotly.js inside).
+_BUILT_DIR = Path(__file__).resolve().parent.parent / "static" / "stellar"
+PAGE_BUNDLE = "stellar.js"
+BUILD_HINT = "npm ci --prefix js && npm run build --prefix js   (or: pip install -e .)"
 
 # The pages hold no data (the script fetches it from the token-protected API), so they can be framed by
 # the Jupyter page that links to them, but by nothing else.
@@ -52,11 +50,11 @@ _TEMPLATE = """<!doctype html>
   <a class="stellar-home" href="{root}stellar/runs">Stellar</a>
   <span class="stellar-title" id="stellar-title">{heading}</span>
 </header>
-<main id="stellar" data-mode="{mode}" data-state="loading">
-{asset_notice}  <p class="stellar-loading" id="stellar-loading">Loading…</p>
+<main id="stellar" data-mode="{mode}" data-state="{initial_state}">
+{notice}
   <noscript><p class="stellar-error">The Stellar pages need JavaScript to draw charts.</p></noscript>
 </main>
-{plotly_tag}<script type="module" src="{root}static/stellar/stellar.js"></script>
+{script_tag}
 </body>
 </html>
 """
@@ -65,21 +63,19 @@ _TEMPLATE = """<!doctype html>
 def _asset_notice() -> str:
     return (
         '  <div class="stellar-error" id="stellar-asset-missing" role="alert">'
-        f"The chart library is not built: <code>static/stellar/{PLOTLY_ASSET}</code> is missing from the "
+        f"The Stellar pages' script is not built: <code>static/stellar/{PAGE_BUNDLE}</code> is missing from the "
         f"taunotebook package. Build it from the repository root with <code>{html.escape(BUILD_HINT)}</code> "
-        "and reload this page.</div>\n"
+        "and reload this page.</div>"
     )
 
 
 def _page(request: Request, *, mode: str, root: str, targets: list[str], heading: str) -> HTMLResponse:
-    plotly_built = (_BUILT_DIR / PLOTLY_ASSET).is_file()
+    built = (_BUILT_DIR / PAGE_BUNDLE).is_file()
     config = {
         "mode": mode,
         "root": root,
         "targets": targets,
         "project": request.query_params.get("project") or None,
-        "plotly": plotly_built,
-        "buildHint": BUILD_HINT,
     }
     # "</" would end the JSON script element early; escaping "<" keeps any run id inert.
     config_json = json.dumps(config, separators=(",", ":")).replace("<", "\\u003c")
@@ -89,8 +85,10 @@ def _page(request: Request, *, mode: str, root: str, targets: list[str], heading
         root=root,
         mode=mode,
         config=config_json,
-        asset_notice="" if plotly_built else _asset_notice(),
-        plotly_tag=f'<script src="{root}static/stellar/{PLOTLY_ASSET}"></script>\n' if plotly_built else "",
+        # Without its script the page can only say why: it is drawn as failed, with the notice.
+        initial_state="loading" if built else "error",
+        notice='  <p class="stellar-loading" id="stellar-loading">Loading…</p>' if built else _asset_notice(),
+        script_tag=f'<script type="module" src="{root}static/stellar/{PAGE_BUNDLE}"></script>' if built else "",
     )
     return HTMLResponse(body, headers=_PAGE_HEADERS)
 
@@ -133,14 +131,13 @@ async def _asset(request: Request) -> Response:
     # Assets are a flat directory: anything with a separator or a leading dot is not ours.
     if not name or "/" in name or "\\" in name or name.startswith(".") or "\x00" in name:
         return PlainTextResponse("asset not found\n", status_code=404, headers={"X-Content-Type-Options": "nosniff"})
-    for directory in (_SOURCE_DIR, _BUILT_DIR):
-        path = directory / name
-        if path.is_file():
-            media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
-            if name.endswith((".js", ".mjs")):
-                media_type = "text/javascript"
-            return FileResponse(path, media_type=media_type, headers={"X-Content-Type-Options": "nosniff"})
-    hint = f" Build it with: {BUILD_HINT}" if name == PLOTLY_ASSET else ""
+    path = _BUILT_DIR / name
+    if path.is_file():
+        media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
+        if name.endswith((".js", ".mjs")):
+            media_type = "text/javascript"
+        return FileResponse(path, media_type=media_type, headers={"X-Content-Type-Options": "nosniff"})
+    hint = f" Build it with: {BUILD_HINT}" if name in (PAGE_BUNDLE, "stellar.css") else ""
     return PlainTextResponse(
         f"asset {name} not found in the taunotebook package.{hint}\n",
         status_code=404,

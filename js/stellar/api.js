@@ -1,0 +1,76 @@
+// The Portal's reads the pages make, and their errors in words.
+import { portalUrl } from "../shared/urls.js";
+import { root, state, urlToken } from "./page.js";
+
+export class StellarError extends Error {
+  constructor(status, code, message, envelope = null) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.envelope = envelope;
+  }
+}
+
+/** TauGrid's v2 Stellar reads: `segments` after api/v2/stellar/ (ids wrapped with urls.id). */
+export function api(segments, query = {}) {
+  return request(["api", "v2", "stellar", ...segments], query);
+}
+
+/** The local Portal's page data: what v2 does not carry (experiment ids, non-finite positions, wall times). */
+export function pageData(segments, query = {}) {
+  return request(["stellar", "data", ...segments], query);
+}
+
+async function request(segments, query) {
+  const url = portalUrl(root, segments, query);
+  const path = url.pathname.slice(root.pathname.length);
+  const headers = { Accept: "application/json" };
+  if (urlToken) headers.Authorization = `Bearer ${urlToken}`;
+  let response;
+  try {
+    response = await fetch(url, { headers, credentials: "same-origin" });
+  } catch (err) {
+    state.requests.push({ path, query, status: 0 });
+    throw new StellarError(0, "NETWORK", `the Portal could not be reached (${err.message}); is it still running?`);
+  }
+  state.requests.push({ path, query, status: response.status });
+  const text = await response.text();
+  let body = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = null;
+  }
+  if (!response.ok) {
+    // TauGrid's v2 envelope {"error":{code,message,...}}, else its Portal-boundary shapes.
+    const envelope = body && body.error && typeof body.error === "object" ? body.error : null;
+    const code = envelope?.code || (typeof body?.code === "string" ? body.code : `HTTP_${response.status}`);
+    const message =
+      envelope?.message ||
+      body?.detail ||
+      body?.reason ||
+      (typeof body?.error === "string" ? body.error : "") ||
+      text.slice(0, 300) ||
+      response.statusText;
+    throw new StellarError(response.status, code, message, envelope);
+  }
+  if (body === null) {
+    throw new StellarError(response.status, "BAD_RESPONSE", `the Portal answered ${path} with something that is not JSON`);
+  }
+  return body;
+}
+
+/** An error as a sentence that says what failed, the Portal's words, and what to do next. */
+export function explain(err, what) {
+  if (!(err instanceof StellarError)) return `${what}: ${err.message || err}`;
+  const head = `${what}: ${err.message}`;
+  const tail = {
+    0: "",
+    401: "The Portal needs its token: open the link it printed at start-up (it carries ?token=…).",
+    403: "This Portal serves another workspace.",
+    404: "Check the run id and project in the address.",
+    503: "The data source is unavailable right now; reload to try again.",
+  }[err.status];
+  const status = err.status ? ` (HTTP ${err.status} ${err.code})` : ` (${err.code})`;
+  return `${head}${status}.${tail ? ` ${tail}` : ""}`;
+}

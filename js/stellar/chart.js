@@ -1,0 +1,259 @@
+// One chart per metric on the run page: each run's line in its colour, smoothed as in the pane, non-finite
+// marks on the x axis, and zooming that reads the visible steps again at full fidelity.
+import Plotly from "../plotly/index.js";
+import { h } from "../shared/dom.js";
+import { formatNumber, plural } from "../shared/format.js";
+import { NON_FINITE_COLOR } from "../shared/palette.js";
+import { smooth } from "../shared/smoothing.js";
+import { id } from "../shared/urls.js";
+import { api, explain, pageData } from "./api.js";
+import { state } from "./page.js";
+import { mergeExtras, parsePoints } from "./series.js";
+
+const MAX_POINTS_CAP = 12000; // TauGrid's series limit
+
+export function createChart(metric, runIds, container) {
+  const summaries = {};
+  for (const runId of runIds) {
+    const summary = state.runs[runId].metrics.find((m) => m.name === metric);
+    if (summary) summaries[runId] = summary;
+  }
+  const plot = h("div", { class: "stellar-plot" });
+  const nonFinite = h("p", { class: "stellar-nonfinite", hidden: true });
+  const status = h("p", { class: "stellar-chart-status" });
+  const section = h(
+    "section",
+    { class: "stellar-chart", "data-metric": metric, "data-state": "loading", "data-points": "0", "data-traces": "0" },
+    h("h3", { text: metric }),
+    nonFinite,
+    status,
+    plot,
+  );
+  container.append(section);
+  const chart = { metric, section, plot, status, nonFinite, summaries, runIds: Object.keys(summaries), series: {}, view: null, generation: 0, fetches: 0, drawn: false };
+  state.charts[metric] = chart;
+  return chart;
+}
+
+function maxPoints(chart) {
+  // Four points per pixel column keep every spike under M4 reduction.
+  const width = chart.plot.clientWidth || 800;
+  return Math.max(200, Math.min(MAX_POINTS_CAP, Math.round(width * 4)));
+}
+
+function stepRange(chart, runId, view) {
+  if (!view) return null;
+  if (view.axis === "step") return [Math.floor(view.range[0]), Math.ceil(view.range[1])];
+  // A wall-time window maps to steps through the points this run already has.
+  const series = chart.series[runId];
+  if (!series || !series.hasWallTime) return null;
+  const [lo, hi] = view.range.map((d) => (typeof d === "number" ? d : Date.parse(String(d).replace(" ", "T"))));
+  let start = null;
+  let end = null;
+  for (let i = 0; i < series.step.length; i++) {
+    if (series.wall[i] >= lo && start === null) start = i > 0 ? series.step[i - 1] : series.step[i];
+    if (series.wall[i] <= hi) end = i + 1 < series.step.length ? series.step[i + 1] : series.step[i];
+  }
+  if (start === null || end === null || end < start) return null;
+  return [start, end];
+}
+
+export async function loadChart(chart, view) {
+  const generation = ++chart.generation;
+  chart.section.dataset.state = "loading";
+  const requested = maxPoints(chart);
+  const results = await Promise.all(
+    chart.runIds.map(async (runId) => {
+      const range = stepRange(chart, runId, view);
+      const query = { target: runId, metric: chart.metric, max_points: requested, project: state.project };
+      if (range) {
+        query.start_step = Math.max(0, range[0]);
+        query.end_step = Math.max(query.start_step, range[1]);
+      }
+      const extrasQuery = { metric: chart.metric, start_step: query.start_step, end_step: query.end_step, project: state.project };
+      const [series, extras] = await Promise.allSettled([
+        api(["runs", id(runId), "series"], query),
+        pageData(["runs", id(runId), "points"], extrasQuery),
+      ]);
+      if (series.status === "rejected") return [runId, { error: series.reason }];
+      // Without page data (e.g. another Portal) the chart still draws; it just cannot place non-finite marks.
+      const extra = extras.status === "fulfilled" ? extras.value : null;
+      return [runId, { ...mergeExtras(parsePoints(series.value.points), extra), range, body: series.value, extrasOk: !!extra }];
+    }),
+  );
+  if (generation !== chart.generation) return; // a newer zoom superseded this one
+  chart.fetches += 1;
+  chart.view = view;
+  chart.series = {};
+  const problems = [];
+  for (const [runId, result] of results) {
+    if (result.error) problems.push(explain(result.error, `${chart.metric} of ${runId} could not be loaded`));
+    else chart.series[runId] = result;
+  }
+  chart.section.querySelectorAll(".stellar-error").forEach((node) => node.remove());
+  for (const text of problems) {
+    const p = h("p", { class: "stellar-error", role: "alert", text });
+    chart.section.insertBefore(p, chart.plot);
+    state.errors.push({ text, metric: chart.metric });
+  }
+  describe(chart);
+  draw(chart);
+  chart.section.dataset.fetches = String(chart.fetches);
+  chart.section.dataset.view = view ? `${view.axis}:${view.range.join("..")}` : "full";
+  chart.section.dataset.state = Object.keys(chart.series).length ? "ready" : "error";
+}
+
+function describe(chart) {
+  const parts = [];
+  const nf = [];
+  let nonFiniteTotal = 0;
+  for (const runId of chart.runIds) {
+    const series = chart.series[runId];
+    const summary = chart.summaries[runId] || {};
+    const label = chart.runIds.length > 1 ? `${runId}: ` : "";
+    if (series) {
+      const { returned_points: returned, source_points: source } = series.body;
+      const span = series.range ? `steps ${formatNumber(series.range[0])}–${formatNumber(series.range[1])}, ` : "";
+      const reduced = returned < source ? `${formatNumber(returned)} of ${formatNumber(source)} points, reduced to keep every spike; zoom in for full detail` : `all ${plural(returned, "point")}`;
+      parts.push(`${label}${span}${reduced}`);
+    }
+    // In a zoomed view the count is the view's; otherwise the run's catalog count.
+    const inView = series && (series.nonFiniteCount ?? series.nonFinite.length);
+    const count = series?.range ? inView : Number(summary.non_finite_count ?? 0) || inView || 0;
+    if (count > 0) {
+      nonFiniteTotal += count;
+      let text = `${label}${plural(count, "non-finite value")}`;
+      const seen = series ? series.nonFinite : [];
+      if (seen.length) {
+        const shown = seen.slice(0, 5).map((p) => `${p.kind} at step ${formatNumber(p.step)}`).join(", ");
+        text += ` (${shown}${seen.length > 5 ? ", …" : ""})`;
+      }
+      nf.push(seen.length ? `${text}, marked ✕ on the x axis` : text);
+    }
+  }
+  chart.status.textContent = parts.join(" · ");
+  chart.nonFinite.hidden = nf.length === 0;
+  chart.nonFinite.textContent = nf.join("; ");
+  chart.section.dataset.nonFinite = String(nonFiniteTotal);
+}
+
+function traces(chart) {
+  const out = [];
+  const useWall = state.xAxis === "wall";
+  let drawnPoints = 0;
+  let rawTraces = 0;
+  for (const runId of chart.runIds) {
+    const series = chart.series[runId];
+    if (!series) continue;
+    const color = state.runs[runId].color;
+    const x = useWall && series.hasWallTime ? series.wall.map((ms) => new Date(ms)) : series.step;
+    const y = series.value.map((v) => (Number.isFinite(v) ? v : null));
+    const smoothing = state.smoothing > 0;
+    out.push({
+      type: "scatter",
+      mode: x.length === 1 ? "markers" : "lines",
+      name: runId,
+      legendgroup: runId,
+      x,
+      y,
+      customdata: series.step,
+      connectgaps: false,
+      line: { color, width: 1.5 },
+      marker: { color, size: 5 },
+      opacity: smoothing ? 0.3 : 1,
+      showlegend: !smoothing,
+      hovertemplate: `${runId}<br>step %{customdata}<br>%{y:.6g}<extra></extra>`,
+      meta: { role: "raw", runId },
+    });
+    drawnPoints += x.length;
+    rawTraces += 1;
+    if (smoothing) {
+      const smoothed = smooth(series.value, state.smoothing).map((v) => (Number.isFinite(v) ? v : null));
+      out.push({
+        type: "scatter",
+        mode: x.length === 1 ? "markers" : "lines",
+        name: runId,
+        legendgroup: runId,
+        x,
+        y: smoothed,
+        customdata: series.step,
+        connectgaps: false,
+        line: { color, width: 2 },
+        marker: { color, size: 5 },
+        hovertemplate: `${runId} (smoothed)<br>step %{customdata}<br>%{y:.6g}<extra></extra>`,
+        meta: { role: "smoothed", runId },
+      });
+    }
+    if (series.nonFinite.length) {
+      out.push({
+        type: "scatter",
+        mode: "markers",
+        name: `${runId} non-finite`,
+        legendgroup: runId,
+        showlegend: false,
+        x: series.nonFinite.map((p) => (useWall && p.wallMs !== null ? new Date(p.wallMs) : p.step)),
+        y: series.nonFinite.map(() => 0),
+        yaxis: "y2",
+        cliponaxis: false,
+        marker: { symbol: "x-thin-open", size: 10, color: NON_FINITE_COLOR, line: { width: 2, color: NON_FINITE_COLOR } },
+        text: series.nonFinite.map((p) => `${runId}: ${p.kind} at step ${p.step}`),
+        hovertemplate: "%{text}<extra></extra>",
+        meta: { role: "non-finite", runId },
+      });
+    }
+  }
+  return { data: out, drawnPoints, rawTraces };
+}
+
+function draw(chart) {
+  const { data, drawnPoints, rawTraces } = traces(chart);
+  const anyWall = chart.runIds.some((id) => chart.series[id]?.hasWallTime);
+  const useWall = state.xAxis === "wall" && anyWall;
+  const layout = {
+    margin: { l: 60, r: 16, t: 8, b: 44 },
+    xaxis: { title: { text: useWall ? "wall time" : "step" }, type: useWall ? "date" : "linear", zeroline: false },
+    yaxis: { type: state.logY ? "log" : "linear", exponentformat: "e", zeroline: false },
+    yaxis2: { overlaying: "y", range: [0, 1], visible: false, fixedrange: true },
+    showlegend: chart.runIds.length > 1,
+    legend: { orientation: "h", x: 0, y: 1.08 },
+    hovermode: "closest",
+    // Keeps the user's zoom across redraws; a new x axis kind starts a new view.
+    uirevision: `${chart.metric}:${useWall ? "wall" : "step"}`,
+  };
+  if (!chart.drawn) {
+    Plotly.newPlot(chart.plot, data, layout, { responsive: true, displaylogo: false });
+    chart.plot.on("plotly_relayout", (event) => onRelayout(chart, event));
+    chart.drawn = true;
+  } else {
+    Plotly.react(chart.plot, data, layout, { responsive: true, displaylogo: false });
+  }
+  chart.section.dataset.points = String(drawnPoints);
+  chart.section.dataset.traces = String(rawTraces);
+  if (state.xAxis === "wall" && !anyWall) {
+    chart.status.textContent += " · this Portal sends no wall times with the points, so the axis stays on steps";
+  }
+  if (state.logY) {
+    const nonPositive = chart.runIds.reduce((n, id) => n + (chart.series[id]?.value.filter((v) => v <= 0).length || 0), 0);
+    if (nonPositive) chart.status.textContent += ` · ${plural(nonPositive, "value")} ≤ 0 not shown on the log axis`;
+  }
+}
+
+function onRelayout(chart, event) {
+  if (event["xaxis.autorange"] === true) {
+    if (chart.view) loadChart(chart, null);
+    return;
+  }
+  let range = null;
+  if ("xaxis.range[0]" in event && "xaxis.range[1]" in event) range = [event["xaxis.range[0]"], event["xaxis.range[1]"]];
+  else if (Array.isArray(event["xaxis.range"])) range = event["xaxis.range"];
+  if (!range) return;
+  const axis = state.xAxis === "wall" && chart.runIds.some((id) => chart.series[id]?.hasWallTime) ? "wall" : "step";
+  loadChart(chart, { axis, range });
+}
+
+export function redrawAll() {
+  for (const chart of Object.values(state.charts)) {
+    describe(chart);
+    draw(chart);
+  }
+}

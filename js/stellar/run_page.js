@@ -1,0 +1,117 @@
+// The run page (/stellar?target=a[&compare=b,c]): a card per run and a chart per metric, every run in its
+// palette colour.
+import { h } from "../shared/dom.js";
+import { formatTime } from "../shared/format.js";
+import { assignRunColors } from "../shared/palette.js";
+import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
+import { id } from "../shared/urls.js";
+import { api, explain } from "./api.js";
+import { createChart, loadChart, redrawAll } from "./chart.js";
+import { errorBox, showError } from "./notices.js";
+import { main, state } from "./page.js";
+import { metricOrder } from "./series.js";
+
+function controls() {
+  const slider = h("input", { type: "range", min: "0", max: String(SMOOTHING_MAX), step: String(SMOOTHING_STEP),
+    value: "0", id: "stellar-smoothing" });
+  const shown = h("output", { id: "stellar-smoothing-value", text: "0" });
+  slider.addEventListener("input", () => {
+    state.smoothing = Number(slider.value);
+    shown.textContent = slider.value;
+    redrawAll();
+  });
+  const logY = h("input", { type: "checkbox", id: "stellar-log-y" });
+  logY.addEventListener("change", () => {
+    state.logY = logY.checked;
+    redrawAll();
+  });
+  const xAxis = h("select", { id: "stellar-x-axis" });
+  xAxis.append(h("option", { value: "step", text: "step" }), h("option", { value: "wall", text: "wall time" }));
+  xAxis.addEventListener("change", () => {
+    state.xAxis = xAxis.value;
+    redrawAll();
+  });
+  return h(
+    "div",
+    { class: "stellar-controls" },
+    h("label", {}, "Smoothing", slider, shown),
+    h("label", {}, logY, "log y"),
+    h("label", {}, "x axis", xAxis),
+    h("span", { class: "stellar-note", text: "Drag on a chart to zoom: the visible steps are fetched in full; double-click to reset." }),
+  );
+}
+
+function runCard(run, color) {
+  const dl = h("dl");
+  const add = (term, value, title = null) => {
+    if (value === undefined || value === null || value === "") return;
+    dl.append(h("dt", { text: term }), h("dd", { text: String(value), title }));
+  };
+  const addTime = (term, raw) => raw && add(term, formatTime(raw), String(raw));
+  const stateText = run.lifecycle_state && run.lifecycle_state !== run.state ? `${run.state} (${run.lifecycle_state})` : run.state;
+  dl.append(h("dt", { text: "state" }), h("dd", {}, h("span", { class: "stellar-state", "data-state": run.state || "", text: stateText || "unknown" })));
+  add("project", run.project);
+  add("experiment", run.experiment_id);
+  add("group", run.run_group_id);
+  add("parent", run.parent_run_id);
+  add("owner", run.owner);
+  addTime("created", run.created_at);
+  addTime("started", run.started_at);
+  addTime("completed", run.completed_at);
+  if (run.successful !== undefined && run.state !== "running") add("successful", run.successful ? "yes" : "no");
+  add("code", run.code_sha);
+  add("image", run.image_digest);
+  add("result", run.result_uri);
+  const tags = Object.entries(run.tags || {}).map(([k, v]) => `${k}=${v}`);
+  if (tags.length) add("tags", tags.join(", "));
+  add("metrics", (run.metric_names || []).length);
+  return h(
+    "section",
+    { class: "stellar-run", "data-run-id": run.run_id, "data-color": color },
+    h("h2", {}, h("span", { class: "stellar-swatch", style: `background:${color}` }), run.run_id),
+    dl,
+  );
+}
+
+export async function runPage() {
+  const box = errorBox();
+  const runsBox = h("div", { class: "stellar-runs", id: "stellar-runs" });
+  const chartsBox = h("div", { class: "stellar-charts", id: "stellar-charts" });
+  main.append(controls(), runsBox, chartsBox);
+  // The listed order (target, then compare) is the order the pane lists the same runs in: same colours.
+  const colors = assignRunColors(state.targets);
+  const loaded = await Promise.all(
+    state.targets.map(async (runId) => {
+      try {
+        const [runBody, metricsBody] = await Promise.all([
+          api(["runs", id(runId)], { project: state.project }),
+          api(["runs", id(runId), "metrics"], { project: state.project }),
+        ]);
+        const run = runBody.run;
+        state.runs[runId] = { run, color: colors.get(runId), metrics: metricsBody.metrics || [], metadata: runBody.metadata };
+        return runId;
+      } catch (err) {
+        showError(explain(err, `Run ${runId} could not be loaded`), err, box);
+        return null;
+      }
+    }),
+  );
+  const ok = loaded.filter(Boolean);
+  for (const runId of ok) {
+    const entry = state.runs[runId];
+    runsBox.append(runCard(entry.run, entry.color));
+    for (const warning of entry.metadata?.warnings || []) {
+      box.append(h("p", { class: "stellar-note", text: `${runId}: ${warning}` }));
+    }
+  }
+  const names = new Set();
+  for (const runId of ok) for (const m of state.runs[runId].metrics) names.add(m.name);
+  if (ok.length && !names.size) {
+    chartsBox.append(h("p", { class: "stellar-note", id: "stellar-no-metrics", text: "No metrics have been recorded for this run yet." }));
+  }
+  const charts = [...names].sort(metricOrder).map((name) => createChart(name, ok, chartsBox));
+  document.getElementById("stellar-loading")?.remove();
+  await Promise.all(charts.map((chart) => loadChart(chart, null)));
+  state.ready = true;
+  main.dataset.state = ok.length ? "ready" : "error";
+}
