@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import schema
+from .metric_files import metric_file_path, parquet_bytes
 from .store import ExpStore, StoreError, utc_now_rfc3339
-from .writer import metric_file_path, parquet_bytes
 
 __all__ = ["CompactionPolicy", "CompactionResult", "compact_run", "delete_retired"]
 
