@@ -20,6 +20,7 @@ from pathlib import Path
 
 import orjson
 
+from ..durable import fsync_directory
 from . import schema
 
 __all__ = ["ExpStore", "StoreError", "StoreNotFoundError", "open_store", "utc_now_rfc3339"]
@@ -82,7 +83,7 @@ class ExpStore:
             pass
         finally:
             tmp.unlink(missing_ok=True)
-        fsync_dir(self.root)
+        fsync_directory(self.root)
 
     def _read_manifest(self, path: Path) -> dict[str, str]:
         try:
@@ -176,7 +177,7 @@ class ExpStore:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        fsync_dir(final.parent)
+        fsync_directory(final.parent)
         return final
 
 
@@ -204,15 +205,3 @@ def _write_fsynced(path: Path, data: bytes) -> None:
         fh.flush()
         os.fsync(fh.fileno())
 
-
-def fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems refuse fsync on directories; the rename is still atomic
-    finally:
-        os.close(fd)
