@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tau_collector.expstore import open_store
 
     # Before the first run there is no store yet; an empty one gives an empty runs listing, not a failed proxy.
-    open_store(store, create=True).close()
+    open_store(store, create=True, writable=False).close()  # it only reads: a read-only store is served
     from .cli import main as portal_main
 
     return portal_main(["--store", str(store), "--host", "127.0.0.1", "--port", str(args.port), "--token", token])

@@ -24,6 +24,7 @@ import threading
 from .. import logging_setup as logs
 from .. import progress
 from ..collector import Collector, CollectorCancelled, CollectorError, CollectorOptions, install_signal_handlers
+from ..expstore.store import StoreError, StoreReadOnlyError
 from ..sinks.base import Sink, SinkError
 from ..spool import SpoolError
 from .common import usage_error
@@ -298,6 +299,12 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(args, str(exc))
     except SinkError as exc:
         log.error(f"{exc}; install the sink's dependencies or pick another --sink")
+        return 1
+    except StoreReadOnlyError as exc:
+        log.error(f"{exc}; give a --store this process can write, then run the same command again")
+        return 1
+    except StoreError as exc:
+        log.error(f"--store {args.store}: {exc}")
         return 1
 
     log.info("collector starting", extra={

@@ -86,7 +86,8 @@ def open_store(root: str | os.PathLike[str], *, create: bool = False, writable: 
 class ExpStore:
     """One store directory. Cheap to construct; one SQLite connection per thread.
 
-    ``writable`` defaults to ``create``: ``ExpStore(root)`` reads, ``ExpStore(root, create=True)`` writes.
+    ``writable`` defaults to ``create``: ``ExpStore(root)`` reads, ``ExpStore(root, create=True)`` writes;
+    ``ExpStore(root, create=True, writable=False)`` creates a missing store and reads an existing one.
     """
 
     def __init__(self, root: str | os.PathLike[str], *, create: bool = False, writable: bool | None = None) -> None:
@@ -130,8 +131,12 @@ class ExpStore:
         # always finds a complete index (readers never migrate).
         self.index_path = self.root / schema.INDEX_FILE
         self._local = threading.local()
-        self._migrate()
-        self.close()
+        writable, self.writable = self.writable, True  # creating writes, whatever the store is opened for
+        try:
+            self._migrate()
+        finally:
+            self.close()
+            self.writable = writable
         for name in (schema.METRICS_DIR, schema.APPEND_LOG_DIR, schema.ARTIFACTS_DIR):
             (self.root / name).mkdir(exist_ok=True)
         manifest = schema.new_manifest(utc_now_rfc3339())

@@ -13,6 +13,7 @@ different content is reported as a conflict rather than silently dropped.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import os
@@ -31,6 +32,10 @@ from .base import Chunk, Sink, SinkError
 __all__ = ["ExpstoreSink", "chunk_idempotency_key", "chunk_request_hash"]
 
 KEY_PREFIX = "collector-chunk-"
+# OS errors on the store's paths that no retry can fix: the store is not writable by this process,
+# or a path it needs cannot exist on its filesystem. A full disk or an I/O error is worth a retry.
+_NOT_WRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+_IMPOSSIBLE_PATH = frozenset({errno.ENAMETOOLONG, errno.ENOTDIR, errno.EISDIR, errno.ELOOP})
 
 
 def _float_text(value: float) -> str:
@@ -120,11 +125,28 @@ class ExpstoreSink(Sink):
             )
         except IdempotencyConflictError as exc:
             raise SinkError(f"expstore {self._store.root}: {exc}", retryable=False) from None
-        except (sqlite3.OperationalError, OSError) as exc:
+        except OSError as exc:
+            if exc.errno in _NOT_WRITABLE or exc.errno in _IMPOSSIBLE_PATH:
+                raise SinkError(self._permanent(exc), retryable=False) from None
+            # Disk full, I/O error: worth another attempt later.
+            raise SinkError(f"expstore {self._store.root}: {exc}", retryable=True) from None
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
+                raise SinkError(f"expstore {self._store.root} cannot be written ({self._store.index_path}: {exc}); "
+                                "a retry cannot fix this", retryable=False) from None
             # Locked past the busy timeout, disk full, I/O error: worth another attempt later.
             raise SinkError(f"expstore {self._store.root}: {exc}", retryable=True) from None
         except (StoreError, sqlite3.DatabaseError) as exc:
             raise SinkError(f"expstore {self._store.root}: {exc}", retryable=False) from None
+
+    def _permanent(self, exc: OSError) -> str:
+        where = exc.filename or self._store.root
+        if exc.errno in _NOT_WRITABLE:
+            return f"expstore {self._store.root} cannot be written ({where}: {exc.strerror}); a retry cannot fix this"
+        return (f"expstore {self._store.root}: cannot write {where} ({len(os.fsencode(str(where)))} bytes): "
+                f"{exc.strerror}; the store's own directory path does not fit this filesystem and a retry cannot "
+                "fix this: nothing is lost (the chunk stays spooled), collect into a store at a shorter path and "
+                "use a new --out")
 
     def close(self) -> None:
         self._store.close()
