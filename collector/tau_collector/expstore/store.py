@@ -57,6 +57,7 @@ class StoreReadOnlyError(StoreError):
 
 # errnos meaning "this process may not write here", as opposed to a full disk or an I/O error.
 READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+_NO_WAL_FILES = frozenset({"SQLITE_CANTOPEN", "SQLITE_READONLY_DIRECTORY", "SQLITE_READONLY_CANTINIT"})
 
 
 def unwritable_reason(paths: list[Path]) -> str | None:
@@ -213,8 +214,9 @@ class ExpStore:
                 return conn
             except sqlite3.OperationalError as exc:
                 conn.close()
-                # A WAL index whose -wal/-shm files do not exist and cannot be created here.
-                if getattr(exc, "sqlite_errorname", "") != "SQLITE_CANTOPEN":
+                # A WAL index whose -wal/-shm files do not exist and cannot be created here: SQLite says
+                # CANTOPEN on a read-only mount, READONLY_DIRECTORY in a directory of another user.
+                if getattr(exc, "sqlite_errorname", "") not in _NO_WAL_FILES:
                     raise
             self.immutable = True
         conn = self._connect_uri(uri + "?immutable=1")
