@@ -6,6 +6,9 @@ when the flag is absent). Additions: ``--tfevents`` logdirs, ``--sink`` (repeata
 ``--step-field``/``--time-field``. Without ``--sink`` the sink is TauGrid's ``adx-queued-v1``,
 or ``expstore`` when ``--store`` is given.
 
+Run, project, experiment and group ids follow TauGrid's ID rule (lowercase ``[a-z0-9._-]``, a
+letter or digit first and last): another id is a usage error naming the flag or variable.
+
 On success prints one status line, ``{"chunks","events","completed", …our counts}``, exit 0;
 on any error (a signal included) a message on stderr and exit 1; usage errors exit 2.
 Source problems and delivery retries are logged as warnings on stderr as they happen.
@@ -25,6 +28,7 @@ from .. import logging_setup as logs
 from .. import progress
 from ..collector import Collector, CollectorCancelled, CollectorError, CollectorOptions, install_signal_handlers
 from ..expstore.store import StoreError, StoreReadOnlyError
+from ..ids import InvalidID, validate_id
 from ..sinks.base import Sink, SinkError
 from ..spool import SpoolError
 from .common import usage_error
@@ -157,18 +161,37 @@ def _pick(value: object, env: str, default: object = None) -> object:
     return raw if raw else default
 
 
-def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Sink]]:
-    def required(value: object, flag: str, env: str) -> str:
-        resolved = _pick(value, env)
-        if resolved is None or not str(resolved).strip():
-            raise UsageError(f"--{flag} is required (or ${ENV_PREFIX}{env})")
-        return str(resolved)
+# (flag, environment variable, TauGrid's field name) of the run identity.
+IDENTITY = (("run", "RUN", "run_id"), ("project", "PROJECT", "project"), ("experiment", "EXPERIMENT", "experiment_id"),
+            ("group", "GROUP", "run_group_id"))
 
-    run = required(args.run, "run", "RUN")
-    project = required(args.project, "project", "PROJECT")
-    experiment = required(args.experiment, "experiment", "EXPERIMENT")
-    group = required(args.group, "group", "GROUP")
-    out = required(args.out, "out", "OUT")
+
+def _required(value: object, flag: str, env: str) -> str:
+    resolved = _pick(value, env)
+    if resolved is None or not str(resolved).strip():
+        raise UsageError(f"--{flag} is required (or ${ENV_PREFIX}{env})")
+    return str(resolved)
+
+
+def resolve_identity(flags: dict[str, str | None]) -> dict[str, str]:
+    """``run``/``project``/``experiment``/``group`` from their flags, else their environment, each a valid
+    TauGrid id; :class:`UsageError` naming the flag (or the variable it came from) with TauGrid's message."""
+    identity = {}
+    for flag, env, kind in IDENTITY:
+        value = _required(flags.get(flag), flag, env)
+        try:
+            validate_id(kind, value)
+        except InvalidID as exc:
+            where = f"--{flag}" if flags.get(flag) is not None else f"${ENV_PREFIX}{env}"
+            raise UsageError(f"{where}: {exc}") from None
+        identity[flag] = value
+    return identity
+
+
+def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Sink]]:
+    identity = resolve_identity({flag: getattr(args, flag) for flag, _, _ in IDENTITY})
+    run, project, experiment, group = (identity[flag] for flag, _, _ in IDENTITY)
+    out = _required(args.out, "out", "OUT")
     history = args.history or ([os.environ["TAU_METRICS_HISTORY"]] if os.environ.get("TAU_METRICS_HISTORY") else [])
     if not history and not args.tfevents:
         raise UsageError("--history is required (or $TAU_METRICS_HISTORY, or --tfevents)")
