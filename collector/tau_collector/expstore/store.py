@@ -36,6 +36,7 @@ from . import schema
 __all__ = ["ExpStore", "StoreError", "StoreNotFoundError", "StoreReadOnlyError", "open_store", "utc_now_rfc3339"]
 
 BUSY_TIMEOUT_MS = 60_000
+SQLITE_MAX_PATHNAME = 512  # the unix VFS's MAX_PATHNAME: a longer index path cannot be opened
 
 
 class StoreError(Exception):
@@ -176,10 +177,12 @@ class ExpStore:
                     "INSERT OR REPLACE INTO schema_meta(key, value) VALUES (?, ?)", schema.schema_meta_rows()
                 )
         except sqlite3.OperationalError as exc:
+            self.close()
             # e.g. a -wal file of another user beside a writable index: SQLite says "readonly database"
             if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
-                self.close()
                 raise StoreReadOnlyError(self.root, f"{self.index_path}: {exc}") from None
+            if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_CANTOPEN"):
+                raise StoreError(self._cannot_open(exc)) from None
             raise
 
     # -- connections and transactions ------------------------------------------------------
@@ -205,6 +208,13 @@ class ExpStore:
         conn.execute("PRAGMA synchronous = NORMAL")
         return conn
 
+    def _cannot_open(self, exc: sqlite3.Error) -> str:
+        size = len(os.fsencode(self.index_path))
+        if size > SQLITE_MAX_PATHNAME:
+            return (f"{self.index_path}: {exc}: SQLite opens no path longer than {SQLITE_MAX_PATHNAME} bytes "
+                    f"(this one is {size}); use a store directory with a shorter path")
+        return f"{self.index_path}: {exc}"
+
     def _connect_for_reading(self) -> sqlite3.Connection:
         uri = self.index_path.as_uri()
         if not self.immutable:
@@ -220,7 +230,11 @@ class ExpStore:
                     raise
             self.immutable = True
         conn = self._connect_uri(uri + "?immutable=1")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            raise StoreError(self._cannot_open(exc)) from None
         return conn
 
     @staticmethod
