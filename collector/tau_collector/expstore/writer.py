@@ -139,14 +139,16 @@ class MetricWriter:
         existing = self._recorded_hash(idempotency_key)
         if existing is not None:
             return self._reuse(idempotency_key, existing, request_hash)
-        return self.write_columns(idempotency_key, columns_from_events(list(events) + list(non_finite)),
-                                  request_hash=request_hash)
+        return self._write(idempotency_key, columns_from_events(list(events) + list(non_finite)), request_hash)
 
     def write_columns(self, idempotency_key: str, runs: list[RunColumns], *, request_hash: str) -> WriteResult:
         """Write rows already in columns (bulk importers) under ``idempotency_key``: one file per run."""
         existing = self._recorded_hash(idempotency_key)
         if existing is not None:
             return self._reuse(idempotency_key, existing, request_hash)
+        return self._write(idempotency_key, runs, request_hash)
+
+    def _write(self, idempotency_key: str, runs: list[RunColumns], request_hash: str) -> WriteResult:
         now = utc_now_rfc3339()
         run_files = [self._run_file(run, now) for run in runs if len(run)]
         published = []
