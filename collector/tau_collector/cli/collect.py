@@ -271,10 +271,13 @@ def _adx_sink(args: argparse.Namespace) -> Sink:
 
 def _use_system_allocator() -> None:
     """A long-lived sidecar writes many small Parquet files: pyarrow's default mimalloc pool keeps
-    the freed pages, the system allocator gives them back (about 60 MB less resident here)."""
-    import pyarrow
+    the freed pages, the system allocator gives them back. Chosen before pyarrow is imported: set
+    afterwards, pyarrow's own internal allocations stay in mimalloc (28 MB resident at 10 chunks/s)."""
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    if "pyarrow" in sys.modules:
+        import pyarrow
 
-    pyarrow.set_memory_pool(pyarrow.system_memory_pool())
+        pyarrow.set_memory_pool(pyarrow.system_memory_pool())
 
 
 class _NoPandas:
@@ -333,6 +336,7 @@ def _show_progress(collector: Collector, bar: progress.Progress, stop: threading
 
 def run(args: argparse.Namespace) -> int:
     logs.configure_from(args)
+    _use_system_allocator()  # before the expstore sink imports pyarrow
     try:
         options, sinks = resolve_options(args)
     except (UsageError, argparse.ArgumentTypeError) as exc:
@@ -354,7 +358,6 @@ def run(args: argparse.Namespace) -> int:
     })
     if any(sink.name == "expstore" for sink in sinks):  # pyarrow: only the expstore sink loads it
         keep_pandas_out()
-        _use_system_allocator()
     bar = progress.Progress("collect", enabled=progress.wanted(args.progress))
     stop_bar = threading.Event()
     try:
