@@ -97,6 +97,7 @@ class ExpStore:
         self.writable = create if writable is None else writable
         self.immutable = False  # set when a reader had to open the index as an immutable snapshot
         manifest_path = self.root / schema.MANIFEST_FILE
+        created = False
         if not manifest_path.exists():
             if not create:
                 raise StoreNotFoundError(
@@ -104,6 +105,7 @@ class ExpStore:
                     "(create one by running a collector with the expstore sink)"
                 )
             self._create_layout()
+            created = True
         self.manifest = self._read_manifest(manifest_path)
         self.index_path = self.root / self.manifest.get("index", schema.INDEX_FILE)
         self.metrics_dir = self.root / self.manifest.get("metrics_dir", schema.METRICS_DIR)
@@ -112,7 +114,8 @@ class ExpStore:
             reason = unwritable_reason([self.root, self.index_path, self.metrics_dir])
             if reason is not None:
                 raise StoreReadOnlyError(self.root, reason)
-            self._migrate()
+            if not created:
+                self._migrate()
         elif not self.index_path.exists():
             raise StoreError(f"{self.index_path} is missing: the store is incomplete (being created, or damaged); "
                              "a collector or import writing to it creates the index")
@@ -243,11 +246,14 @@ class ExpStore:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         return conn
 
+    def _require_writable(self) -> None:
+        if not self.writable:
+            raise StoreError(f"expstore {self.root} was opened for reading; open it with writable=True to write")
+
     @contextlib.contextmanager
     def write_transaction(self) -> Iterator[_Tx]:
         """``BEGIN IMMEDIATE`` … ``COMMIT``: takes the write lock up front so it never has to upgrade."""
-        if not self.writable:
-            raise StoreError(f"expstore {self.root} was opened for reading; open it with writable=True to write")
+        self._require_writable()
         conn = self.connection()
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -283,8 +289,7 @@ class ExpStore:
 
         The caller registers the file in the index afterwards; until then no reader looks at it.
         """
-        if not self.writable:
-            raise StoreError(f"expstore {self.root} was opened for reading; open it with writable=True to write")
+        self._require_writable()
         final = self.root / relative_path
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = final.parent / f".{final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -330,4 +335,3 @@ def _write_fsynced(path: Path, data: bytes) -> None:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
-
