@@ -175,3 +175,26 @@ def test_a_reader_never_writes_and_a_writer_must_be_asked_for(tmp_path):
         with reader_store.write_transaction():
             pass
     assert open_store(tmp_path / "store", writable=True).writable
+
+
+def test_create_if_missing_for_reading_leaves_an_existing_read_only_store_alone(tmp_path):
+    # What the on-demand and the proxied Portal do: make a missing store, read an existing one.
+    _write(tmp_path)
+    store = tmp_path / "store"
+    probe = ("import sys; from tau_collector.expstore import open_store, StoreReader; "
+             "s = open_store(sys.argv[1], create=True, writable=False); "
+             "print(s.writable, [r.run_id for r in StoreReader(s).runs()])")
+    result = run_read_only(store, [sys.executable, "-c", probe, str(store)])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False ['seed-1']"
+
+
+def test_a_store_without_its_index_is_a_clear_error_for_readers(tmp_path):
+    _write(tmp_path)
+    store = tmp_path / "store"
+    (store / "index.sqlite").unlink()
+    result = subprocess.run([*TAU, "store", "runs", "--store", str(store)], capture_output=True, text=True)
+    assert result.returncode == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert f"{store / 'index.sqlite'} is missing: the store is incomplete" in line
+    assert not (store / "index.sqlite").exists()  # a reader did not create it
