@@ -17,12 +17,14 @@ Source problems and delivery retries are logged as warnings on stderr as they ha
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import logging
 import os
 import re
 import sys
 import threading
+from collections.abc import Iterator
 
 from .. import logging_setup as logs
 from .. import progress
@@ -291,10 +293,19 @@ class _NoPandas:
             raise ModuleNotFoundError(f"{name} is not used by the collector", name=name)
 
 
-def keep_pandas_out() -> None:
-    """Make ``import pandas`` fail in this process (the collector's own), unless something already loaded it."""
+@contextlib.contextmanager
+def pandas_kept_out() -> Iterator[None]:
+    """While the collector runs, ``import pandas`` fails (unless something loaded pandas already); afterwards
+    it works again, so that ``run()`` called in-process leaves its caller's imports as they were."""
+    finder = None
     if "pandas" not in sys.modules and not any(isinstance(f, _NoPandas) for f in sys.meta_path):
-        sys.meta_path.insert(0, _NoPandas())
+        finder = _NoPandas()
+        sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        if finder is not None:
+            sys.meta_path.remove(finder)
 
 
 def describe_os_error(exc: OSError, out: str) -> str:
@@ -356,8 +367,11 @@ def run(args: argparse.Namespace) -> int:
         "out": os.path.abspath(options.out), "sinks": ",".join(s.name for s in sinks),
         "history": ",".join(options.history), "tfevents": ",".join(options.tfevents), "watch": options.watch,
     })
-    if any(sink.name == "expstore" for sink in sinks):  # pyarrow: only the expstore sink loads it
-        keep_pandas_out()
+    with pandas_kept_out() if any(sink.name == "expstore" for sink in sinks) else contextlib.nullcontext():
+        return _collect(args, options, sinks)
+
+
+def _collect(args: argparse.Namespace, options: CollectorOptions, sinks: list[Sink]) -> int:
     bar = progress.Progress("collect", enabled=progress.wanted(args.progress))
     stop_bar = threading.Event()
     try:
