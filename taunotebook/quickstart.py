@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         shown = 0
         while True:
             finished = job.poll() is not None
-            lines = render(StoreReader(ExpStore(store, create=True)), run_id) if (store / "manifest.json").exists() \
+            lines = render(StoreReader(ExpStore(store)), run_id) if (store / "manifest.json").exists() \
                 else ["waiting for the collector ..."]
             if shown:
                 sys.stdout.write(f"\x1b[{shown}F\x1b[J")
