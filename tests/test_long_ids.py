@@ -6,10 +6,12 @@ full id in its index and Parquet rows and a bounded name on disk (``expstore/met
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -90,25 +92,20 @@ def pq_run_ids(path: Path) -> set[str]:
     return set(pq.read_table(path, columns=["run_id"]).column("run_id").to_pylist())
 
 
-class _portal:
+@contextlib.contextmanager
+def _portal(store: Path) -> Iterator[httpx.Client]:
     """``taunotebook portal`` over ``store`` as a subprocess; an httpx client on its API base."""
-
-    def __init__(self, store: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "taunotebook", "portal", "--store", str(store),
-                                      "--port", "0", "--token", "long-ids"], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-
-    def __enter__(self) -> httpx.Client:
-        text = "".join(self.proc.stdout.readline() for _ in range(3))
+    proc = subprocess.Popen([sys.executable, "-m", "taunotebook", "portal", "--store", str(store), "--port", "0",
+                             "--token", "long-ids"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        text = "".join(proc.stdout.readline() for _ in range(3))
         api = re.search(r"API base: (http://127\.0\.0\.1:\d+/api/v2/stellar)", text)
         assert api, text
-        self.client = httpx.Client(base_url=api.group(1), headers={"Authorization": "Bearer long-ids"})
-        return self.client
-
-    def __exit__(self, *exc) -> None:
-        self.client.close()
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
+        with httpx.Client(base_url=api.group(1), headers={"Authorization": "Bearer long-ids"}) as client:
+            yield client
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 @pytest.mark.parametrize("depth", [2, 19])

@@ -8,11 +8,11 @@ store owned by root.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,25 +22,16 @@ from tau_collector.expstore import StoreReader, open_store
 from ...read_only_mount import as_nobody, require_root, run_read_only, snapshot
 from .events import event, new_store
 
-pytestmark = pytest.mark.usefixtures("root_only")
-
 TAU = [sys.executable, "-m", "tau_collector"]
 
 
 @pytest.fixture
-def root_only():
-    require_root()
-
-
-@pytest.fixture
-def shared_tmp(tmp_path_factory):
+def shared_tmp():
     """A directory other users can enter (pytest's own temporary root is private to root)."""
-    base = tmp_path_factory.mktemp("shared")
-    for p in (base, *base.parents):
-        if p == Path("/tmp") or p == Path(p.anchor):
-            break
-        os.chmod(p, os.stat(p).st_mode | 0o755)
-    return base
+    base = Path(tempfile.mkdtemp(prefix="tau-shared-"))
+    base.chmod(0o755)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def _write(root: Path) -> None:
@@ -61,6 +52,7 @@ def _store_commands(store: Path) -> list[list[str]]:
 
 
 def test_a_closed_store_on_a_read_only_mount_is_read_by_every_store_command(tmp_path):
+    require_root()
     _write(tmp_path)
     store = tmp_path / "store"
     assert not (store / "index.sqlite-wal").exists()  # closed cleanly: SQLite cannot create the WAL files there
@@ -78,6 +70,7 @@ def test_a_closed_store_on_a_read_only_mount_is_read_by_every_store_command(tmp_
 
 
 def test_a_store_whose_writer_is_still_open_is_read_through_its_wal(tmp_path):
+    require_root()
     store_dir = tmp_path / "store"
     store, writer = new_store(tmp_path)
     writer.write_chunk("k1", [event(s, float(s)) for s in range(20)], [], request_hash="h")
@@ -93,6 +86,7 @@ def test_a_store_whose_writer_is_still_open_is_read_through_its_wal(tmp_path):
 
 
 def test_a_reader_on_a_read_only_medium_without_wal_files_reads_an_immutable_snapshot(tmp_path):
+    require_root()
     _write(tmp_path)
     store = tmp_path / "store"
     probe = ("import sys; from tau_collector.expstore import StoreReader; r = StoreReader(sys.argv[1]); "
@@ -130,6 +124,7 @@ def _collect(tmp_path: Path, store: Path) -> list[str]:
 
 
 def test_collect_into_a_read_only_store_says_so_in_one_line_and_writes_nothing(tmp_path):
+    require_root()
     _write(tmp_path)
     store = tmp_path / "store"
     before = snapshot(store)
@@ -143,6 +138,7 @@ def test_collect_into_a_read_only_store_says_so_in_one_line_and_writes_nothing(t
 
 
 def test_collect_cannot_create_a_store_on_a_read_only_mount(tmp_path):
+    require_root()
     parent = tmp_path / "media"
     parent.mkdir()
     result = run_read_only(parent, _collect(tmp_path, parent / "store"))
@@ -153,6 +149,7 @@ def test_collect_cannot_create_a_store_on_a_read_only_mount(tmp_path):
 
 
 def test_another_users_store_is_read_and_not_written(shared_tmp):
+    require_root()
     _write(shared_tmp)
     store = shared_tmp / "store"
     before = snapshot(store)
@@ -178,6 +175,7 @@ def test_a_reader_never_writes_and_a_writer_must_be_asked_for(tmp_path):
 
 
 def test_create_if_missing_for_reading_leaves_an_existing_read_only_store_alone(tmp_path):
+    require_root()
     # What the on-demand and the proxied Portal do: make a missing store, read an existing one.
     _write(tmp_path)
     store = tmp_path / "store"
