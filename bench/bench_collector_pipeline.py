@@ -4,6 +4,8 @@
    visible through the expstore read API, p50/p95 over N points, collector in ``--watch`` mode.
 2. footprint — the collector's RSS and CPU while a job writes 1,000 events/s (10 chunks/s).
 3. ingest   — sustained events/s of a one-shot collector over pre-written history.
+4. sink     — CPU per chunk of the expstore sink alone (in-process, 100 events a chunk), the share of
+   a chunk's cost that is the store's rather than the spool's.
 
     .venv/bin/python bench/bench_collector_pipeline.py [--points 200] [--seconds 30] [--events 500000]
 
@@ -210,6 +212,38 @@ def ingest(events: int) -> dict[str, float]:
     return {"events": status["events"], "seconds": elapsed, "events_per_s": status["events"] / elapsed}
 
 
+def sink(chunks: int) -> dict[str, float]:
+    import hashlib
+
+    from tau_collector.cli.collect import pandas_kept_out
+    from tau_collector.metric_event import encode_ndjson_many, new_metric_event
+    from tau_collector.sinks.base import Chunk
+    from tau_collector.sinks.expstore import ExpstoreSink
+
+    def chunk(sequence: int) -> Chunk:
+        first = sequence * 50
+        events = [new_metric_event(project="bench", experiment_id="bench", run_group_id="g", run_id="bench",
+                                   metric_name=metric, step=s, wall_time=1_790_000_000_000_000_000 + s * 1000,
+                                   value=1 / (s + 1), exported_at=1_790_000_000_000_000_000, source="bench")
+                  for s in range(first, first + 50) for metric in ("loss", "acc")]
+        ndjson = encode_ndjson_many(events)
+        return Chunk(sequence, "history", hashlib.sha256(ndjson).hexdigest(), ndjson, len(events),
+                     events=tuple(events))
+
+    with tempfile.TemporaryDirectory() as tmp, pandas_kept_out():  # as the collector process runs
+        expstore = ExpstoreSink(Path(tmp) / "store", source_id="bench")
+        expstore.deliver(chunk(0))  # imports, store creation
+        cpu = wall = 0.0
+        for sequence in range(1, chunks + 1):
+            c = chunk(sequence)
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            expstore.deliver(c)
+            cpu += time.process_time() - cpu0
+            wall += time.perf_counter() - wall0
+        expstore.close()
+    return {"chunks": chunks, "cpu_ms_per_chunk": 1000 * cpu / chunks, "wall_ms_per_chunk": 1000 * wall / chunks}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--points", type=int, default=200)
@@ -217,12 +251,14 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=500_000)
     parser.add_argument("--chunks-per-s", type=float, action="append",
                         help="footprint: chunk files per second carrying the 1,000 events/s (default 10 and 2)")
-    parser.add_argument("--only", choices=("latency", "footprint", "ingest"))
+    parser.add_argument("--sink-chunks", type=int, default=400)
+    parser.add_argument("--only", choices=("latency", "footprint", "ingest", "sink"))
     args = parser.parse_args()
     phases = {
         "latency": lambda: latency(args.points),
         "footprint": lambda: [footprint(args.seconds, rate) for rate in args.chunks_per_s or (10.0, 2.0)],
         "ingest": lambda: ingest(args.events),
+        "sink": lambda: sink(args.sink_chunks),
     }
     results = {name: run() for name, run in phases.items() if args.only in (None, name)}
     for name, stats in results.get("latency", {}).items():
@@ -243,6 +279,10 @@ def main() -> None:
             f"one-shot ingest              {ing['events']:,} events in {ing['seconds']:.1f} s = "
             f"{ing['events_per_s']:,.0f} events/s"
         )
+    sk = results.get("sink")
+    if sk:
+        print(f"expstore sink alone          {sk['cpu_ms_per_chunk']:.1f} ms CPU, "
+              f"{sk['wall_ms_per_chunk']:.1f} ms wall per 100-event chunk ({sk['chunks']} chunks)")
     out = HERE / "out"
     out.mkdir(exist_ok=True)
     (out / "collector_pipeline.json").write_text(json.dumps(results, indent=2) + "\n")

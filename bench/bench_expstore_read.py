@@ -116,7 +116,7 @@ def main() -> int:
                     schema_version="tau.experiment.metric.v1", event_id="x", source="history")
         for s in range(first, first + appended)
     ]
-    MetricWriter(open_store(root)).write_chunk(f"bench-append-{first}", events, [], request_hash="h")
+    MetricWriter(open_store(root, writable=True)).write_chunk(f"bench-append-{first}", events, [], request_hash="h")
     t = time.perf_counter()
     res = reader.series(RUN, METRIC, max_points=args.max_points)
     print(f"full range after a live append of {appended:,} points (extends the cache): "

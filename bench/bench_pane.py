@@ -201,7 +201,7 @@ def million(page: Page, lab, work: Path, append_seconds: float) -> dict:
         reduced = loss_points(page, METRIC)
         page.wait_for_timeout(1000)
         page.evaluate(PROBE)
-        writer = MetricWriter(open_store(store))
+        writer = MetricWriter(open_store(store, writable=True))
         step = 1_000_000
         appended = 0
         started = time.monotonic()

@@ -84,13 +84,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         # through the log handler, which clears the tqdm bar around the line
         log.info("importing", extra={"kind": source.kind, "source": str(source.location), "run": source.run_id})
 
-    from tau_collector.expstore.store import StoreError
+    from tau_collector.expstore.store import StoreError, StoreReadOnlyError
     from tau_collector.sinks.base import SinkError
 
     try:
         summary = import_paths(args.paths, store, project=args.project, experiment=args.experiment,
                                group=args.group, progress=not args.quiet and progress.wanted(args.progress),
                                on_source=announce)
+    except StoreReadOnlyError as exc:
+        log.error(f"{exc}; import into a store you can write (--store DIR)")
+        return 1
     except (SinkError, StoreError) as exc:
         log.error(f"{exc}; runs imported before this one are kept; a run id already in the store under another "
                   "project/experiment/group needs the same --project/--experiment/--group, or import into "

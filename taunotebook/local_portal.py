@@ -106,7 +106,7 @@ def _start(workspace: str, home: Path, timeout: float) -> LocalPortal:
     from .portal.auth import generate_token
 
     store = store_dir(home)
-    ExpStore(store, create=True).close()  # the Portal refuses a missing store
+    ExpStore(store, create=True, writable=False).close()  # the Portal refuses a missing store; it only reads
     token = generate_token()
     log_path = home / ("portal.log" if workspace == "default" else f"portal-{workspace}.log")
     # The token travels in the environment, not argv (visible in `ps` to every user), and the log

@@ -20,6 +20,8 @@ from pathlib import Path
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
+from .home import tau_home
+
 TRAINER = """\
 import json, math, time
 for step in range(STEPS):
@@ -28,14 +30,6 @@ for step in range(STEPS):
     time.sleep(DELAY)
 """
 _SPARK = " ▁▂▃▄▅▆▇█"
-
-
-def tau_home() -> Path:
-    """``$TAU_HOME``, else the per-user data directory (``$XDG_DATA_HOME/tau`` or ``~/.local/share/tau``)."""
-    if os.environ.get("TAU_HOME"):
-        return Path(os.environ["TAU_HOME"])
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "tau"
 
 
 def sparkline(values: list[float], width: int = 40) -> str:
@@ -111,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         shown = 0
         while True:
             finished = job.poll() is not None
-            lines = render(StoreReader(ExpStore(store, create=True)), run_id) if (store / "manifest.json").exists() \
+            lines = render(StoreReader(ExpStore(store)), run_id) if (store / "manifest.json").exists() \
                 else ["waiting for the collector ..."]
             if shown:
                 sys.stdout.write(f"\x1b[{shown}F\x1b[J")

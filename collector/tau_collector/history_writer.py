@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from tau_collector.durable import fsync_directory
 from tau_collector.normalizer import Normalizer
 
 __all__ = ["HistoryWriter", "HistoryWriteError", "encode_row", "log", "CHUNK_NAME", "HISTORY_DIR_ENV"]
@@ -227,19 +228,11 @@ class HistoryWriter:
                 os.unlink(temporary)
             break
         self._next_number += 1
-        _fsync_directory(self.out_dir)
+        fsync_directory(self.out_dir)
         return final
 
     def _skip_used_numbers(self) -> None:
         self._next_number = max(self._next_number + 1, highest_chunk_number(self.out_dir) + 1)
-
-
-def _fsync_directory(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # ---------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from .durable import fsync_directory
 from .gojson import GoMap, format_time, marshal, parse_time
 from .metric_event import MetricEvent, NotCanonicalError, decode_canonical_ndjson
 
@@ -73,14 +74,6 @@ def write_file_atomic(path: str, data: bytes, *, mode: int = 0o644) -> None:
             pass
         raise
     fsync_directory(directory)
-
-
-def fsync_directory(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def remove_durable(path: str) -> None:

@@ -19,6 +19,8 @@ from typing import Any, Protocol
 
 from tau_collector import ids
 
+from ..home import tau_home
+
 __all__ = [
     "BACKENDS",
     "TERMINAL_STATES",
@@ -53,14 +55,6 @@ class BackendUnavailable(BackendError):
 def validate_id(value: str, what: str) -> str:
     """TauGrid's ``ValidateID`` (:mod:`tau_collector.ids`): ``value``, or a ``ValueError`` naming ``what``."""
     return ids.validate_id(what, value)
-
-
-def tau_home() -> Path:
-    """``$TAU_HOME``, else the per-user data directory (``$XDG_DATA_HOME/tau`` or ``~/.local/share/tau``)."""
-    if os.environ.get("TAU_HOME"):
-        return Path(os.environ["TAU_HOME"])
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "tau"
 
 
 def run_dir(run_id: str, workspace: str, home: Path | None = None) -> Path:

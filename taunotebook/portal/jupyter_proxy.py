@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from taunotebook.client import stellar_url
+from taunotebook.home import tau_home
 
 __all__ = ["ENV_PROXY_TOKEN", "ENV_STORE", "PROXY_NAME", "default_store", "jupyter_base_url", "setup_tau_portal",
            "stellar_link"]
@@ -37,13 +38,10 @@ START_TIMEOUT = 60.0
 
 
 def default_store() -> Path:
-    """``$TAU_STORE``, else ``store`` under ``$TAU_HOME`` or the per-user data directory (as the quickstart)."""
+    """``$TAU_STORE``, else ``<TAU_HOME>/store`` (the local runs' store, as the quickstart)."""
     if os.environ.get(ENV_STORE):
         return Path(os.environ[ENV_STORE])
-    if os.environ.get("TAU_HOME"):
-        return Path(os.environ["TAU_HOME"]) / "store"
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "tau" / "store"
+    return tau_home() / "store"
 
 
 def setup_tau_portal() -> dict:
@@ -114,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tau_collector.expstore import open_store
 
     # Before the first run there is no store yet; an empty one gives an empty runs listing, not a failed proxy.
-    open_store(store, create=True).close()
+    open_store(store, create=True, writable=False).close()  # it only reads: a read-only store is served
     from .cli import main as portal_main
 
     return portal_main(["--store", str(store), "--host", "127.0.0.1", "--port", str(args.port), "--token", token])

@@ -134,8 +134,8 @@ def shell():
 @pytest.mark.parametrize(("line", "cell", "message"), [
     ("--epochs 3", "print(1)", "%tau_submit: unrecognized arguments: --epochs"),
     ("--backend slurm", "print(1)", "argument --backend: invalid choice: 'slurm'"),
-    ("--name Bad", "print(1)", "%tau_submit: name 'Bad' must use only lowercase"),
-    ("--project a/b", "print(1)", "%tau_submit: project 'a/b' must not contain"),
+    ("--name Bad", "print(1)", '%tau_submit: name "Bad" is invalid (use lowercase alphanumerics'),
+    ("--project a/b", "print(1)", '%tau_submit: project "a/b" is invalid (use lowercase alphanumerics'),
     ("--as 1x", "print(1)", "--as '1x' is not a Python identifier"),
     ("--dry-run", "print(1)", "--dry-run is only for the tau backend"),
     ("train.py", "print(1)", "unexpected argument 'train.py': the cell body is the script"),

@@ -21,6 +21,7 @@ import orjson
 from .. import logging_setup as logs
 from .. import progress
 from ..gojson import GoJSONError, parse_time
+from ..ids import InvalidID, validate_id
 from ..projection import ProjectionConfig, ProjectionError, Projector
 from ..records import HistoryRow, ProblemKind, SourceProblem
 from ..sources.jsonl import history_metric_file_id, read_history_file
@@ -95,9 +96,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     logs.configure_from(args)
-    for flag in ("run", "project", "experiment", "group"):
+    for flag, kind in (("run", "run_id"), ("project", "project"), ("experiment", "experiment_id"),
+                       ("group", "run_group_id")):
         if not getattr(args, flag).strip():
             return usage_error(args, f"--{flag} must not be empty")
+        try:
+            validate_id(kind, getattr(args, flag))
+        except InvalidID as exc:
+            return usage_error(args, f"--{flag}: {exc}")
     config = ProjectionConfig(
         project=args.project,
         experiment_id=args.experiment,

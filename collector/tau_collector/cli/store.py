@@ -24,8 +24,7 @@ import time
 import orjson
 
 from .. import logging_setup as logs
-from ..expstore import StoreNotFoundError, StoreReader
-from ..expstore.store import ExpStore, StoreError
+from ..expstore.store import ExpStore, StoreError, StoreNotFoundError
 from ..gojson import encode_float, encode_string, format_time
 from .common import EXIT_USAGE, usage_error
 
@@ -114,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
+    from ..expstore.reader import StoreReader  # pyarrow and numpy: loaded by this command only
+
     reader = StoreReader(ExpStore(args.store))
     out = sys.stdout
     if args.what == "runs":

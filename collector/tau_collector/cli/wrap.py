@@ -17,7 +17,8 @@ Run directory layout (TauGrid's workspace layout below ``runs/<run>/``)::
 Flags before ``--`` that are not wrap's own are passed to ``collect`` (``--run``, ``--project``,
 ``--experiment``, ``--group``, ``--store``/``--sink``, ``--tag``, ADX flags, ...). ``-v`` and
 ``--log-format`` are wrap's own; the collector always logs at info level into ``collector.log``,
-in wrap's ``--log-format``. Usage errors exit 2.
+in wrap's ``--log-format``. Usage errors exit 2, a missing or invalid run identity among them
+(checked before anything starts).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import time
 from .. import logging_setup as logs
 from ..completion import write_completion
 from ..history_writer import HistoryWriter
-from .collect import parse_duration
+from .collect import IDENTITY, UsageError, parse_duration, resolve_identity
 from .common import usage_error
 from .normalize import _Filter, _Passthrough, _positive_seconds
 
@@ -140,11 +141,25 @@ def _wait_for(path: str, timeout: float, *, stop: threading.Event, process: subp
     return "ok"
 
 
+def _identity_flags(collect_args: list[str]) -> dict[str, str | None]:
+    """The identity flags among those passed on to ``collect`` (``--run X`` or ``--run=X``)."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for flag, _, _ in IDENTITY:
+        parser.add_argument(f"--{flag}")
+    known, _ = parser.parse_known_args(collect_args)
+    return vars(known)
+
+
 def run(args: argparse.Namespace) -> int:
     logs.configure_from(args)
     if not args.command:
         return usage_error(args, "no command given; put the training command after --, "
                                  "e.g. `tau-collector wrap --run-dir DIR ... -- python train.py`")
+    try:
+        # A run the collector would refuse is refused before the trainer starts or a file is written.
+        resolve_identity(_identity_flags(args.collect_args))
+    except UsageError as exc:
+        return usage_error(args, str(exc))
     run_dir = os.path.abspath(args.run_dir)
     history_dir = os.path.join(run_dir, HISTORY_DIR)
     tensorboard_dir = os.path.join(run_dir, "tensorboard")

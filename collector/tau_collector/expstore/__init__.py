@@ -1,8 +1,14 @@
-"""The local experiment store (TauGrid's expstore layout): schema, writer, summaries, compaction, read API."""
+"""The local experiment store (TauGrid's expstore layout): schema, writer, summaries, compaction, read API.
 
-from .reader import MetricSummary, Rows, Run, Series, StoreReader
-from .store import ExpStore, StoreError, StoreNotFoundError, open_store
-from .writer import IdempotencyConflictError, WriteResult
+The names below are imported on first use: opening a store or catching its errors does not load
+pyarrow and numpy, which only reading and writing metric files need (a sidecar that delivers to
+ADX alone never loads them).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __all__ = [
     "ExpStore",
@@ -13,7 +19,33 @@ __all__ = [
     "Series",
     "StoreError",
     "StoreNotFoundError",
+    "StoreReadOnlyError",
     "StoreReader",
     "WriteResult",
     "open_store",
 ]
+
+_HOME = {
+    "ExpStore": "store", "StoreError": "store", "StoreNotFoundError": "store", "StoreReadOnlyError": "store",
+    "open_store": "store",
+    "IdempotencyConflictError": "writer", "WriteResult": "writer",
+    "MetricSummary": "reader", "Rows": "reader", "Run": "reader", "Series": "reader", "StoreReader": "reader",
+}
+
+if TYPE_CHECKING:
+    from .reader import MetricSummary, Rows, Run, Series, StoreReader
+    from .store import ExpStore, StoreError, StoreNotFoundError, StoreReadOnlyError, open_store
+    from .writer import IdempotencyConflictError, WriteResult
+
+
+def __getattr__(name: str) -> object:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import schema
+from .metric_files import metric_file_path, parquet_bytes
 from .store import ExpStore, StoreError, utc_now_rfc3339
-from .writer import metric_file_path, parquet_bytes
 
 __all__ = ["CompactionPolicy", "CompactionResult", "compact_run", "delete_retired"]
 
@@ -47,6 +47,14 @@ def compact_run(
     """Compact ``run_id``'s small files if the policy (or ``force``, for >= 2 files) says so."""
     policy = policy or CompactionPolicy()
     conn = store.connection()
+    if not force:
+        # Called after every delivery: a run with few files is settled by one indexed count, without
+        # listing and stat-ing its files.
+        (count,) = conn.execute("SELECT COUNT(*) FROM metric_files WHERE run_id = ? AND format = ?",
+                                (run_id, schema.METRIC_FILE_FORMAT)).fetchone()
+        if count <= policy.min_files:
+            delete_retired(store, grace_seconds=policy.grace_seconds)
+            return None
     files = conn.execute(
         "SELECT rowid, file_id, path, project, run_group_id, min_step, max_step FROM metric_files "
         "WHERE run_id = ? AND format = ? ORDER BY rowid",
@@ -69,7 +77,8 @@ def compact_run(
 def _merge(store: ExpStore, run_id: str, files: list[tuple]) -> CompactionResult | None:
     tables = []
     for rank, f in enumerate(files):
-        table = pq.read_table(store.absolute(f[2]))
+        # ParquetFile.read: half the cost of read_table (no dataset discovery) on these small files
+        table = pq.ParquetFile(store.absolute(f[2])).read()
         n = table.num_rows
         table = table.append_column("__rank", pa.array([rank] * n, pa.int64()))
         tables.append(table.append_column("__row", pa.array(range(n), pa.int64())))

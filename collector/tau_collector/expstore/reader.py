@@ -24,8 +24,7 @@ import pyarrow.parquet as pq
 from .m4 import M4Index, m4_indices
 from .run_events import RunEvent, read_run_events
 from .store import ExpStore
-from .summaries import MetricSummaryRow
-from .writer import _SUMMARY_COLUMNS
+from .summaries import SUMMARY_COLUMNS, MetricSummaryRow
 
 __all__ = ["MetricSummary", "Rows", "Run", "Series", "StoreReader", "WORKSPACE_TAG"]
 
@@ -202,7 +201,7 @@ class StoreReader:
 
     def metric_summaries(self, run_id: str) -> list[MetricSummary]:
         rows = self.store.connection().execute(
-            f"SELECT {_SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = ? ORDER BY metric_name",
+            f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = ? ORDER BY metric_name",
             (run_id,),
         ).fetchall()
         return [MetricSummaryRow(*row) for row in rows]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "EXTENSION_SQL",
@@ -289,6 +291,8 @@ def metric_arrow_schema() -> pa.Schema:
     is parquet-go's UTC-adjusted TIMESTAMP(MICROS); ``tags`` carries the JSON logical type, which
     pyarrow writes for its ``arrow.json`` extension type.
     """
+    import pyarrow as pa  # here, not at the top: opening a store must not load pyarrow
+
     return pa.schema(
         [
             pa.field("project", pa.string(), nullable=False),

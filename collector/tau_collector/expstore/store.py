@@ -5,12 +5,22 @@ Several collector processes and a Portal use one store at once. The rules that m
 write transactions are short and start with ``BEGIN IMMEDIATE`` (no lock upgrades, so no
 "database is locked" deadlock), and data files are immutable: written under a temporary name,
 fsynced, renamed, and only then registered in the index. A file is visible once registered.
+
+A store is opened for reading (the default: the Portal, ``tau-collector store``, :class:`StoreReader`)
+or for writing (``create=True`` or ``writable=True``: the expstore sink, imports). A reader never
+writes: no schema migration, no journal-mode switch, SQLite opened with ``mode=ro``. On a medium
+it cannot write at all -- a read-only mount, a directory of another user -- SQLite cannot create
+the ``-wal``/``-shm`` files a WAL reader needs, and the index is then opened ``immutable=1``
+(https://www.sqlite.org/wal.html#readonly): a snapshot, which is what such a store is. A writer
+checks first that it can write the store and otherwise fails with :class:`StoreReadOnlyError`
+before writing anything.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
 import os
 import sqlite3
 import threading
@@ -20,11 +30,13 @@ from pathlib import Path
 
 import orjson
 
+from ..durable import fsync_directory
 from . import schema
 
-__all__ = ["ExpStore", "StoreError", "StoreNotFoundError", "open_store", "utc_now_rfc3339"]
+__all__ = ["ExpStore", "StoreError", "StoreNotFoundError", "StoreReadOnlyError", "open_store", "utc_now_rfc3339"]
 
 BUSY_TIMEOUT_MS = 60_000
+SQLITE_MAX_PATHNAME = 512  # the unix VFS's MAX_PATHNAME: a longer index path cannot be opened
 
 
 class StoreError(Exception):
@@ -35,22 +47,57 @@ class StoreNotFoundError(StoreError):
     """No store at the given directory (and creation was not asked for)."""
 
 
+class StoreReadOnlyError(StoreError):
+    """A writer was asked for, and this process cannot write the store; nothing was written."""
+
+    def __init__(self, root: Path, reason: str) -> None:
+        super().__init__(f"expstore {root} is read-only ({reason}); nothing was written to it")
+        self.root = root
+        self.reason = reason
+
+
+# errnos meaning "this process may not write here", as opposed to a full disk or an I/O error.
+READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+_NO_WAL_FILES = frozenset({"SQLITE_CANTOPEN", "SQLITE_READONLY_DIRECTORY", "SQLITE_READONLY_CANTINIT"})
+
+
+def unwritable_reason(paths: list[Path]) -> str | None:
+    """Why this process cannot write the existing ``paths`` (a read-only mount, no permission), else None."""
+    for path in paths:
+        try:
+            if os.statvfs(path).f_flag & os.ST_RDONLY:
+                return f"{path} is on a read-only filesystem"
+        except FileNotFoundError:
+            continue
+        if not os.access(path, os.W_OK):
+            return f"no write permission on {path} for uid {os.geteuid()}"
+    return None
+
+
 def utc_now_rfc3339() -> str:
     # TauGrid stamps rows with time.RFC3339 (second precision, UTC).
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def open_store(root: str | os.PathLike[str], *, create: bool = False) -> ExpStore:
-    """Open the store at ``root``; with ``create`` make the layout first when it is missing."""
-    return ExpStore(root, create=create)
+def open_store(root: str | os.PathLike[str], *, create: bool = False, writable: bool | None = None) -> ExpStore:
+    """Open the store at ``root``: for reading, or for writing with ``create`` (making the layout when it
+    is missing) or ``writable``."""
+    return ExpStore(root, create=create, writable=writable)
 
 
 class ExpStore:
-    """One store directory. Cheap to construct; one SQLite connection per thread."""
+    """One store directory. Cheap to construct; one SQLite connection per thread.
 
-    def __init__(self, root: str | os.PathLike[str], *, create: bool = False) -> None:
+    ``writable`` defaults to ``create``: ``ExpStore(root)`` reads, ``ExpStore(root, create=True)`` writes;
+    ``ExpStore(root, create=True, writable=False)`` creates a missing store and reads an existing one.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, create: bool = False, writable: bool | None = None) -> None:
         self.root = Path(root).absolute()
+        self.writable = create if writable is None else writable
+        self.immutable = False  # set when a reader had to open the index as an immutable snapshot
         manifest_path = self.root / schema.MANIFEST_FILE
+        created = False
         if not manifest_path.exists():
             if not create:
                 raise StoreNotFoundError(
@@ -58,16 +105,43 @@ class ExpStore:
                     "(create one by running a collector with the expstore sink)"
                 )
             self._create_layout()
+            created = True
         self.manifest = self._read_manifest(manifest_path)
         self.index_path = self.root / self.manifest.get("index", schema.INDEX_FILE)
         self.metrics_dir = self.root / self.manifest.get("metrics_dir", schema.METRICS_DIR)
         self._local = threading.local()
-        self._migrate()
+        if self.writable:
+            reason = unwritable_reason([self.root, self.index_path, self.metrics_dir])
+            if reason is not None:
+                raise StoreReadOnlyError(self.root, reason)
+            if not created:
+                self._migrate()
+        elif not self.index_path.exists():
+            raise StoreError(f"{self.index_path} is missing: the store is incomplete (being created, or damaged); "
+                             "a collector or import writing to it creates the index")
 
     # -- layout ---------------------------------------------------------------------------
 
     def _create_layout(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if exc.errno in READ_ONLY_ERRNOS:
+                raise StoreReadOnlyError(self.root, f"cannot create it: {exc.strerror}") from None
+            raise
+        reason = unwritable_reason([self.root])
+        if reason is not None:
+            raise StoreReadOnlyError(self.root, reason)
+        # The index gets its tables before the manifest appears: a reader that finds a manifest
+        # always finds a complete index (readers never migrate).
+        self.index_path = self.root / schema.INDEX_FILE
+        self._local = threading.local()
+        writable, self.writable = self.writable, True  # creating writes, whatever the store is opened for
+        try:
+            self._migrate()
+        finally:
+            self.close()
+            self.writable = writable
         for name in (schema.METRICS_DIR, schema.APPEND_LOG_DIR, schema.ARTIFACTS_DIR):
             (self.root / name).mkdir(exist_ok=True)
         manifest = schema.new_manifest(utc_now_rfc3339())
@@ -82,7 +156,7 @@ class ExpStore:
             pass
         finally:
             tmp.unlink(missing_ok=True)
-        fsync_dir(self.root)
+        fsync_directory(self.root)
 
     def _read_manifest(self, path: Path) -> dict[str, str]:
         try:
@@ -98,12 +172,21 @@ class ExpStore:
         return manifest
 
     def _migrate(self) -> None:
-        conn = self.connection()
-        with self.write_transaction() as tx:
-            tx.executescript_in_tx(schema.SCHEMA_SQL + schema.INDEX_SQL + schema.EXTENSION_SQL)
-            conn.executemany(
-                "INSERT OR REPLACE INTO schema_meta(key, value) VALUES (?, ?)", schema.schema_meta_rows()
-            )
+        try:
+            conn = self.connection()
+            with self.write_transaction() as tx:
+                tx.executescript_in_tx(schema.SCHEMA_SQL + schema.INDEX_SQL + schema.EXTENSION_SQL)
+                conn.executemany(
+                    "INSERT OR REPLACE INTO schema_meta(key, value) VALUES (?, ?)", schema.schema_meta_rows()
+                )
+        except sqlite3.OperationalError as exc:
+            self.close()
+            # e.g. a -wal file of another user beside a writable index: SQLite says "readonly database"
+            if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
+                raise StoreReadOnlyError(self.root, f"{self.index_path}: {exc}") from None
+            if getattr(exc, "sqlite_errorname", "").startswith("SQLITE_CANTOPEN"):
+                raise StoreError(self._cannot_open(exc)) from None
+            raise
 
     # -- connections and transactions ------------------------------------------------------
 
@@ -114,19 +197,63 @@ class ExpStore:
             # parent's handle alone and open our own.
             conn = None
         if conn is None:
-            conn = sqlite3.connect(self.index_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            # WAL is persistent in the file; setting it on every open is cheap and covers a store
-            # created by a tool that left the default rollback journal.
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn = self._connect_for_writing() if self.writable else self._connect_for_reading()
             self._local.conn = conn
             self._local.pid = os.getpid()
         return conn
 
+    def _connect_for_writing(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.index_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        # WAL is persistent in the file; setting it on every open is cheap and covers a store
+        # created by a tool that left the default rollback journal.
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    def _cannot_open(self, exc: sqlite3.Error) -> str:
+        size = len(os.fsencode(self.index_path))
+        if size > SQLITE_MAX_PATHNAME:
+            return (f"{self.index_path}: {exc}: SQLite opens no path longer than {SQLITE_MAX_PATHNAME} bytes "
+                    f"(this one is {size}); use a store directory with a shorter path")
+        return f"{self.index_path}: {exc}"
+
+    def _connect_for_reading(self) -> sqlite3.Connection:
+        uri = self.index_path.as_uri()
+        if not self.immutable:
+            conn = self._connect_uri(uri + "?mode=ro")
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return conn
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                # A WAL index whose -wal/-shm files do not exist and cannot be created here: SQLite says
+                # CANTOPEN on a read-only mount, READONLY_DIRECTORY in a directory of another user.
+                if getattr(exc, "sqlite_errorname", "") not in _NO_WAL_FILES:
+                    raise
+            self.immutable = True
+        conn = self._connect_uri(uri + "?immutable=1")
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            raise StoreError(self._cannot_open(exc)) from None
+        return conn
+
+    @staticmethod
+    def _connect_uri(uri: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return conn
+
+    def _require_writable(self) -> None:
+        if not self.writable:
+            raise StoreError(f"expstore {self.root} was opened for reading; open it with writable=True to write")
+
     @contextlib.contextmanager
     def write_transaction(self) -> Iterator[_Tx]:
         """``BEGIN IMMEDIATE`` … ``COMMIT``: takes the write lock up front so it never has to upgrade."""
+        self._require_writable()
         conn = self.connection()
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -162,6 +289,7 @@ class ExpStore:
 
         The caller registers the file in the index afterwards; until then no reader looks at it.
         """
+        self._require_writable()
         final = self.root / relative_path
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = final.parent / f".{final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -176,7 +304,11 @@ class ExpStore:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        fsync_dir(final.parent)
+        try:
+            fsync_directory(final.parent)
+        except BaseException:
+            final.unlink(missing_ok=True)  # never registered: not durable, so not published
+            raise
         return final
 
 
@@ -203,16 +335,3 @@ def _write_fsynced(path: Path, data: bytes) -> None:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
-
-
-def fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems refuse fsync on directories; the rename is still atomic
-    finally:
-        os.close(fd)

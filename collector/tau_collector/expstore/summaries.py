@@ -1,4 +1,4 @@
-"""Per-metric run summaries (``metric_summaries``) computed per file and merged by TauGrid's rules.
+"""Per-metric run summaries (``metric_summaries``): computed per file, merged by TauGrid's rules, read and stored.
 
 The rules (TauGrid ``metric_summary.go``): non-finite rows add only to ``count``,
 ``non_finite_count`` and the step range; min/max/latest come from finite rows; the latest
@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MetricSummaryRow", "merge_summaries", "summarize_metric"]
+__all__ = ["SUMMARY_COLUMNS", "MetricSummaryRow", "merge_summaries", "read_summary", "store_summary",
+           "summarize_metric"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,26 @@ class MetricSummaryRow:
     max_value: float | None
     updated_at: str
     latest_file_id: str | None
+
+
+# The ``metric_summaries`` columns in the order of :class:`MetricSummaryRow`'s fields.
+SUMMARY_COLUMNS = ", ".join(f.name for f in dataclasses.fields(MetricSummaryRow))
+
+
+def read_summary(tx, run_id: str, metric_name: str) -> MetricSummaryRow | None:
+    """The stored summary of one metric of a run, inside the caller's transaction."""
+    row = tx.execute(
+        f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = ? AND metric_name = ?",
+        (run_id, metric_name),
+    ).fetchone()
+    return None if row is None else MetricSummaryRow(*row)
+
+
+def store_summary(tx, s: MetricSummaryRow) -> None:
+    """Replace one metric's stored summary, inside the caller's write transaction."""
+    marks = ",".join("?" * len(dataclasses.fields(MetricSummaryRow)))
+    tx.execute(f"INSERT OR REPLACE INTO metric_summaries({SUMMARY_COLUMNS}) VALUES ({marks})",
+               dataclasses.astuple(s))
 
 
 def summarize_metric(

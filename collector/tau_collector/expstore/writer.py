@@ -11,24 +11,24 @@ the same key with another hash is a conflict. Files published by a transaction t
 from __future__ import annotations
 
 import hashlib
-import io
 import math
 import sqlite3
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
-from urllib.parse import quote
 
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from ..completion import RUN_STATUS_METRIC
 from ..gojson import format_time
 from ..metric_event import MetricEvent
 from . import schema
+from .compaction import compact_run
+from .metric_files import metric_file_path, parquet_bytes
 from .store import ExpStore, StoreError, utc_now_rfc3339
-from .summaries import MetricSummaryRow, merge_summaries, summarize_metric
+from .summaries import MetricSummaryRow, merge_summaries, read_summary, store_summary, summarize_metric
 
 __all__ = [
     "RUN_STATUS_METRIC",
@@ -42,7 +42,6 @@ __all__ = [
     "store_summary",
 ]
 
-RUN_STATUS_METRIC = "tau/run_status"
 RUN_STATUS_STATES = {1.0: "succeeded", -1.0: "failed", -2.0: "cancelled"}
 RUN_STATE_RUNNING = "running"
 RUN_STATE_COMPLETED = "completed"  # TauGrid's other succeeded-like state: ended, no verdict of its own
@@ -116,43 +115,8 @@ class _RunFile:
     first_wall_ns: int
 
 
-def _component(value: str) -> str:
-    # IDs are not validated as path-safe by the MetricEvent contract; quoting keeps a run named
-    # "../x" inside its directory while leaving TauGrid's usual lowercase IDs unchanged.
-    text = quote(value, safe="-_.=+@~")
-    return "%2E" + text[1:] if text.startswith(".") else text
-
-
-def metric_file_path(project: str, experiment_id: str, run_group_id: str, run_id: str, file_id: str) -> str:
-    return "/".join(
-        [
-            schema.METRICS_DIR,
-            "project=" + _component(project),
-            "experiment=" + (_component(experiment_id) if experiment_id else "none"),
-            "group=" + _component(run_group_id),
-            "run=" + _component(run_id),
-            file_id + ".parquet",
-        ]
-    )
-
-
 def _tags_json(tags: dict[str, str]) -> str:
     return orjson.dumps(tags, option=orjson.OPT_SORT_KEYS).decode()
-
-
-# Dictionary encoding pays for the repeated strings (one project/run/metric/source per many rows) only.
-_DICTIONARY_COLUMNS = ["project", "run_group_id", "run_id", "metric_name", "unit", "source", "split"]
-_STATISTICS_COLUMNS = ["metric_name", "step", "wall_time", "value"]  # the reader prunes by metric_name
-
-
-def parquet_bytes(table: pa.Table) -> bytes:
-    sink = io.BytesIO()
-    # Row groups of 128k rows keep per-group step statistics useful for range reads. Dictionaries of
-    # steps, times, values and tags (every point's tags differ: jsonl.history_line) and min/max
-    # statistics of tags would be built only to be thrown away (measured: 2.5x the time to write).
-    pq.write_table(table, sink, compression="snappy", row_group_size=131_072, use_dictionary=_DICTIONARY_COLUMNS,
-                   write_statistics=_STATISTICS_COLUMNS)
-    return sink.getvalue()
 
 
 class MetricWriter:
@@ -175,14 +139,16 @@ class MetricWriter:
         existing = self._recorded_hash(idempotency_key)
         if existing is not None:
             return self._reuse(idempotency_key, existing, request_hash)
-        return self.write_columns(idempotency_key, columns_from_events(list(events) + list(non_finite)),
-                                  request_hash=request_hash)
+        return self._write(idempotency_key, columns_from_events(list(events) + list(non_finite)), request_hash)
 
     def write_columns(self, idempotency_key: str, runs: list[RunColumns], *, request_hash: str) -> WriteResult:
         """Write rows already in columns (bulk importers) under ``idempotency_key``: one file per run."""
         existing = self._recorded_hash(idempotency_key)
         if existing is not None:
             return self._reuse(idempotency_key, existing, request_hash)
+        return self._write(idempotency_key, runs, request_hash)
+
+    def _write(self, idempotency_key: str, runs: list[RunColumns], request_hash: str) -> WriteResult:
         now = utc_now_rfc3339()
         run_files = [self._run_file(run, now) for run in runs if len(run)]
         published = []
@@ -388,8 +354,6 @@ class MetricWriter:
         )
 
     def _maybe_compact(self, run_ids: set[str]) -> None:
-        from .compaction import compact_run  # compaction imports this module
-
         for run_id in sorted(run_ids):
             try:
                 compact_run(self.store, run_id, policy=self.compaction)
@@ -398,30 +362,6 @@ class MetricWriter:
                 # we were merging, a busy index) must never fail the delivery that triggered it,
                 # which is already committed. The next delivery tries again.
                 pass
-
-
-_SUMMARY_COLUMNS = (
-    "run_id, metric_name, project, run_group_id, count, finite_count, non_finite_count, min_step, max_step, "
-    "latest_step, latest_wall_time, latest_value, min_value, max_value, updated_at, latest_file_id"
-)
-
-
-def read_summary(tx, run_id: str, metric_name: str) -> MetricSummaryRow | None:
-    row = tx.execute(
-        f"SELECT {_SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = ? AND metric_name = ?",
-        (run_id, metric_name),
-    ).fetchone()
-    return None if row is None else MetricSummaryRow(*row)
-
-
-def store_summary(tx, s: MetricSummaryRow) -> None:
-    tx.execute(
-        f"INSERT OR REPLACE INTO metric_summaries({_SUMMARY_COLUMNS}) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (s.run_id, s.metric_name, s.project, s.run_group_id, s.count, s.finite_count, s.non_finite_count,
-         s.min_step, s.max_step, s.latest_step, s.latest_wall_time, s.latest_value, s.min_value, s.max_value,
-         s.updated_at, s.latest_file_id),
-    )
 
 
 def _summaries_of(project: str, group: str, run_id: str, names: list[str], metric: np.ndarray, steps: np.ndarray,

@@ -13,6 +13,7 @@ different content is reported as a conflict rather than silently dropped.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import os
@@ -22,7 +23,7 @@ import orjson
 
 from ..expstore.compaction import CompactionPolicy
 from ..expstore.run_events import SOURCE_PROBLEM, RunEvent, record_run_events
-from ..expstore.store import ExpStore, StoreError, utc_now_rfc3339
+from ..expstore.store import ExpStore, StoreError, unwritable_reason, utc_now_rfc3339
 from ..expstore.writer import IdempotencyConflictError, MetricWriter
 from ..metric_event import MetricEvent, NotCanonicalError
 from ..records import ProblemKind, SourceProblem
@@ -31,6 +32,10 @@ from .base import Chunk, Sink, SinkError
 __all__ = ["ExpstoreSink", "chunk_idempotency_key", "chunk_request_hash"]
 
 KEY_PREFIX = "collector-chunk-"
+# OS errors on the store's paths that no retry can fix: the store is not writable by this process,
+# or a path it needs cannot exist on its filesystem. A full disk or an I/O error is worth a retry.
+_NOT_WRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+_IMPOSSIBLE_PATH = frozenset({errno.ENAMETOOLONG, errno.ENOTDIR, errno.EISDIR, errno.ELOOP})
 
 
 def _float_text(value: float) -> str:
@@ -120,11 +125,34 @@ class ExpstoreSink(Sink):
             )
         except IdempotencyConflictError as exc:
             raise SinkError(f"expstore {self._store.root}: {exc}", retryable=False) from None
-        except (sqlite3.OperationalError, OSError) as exc:
+        except (OSError, sqlite3.OperationalError) as exc:
+            permanent = self._permanent(exc)
+            if permanent is not None:
+                raise SinkError(permanent, retryable=False) from None
             # Locked past the busy timeout, disk full, I/O error: worth another attempt later.
             raise SinkError(f"expstore {self._store.root}: {exc}", retryable=True) from None
         except (StoreError, sqlite3.DatabaseError) as exc:
             raise SinkError(f"expstore {self._store.root}: {exc}", retryable=False) from None
+
+    def _permanent(self, exc: OSError | sqlite3.OperationalError) -> str | None:
+        """What makes ``exc`` impossible to fix by retrying, in words; None when a retry may succeed."""
+        store = self._store
+        reason = unwritable_reason([store.root, store.index_path, store.metrics_dir])
+        if reason is None and getattr(exc, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
+            reason = f"{store.index_path}: {exc}"
+        elif reason is None and getattr(exc, "errno", None) in _NOT_WRITABLE:
+            reason = f"{exc.filename or store.root}: {exc.strerror}"
+        if reason is not None:
+            return f"expstore {store.root} cannot be written ({reason}); a retry cannot fix this"
+        if not isinstance(exc, OSError) or exc.errno not in _IMPOSSIBLE_PATH:
+            return None
+        where = exc.filename or store.root
+        if exc.errno == errno.ENAMETOOLONG:
+            return (f"expstore {store.root}: cannot write {where} ({len(os.fsencode(str(where)))} bytes): "
+                    f"{exc.strerror}; the path does not fit this filesystem and a retry cannot fix this: nothing "
+                    "is lost (the chunk stays spooled), collect into a store at a shorter path and use a new --out")
+        return (f"expstore {store.root}: cannot write {where}: {exc.strerror}; the store's layout is damaged "
+                "(a file or a link where a directory belongs) and a retry cannot fix this")
 
     def close(self) -> None:
         self._store.close()

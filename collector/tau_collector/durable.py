@@ -1,0 +1,31 @@
+"""Making a rename survive a crash: the one rule for syncing a directory after a file appears in or leaves it.
+
+A renamed, linked or unlinked name is durable only once its directory is synced. Every writer here
+(the spool and checkpoint, history chunks, the expstore's files) uses :func:`fsync_directory`, with
+one error policy: a directory that cannot be opened, or an I/O error while syncing, is raised --
+the caller is about to record that the name is durable, and must not. Only a filesystem that does
+not implement ``fsync`` on directories at all (``EINVAL``/``ENOTSUP``/``EOPNOTSUPP``/``EBADF``, as
+some network and FUSE filesystems answer) is accepted as it is: the rename itself is atomic there
+and nothing more can be done.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+__all__ = ["fsync_directory"]
+
+_UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF})
+
+
+def fsync_directory(directory: str | os.PathLike[str]) -> None:
+    """Sync ``directory`` so that the names created, renamed or removed in it survive a crash."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in _UNSUPPORTED:
+            raise
+    finally:
+        os.close(fd)
