@@ -17,7 +17,7 @@ success subject to its gates) at its newest point, unless its history carries a
 ``tau/run_status`` marker, whose state stands.
 
 Event files take the bulk path: blocks of ``BLOCK_BYTES`` are read into columns
-(:mod:`tau_collector.sources.tfevents_columns`) and written as columns
+(:mod:`tau_collector.sources.event_columns`) and written as columns
 (:meth:`MetricWriter.write_columns`), with the tags, names and values the JSONL projection gives
 each point but without a MetricEvent per point. The rare rows the projection must judge one by
 one (a negative step, a wall time that is not a finite time in years 0-9999) and the JSON
@@ -48,15 +48,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tau_collector.expstore.writer import RUN_STATUS_METRIC, RunColumns, run_status_of
+from tau_collector.fingerprint import prefix_sha256
 from tau_collector.gojson import MAX_TIME_NS, MIN_TIME_NS
 from tau_collector.ids import derive_id
 from tau_collector.projection import ProjectionConfig, Projector
 from tau_collector.records import HistoryRow, ProblemKind, SourceProblem
 from tau_collector.sinks.base import Chunk, SinkError
 from tau_collector.sinks.expstore import ExpstoreSink
-from tau_collector.sources.jsonl import history_metric_file_id, prefix_sha256, read_history
-from tau_collector.sources.tfevents import RunMemory, TensorBoardRun, is_event_file, metric_file_id
-from tau_collector.sources.tfevents_columns import ScalarColumns, read_block_columns
+from tau_collector.sources.event_columns import ScalarColumns, read_block_columns
+from tau_collector.sources.jsonl import history_metric_file_id, read_history
+from tau_collector.sources.run import RunMemory, TensorBoardRun, is_event_file, metric_file_id
 from tau_collector.spool import non_finite_key
 
 __all__ = ["ImportSource", "ImportSummary", "discover_sources", "import_paths", "safe_run_id"]

@@ -317,7 +317,7 @@ def test_single_event_file_and_copy_of_a_logdir_are_distinct_sources(tmp_path: P
 
 def _append_frames(target: Path, source: Path) -> None:
     """Append the frames of ``source`` after its file_version record to ``target``: a writer going on."""
-    from tau_collector.sources.tfrecord import scan_frames
+    from tau_collector.sources.tf_record import scan_frames
 
     data = source.read_bytes()
     first_end = scan_frames(data).frames[1][0]
@@ -397,7 +397,7 @@ def _projection_path_store(logdir: Path, store: Path) -> None:
     from tau_collector.expstore.store import ExpStore
     from tau_collector.expstore.writer import MetricWriter
     from tau_collector.projection import ProjectionConfig, Projector
-    from tau_collector.sources.tfevents import RunMemory, TensorBoardRun, metric_file_id, read_segment, to_history_row
+    from tau_collector.sources.run import RunMemory, TensorBoardRun, metric_file_id, read_segment, to_history_row
 
     writer = MetricWriter(ExpStore(store, create=True))
     for source in discover_sources([str(logdir)]):

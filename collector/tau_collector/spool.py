@@ -23,21 +23,25 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
 
 from .gojson import GoMap, format_time, marshal, parse_time
 from .metric_event import MetricEvent, NotCanonicalError, decode_canonical_ndjson
+from .sinks.base import Chunk
 
 __all__ = [
     "CHECKPOINT_SCHEMA_V1",
     "MANIFEST_SCHEMA_V1",
     "Checkpoint",
     "Manifest",
+    "Replayed",
     "SourceCheckpoint",
     "SpoolError",
     "Spool",
+    "advance",
     "write_file_atomic",
 ]
 
@@ -495,3 +499,85 @@ class Spool:
             return sorted(os.listdir(directory))
         except FileNotFoundError:
             return []
+
+
+# ---------------------------------------------------------------------------------------
+# the protocol: advancing a checkpoint by a manifest, and replay after a crash
+
+
+def advance(checkpoint: Checkpoint, manifest: Manifest) -> None:
+    """Move ``checkpoint`` past ``manifest`` (TauGrid's ``advanceCheckpoint``), checking that it continues it."""
+    if manifest.kind == "history":
+        source = checkpoint.sources.get(manifest.source_path)
+        if source is not None and (source.file_id != manifest.source_file_id or
+                                   source.offset != manifest.start_offset or
+                                   source.lines != manifest.start_lines or
+                                   source.prefix_sha256 != manifest.start_prefix_sha256):
+            raise SpoolError(f"durable manifest start does not match source checkpoint for "
+                             f"{manifest.source_path}")
+        if source is None and (manifest.start_offset or manifest.start_lines or manifest.start_prefix_sha256):
+            raise SpoolError(f"durable manifest starts after missing source checkpoint for "
+                             f"{manifest.source_path}")
+        checkpoint.sources[manifest.source_path] = SourceCheckpoint(
+            manifest.source_path, manifest.source_file_id, manifest.end_offset, manifest.prefix_sha256,
+            manifest.sequence, manifest.chunk_digest, manifest.end_lines, format_time(time.time_ns()),
+        )
+    else:
+        observation = manifest.source_file_id.removeprefix(COMPLETION_SOURCE_PREFIX)
+        if observation in checkpoint.terminals:
+            raise SpoolError(f"duplicate terminal observation {observation}")
+        checkpoint.terminals[observation] = (manifest.sequence, manifest.chunk_digest)
+    checkpoint.next_sequence += 1
+
+
+def _validate_acknowledged(checkpoint: Checkpoint, manifest: Manifest) -> None:
+    if manifest.kind == "history":
+        source = checkpoint.sources.get(manifest.source_path)
+        if source is None or source.sequence != manifest.sequence or \
+                source.chunk_digest != manifest.chunk_digest or source.offset < manifest.end_offset:
+            raise SpoolError(f"checkpoint does not acknowledge pending history chunk {manifest.sequence}")
+    else:
+        observation = manifest.source_file_id.removeprefix(COMPLETION_SOURCE_PREFIX)
+        if checkpoint.terminals.get(observation) != (manifest.sequence, manifest.chunk_digest):
+            raise SpoolError(f"checkpoint does not acknowledge pending terminal chunk {manifest.sequence}")
+
+
+@dataclass(slots=True)
+class Replayed:
+    """What a start found in the spool: whether a pending chunk was there, and what was re-delivered."""
+
+    pending: bool = False
+    chunks: int = 0
+    events: int = 0
+
+
+def replay(spool: Spool, checkpoint: Checkpoint, config_identity: str, deliver: Callable[[Chunk], None]) -> Replayed:
+    """TauGrid's start: re-deliver the non-finite files and the pending manifest, or drop it if acknowledged.
+
+    ``deliver`` hands a chunk to every sink and raises if one refuses it.
+    """
+    done = Replayed()
+    for path, key, events in spool.load_non_finite():
+        deliver(Chunk(0, "non_finite", key, b"", 0, tuple(events)))
+        remove_durable(path)
+    pending = spool.load_pending(config_identity)
+    if pending is None:
+        return done
+    done.pending = True
+    path, manifest, events = pending
+    if manifest.sequence < checkpoint.next_sequence:
+        _validate_acknowledged(checkpoint, manifest)
+        remove_durable(path)
+        return done
+    if manifest.sequence != checkpoint.next_sequence:
+        raise SpoolError(f"pending sequence {manifest.sequence} does not match checkpoint next "
+                         f"sequence {checkpoint.next_sequence}")
+    following = checkpoint.copy()
+    advance(following, manifest)
+    deliver(Chunk(manifest.sequence, manifest.kind, manifest.chunk_digest, manifest.ndjson, manifest.event_count,
+                  events=tuple(events)))
+    following.save(spool.checkpoint_path)
+    checkpoint.adopt(following)
+    remove_durable(path)
+    done.chunks, done.events = 1, len(events)
+    return done

@@ -13,7 +13,7 @@ from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_masked_crc32c
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from tau_collector.sources.tfrecord import (
+from tau_collector.sources.tf_record import (
     FOOTER_SIZE,
     HEADER_SIZE,
     StopReason,

@@ -25,7 +25,7 @@ from .. import progress
 from ..projection import RowError, history_step, metric_number
 from ..records import ProblemKind, SourceProblem
 from ..sources.jsonl import read_history_file
-from ..sources.tfevents import apply_tensorboard_purge, in_read_order, read_run
+from ..sources.run import apply_tensorboard_purge, in_read_order, read_run
 from .inputs import HistoryInput, RunInput, resolve_inputs
 
 log = logging.getLogger("tau_collector.dump")
