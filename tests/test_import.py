@@ -6,13 +6,12 @@ import json
 import math
 import shutil
 import sqlite3
-import sys
-import types
 from pathlib import Path
 
 import pytest
 
 from tau_collector.expstore.reader import StoreReader
+from tau_collector.limits import Limits
 from taunotebook import cli, importer
 from taunotebook.importer import discover_sources, import_paths, safe_run_id
 
@@ -169,8 +168,8 @@ def test_a_file_that_vanishes_before_it_is_read_is_reported_and_the_rest_importe
                                                                                   monkeypatch) -> None:
     logdir = _tensorboard(tmp_path)
     found = discover_sources([str(logdir)])
-    gone = Path(found[0].files[0])
-    monkeypatch.setattr(importer, "discover_sources", lambda paths: found)
+    gone = Path(found[0].files()[0])
+    monkeypatch.setattr(importer, "discover_sources", lambda paths, limits: found)
     gone.unlink()  # between discovery and reading: deleted by a cleanup job, a moved logdir...
     summary = import_paths([str(logdir)], tmp_path / "store")
     assert summary.corrupt_files == 1 and summary.runs == 1 and summary.points == 40
@@ -181,67 +180,22 @@ def test_a_file_that_vanishes_before_it_is_read_is_reported_and_the_rest_importe
     assert (again.runs, again.points, again.unchanged) == (1, 4, 1)
 
 
-def test_progress_without_tqdm_prints_plain_lines(sources, tmp_path: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setitem(sys.modules, "tqdm", None)
+def test_progress_counts_sources_bytes_and_points_on_stderr(sources, tmp_path: Path, capsys) -> None:
     import_paths([str(sources["jsonl"]), str(sources["tune"])], tmp_path / "store", progress=True)
-    err = capsys.readouterr().err
-    assert "import: file 1/3" in err and "import: file 3/3" in err
+    captured = capsys.readouterr()
+    size = sources["jsonl"].stat().st_size + sum(p.stat().st_size for p in sources["tune"].rglob("result.json"))
+    last = captured.err.strip().splitlines()[-1]
+    assert last.startswith(f"import: 3/3 sources, {size / 1024:.1f} KiB, 26 points (")
+    assert captured.out == ""
 
 
-def test_progress_bar_counts_bytes_and_files(sources, tmp_path: Path, monkeypatch) -> None:
-    # A stand-in for tqdm records what the bar is told, with or without tqdm installed.
-    bars, updates = [], []
-
-    class Bar:
-        def __init__(self, total, **kwargs) -> None:
-            self.total, self.kwargs, self.n, self.postfix, self.closed = total, kwargs, 0, "", False
-            bars.append(self)
-
-        def update(self, n) -> None:
-            self.n += n
-            updates.append(n)
-
-        def set_postfix_str(self, text, refresh=True) -> None:
-            self.postfix = text
-
-        def close(self) -> None:
-            self.closed = True
-
-    monkeypatch.setitem(sys.modules, "tqdm", types.SimpleNamespace(tqdm=Bar))
-    import_paths([str(sources["jsonl"]), str(sources["tb"])], tmp_path / "store", progress=True)
-    (bar,) = bars
-    sizes = sources["jsonl"].stat().st_size + sum(p.stat().st_size for p in sources["tb"].rglob("*tfevents*"))
-    assert bar.total == bar.n == sizes and bar.kwargs["unit"] == "B"
-    assert bar.postfix == "files 3/3" and bar.closed
-    assert len(updates) == 3
-
-
-def test_small_blocks_move_the_bar_and_a_grown_run_adds_only_its_new_points(sources, tmp_path: Path,
-                                                                           monkeypatch) -> None:
-    updates = []
-
-    class Bar:
-        def __init__(self, total, **kwargs) -> None:
-            self.total = total
-
-        def update(self, n) -> None:
-            updates.append(n)
-
-        def set_postfix_str(self, text, refresh=True) -> None:
-            pass
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setitem(sys.modules, "tqdm", types.SimpleNamespace(tqdm=Bar))
-    monkeypatch.setattr(importer, "BLOCK_BYTES", 300)
+def test_small_batches_and_a_grown_run_adds_only_its_new_points(sources, tmp_path: Path) -> None:
     train = sources["tb"] / "exp1" / "train"
-    summary = import_paths([str(train)], tmp_path / "store", progress=True)
+    summary = import_paths([str(train)], tmp_path / "store", limits=Limits(batch_bytes=300))
     size = sum(p.stat().st_size for p in train.iterdir())
     before = _table_counts(tmp_path / "store")
     blocks = before["metric_files"]
-    assert summary.points == 40 and blocks >= size // 300 and len(updates) == blocks
-    assert sum(updates) == size
+    assert summary.points == 40 and blocks >= size // 300
     assert before["summaries"][0][2:5] == (40, 40, 0)
     # The run goes on in a new event file: importing again reads the run, finds the blocks of the first
     # file already written, and adds the new file's points only.
@@ -326,23 +280,23 @@ def _append_frames(target: Path, source: Path) -> None:
 
 
 @pytest.mark.parametrize("block_bytes", [300, 8 * 1024 * 1024])
-def test_a_grown_event_file_and_a_grown_history_file_import_only_their_new_points(tmp_path: Path, monkeypatch,
+def test_a_grown_event_file_and_a_grown_history_file_import_only_their_new_points(tmp_path: Path,
                                                                                   block_bytes) -> None:
-    monkeypatch.setattr(importer, "BLOCK_BYTES", block_bytes)
+    limits = Limits(batch_bytes=block_bytes)
     run = tmp_path / "logdir" / "run"
     path = write_tensorboardx(run, [("loss", s, 1.0 / (s + 1), T0 + s) for s in range(40)])
     history = tmp_path / "logdir" / "history.jsonl"
     history.write_text("".join(json.dumps({"_step": s, "_timestamp": T0 + s, "reward": s}) + "\n" for s in range(10))
                        + '{"_step": 10, "_timestamp": 1700000010, "reward": 10}')  # no newline yet: being written
     store = tmp_path / "store"
-    first = import_paths([str(tmp_path / "logdir")], store)
+    first = import_paths([str(tmp_path / "logdir")], store, limits=limits)
     assert first.points == 40 + 11
     later = write_tensorboardx(tmp_path / "later", [("loss", s, 1.0 / (s + 1), T0 + s) for s in range(40, 70)])
     _append_frames(path, later)
     with open(history, "a") as fh:
         fh.write("\n" + "".join(json.dumps({"_step": s, "_timestamp": T0 + s, "reward": s}) + "\n"
                                 for s in range(11, 15)))
-    again = import_paths([str(tmp_path / "logdir")], store)
+    again = import_paths([str(tmp_path / "logdir")], store, limits=limits)
     # The line that had no newline yet is read again (it may have been incomplete); all else only once.
     assert (again.points, again.unchanged, again.rejected_rows) == (30 + 5, 0, 0)
     counts = {row[1]: row[2:5] for row in _table_counts(store)["summaries"]}
@@ -350,7 +304,7 @@ def test_a_grown_event_file_and_a_grown_history_file_import_only_their_new_point
     reader = StoreReader(store)
     assert reader.rows("run", "loss").step.tolist() == list(range(70))
     assert reader.rows("history", "reward").step.tolist() == list(range(15))
-    third = import_paths([str(tmp_path / "logdir")], store)
+    third = import_paths([str(tmp_path / "logdir")], store, limits=limits)
     assert (third.points, third.unchanged) == (0, 2)
 
 
@@ -406,7 +360,7 @@ def _projection_path_store(logdir: Path, store: Path) -> None:
                                   tags={"import.kind": "tensorboard"})
         run = TensorBoardRun(source.location, "", metric_file_id(source.location))
         memory = RunMemory()
-        for n, segment in enumerate(source.files):
+        for n, segment in enumerate(source.files()):
             batch = read_segment(run, segment, memory=memory)
             projector = Projector(config, history_path=segment, metric_file_id=run.metric_file_id,
                                   metric_file_path=run.directory)
@@ -432,10 +386,9 @@ def _stored(store: Path) -> tuple[list, list, list]:
 
 
 @pytest.mark.parametrize("block_bytes", [200, 8 * 1024 * 1024])
-def test_bulk_import_stores_what_the_projection_path_stores(tmp_path: Path, monkeypatch, block_bytes) -> None:
+def test_bulk_import_stores_what_the_projection_path_stores(tmp_path: Path, block_bytes) -> None:
     logdir = _odd_run(tmp_path)
-    monkeypatch.setattr(importer, "BLOCK_BYTES", block_bytes)
-    summary = import_paths([str(logdir)], tmp_path / "bulk")
+    summary = import_paths([str(logdir)], tmp_path / "bulk", limits=Limits(batch_bytes=block_bytes))
     _projection_path_store(logdir, tmp_path / "reference")
     bulk, reference = _stored(tmp_path / "bulk"), _stored(tmp_path / "reference")
     assert len(bulk[0]) == 54  # 60 scalars - 10 "_private" + 1 valid odd + 2 in one event + 1 tensor

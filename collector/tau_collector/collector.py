@@ -361,7 +361,7 @@ class Collector:
         path = source_input.path
         batch = projected.batch
         start, end = batch.start, batch.end
-        lines, non_finite = projected.lines, projected.non_finite
+        non_finite = projected.non_finite
         self._report(projected.problems)
         start_prefix = prefix.hexdigest() if start.offset else ""
         end_prefix = running.hexdigest()
@@ -372,10 +372,11 @@ class Collector:
             self._deliver(Chunk(0, "non_finite", key, b"", 0, tuple(non_finite)))
         pending_path = None
         following = checkpoint.copy()
-        if lines:
+        if projected.event_count:
             manifest = Manifest(
                 config_identity=self.config_identity, kind="history", sequence=checkpoint.next_sequence,
-                source_path=path, source_file_id=source_file_id, ndjson=b"".join(lines), event_count=len(lines),
+                source_path=path, source_file_id=source_file_id, ndjson=projected.take_ndjson(),
+                event_count=projected.event_count,
                 start_offset=start.offset, end_offset=end.offset, start_lines=start.records, end_lines=end.records,
                 start_prefix_sha256=start_prefix, prefix_sha256=end_prefix,
             ).seal()
@@ -396,7 +397,7 @@ class Collector:
         if pending_path:
             remove_durable(pending_path)
             self.result.chunks += 1
-            self.result.events += len(lines)
+            self.result.events += projected.event_count
         if nonfinite_path:
             remove_durable(nonfinite_path)
 

@@ -33,7 +33,7 @@ class Limits:
     batch); ``batch_records``: history lines or event records per batch; ``max_line_bytes``: the
     longest line or record read; ``max_depth``: the deepest nesting flattened into metric names."""
 
-    batch_bytes: int = 1024 * 1024
+    batch_bytes: int = 512 * 1024
     batch_records: int = 20_000
     max_line_bytes: int = 16 * 1024 * 1024
     max_depth: int = 32

@@ -25,11 +25,19 @@ __all__ = ["Pipeline", "ProjectedBatch"]
 
 @dataclass(slots=True)
 class ProjectedBatch:
+    """``ndjson`` holds ``event_count`` canonical lines (empty without lines)."""
+
     batch: Batch
-    lines: list[bytes]
+    ndjson: bytes | bytearray
+    event_count: int
     non_finite: list[MetricEvent]
     points: PointColumns | None
     rejected: list[SourceProblem] = field(default_factory=list)
+
+    def take_ndjson(self) -> bytes:
+        """The lines as bytes, letting go of the buffer they were built in."""
+        ndjson, self.ndjson = bytes(self.ndjson), b""
+        return ndjson
 
     @property
     def problems(self) -> list[SourceProblem]:
@@ -65,11 +73,13 @@ class Pipeline:
     def project(self, source: Source, batch: Batch) -> ProjectedBatch:
         projector = self.projector(source, batch.input)
         if batch.columns is not None:
-            projected, errors, points = project_scalar_columns(projector, batch.columns, points=self.points)
+            projected, errors, points = project_scalar_columns(projector, batch.columns, points=self.points,
+                                                               joined=True)
         else:
-            projected, errors = projector.project_rows(batch.rows, points=self.points)
+            projected, errors = projector.project_rows(batch.rows, points=self.points, joined=True)
             points = point_columns(projector, projected.points)
         path = batch.input.path
         rejected = [SourceProblem(path, ProblemKind.BAD_ROW, str(exc), line=row.line, offset=row.offset)
                     for row, exc in errors]
-        return ProjectedBatch(batch, projected.lines, projected.non_finite, points, rejected)
+        assert projected.ndjson is not None
+        return ProjectedBatch(batch, projected.ndjson, projected.line_count, projected.non_finite, points, rejected)

@@ -98,6 +98,21 @@ class Projected:
     events: list[MetricEvent]
     non_finite: list[MetricEvent]
     points: PointLists | None = None
+    # With ``joined``, the lines are moved here as they are made, one buffer instead of a bytes object
+    # per line (tens of megabytes less for a large batch); ``lines`` is then empty.
+    ndjson: bytearray | None = None
+    joined_count: int = 0
+
+    @property
+    def line_count(self) -> int:
+        return self.joined_count + len(self.lines)
+
+    def join_lines(self) -> None:
+        """Move the lines made so far into ``ndjson``."""
+        if self.ndjson is not None and self.lines:
+            self.ndjson += b"".join(self.lines)
+            self.joined_count += len(self.lines)
+            self.lines.clear()
 
 
 @dataclass(slots=True)
@@ -370,14 +385,17 @@ class Projector:
         self._project_into(row, out)
         return out
 
-    def project_rows(self, rows: Iterable[HistoryRow], *, points: bool = False
+    def project_rows(self, rows: Iterable[HistoryRow], *, points: bool = False, joined: bool = False
                      ) -> tuple[Projected, list[tuple[HistoryRow, RowError]]]:
         """Project many rows; a bad row is returned with its error and does not stop the others.
 
-        ``points`` also lists the finite points in :attr:`Projected.points`."""
-        out = Projected([], [], [], PointLists() if points else None)
+        ``points`` also lists the finite points in :attr:`Projected.points`; ``joined`` collects the
+        lines in :attr:`Projected.ndjson`."""
+        out = Projected([], [], [], PointLists() if points else None, bytearray() if joined else None)
         errors: list[tuple[HistoryRow, RowError]] = []
-        for row in rows:
+        for index, row in enumerate(rows):
+            if joined and not index % 1024:
+                out.join_lines()
             mark = (len(out.lines), len(out.events), len(out.non_finite), len(out.points or ()))
             try:
                 self._project_into(row, out)
@@ -387,6 +405,7 @@ class Projector:
                 if out.points is not None:
                     out.points.truncate(mark[3])
                 errors.append((row, exc))
+        out.join_lines()
         return out, errors
 
     def metric_pieces(self, raw_key: str) -> MetricPieces | None:

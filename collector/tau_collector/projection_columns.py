@@ -93,29 +93,29 @@ def _columns(projector: Projector, keys: list[str], key: np.ndarray, step: np.nd
                         sets, key, step, wall_us, value, line)
 
 
-def project_scalar_columns(projector: Projector, cols: ScalarColumns, *, points: bool = False
+def project_scalar_columns(projector: Projector, cols: ScalarColumns, *, points: bool = False, joined: bool = False
                            ) -> tuple[Projected, list[tuple[HistoryRow, RowError]], PointColumns | None]:
     """Project an event-file batch: (lines and non-finite observations, rejected rows, points).
 
-    Lines are built when the projector has ``with_lines``; ``points`` also returns the finite
-    points as columns.
+    Lines are built when the projector has ``with_lines`` (collected in ``ndjson`` with
+    ``joined``); ``points`` also returns the finite points as columns.
     """
     if not len(cols):
-        return Projected([], [], []), [], None
+        return Projected([], [], [], None, bytearray() if joined else None), [], None
     ordinary = (cols.step >= 0) & (cols.wall_time > _MIN_WALL) & (cols.wall_time < _MAX_WALL)
     if not ordinary.all():
         rows = [HistoryRow({"_step": step, "_timestamp": wall, cols.names[metric]: value}, record, offset)
                 for metric, step, wall, value, record, offset in zip(
                     cols.metric.tolist(), cols.step.tolist(), cols.wall_time.tolist(), cols.value.tolist(),
                     cols.record.tolist(), cols.offset.tolist(), strict=True)]
-        projected, errors = projector.project_rows(rows, points=points)
+        projected, errors = projector.project_rows(rows, points=points, joined=joined)
         return projected, errors, point_columns(projector, projected.points)
     pieces = [projector.metric_pieces(name) for name in cols.names]
     is_metric = np.array([p is not None for p in pieces] + [False], dtype=bool)
     finite = np.isfinite(cols.value)
     keep = np.flatnonzero(is_metric[cols.metric] & finite)
     odd = np.flatnonzero(is_metric[cols.metric] & ~finite)
-    out = Projected([], [], [])
+    out = Projected([], [], [], None, bytearray() if joined else None)
     wall_us = (cols.wall_time * 1e6).astype(np.int64)  # int(seconds * 1e6), as the projection
     if odd.size:
         # Non-finite values become observations through the row path (rare; they need event ids).
@@ -124,8 +124,8 @@ def project_scalar_columns(projector: Projector, cols: ScalarColumns, *, points:
                            int(cols.offset[i])) for i in odd.tolist()]
         out.non_finite = projector.project_rows(rows)[0].non_finite
     if projector.with_lines and keep.size:
-        out.lines = _lines(projector, pieces, cols.metric[keep], cols.step[keep], wall_us[keep] * 1000,
-                           cols.value[keep], cols.record[keep])
+        _lines(out, projector, pieces, cols.metric[keep], cols.step[keep], wall_us[keep] * 1000, cols.value[keep],
+               cols.record[keep])
     columns = None
     if points and keep.size:
         columns = _columns(projector, cols.names, cols.metric[keep], cols.step[keep], wall_us[keep],
@@ -133,16 +133,18 @@ def project_scalar_columns(projector: Projector, cols: ScalarColumns, *, points:
     return out, [], columns
 
 
-def _lines(projector: Projector, pieces: list, metric: np.ndarray, step: np.ndarray, wall_ns: np.ndarray,
-           value: np.ndarray, record: np.ndarray) -> list[bytes]:
-    """The canonical NDJSON line of every point, as :meth:`Projector.project_rows` writes it."""
+def _lines(out: Projected, projector: Projector, pieces: list, metric: np.ndarray, step: np.ndarray,
+           wall_ns: np.ndarray, value: np.ndarray, record: np.ndarray) -> None:
+    """The canonical NDJSON line of every point, as :meth:`Projector.project_rows` writes it, into ``out``."""
     sha256 = hashlib.sha256
     time_text = projector.time_text
     head = '{"schema_version":"' + METRIC_EVENT_SCHEMA_V1 + '","event_id":"metric-'
-    lines = []
+    lines = out.lines
     append = lines.append
-    for code, s, ns, v, r in zip(metric.tolist(), step.tolist(), wall_ns.tolist(), value.tolist(), record.tolist(),
-                                 strict=True):
+    for n, (code, s, ns, v, r) in enumerate(zip(metric.tolist(), step.tolist(), wall_ns.tolist(), value.tolist(),
+                                                record.tolist(), strict=True)):
+        if not n % 4096:
+            out.join_lines()
         p = pieces[code]
         step_time = f',"step":{s},"wall_time":"{time_text(ns)}"'
         number = repr(v)
@@ -152,4 +154,4 @@ def _lines(projector: Projector, pieces: list, metric: np.ndarray, step: np.ndar
             number = number[:-2]
         append(f'{head}{sha256(f"{p.identity_head}{step_time}}}".encode()).hexdigest()}{p.line_head}{step_time}'
                f',"value":{number}{p.line_tags_head}"{r}"{p.line_tags_tail}'.encode())
-    return lines
+    out.join_lines()

@@ -23,12 +23,12 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import orjson
 
-from .gojson import GoMap, format_time, marshal, parse_time
+from .gojson import GoMap, RawJSON, format_time, marshal, parse_time
 from .metric_event import MetricEvent, NotCanonicalError, decode_canonical_ndjson
 from .sinks.base import Chunk
 
@@ -57,15 +57,18 @@ class SpoolError(RuntimeError):
     """The spool or checkpoint cannot be trusted; the message says which file and what to do."""
 
 
-def write_file_atomic(path: str, data: bytes, *, mode: int = 0o644) -> None:
+def write_file_atomic(path: str, data: bytes | Iterable[bytes], *, mode: int = 0o644) -> None:
     """TauGrid's ``WriteFileAtomic``: temp file ``.<name>.tmp-*`` beside it, fsync, rename; then
-    fsync the directory so the rename itself survives a crash."""
+    fsync the directory so the rename itself survives a crash. ``data`` may come in pieces."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".tmp-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            if isinstance(data, bytes | bytearray | memoryview):
+                handle.write(data)
+            else:
+                handle.writelines(data)
             handle.flush()
             os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
@@ -250,6 +253,10 @@ class Checkpoint:
 # ---------------------------------------------------------------------------------------
 # pending manifests
 
+# Marks where the base64 payload goes (a raw NUL never appears in marshalled JSON: strings escape it).
+_PAYLOAD_SLOT = RawJSON("\0")
+_PAYLOAD_PIECE = 3 << 20
+
 _MANIFEST_FIELDS = (
     "schema_version", "manifest_digest", "chunk_digest", "config_identity", "kind", "sequence",
     "source_path", "source_file_id", "start_offset", "end_offset", "start_lines", "end_lines",
@@ -276,6 +283,7 @@ class Manifest:
     prefix_sha256: str = ""
     chunk_digest: str = ""
     manifest_digest: str = ""
+    payload_pieces: list[bytes] | None = field(default=None, repr=False, compare=False)
 
     def _document(self, manifest_digest: str) -> dict[str, object]:
         doc: dict[str, object] = {
@@ -297,8 +305,26 @@ class Manifest:
         if self.prefix_sha256:
             doc["prefix_sha256"] = self.prefix_sha256
         doc["event_count"] = self.event_count
-        doc["ndjson"] = self.ndjson
+        doc["ndjson"] = _PAYLOAD_SLOT
         return doc
+
+    def _frame(self, manifest_digest: str, indent: str | None) -> tuple[bytes, bytes]:
+        """The document's JSON before and after its base64 payload, marshalled without the payload
+        (tens of megabytes for a large chunk: it is encoded a piece at a time, never held whole)."""
+        head, tail = marshal(self._document(manifest_digest), indent=indent).split(b"\0")
+        return head + b'"', b'"' + tail
+
+    def _payload(self) -> list[bytes]:
+        """base64 of ``ndjson`` in pieces (slices of a multiple of 3 bytes encode to exact prefixes),
+        encoded once for the digest and the file; :meth:`release` lets them go."""
+        if self.payload_pieces is None:
+            view = memoryview(self.ndjson)
+            self.payload_pieces = [base64.b64encode(view[start:start + _PAYLOAD_PIECE])
+                                   for start in range(0, len(view), _PAYLOAD_PIECE)]
+        return self.payload_pieces
+
+    def release(self) -> None:
+        self.payload_pieces = None
 
     def seal(self) -> Manifest:
         """Fill in both digests (chunk: sha256 of the NDJSON; manifest: of its compact JSON)."""
@@ -307,10 +333,22 @@ class Manifest:
         return self
 
     def compute_manifest_digest(self) -> str:
-        return hashlib.sha256(marshal(self._document(""))).hexdigest()
+        head, tail = self._frame("", None)
+        digest = hashlib.sha256(head)
+        for piece in self._payload():
+            digest.update(piece)
+        digest.update(tail)
+        return digest.hexdigest()
 
     def to_bytes(self) -> bytes:
-        return marshal(self._document(self.manifest_digest), indent="  ") + b"\n"
+        return b"".join(self.to_pieces())
+
+    def to_pieces(self) -> Iterator[bytes]:
+        """:meth:`to_bytes` in pieces, for writing without a copy of the whole payload."""
+        head, tail = self._frame(self.manifest_digest, "  ")
+        yield head
+        yield from self._payload()
+        yield tail + b"\n"
 
     @property
     def file_name(self) -> str:
@@ -446,7 +484,8 @@ class Spool:
 
     def write_pending(self, manifest: Manifest) -> str:
         path = os.path.join(self.pending_dir, manifest.file_name)
-        write_file_atomic(path, manifest.to_bytes())
+        write_file_atomic(path, manifest.to_pieces())
+        manifest.release()
         return path
 
     def load_pending(self, config_identity: str) -> tuple[str, Manifest, list[MetricEvent]] | None:
