@@ -177,8 +177,8 @@ class StoreImport:
         for final in (False, True):
             while True:
                 batch = source.read(source_input, position, final=final, prefix_hash=None if final else running)
-                if not final:
-                    batch.problems = [p for p in batch.problems if p.kind != ProblemKind.TRUNCATED]
+                if not final:  # what lies past the batch's end is read again, as complete, right after
+                    batch.problems = [p for p in batch.problems if p.offset is None or p.offset < batch.end.offset]
                 self._deliver(pipeline, source, identity, batch, problems, metrics)
                 read += batch.consumed
                 self._on_bytes(batch.consumed)

@@ -277,10 +277,9 @@ def block_problems(path: str, block: Block, records: int, *, final: bool,
         if final:
             return ProblemKind.CORRUPT, [SourceProblem(
                 path, ProblemKind.CORRUPT,
-                f"the run is complete but its event file ends inside a record: {block.message}; "
-                f"a header that claims more bytes than the file holds ({block.claimed} claimed, "
-                f"{block.available} present) is a damaged or cut file. Records before byte "
-                f"{block.checkpoint} were read",
+                f"the run is complete but its event file ends inside a record: the frame at byte "
+                f"{block.checkpoint} needs {block.claimed} bytes and the file holds {block.available} from there, "
+                f"so the file was cut or its header is damaged. Records before byte {block.checkpoint} were read",
                 line=records + 1, offset=block.checkpoint)]
         return stop.value, [SourceProblem(path, ProblemKind.TRUNCATED, block.message, line=records + 1,
                                           offset=block.checkpoint)]
