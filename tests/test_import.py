@@ -399,3 +399,105 @@ def test_bulk_import_stores_what_the_projection_path_stores(tmp_path: Path, bloc
     assert any("_timestamp: must be finite epoch seconds" in p for p in summary.problems)
     run = StoreReader(tmp_path / "bulk").run("run")
     assert run.state == "succeeded" and "_private" not in run.metric_names and "loss" in run.metric_names
+
+
+# --- one pipeline: a sidecar and an import make the same store ------------------------------------------------------
+
+
+def _rows_and_summaries(store: Path) -> tuple[dict, list]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.concat_tables(pq.read_table(p) for p in sorted((store / "metrics").rglob("*.parquet")))
+    rows: dict = {}
+    for row in table.select(["run_id", "metric_name", "step", "wall_time", "value"]).to_pylist():
+        rows.setdefault((row["run_id"], row["metric_name"]), []).append(
+            (row["step"], row["wall_time"], repr(row["value"])))
+    with sqlite3.connect(store / "index.sqlite") as conn:
+        summaries = conn.execute(
+            "SELECT run_id, metric_name, count, finite_count, non_finite_count, min_step, max_step, latest_step, "
+            "latest_wall_time, latest_value, min_value, max_value FROM metric_summaries ORDER BY run_id, metric_name"
+        ).fetchall()
+    return {key: sorted(points) for key, points in rows.items()}, summaries
+
+
+def test_collect_and_import_make_the_same_store_from_the_same_files(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "logs" / "train"
+    write_tensorboardx(run_dir, [(tag, s, (s % 7) / (s + 1), T0 + s / 3) for s in range(900) for tag in ("a", "b")]
+                       + [("a", 900, float("nan"), T0 + 400)])
+    history = tmp_path / "logs" / "history.jsonl"
+    history.write_text("".join(json.dumps({"_step": s, "_timestamp": T0 + s + 0.125, "reward": s * 2,
+                                           "loss": 1 / (s + 1)}) + "\n" for s in range(3000))
+                       + '{"_step": 3000, "_timestamp": 1790000000, "loss": NaN}\n')
+    summary = import_paths([str(tmp_path / "logs")], tmp_path / "imported", limits=Limits(batch_bytes=8192))
+    assert summary.run_ids == ["history", "train"] and summary.points == 1800 + 6000
+    for run_id, source in (("train", ["--tfevents", str(run_dir)]), ("history", ["--history", str(history)])):
+        proc = subprocess.run([sys.executable, "-m", "tau_collector", "collect", "--run", run_id, "--project", "default",
+                               "--experiment", "imported", "--group", "imported", "--out", str(tmp_path / run_id),
+                               *source, "--store", str(tmp_path / "collected"), "--batch-bytes", "5000"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["chunks"] > 5
+    collected, imported = _rows_and_summaries(tmp_path / "collected"), _rows_and_summaries(tmp_path / "imported")
+    assert sum(map(len, imported[0].values())) == 1801 + 6001
+    assert collected == imported
+
+
+# --- run ids ------------------------------------------------------------------------------------------------------
+
+
+def test_sources_that_derive_one_id_are_told_apart_by_a_hash_of_their_path(tmp_path: Path, capsys) -> None:
+    for name in ("Exp 1", "exp-1"):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        (tmp_path / "runs" / name / "history.jsonl").write_text(
+            json.dumps({"_step": 0, "_timestamp": T0, "loss": 1.0}) + "\n")
+    deep = tmp_path / "runs" / "/".join(["level-of-a-very-deep-tree"] * 12)
+    deep.mkdir(parents=True)
+    write_tensorboardx(deep, [("loss", 0, 1.0, T0)])
+    found = discover_sources([str(tmp_path / "runs")])
+    ids = [run.run_id for run in found]
+    assert len(set(ids)) == 3
+    assert ids[0].startswith("exp-1-history-") and ids[1].startswith("exp-1-history-") and ids[0] != ids[1]
+    assert len(ids[2]) <= 200 and ids[2].startswith("level-of-a-very-deep-tree-level")
+    # Deterministic: the same sources give the same ids, whatever else is imported beside them.
+    assert [r.run_id for r in discover_sources([str(tmp_path / "runs")])] == ids
+    assert [r.run_id for r in discover_sources([str(deep)])] == ["level-of-a-very-deep-tree"]
+    assert cli.main(["import", str(tmp_path / "runs"), "--store", str(tmp_path / "store"), "-q"]) == 0
+    out = capsys.readouterr().out
+    for run in found:
+        assert f"{run.location} -> {run.run_id}\n" in out
+    assert "imported 3 runs" in out
+    assert {r.run_id for r in StoreReader(tmp_path / "store").runs()} == set(ids)
+
+
+# --- Ray Tune wall times ----------------------------------------------------------------------------------------------
+
+
+def test_tune_trials_keep_the_sub_second_wall_times_of_their_event_file(tmp_path: Path) -> None:
+    from tensorboardX import SummaryWriter
+
+    trial = tmp_path / "exp" / "trainable_0_lr=0.1"
+    trial.mkdir(parents=True)
+    walls = [T0 + 0.515, T0 + 0.672, T0 + 0.809, T0 + 1.947]
+    # What Ray's TBXLoggerCallback writes (the step is training_iteration, timestamp/time_total_s/
+    # training_iteration are left out), beside result.json as Tune writes it; seen in a real Tune run.
+    writer = SummaryWriter(str(trial), flush_secs=3600)
+    rows = []
+    for i, wall in enumerate(walls, 1):
+        took = 0.13 + i / 1000
+        for tag, value in (("ray/tune/mean_loss", 0.1 / i), ("ray/tune/time_this_iter_s", took)):
+            writer.add_scalar(tag, value, global_step=i, walltime=wall)
+        rows.append({"mean_loss": 0.1 / i, "timestamp": int(wall), "done": False, "training_iteration": i,
+                     "trial_id": "b6f52_00000", "date": "2026-12-01_11-46-02", "time_this_iter_s": took,
+                     "time_total_s": took * i, "pid": 1, "hostname": "vm", "node_ip": "192.0.2.2",
+                     "config": {"lr": 0.1}, "time_since_restore": took * i, "iterations_since_restore": i})
+    writer.close()
+    rows[3]["time_this_iter_s"] = 5.0  # a row whose event does not match keeps Tune's whole second
+    (trial / "result.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    import_paths([str(tmp_path / "exp")], tmp_path / "store")
+    stored = StoreReader(tmp_path / "store").rows("trainable_0_lr-0.1", "mean_loss")
+    assert stored.step.tolist() == [1, 2, 3, 4]
+    assert stored.wall_time.tolist() == [int(w * 1e6) for w in walls[:3]] + [int(walls[3]) * 1_000_000]
