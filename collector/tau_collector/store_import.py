@@ -86,6 +86,12 @@ class ImportSummary:
         return text
 
 
+def _about_the_tail(problem: SourceProblem, batch: Batch) -> bool:
+    """A problem about the unfinished end of a file (a cut record, a line with no end yet)."""
+    return problem.kind in (ProblemKind.TRUNCATED, ProblemKind.BAD_ROW) and problem.offset is not None \
+        and problem.offset >= batch.end.offset
+
+
 def _size(path: str) -> int:
     try:
         return os.path.getsize(path)
@@ -177,8 +183,8 @@ class StoreImport:
         for final in (False, True):
             while True:
                 batch = source.read(source_input, position, final=final, prefix_hash=None if final else running)
-                if not final:  # what lies past the batch's end is read again, as complete, right after
-                    batch.problems = [p for p in batch.problems if p.offset is None or p.offset < batch.end.offset]
+                if not final:  # a tail past the batch's end is read again, as complete, right after
+                    batch.problems = [p for p in batch.problems if not _about_the_tail(p, batch)]
                 self._deliver(pipeline, source, identity, batch, problems, metrics)
                 read += batch.consumed
                 self._on_bytes(batch.consumed)
