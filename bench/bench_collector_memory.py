@@ -8,7 +8,7 @@ Inputs, generated in a temporary directory:
   file whose fourth frame header claims 2**60 bytes, a W&B run whose rows nest 1000 levels deep.
 
 Each command runs as a subprocess of this interpreter (interpreter start and imports included) under
-a wrapper that reports its own peak RSS (``ru_maxrss``); TensorBoard's ``EventFileLoader`` reads the
+a wrapper that reports its own peak RSS (``VmHWM``); TensorBoard's ``EventFileLoader`` reads the
 same event file in this process, in the same run, as the throughput baseline. ``--code DIR`` runs the
 commands from another checkout (``DIR/collector`` and ``DIR`` first on ``PYTHONPATH``), for a
 before/after comparison on the same machine state.
@@ -33,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 T0 = 1_790_000_000.0
 WRAPPER = """
-import resource, runpy, sys
+import runpy, sys
 sys.argv = sys.argv[1:]
 code = 0
 try:
@@ -42,7 +42,9 @@ except SystemExit as exc:
     code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
 except MemoryError:
     code = 99
-sys.stderr.write("\\npeak-rss-kib %d\\n" % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forking parent.
+peak = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
+sys.stderr.write("\\npeak-rss-kib %s\\n" % peak)
 sys.exit(code)
 """
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from .completion import (
     RUN_STATUS_METRIC,
+    TERMINAL_DRAIN_GRACE,
     Completion,
     CompletionError,
     cancellation_observation_id,
@@ -62,8 +63,6 @@ __all__ = ["CollectorError", "CollectorOptions", "CollectorResult", "Collector"]
 TAU_WORKSPACE_TAG = "tau_workspace"
 TAU_NAMESPACE_TAG = "tau_namespace"
 TAU_CLUSTER_TAG = "tau_cluster"
-# TauGrid waits at most this long for the workload's completion file after a signal.
-TERMINAL_DRAIN_GRACE = 30.0
 
 
 class CollectorError(RuntimeError):

@@ -20,9 +20,6 @@ from dataclasses import dataclass, fields
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "LimitsError", "add_arguments", "from_args"]
 
-ENV_PREFIX = "TAU_COLLECTOR_"
-
-
 class LimitsError(ValueError):
     """A limit given on the command line or in the environment is not a positive integer."""
 
@@ -41,11 +38,15 @@ class Limits:
 
 DEFAULT_LIMITS = Limits()
 
-_FLAGS = {
-    "batch_bytes": ("--batch-bytes", "source bytes read per batch, each delivered as one chunk"),
-    "batch_records": ("--batch-records", "history lines or event-file records per batch"),
-    "max_line_bytes": ("--max-line-bytes", "a longer history line or event record is skipped and reported"),
-    "max_depth": ("--max-depth", "nested W&B/Tune values deeper than this are dropped and counted"),
+_FLAGS = {  # field: (flag, environment variable, help)
+    "batch_bytes": ("--batch-bytes", "TAU_COLLECTOR_BATCH_BYTES",
+                    "source bytes read per batch, each delivered as one chunk"),
+    "batch_records": ("--batch-records", "TAU_COLLECTOR_BATCH_RECORDS",
+                      "history lines or event-file records per batch"),
+    "max_line_bytes": ("--max-line-bytes", "TAU_COLLECTOR_MAX_LINE_BYTES",
+                       "a longer history line or event record is skipped and reported"),
+    "max_depth": ("--max-depth", "TAU_COLLECTOR_MAX_DEPTH",
+                  "nested W&B/Tune values deeper than this are dropped and counted"),
 }
 
 
@@ -62,8 +63,7 @@ def _positive(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The four limit flags; each falls back to ``TAU_COLLECTOR_<NAME>`` and then its default."""
     for field in fields(Limits):
-        flag, text = _FLAGS[field.name]
-        env = ENV_PREFIX + field.name.upper()
+        flag, env, text = _FLAGS[field.name]
         parser.add_argument(flag, type=_positive, metavar="N", dest=field.name,
                             help=f"{text} (default {field.default}) [${env}]")
 
@@ -75,7 +75,7 @@ def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None
     for field in fields(Limits):
         value = getattr(args, field.name, None)
         if value is None:
-            env = ENV_PREFIX + field.name.upper()
+            env = _FLAGS[field.name][1]
             raw = environ.get(env, "").strip()
             if raw:
                 try:

@@ -24,6 +24,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..completion import RUN_STATUS_METRIC
 from ..gojson import format_time
 from ..metric_event import MetricEvent
 from . import schema
@@ -42,7 +43,6 @@ __all__ = [
     "store_summary",
 ]
 
-RUN_STATUS_METRIC = "tau/run_status"
 RUN_STATUS_STATES = {1.0: "succeeded", -1.0: "failed", -2.0: "cancelled"}
 RUN_STATE_RUNNING = "running"
 RUN_STATE_COMPLETED = "completed"  # TauGrid's other succeeded-like state: ended, no verdict of its own
