@@ -462,24 +462,19 @@ class Projector:
                     raise RowError(
                         f"project metric {encode_string(raw_key)}: wall_time is invalid: {exc}"
                     ) from None
-            if value - value == 0.0 and not with_lines:
-                if points is not None:
-                    points.keys.append(raw_key)
-                    points.steps.append(step)
-                    points.walls.append(wall_ns)
-                    points.values.append(value)
-                    points.lines.append(row.line)
+            finite = value - value == 0.0
+            if finite and points is not None:
+                points.keys.append(raw_key)
+                points.steps.append(step)
+                points.walls.append(wall_ns)
+                points.values.append(value)
+                points.lines.append(row.line)
+            if finite and not with_lines:
                 continue
             # Strings in the fragments are already JSON-escaped (lone surrogates included),
             # so a plain UTF-8 encode cannot fail.
             event_id = "metric-" + sha256(f"{metric.identity_head}{step_time}}}".encode()).hexdigest()
-            if value - value == 0.0:
-                if points is not None:
-                    points.keys.append(raw_key)
-                    points.steps.append(step)
-                    points.walls.append(wall_ns)
-                    points.values.append(value)
-                    points.lines.append(row.line)
+            if finite:
                 number = repr(value)  # encode_float's fast path, inlined: this loop is the hot path
                 if "e" in number:
                     number = encode_float(value)
