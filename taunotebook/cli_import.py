@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import Sequence
 
+from tau_collector import limits as input_limits
 from tau_collector import logging_setup as logs
 from tau_collector import progress
 
@@ -30,7 +31,13 @@ EXAMPLES = """examples:
   taunotebook import runs/ -v --log-format json --no-progress 2>import-log.jsonl   # each source logged
 
 sources: TensorBoard event files (Tune trials included), W&B run folders (files/wandb-history.jsonl),
-Ray Tune trials (result.json: training_iteration is the step, timestamp the time), JSONL history files.
+Ray Tune trials (result.json: training_iteration is the step, the time from the trial's event file
+to the microsecond, else result.json's whole-second timestamp), JSONL history files.
+
+run ids: each source's path relative to PATH (PATH's own name when PATH is the source; a history file's
+name without .jsonl), lowercased, every run of characters other than a-z 0-9 . _ - made one '-', leading
+and trailing . _ - dropped. Sources that would share an id, and ids over 200 characters, end in '-'
+and 8 hex digits of SHA-256 of their absolute path. Each source -> run id is printed.
 The store defaults to <TAU_HOME>/store; see it with `taunotebook portal`.
 """
 
@@ -50,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--group", metavar="G", help="run group id (default: the experiment, else 'imported')")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar (same as --no-progress)")
     progress.add_argument(parser)
+    input_limits.add_arguments(parser.add_argument_group("memory bounds"))
     logs.add_arguments(parser)
     return parser
 
@@ -65,12 +73,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 validate_id(value, f"--{what}")
             except ValueError as exc:
                 parser.error(str(exc))
+    try:
+        limits = input_limits.from_args(args)
+    except input_limits.LimitsError as exc:
+        parser.error(str(exc))
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         parser.error(f"no such file or directory: {', '.join(missing)}")
     from .importer import discover_sources, import_paths
 
-    if not discover_sources(args.paths):
+    runs = discover_sources(args.paths, limits)
+    if not runs:
         parser.error("nothing to import: no event files, files/wandb-history.jsonl, result.json or *.jsonl under "
                      + ", ".join(args.paths))
     if args.store:
@@ -81,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = str(tau_home() / "store")
 
     def announce(source) -> None:
-        # through the log handler, which clears the tqdm bar around the line
+        # through the log handler, which clears the progress line around it
         log.info("importing", extra={"kind": source.kind, "source": str(source.location), "run": source.run_id})
 
     from tau_collector.expstore.store import StoreError, StoreReadOnlyError
@@ -90,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         summary = import_paths(args.paths, store, project=args.project, experiment=args.experiment,
                                group=args.group, progress=not args.quiet and progress.wanted(args.progress),
-                               on_source=announce)
+                               on_source=announce, limits=limits)
     except StoreReadOnlyError as exc:
         log.error(f"{exc}; import into a store you can write (--store DIR)")
         return 1
@@ -106,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     for problem in summary.problems:
         log.info(f"problem: {problem}")
+    for run in runs:
+        print(f"{run.location} -> {run.run_id}")
     print(summary.text())
     print(f"store: {store}")
     if summary.corrupt_files or summary.rejected_rows:

@@ -6,13 +6,12 @@ import json
 import math
 import shutil
 import sqlite3
-import sys
-import types
 from pathlib import Path
 
 import pytest
 
 from tau_collector.expstore.reader import StoreReader
+from tau_collector.limits import Limits
 from taunotebook import cli, importer
 from taunotebook.importer import discover_sources, import_paths, safe_run_id
 
@@ -169,8 +168,8 @@ def test_a_file_that_vanishes_before_it_is_read_is_reported_and_the_rest_importe
                                                                                   monkeypatch) -> None:
     logdir = _tensorboard(tmp_path)
     found = discover_sources([str(logdir)])
-    gone = Path(found[0].files[0])
-    monkeypatch.setattr(importer, "discover_sources", lambda paths: found)
+    gone = Path(found[0].files()[0])
+    monkeypatch.setattr(importer, "discover_sources", lambda paths, limits: found)
     gone.unlink()  # between discovery and reading: deleted by a cleanup job, a moved logdir...
     summary = import_paths([str(logdir)], tmp_path / "store")
     assert summary.corrupt_files == 1 and summary.runs == 1 and summary.points == 40
@@ -181,67 +180,22 @@ def test_a_file_that_vanishes_before_it_is_read_is_reported_and_the_rest_importe
     assert (again.runs, again.points, again.unchanged) == (1, 4, 1)
 
 
-def test_progress_without_tqdm_prints_plain_lines(sources, tmp_path: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setitem(sys.modules, "tqdm", None)
+def test_progress_counts_sources_bytes_and_points_on_stderr(sources, tmp_path: Path, capsys) -> None:
     import_paths([str(sources["jsonl"]), str(sources["tune"])], tmp_path / "store", progress=True)
-    err = capsys.readouterr().err
-    assert "import: file 1/3" in err and "import: file 3/3" in err
+    captured = capsys.readouterr()
+    size = sources["jsonl"].stat().st_size + sum(p.stat().st_size for p in sources["tune"].rglob("result.json"))
+    last = captured.err.strip().splitlines()[-1]
+    assert last.startswith(f"import: 3/3 sources, {size / 1024:.1f} KiB, 26 points (")
+    assert captured.out == ""
 
 
-def test_progress_bar_counts_bytes_and_files(sources, tmp_path: Path, monkeypatch) -> None:
-    # A stand-in for tqdm records what the bar is told, with or without tqdm installed.
-    bars, updates = [], []
-
-    class Bar:
-        def __init__(self, total, **kwargs) -> None:
-            self.total, self.kwargs, self.n, self.postfix, self.closed = total, kwargs, 0, "", False
-            bars.append(self)
-
-        def update(self, n) -> None:
-            self.n += n
-            updates.append(n)
-
-        def set_postfix_str(self, text, refresh=True) -> None:
-            self.postfix = text
-
-        def close(self) -> None:
-            self.closed = True
-
-    monkeypatch.setitem(sys.modules, "tqdm", types.SimpleNamespace(tqdm=Bar))
-    import_paths([str(sources["jsonl"]), str(sources["tb"])], tmp_path / "store", progress=True)
-    (bar,) = bars
-    sizes = sources["jsonl"].stat().st_size + sum(p.stat().st_size for p in sources["tb"].rglob("*tfevents*"))
-    assert bar.total == bar.n == sizes and bar.kwargs["unit"] == "B"
-    assert bar.postfix == "files 3/3" and bar.closed
-    assert len(updates) == 3
-
-
-def test_small_blocks_move_the_bar_and_a_grown_run_adds_only_its_new_points(sources, tmp_path: Path,
-                                                                           monkeypatch) -> None:
-    updates = []
-
-    class Bar:
-        def __init__(self, total, **kwargs) -> None:
-            self.total = total
-
-        def update(self, n) -> None:
-            updates.append(n)
-
-        def set_postfix_str(self, text, refresh=True) -> None:
-            pass
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setitem(sys.modules, "tqdm", types.SimpleNamespace(tqdm=Bar))
-    monkeypatch.setattr(importer, "BLOCK_BYTES", 300)
+def test_small_batches_and_a_grown_run_adds_only_its_new_points(sources, tmp_path: Path) -> None:
     train = sources["tb"] / "exp1" / "train"
-    summary = import_paths([str(train)], tmp_path / "store", progress=True)
+    summary = import_paths([str(train)], tmp_path / "store", limits=Limits(batch_bytes=300))
     size = sum(p.stat().st_size for p in train.iterdir())
     before = _table_counts(tmp_path / "store")
     blocks = before["metric_files"]
-    assert summary.points == 40 and blocks >= size // 300 and len(updates) == blocks
-    assert sum(updates) == size
+    assert summary.points == 40 and blocks >= size // 300
     assert before["summaries"][0][2:5] == (40, 40, 0)
     # The run goes on in a new event file: importing again reads the run, finds the blocks of the first
     # file already written, and adds the new file's points only.
@@ -317,7 +271,7 @@ def test_single_event_file_and_copy_of_a_logdir_are_distinct_sources(tmp_path: P
 
 def _append_frames(target: Path, source: Path) -> None:
     """Append the frames of ``source`` after its file_version record to ``target``: a writer going on."""
-    from tau_collector.sources.tfrecord import scan_frames
+    from tau_collector.sources.tf_record import scan_frames
 
     data = source.read_bytes()
     first_end = scan_frames(data).frames[1][0]
@@ -326,23 +280,23 @@ def _append_frames(target: Path, source: Path) -> None:
 
 
 @pytest.mark.parametrize("block_bytes", [300, 8 * 1024 * 1024])
-def test_a_grown_event_file_and_a_grown_history_file_import_only_their_new_points(tmp_path: Path, monkeypatch,
+def test_a_grown_event_file_and_a_grown_history_file_import_only_their_new_points(tmp_path: Path,
                                                                                   block_bytes) -> None:
-    monkeypatch.setattr(importer, "BLOCK_BYTES", block_bytes)
+    limits = Limits(batch_bytes=block_bytes)
     run = tmp_path / "logdir" / "run"
     path = write_tensorboardx(run, [("loss", s, 1.0 / (s + 1), T0 + s) for s in range(40)])
     history = tmp_path / "logdir" / "history.jsonl"
     history.write_text("".join(json.dumps({"_step": s, "_timestamp": T0 + s, "reward": s}) + "\n" for s in range(10))
                        + '{"_step": 10, "_timestamp": 1700000010, "reward": 10}')  # no newline yet: being written
     store = tmp_path / "store"
-    first = import_paths([str(tmp_path / "logdir")], store)
+    first = import_paths([str(tmp_path / "logdir")], store, limits=limits)
     assert first.points == 40 + 11
     later = write_tensorboardx(tmp_path / "later", [("loss", s, 1.0 / (s + 1), T0 + s) for s in range(40, 70)])
     _append_frames(path, later)
     with open(history, "a") as fh:
         fh.write("\n" + "".join(json.dumps({"_step": s, "_timestamp": T0 + s, "reward": s}) + "\n"
                                 for s in range(11, 15)))
-    again = import_paths([str(tmp_path / "logdir")], store)
+    again = import_paths([str(tmp_path / "logdir")], store, limits=limits)
     # The line that had no newline yet is read again (it may have been incomplete); all else only once.
     assert (again.points, again.unchanged, again.rejected_rows) == (30 + 5, 0, 0)
     counts = {row[1]: row[2:5] for row in _table_counts(store)["summaries"]}
@@ -350,7 +304,7 @@ def test_a_grown_event_file_and_a_grown_history_file_import_only_their_new_point
     reader = StoreReader(store)
     assert reader.rows("run", "loss").step.tolist() == list(range(70))
     assert reader.rows("history", "reward").step.tolist() == list(range(15))
-    third = import_paths([str(tmp_path / "logdir")], store)
+    third = import_paths([str(tmp_path / "logdir")], store, limits=limits)
     assert (third.points, third.unchanged) == (0, 2)
 
 
@@ -397,7 +351,7 @@ def _projection_path_store(logdir: Path, store: Path) -> None:
     from tau_collector.expstore.store import ExpStore
     from tau_collector.expstore.writer import MetricWriter
     from tau_collector.projection import ProjectionConfig, Projector
-    from tau_collector.sources.tfevents import RunMemory, TensorBoardRun, metric_file_id, read_segment, to_history_row
+    from tau_collector.sources.run import RunMemory, TensorBoardRun, metric_file_id, read_segment, to_history_row
 
     writer = MetricWriter(ExpStore(store, create=True))
     for source in discover_sources([str(logdir)]):
@@ -406,7 +360,7 @@ def _projection_path_store(logdir: Path, store: Path) -> None:
                                   tags={"import.kind": "tensorboard"})
         run = TensorBoardRun(source.location, "", metric_file_id(source.location))
         memory = RunMemory()
-        for n, segment in enumerate(source.files):
+        for n, segment in enumerate(source.files()):
             batch = read_segment(run, segment, memory=memory)
             projector = Projector(config, history_path=segment, metric_file_id=run.metric_file_id,
                                   metric_file_path=run.directory)
@@ -432,10 +386,9 @@ def _stored(store: Path) -> tuple[list, list, list]:
 
 
 @pytest.mark.parametrize("block_bytes", [200, 8 * 1024 * 1024])
-def test_bulk_import_stores_what_the_projection_path_stores(tmp_path: Path, monkeypatch, block_bytes) -> None:
+def test_bulk_import_stores_what_the_projection_path_stores(tmp_path: Path, block_bytes) -> None:
     logdir = _odd_run(tmp_path)
-    monkeypatch.setattr(importer, "BLOCK_BYTES", block_bytes)
-    summary = import_paths([str(logdir)], tmp_path / "bulk")
+    summary = import_paths([str(logdir)], tmp_path / "bulk", limits=Limits(batch_bytes=block_bytes))
     _projection_path_store(logdir, tmp_path / "reference")
     bulk, reference = _stored(tmp_path / "bulk"), _stored(tmp_path / "reference")
     assert len(bulk[0]) == 54  # 60 scalars - 10 "_private" + 1 valid odd + 2 in one event + 1 tensor
@@ -446,3 +399,105 @@ def test_bulk_import_stores_what_the_projection_path_stores(tmp_path: Path, monk
     assert any("_timestamp: must be finite epoch seconds" in p for p in summary.problems)
     run = StoreReader(tmp_path / "bulk").run("run")
     assert run.state == "succeeded" and "_private" not in run.metric_names and "loss" in run.metric_names
+
+
+# --- one pipeline: a sidecar and an import make the same store ------------------------------------------------------
+
+
+def _rows_and_summaries(store: Path) -> tuple[dict, list]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.concat_tables(pq.read_table(p) for p in sorted((store / "metrics").rglob("*.parquet")))
+    rows: dict = {}
+    for row in table.select(["run_id", "metric_name", "step", "wall_time", "value"]).to_pylist():
+        rows.setdefault((row["run_id"], row["metric_name"]), []).append(
+            (row["step"], row["wall_time"], repr(row["value"])))
+    with sqlite3.connect(store / "index.sqlite") as conn:
+        summaries = conn.execute(
+            "SELECT run_id, metric_name, count, finite_count, non_finite_count, min_step, max_step, latest_step, "
+            "latest_wall_time, latest_value, min_value, max_value FROM metric_summaries ORDER BY run_id, metric_name"
+        ).fetchall()
+    return {key: sorted(points) for key, points in rows.items()}, summaries
+
+
+def test_collect_and_import_make_the_same_store_from_the_same_files(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "logs" / "train"
+    write_tensorboardx(run_dir, [(tag, s, (s % 7) / (s + 1), T0 + s / 3) for s in range(900) for tag in ("a", "b")]
+                       + [("a", 900, float("nan"), T0 + 400)])
+    history = tmp_path / "logs" / "history.jsonl"
+    history.write_text("".join(json.dumps({"_step": s, "_timestamp": T0 + s + 0.125, "reward": s * 2,
+                                           "loss": 1 / (s + 1)}) + "\n" for s in range(3000))
+                       + '{"_step": 3000, "_timestamp": 1790000000, "loss": NaN}\n')
+    summary = import_paths([str(tmp_path / "logs")], tmp_path / "imported", limits=Limits(batch_bytes=8192))
+    assert summary.run_ids == ["history", "train"] and summary.points == 1800 + 6000
+    for run_id, source in (("train", ["--tfevents", str(run_dir)]), ("history", ["--history", str(history)])):
+        proc = subprocess.run([sys.executable, "-m", "tau_collector", "collect", "--run", run_id, "--project", "default",
+                               "--experiment", "imported", "--group", "imported", "--out", str(tmp_path / run_id),
+                               *source, "--store", str(tmp_path / "collected"), "--batch-bytes", "5000"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["chunks"] > 5
+    collected, imported = _rows_and_summaries(tmp_path / "collected"), _rows_and_summaries(tmp_path / "imported")
+    assert sum(map(len, imported[0].values())) == 1801 + 6001
+    assert collected == imported
+
+
+# --- run ids ------------------------------------------------------------------------------------------------------
+
+
+def test_sources_that_derive_one_id_are_told_apart_by_a_hash_of_their_path(tmp_path: Path, capsys) -> None:
+    for name in ("Exp 1", "exp-1"):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        (tmp_path / "runs" / name / "history.jsonl").write_text(
+            json.dumps({"_step": 0, "_timestamp": T0, "loss": 1.0}) + "\n")
+    deep = tmp_path / "runs" / "/".join(["level-of-a-very-deep-tree"] * 12)
+    deep.mkdir(parents=True)
+    write_tensorboardx(deep, [("loss", 0, 1.0, T0)])
+    found = discover_sources([str(tmp_path / "runs")])
+    ids = [run.run_id for run in found]
+    assert len(set(ids)) == 3
+    assert ids[0].startswith("exp-1-history-") and ids[1].startswith("exp-1-history-") and ids[0] != ids[1]
+    assert len(ids[2]) <= 200 and ids[2].startswith("level-of-a-very-deep-tree-level")
+    # Deterministic: the same sources give the same ids, whatever else is imported beside them.
+    assert [r.run_id for r in discover_sources([str(tmp_path / "runs")])] == ids
+    assert [r.run_id for r in discover_sources([str(deep)])] == ["level-of-a-very-deep-tree"]
+    assert cli.main(["import", str(tmp_path / "runs"), "--store", str(tmp_path / "store"), "-q"]) == 0
+    out = capsys.readouterr().out
+    for run in found:
+        assert f"{run.location} -> {run.run_id}\n" in out
+    assert "imported 3 runs" in out
+    assert {r.run_id for r in StoreReader(tmp_path / "store").runs()} == set(ids)
+
+
+# --- Ray Tune wall times ----------------------------------------------------------------------------------------------
+
+
+def test_tune_trials_keep_the_sub_second_wall_times_of_their_event_file(tmp_path: Path) -> None:
+    from tensorboardX import SummaryWriter
+
+    trial = tmp_path / "exp" / "trainable_0_lr=0.1"
+    trial.mkdir(parents=True)
+    walls = [T0 + 0.515, T0 + 0.672, T0 + 0.809, T0 + 1.947]
+    # What Ray's TBXLoggerCallback writes (the step is training_iteration, timestamp/time_total_s/
+    # training_iteration are left out), beside result.json as Tune writes it; seen in a real Tune run.
+    writer = SummaryWriter(str(trial), flush_secs=3600)
+    rows = []
+    for i, wall in enumerate(walls, 1):
+        took = 0.13 + i / 1000
+        for tag, value in (("ray/tune/mean_loss", 0.1 / i), ("ray/tune/time_this_iter_s", took)):
+            writer.add_scalar(tag, value, global_step=i, walltime=wall)
+        rows.append({"mean_loss": 0.1 / i, "timestamp": int(wall), "done": False, "training_iteration": i,
+                     "trial_id": "b6f52_00000", "date": "2026-12-01_11-46-02", "time_this_iter_s": took,
+                     "time_total_s": took * i, "pid": 1, "hostname": "vm", "node_ip": "192.0.2.2",
+                     "config": {"lr": 0.1}, "time_since_restore": took * i, "iterations_since_restore": i})
+    writer.close()
+    rows[3]["time_this_iter_s"] = 5.0  # a row whose event does not match keeps Tune's whole second
+    (trial / "result.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    import_paths([str(tmp_path / "exp")], tmp_path / "store")
+    stored = StoreReader(tmp_path / "store").rows("trainable_0_lr-0.1", "mean_loss")
+    assert stored.step.tolist() == [1, 2, 3, 4]
+    assert stored.wall_time.tolist() == [int(w * 1e6) for w in walls[:3]] + [int(walls[3]) * 1_000_000]

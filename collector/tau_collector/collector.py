@@ -1,10 +1,13 @@
 """The collector loop: sources → projection → spool → sinks, TauGrid's ``collect`` semantics.
 
-One drain reads every source's new bytes (one chunk per source per drain), projects them into
-canonical MetricEvents, spools each chunk as TauGrid's pending manifest, delivers it to every
-configured sink, and only then advances ``checkpoint.json``. When the completion file appears
-the collector drains once more including unterminated tails, emits the ``tau/run_status``
-marker, writes the done file and stops.
+This module only sequences. Each drain asks every source (:mod:`.sources`) for its inputs (all of
+them, or those a :class:`~.watcher.ChangeWatcher` saw change), reads each input from its checkpoint
+in bounded batches, projects each batch (:mod:`.pipeline`), spools it as TauGrid's pending
+manifest, delivers it to every sink (:mod:`.delivery`) and only then advances ``checkpoint.json``
+(:mod:`.spool`) -- one chunk per batch, so a backlog of any size is a sequence of bounded chunks,
+one pending manifest at a time. Which file is which is :mod:`.fingerprint`'s business. When the
+completion file appears the collector drains once more including unterminated tails, emits the
+``tau/run_status`` marker, writes the done file and stops.
 
 Where TauGrid is fatal on a single bad row we record it, count it, report it and keep going
 (DESIGN §5); non-finite observations are spooled and delivered beside the chunk (see spool).
@@ -12,11 +15,8 @@ Where TauGrid is fatal on a single bad row we record it, count it, report it and
 
 from __future__ import annotations
 
-import dataclasses
-import fnmatch
 import hashlib
 import os
-import queue
 import signal
 import threading
 import time
@@ -25,26 +25,25 @@ from dataclasses import dataclass, field
 
 from .completion import (
     RUN_STATUS_METRIC,
+    TERMINAL_DRAIN_GRACE,
     Completion,
     CompletionError,
     cancellation_observation_id,
     read_completion,
 )
+from .delivery import Delivery, DeliveryError
+from .fingerprint import FingerprintError, Fingerprints, signature
 from .gojson import GoMap, format_time, marshal
+from .limits import DEFAULT_LIMITS, Limits
 from .metric_event import METRIC_EVENT_SCHEMA_V1, MetricEvent, new_metric_event
-from .projection import Projected, ProjectionConfig, Projector
-from .records import HistoryRow, ProblemKind, SourceProblem
-from .sinks.base import Chunk, Sink, SinkError
-from .sources.jsonl import expand_history, file_id, history_metric_file_id, read_history
-from .sources.tfevents import (
-    RunMemory,
-    TensorBoardRun,
-    discover_runs,
-    is_event_file,
-    read_segment,
-    rebuild_run_memory,
-)
-from .sources.tfevents import metric_file_id as tfevents_file_id
+from .pipeline import Pipeline, ProjectedBatch
+from .projection import ProjectionConfig
+from .records import ProblemKind, SourceProblem
+from .sinks.base import Chunk, Sink
+from .sources.base import Position, Source, SourceInput
+from .sources.history import HistorySource
+from .sources.jsonl import HistoryPathError, complete_lines
+from .sources.tensorboard import TensorBoardSource
 from .spool import (
     COMPLETION_SOURCE_PREFIX,
     MANIFEST_SCHEMA_V1,
@@ -52,18 +51,18 @@ from .spool import (
     Manifest,
     SourceCheckpoint,
     Spool,
-    SpoolError,
+    advance,
     remove_durable,
+    replay,
     write_file_atomic,
 )
+from .watcher import ChangeWatcher
 
 __all__ = ["CollectorError", "CollectorOptions", "CollectorResult", "Collector"]
 
 TAU_WORKSPACE_TAG = "tau_workspace"
 TAU_NAMESPACE_TAG = "tau_namespace"
 TAU_CLUSTER_TAG = "tau_cluster"
-# TauGrid waits at most this long for the workload's completion file after a signal.
-TERMINAL_DRAIN_GRACE = 30.0
 
 
 class CollectorError(RuntimeError):
@@ -95,6 +94,7 @@ class CollectorOptions:
     time_field: str = "_timestamp"
     retry_backoff: float = 1.0  # first sleep after a retryable sink failure (doubles, capped)
     drain_budget: float = 600.0  # how long a shutdown may spend on the final drain
+    limits: Limits = DEFAULT_LIMITS  # batch bounds and input size limits (not part of the config identity)
 
 
 @dataclass(slots=True)
@@ -147,18 +147,23 @@ class Collector:
             value = os.environ.get(env, "").strip()
             if not self.tags.get(key, "").strip() and value:
                 self.tags[key] = value
-        self._history_patterns = [os.path.abspath(p) for p in options.history]
         self.config_identity = self._config_identity()
         self.source_store_id = self._source_store_id()
         self.spool = Spool(options.out)
         self.result = CollectorResult()
         self._log = log or (lambda message: None)
         self._stop = threading.Event()
-        # Per-source state that lives only in memory: verified prefix hashes, tfevents memories,
-        # the stat signature of what was read last, files stopped by corruption.
-        self._prefix: dict[str, hashlib._Hash] = {}
-        self._seen: dict[str, tuple[str, int, int]] = {}
-        self._memories: dict[str, RunMemory] = {}
+        self.sources: list[Source] = []
+        if options.history:
+            self.sources.append(HistorySource(options.history, step_field=options.step_field,
+                                              time_field=options.time_field, limits=options.limits))
+        if options.tfevents:
+            self.sources.append(TensorBoardSource(options.tfevents, limits=options.limits))
+        self.delivery = Delivery(options.sinks, retry=options.watch, backoff=options.retry_backoff, stop=self._stop,
+                                 log=self._log)
+        # What lives only in memory: verified prefix digests and last signatures, files stopped by
+        # corruption (until they change), problems already reported.
+        self._fingerprints = Fingerprints()
         self._stopped: dict[str, tuple[str, int, int]] = {}
         self._reported: set[tuple[str, int | None, int | None, str]] = set()
 
@@ -210,12 +215,14 @@ class Collector:
         o = self.options
         os.makedirs(o.out, exist_ok=True)
         checkpoint, existed = Checkpoint.load(self.spool.checkpoint_path, self.config_identity)
-        replayed = self._replay(checkpoint)
-        if o.baseline_existing_history and not existed and not replayed:
+        replayed = replay(self.spool, checkpoint, self.config_identity, self._deliver)
+        self.result.chunks += replayed.chunks
+        self.result.events += replayed.events
+        if o.baseline_existing_history and not existed and not replayed.pending:
             self._baseline(checkpoint)
         if o.ready_file:
             write_file_atomic(o.ready_file, b"ready\n")
-        watcher = _ChangeWatcher(self._watch_roots()) if o.watch else None
+        watcher = ChangeWatcher(self._watch_roots()) if o.watch else None
         try:
             iteration, changed = 0, None
             while True:
@@ -264,88 +271,26 @@ class Collector:
             self._publish_terminal(checkpoint, completion, cancellation_observation_id(self.config_identity))
         raise CollectorCancelled("collector stopped by a signal")
 
-    # -- replay and baseline -------------------------------------------------------------
-
-    def _replay(self, checkpoint: Checkpoint) -> bool:
-        for path, key, events in self.spool.load_non_finite():
-            self._deliver(Chunk(0, "non_finite", key, b"", 0, tuple(events)))
-            remove_durable(path)
-        pending = self.spool.load_pending(self.config_identity)
-        if pending is None:
-            return False
-        path, manifest, events = pending
-        if manifest.sequence < checkpoint.next_sequence:
-            self._validate_acknowledged(checkpoint, manifest)
-            remove_durable(path)
-            return True
-        if manifest.sequence != checkpoint.next_sequence:
-            raise SpoolError(f"pending sequence {manifest.sequence} does not match checkpoint next "
-                             f"sequence {checkpoint.next_sequence}")
-        following = checkpoint.copy()
-        self._advance(following, manifest)
-        self._deliver(Chunk(manifest.sequence, manifest.kind, manifest.chunk_digest, manifest.ndjson,
-                            manifest.event_count, events=tuple(events)))
-        following.save(self.spool.checkpoint_path)
-        checkpoint.adopt(following)
-        remove_durable(path)
-        self.result.chunks += 1
-        self.result.events += len(events)
-        return True
-
-    @staticmethod
-    def _validate_acknowledged(checkpoint: Checkpoint, manifest: Manifest) -> None:
-        if manifest.kind == "history":
-            source = checkpoint.sources.get(manifest.source_path)
-            if source is None or source.sequence != manifest.sequence or \
-                    source.chunk_digest != manifest.chunk_digest or source.offset < manifest.end_offset:
-                raise SpoolError(f"checkpoint does not acknowledge pending history chunk {manifest.sequence}")
-        else:
-            observation = manifest.source_file_id.removeprefix(COMPLETION_SOURCE_PREFIX)
-            if checkpoint.terminals.get(observation) != (manifest.sequence, manifest.chunk_digest):
-                raise SpoolError(f"checkpoint does not acknowledge pending terminal chunk {manifest.sequence}")
-
-    @staticmethod
-    def _advance(checkpoint: Checkpoint, manifest: Manifest) -> None:
-        if manifest.kind == "history":
-            source = checkpoint.sources.get(manifest.source_path)
-            if source is not None and (source.file_id != manifest.source_file_id or
-                                       source.offset != manifest.start_offset or
-                                       source.lines != manifest.start_lines or
-                                       source.prefix_sha256 != manifest.start_prefix_sha256):
-                raise SpoolError(f"durable manifest start does not match source checkpoint for "
-                                 f"{manifest.source_path}")
-            if source is None and (manifest.start_offset or manifest.start_lines or manifest.start_prefix_sha256):
-                raise SpoolError(f"durable manifest starts after missing source checkpoint for "
-                                 f"{manifest.source_path}")
-            checkpoint.sources[manifest.source_path] = SourceCheckpoint(
-                manifest.source_path, manifest.source_file_id, manifest.end_offset, manifest.prefix_sha256,
-                manifest.sequence, manifest.chunk_digest, manifest.end_lines, format_time(time.time_ns()),
-            )
-        else:
-            observation = manifest.source_file_id.removeprefix(COMPLETION_SOURCE_PREFIX)
-            if observation in checkpoint.terminals:
-                raise SpoolError(f"duplicate terminal observation {observation}")
-            checkpoint.terminals[observation] = (manifest.sequence, manifest.chunk_digest)
-        checkpoint.next_sequence += 1
-
     def _baseline(self, checkpoint: Checkpoint) -> None:
         """``--baseline-existing-history``: checkpoint what already exists, silently."""
-        for path in self._history_files():
-            with open(path, "rb") as handle:
-                data = handle.read()
-            end = data.rfind(b"\n") + 1
-            checkpoint.sources[path] = SourceCheckpoint(
-                path, file_id(path), end, hashlib.sha256(data[:end]).hexdigest() if end else "",
-                checkpoint.next_sequence - 1, "", data.count(b"\n", 0, end), format_time(time.time_ns()),
-            )
+        for source in self.sources:
+            if not source.strict:
+                continue
+            for source_input in self._inputs(source, None):
+                path = source_input.path
+                end, lines, digest = complete_lines(path)
+                checkpoint.sources[path] = SourceCheckpoint(
+                    path, signature(path)[0], end, digest, checkpoint.next_sequence - 1, "", lines,  # type: ignore[index]
+                    format_time(time.time_ns()),
+                )
         checkpoint.save(self.spool.checkpoint_path)
 
     # -- draining --------------------------------------------------------------------------
 
-    def _history_files(self) -> list[str]:
+    def _inputs(self, source: Source, changed: set[str] | None) -> list[SourceInput]:
         try:
-            return expand_history(self.options.history)
-        except ValueError as exc:
+            return source.inputs(changed)
+        except HistoryPathError as exc:
             raise CollectorError(str(exc)) from None
 
     def _drain(self, checkpoint: Checkpoint, *, final: bool, changed: set[str] | None = None) -> None:
@@ -354,163 +299,70 @@ class Collector:
         A full drain lists and stats every file, which grows with the run (a chunk file per
         step is common); targeted drains keep a long run's cost proportional to what is new.
         """
-        config = self._projection_config()
+        pipeline = Pipeline(self._projection_config())
+        inputs = [(source, self._inputs(source, changed)) for source in self.sources]
         if changed is None:
-            files = self._history_files()
-            present = set(files)
-            for path, source in checkpoint.sources.items():
-                if source.file_id.startswith(COMPLETION_SOURCE_PREFIX):
+            present = {i.path for source, found in inputs if source.strict for i in found}
+            for path, source_checkpoint in checkpoint.sources.items():
+                if source_checkpoint.file_id.startswith(COMPLETION_SOURCE_PREFIX):
                     continue
-                if path not in present and not self._is_tfevents_source(path):
+                if path not in present and not any(s.owns(path) for s in self.sources if not s.strict):
                     raise CollectorError(f"checkpointed history source disappeared: {path}")
-        else:
-            files = sorted(p for p in changed if self._is_history_path(p) and os.path.isfile(p))
-        for path in files:
-            self._drain_history(checkpoint, config, path, final)
-        # Event-file rows always carry TauGrid's field names, whatever --step-field says for JSONL.
-        tf_config = dataclasses.replace(config, step_field="_step", time_field="_timestamp")
-        for run in self._tensorboard_runs(changed):
-            for segment in run.segments():
-                self._drain_tfevents(checkpoint, tf_config, run, segment, final)
+        for source, found in inputs:
+            for source_input in found:
+                self._drain_input(checkpoint, pipeline, source, source_input, final)
 
-    def _is_history_path(self, path: str) -> bool:
-        for pattern in self._history_patterns:
-            if any(ch in pattern for ch in "*?["):
-                # Go's Glob, like glob.glob, never matches across a separator.
-                if pattern.count(os.sep) == path.count(os.sep) and fnmatch.fnmatchcase(path, pattern):
-                    return True
-            elif path == pattern:
-                return True
-        return False
-
-    def _tensorboard_runs(self, changed: set[str] | None) -> list[TensorBoardRun]:
-        if changed is None:
-            return [run for logdir in self.options.tfevents for run in discover_runs(logdir)]
-        runs: dict[str, TensorBoardRun] = {}
-        for logdir in self.options.tfevents:
-            root = os.path.abspath(logdir)
-            for path in changed:
-                if is_event_file(path) and path.startswith(root + os.sep):
-                    directory = os.path.dirname(path)
-                    relative = os.path.relpath(directory, root)
-                    relative = "" if relative == os.curdir else relative.replace(os.sep, "/")
-                    runs[directory] = TensorBoardRun(directory, relative, tfevents_file_id(directory))
-        return [runs[d] for d in sorted(runs)]
-
-    def _is_tfevents_source(self, path: str) -> bool:
-        return any(path.startswith(os.path.abspath(d) + os.sep) for d in self.options.tfevents)
-
-    @staticmethod
-    def _signature(path: str) -> tuple[str, int, int] | None:
-        """(file id "dev:ino", size, mtime): unchanged means nothing new to read."""
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return None
-        return (f"{st.st_dev}:{st.st_ino}", st.st_size, st.st_mtime_ns)
-
-    def _verified_prefix(self, checkpoint: Checkpoint, path: str) -> hashlib._Hash:
-        """The running prefix hash of a source, verified against its checkpoint on first use."""
-        h = self._prefix.get(path)
-        if h is not None:
-            return h
-        h = hashlib.sha256()
-        source = checkpoint.sources.get(path)
-        if source is not None:
-            if file_id(path) != source.file_id:
-                raise CollectorError(f"history file identity changed for {path}")
-            size = os.path.getsize(path)
-            if source.offset > size:
-                raise CollectorError(f"checkpoint offset {source.offset} is outside {path} size {size}")
-            with open(path, "rb") as handle:
-                remaining = source.offset
-                while remaining:
-                    block = handle.read(min(remaining, 1 << 20))
-                    if not block:
-                        break
-                    h.update(block)
-                    remaining -= len(block)
-            if (h.hexdigest() if source.offset else "") != source.prefix_sha256:
-                raise CollectorError(f"history prefix mismatch for {path} at offset {source.offset}")
-        self._prefix[path] = h
-        return h
-
-    def _drain_history(self, checkpoint: Checkpoint, config: ProjectionConfig, path: str, final: bool) -> None:
-        signature = self._signature(path)
-        if signature is None or (not final and self._seen.get(path) == signature):
+    def _drain_input(self, checkpoint: Checkpoint, pipeline: Pipeline, source: Source, source_input: SourceInput,
+                     final: bool) -> None:
+        """Everything new in one input, one bounded batch (one chunk) at a time."""
+        path = source_input.path
+        now = signature(path)
+        if now is None or (not final and self._fingerprints.seen.get(path) == now):
             return
-        source = checkpoint.sources.get(path)
-        offset, lines = (source.offset, source.lines) if source else (0, 0)
-        prefix = self._verified_prefix(checkpoint, path)
-        if source is not None and signature[0] != source.file_id:
-            raise CollectorError(f"history file identity changed for {path}")
-        running = prefix.copy()
-        read = read_history(path, offset, lines, final=final, prefix_hash=running)
-        self._seen[path] = signature
-        for problem in read.problems:
-            if problem.kind == ProblemKind.UNREADABLE:
-                raise CollectorError(str(problem))
-        if read.offset == offset:
-            return
-        projector = Projector(config, history_path=path, metric_file_id=history_metric_file_id(path),
-                              metric_file_path=path)
-        projected, errors = projector.project_rows(read.rows)
-        problems = list(read.problems) + [
-            SourceProblem(path, ProblemKind.BAD_ROW, str(exc), line=row.line, offset=row.offset)
-            for row, exc in errors
-        ]
-        self.result.rejected_rows += len(problems)
-        self._commit(checkpoint, path, signature[0], offset, read.offset, lines, read.lines,
-                     prefix, running, projected, problems)
-
-    def _drain_tfevents(self, checkpoint: Checkpoint, config: ProjectionConfig, run: TensorBoardRun,
-                        segment: str, final: bool) -> None:
-        signature = self._signature(segment)
-        if signature is None or self._seen.get(segment) == signature:
-            return
-        if self._stopped.get(segment) == signature:
+        if self._stopped.get(path) == now:
             return  # corrupt: stays stopped until the file changes
-        source = checkpoint.sources.get(segment)
-        offset, records = (source.offset, source.lines) if source else (0, 0)
-        prefix = self._verified_prefix(checkpoint, segment)
-        memory = self._memories.get(run.directory)
-        if memory is None:
-            memory = rebuild_run_memory(run, segment, offset)
-            self._memories[run.directory] = memory
-        batch = read_segment(run, segment, offset=offset, records_before=records, memory=memory)
-        self._seen[segment] = signature
-        self.result.non_scalars += sum(batch.dropped.values())
-        # A tail still being written is normal while the job runs; at the end it means the writer died.
-        problems = [p for p in batch.problems if final or p.kind != ProblemKind.TRUNCATED]
-        if batch.stop == ProblemKind.CRC_MISMATCH:
-            if segment not in self._stopped:
-                self.result.corrupt_files += 1
-            self._stopped[segment] = signature
-        if batch.checkpoint == offset:
-            self._report(problems)
-            return
-        running = prefix.copy()
-        with open(segment, "rb") as handle:
-            handle.seek(offset)
-            running.update(handle.read(batch.checkpoint - offset))
-        projector = Projector(config, history_path=segment, metric_file_id=run.metric_file_id,
-                              metric_file_path=run.directory)
-        rows = [HistoryRow({"_step": o.step, "_timestamp": o.wall_time, o.metric: o.value}, o.record, o.offset)
-                for o in batch.observations]
-        projected, errors = projector.project_rows(rows)
-        problems += [SourceProblem(segment, ProblemKind.BAD_ROW, str(exc), line=row.line, offset=row.offset)
-                     for row, exc in errors]
-        self.result.rejected_rows += len(errors)
-        self._commit(checkpoint, segment, signature[0], offset, batch.checkpoint, records, batch.records,
-                     prefix, running, projected, problems)
+        known = checkpoint.sources.get(path)
+        if known is not None and now[0] != known.file_id:
+            raise CollectorError(f"history file identity changed for {path}")
+        try:
+            prefix = self._fingerprints.prefix(
+                path, file_id_=known.file_id if known else None, offset=known.offset if known else 0,
+                prefix_sha=known.prefix_sha256 if known else "")
+        except FingerprintError as exc:
+            raise CollectorError(str(exc)) from None
+        self._fingerprints.seen[path] = now
+        position = Position(known.offset, known.lines) if known else Position()
+        while True:
+            running = prefix.copy()
+            batch = source.read(source_input, position, final=final, prefix_hash=running)
+            if batch.unreadable and source.strict:
+                raise CollectorError(str(next(p for p in batch.problems if p.kind == ProblemKind.UNREADABLE)))
+            self.result.non_scalars += sum(batch.dropped.values())
+            if batch.stopped or any(p.kind == ProblemKind.CORRUPT for p in batch.problems):
+                if path not in self._stopped:
+                    self.result.corrupt_files += 1
+                self._stopped[path] = now
+            # A tail still being written is normal while the job runs; at the end it means the writer died.
+            batch.problems = [p for p in batch.problems if final or p.kind != ProblemKind.TRUNCATED]
+            if batch.end.offset == position.offset:
+                self._report(batch.problems)
+                return
+            projected = pipeline.project(source, batch)
+            self.result.rejected_rows += projected.bad_rows
+            self._commit(checkpoint, source_input, now[0], prefix, running, projected)
+            prefix, position = running, batch.end
+            if not batch.more:
+                return
 
-    def _commit(self, checkpoint: Checkpoint, path: str, source_file_id: str, start: int, end: int,
-                start_lines: int, end_lines: int, prefix: hashlib._Hash, running: hashlib._Hash,
-                projected: Projected, problems: list[SourceProblem]) -> None:
-        """Spool, deliver and checkpoint one source's drain, in TauGrid's order."""
-        lines, non_finite = projected.lines, projected.non_finite
-        self._report(problems)
-        start_prefix = prefix.hexdigest() if start else ""
+    def _commit(self, checkpoint: Checkpoint, source_input: SourceInput, source_file_id: str,
+                prefix: hashlib._Hash, running: hashlib._Hash, projected: ProjectedBatch) -> None:
+        """Spool, deliver and checkpoint one batch, in TauGrid's order."""
+        path = source_input.path
+        batch = projected.batch
+        start, end = batch.start, batch.end
+        non_finite = projected.non_finite
+        self._report(projected.problems)
+        start_prefix = prefix.hexdigest() if start.offset else ""
         end_prefix = running.hexdigest()
         nonfinite_path = None
         if non_finite:
@@ -519,31 +371,32 @@ class Collector:
             self._deliver(Chunk(0, "non_finite", key, b"", 0, tuple(non_finite)))
         pending_path = None
         following = checkpoint.copy()
-        if lines:
+        if projected.event_count:
             manifest = Manifest(
                 config_identity=self.config_identity, kind="history", sequence=checkpoint.next_sequence,
-                source_path=path, source_file_id=source_file_id, ndjson=b"".join(lines), event_count=len(lines),
-                start_offset=start, end_offset=end, start_lines=start_lines, end_lines=end_lines,
+                source_path=path, source_file_id=source_file_id, ndjson=projected.take_ndjson(),
+                event_count=projected.event_count,
+                start_offset=start.offset, end_offset=end.offset, start_lines=start.records, end_lines=end.records,
                 start_prefix_sha256=start_prefix, prefix_sha256=end_prefix,
             ).seal()
             pending_path = self.spool.write_pending(manifest)
             self._deliver(Chunk(manifest.sequence, "history", manifest.chunk_digest, manifest.ndjson,
-                                manifest.event_count, events=tuple(projected.events)))
-            self._advance(following, manifest)
+                                manifest.event_count, points=projected.points))
+            advance(following, manifest)
         else:
             # Zero-event reads still advance the checkpoint (TauGrid), keeping the last chunk reference.
             old = checkpoint.sources.get(path)
             following.sources[path] = SourceCheckpoint(
-                path, source_file_id, end, end_prefix, old.sequence if old else 0,
-                old.chunk_digest if old else "", end_lines, format_time(time.time_ns()),
+                path, source_file_id, end.offset, end_prefix, old.sequence if old else 0,
+                old.chunk_digest if old else "", end.records, format_time(time.time_ns()),
             )
         following.save(self.spool.checkpoint_path)
         checkpoint.adopt(following)
-        self._prefix[path] = running
+        self._fingerprints.advance(path, running)
         if pending_path:
             remove_durable(pending_path)
             self.result.chunks += 1
-            self.result.events += len(lines)
+            self.result.events += projected.event_count
         if nonfinite_path:
             remove_durable(nonfinite_path)
 
@@ -577,37 +430,20 @@ class Collector:
         self._deliver(Chunk(manifest.sequence, "terminal", manifest.chunk_digest, manifest.ndjson, 1,
                             events=(event,)))
         following = checkpoint.copy()
-        self._advance(following, manifest)
+        advance(following, manifest)
         following.save(self.spool.checkpoint_path)
         checkpoint.adopt(following)
         remove_durable(pending_path)
         self.result.chunks += 1
         self.result.events += 1
 
-    # -- delivery --------------------------------------------------------------------------
+    # -- delivery and reporting -----------------------------------------------------------
 
     def _deliver(self, chunk: Chunk) -> None:
-        """Deliver to every sink; retryable failures back off and retry while watching."""
-        delay = self.options.retry_backoff
-        for sink in self.options.sinks:
-            while True:
-                try:
-                    sink.deliver(chunk)
-                    break
-                except SinkError as exc:
-                    if not exc.retryable or not self.options.watch:
-                        raise CollectorError(
-                            f"deliver chunk {chunk.chunk_digest} to {sink.name}: {exc}"
-                        ) from None
-                    self._log(f"delivery to {sink.name} failed ({exc}); chunk {chunk.sequence} stays "
-                              f"spooled, retrying in {delay:.1f}s")
-                    if self._stop.wait(delay):
-                        raise CollectorError(
-                            f"stopped while chunk {chunk.chunk_digest} was undelivered to {sink.name}; "
-                            "it stays spooled and is delivered on the next start") from None
-                    delay = min(delay * 2, 30.0)
-
-    # -- reporting -------------------------------------------------------------------------
+        try:
+            self.delivery.deliver(chunk)
+        except DeliveryError as exc:
+            raise CollectorError(str(exc)) from None
 
     def _report(self, problems: Iterable[SourceProblem]) -> None:
         new = []
@@ -620,11 +456,7 @@ class Collector:
             self._log(str(problem))
             new.append(problem)
         if new:
-            for sink in self.options.sinks:
-                try:  # telling readers about a problem must never stop the metrics themselves
-                    sink.report(self.options.run, new)
-                except (SinkError, OSError, RuntimeError) as exc:
-                    self._log(f"could not record {len(new)} source problem(s) in {sink.name}: {exc}")
+            self.delivery.report(self.options.run, new)
 
     def _note_non_finite(self, events: list[MetricEvent]) -> None:
         self.result.non_finite += len(events)
@@ -641,13 +473,7 @@ class Collector:
                       "kept in the local store, not sent as a MetricEvent")
 
     def _watch_roots(self) -> list[str]:
-        roots = []
-        for pattern in self.options.history:
-            head = pattern
-            while any(ch in head for ch in "*?["):
-                head = os.path.dirname(head)
-            roots.append(os.path.dirname(os.path.abspath(head)) if not os.path.isdir(head) else head)
-        roots.extend(self.options.tfevents)
+        roots = [root for source in self.sources for root in source.watch_roots()]
         if self.options.completion_file:
             roots.append(os.path.dirname(os.path.abspath(self.options.completion_file)))
         return roots
@@ -655,86 +481,6 @@ class Collector:
 
 class CollectorCancelled(CollectorError):
     """The collector was stopped by a signal after its shutdown drain."""
-
-
-class _ChangeWatcher:
-    """Wakes the loop when watched directories change (inotify via watchfiles), else every interval.
-
-    Directories that do not exist yet cannot be watched; while any is missing the loop falls back
-    to polling every 250 ms, which keeps the "seen within 250 ms of the rename" promise.
-    """
-
-    POLL = 0.25
-
-    def __init__(self, roots: list[str]) -> None:
-        self._roots = sorted({os.path.abspath(r) for r in roots})
-        self._events: queue.Queue[object] = queue.Queue()
-        self._closing = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._start()
-
-    def _start(self) -> None:
-        existing = [r for r in self._roots if os.path.isdir(r)]
-        self._complete = len(existing) == len(self._roots)
-        if not existing:
-            return
-        try:
-            from watchfiles._rust_notify import RustNotify
-        except ImportError:  # without the native watcher the loop polls
-            self._complete = False
-            return
-        # Registered here, synchronously, so that nothing written after the first drain can be
-        # missed while a thread is still setting up (watchfiles.watch registers lazily).
-        notify = RustNotify(existing, False, False, 300, True, True)
-        self._thread = threading.Thread(target=self._run, args=(notify,), daemon=True, name="tau-watch")
-        self._thread.start()
-
-    def _run(self, notify: object) -> None:
-        try:
-            while not self._closing.is_set():
-                raw = notify.watch(50, 10, 5000, self._closing)  # type: ignore[attr-defined]
-                if isinstance(raw, set):
-                    paths = {path for _change, path in raw if not os.path.basename(path).startswith(".")}
-                    if paths:  # atomic writers create and fill a dotfile; only the rename is news
-                        self._events.put(paths)
-        except Exception as exc:  # a broken watcher degrades to polling, never kills a run
-            self._complete = False
-            self._events.put(exc)
-        finally:
-            notify.close()  # type: ignore[attr-defined]
-
-    def wait(self, interval: float, stop: threading.Event) -> set[str] | None:
-        """The paths that changed, or None when the loop should rescan everything.
-
-        Everything is rescanned when the interval passes without news (TauGrid's polling),
-        while directories cannot be watched, and after a watcher failure.
-        """
-        timeout = interval if self._complete else min(interval, self.POLL)
-        deadline = time.monotonic() + timeout
-        changed: set[str] | None = None
-        while not stop.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            try:
-                item = self._events.get(timeout=min(remaining, 0.1))
-            except queue.Empty:
-                continue
-            changed = item if isinstance(item, set) else None
-            break
-        while changed is not None and not self._events.empty():  # coalesce a burst into one drain
-            item = self._events.get_nowait()
-            changed = changed | item if isinstance(item, set) else None
-        if not self._complete:
-            changed = None
-            if self._thread is None and all(os.path.isdir(r) for r in self._roots):
-                self._start()
-        return changed
-
-    def close(self) -> None:
-        self._closing.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2)
 
 
 def install_signal_handlers(collector: Collector) -> None:

@@ -14,6 +14,7 @@ from .spool import write_file_atomic
 __all__ = [
     "RUN_STATUS_METRIC",
     "RUN_STATUS_VALUES",
+    "TERMINAL_DRAIN_GRACE",
     "Completion",
     "CompletionError",
     "cancellation_observation_id",
@@ -22,6 +23,8 @@ __all__ = [
 ]
 
 RUN_STATUS_METRIC = "tau/run_status"
+# TauGrid waits at most this long for the workload's completion file after a signal.
+TERMINAL_DRAIN_GRACE = 30.0
 RUN_STATUS_VALUES = {"succeeded": 1.0, "failed": -1.0, "cancelled": -2.0}
 _ALIASES = {
     **dict.fromkeys(("", "success", "successful", "succeeded", "complete", "completed", "done"), "succeeded"),

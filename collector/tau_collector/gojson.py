@@ -53,6 +53,11 @@ def encode_float(value: float) -> str:
     magnitude = abs(value)
     if magnitude < 1e-6 or magnitude >= 1e21:
         return _exponent_form(text)
+    if magnitude < 1e-4:
+        # repr wrote "[-]D[.DDD]e-0N" (N = 5 or 6) with no trailing zeros: Go writes it positionally.
+        mantissa, _, exponent = text.partition("e")
+        sign = "-" if mantissa[0] == "-" else ""
+        return f"{sign}0.{'0' * (-int(exponent) - 1)}{mantissa.lstrip('-').replace('.', '')}"
     return _plain_form(text)
 
 

@@ -88,11 +88,49 @@ class ProjectionConfig:
 
 @dataclass(slots=True)
 class Projected:
-    """What one row became: canonical lines (with their events) and non-finite observations."""
+    """What rows became: canonical lines (with their events) and non-finite observations.
+
+    ``points``, when asked for, lists the finite points column by column as the store keeps them
+    (:mod:`tau_collector.projection_columns` turns them into :class:`~.projection_columns.PointColumns`).
+    """
 
     lines: list[bytes]
     events: list[MetricEvent]
     non_finite: list[MetricEvent]
+    points: PointLists | None = None
+    # With ``joined``, the lines are moved here as they are made, one buffer instead of a bytes object
+    # per line (tens of megabytes less for a large batch); ``lines`` is then empty.
+    ndjson: bytearray | None = None
+    joined_count: int = 0
+
+    @property
+    def line_count(self) -> int:
+        return self.joined_count + len(self.lines)
+
+    def join_lines(self) -> None:
+        """Move the lines made so far into ``ndjson``."""
+        if self.ndjson is not None and self.lines:
+            self.ndjson += b"".join(self.lines)
+            self.joined_count += len(self.lines)
+            self.lines.clear()
+
+
+@dataclass(slots=True)
+class PointLists:
+    """Finite points as parallel lists: raw key, step, wall time (ns), value, history line."""
+
+    keys: list[str] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+    walls: list[int] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def truncate(self, size: int) -> None:
+        for column in (self.keys, self.steps, self.walls, self.values, self.lines):
+            del column[size:]
 
 
 # ---------------------------------------------------------------------------------------
@@ -195,9 +233,11 @@ class Projector:
         metric_file_id: str = "",
         metric_file_path: str = "",
         with_events: bool = True,
+        with_lines: bool = True,
     ) -> None:
         self.config = config
         self.with_events = with_events
+        self.with_lines = with_lines
         for name in ("project", "experiment_id", "run_group_id", "run_id"):
             if not getattr(config, name).strip():
                 raise ProjectionError(f"{name} is required")
@@ -220,7 +260,7 @@ class Projector:
         self._time_field = config.time_field or "_timestamp"
         self._source = config.source or "jsonl"
         self._build_templates()
-        self._metric_cache: dict[str, _MetricPieces | None] = {}
+        self._metric_cache: dict[str, MetricPieces | None] = {}
         self._keys_cache: dict[tuple[str, ...], list[str]] = {}
         self._time_cache: tuple[int, str] = (-1, "")
 
@@ -275,14 +315,14 @@ class Projector:
                 self._tag_layout.append((sep + p(key) + ":", key))
         self._constant_tags = constant
 
-    def _metric(self, raw_key: str) -> _MetricPieces | None:
+    def _metric(self, raw_key: str) -> MetricPieces | None:
         """Per-key fragments, computed once per key and file."""
         try:
             return self._metric_cache[raw_key]
         except KeyError:
             pass
         name = raw_key.strip()
-        pieces: _MetricPieces | None = None
+        pieces: MetricPieces | None = None
         if name:
             name = _prefixed(self.config.metric_prefix, name)
             card = metric_card(name)
@@ -301,7 +341,7 @@ class Projector:
             tags["jsonl.raw_key"] = raw_key
             tags["tau.metric.card"] = card
             tags["tau.metric.standard"] = standard
-            pieces = _MetricPieces(
+            pieces = MetricPieces(
                 name=name,
                 identity_head=self._identity_head + _html(name),
                 line_head='"' + self._line_head + encode_string(name),
@@ -345,19 +385,38 @@ class Projector:
         self._project_into(row, out)
         return out
 
-    def project_rows(self, rows: Iterable[HistoryRow]) -> tuple[Projected, list[tuple[HistoryRow, RowError]]]:
-        """Project many rows; a bad row is returned with its error and does not stop the others."""
-        out = Projected([], [], [])
+    def project_rows(self, rows: Iterable[HistoryRow], *, points: bool = False, joined: bool = False
+                     ) -> tuple[Projected, list[tuple[HistoryRow, RowError]]]:
+        """Project many rows; a bad row is returned with its error and does not stop the others.
+
+        ``points`` also lists the finite points in :attr:`Projected.points`; ``joined`` collects the
+        lines in :attr:`Projected.ndjson`."""
+        out = Projected([], [], [], PointLists() if points else None, bytearray() if joined else None)
         errors: list[tuple[HistoryRow, RowError]] = []
-        for row in rows:
-            mark = (len(out.lines), len(out.events), len(out.non_finite))
+        for index, row in enumerate(rows):
+            if joined and not index % 1024:
+                out.join_lines()
+            mark = (len(out.lines), len(out.events), len(out.non_finite), len(out.points or ()))
             try:
                 self._project_into(row, out)
             except RowError as exc:
                 # A row is all or nothing, as in TauGrid: drop what it had produced.
                 del out.lines[mark[0]:], out.events[mark[1]:], out.non_finite[mark[2]:]
+                if out.points is not None:
+                    out.points.truncate(mark[3])
                 errors.append((row, exc))
+        out.join_lines()
         return out, errors
+
+    def metric_pieces(self, raw_key: str) -> MetricPieces | None:
+        """The cached fragments of a metric key (None: not a metric), for bulk line builders."""
+        if raw_key == self._step_field or raw_key == self._time_field or raw_key.startswith("_"):
+            return None
+        return self._metric(raw_key)
+
+    def time_text(self, ns: int) -> str:
+        """``format_time`` of the last time asked again is free: rows of one step share it."""
+        return self._time_text(ns)
 
     def _project_into(self, row: HistoryRow, out: Projected) -> None:
         fields = row.fields
@@ -382,7 +441,7 @@ class Projector:
         keys = self._metric_keys(fields)
         if not keys:
             return
-        lines, with_events = out.lines, self.with_events
+        lines, with_events, with_lines, points = out.lines, self.with_events, self.with_lines, out.points
         metric_cache = self._metric_cache
         step_time = ""
         line_text = '"' + str(row.line) + '"'
@@ -403,10 +462,19 @@ class Projector:
                     raise RowError(
                         f"project metric {encode_string(raw_key)}: wall_time is invalid: {exc}"
                     ) from None
+            finite = value - value == 0.0
+            if finite and points is not None:
+                points.keys.append(raw_key)
+                points.steps.append(step)
+                points.walls.append(wall_ns)
+                points.values.append(value)
+                points.lines.append(row.line)
+            if finite and not with_lines:
+                continue
             # Strings in the fragments are already JSON-escaped (lone surrogates included),
             # so a plain UTF-8 encode cannot fail.
             event_id = "metric-" + sha256(f"{metric.identity_head}{step_time}}}".encode()).hexdigest()
-            if value - value == 0.0:
+            if finite:
                 number = repr(value)  # encode_float's fast path, inlined: this loop is the hot path
                 if "e" in number:
                     number = encode_float(value)
@@ -423,7 +491,7 @@ class Projector:
                 out.non_finite.append(self._event(metric, step, wall_ns, value, event_id, row.line))
 
     def _event(
-        self, metric: _MetricPieces, step: int, wall_ns: int, value: float, event_id: str, line: int
+        self, metric: MetricPieces, step: int, wall_ns: int, value: float, event_id: str, line: int
     ) -> MetricEvent:
         c = self.config
         tags = dict(metric.tags)
@@ -452,7 +520,7 @@ class Projector:
 
 
 @dataclass(frozen=True, slots=True)
-class _MetricPieces:
+class MetricPieces:
     name: str
     identity_head: str  # identity preimage up to and including the metric name
     line_head: str  # NDJSON after the event id up to and including the metric name

@@ -18,6 +18,7 @@ class ProblemKind:
     BAD_ROW = "bad_row"  # JSONL line that is not a valid history object (or bad step/time)
     TRUNCATED = "truncated"  # event file ends inside a frame (writer mid-write); not an error
     CRC_MISMATCH = "crc_mismatch"  # complete frame whose checksum is wrong: the file stops here
+    CORRUPT = "corrupt"  # a complete run's event file ends inside a record (cut, or a length it cannot hold)
     BAD_EVENT = "bad_event"  # frame verified but the payload is not a tensorflow.Event
     BAD_VALUE = "bad_value"  # a scalar summary whose tensor cannot be read as a number
     UNREADABLE = "unreadable"  # file cannot be opened/read (permissions, vanished, a directory)

@@ -23,22 +23,26 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import orjson
 
 from .durable import fsync_directory
-from .gojson import GoMap, format_time, marshal, parse_time
+from .gojson import GoMap, RawJSON, format_time, marshal, parse_time
 from .metric_event import MetricEvent, NotCanonicalError, decode_canonical_ndjson
+from .sinks.base import Chunk
 
 __all__ = [
     "CHECKPOINT_SCHEMA_V1",
     "MANIFEST_SCHEMA_V1",
     "Checkpoint",
     "Manifest",
+    "Replayed",
     "SourceCheckpoint",
     "SpoolError",
     "Spool",
+    "advance",
     "write_file_atomic",
 ]
 
@@ -54,15 +58,18 @@ class SpoolError(RuntimeError):
     """The spool or checkpoint cannot be trusted; the message says which file and what to do."""
 
 
-def write_file_atomic(path: str, data: bytes, *, mode: int = 0o644) -> None:
+def write_file_atomic(path: str, data: bytes | Iterable[bytes], *, mode: int = 0o644) -> None:
     """TauGrid's ``WriteFileAtomic``: temp file ``.<name>.tmp-*`` beside it, fsync, rename; then
-    fsync the directory so the rename itself survives a crash."""
+    fsync the directory so the rename itself survives a crash. ``data`` may come in pieces."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".tmp-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            if isinstance(data, bytes | bytearray | memoryview):
+                handle.write(data)
+            else:
+                handle.writelines(data)
             handle.flush()
             os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
@@ -239,6 +246,10 @@ class Checkpoint:
 # ---------------------------------------------------------------------------------------
 # pending manifests
 
+# Marks where the base64 payload goes (a raw NUL never appears in marshalled JSON: strings escape it).
+_PAYLOAD_SLOT = RawJSON("\0")
+_PAYLOAD_PIECE = 3 << 20
+
 _MANIFEST_FIELDS = (
     "schema_version", "manifest_digest", "chunk_digest", "config_identity", "kind", "sequence",
     "source_path", "source_file_id", "start_offset", "end_offset", "start_lines", "end_lines",
@@ -265,6 +276,7 @@ class Manifest:
     prefix_sha256: str = ""
     chunk_digest: str = ""
     manifest_digest: str = ""
+    payload_pieces: list[bytes] | None = field(default=None, repr=False, compare=False)
 
     def _document(self, manifest_digest: str) -> dict[str, object]:
         doc: dict[str, object] = {
@@ -286,8 +298,26 @@ class Manifest:
         if self.prefix_sha256:
             doc["prefix_sha256"] = self.prefix_sha256
         doc["event_count"] = self.event_count
-        doc["ndjson"] = self.ndjson
+        doc["ndjson"] = _PAYLOAD_SLOT
         return doc
+
+    def _frame(self, manifest_digest: str, indent: str | None) -> tuple[bytes, bytes]:
+        """The document's JSON before and after its base64 payload, marshalled without the payload
+        (tens of megabytes for a large chunk: it is encoded a piece at a time, never held whole)."""
+        head, tail = marshal(self._document(manifest_digest), indent=indent).split(b"\0")
+        return head + b'"', b'"' + tail
+
+    def _payload(self) -> list[bytes]:
+        """base64 of ``ndjson`` in pieces (slices of a multiple of 3 bytes encode to exact prefixes),
+        encoded once for the digest and the file; :meth:`release` lets them go."""
+        if self.payload_pieces is None:
+            view = memoryview(self.ndjson)
+            self.payload_pieces = [base64.b64encode(view[start:start + _PAYLOAD_PIECE])
+                                   for start in range(0, len(view), _PAYLOAD_PIECE)]
+        return self.payload_pieces
+
+    def release(self) -> None:
+        self.payload_pieces = None
 
     def seal(self) -> Manifest:
         """Fill in both digests (chunk: sha256 of the NDJSON; manifest: of its compact JSON)."""
@@ -296,10 +326,22 @@ class Manifest:
         return self
 
     def compute_manifest_digest(self) -> str:
-        return hashlib.sha256(marshal(self._document(""))).hexdigest()
+        head, tail = self._frame("", None)
+        digest = hashlib.sha256(head)
+        for piece in self._payload():
+            digest.update(piece)
+        digest.update(tail)
+        return digest.hexdigest()
 
     def to_bytes(self) -> bytes:
-        return marshal(self._document(self.manifest_digest), indent="  ") + b"\n"
+        return b"".join(self.to_pieces())
+
+    def to_pieces(self) -> Iterator[bytes]:
+        """:meth:`to_bytes` in pieces, for writing without a copy of the whole payload."""
+        head, tail = self._frame(self.manifest_digest, "  ")
+        yield head
+        yield from self._payload()
+        yield tail + b"\n"
 
     @property
     def file_name(self) -> str:
@@ -435,7 +477,8 @@ class Spool:
 
     def write_pending(self, manifest: Manifest) -> str:
         path = os.path.join(self.pending_dir, manifest.file_name)
-        write_file_atomic(path, manifest.to_bytes())
+        write_file_atomic(path, manifest.to_pieces())
+        manifest.release()
         return path
 
     def load_pending(self, config_identity: str) -> tuple[str, Manifest, list[MetricEvent]] | None:
@@ -488,3 +531,85 @@ class Spool:
             return sorted(os.listdir(directory))
         except FileNotFoundError:
             return []
+
+
+# ---------------------------------------------------------------------------------------
+# the protocol: advancing a checkpoint by a manifest, and replay after a crash
+
+
+def advance(checkpoint: Checkpoint, manifest: Manifest) -> None:
+    """Move ``checkpoint`` past ``manifest`` (TauGrid's ``advanceCheckpoint``), checking that it continues it."""
+    if manifest.kind == "history":
+        source = checkpoint.sources.get(manifest.source_path)
+        if source is not None and (source.file_id != manifest.source_file_id or
+                                   source.offset != manifest.start_offset or
+                                   source.lines != manifest.start_lines or
+                                   source.prefix_sha256 != manifest.start_prefix_sha256):
+            raise SpoolError(f"durable manifest start does not match source checkpoint for "
+                             f"{manifest.source_path}")
+        if source is None and (manifest.start_offset or manifest.start_lines or manifest.start_prefix_sha256):
+            raise SpoolError(f"durable manifest starts after missing source checkpoint for "
+                             f"{manifest.source_path}")
+        checkpoint.sources[manifest.source_path] = SourceCheckpoint(
+            manifest.source_path, manifest.source_file_id, manifest.end_offset, manifest.prefix_sha256,
+            manifest.sequence, manifest.chunk_digest, manifest.end_lines, format_time(time.time_ns()),
+        )
+    else:
+        observation = manifest.source_file_id.removeprefix(COMPLETION_SOURCE_PREFIX)
+        if observation in checkpoint.terminals:
+            raise SpoolError(f"duplicate terminal observation {observation}")
+        checkpoint.terminals[observation] = (manifest.sequence, manifest.chunk_digest)
+    checkpoint.next_sequence += 1
+
+
+def _validate_acknowledged(checkpoint: Checkpoint, manifest: Manifest) -> None:
+    if manifest.kind == "history":
+        source = checkpoint.sources.get(manifest.source_path)
+        if source is None or source.sequence != manifest.sequence or \
+                source.chunk_digest != manifest.chunk_digest or source.offset < manifest.end_offset:
+            raise SpoolError(f"checkpoint does not acknowledge pending history chunk {manifest.sequence}")
+    else:
+        observation = manifest.source_file_id.removeprefix(COMPLETION_SOURCE_PREFIX)
+        if checkpoint.terminals.get(observation) != (manifest.sequence, manifest.chunk_digest):
+            raise SpoolError(f"checkpoint does not acknowledge pending terminal chunk {manifest.sequence}")
+
+
+@dataclass(slots=True)
+class Replayed:
+    """What a start found in the spool: whether a pending chunk was there, and what was re-delivered."""
+
+    pending: bool = False
+    chunks: int = 0
+    events: int = 0
+
+
+def replay(spool: Spool, checkpoint: Checkpoint, config_identity: str, deliver: Callable[[Chunk], None]) -> Replayed:
+    """TauGrid's start: re-deliver the non-finite files and the pending manifest, or drop it if acknowledged.
+
+    ``deliver`` hands a chunk to every sink and raises if one refuses it.
+    """
+    done = Replayed()
+    for path, key, events in spool.load_non_finite():
+        deliver(Chunk(0, "non_finite", key, b"", 0, tuple(events)))
+        remove_durable(path)
+    pending = spool.load_pending(config_identity)
+    if pending is None:
+        return done
+    done.pending = True
+    path, manifest, events = pending
+    if manifest.sequence < checkpoint.next_sequence:
+        _validate_acknowledged(checkpoint, manifest)
+        remove_durable(path)
+        return done
+    if manifest.sequence != checkpoint.next_sequence:
+        raise SpoolError(f"pending sequence {manifest.sequence} does not match checkpoint next "
+                         f"sequence {checkpoint.next_sequence}")
+    following = checkpoint.copy()
+    advance(following, manifest)
+    deliver(Chunk(manifest.sequence, manifest.kind, manifest.chunk_digest, manifest.ndjson, manifest.event_count,
+                  events=tuple(events)))
+    following.save(spool.checkpoint_path)
+    checkpoint.adopt(following)
+    remove_durable(path)
+    done.chunks, done.events = 1, len(events)
+    return done

@@ -8,13 +8,12 @@ import os
 
 import pytest
 
+from tau_collector.fingerprint import file_id, prefix_sha256
 from tau_collector.records import ProblemKind
 from tau_collector.sources.jsonl import (
     HistoryPathError,
     expand_history,
-    file_id,
     history_metric_file_id,
-    prefix_sha256,
     read_history,
     read_history_file,
 )

@@ -25,8 +25,11 @@ def test_old_tensorboard_runs_are_imported_and_compared_in_one_pane(tmp_path, mo
     assert stdout(cell(nb, "make")).strip() == "['cnn-baseline', 'cnn-dropout', 'cnn-wide']"
     # `taunotebook import` with no --store wrote <TAU_HOME>/store: the store the local Portal serves.
     imported = stdout(cell(nb, "import")).splitlines()
-    assert imported[0].startswith("imported 3 runs, 6 metrics, 660 points (0 non-finite)"), imported
-    assert imported[1:] == [f"store: {home / 'store'}"]
+    # Each source and the run id it became, then the summary.
+    assert [line.rsplit(" -> ", 1)[1] for line in imported[:3]] == RUNS, imported
+    assert all(line.split(" -> ")[0].endswith(f"/{run}") for line, run in zip(imported, RUNS, strict=False))
+    assert imported[3].startswith("imported 3 runs, 6 metrics, 660 points (0 non-finite)"), imported
+    assert imported[4:] == [f"store: {home / 'store'}"]
 
     # Every point the writer wrote, as the pane loaded it from the Portal (the values are seeded, so exact).
     assert summary[1:] == [

@@ -27,6 +27,7 @@ import sys
 import threading
 from collections.abc import Iterator
 
+from .. import limits as input_limits
 from .. import logging_setup as logs
 from .. import progress
 from ..collector import Collector, CollectorCancelled, CollectorError, CollectorOptions, install_signal_handlers
@@ -135,6 +136,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                       help="default 1s [$TAU_METRICS_OFFLOAD_ADX_RETRY_BACKOFF]")
     sink.add_argument("--adx-final-status-timeout", type=parse_duration,
                       help="default 10m [$TAU_METRICS_OFFLOAD_ADX_FINAL_STATUS_TIMEOUT]")
+    bounds = p.add_argument_group("memory bounds (ours)")
+    input_limits.add_arguments(bounds)
     out = p.add_argument_group("logging and progress (ours)")
     logs.add_arguments(out)
     progress.add_argument(out)
@@ -219,6 +222,10 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
     mode = _pick(args.delivery_mode, "DELIVERY_MODE", "adx-required")
     if mode != "adx-required":
         raise UsageError(f"--delivery-mode {mode!r} is not supported; adx-required is the only mode")
+    try:
+        limits = input_limits.from_args(args)
+    except input_limits.LimitsError as exc:
+        raise UsageError(str(exc)) from None
     sinks_wanted = args.sink or (["expstore"] if args.store else ["adx-queued-v1"])
     sinks: list[Sink] = []
     for name in dict.fromkeys(sinks_wanted):
@@ -239,7 +246,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
         status_artifact_uri=str(_pick(args.status_artifact_uri, "ARTIFACT_URI", "")),
         status_checkpoint_uri=str(_pick(args.status_checkpoint_uri, "CHECKPOINT_URI", "")),
         watch=args.watch, max_iterations=args.max_iterations, step_field=args.step_field,
-        time_field=args.time_field,
+        time_field=args.time_field, limits=limits,
     )
     return options, sinks
 

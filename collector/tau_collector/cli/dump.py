@@ -20,12 +20,14 @@ from typing import BinaryIO
 
 import orjson
 
+from .. import limits as input_limits
 from .. import logging_setup as logs
 from .. import progress
 from ..projection import RowError, history_step, metric_number
 from ..records import ProblemKind, SourceProblem
-from ..sources.jsonl import read_history_file
-from ..sources.tfevents import apply_tensorboard_purge, in_read_order, read_run
+from ..sources.jsonl import read_history
+from ..sources.run import RunMemory, apply_tensorboard_purge, in_read_order, read_run, read_segment
+from .common import usage_error
 from .inputs import HistoryInput, RunInput, resolve_inputs
 
 log = logging.getLogger("tau_collector.dump")
@@ -57,6 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--tensorboard-purge", action="store_true",
                         help="apply TensorBoard's restart purge (SessionLog.START) to event files, "
                              "printing exactly the points TensorBoard would show")
+    input_limits.add_arguments(parser.add_argument_group("memory bounds"))
     logs.add_arguments(parser)
     progress.add_argument(parser)
     parser.set_defaults(func=run, parser=parser)
@@ -114,7 +117,18 @@ class _Output:
 
 
 def _dump_history(item: HistoryInput, args: argparse.Namespace, output: _Output) -> None:
-    read = read_history_file(item.path)
+    limits = args.limits
+    offset = lines = 0
+    while True:
+        read = read_history(item.path, offset, lines, final=True, max_bytes=limits.batch_bytes,
+                            max_rows=limits.batch_records, max_line_bytes=limits.max_line_bytes)
+        _dump_rows(item, args, output, read)
+        if read.reached_end or read.offset == offset or any(p.kind == ProblemKind.UNREADABLE for p in read.problems):
+            return
+        offset, lines = read.offset, read.lines
+
+
+def _dump_rows(item: HistoryInput, args: argparse.Namespace, output: _Output, read) -> None:
     step_field, time_field = args.step_field, args.time_field
     # Rows and the source's own problems (bad JSON, not an object) interleaved in line order.
     entries = sorted([*read.rows, *read.problems], key=lambda entry: entry.line or 0)
@@ -143,18 +157,32 @@ def _dump_history(item: HistoryInput, args: argparse.Namespace, output: _Output)
 
 
 def _dump_run(item: RunInput, args: argparse.Namespace, output: _Output) -> None:
-    batches = read_run(item.run)
+    limits = args.limits
     if args.tensorboard_purge:
+        # TensorBoard's view needs the whole run: a restart purges points read before it.
+        batches = read_run(item.run)
         kept = {id(obs) for obs in apply_tensorboard_purge(in_read_order(batches))}
-    for batch in batches:
-        file = item.display_path(batch.path)
-        observations = batch.observations
-        if args.tensorboard_purge:
-            observations = [obs for obs in observations if id(obs) in kept]
-        output.observations += len(observations)
-        output.raw(_observation_lines(file, observations))
-        for problem in batch.problems:
-            output.problem(problem, file)
+        for batch in batches:
+            _print_batch(item, output, batch, [obs for obs in batch.observations if id(obs) in kept])
+        return
+    memory = RunMemory()
+    for segment in item.run.segments():
+        offset = records = 0
+        while True:
+            batch = read_segment(item.run, segment, offset=offset, records_before=records, memory=memory,
+                                 max_bytes=limits.batch_bytes, max_record_bytes=limits.max_line_bytes)
+            _print_batch(item, output, batch, batch.observations)
+            if not batch.more:
+                break
+            offset, records = batch.checkpoint, batch.records
+
+
+def _print_batch(item: RunInput, output: _Output, batch, observations: list) -> None:
+    file = item.display_path(batch.path)
+    output.observations += len(observations)
+    output.raw(_observation_lines(file, observations))
+    for problem in batch.problems:
+        output.problem(problem, file)
 
 
 def _observation_lines(file: str, observations: list) -> bytes:
@@ -220,6 +248,10 @@ class InputProgress:
 
 def run(args: argparse.Namespace) -> int:
     logs.configure_from(args)
+    try:
+        args.limits = input_limits.from_args(args)
+    except input_limits.LimitsError as exc:
+        return usage_error(args, str(exc))
     output = _Output(sys.stdout.buffer, sys.stderr.buffer)
     items = list(resolve_inputs(args.paths))
     bar = InputProgress("dump", items, args.progress)

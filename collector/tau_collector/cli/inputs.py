@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..records import ProblemKind, SourceProblem
-from ..sources.tfevents import TensorBoardRun, discover_runs, is_event_file
+from ..sources.logdir import discover_runs
+from ..sources.run import TensorBoardRun, is_event_file
 
 __all__ = ["HistoryInput", "RunInput", "resolve_inputs"]
 

@@ -25,7 +25,7 @@ from ..ids import InvalidID, validate_id
 from ..projection import ProjectionConfig, ProjectionError, Projector
 from ..records import HistoryRow, ProblemKind, SourceProblem
 from ..sources.jsonl import history_metric_file_id, read_history_file
-from ..sources.tfevents import read_run, to_history_row
+from ..sources.run import read_run, to_history_row
 from .common import usage_error
 from .dump import EXIT_CORRUPT, InputProgress, _value, input_name
 from .inputs import HistoryInput, RunInput, resolve_inputs

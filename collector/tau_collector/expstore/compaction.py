@@ -32,6 +32,9 @@ class CompactionPolicy:
     min_files: int = 64  # compact once a run has more small files than this
     small_file_bytes: int = 1 << 20
     grace_seconds: float = 300.0
+    # One merge reads its files whole: the oldest small files up to this many bytes (at least two), so a
+    # run with a backlog of thousands of chunk files is compacted in bounded steps, never all at once.
+    max_merge_bytes: int = 2 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,15 +64,22 @@ def compact_run(
         (run_id, schema.METRIC_FILE_FORMAT),
     ).fetchall()
     small = []
+    sizes = []
     for f in files:
         try:
-            if store.absolute(f[2]).stat().st_size < policy.small_file_bytes:
-                small.append(f)
+            size = store.absolute(f[2]).stat().st_size
         except FileNotFoundError:
             continue  # retired by a concurrent compaction; not ours to merge
+        if size < policy.small_file_bytes:
+            small.append(f)
+            sizes.append(size)
     result = None
     if len(small) >= 2 and (force or len(small) > policy.min_files):
-        result = _merge(store, run_id, small)
+        total, count = 0, 0
+        while count < len(small) and (count < 2 or total + sizes[count] <= policy.max_merge_bytes):
+            total += sizes[count]
+            count += 1
+        result = _merge(store, run_id, small[:count])
     delete_retired(store, grace_seconds=policy.grace_seconds)
     return result
 

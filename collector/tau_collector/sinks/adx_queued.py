@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ..completion import TERMINAL_DRAIN_GRACE
 from ..gojson import encode_string
 from ..metric_event import MetricEventError
 from .base import Chunk, Sink, SinkError
@@ -57,7 +58,6 @@ DEFAULT_ATTEMPTS = 3
 DEFAULT_RETRY_BACKOFF_S = 1.0
 DEFAULT_FINAL_STATUS_TIMEOUT_S = 600.0
 DEFAULT_STATUS_POLL_INTERVAL_S = 5.0
-TERMINAL_DRAIN_GRACE_S = 30.0
 MAX_TERMINAL_DRAIN_TIMEOUT_S = 2 * 3600.0
 
 # TauGrid hashes this constant as the credential kind; keeping it makes our identity equal theirs.
@@ -107,7 +107,7 @@ def terminal_drain_timeout_s(
         "final status timeout",
         "adx_final_status_timeout",
     )
-    budget = attempts * timeout + ((1 << (attempts - 1)) - 1) * backoff + TERMINAL_DRAIN_GRACE_S
+    budget = attempts * timeout + ((1 << (attempts - 1)) - 1) * backoff + TERMINAL_DRAIN_GRACE
     if budget > MAX_TERMINAL_DRAIN_TIMEOUT_S:
         raise ValueError(
             f"ADX delivery budget {budget:g}s exceeds maximum terminal drain timeout 2h; "

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..metric_event import MetricEvent
 from ..records import SourceProblem
+
+if TYPE_CHECKING:
+    from ..projection_columns import PointColumns
 
 __all__ = ["Chunk", "Sink", "SinkError"]
 
@@ -29,6 +32,8 @@ class Chunk:
     event_count: int
     non_finite: tuple[MetricEvent, ...] = ()
     events: tuple[MetricEvent, ...] | None = None  # ``ndjson`` decoded, when the spool already has it
+    points: PointColumns | None = None
+    key: str = ""
 
     def decoded_events(self) -> list[MetricEvent]:
         """The chunk's events; decodes (strictly) only when the spool did not hand them over."""

@@ -108,21 +108,23 @@ class ExpstoreSink(Sink):
         ])
 
     def deliver(self, chunk: Chunk) -> None:
-        if not chunk.ndjson and not chunk.non_finite:
+        if not chunk.ndjson and not chunk.non_finite and chunk.points is None:
             return  # nothing to keep; acknowledging must not need the store
+        key = chunk.key or chunk_idempotency_key(chunk, self._source_id)
+        request_hash = chunk.key or chunk_request_hash(chunk)
         try:
-            events = chunk.decoded_events()
-        except NotCanonicalError as exc:
-            raise SinkError(
-                f"expstore: chunk {chunk.sequence} is not canonical: {exc}", retryable=False
-            ) from None
-        try:
-            self._writer.write_chunk(
-                chunk_idempotency_key(chunk, self._source_id),
-                events,
-                list(chunk.non_finite),
-                request_hash=chunk_request_hash(chunk),
-            )
+            if chunk.points is not None and not chunk.non_finite:
+                from .expstore_columns import run_columns
+
+                self._writer.write_columns(key, [run_columns(chunk.points)], request_hash=request_hash)
+                return
+            try:
+                events = chunk.decoded_events()
+            except NotCanonicalError as exc:
+                raise SinkError(
+                    f"expstore: chunk {chunk.sequence} is not canonical: {exc}", retryable=False
+                ) from None
+            self._writer.write_chunk(key, events, list(chunk.non_finite), request_hash=request_hash)
         except IdempotencyConflictError as exc:
             raise SinkError(f"expstore {self._store.root}: {exc}", retryable=False) from None
         except (OSError, sqlite3.OperationalError) as exc:

@@ -28,13 +28,13 @@ from tau_collector.gojson import decode_go_utf8
 from tau_collector.records import HistoryRow, ProblemKind, SourceProblem
 
 __all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
     "HistoryRead",
     "HistoryPathError",
     "read_history",
     "read_history_file",
     "decode_history_line",
-    "file_id",
-    "prefix_sha256",
+    "complete_lines",
     "history_metric_file_id",
     "expand_history",
 ]
@@ -52,6 +52,8 @@ _INTEGER_MASK = bytes(
 _LONG_INTEGER = b"X" + b"0" * 19
 
 _READ_BLOCK = 1 << 20
+# The longest line decoded; a longer one is a bad row, skipped without being held in memory.
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 # Lines decoded together on the fast path; bounds the work redone when a batch holds a bad line.
 _BATCH_LINES = 4096
 
@@ -65,10 +67,10 @@ class HistoryRead:
     """What one pass over a history file produced, and the checkpoint after it.
 
     ``offset``/``lines`` are the new checkpoint: the byte offset just past the last consumed
-    line and the number of lines consumed since the start of the file (blank and bad lines
-    count, they are consumed too). ``pending_bytes`` were read but left for the next pass: a
+    line and the number of lines consumed since the start of the file (blank, bad and overlong
+    lines count, they are consumed too). ``pending_bytes`` were left for the next pass: a
     partial last line while the job runs (0 after a final drain). ``reached_end`` is False
-    when a ``max_bytes`` pass stopped before the end of the file.
+    when a bound (``max_bytes``, ``max_rows``) stopped the pass before the end of the file.
     """
 
     path: str
@@ -94,6 +96,8 @@ def read_history(
     final: bool = False,
     prefix_hash: Any = None,
     max_bytes: int | None = None,
+    max_rows: int | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> HistoryRead:
     """Read the lines of ``path`` that follow the checkpoint ``(offset, lines)``.
 
@@ -102,18 +106,21 @@ def read_history(
     object over the bytes before ``offset``; it is updated with the consumed bytes, so a caller
     can keep the checkpoint's prefix digest without re-reading the file.
 
-    ``max_bytes`` bounds the memory of one pass over a large backlog: the pass stops after the
-    last newline within that many bytes (or after the first newline, for a longer line) and
-    ``reached_end`` is False until a pass reaches the end of the file; call again from the new
-    checkpoint. Only a pass that reaches the end consumes an unterminated tail when ``final``.
+    ``max_bytes`` and ``max_rows`` bound one pass over a large backlog: the pass stops after
+    the last whole line within that many bytes (or after the first line, when it is longer) and
+    lines; ``reached_end`` is False until a pass reaches the end of the file; call again from
+    the new checkpoint. Without them the file is read to its end, a block at a time.
 
+    A line longer than ``max_line_bytes`` is never held in memory: it is skipped (consumed once
+    its newline is there, or at the final drain) and reported as a bad row with its offset.
     A file that cannot be read, or is shorter than ``offset``, yields one ``UNREADABLE``
     problem and no advance.
     """
     result = HistoryRead(path=path, start_offset=offset, start_lines=lines, offset=offset, lines=lines)
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
+        with open(path, "rb", buffering=0) as handle:
+            fd = handle.fileno()
+            size = os.fstat(fd).st_size
             if size < offset:
                 result.problems.append(SourceProblem(
                     path, ProblemKind.UNREADABLE,
@@ -121,42 +128,135 @@ def read_history(
                     "truncated or replaced; restore it or start the collector with a fresh --out",
                     offset=offset))
                 return result
-            handle.seek(offset)
-            if max_bytes is None:
-                data = handle.read()
-            else:
-                data = handle.read(max(1, max_bytes))
-                # a line longer than max_bytes: read on to its newline so every pass advances
-                while b"\n" not in data and offset + len(data) < size:
-                    more = handle.read(max(1, max_bytes))
-                    if not more:
-                        break
-                    data += more
-            result.reached_end = offset + len(data) >= size
+            block = max(1, max_bytes) if max_bytes is not None else _READ_BLOCK
+            while True:
+                more = _read_lines(fd, size, result, final=final, prefix_hash=prefix_hash, block=block,
+                                   max_rows=max_rows, max_line_bytes=max_line_bytes)
+                if not more:
+                    return result
+                if max_bytes is not None or max_rows is not None:
+                    result.reached_end = False
+                    return result
     except OSError as err:
         result.problems.append(SourceProblem(
             path, ProblemKind.UNREADABLE,
             f"cannot read history file ({err.strerror or err}); check that it exists and is readable",
-            offset=offset))
+            offset=result.offset))
         return result
 
-    if final and result.reached_end:
-        consumed = len(data)
-    else:
-        consumed = data.rfind(b"\n") + 1
-    result.pending_bytes = len(data) - consumed
-    if consumed == 0:
-        return result
+
+def _read_lines(fd: int, size: int, result: HistoryRead, *, final: bool, prefix_hash: Any, block: int,
+                max_rows: int | None, max_line_bytes: int) -> bool:
+    """Consume the whole lines of one block from ``result.offset``; True when more bytes follow."""
+    pos = result.offset
+    available = size - pos
+    if available <= 0:
+        return False
+    data = os.pread(fd, min(block, available), pos)
+    cut = data.rfind(b"\n") + 1
+    if cut == 0 and len(data) < available:
+        # The block holds no line end: the line is longer than the block. Read it whole when it
+        # is within the line limit, else skip it without holding it.
+        want = len(data)
+        while cut == 0 and len(data) <= max_line_bytes and len(data) < available:
+            want = min(want * 2, max_line_bytes + 1, available)
+            data = os.pread(fd, want, pos)
+            cut = data.find(b"\n") + 1
+        if cut:
+            data = data[:cut]  # this one line makes the batch
+        if cut == 0 and len(data) > max_line_bytes:
+            return _skip_long_line(fd, size, result, final=final, prefix_hash=prefix_hash,
+                                   max_line_bytes=max_line_bytes)
+    at_end = pos + len(data) >= size
+    if max_rows is not None and cut and data.count(b"\n", 0, cut) > max_rows:
+        cut = _after_nth_newline(data, max(max_rows, 1))
+        at_end = False
+    if final and at_end and cut < len(data):
+        if len(data) - cut > max_line_bytes:  # an unterminated tail over the limit: the last line
+            if cut:
+                _consume(data, cut, result, prefix_hash, max_line_bytes)
+            return _skip_long_line(fd, size, result, final=final, prefix_hash=prefix_hash,
+                                   max_line_bytes=max_line_bytes)
+        cut = len(data)
+    if cut == 0:
+        result.pending_bytes = len(data)
+        return False
+    _consume(data, cut, result, prefix_hash, max_line_bytes)
+    result.pending_bytes = len(data) - cut if at_end else 0
+    return not at_end
+
+
+def _after_nth_newline(data: bytes, count: int) -> int:
+    position = -1
+    for _ in range(count):
+        position = data.index(b"\n", position + 1)
+    return position + 1
+
+
+def _consume(data: bytes, cut: int, result: HistoryRead, prefix_hash: Any, max_line_bytes: int) -> None:
+    """Decode ``data[:cut]`` (whole lines, the last possibly unterminated) into ``result``."""
     if prefix_hash is not None:
-        prefix_hash.update(memoryview(data)[:consumed])
-    if consumed != len(data):
-        data = data[:consumed]
-    if data[-1:] == b"\n":
-        data = data[:-1]
-    _decode_lines(path, data, offset, lines, result.rows, result.problems)
-    result.offset = offset + consumed
-    result.lines = lines + data.count(b"\n") + 1
-    return result
+        prefix_hash.update(memoryview(data)[:cut])
+    text = data[:cut] if cut != len(data) else data
+    if text[-1:] == b"\n":
+        text = text[:-1]
+    _decode_lines(result.path, text, result.offset, result.lines, result.rows, result.problems, max_line_bytes)
+    result.offset += cut
+    result.lines += text.count(b"\n") + 1
+
+
+def _skip_long_line(fd: int, size: int, result: HistoryRead, *, final: bool, prefix_hash: Any,
+                    max_line_bytes: int) -> bool:
+    """Skip the line at ``result.offset``, longer than the limit, reading it a block at a time.
+
+    It is consumed (and reported) once its newline is in the file, or at the final drain; while
+    the job runs and it has no end yet, nothing is consumed and it is reported as pending.
+    """
+    start = result.offset
+    # A final pass consumes the line whatever follows, so it hashes as it goes; a live pass
+    # hashes only once it knows the line ends (a second read, of bytes the cache holds).
+    hashing = prefix_hash if final else None
+    pos = start
+    end = -1
+    while pos < size:
+        piece = os.pread(fd, min(_READ_BLOCK, size - pos), pos)
+        if not piece:
+            break
+        newline = piece.find(b"\n")
+        if newline >= 0:
+            piece = piece[:newline + 1]
+            end = pos + newline + 1
+        if hashing is not None:
+            hashing.update(piece)
+        pos += len(piece)
+        if end >= 0:
+            break
+    line = result.lines + 1
+    limit = f"the line limit of {max_line_bytes} bytes (--max-line-bytes)"
+    if end < 0 and not final:
+        result.problems.append(SourceProblem(
+            result.path, ProblemKind.BAD_ROW,
+            f"line is already {pos - start} bytes long, over {limit}, and has no end yet; it will be "
+            "skipped once it ends (the rows before it were read)",
+            line=line, offset=start))
+        result.pending_bytes = pos - start
+        return False
+    length = (end if end >= 0 else pos) - start
+    if prefix_hash is not None and hashing is None:
+        at = start
+        while at < start + length:
+            piece = os.pread(fd, min(_READ_BLOCK, start + length - at), at)
+            prefix_hash.update(piece)
+            at += len(piece)
+    result.problems.append(SourceProblem(
+        result.path, ProblemKind.BAD_ROW,
+        f"line is {length} bytes long, over {limit}; skipped it without reading it — fix the writer "
+        "of this line or raise the limit (the other rows of the file were read)",
+        line=line, offset=start))
+    result.offset = start + length
+    result.lines = line
+    result.pending_bytes = 0
+    return result.offset < size
 
 
 def read_history_file(path: str, *, final: bool = True) -> HistoryRead:
@@ -166,15 +266,19 @@ def read_history_file(path: str, *, final: bool = True) -> HistoryRead:
 
 def _decode_lines(
     path: str, data: bytes, base_offset: int, base_lines: int,
-    rows: list[HistoryRow], problems: list[SourceProblem],
+    rows: list[HistoryRow], problems: list[SourceProblem], max_line_bytes: int = 0,
 ) -> None:
     """Decode ``data`` (complete lines joined by ``\\n``, no trailing newline) into rows."""
     parts = data.split(b"\n")
     # offsets[i] = byte offset of line i in the file; offsets[-1] is one past the last line
     offsets = list(accumulate(map(len, parts), _next_line_start, initial=base_offset))
-    # Lines that need more than orjson (big integers, non-finite strings) are found by
-    # whole-buffer scans, so an ordinary batch costs one orjson call per line and no Python work.
+    # Lines that need more than orjson (big integers, non-finite strings, over the line limit)
+    # are found by whole-buffer scans, so an ordinary batch costs one orjson call per line and
+    # no Python work.
     special = [base_offset + position for position in _special_positions(data)]
+    if max_line_bytes and len(data) > max_line_bytes:
+        special += [offsets[i] for i, part in enumerate(parts) if len(part) > max_line_bytes]
+        special.sort()
     special.append(offsets[-1] + 1)
     special_index = 0
     loads = orjson.loads
@@ -200,12 +304,12 @@ def _decode_lines(
             if special[special_index] < offsets[index + 1]:
                 while special[special_index] < offsets[index + 1]:
                     special_index += 1
-                _decode_slow(path, raw, line_number, offset, rows, problems)
+                _decode_slow(path, raw, line_number, offset, rows, problems, max_line_bytes)
                 continue
             try:
                 obj = loads(raw)
             except orjson.JSONDecodeError:
-                _decode_slow(path, raw, line_number, offset, rows, problems)
+                _decode_slow(path, raw, line_number, offset, rows, problems, max_line_bytes)
                 continue
             if type(obj) is dict:
                 rows.append(HistoryRow(obj, line_number, offset))
@@ -306,8 +410,15 @@ def _restore_nonfinite(obj: dict[str, Any]) -> None:
 
 def _decode_slow(
     path: str, raw: bytes, line_number: int, offset: int,
-    rows: list[HistoryRow], problems: list[SourceProblem],
+    rows: list[HistoryRow], problems: list[SourceProblem], max_line_bytes: int = 0,
 ) -> None:
+    if max_line_bytes and len(raw) > max_line_bytes:
+        problems.append(SourceProblem(
+            path, ProblemKind.BAD_ROW,
+            f"line is {len(raw)} bytes long, over the line limit of {max_line_bytes} bytes (--max-line-bytes); "
+            "skipped it — fix the writer of this line or raise the limit (the other rows of the file were read)",
+            line=line_number, offset=offset))
+        return
     if not raw.strip():
         return  # blank or whitespace-only (incl. a lone "\r" of a CRLF file): nothing to read
     try:
@@ -343,35 +454,31 @@ def _not_an_object(path: str, value: Any, line_number: int, offset: int) -> Sour
         line=line_number, offset=offset)
 
 
-# ---------------------------------------------------------------------------------------
-# file identity for the checkpoint (TAUGRID-REFERENCE §2.2–2.3)
-
-
-def file_id(path: str) -> str:
-    """``"<dev>:<ino>"`` of ``path``: a rotated or replaced file gets a different id."""
-    st = os.stat(path)
-    return f"{st.st_dev}:{st.st_ino}"
-
-
-def prefix_sha256(path: str, offset: int) -> str:
-    """SHA-256 hex of the first ``offset`` bytes of ``path``; ``""`` at offset 0 (TauGrid's rule).
-
-    Raises ``ValueError`` when the file is shorter than ``offset``.
-    """
-    if offset == 0:
-        return ""
+def complete_lines(path: str) -> tuple[int, int, str]:
+    """(offset after the last newline, lines before it, SHA-256 hex of those bytes or "" at 0) of
+    ``path``, read a block at a time: what ``--baseline-existing-history`` checkpoints."""
     digest = hashlib.sha256()
-    remaining = offset
-    with open(path, "rb") as handle:
-        while remaining:
-            block = handle.read(min(remaining, _READ_BLOCK))
+    end = lines = position = 0
+    with open(path, "rb", buffering=0) as handle:
+        while True:
+            block = handle.read(_READ_BLOCK)
             if not block:
-                raise ValueError(
-                    f"{path}: file has only {offset - remaining} bytes, fewer than the checkpoint offset "
-                    f"{offset}; the file was truncated or replaced — start with a fresh checkpoint")
-            digest.update(block)
-            remaining -= len(block)
-    return digest.hexdigest()
+                break
+            last = block.rfind(b"\n")
+            if last >= 0:
+                lines += block.count(b"\n")
+                end = position + last + 1
+            position += len(block)
+    if end:
+        with open(path, "rb", buffering=0) as handle:
+            remaining = end
+            while remaining:
+                block = handle.read(min(_READ_BLOCK, remaining))
+                if not block:
+                    break
+                digest.update(block)
+                remaining -= len(block)
+    return end, lines, digest.hexdigest() if end else ""
 
 
 def history_metric_file_id(path: str) -> str:

@@ -1,16 +1,14 @@
-"""Bulk reading of a TensorBoard event file into scalar columns: the reader behind ``taunotebook import``.
+"""Bulk reading of a TensorBoard event file into scalar columns: the sources' batch form for event files.
 
-It reads exactly what :func:`tfevents.read_segment` reads -- the same verified frames, scalars,
+It reads exactly what :func:`.run.read_segment` reads -- the same verified frames, scalars,
 restarts, dropped counts, problems and run memory -- but returns the scalars as arrays instead of
-one :class:`~tfevents.ScalarObservation` per point. The frames tensorboardX and torch write for
-``add_scalar`` are byte-for-byte the canonical encoding of a one-``simple_value`` event
-(``09 <f64 wall_time> [10 <varint step>] KEY <f32 value>``, see ``_canonical_scalar_key``); those are
-recognised and decoded with numpy, a column at a time over the frames of one payload length
-(:class:`~tfrecord.FrameGroup`): the step varints, the wall times and the values as arrays, and the
-tag-dependent ``KEY`` bytes grouped so that each distinct key is looked up once. Every other
-frame -- and the first frame of a tag the run has not shown yet, which registers its key exactly
-as the per-frame reader does -- goes through the same protobuf decoder as :func:`read_segment`,
-in file order, so the run memory evolves identically.
+one :class:`~.run.ScalarObservation` per point. Canonical one-``simple_value`` frames
+(:func:`.event_file.canonical_scalar_key`) are recognised and decoded with numpy, a column at a
+time over the frames of one payload length (:class:`~.tf_record.FrameGroup`): the step varints,
+the wall times and the values as arrays, and the tag-dependent ``KEY`` bytes grouped so that each
+distinct key is looked up once. Every other frame -- and the first frame of a tag the run has not
+shown yet, which registers its key exactly as the per-frame reader does -- goes through the same
+protobuf decoder as :func:`.run.read_segment`, in file order, so the run memory evolves identically.
 """
 
 from __future__ import annotations
@@ -19,25 +17,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..records import ProblemKind, SourceProblem
-from .tfevents import (
-    DEFAULT_CHUNK_BYTES,
+from .event_file import CANONICAL_MAX
+from .run import (
     RunMemory,
     SegmentBatch,
     TensorBoardRun,
-    _crc_problem,
-    _cyclic_gc_paused,
-    _decode_event,
-    _unreadable_problem,
+    block_problems,
+    cyclic_gc_paused,
+    decode_event_into,
+    unreadable_problem,
 )
-from .tfrecord import HEADER_SIZE, FrameIndex, StopReason, index_frames, read_new_bytes
+from .tf_record import DEFAULT_MAX_RECORD_BYTES, HEADER_SIZE, FrameIndex, StopReason, read_block
 
-__all__ = ["ScalarColumns", "read_block_columns"]
+__all__ = ["DEFAULT_BLOCK_BYTES", "ScalarColumns", "empty_columns", "read_block_columns"]
 
-_FAST_MAX = 4096  # as in tfevents: longer payloads are not single scalars
-_MAX_VARINT = 9  # a ten-byte step varint is a negative int64: left to protobuf, as in tfevents
+# Bytes of an event file decoded at once: ~20k scalar events, ~40 MB in flight.
+DEFAULT_BLOCK_BYTES = 1024 * 1024
+_MAX_VARINT = 9  # a ten-byte step varint is a negative int64: left to protobuf, as in run
 # Odd 64-bit multipliers for hashing key bytes (a hash only groups rows; equality is checked byte for byte).
-_KEY_MULTIPLIERS = np.random.default_rng(0x7A0).integers(1, 2**63, size=_FAST_MAX, dtype=np.uint64) | np.uint64(1)
+_KEY_MULTIPLIERS = np.random.default_rng(0x7A0).integers(1, 2**63, size=CANONICAL_MAX, dtype=np.uint64) | np.uint64(1)
 
 
 @dataclass(slots=True)
@@ -106,7 +104,7 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
     key_ids: dict[bytes, int] = {}
     for group in frames.groups:
         size = group.length
-        if size <= 14 or size > _FAST_MAX:
+        if size <= 14 or size > CANONICAL_MAX:
             continue
         local = np.flatnonzero(group.payloads[:, 0] == 0x09)
         if not local.size:
@@ -146,7 +144,7 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
     def decode(indices: np.ndarray) -> None:
         for i in indices.tolist():
             start = int(frames.starts[i]) + HEADER_SIZE
-            _decode_event(run, path, data[start:start + int(frames.lengths[i])], first_record + i,
+            decode_event_into(run, path, data[start:start + int(frames.lengths[i])], first_record + i,
                           base_offset + int(frames.starts[i]), batch, memory)
 
     decode(np.flatnonzero(slow))
@@ -191,6 +189,10 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
     return ScalarColumns(list(code_of), *columns)
 
 
+def empty_columns() -> ScalarColumns:
+    return ScalarColumns([], *(np.zeros(0, dtype=t) for t in ("i4", "i8", "f8", "f8", "i8", "i8")))
+
+
 def read_block_columns(
     run: TensorBoardRun,
     path: str,
@@ -198,42 +200,41 @@ def read_block_columns(
     memory: RunMemory,
     offset: int = 0,
     records_before: int = 0,
-    max_bytes: int = DEFAULT_CHUNK_BYTES,
+    max_bytes: int = DEFAULT_BLOCK_BYTES,
+    max_records: int | None = None,
+    final: bool = False,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
 ) -> tuple[SegmentBatch, ScalarColumns]:
-    """Read the frames of ``path`` that lie within ``max_bytes`` from ``offset`` (a frame boundary).
+    """Read the frames of ``path`` that lie within ``max_bytes`` (and ``max_records``) from ``offset``.
 
     Like ``read_segment(..., max_bytes=...)``: the batch's ``more`` says the bound, not the file,
     ended the block (continue from ``checkpoint`` with ``records_before=batch.records``); a frame
-    larger than the bound is read whole. The scalars are in the returned columns, not in
-    ``batch.observations``. Blocks are cut deterministically by the file's bytes.
+    larger than the bound is read whole, as far as the file holds it. The scalars are in the
+    returned columns, not in ``batch.observations``. Blocks are cut deterministically by the
+    file's bytes and the bounds. ``final``: the run is complete (see ``read_segment``).
     """
     batch = SegmentBatch(path, offset, offset, records_before, StopReason.END.value)
-    want = max(max_bytes, HEADER_SIZE)
-    while True:
-        try:
-            data = read_new_bytes(path, offset, want)
-        except OSError as exc:
-            batch.stop = "unreadable"
-            batch.problems.append(_unreadable_problem(path, exc, offset))
-            return batch, ScalarColumns([], *(np.zeros(0, dtype=t) for t in ("i4", "i8", "f8", "f8", "i8", "i8")))
-        frames = index_frames(data, offset)
-        if len(frames) == 0 and frames.stop is StopReason.TRUNCATED and len(data) == want:
-            want = max(want * 2, frames.needed)  # one frame larger than the block: read it whole
-            continue
-        break
-    with _cyclic_gc_paused():
-        columns = _decode_block(run, path, data, frames, records_before + 1, offset, batch, memory)
-    batch.checkpoint = frames.checkpoint
+    try:
+        block = read_block(path, offset, max_bytes=max_bytes, index=True, max_record_bytes=max_record_bytes)
+    except OSError as exc:
+        batch.stop = "unreadable"
+        batch.problems.append(unreadable_problem(path, exc, offset))
+        return batch, empty_columns()
+    frames = block.scan
+    assert isinstance(frames, FrameIndex)
+    more = block.more
+    if max_records is not None and len(frames) > max_records:
+        frames, more = frames.first(max(max_records, 1), offset), True
+    with cyclic_gc_paused():
+        columns = _decode_block(run, path, block.data, frames, records_before + 1, offset, batch, memory)
+    batch.checkpoint = block.checkpoint if frames is block.scan else frames.checkpoint
     batch.records = records_before + len(frames)
-    if frames.stop is StopReason.TRUNCATED and len(data) == want:
+    if block.skipped:
+        batch.records += 1
+        batch.dropped["oversized_record"] = batch.dropped.get("oversized_record", 0) + 1
+    if more:
         batch.more = True
-    elif frames.stop is StopReason.TRUNCATED:
-        batch.stop = StopReason.TRUNCATED.value
-        batch.problems.append(SourceProblem(path, ProblemKind.TRUNCATED, frames.message,
-                                            line=batch.records + 1, offset=frames.checkpoint))
-    elif frames.stop is StopReason.CRC_MISMATCH:
-        batch.stop = StopReason.CRC_MISMATCH.value
-        batch.problems.append(_crc_problem(path, frames.message, frames.checkpoint, batch.records + 1))
-    elif len(data) == want:
-        batch.more = True  # the block ended exactly on a frame boundary; the file may go on
+    else:
+        batch.stop, problems = block_problems(path, block, batch.records, final=final)
+        batch.problems += problems
     return batch, columns

@@ -1,7 +1,7 @@
-"""TFRecord framing: find the complete, CRC32C-verified frames in the bytes of an append-only file.
+"""TFRecord framing: the complete, CRC32C-verified frames in the bytes of an append-only file.
 
 A frame is ``u64 length LE | u32 masked_crc32c(length bytes) | payload | u32 masked_crc32c(payload)``
-with ``masked(c) = ((c >> 15 | c << 17) + 0xa282ead8) mod 2**32``. A scan stops in one of three ways:
+(:mod:`.masked_crc`). A scan of a buffer stops in one of three ways:
 
 - ``END``: the bytes end exactly after a frame.
 - ``TRUNCATED``: the bytes end inside a frame. A writer is probably mid-write; this is not an
@@ -9,6 +9,11 @@ with ``masked(c) = ((c >> 15 | c << 17) + 0xa282ead8) mod 2**32``. A scan stops 
 - ``CRC_MISMATCH``: a complete header or frame whose checksum is wrong. The bytes after it
   cannot be trusted (a wrong length would misplace every later frame), so the scan stops at
   the bad frame's offset and never advances past it.
+
+:func:`read_block` reads a file in bounded blocks. A frame's length is never trusted beyond
+what the file holds: a header that claims more bytes than follow it is a truncated tail (the
+caller decides whether a live writer will still complete it), and a complete frame longer than
+``max_record_bytes`` is checked in pieces and skipped, never read whole. rustboard ``tf_record.rs``.
 """
 
 from __future__ import annotations
@@ -17,16 +22,20 @@ import functools
 import os
 import re
 import struct
+from dataclasses import dataclass
 from enum import StrEnum
 from operator import itemgetter
 from typing import NamedTuple
 
 import numpy as np
-from crc32c import crc32c
+
+from .masked_crc import MASK_DELTA, crc32c, mask, masked_crc32c, unmask_array
 
 __all__ = [
+    "DEFAULT_MAX_RECORD_BYTES",
     "FOOTER_SIZE",
     "HEADER_SIZE",
+    "Block",
     "FrameGroup",
     "FrameIndex",
     "FrameScan",
@@ -34,6 +43,7 @@ __all__ = [
     "encode_frame",
     "index_frames",
     "masked_crc32c",
+    "read_block",
     "read_new_bytes",
     "scan_file",
     "scan_frames",
@@ -41,19 +51,15 @@ __all__ = [
 
 HEADER_SIZE = 12  # u64 length + u32 masked crc of the length
 FOOTER_SIZE = 4  # u32 masked crc of the payload
+# A record longer than this is verified in pieces and skipped: no scalar event comes near it.
+DEFAULT_MAX_RECORD_BYTES = 16 * 1024 * 1024
 
-_MASK_DELTA = 0xA282EAD8
 _U32 = 0xFFFFFFFF
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
 _MAX_CACHED_HEADERS = 4096
 _COPY_LIMIT = 64 * 1024
-
-
-def masked_crc32c(data: bytes | bytearray | memoryview) -> int:
-    """The masked CRC32C TFRecord stores; masking keeps a CRC of CRC-bearing data from being trivial."""
-    c = crc32c(data)
-    return (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32
+_PIECE = 1 << 20
 
 
 def encode_frame(payload: bytes) -> bytes:
@@ -130,7 +136,7 @@ def scan_frames(data: bytes | bytearray | memoryview, base_offset: int = 0) -> F
     unpack_header = _HEADER.unpack_from
     unpack_footer = _FOOTER.unpack_from
     crc = crc32c
-    delta, u32, copy_limit, header_size = _MASK_DELTA, _U32, _COPY_LIMIT, HEADER_SIZE
+    delta, u32, copy_limit, header_size = MASK_DELTA, _U32, _COPY_LIMIT, HEADER_SIZE
     # Writers repeat the same few record lengths; a header already verified needs no CRC.
     verified_headers: dict[bytes, int] = {}
     frames: list[tuple[int, bytes | memoryview]] = []
@@ -204,11 +210,14 @@ class FrameIndex:
     def __len__(self) -> int:
         return len(self.starts)
 
-
-def _unmasked(stored: np.ndarray) -> np.ndarray:
-    """The CRC32C values behind stored masked CRCs (uint64 arrays of u32 values)."""
-    rotated = (stored - _MASK_DELTA) & _U32
-    return ((rotated >> 17) | (rotated << 15)) & _U32
+    def first(self, count: int, base_offset: int) -> FrameIndex:
+        """The index of the first ``count`` frames only (``base_offset``: the buffer's file offset)."""
+        if count >= len(self):
+            return self
+        groups = [FrameGroup(g.length, g.rows[keep], g.frames[keep]) for g in self.groups
+                  if (keep := g.rows < count).any()]
+        checkpoint = base_offset + int(self.starts[count])
+        return FrameIndex(self.starts[:count], self.lengths[:count], groups, StopReason.END, checkpoint)
 
 
 _XOR_BATCH_MIN = 8  # fewer frames of one length are checked one by one
@@ -244,7 +253,7 @@ def _first_bad_payload(groups: list[FrameGroup]) -> int:
     for group in groups:
         length = group.length
         stored = np.ascontiguousarray(group.frames[:, HEADER_SIZE + length:]).view("<u4")[:, 0].astype(np.uint64)
-        crcs = _unmasked(stored)
+        crcs = unmask_array(stored)
         payloads = group.payloads
         if len(group.rows) >= _XOR_BATCH_MIN and length <= _XOR_BATCH_MAX_LENGTH:
             expected = crc32c(np.bitwise_xor.reduce(payloads, axis=0).tobytes())
@@ -337,6 +346,8 @@ def index_frames(data: bytes, base_offset: int = 0) -> FrameIndex:
     return FrameIndex(start_a, length_a, groups, stop, base_offset + pos, needed, message)
 
 
+
+
 def read_new_bytes(path: str | os.PathLike[str], offset: int, max_bytes: int | None = None) -> bytes:
     """The bytes of ``path`` from ``offset`` on (at most ``max_bytes``), in one ``read()``."""
     with open(path, "rb", buffering=0) as f:
@@ -350,6 +361,107 @@ def scan_file(path: str | os.PathLike[str], offset: int = 0, max_bytes: int | No
     """:func:`scan_frames` over the bytes of ``path`` from ``offset`` (a frame boundary), read at once.
 
     With ``max_bytes``, a frame cut by the bound reads as ``TRUNCATED``: scan again from the
-    checkpoint with a bound of at least ``needed``.
+    checkpoint with a bound of at least ``needed`` (tools and tests; readers use :func:`read_block`).
     """
     return scan_frames(read_new_bytes(path, offset, max_bytes), offset)
+
+
+@dataclass(slots=True)
+class Block:
+    """One bounded read of a file from a frame boundary: its verified frames and where to go on.
+
+    ``scan`` holds the frames (a :class:`FrameScan`, or a :class:`FrameIndex` for bulk readers).
+    ``skipped`` is the size of a record longer than the record limit that starts the block and
+    was verified in pieces instead of read (0 otherwise; ``scan`` is then empty). ``more`` says
+    the bound, not the file, ended the block: continue from ``checkpoint``. Otherwise ``stop``
+    tells how the file ended: ``END``, ``TRUNCATED`` (inside a frame: ``claimed`` bytes from
+    ``checkpoint`` on, of which only ``available`` exist) or ``CRC_MISMATCH``.
+    """
+
+    offset: int
+    data: bytes
+    scan: FrameScan | FrameIndex
+    file_size: int
+    more: bool = False
+    skipped: int = 0
+
+    @property
+    def checkpoint(self) -> int:
+        return self.offset + self.skipped if self.skipped else self.scan.checkpoint
+
+    @property
+    def stop(self) -> StopReason:
+        return StopReason.END if self.more or self.skipped else self.scan.stop
+
+    @property
+    def claimed(self) -> int:
+        return self.scan.needed
+
+    @property
+    def available(self) -> int:
+        return self.file_size - self.scan.checkpoint
+
+    @property
+    def message(self) -> str:
+        return self.scan.message
+
+
+def _empty(index: bool, offset: int, stop: StopReason = StopReason.END, needed: int = 0,
+           message: str = "") -> FrameScan | FrameIndex:
+    if index:
+        empty = np.zeros(0, dtype=np.int64)
+        return FrameIndex(empty, empty, [], stop, offset, needed, message)
+    return FrameScan([], stop, offset, needed, message)
+
+
+def read_block(path: str | os.PathLike[str], offset: int, *, max_bytes: int, index: bool = False,
+               end_offset: int | None = None, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Block:
+    """The verified frames of ``path`` within ``max_bytes`` from ``offset`` (a frame boundary).
+
+    At least one frame is read when the file holds it whole, however long (up to
+    ``max_record_bytes``; a longer one is checked in pieces and skipped). Nothing is read past
+    ``end_offset`` or the end of the file, whatever a header claims. ``index`` gives a
+    :class:`FrameIndex` (bulk readers) instead of a :class:`FrameScan`. Raises ``OSError``.
+    """
+    with open(path, "rb", buffering=0) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        limit = size if end_offset is None else min(size, end_offset)
+        available = limit - offset
+        if available <= 0:
+            return Block(offset, b"", _empty(index, offset), size)
+        scan_of = index_frames if index else scan_frames
+        data = os.pread(handle.fileno(), min(max(max_bytes, HEADER_SIZE), available), offset)
+        scan = scan_of(data, offset)
+        if not len(scan.frames if not index else scan) and scan.stop is StopReason.TRUNCATED \
+                and len(data) < available and scan.needed > len(data):
+            # The first frame does not fit in the block: read it whole if the file holds it.
+            if scan.needed > available:
+                return Block(offset, data, scan, limit)
+            if scan.needed > max_record_bytes + HEADER_SIZE + FOOTER_SIZE:
+                return _skip_record(handle, offset, scan.needed, index, limit)
+            data = os.pread(handle.fileno(), scan.needed, offset)
+            scan = scan_of(data, offset)
+        end = offset + len(data)
+        more = end < limit and scan.stop is not StopReason.CRC_MISMATCH and (
+            scan.stop is StopReason.END or scan.checkpoint + scan.needed <= limit)
+        return Block(offset, data, scan, limit, more=more)
+
+
+def _skip_record(handle, offset: int, size: int, index: bool, limit: int) -> Block:
+    """Verify one record longer than the record limit piece by piece; a block that skips it."""
+    length = size - HEADER_SIZE - FOOTER_SIZE
+    crc = 0
+    position = offset + HEADER_SIZE
+    end = position + length
+    while position < end:
+        piece = os.pread(handle.fileno(), min(_PIECE, end - position), position)
+        if not piece:  # the file shrank under us: a tail to read again later
+            return Block(offset, b"", _empty(index, offset, StopReason.TRUNCATED, size,
+                                             _truncated_frame_message(length)), limit)
+        crc = crc32c(piece, crc)
+        position += len(piece)
+    footer = os.pread(handle.fileno(), FOOTER_SIZE, end)
+    if len(footer) < FOOTER_SIZE or mask(crc) != _FOOTER.unpack(footer)[0]:
+        return Block(offset, b"", _empty(index, offset, StopReason.CRC_MISMATCH, size, _payload_crc_message(length)),
+                     limit)
+    return Block(offset, b"", _empty(index, offset), limit, more=end + FOOTER_SIZE < limit, skipped=size)

@@ -1,8 +1,7 @@
-"""The TensorBoard source: find the runs of a logdir and read the scalars of their event files incrementally.
+"""A TensorBoard run: its event files read as one source, scalars and restarts, with the run's memory.
 
 Runs and segments
-    A run is a directory under the logdir (the logdir itself included) that holds event files
-    (TensorBoard's rule: the file's basename contains ``tfevents``). Its files are segments of one
+    A run is a directory of event files (:func:`is_event_file`); its files are segments of one
     logical source, read in file-name order (writers name them ``events.out.tfevents.<unix
     seconds>.<host>...`` so name order is creation order). Metric names carry the run's relative
     directory as prefix (``trial_0001/train/loss``) and the run's ``metric_file_id`` hashes its
@@ -13,41 +12,11 @@ Checkpoint and resume
     whose ``checkpoint`` lies just past the last CRC-verified frame. To resume, persist per run:
     the segment's file name, ``checkpoint`` and ``records`` (frames counted from the file start, so
     record numbers stay 1-based per file). A reader also needs the run's :class:`RunMemory` (which
-    plugin each tag belongs to, because writers put a tag's plugin metadata on its first event
-    only, and whether the run already had a ``SessionLog.START``). That memory is *not* persisted:
-    :func:`rebuild_run_memory` re-reads the run's earlier segments and the current one up to the
-    checkpoint, so the checkpoint stays three plain values and can never disagree with the bytes.
-
-Scalars
-    ``Summary.Value.simple_value`` (tensorboardX, torch) is always a scalar. A ``tensor`` value is a
-    scalar when its tag's first plugin metadata in the run says ``scalars`` (TF2
-    ``tf.summary.scalar``, ``tensorboard.summary.Writer``) and the tensor has rank 0. Its number
-    comes from ``tensor_content`` (little-endian, precedence as in TensorFlow's ``make_ndarray``)
-    or else from the typed repeated field, which must hold exactly one value (TensorBoard cannot
-    read an empty one either):
-
-    ======  ==========  ==============  =================================================
-    dtype   name        repeated field  note
-    ======  ==========  ==============  =================================================
-    1       float       float_val       ``<f``
-    2       double      double_val      ``<d``
-    3       int32       int_val         ``<i``
-    4       uint8       int_val         ``<B``
-    5       int16       int_val         ``<h``
-    6       int8        int_val         ``<b``
-    9       int64       int64_val       ``<q``
-    10      bool        bool_val        ``<?``, 1.0 or 0.0
-    14      bfloat16    half_val        uint16 bit pattern = high half of a float32
-    17      uint16      int_val         ``<H``
-    19      half        half_val        uint16 bit pattern of an IEEE binary16 (``<e``)
-    22      uint32      uint32_val      ``<I``
-    23      uint64      uint64_val      ``<Q``
-    ======  ==========  ==============  =================================================
-
-    Other dtypes (strings, complex, quantized, float8, int4) under the ``scalars`` plugin are
-    reported as ``bad_value`` problems. NaN and ±Inf are kept as values. Images, histograms,
-    audio, text, tensors of other plugins and non-rank-0 tensors are dropped and counted in
-    ``SegmentBatch.dropped``.
+    series each tag belongs to, because writers put a tag's metadata on its first event only
+    (:mod:`.data_compat`), and whether the run already had a ``SessionLog.START``). That memory is
+    *not* persisted: :func:`rebuild_run_memory` re-reads the run's earlier segments and the current
+    one up to the checkpoint, so the checkpoint stays three plain values and can never disagree
+    with the bytes.
 
 Restarts (``SessionLog.START``)
     TensorBoard's ``EventAccumulator``, on a ``START`` event at step ``s``, purges the run's points
@@ -63,6 +32,8 @@ Restarts (``SessionLog.START``)
     restarts in read order (:func:`in_read_order`). TensorBoard applies a different rule
     (out-of-order steps purge per tag) to files without a ``brain.Event:2`` version record, written
     by TensorFlow before 2016; we do not reproduce that one.
+
+rustboard ``run.rs``.
 """
 
 from __future__ import annotations
@@ -77,11 +48,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from google.protobuf.message import DecodeError
-
-from tau_collector.records import HistoryRow, ProblemKind, SourceProblem
-from tau_collector.sources.tensorboard_proto.event_pb2 import Event, SessionLog
-from tau_collector.sources.tfrecord import HEADER_SIZE, FrameScan, StopReason, read_new_bytes, scan_frames
+from ..records import HistoryRow, ProblemKind, SourceProblem
+from .data_compat import SCALARS, dropped_bucket, series_kind, tensor_scalar
+from .event_file import CANONICAL_MAX, SESSION_START, EventDecodeError, canonical_scalar_key, decode_event
+from .tf_record import DEFAULT_MAX_RECORD_BYTES, Block, FrameScan, StopReason, read_block
 
 __all__ = [
     "DEFAULT_CHUNK_BYTES",
@@ -91,7 +61,9 @@ __all__ = [
     "SessionRestart",
     "TensorBoardRun",
     "apply_tensorboard_purge",
-    "discover_runs",
+    "block_problems",
+    "cyclic_gc_paused",
+    "decode_event_into",
     "in_read_order",
     "is_event_file",
     "metric_file_id",
@@ -99,6 +71,7 @@ __all__ = [
     "read_segment",
     "rebuild_run_memory",
     "to_history_row",
+    "unreadable_problem",
 ]
 
 # Bytes per read(): one read covers an ordinary event file; the bound keeps a multi-gigabyte file
@@ -106,7 +79,8 @@ __all__ = [
 # The reader continues from the last verified frame of each chunk.
 DEFAULT_CHUNK_BYTES = 16 * 1024 * 1024
 
-_START = SessionLog.START
+_FLOAT32 = struct.Struct("<f")
+_F64 = struct.Struct("<d")
 
 
 def is_event_file(name: str) -> bool:
@@ -156,28 +130,6 @@ class TensorBoardRun:
         return [os.path.join(self.directory, name) for name in sorted(names)]
 
 
-def discover_runs(logdir: str | os.PathLike[str]) -> list[TensorBoardRun]:
-    """Every directory under ``logdir`` (itself included) that holds event files, sorted by relative path.
-
-    ``logdir`` may also be one event file: it is then a run of that one file, in its directory.
-    Symbolic links to directories are not followed, so a link cycle cannot trap the walk.
-    """
-    root = os.path.abspath(os.fspath(logdir))
-    if os.path.isfile(root):
-        if not is_event_file(root):
-            return []
-        directory = os.path.dirname(root)
-        return [TensorBoardRun(directory, "", metric_file_id(directory), only_file=root)]
-    runs = []
-    for directory, _dirs, files in os.walk(root):
-        if any(is_event_file(name) for name in files):
-            rel = os.path.relpath(directory, root)
-            relative = "" if rel == os.curdir else rel.replace(os.sep, "/")
-            runs.append(TensorBoardRun(directory, relative, metric_file_id(directory)))
-    runs.sort(key=lambda run: run.relative)
-    return runs
-
-
 class ScalarObservation(NamedTuple):
     """One scalar read from an event file. ``record`` is the frame's 1-based number in its file."""
 
@@ -208,11 +160,11 @@ class SessionRestart(NamedTuple):
 class RunMemory:
     """What reading a run must remember across frames and segments; rebuilt, never persisted."""
 
-    tag_plugins: dict[str, str] = field(default_factory=dict)
+    tag_plugins: dict[str, str] = field(default_factory=dict)  # tag -> its series (data_compat.series_kind)
     seen_session_start: bool = False
     metric_names: dict[str, str] = field(default_factory=dict)  # cache: tag -> prefixed name
     # cache: the bytes a tensorboardX/torch scalar event has between its step and its float, which
-    # depend only on the tag -> prefixed name (see _canonical_scalar_key).
+    # depend only on the tag -> prefixed name (see event_file.canonical_scalar_key).
     scalar_layouts: dict[bytes, str] = field(default_factory=dict)
 
 
@@ -222,8 +174,9 @@ class SegmentBatch:
 
     ``checkpoint`` is the file offset just past the last verified frame (resume there);
     ``records`` is the number of frames from the start of the file up to ``checkpoint``.
-    ``stop`` is ``end``, ``truncated`` (tail not yet complete: retry later), ``crc_mismatch``
-    (hard stop: this file does not advance) or ``unreadable``. ``more`` says a ``max_bytes``
+    ``stop`` is ``end``, ``truncated`` (tail not yet complete: retry later), ``corrupt`` (the
+    run is complete and the file ends inside a frame), ``crc_mismatch`` (hard stop: this file
+    does not advance) or ``unreadable``. ``more`` says a ``max_bytes``
     bound ended the read before the end of the file.
     """
 
@@ -239,107 +192,8 @@ class SegmentBatch:
     more: bool = False
 
 
-# A tensor value's plugin -> the ``dropped`` bucket it is counted in; any other plugin is "tensor".
-_DROPPED_PLUGIN = {
-    "images": "image",
-    "histograms": "histogram",
-    "audio": "audio",
-    "text": "text",
-}
-# Old-style values TensorBoard migrates to tensors of a plugin; the plugin their tag gets in the run.
-_MIGRATED_PLUGIN = {
-    "simple_value": "scalars",
-    "histo": "histograms",
-    "image": "images",
-    "audio": "audio",
-}
-_DROPPED_KIND = {
-    "histo": "histogram",
-    "obsolete_old_style_histogram": "histogram",
-    "image": "image",
-    "audio": "audio",
-}
-
-_DT_BFLOAT16 = 14
-_DT_HALF = 19
-# dtype -> (repeated field, little-endian struct format of one element in tensor_content)
-_DTYPES: dict[int, tuple[str, str]] = {
-    1: ("float_val", "<f"),
-    2: ("double_val", "<d"),
-    3: ("int_val", "<i"),
-    4: ("int_val", "<B"),
-    5: ("int_val", "<h"),
-    6: ("int_val", "<b"),
-    9: ("int64_val", "<q"),
-    10: ("bool_val", "<?"),
-    _DT_BFLOAT16: ("half_val", "<H"),
-    17: ("int_val", "<H"),
-    _DT_HALF: ("half_val", "<H"),
-    22: ("uint32_val", "<I"),
-    23: ("uint64_val", "<Q"),
-}
-_FLOAT32 = struct.Struct("<f")
-_F64 = struct.Struct("<d")
-_FAST_MAX = 4096  # longer payloads are not single scalars worth a fast-path attempt
-_HALF = struct.Struct("<e")
-
-
-def _from_half_bits(dtype: int, bits: int) -> float:
-    bits &= 0xFFFF
-    if dtype == _DT_BFLOAT16:
-        # bfloat16 is the high 16 bits of a float32.
-        return _FLOAT32.unpack((bits << 16).to_bytes(4, "little"))[0]
-    return _HALF.unpack(bits.to_bytes(2, "little"))[0]
-
-
-def _tensor_scalar(tensor) -> float:
-    """The number in a rank-0 tensor; ValueError says why there is none."""
-    dtype = tensor.dtype
-    spec = _DTYPES.get(dtype)
-    if spec is None:
-        raise ValueError(f"dtype {dtype} is not a float, int or bool dtype")
-    repeated, fmt = spec
-    content = tensor.tensor_content
-    if content:
-        size = struct.calcsize(fmt)
-        if len(content) != size:
-            raise ValueError(f"tensor_content has {len(content)} bytes, a dtype-{dtype} scalar has {size}")
-        number = struct.unpack(fmt, content)[0]
-    else:
-        values = getattr(tensor, repeated)
-        if len(values) != 1:
-            raise ValueError(f"{repeated} holds {len(values)} values for a rank-0 tensor")
-        number = values[0]
-    if repeated == "half_val":
-        return _from_half_bits(dtype, int(number))
-    return float(number)
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _canonical_scalar_key(tag: str) -> bytes:
-    """The tag-dependent middle of the canonical encoding of a one-``simple_value`` scalar event.
-
-    Such an event serializes as ``09 <f64 wall_time> [10 <varint step>] KEY <f32 value>`` with
-    ``KEY = 2a <len> 0a <len> 0a <len> <tag> 15``. A payload that is exactly that, byte for byte,
-    decodes to exactly those four fields, so the reader takes them with two ``unpack`` calls and
-    a varint instead of building protobuf objects: most of the speed of the source.
-    """
-    tag_bytes = tag.encode("utf-8")
-    value = b"\x0a" + _varint(len(tag_bytes)) + tag_bytes + b"\x15"
-    summary = b"\x0a" + _varint(len(value) + 4) + value
-    return b"\x2a" + _varint(len(summary) + 4) + summary
-
-
 @contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
+def cyclic_gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a buffer is decoded.
 
     Decoding allocates a few small acyclic objects per frame; each allocation burst would set
@@ -366,6 +220,8 @@ def read_segment(
     end_offset: int | None = None,
     max_bytes: int | None = None,
     read_size: int = DEFAULT_CHUNK_BYTES,
+    final: bool = False,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
 ) -> SegmentBatch:
     """Read the verified frames of one event file of ``run`` from ``offset`` (a frame boundary).
 
@@ -375,52 +231,64 @@ def read_segment(
     (used to rebuild memory up to a checkpoint). ``max_bytes`` bounds one call (at least one
     frame is read): the batch then has ``more`` set and the caller continues from its
     checkpoint; without it the call reads to the end of the file, ``read_size`` bytes per read.
+    ``final`` says the run is complete: a file ending inside a frame is then corrupt, not a
+    writer still at work.
     """
     if memory is None:
         memory = RunMemory()
     batch = SegmentBatch(path, offset, offset, records_before, StopReason.END.value)
-    pos = offset
-    chunk = max(read_size if max_bytes is None else min(max_bytes, read_size), HEADER_SIZE)
+    bound = read_size if max_bytes is None else min(max_bytes, read_size)
     while True:
-        want = chunk if end_offset is None else min(chunk, end_offset - pos)
-        if want <= 0:
-            return batch
         try:
-            data = read_new_bytes(path, pos, want)
+            block = read_block(path, batch.checkpoint, max_bytes=bound, end_offset=end_offset,
+                               max_record_bytes=max_record_bytes)
         except OSError as exc:
             batch.stop = "unreadable"
-            batch.problems.append(_unreadable_problem(path, exc, pos))
+            batch.problems.append(unreadable_problem(path, exc, batch.checkpoint))
             return batch
-        with _cyclic_gc_paused():
-            scan = scan_frames(data, pos)
-            _decode_frames(run, path, scan, batch, memory)
-        batch.checkpoint = scan.checkpoint
-        if scan.stop is not StopReason.CRC_MISMATCH and len(data) == want and (
-            end_offset is None or scan.checkpoint < end_offset
-        ):
-            # The chunk, not necessarily the file, ended: continue from the verified boundary, with
-            # a chunk big enough for the frame that did not fit.
-            if max_bytes is not None and scan.frames:
+        with cyclic_gc_paused():
+            _decode_frames(run, path, block.scan, batch, memory)
+        if block.skipped:
+            batch.records += 1
+            batch.dropped["oversized_record"] = batch.dropped.get("oversized_record", 0) + 1
+        batch.checkpoint = block.checkpoint
+        if block.more:
+            if max_bytes is not None:
                 batch.more = True
                 return batch
-            pos = scan.checkpoint
-            chunk = max(chunk, scan.needed)
             continue
-        batch.stop = scan.stop.value
-        if scan.stop is StopReason.TRUNCATED:
-            if end_offset is None:
-                batch.problems.append(SourceProblem(
-                    path, ProblemKind.TRUNCATED,
-                    scan.message, line=batch.records + 1, offset=scan.checkpoint,
-                ))
-            else:
-                batch.stop = StopReason.END.value
-        elif scan.stop is StopReason.CRC_MISMATCH:
-            batch.problems.append(_crc_problem(path, scan.message, scan.checkpoint, batch.records + 1))
+        batch.stop, problems = block_problems(path, block, batch.records, final=final,
+                                              bounded=end_offset is not None)
+        batch.problems += problems
         return batch
 
 
-def _unreadable_problem(path: str, exc: OSError, offset: int) -> SourceProblem:
+def block_problems(path: str, block: Block, records: int, *, final: bool,
+                   bounded: bool = False) -> tuple[str, list[SourceProblem]]:
+    """How a block that ended its file stopped (``SegmentBatch.stop``) and the problems to report.
+
+    ``records`` counts the frames up to the block's checkpoint; ``bounded`` reads stop at an
+    earlier checkpoint, where a frame cut by the bound is no problem.
+    """
+    stop = block.stop
+    if stop is StopReason.TRUNCATED:
+        if bounded:
+            return StopReason.END.value, []
+        if final:
+            return ProblemKind.CORRUPT, [SourceProblem(
+                path, ProblemKind.CORRUPT,
+                f"the run is complete but its event file ends inside a record: the frame at byte "
+                f"{block.checkpoint} needs {block.claimed} bytes and the file holds {block.available} from there, "
+                f"so the file was cut or its header is damaged. Records before byte {block.checkpoint} were read",
+                line=records + 1, offset=block.checkpoint)]
+        return stop.value, [SourceProblem(path, ProblemKind.TRUNCATED, block.message, line=records + 1,
+                                          offset=block.checkpoint)]
+    if stop is StopReason.CRC_MISMATCH:
+        return stop.value, [_crc_problem(path, block.message, block.checkpoint, records + 1)]
+    return stop.value, []
+
+
+def unreadable_problem(path: str, exc: OSError, offset: int) -> SourceProblem:
     return SourceProblem(
         path, ProblemKind.UNREADABLE,
         f"cannot read event file ({exc.strerror or exc}); reading resumes from byte {offset} "
@@ -447,7 +315,7 @@ def _decode_frames(
     unpack_f32 = _FLOAT32.unpack_from
     # NamedTuple's generated __new__ is a Python call; tuple.__new__ builds the same object ~5x faster.
     new_obs = tuple.__new__
-    fast_max = _FAST_MAX
+    fast_max = CANONICAL_MAX
     record = batch.records
     for frame_offset, payload in scan.frames:
         record += 1
@@ -500,23 +368,23 @@ def _decode_frames(
                         record, frame_offset,
                     )))
                     continue
-        _decode_event(run, path, payload, record, frame_offset, batch, memory)
+        decode_event_into(run, path, payload, record, frame_offset, batch, memory)
     batch.records = record
 
 
-def _decode_event(
+def decode_event_into(
     run: TensorBoardRun, path: str, payload: bytes | memoryview, record: int, frame_offset: int,
     batch: SegmentBatch, memory: RunMemory,
 ) -> None:
-    """Decode one frame with protobuf (any event the canonical-scalar fast path did not take)."""
+    """Decode one frame with protobuf (any event the canonical-scalar fast path did not take) into ``batch``."""
     plugins = memory.tag_plugins
     names = memory.metric_names
     layouts = memory.scalar_layouts
     dropped = batch.dropped
     append = batch.observations.append
     try:
-        event = Event.FromString(payload)
-    except DecodeError as exc:
+        event = decode_event(payload)
+    except EventDecodeError as exc:
         batch.problems.append(SourceProblem(
             path, ProblemKind.BAD_EVENT,
             f"record {record} has a valid checksum but is not a tensorflow.Event ({exc}); "
@@ -531,47 +399,38 @@ def _decode_event(
         for value in event.summary.value:
             kind = value.WhichOneof("value")
             tag = value.tag or value.node_name
-            if tag not in plugins:
+            plugin = plugins.get(tag)
+            if plugin is None:
                 # TensorBoard keeps a tag's first metadata only; writers send it once per tag.
-                if value.HasField("metadata"):
-                    plugins[tag] = value.metadata.plugin_data.plugin_name
-                elif kind in _MIGRATED_PLUGIN:
-                    plugins[tag] = _MIGRATED_PLUGIN[kind]
-            if kind == "simple_value":
+                plugin = plugins[tag] = series_kind(value, kind)
+            if kind == "simple_value" or (kind == "tensor" and plugin == SCALARS):
+                if kind == "simple_value":
+                    number = value.simple_value
+                else:
+                    tensor = value.tensor
+                    if tensor.tensor_shape.dim:
+                        dropped["non_scalar_tensor"] = dropped.get("non_scalar_tensor", 0) + 1
+                        continue
+                    try:
+                        number = tensor_scalar(tensor)
+                    except ValueError as exc:
+                        batch.problems.append(SourceProblem(
+                            path, ProblemKind.BAD_VALUE,
+                            f"scalar {tag!r} at step {step} cannot be read as a number: {exc}; "
+                            "skipped this value",
+                            line=record, offset=frame_offset,
+                        ))
+                        continue
                 name = names.get(tag)
                 if name is None:
                     name = names[tag] = run.metric_name(tag)
-                    if value.tag:
-                        layouts[_canonical_scalar_key(tag)] = name
-                append(ScalarObservation(name, step, wall_time, value.simple_value, record, frame_offset))
-            elif kind == "tensor":
-                plugin = plugins.get(tag, "")
-                if plugin != "scalars":
-                    bucket = _DROPPED_PLUGIN.get(plugin, "tensor")
-                    dropped[bucket] = dropped.get(bucket, 0) + 1
-                    continue
-                tensor = value.tensor
-                if tensor.tensor_shape.dim:
-                    dropped["non_scalar_tensor"] = dropped.get("non_scalar_tensor", 0) + 1
-                    continue
-                try:
-                    number = _tensor_scalar(tensor)
-                except ValueError as exc:
-                    batch.problems.append(SourceProblem(
-                        path, ProblemKind.BAD_VALUE,
-                        f"scalar {tag!r} at step {step} cannot be read as a number: {exc}; "
-                        "skipped this value",
-                        line=record, offset=frame_offset,
-                    ))
-                    continue
-                name = names.get(tag)
-                if name is None:
-                    name = names[tag] = run.metric_name(tag)
+                    if kind == "simple_value" and value.tag:
+                        layouts[canonical_scalar_key(tag)] = name
                 append(ScalarObservation(name, step, wall_time, number, record, frame_offset))
             elif kind is not None:
-                bucket = _DROPPED_KIND.get(kind, kind)
+                bucket = dropped_bucket(kind, plugin)
                 dropped[bucket] = dropped.get(bucket, 0) + 1
-    elif what == "session_log" and event.session_log.status == _START:
+    elif what == "session_log" and event.session_log.status == SESSION_START:
         batch.restarts.append(SessionRestart(
             run.relative, event.step, event.wall_time, record, frame_offset,
             not memory.seen_session_start,

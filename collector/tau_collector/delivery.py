@@ -1,0 +1,57 @@
+"""Delivering a chunk to every sink, and telling sinks about source problems, as the collector does.
+
+A sink's retryable failure backs off (doubling, at most 30 s) and tries again while the collector
+watches; the chunk stays spooled meanwhile, so nothing is lost if the process dies. A one-shot
+collector fails instead. Problems a source met are recorded by sinks that keep them (the
+expstore shows them beside the run); failing to record them never stops the metrics.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from .records import SourceProblem
+from .sinks.base import Chunk, Sink, SinkError
+
+__all__ = ["Delivery", "DeliveryError"]
+
+
+class DeliveryError(RuntimeError):
+    """A chunk could not be delivered; the message names the chunk and the sink."""
+
+
+class Delivery:
+    def __init__(self, sinks: list[Sink], *, retry: bool, backoff: float, stop: threading.Event,
+                 log: Callable[[str], None]) -> None:
+        self.sinks = sinks
+        self.retry = retry
+        self.backoff = backoff
+        self.stop = stop
+        self.log = log
+
+    def deliver(self, chunk: Chunk) -> None:
+        """Returns once every sink acknowledged ``chunk``; raises :class:`DeliveryError` otherwise."""
+        delay = self.backoff
+        for sink in self.sinks:
+            while True:
+                try:
+                    sink.deliver(chunk)
+                    break
+                except SinkError as exc:
+                    if not exc.retryable or not self.retry:
+                        raise DeliveryError(f"deliver chunk {chunk.chunk_digest} to {sink.name}: {exc}") from None
+                    self.log(f"delivery to {sink.name} failed ({exc}); chunk {chunk.sequence} stays "
+                             f"spooled, retrying in {delay:.1f}s")
+                    if self.stop.wait(delay):
+                        raise DeliveryError(
+                            f"stopped while chunk {chunk.chunk_digest} was undelivered to {sink.name}; "
+                            "it stays spooled and is delivered on the next start") from None
+                    delay = min(delay * 2, 30.0)
+
+    def report(self, run_id: str, problems: list[SourceProblem]) -> None:
+        for sink in self.sinks:
+            try:  # telling readers about a problem must never stop the metrics themselves
+                sink.report(run_id, problems)
+            except (SinkError, OSError, RuntimeError) as exc:
+                self.log(f"could not record {len(problems)} source problem(s) in {sink.name}: {exc}")

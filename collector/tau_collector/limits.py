@@ -1,0 +1,87 @@
+"""How much a source reads at once, and the sizes beyond which input is refused: defaults, env, flags.
+
+A collector runs beside a training job that owns the machine's memory, so nothing a file says
+sizes an allocation (DESIGN §3, "Bounded resources"). Every source reads in batches bounded by
+bytes and by records (history lines or event-file records); a backlog of any size becomes a
+sequence of such batches, each spooled and delivered as one chunk. A history line (or event
+record) longer than ``max_line_bytes`` is skipped without being held; nested values deeper
+than ``max_depth`` are dropped and counted.
+
+Each limit has a flag on ``collect``, ``dump`` and ``taunotebook import`` and an environment
+variable (used when the flag is absent); see ``docs/configuration.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+__all__ = ["DEFAULT_LIMITS", "Limits", "LimitsError", "add_arguments", "from_args"]
+
+class LimitsError(ValueError):
+    """A limit given on the command line or in the environment is not a positive integer."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """``batch_bytes``: source bytes per batch (a longer single line or record still makes one
+    batch); ``batch_records``: history lines or event records per batch; ``max_line_bytes``: the
+    longest line or record read; ``max_depth``: the deepest nesting flattened into metric names."""
+
+    batch_bytes: int = 512 * 1024
+    batch_records: int = 20_000
+    max_line_bytes: int = 16 * 1024 * 1024
+    max_depth: int = 32
+
+
+DEFAULT_LIMITS = Limits()
+
+_FLAGS = {  # field: (flag, environment variable, help)
+    "batch_bytes": ("--batch-bytes", "TAU_COLLECTOR_BATCH_BYTES",
+                    "source bytes read per batch, each delivered as one chunk"),
+    "batch_records": ("--batch-records", "TAU_COLLECTOR_BATCH_RECORDS",
+                      "history lines or event-file records per batch"),
+    "max_line_bytes": ("--max-line-bytes", "TAU_COLLECTOR_MAX_LINE_BYTES",
+                       "a longer history line or event record is skipped and reported"),
+    "max_depth": ("--max-depth", "TAU_COLLECTOR_MAX_DEPTH",
+                  "nested W&B/Tune values deeper than this are dropped and counted"),
+}
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The four limit flags; each falls back to ``TAU_COLLECTOR_<NAME>`` and then its default."""
+    for field in fields(Limits):
+        flag, env, text = _FLAGS[field.name]
+        parser.add_argument(flag, type=_positive, metavar="N", dest=field.name,
+                            help=f"{text} (default {field.default}) [${env}]")
+
+
+def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Limits:
+    """The limits the flags in ``args`` give, with the environment where a flag is absent."""
+    environ = os.environ if environ is None else environ
+    values = {}
+    for field in fields(Limits):
+        value = getattr(args, field.name, None)
+        if value is None:
+            env = _FLAGS[field.name][1]
+            raw = environ.get(env, "").strip()
+            if raw:
+                try:
+                    value = _positive(raw)
+                except argparse.ArgumentTypeError as exc:
+                    raise LimitsError(f"${env}: {exc}") from None
+        if value is not None:
+            values[field.name] = value
+    return Limits(**values)

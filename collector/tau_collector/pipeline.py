@@ -1,0 +1,85 @@
+"""The middle of the data path, shared by the sidecar and the import: a source's batch, projected.
+
+``sources → projection → spool → sinks``: :class:`Pipeline` takes one bounded
+:class:`~.sources.base.Batch` and gives a :class:`Projected` batch: the canonical NDJSON lines
+(when a spool or an NDJSON sink needs them), the non-finite observations, the finite points in
+columns (for sinks that keep points), and the rows the projection rejected as problems. The
+collector (:mod:`.collector`) spools and delivers it under TauGrid's pending-manifest protocol;
+``taunotebook import`` (:mod:`.store_import`) delivers it to the expstore directly. Both read the
+same sources through the same projection, so both make the same store from the same files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from .metric_event import MetricEvent
+from .projection import ProjectionConfig, Projector
+from .projection_columns import PointColumns, point_columns, project_scalar_columns
+from .records import ProblemKind, SourceProblem
+from .sources.base import Batch, Source, SourceInput
+
+__all__ = ["Pipeline", "ProjectedBatch"]
+
+
+@dataclass(slots=True)
+class ProjectedBatch:
+    """``ndjson`` holds ``event_count`` canonical lines (empty without lines)."""
+
+    batch: Batch
+    ndjson: bytes | bytearray
+    event_count: int
+    non_finite: list[MetricEvent]
+    points: PointColumns | None
+    rejected: list[SourceProblem] = field(default_factory=list)
+
+    def take_ndjson(self) -> bytes:
+        """The lines as bytes, letting go of the buffer they were built in."""
+        ndjson, self.ndjson = bytes(self.ndjson), b""
+        return ndjson
+
+    @property
+    def problems(self) -> list[SourceProblem]:
+        """What the source could not read, then what the projection refused."""
+        return self.batch.problems + self.rejected
+
+    @property
+    def bad_rows(self) -> int:
+        return sum(1 for p in self.batch.problems if p.kind == ProblemKind.BAD_ROW) + len(self.rejected)
+
+
+class Pipeline:
+    """Projects batches for one run identity; one projector per input (its path is in every event's tags)."""
+
+    def __init__(self, config: ProjectionConfig, *, lines: bool = True, points: bool = True) -> None:
+        self.config = config
+        self.lines = lines
+        self.points = points
+        self._projectors: dict[tuple[str, str], Projector] = {}
+
+    def projector(self, source: Source, source_input: SourceInput) -> Projector:
+        key = (source.kind, source_input.path)
+        projector = self._projectors.get(key)
+        if projector is None:
+            config = self.config
+            if (config.step_field, config.time_field) != (source.step_field, source.time_field):
+                config = dataclasses.replace(config, step_field=source.step_field, time_field=source.time_field)
+            projector = self._projectors[key] = Projector(
+                config, history_path=source_input.path, metric_file_id=source_input.metric_file_id,
+                metric_file_path=source_input.metric_file_path, with_events=False, with_lines=self.lines)
+        return projector
+
+    def project(self, source: Source, batch: Batch) -> ProjectedBatch:
+        projector = self.projector(source, batch.input)
+        if batch.columns is not None:
+            projected, errors, points = project_scalar_columns(projector, batch.columns, points=self.points,
+                                                               joined=True)
+        else:
+            projected, errors = projector.project_rows(batch.rows, points=self.points, joined=True)
+            points = point_columns(projector, projected.points)
+        path = batch.input.path
+        rejected = [SourceProblem(path, ProblemKind.BAD_ROW, str(exc), line=row.line, offset=row.offset)
+                    for row, exc in errors]
+        assert projected.ndjson is not None
+        return ProjectedBatch(batch, projected.ndjson, projected.line_count, projected.non_finite, points, rejected)

@@ -1,0 +1,124 @@
+"""The one interface every source implements, and the bounded batch it hands to the projection.
+
+A source is a paths provider and a reader in one (Vector's ``lib/file-source`` shape): it says
+which input files it has (all of them, or those among the paths a watcher saw change), and it
+reads one bounded :class:`Batch` of an input from a checkpoint :class:`Position`. What a batch
+could not read is in its ``problems``; what it skipped on purpose (images, values nested too
+deep) in its ``dropped`` counts. Checkpoints, fingerprints, spooling and delivery are not a
+source's business (:mod:`tau_collector.collector`, :mod:`tau_collector.fingerprint`,
+:mod:`tau_collector.spool`, :mod:`tau_collector.store_import`).
+
+A later source may also report a run's configuration (hyperparameters: Tune's ``params.json``,
+W&B's ``config.yaml``, TensorBoard HParams); the interface leaves room for it in
+:meth:`Source.run_config`.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..limits import DEFAULT_LIMITS, Limits
+from ..records import HistoryRow, SourceProblem
+
+if TYPE_CHECKING:
+    from .event_columns import ScalarColumns
+    from .run import SessionRestart
+
+__all__ = ["Batch", "Position", "Source", "SourceInput"]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInput:
+    """One file a source reads: the unit of a checkpoint.
+
+    ``path`` is absolute. ``metric_file_id``/``metric_file_path`` name the logical source of its
+    points (a history file; or a TensorBoard run, whose event files all share its id). ``group``
+    is what the source needs to read it in context (a TensorBoard run), else None.
+    """
+
+    path: str
+    metric_file_id: str
+    metric_file_path: str
+    group: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """How far an input was read: a byte offset and the lines (or records) before it."""
+
+    offset: int = 0
+    records: int = 0
+
+
+@dataclass(slots=True)
+class Batch:
+    """What one bounded read of one input produced.
+
+    The points come as ``rows`` (history objects, for the projection to judge one by one) or as
+    ``columns`` (event-file scalars, already numbers) -- or both empty. ``end`` is the checkpoint
+    after the batch; ``more`` says a bound (not the end of what is readable) ended it: read again
+    from ``end``. ``stopped`` says the input cannot go on until it changes (a checksum mismatch).
+    """
+
+    input: SourceInput
+    start: Position
+    end: Position
+    rows: list[HistoryRow] = field(default_factory=list)
+    columns: ScalarColumns | None = None
+    problems: list[SourceProblem] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)
+    restarts: list[SessionRestart] = field(default_factory=list)
+    more: bool = False
+    stopped: bool = False
+    unreadable: bool = False
+
+    @property
+    def consumed(self) -> int:
+        return self.end.offset - self.start.offset
+
+    def drop(self, bucket: str, count: int = 1) -> None:
+        self.dropped[bucket] = self.dropped.get(bucket, 0) + count
+
+
+class Source(abc.ABC):
+    """A kind of input (JSONL history, TensorBoard runs, W&B run folders, Ray Tune trials).
+
+    ``step_field``/``time_field`` name the step and time of the rows it yields (the projection
+    reads them); ``strict`` sources follow TauGrid, for whom a history file that cannot be read
+    or was replaced stops the collector, while the others report it and go on.
+    """
+
+    kind: ClassVar[str]
+    strict: ClassVar[bool] = False
+    step_field: str = "_step"
+    time_field: str = "_timestamp"
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+
+    @abc.abstractmethod
+    def inputs(self, changed: set[str] | None = None) -> list[SourceInput]:
+        """Every input, in reading order; with ``changed``, only those among these paths."""
+
+    @abc.abstractmethod
+    def read(self, source_input: SourceInput, start: Position, *, final: bool, prefix_hash: Any = None) -> Batch:
+        """One bounded batch of ``source_input`` from ``start``.
+
+        ``final``: the job has completed, so a tail that does not end cleanly is all there will
+        ever be. ``prefix_hash`` (a ``hashlib.sha256`` over the bytes before ``start``), when
+        given, is updated with the bytes the batch consumed.
+        """
+
+    def owns(self, path: str) -> bool:
+        """Whether a checkpointed ``path`` is one of this source's inputs (present or not)."""
+        return False
+
+    def watch_roots(self) -> list[str]:
+        """Directories whose changes may concern this source."""
+        return []
+
+    def run_config(self) -> dict[str, Any] | None:
+        """The run's configuration (hyperparameters) when the source has one; not read yet."""
+        return None

@@ -1,0 +1,78 @@
+"""The JSONL history source: TauGrid's ``--history`` files and globs (TAUGRID-REFERENCE §1.6, §2.3).
+
+Its inputs are the files the patterns match (sorted, absolute, as TauGrid's ``filepath.Glob``);
+each is read with :func:`.jsonl.read_history` in bounded batches. TauGrid stops on a history file
+that cannot be read or was replaced, so this source is ``strict``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from typing import Any
+
+from ..limits import DEFAULT_LIMITS, Limits
+from ..records import ProblemKind
+from .base import Batch, Position, Source, SourceInput
+from .jsonl import expand_history, history_metric_file_id, read_history
+
+__all__ = ["HistorySource", "read_history_batch"]
+
+
+def read_history_batch(source: Source, source_input: SourceInput, start: Position, *, final: bool,
+                       prefix_hash: Any) -> Batch:
+    """One bounded batch of a JSONL file, for any source whose input is a history-shaped file."""
+    limits = source.limits
+    read = read_history(source_input.path, start.offset, start.records, final=final, prefix_hash=prefix_hash,
+                        max_bytes=limits.batch_bytes, max_rows=limits.batch_records,
+                        max_line_bytes=limits.max_line_bytes)
+    return Batch(source_input, start, Position(read.offset, read.lines), rows=read.rows, problems=read.problems,
+                 more=not read.reached_end,
+                 unreadable=any(p.kind == ProblemKind.UNREADABLE for p in read.problems))
+
+
+def history_input(path: str) -> SourceInput:
+    return SourceInput(path, history_metric_file_id(path), path)
+
+
+class HistorySource(Source):
+    kind = "jsonl"
+    strict = True
+
+    def __init__(self, patterns: list[str], *, step_field: str = "_step", time_field: str = "_timestamp",
+                 limits: Limits = DEFAULT_LIMITS) -> None:
+        super().__init__(limits)
+        self.patterns = list(patterns)
+        self._absolute = [os.path.abspath(p) for p in patterns]
+        self.step_field = step_field
+        self.time_field = time_field
+
+    def inputs(self, changed: set[str] | None = None) -> list[SourceInput]:
+        """Raises :class:`.jsonl.HistoryPathError` for a pattern naming a directory."""
+        if changed is None:
+            paths = expand_history(self.patterns)
+        else:
+            paths = sorted(p for p in changed if self.owns(p) and os.path.isfile(p))
+        return [history_input(path) for path in paths]
+
+    def read(self, source_input: SourceInput, start: Position, *, final: bool, prefix_hash: Any = None) -> Batch:
+        return read_history_batch(self, source_input, start, final=final, prefix_hash=prefix_hash)
+
+    def owns(self, path: str) -> bool:
+        for pattern in self._absolute:
+            if any(ch in pattern for ch in "*?["):
+                # Go's Glob, like glob.glob, never matches across a separator.
+                if pattern.count(os.sep) == path.count(os.sep) and fnmatch.fnmatchcase(path, pattern):
+                    return True
+            elif path == pattern:
+                return True
+        return False
+
+    def watch_roots(self) -> list[str]:
+        roots = []
+        for pattern in self.patterns:
+            head = pattern
+            while any(ch in head for ch in "*?["):
+                head = os.path.dirname(head)
+            roots.append(os.path.dirname(os.path.abspath(head)) if not os.path.isdir(head) else head)
+        return roots

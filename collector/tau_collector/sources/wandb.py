@@ -1,0 +1,48 @@
+"""The W&B source: a run folder's ``files/wandb-history.jsonl``, nested dicts flattened as ``a.b``.
+
+W&B's history rows are house rows (``_step``, ``_timestamp`` with its fraction); a logged dict
+shows in W&B as ``val.acc``, so it is flattened with ``.``; media and tables (``_type``) are
+skipped. The file is read in bounded batches like any history file (:mod:`.jsonl`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..limits import DEFAULT_LIMITS, Limits
+from .base import Batch, Position, Source, SourceInput
+from .flatten import NESTED_TOO_DEEP, flatten_rows
+from .history import history_input, read_history_batch
+
+__all__ = ["WANDB_HISTORY", "WandbSource"]
+
+WANDB_HISTORY = os.path.join("files", "wandb-history.jsonl")
+
+
+class WandbSource(Source):
+    kind = "wandb"
+
+    def __init__(self, run_folder: str, *, limits: Limits = DEFAULT_LIMITS) -> None:
+        super().__init__(limits)
+        self.run_folder = os.path.abspath(run_folder)
+        self.history = os.path.join(self.run_folder, WANDB_HISTORY)
+
+    @staticmethod
+    def detect(directory: str) -> bool:
+        return os.path.isfile(os.path.join(directory, WANDB_HISTORY))
+
+    def inputs(self, changed: set[str] | None = None) -> list[SourceInput]:
+        if changed is not None and self.history not in changed:
+            return []
+        return [history_input(self.history)]
+
+    def read(self, source_input: SourceInput, start: Position, *, final: bool, prefix_hash: Any = None) -> Batch:
+        batch = read_history_batch(self, source_input, start, final=final, prefix_hash=prefix_hash)
+        batch.rows, too_deep = flatten_rows(batch.rows, separator=".", max_depth=self.limits.max_depth)
+        if too_deep:
+            batch.drop(NESTED_TOO_DEEP, too_deep)
+        return batch
+
+    def owns(self, path: str) -> bool:
+        return path == self.history

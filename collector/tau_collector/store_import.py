@@ -1,0 +1,274 @@
+"""One pass of sources into the expstore, checkpointed in the store itself: what ``taunotebook import`` runs.
+
+Each source goes through the same pipeline as the sidecar (:mod:`.pipeline`: bounded batches,
+the projection, points in columns) into the expstore sink; no lines are built and nothing is
+spooled, because the store itself keeps the checkpoints. Idempotency, at three levels:
+
+* a source whose files are byte for byte the ones of an earlier import into the store (same kind,
+  run, project, experiment and group) is skipped without being read (key ``import-source-…``);
+* after every batch the import records how far it got in that file (offset, lines or records before
+  it, SHA-256 of the bytes up to there; key ``import-file-…-<offset>``), so an import interrupted
+  in a large file, or a file that grew since (a run that went on), resumes there when its bytes
+  up to there are unchanged; a JSONL file's unterminated last line is read but not checkpointed
+  (it may still be completed);
+* every batch is delivered under a key that is its content (``import-block-…``), so a batch an
+  earlier import wrote is acknowledged as present, not added again.
+
+Files are read as complete: an event file ending inside a record is corrupt, with its offset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import orjson
+
+from .expstore.writer import MetricWriter
+from .pipeline import Pipeline, ProjectedBatch
+from .projection import ProjectionConfig
+from .records import ProblemKind, SourceProblem
+from .sinks.base import Chunk
+from .sinks.expstore import ExpstoreSink
+from .sources.base import Batch, Position, Source, SourceInput
+from .spool import non_finite_key
+
+__all__ = ["IMPORT_VERSION", "ImportRun", "ImportSummary", "StoreImport"]
+
+IMPORT_VERSION = "taunotebook.import.v1"
+_BLOCK = 1 << 20
+
+
+@dataclass(slots=True)
+class ImportRun:
+    """One future Tau run: a source, the run id it is imported as, and its inputs as discovered
+    (a file that vanishes before it is read is reported, not silently missed)."""
+
+    kind: str
+    run_id: str
+    location: str
+    source: Source
+    inputs: list[SourceInput] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.inputs:
+            self.inputs = self.source.inputs()
+
+    def files(self) -> list[str]:
+        return [i.path for i in self.inputs]
+
+
+@dataclass(slots=True)
+class ImportSummary:
+    runs: int = 0
+    metrics: int = 0
+    points: int = 0
+    non_finite: int = 0
+    rejected_rows: int = 0
+    dropped: int = 0
+    corrupt_files: int = 0
+    files: int = 0
+    bytes: int = 0
+    unchanged: int = 0  # sources skipped: the same files were imported before with the same identity
+    run_ids: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        text = (f"imported {self.runs} runs, {self.metrics} metrics, {self.points} points "
+                f"({self.non_finite} non-finite); {self.rejected_rows} rejected rows, "
+                f"{self.corrupt_files} corrupt files; read {self.files} files, {self.bytes} bytes")
+        if self.dropped:
+            text += f"; {self.dropped} values that are not scalars dropped"
+        if self.unchanged:
+            text += f"; {self.unchanged} sources unchanged since an earlier import (skipped)"
+        return text
+
+
+def _about_the_tail(problem: SourceProblem, batch: Batch) -> bool:
+    """A problem about the unfinished end of a file (a cut record, a line with no end yet)."""
+    return problem.kind in (ProblemKind.TRUNCATED, ProblemKind.BAD_ROW) and problem.offset is not None \
+        and problem.offset >= batch.end.offset
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _file_digest(path: str) -> str:
+    """SHA-256 hex of the whole file; ``""`` when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return ""  # unreadable now: the reading reports it, and the source is not marked as imported
+
+
+class StoreImport:
+    """Imports runs into the store at ``store_dir`` under one project/experiment/group.
+
+    ``on_bytes(n)`` is told as each batch's bytes are read (and the bytes of skipped files).
+    """
+
+    def __init__(self, store_dir: str | os.PathLike[str], *, project: str, experiment: str | None,
+                 group: str | None, on_bytes: Callable[[int], None] | None = None) -> None:
+        self.sink = ExpstoreSink(store_dir, source_id="taunotebook-import")
+        self.keys = MetricWriter(self.sink.store)
+        self.project = project
+        self.group = group or experiment or "imported"
+        self.experiment = experiment or self.group
+        self.summary = ImportSummary()
+        self._on_bytes = on_bytes or (lambda n: None)
+
+    def close(self) -> None:
+        self.sink.close()
+
+    def config(self, run: ImportRun) -> ProjectionConfig:
+        return ProjectionConfig(
+            project=self.project, experiment_id=self.experiment, run_group_id=self.group, run_id=run.run_id,
+            exported_at=0, source="tensorboard" if run.kind == "tensorboard" else "jsonl",
+            tags={"import.kind": run.kind},
+        )
+
+    def _identity(self, run: ImportRun) -> bytes:
+        return orjson.dumps([IMPORT_VERSION, run.kind, self.project, self.experiment, self.group, run.run_id])
+
+    def run(self, run: ImportRun) -> None:
+        """Import one run; problems are recorded beside it in the store and counted."""
+        identity = self._identity(run)
+        inputs = run.inputs
+        digests = [_file_digest(i.path) for i in inputs]
+        key = None
+        if all(digests):
+            payload = orjson.dumps([identity.decode(), [[i.path, d] for i, d in zip(inputs, digests, strict=True)]])
+            key = "import-source-" + hashlib.sha256(payload).hexdigest()
+        if key is not None and self.keys.recorded(key):
+            self.summary.unchanged += 1
+            for source_input in inputs:
+                self._file_done(source_input.path, 0)
+            return
+        pipeline = Pipeline(self.config(run), lines=False, points=True)
+        problems: list[SourceProblem] = []
+        metrics: set[str] = set()
+        for source_input in inputs:
+            self._read_input(run, pipeline, identity, source_input, problems, metrics)
+        if problems:
+            self.sink.report(run.run_id, problems)
+            self.summary.problems.extend(str(p) for p in problems)
+        if metrics:
+            self.summary.runs += 1
+            self.summary.run_ids.append(run.run_id)
+            self.summary.metrics += len(metrics)
+            # Imported history has ended: the Portal and panes show it done, not running forever.
+            self.keys.mark_completed(run.run_id)
+        if key is not None and not any(p.kind == ProblemKind.UNREADABLE for p in problems):
+            # Everything these bytes hold is in the store now: the next import of them reads nothing.
+            self.keys.record_key(key, command="taunotebook import", target_type="import_source",
+                                 target_id=run.run_id, request_hash=key)
+
+    def _read_input(self, run: ImportRun, pipeline: Pipeline, identity: bytes, source_input: SourceInput,
+                    problems: list[SourceProblem], metrics: set[str]) -> None:
+        path = source_input.path
+        source = run.source
+        key_prefix = "import-file-" + hashlib.sha256(identity + b"\0" + path.encode()).hexdigest()[:32] + "-"
+        position, running = self._resume_point(key_prefix, path)
+        read = position.offset
+        self._on_bytes(read)
+        # Complete lines and records first (each batch checkpointed), then what a finished file has
+        # beyond them: an unterminated last line, or a cut record (corrupt).
+        for final in (False, True):
+            while True:
+                batch = source.read(source_input, position, final=final, prefix_hash=None if final else running)
+                if not final:  # a tail past the batch's end is read again, as complete, right after
+                    batch.problems = [p for p in batch.problems if not _about_the_tail(p, batch)]
+                self._deliver(pipeline, source, identity, batch, problems, metrics)
+                read += batch.consumed
+                self._on_bytes(batch.consumed)
+                if batch.end.offset > position.offset and not final:
+                    self.keys.record_key(key_prefix + str(batch.end.offset), command="taunotebook import",
+                                         target_type="import_file", target_id=str(batch.end.records),
+                                         request_hash=running.hexdigest())
+                position = batch.end
+                if batch.unreadable or batch.stopped or not batch.more:
+                    break
+            if batch.unreadable or batch.stopped:
+                break
+        self._file_done(path, read)
+
+    def _resume_point(self, key_prefix: str, path: str) -> tuple[Position, hashlib._Hash]:
+        """Where the furthest earlier import of ``path`` stopped, if its bytes up to there are unchanged,
+        and the running digest of those bytes."""
+        size = _size(path)
+        points = []
+        for key, digest, count in self.keys.keys_with_prefix(key_prefix):
+            offset = int(key[len(key_prefix):])
+            if 0 < offset <= size:
+                points.append((offset, digest, int(count)))
+        points.sort(reverse=True)
+        if points:
+            # One pass over the file up to the furthest candidate, checking each candidate on the way.
+            wanted = {offset: (digest, count) for offset, digest, count in points}
+            best: tuple[Position, hashlib._Hash] | None = None
+            running = hashlib.sha256()
+            position = 0
+            stops = sorted(wanted)
+            try:
+                with open(path, "rb", buffering=0) as handle:
+                    for stop in stops:
+                        while position < stop:
+                            piece = os.pread(handle.fileno(), min(_BLOCK, stop - position), position)
+                            if not piece:
+                                raise OSError("file shrank")
+                            running.update(piece)
+                            position += len(piece)
+                        digest, count = wanted[stop]
+                        if running.hexdigest() == digest:
+                            best = (Position(stop, count), running.copy())
+            except OSError:
+                pass
+            if best is not None:
+                return best
+        return Position(), hashlib.sha256()
+
+    def _deliver(self, pipeline: Pipeline, source: Source, identity: bytes, batch: Batch,
+                 problems: list[SourceProblem], metrics: set[str]) -> None:
+        problems.extend(batch.problems)
+        self.summary.dropped += sum(batch.dropped.values())
+        if batch.stopped or any(p.kind in (ProblemKind.UNREADABLE, ProblemKind.CORRUPT) for p in batch.problems):
+            self.summary.corrupt_files += 1
+        if batch.rows or (batch.columns is not None and len(batch.columns)):
+            projected = pipeline.project(source, batch)
+            problems.extend(projected.rejected)
+            self.summary.rejected_rows += projected.bad_rows
+            self._write(projected, identity, metrics)
+        else:
+            self.summary.rejected_rows += sum(1 for p in batch.problems if p.kind == ProblemKind.BAD_ROW)
+
+    def _write(self, projected: ProjectedBatch, identity: bytes, metrics: set[str]) -> None:
+        if projected.non_finite:
+            events = tuple(projected.non_finite)
+            self.sink.deliver(Chunk(0, "non_finite", non_finite_key(list(events)), b"", 0, events))
+            self.summary.non_finite += len(events)
+            metrics.update(e.metric_name for e in events)
+        points = projected.points
+        if points is None:
+            return
+        batch = projected.batch
+        content = hashlib.sha256(identity)
+        content.update(orjson.dumps([batch.input.path, batch.start.offset, points.names]))
+        for array in (points.key, points.step, points.wall_us, points.value, points.line):
+            content.update(array.tobytes())
+        self.sink.deliver(Chunk(0, "history", "", b"", len(points), points=points,
+                                key="import-block-" + content.hexdigest()))
+        self.summary.points += len(points)
+        metrics.update(points.names[k] for k in set(points.key.tolist()))
+
+    def _file_done(self, path: str, read: int) -> None:
+        size = _size(path)
+        self.summary.files += 1
+        self.summary.bytes += size
+        self._on_bytes(max(size - read, 0))

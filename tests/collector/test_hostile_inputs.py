@@ -1,0 +1,262 @@
+"""Every hostile file of issue 11, generated cheaply, through the real readers and commands.
+
+A history line that never ends (a sparse gigabyte), a line over the line limit followed by good
+rows, an event-file header claiming 2**60 bytes after good frames, rows nested a thousand levels
+deep: each is an error naming file and offset, the good data before and after is kept, and no
+command holds what the file claims in memory (the peak is measured in the subprocess itself).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tau_collector.expstore.reader import StoreReader
+from tau_collector.records import ProblemKind
+from tau_collector.sources.jsonl import read_history
+from tau_collector.sources.logdir import discover_runs
+from tau_collector.sources.masked_crc import masked_crc32c
+from tau_collector.sources.run import read_segment
+from taunotebook.importer import import_paths
+
+from .tb_writers import write_tensorboardx
+
+T0 = 1_790_000_000.0
+GIB = 1 << 30
+
+# Runs a command in this interpreter and prints the peak RSS (MiB) of that process on stderr's last line.
+MEASURED = textwrap.dedent("""
+    import runpy, sys
+    sys.argv = sys.argv[1:]
+    code = 0
+    try:
+        runpy.run_module(sys.argv[0], run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code or 0
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forking parent (this test run).
+    peak = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
+    sys.stderr.write("\\npeak-rss-mib %d\\n" % (int(peak) // 1024))
+    sys.exit(code)
+""")
+
+
+def measured(args: list[str], cwd: Path) -> tuple[int, str, str, int]:
+    """(exit code, stdout, stderr without the measurement, peak RSS in MiB) of ``python -m args...``."""
+    proc = subprocess.run([sys.executable, "-c", MEASURED, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=900)
+    err, _, peak = proc.stderr.rpartition("peak-rss-mib ")
+    return proc.returncode, proc.stdout, err, int(peak)
+
+
+def rows(steps, **extra) -> str:
+    return "".join(json.dumps({"_step": s, "_timestamp": T0 + s / 4, "loss": 1.0 / (s + 1), **extra}) + "\n"
+                   for s in steps)
+
+
+def collect(tmp_path: Path, *extra: str, history: Path | None = None, tfevents: Path | None = None) -> list[str]:
+    args = ["tau_collector", "collect", "--run", "r", "--project", "p", "--experiment", "e", "--group", "g",
+            "--out", str(tmp_path / "out"), "--sink", "expstore", "--store", str(tmp_path / "store"),
+            "--completion-file", str(tmp_path / "completion.json"), *extra]
+    if history is not None:
+        args += ["--history", str(history)]
+    if tfevents is not None:
+        args += ["--tfevents", str(tfevents)]
+    return args
+
+
+# --- a history line that never ends ---------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def endless_line(tmp_path: Path) -> Path:
+    """Three good rows, then one gigabyte of a line with no newline: a sparse file, cheap to make."""
+    path = tmp_path / "hist" / "history.jsonl"
+    path.parent.mkdir()
+    path.write_text(rows(range(3)) + '{"_step": 3, "blob": "')
+    with open(path, "r+b") as handle:
+        handle.truncate(path.stat().st_size + GIB)
+    return path
+
+
+def test_a_line_that_never_ends_is_left_pending_while_the_job_runs_and_skipped_at_the_end(endless_line: Path):
+    good_end = len(rows(range(3)))
+    live = read_history(str(endless_line), final=False)
+    assert [row.fields["_step"] for row in live.rows] == [0, 1, 2] and live.offset == good_end
+    (problem,) = live.problems
+    assert problem.kind == ProblemKind.BAD_ROW and problem.offset == good_end and problem.line == 4
+    assert "over the line limit of 16777216 bytes" in problem.message and "no end yet" in problem.message
+    final = read_history(str(endless_line), live.offset, live.lines, final=True)
+    assert final.rows == [] and final.offset == endless_line.stat().st_size and final.lines == 4
+    assert "skipped it without reading it" in final.problems[0].message
+
+
+@pytest.mark.slow
+def test_collect_import_and_dump_of_a_line_that_never_ends_stay_small(endless_line: Path, tmp_path: Path):
+    (tmp_path / "completion.json").write_text("")
+    code, out, err, peak = measured(collect(tmp_path, history=endless_line), tmp_path)
+    assert code == 0, err
+    assert json.loads(out)["events"] == 3 + 1 and json.loads(out)["rejected_rows"] == 1  # 3 rows + the marker
+    assert f"{endless_line}:4: line is {GIB + len(chr(123)) + 17} bytes long" in err.replace('"', "") or \
+        "over the line limit" in err
+    assert peak < 400, f"collect peaked at {peak} MiB"
+    assert StoreReader(tmp_path / "store").rows("r", "loss").step.tolist() == [0, 1, 2]
+
+    code, out, err, peak = measured(["taunotebook", "import", str(endless_line), "--store", str(tmp_path / "s2"),
+                                     "-q"], tmp_path)
+    assert code == 0, err
+    assert "imported 1 runs, 1 metrics, 3 points (0 non-finite); 1 rejected rows" in out
+    assert peak < 400, f"import peaked at {peak} MiB"
+
+    code, out, err, peak = measured(["tau_collector", "dump", str(endless_line)], tmp_path)
+    assert code == 3 and len(out.splitlines()) == 3
+    (problem,) = [json.loads(line) for line in err.strip().splitlines()]
+    assert problem["error"] == "bad_row" and problem["offset"] == len(rows(range(3)))
+    assert peak < 400, f"dump peaked at {peak} MiB"
+
+
+def test_a_line_over_the_limit_is_a_bad_row_and_the_rows_after_it_are_read(tmp_path: Path):
+    path = tmp_path / "hist" / "history.jsonl"
+    path.parent.mkdir()
+    long_line = json.dumps({"_step": 2, "_timestamp": T0, "loss": 0.5, "note": "x" * 5000}) + "\n"
+    path.write_text(rows(range(2)) + long_line + rows(range(3, 6)))
+    (tmp_path / "completion.json").write_text("")
+    proc = subprocess.run([sys.executable, "-m", *collect(tmp_path, "--max-line-bytes", "1024", history=path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{path}:3: line is {len(long_line) - 1} bytes long, over the line limit of 1024 bytes" in proc.stderr
+    assert StoreReader(tmp_path / "store").rows("r", "loss").step.tolist() == [0, 1, 3, 4, 5]
+    (event,) = StoreReader(tmp_path / "store").run_events("r")
+    assert event.payload["offset"] == len(rows(range(2))) and event.payload["error"] == "bad_row"
+
+
+def test_the_line_limit_comes_from_the_environment_when_the_flag_is_absent(tmp_path: Path):
+    path = tmp_path / "history.jsonl"
+    path.write_text(rows(range(2)) + json.dumps({"_step": 2, "pad": "y" * 300}) + "\n")
+    env = {"TAU_COLLECTOR_MAX_LINE_BYTES": "100"}
+    proc = subprocess.run([sys.executable, "-m", "tau_collector", "dump", str(path)], capture_output=True,
+                          text=True, env={**__import__("os").environ, **env}, timeout=120)
+    assert proc.returncode == 3 and len(proc.stdout.splitlines()) == 2
+    assert "over the line limit of 100 bytes" in proc.stderr
+    bad = subprocess.run([sys.executable, "-m", "tau_collector", "dump", str(path)], capture_output=True, text=True,
+                         env={**__import__("os").environ, "TAU_COLLECTOR_MAX_LINE_BYTES": "lots"}, timeout=120)
+    assert bad.returncode == 2 and "$TAU_COLLECTOR_MAX_LINE_BYTES: 'lots' is not an integer" in bad.stderr
+
+
+# --- an event-file header that claims 2**60 bytes -----------------------------------------------------------------------
+
+
+@pytest.fixture()
+def huge_claim(tmp_path: Path) -> tuple[Path, int]:
+    """A real writer's file (version record + 3 scalars), then a header claiming 2**60 bytes with a valid CRC."""
+    path = write_tensorboardx(tmp_path / "tb" / "run", [("loss", s, 1.0 / (s + 1), T0 + s) for s in range(3)])
+    good = path.stat().st_size
+    length = struct.pack("<Q", 1 << 60)
+    with open(path, "ab") as handle:
+        handle.write(length + struct.pack("<I", masked_crc32c(length)) + b"\x08" * 100)
+    return path, good
+
+
+def test_a_length_beyond_the_file_is_a_truncated_tail_while_live_and_corruption_once_complete(huge_claim):
+    path, good = huge_claim
+    (run,) = discover_runs(path.parent)
+    live = read_segment(run, str(path))
+    assert [o.step for o in live.observations] == [0, 1, 2] and live.checkpoint == good
+    assert [p.kind for p in live.problems] == [ProblemKind.TRUNCATED] and live.problems[0].offset == good
+    done = read_segment(run, str(path), final=True)
+    (problem,) = done.problems
+    assert problem.kind == ProblemKind.CORRUPT and problem.offset == good
+    assert f"the frame at byte {good} needs {(1 << 60) + 16} bytes and the file holds 112" in problem.message
+    assert f"Records before byte {good} were read" in problem.message
+
+
+def test_collect_import_and_dump_keep_the_good_frames_of_a_file_claiming_2_60_bytes(huge_claim, tmp_path: Path):
+    path, good = huge_claim
+    live = subprocess.run([sys.executable, "-m", *collect(tmp_path, tfevents=path.parent)], capture_output=True,
+                          text=True, timeout=300)
+    assert live.returncode == 0 and json.loads(live.stdout)["events"] == 3 and "claims" not in live.stderr
+    (tmp_path / "completion.json").write_text("")
+    final = subprocess.run([sys.executable, "-m", *collect(tmp_path, tfevents=path.parent)], capture_output=True,
+                           text=True, timeout=300)
+    assert final.returncode == 0, final.stderr
+    assert json.loads(final.stdout)["corrupt_files"] == 1
+    assert f"{path}:5: the run is complete but its event file ends inside a record" in final.stderr
+    assert StoreReader(tmp_path / "store").rows("r", "loss").step.tolist() == [0, 1, 2]
+
+    summary = import_paths([str(path.parent)], tmp_path / "s2")
+    assert (summary.points, summary.corrupt_files) == (3, 1)
+    assert any(f"at byte {good}" in p or ":5:" in p for p in summary.problems)
+
+    dump = subprocess.run([sys.executable, "-m", "tau_collector", "dump", str(path)], capture_output=True, text=True,
+                          timeout=120)
+    assert dump.returncode == 0 and len(dump.stdout.splitlines()) == 3
+    assert json.loads(dump.stderr)["offset"] == good
+
+
+def test_a_record_over_the_limit_is_checked_in_pieces_and_skipped(tmp_path: Path):
+    from tensorboard.compat.proto import event_pb2
+
+    from .tb_writers import write_events
+
+    big = event_pb2.Event(wall_time=T0, step=1, graph_def=b"g" * 300_000)
+    events = [event_pb2.Event(wall_time=T0, step=0), big, event_pb2.Event(wall_time=T0 + 2, step=2)]
+    events[0].summary.value.add(tag="loss", simple_value=1.0)
+    events[2].summary.value.add(tag="loss", simple_value=0.5)
+    path = write_events(tmp_path / "run", events)
+    (run,) = discover_runs(tmp_path / "run")
+    batch = read_segment(run, str(path), max_record_bytes=100_000, read_size=4096)
+    assert [(o.step, o.value) for o in batch.observations] == [(0, 1.0), (2, 0.5)]
+    assert batch.dropped == {"oversized_record": 1} and batch.problems == [] and batch.records == 4
+    # The same record with one byte flipped is a checksum mismatch at its offset, found the same way.
+    data = bytearray(path.read_bytes())
+    at = data.index(b"g" * 1000) + 500
+    data[at] ^= 1
+    path.write_bytes(bytes(data))
+    broken = read_segment(run, str(path), max_record_bytes=100_000, read_size=4096)
+    assert [o.step for o in broken.observations] == [0] and broken.problems[0].kind == ProblemKind.CRC_MISMATCH
+
+
+# --- rows nested a thousand levels deep ------------------------------------------------------------------------------
+
+
+def nested(depth: int) -> str:
+    """JSON text of a value nested ``depth`` objects deep (written by hand: json.dumps would recurse)."""
+    return '{"d":' * depth + '{"x":1.5}' + "}" * depth
+
+
+def test_wandb_and_tune_rows_nested_1000_deep_are_dropped_and_counted_and_the_rest_imported(tmp_path: Path):
+    wandb = tmp_path / "wandb" / "run-1" / "files"
+    wandb.mkdir(parents=True)
+    (wandb / "wandb-history.jsonl").write_text("".join(
+        json.dumps({"_step": s, "_timestamp": T0 + s, "loss": 1.0 / (s + 1), "shallow": {"acc": s / 10}})[:-1]
+        + ', "deep": ' + nested(1000) + "}\n" for s in range(4)))
+    trial = tmp_path / "tune" / "trial_1"
+    trial.mkdir(parents=True)
+    (trial / "result.json").write_text("".join(
+        json.dumps({"training_iteration": i, "timestamp": int(T0) + i, "mean_loss": 1.0 / i})[:-1]
+        + ', "info": ' + nested(999) + "}\n" for i in range(1, 4)))
+    summary = import_paths([str(tmp_path / "wandb"), str(tmp_path / "tune")], tmp_path / "store")
+    assert (summary.runs, summary.points, summary.dropped, summary.rejected_rows) == (2, 4 + 4 + 3, 4 + 3, 0)
+    reader = StoreReader(tmp_path / "store")
+    assert reader.run("run-1").metric_names == ("loss", "shallow.acc")
+    assert reader.run("trial_1").metric_names == ("mean_loss",)
+    assert "7 values that are not scalars dropped" in summary.text()
+
+
+def test_the_depth_limit_is_a_flag(tmp_path: Path):
+    trial = tmp_path / "trial"
+    trial.mkdir()
+    (trial / "result.json").write_text(json.dumps({"training_iteration": 1, "timestamp": int(T0),
+                                                   "a": {"b": {"c": 1.0}}, "e": {"f": 2.0}}) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "taunotebook", "import", str(trial), "--store",
+                           str(tmp_path / "store"), "-q", "--max-depth", "2"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 values that are not scalars dropped" in proc.stdout
+    assert StoreReader(tmp_path / "store").run("trial").metric_names == ("e/f",)
+
