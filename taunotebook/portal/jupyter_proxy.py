@@ -1,4 +1,4 @@
-"""Runs the local Portal behind jupyter-server-proxy at ``{base_url}tau-portal/`` and builds links that go through it.
+"""Runs the local Portal behind jupyter-server-proxy at ``{base_url}tau-portal/`` (links to it: ``client.links``).
 
 How access is protected: jupyter-server-proxy only forwards requests that passed Jupyter's own auth
 (token, password or JupyterHub OAuth), so ``{base_url}tau-portal/...`` is exactly as private as the
@@ -23,12 +23,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from taunotebook.client import stellar_url
+# The links through this proxy are built with every other link, in taunotebook.client.links; importable here too.
+from taunotebook.client.links import PROXY_NAME, jupyter_base_url, stellar_link
 
 __all__ = ["ENV_PROXY_TOKEN", "ENV_STORE", "PROXY_NAME", "default_store", "jupyter_base_url", "setup_tau_portal",
            "stellar_link"]
 
-PROXY_NAME = "tau-portal"
 ENV_STORE = "TAU_STORE"
 ENV_PROXY_TOKEN = "TAU_PORTAL_PROXY_TOKEN"
 # Importing pyarrow and opening the store takes a few seconds on a cold disk; the proxy's 5 s default is tight.
@@ -58,38 +58,6 @@ def setup_tau_portal() -> dict:
         "new_browser_tab": True,
         "request_headers_override": {"Authorization": f"Bearer {token}"},
     }
-
-
-def jupyter_base_url() -> str | None:
-    """The base URL of the Jupyter server this kernel belongs to (ending in ``/``), or None outside Jupyter."""
-    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
-    if prefix:
-        return prefix if prefix.endswith("/") else prefix + "/"
-    parent = os.environ.get("JPY_PARENT_PID")  # set by jupyter_client for the kernels a server starts
-    if not parent:
-        return None
-    try:
-        from jupyter_server.serverapp import list_running_servers
-    except ImportError:
-        return None
-    for info in list_running_servers():
-        if str(info.get("pid")) == parent:
-            base = info.get("base_url") or "/"
-            return base if base.endswith("/") else base + "/"
-    return None
-
-
-def stellar_link(run_id: str, project: str | None = None, *, portal_url: str | None = None) -> str:
-    """"Open in Stellar" for a run: ``{base_url}tau-portal/stellar?...`` inside Jupyter, else the Portal's URL.
-
-    Inside Jupyter the link is a path on the notebook's own origin, so it works on a remote host and on
-    JupyterHub with Jupyter's auth. Elsewhere (a script, VS Code's own kernels) it is ``portal_url`` or
-    ``$TAU_PORTAL_URL`` plus TauGrid's ``/stellar?target=<run_id>&project=<p>``.
-    """
-    base = jupyter_base_url()
-    if base is not None:
-        return stellar_url(run_id, project, base=f"{base}{PROXY_NAME}")
-    return stellar_url(run_id, project, base=portal_url)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
