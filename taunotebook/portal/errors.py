@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from starlette.responses import Response
 
 from tau_collector.gojson import RawJSON, encode_float, marshal
+from taunotebook.error_classes import classify
 
 __all__ = [
     "SECURITY_HEADERS",
@@ -34,19 +35,6 @@ class V2Error(Exception):
         self.status = status
         self.code = code
         self.message = message
-
-
-def classify(status: int) -> tuple[str, bool]:
-    """(classification, retryable) for a status, by TauGrid's ``WriteV2Error`` rules."""
-    if status in (401, 403):
-        return "authorization", False
-    if status == 404:
-        return "not_found", False
-    if status in (502, 503, 504):
-        return "dependency", True
-    if status >= 500:
-        return "internal", True
-    return "client", False
 
 
 def error_body(status: int, code: str, message: str) -> dict:

@@ -56,7 +56,9 @@ def setup_tau_portal() -> dict:
         "absolute_url": False,
         "launcher_entry": {"enabled": False},
         "new_browser_tab": True,
-        "request_headers_override": {"Authorization": f"Bearer {token}"},
+        # The proxy forwards the browser's Host (the Jupyter server's public name); the Portal behind it is
+        # reached on loopback, so say so and its Host allow-list needs no public name.
+        "request_headers_override": {"Authorization": f"Bearer {token}", "Host": "127.0.0.1:{port}"},
     }
 
 

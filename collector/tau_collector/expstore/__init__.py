@@ -1,16 +1,16 @@
 """The local experiment store (TauGrid's expstore layout): schema, writer, summaries, compaction, read API."""
 
-from .reader import MetricSummary, Rows, Run, Series, StoreReader
+from .reader import MetricSummaryRow, ReducedSeries, Rows, RunRow, StoreReader
 from .store import ExpStore, StoreError, StoreNotFoundError, open_store
 from .writer import IdempotencyConflictError, WriteResult
 
 __all__ = [
     "ExpStore",
     "IdempotencyConflictError",
-    "MetricSummary",
+    "MetricSummaryRow",
+    "ReducedSeries",
     "Rows",
-    "Run",
-    "Series",
+    "RunRow",
     "StoreError",
     "StoreNotFoundError",
     "StoreReader",
