@@ -8,8 +8,9 @@ measured from when the poll was *due*, so a server that queues shows it (no coor
 Clients start spread over the first second. With ``--follow`` the ``start_step`` of each request
 is the newest step any answer has shown minus ``--tail`` (a live run's tail moves).
 
-Prints one JSON object: latencies (p50/p95/p99/max in ms), counts, errors by kind, and this
-process's own CPU time. Usage (normally started by ``bench_portal.py``)::
+Prints one JSON object: latencies (p50/p95/p99/max in ms), counts, errors by kind, this process's
+own CPU time and, with ``--server-pid``, the server's over the measured seconds. Usage (normally
+started by ``bench_portal.py``)::
 
     python bench/portal_load.py --url http://127.0.0.1:PORT/api/v2/stellar/runs/R/series?... \\
         --token T --clients 500 --duration 20 [--follow --tail 500]
@@ -21,6 +22,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import resource
 import time
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -113,6 +115,13 @@ async def _client(index: int, args, shared: Shared, host: str, port: int, path: 
         writer.close()
 
 
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _percentile(sorted_ms: list[float], q: float) -> float:
     if not sorted_ms:
         return math.nan
@@ -131,7 +140,10 @@ async def _main(args) -> dict:
     await asyncio.sleep(max(0.0, start + args.warmup - time.perf_counter()))
     shared.measuring = True
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    server0 = _cpu_seconds(args.server_pid) if args.server_pid else 0.0
     wall0 = time.perf_counter()
+    await asyncio.sleep(max(0.0, end - time.perf_counter()))
+    server1 = _cpu_seconds(args.server_pid) if args.server_pid else 0.0
     await asyncio.gather(*tasks)
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     wall = time.perf_counter() - wall0
@@ -147,6 +159,7 @@ async def _main(args) -> dict:
         "max_ms": round(lat[-1], 2) if lat else math.nan,
         "errors": shared.errors,
         "client_cpu_s": round((cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime), 2),
+        "server_cpu_s": round(server1 - server0, 2),
         "newest_step": shared.newest_step,
     }
 
@@ -160,6 +173,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--follow", action="store_true", help="move start_step with the newest step seen")
     parser.add_argument("--tail", type=int, default=500)
+    parser.add_argument("--server-pid", type=int, help="also report this process's CPU time while measuring")
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, args.clients + 256)), hard))

@@ -28,7 +28,6 @@ from .v2 import API_BASE, StellarV2
 
 __all__ = ["create_app", "openapi_document"]
 
-_ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"]
 _STATUS_CODES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 409: "CONFLICT"}
 
 
@@ -54,17 +53,31 @@ def create_app(
     def openapi(request: Request) -> Response:
         return json_response(document)
 
-    # Every method reaches the handlers, which answer 405 themselves in TauGrid's order (after INVALID_PATH).
-    routes = [
-        Route("/openapi.json", openapi, methods=["GET"]),
-        Route(API_BASE + "/{rest:path}", api.endpoint, methods=_ALL_METHODS),
-        Route(PAGE_DATA_BASE + "/{rest:path}", page_data.endpoint, methods=_ALL_METHODS),
-        *page_routes(),
-    ]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, Exception: _internal_error})
+    routes = [Route("/openapi.json", openapi, methods=["GET"]), *page_routes()]
+    pages = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, Exception: _internal_error})
     # Slash redirects would answer unknown API paths with 307 instead of TauGrid's 404 envelope.
-    app.router.redirect_slashes = False
+    pages.router.redirect_slashes = False
+    # The API and the page data route every method and path themselves (TauGrid answers 405 only after
+    # INVALID_PATH), and a live pane's poll should not pay for a router it does not need.
+    app = _Prefixes({API_BASE + "/": api, PAGE_DATA_BASE + "/": page_data}, pages)
     return _SecurityHeaders(HostAllowList(TokenGate(app, token), allow_hosts))
+
+
+class _Prefixes:
+    """Requests under a prefix go to its app, the rest to ``fallback``."""
+
+    def __init__(self, apps: dict[str, ASGIApp], fallback: ASGIApp) -> None:
+        self.apps = list(apps.items())
+        self.fallback = fallback
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            for prefix, app in self.apps:
+                if path.startswith(prefix):
+                    await app(scope, receive, send)
+                    return
+        await self.fallback(scope, receive, send)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

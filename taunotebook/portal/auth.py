@@ -104,7 +104,8 @@ class TokenGate:
         if path in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
-        query = parse_query(scope)
+        # Only a page URL carrying ?token= needs the query parsed here (most requests are API polls).
+        query = parse_query(scope) if b"token=" in scope.get("query_string", b"") else []
         given = [v for k, v in query if k == "token"]
         if given and not path.startswith("/api/") and scope.get("method") in ("GET", "HEAD"):
             if self._equal(given[0], self._token):

@@ -158,7 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             logger.addFilter(_RedactTokens())
     log.info("portal listening", extra={"store": str(store), "host": args.host, "port": port,
                                         "workspace": args.workspace})
-    config = uvicorn.Config(app, log_config=None, log_level=logs.level_for(args.verbose), lifespan="off")
+    # One access-log line per request only when asked for (-v): formatting it costs as much as a tail read.
+    config = uvicorn.Config(app, log_config=None, log_level=logs.level_for(args.verbose), lifespan="off",
+                            access_log=args.verbose > 0)
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])

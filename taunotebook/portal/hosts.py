@@ -61,8 +61,17 @@ class HostAllowList:
         self.any = "*" in names
         self.exact = frozenset(n for n in names if not n.startswith("."))
         self.suffixes = tuple(n for n in names if n.startswith("."))
+        self._seen: dict[str, bool] = {}  # Host header -> allowed; a Portal sees few distinct ones
 
     def allows(self, header: str) -> bool:
+        known = self._seen.get(header)
+        if known is None:
+            if len(self._seen) >= 256:
+                self._seen.clear()
+            known = self._seen[header] = self._allows(header)
+        return known
+
+    def _allows(self, header: str) -> bool:
         name = host_name(header)
         if self.any or name in self.exact or name == "localhost" or name.endswith(".localhost") or _is_ip(name):
             return True

@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
-from .errors import V2Error, error_response, json_response, metadata
+from .errors import V2Error, json_response, metadata_json
 from .identity import decode_path_id, raw_segments
 from .params import Query, parse_query, step_range
+from .serving import serve
 from .v2 import StellarV2
 
 __all__ = ["NON_FINITE_LIMIT", "PAGE_DATA_BASE", "WALL_TIME_SAMPLES", "PageData"]
@@ -41,12 +42,16 @@ class PageData:
     def __init__(self, api: StellarV2) -> None:
         self.api = api
 
-    def endpoint(self, request: Request) -> Response:
-        try:
-            return self.dispatch(raw_segments(request.scope, PAGE_DATA_BASE), request.method,
-                                 Query(parse_query(request.scope)))
-        except V2Error as err:
-            return error_response(err.status, err.code, err.message)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI app for everything under ``/stellar/data/``."""
+        parts = raw_segments(scope, PAGE_DATA_BASE)
+        method, q = scope["method"], Query(parse_query(scope))
+
+        def handle() -> Response:
+            with self.api.sources.pinned():
+                return self.dispatch(parts, method, q)
+
+        await serve(scope, receive, send, handle, inline=parts != [b"experiments"])
 
     def dispatch(self, parts: list[bytes] | None, method: str, q: Query) -> Response:
         if parts == [b"experiments"]:
@@ -60,7 +65,7 @@ class PageData:
 
     @staticmethod
     def _require_get(method: str) -> None:
-        if method not in ("GET", "HEAD"):
+        if method != "GET":
             raise V2Error(405, "METHOD_NOT_ALLOWED", "method not allowed")
 
     def experiments(self, q: Query) -> Response:
@@ -73,7 +78,8 @@ class PageData:
             key = (run.experiment_id, run.project)
             counts[key] = counts.get(key, 0) + 1
         experiments = [{"experiment_id": e, "project": p, "run_count": n} for (e, p), n in sorted(counts.items())]
-        return json_response({"metadata": metadata(source, [served], False, warnings), "experiments": experiments})
+        return json_response({"metadata": metadata_json(source, [served], False, warnings),
+                              "experiments": experiments})
 
     def points(self, q: Query, run_id: str) -> Response:
         source, workspace = self.api.source_and_workspace(q)
@@ -83,7 +89,7 @@ class PageData:
         found = self.api.exact_run(q, source, workspace, run_id)
         start, end = step_range(q)
         reader, run = found.reader, found.run
-        body: dict = {"metadata": metadata(source, [found.served], False, found.warnings),
+        body: dict = {"metadata": metadata_json(source, [found.served], False, found.warnings),
                       "run_id": run_id, "metric": metric}
         if reader.metric_summary(run.run_id, metric) is None:
             body.update(non_finite_count=0, non_finite=[], wall_time={"step": [], "wall_time": []})

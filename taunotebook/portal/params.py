@@ -7,6 +7,7 @@ Every failure is ``400 INVALID_ARGUMENT`` naming the parameter; nothing here siz
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -48,8 +49,14 @@ _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3,
 
 def parse_query(scope: Scope) -> list[tuple[str, str]]:
     """The query as Go reads it: ``&``-separated, blanks kept, undecodable bytes replaced."""
-    raw = scope.get("query_string", b"").decode("latin-1")
-    return parse_qsl(raw, keep_blank_values=True, separator="&", encoding="utf-8", errors="replace")
+    return list(_parse_query(scope.get("query_string", b"")))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_query(raw: bytes) -> tuple[tuple[str, str], ...]:
+    # Live panes repeat the same few queries many times a second.
+    return tuple(parse_qsl(raw.decode("latin-1"), keep_blank_values=True, separator="&", encoding="utf-8",
+                           errors="replace"))
 
 
 class Query:

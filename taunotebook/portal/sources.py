@@ -9,6 +9,8 @@ Kusto cluster is configured).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Protocol
 
 from tau_collector.expstore import ReducedSeries, Rows, RunRow
@@ -55,6 +57,15 @@ class Sources:
         self.kusto = kusto
         self.default_source = default_source
         self.kusto_configured = kusto_configured or kusto is not None
+
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[None]:
+        """One request: readers that can (``StoreReader.pinned``) check their store for changes once."""
+        with contextlib.ExitStack() as stack:
+            for reader in (self.local, self.kusto):
+                if reader is not None and hasattr(reader, "pinned"):
+                    stack.enter_context(reader.pinned())
+            yield
 
     def name(self, raw: str) -> str:
         """The requested source, checked: ``400 INVALID_SOURCE`` unless local, kusto, auto or empty."""

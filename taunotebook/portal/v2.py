@@ -19,14 +19,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import orjson
-from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from tau_collector.expstore import RunRow
 from tau_collector.expstore.run_events import SOURCE_PROBLEM
 
 from .auth import resolve_workspace, run_in_workspace
-from .errors import RawJSON, V2Error, error_response, go_float, json_response, metadata
+from .errors import RawJSON, V2Error, go_float, json_response, metadata, metadata_json
 from .identity import decode_path_id, miss, raw_segments
 from .params import (
     DEFAULT_LIMIT,
@@ -41,6 +41,7 @@ from .params import (
     run_filters,
     series_params,
 )
+from .serving import serve
 from .sources import ExperimentReader, Sources
 
 __all__ = [
@@ -58,7 +59,6 @@ FAILURE_METRIC_TOKENS = ("collapse_bad_steps", "bad_steps", "nan_steps", "inf_st
                          "error_count", "errors")
 MIN_STEP_TAGS = ("tau.success.min_step", "success.min_step", "expected_max_step", "max_step")
 _MAX_PROBLEM_WARNINGS = 5  # a file of bad rows must not bury the metadata block
-_TRAILING_DOT_ZERO = re.compile(r"\.0(?=[,\]])")
 _INT = re.compile(r"[+-]?[0-9]+")
 
 
@@ -68,16 +68,26 @@ def _points_json(steps: np.ndarray, values: np.ndarray) -> RawJSON:
     orjson writes the same shortest digits as Go; only its ``1.0`` (Go: ``1``) and its exponent
     forms (Go switches to them at other magnitudes) need rewriting.
     """
-    if steps.size == 0:
+    n = int(steps.size)
+    if n == 0:
         return RawJSON("[]")
-    text = orjson.dumps(values.tolist()).decode()
-    texts = _TRAILING_DOT_ZERO.sub("", text)[1:-1].split(",")
+    text = orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    texts = text[1:-1].split(",")
     if "e" in text or "null" in text:
         for i in [i for i, t in enumerate(texts) if "e" in t or t == "null"]:
             texts[i] = go_float(float(values[i]))  # raises on a non-finite value rather than writing null
-    step_texts = orjson.dumps(steps.tolist()).decode()[1:-1].split(",")
-    body = '},{"step":'.join(map(',"value":'.join, zip(step_texts, texts, strict=True)))
-    return RawJSON('[{"step":' + body + "}]")
+    with np.errstate(invalid="ignore"):
+        whole = np.flatnonzero(values == np.trunc(values))
+    for i in whole.tolist():
+        if texts[i].endswith(".0"):
+            texts[i] = texts[i][:-2]
+    # Four parts per point, placed by slice assignment and joined once: no Python work per point.
+    parts = [',"value":'] * (4 * n)
+    parts[0::4] = ['},{"step":'] * n
+    parts[1::4] = orjson.dumps(steps, option=orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
+    parts[3::4] = texts
+    parts[0] = '[{"step":'
+    return RawJSON("".join(parts) + "}]")
 
 
 def _points(reader: ExperimentReader, run_id: str, metric: str,
@@ -145,7 +155,7 @@ class Found:
 
 
 class StellarV2:
-    """The v2 handlers for one Portal (its sources and workspace); :meth:`endpoint` is the Starlette endpoint."""
+    """The v2 handlers for one Portal (its sources and workspace); the instance is their ASGI app."""
 
     def __init__(self, sources: Sources, *, workspace: str = "default", cursor_key: bytes | None = None) -> None:
         self.sources = sources
@@ -155,12 +165,16 @@ class StellarV2:
 
     # -- routing --------------------------------------------------------------------------
 
-    def endpoint(self, request: Request) -> Response:
-        try:
-            return self.dispatch(raw_segments(request.scope, API_BASE), request.method,
-                                 Query(parse_query(request.scope)))
-        except V2Error as err:
-            return error_response(err.status, err.code, err.message)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI app for everything under ``/api/v2/stellar/``; a run listing always runs in a thread."""
+        parts = raw_segments(scope, API_BASE)
+        method, q = scope["method"], Query(parse_query(scope))
+
+        def handle() -> Response:
+            with self.sources.pinned():
+                return self.dispatch(parts, method, q)
+
+        await serve(scope, receive, send, handle, inline=not (parts and parts[0] == b"experiments"))
 
     def dispatch(self, parts: list[bytes] | None, method: str, q: Query) -> Response:
         """Route the still-escaped segments after ``/api/v2/stellar/``; each id is decoded exactly once."""
@@ -244,7 +258,7 @@ class StellarV2:
     def run_detail(self, q: Query, run_id: str) -> Response:
         source, workspace = self.source_and_workspace(q)
         found = self.exact_run(q, source, workspace, run_id)
-        return json_response({"metadata": metadata(source, [found.served], False, found.warnings),
+        return json_response({"metadata": metadata_json(source, [found.served], False, found.warnings),
                               "run": self._run_json(found.reader, found.run, found.served)})
 
     def metric_catalog(self, q: Query, run_id: str) -> Response:
@@ -289,7 +303,7 @@ class StellarV2:
                 warnings = [*warnings, f"runs truncated to 1 of {len(matching)} matching runs"]
         steps, values, source_points, partial = _points(reader, run.run_id, metric, params)
         body: dict = {
-            "metadata": metadata(source, [found.served], partial, warnings),
+            "metadata": metadata_json(source, [found.served], partial, warnings),
             "target": target, "run_id": run_id, "metric": metric,
         }
         if params.start_step is not None:

@@ -11,15 +11,22 @@ live run appends files, the cached series and its index are extended rather than
 What the index says (runs, summaries, events, file lists) is cached too, for as long as SQLite's
 ``PRAGMA data_version`` says no other connection has committed: a Portal answering hundreds of live
 panes a second re-reads it once per change of the store, not once per request.
+
+Inside :func:`no_blocking` a read raises :class:`WouldBlock` instead of doing slow work (reading a
+Parquet file, merging or indexing a large series, reducing a large range): a server answers what is
+cached on its event loop and hands the rest to a worker thread.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 import os
 import sqlite3
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,12 +39,36 @@ from .store import BUSY_TIMEOUT_MS, ExpStore
 from .summaries import MetricSummaryRow
 from .writer import _SUMMARY_COLUMNS
 
-__all__ = ["MetricSummaryRow", "ReducedSeries", "Rows", "RunRow", "StoreReader", "WORKSPACE_TAG"]
+__all__ = ["MetricSummaryRow", "ReducedSeries", "Rows", "RunRow", "StoreReader", "WORKSPACE_TAG", "WouldBlock",
+           "no_blocking"]
 
 WORKSPACE_TAG = "tau_workspace"
 DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
 _MISSING_FILE_RETRIES = 3
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+QUICK_POINTS = 50_000  # points a read may touch inside no_blocking(): well under a millisecond of numpy
+
+
+class WouldBlock(Exception):
+    """Raised inside :func:`no_blocking` where a read would do slow work; run it again outside."""
+
+
+_NO_BLOCKING: contextvars.ContextVar[bool] = contextvars.ContextVar("expstore_no_blocking", default=False)
+
+
+@contextlib.contextmanager
+def no_blocking() -> Iterator[None]:
+    """Within: reads that would touch files or more than :data:`QUICK_POINTS` points raise :class:`WouldBlock`."""
+    token = _NO_BLOCKING.set(True)
+    try:
+        yield
+    finally:
+        _NO_BLOCKING.reset(token)
+
+
+def _may_block(points: int | None = None) -> None:
+    if (points is None or points > QUICK_POINTS) and _NO_BLOCKING.get():
+        raise WouldBlock
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +147,7 @@ class _Merged:
 
     def non_finite(self) -> np.ndarray:
         if self._non_finite is None:
+            _may_block(self.step.size)
             self._non_finite = self.index.non_finite if self.index is not None else np.flatnonzero(
                 ~np.isfinite(self.value))
         return self._non_finite
@@ -126,6 +158,7 @@ class _Merged:
         if bad.size == 0:
             return self
         if self._finite is None:
+            _may_block(self.step.size)
             keep = np.ones(self.step.size, dtype=bool)
             keep[bad] = False
             self._finite = _Merged(self.step[keep], self.wall_time[keep], self.value[keep], _non_finite=_EMPTY_I)
@@ -163,6 +196,10 @@ class _LRU:
                 self.used -= evicted
 
 
+# The index cache a request has pinned (see StoreReader.pinned): its gets skip the change check.
+_PINNED: contextvars.ContextVar[_IndexCache | None] = contextvars.ContextVar("expstore_pinned", default=None)
+
+
 class _IndexCache:
     """What the index said, kept while ``PRAGMA data_version`` (on a connection of its own) stays the same."""
 
@@ -173,11 +210,17 @@ class _IndexCache:
         self._version: int | None = None
         self._items: dict[tuple, object] = {}
 
-    def get(self, key: tuple, compute):
+    def check(self) -> None:
+        """Forget everything if another connection committed since the last check."""
         with self._lock:
             version = self._conn.execute("PRAGMA data_version").fetchone()[0]
             if version != self._version:
                 self._version, self._items = version, {}
+
+    def get(self, key: tuple, compute):
+        if _PINNED.get() is not self:
+            self.check()
+        with self._lock:
             items = self._items
             if key in items:
                 return items[key]
@@ -210,6 +253,20 @@ class StoreReader:
 
     def close(self) -> None:
         self._index.close()
+
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[None]:
+        """Within: the index is checked for changes once, on entry, not on every read.
+
+        A request wraps itself in this: one change check instead of one per lookup, and one view
+        of the index for the whole answer (unless another request sees a change meanwhile).
+        """
+        self._index.check()
+        token = _PINNED.set(self._index)
+        try:
+            yield
+        finally:
+            _PINNED.reset(token)
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -333,6 +390,8 @@ class StoreReader:
             merged = merged.finite()
             lo, hi = _bounds(merged.step, start_step, end_step)
         source_points = hi - lo
+        if source_points > max_points:
+            _may_block(source_points)  # a reduction's cost grows with the range
         step, value, wall = merged.step, merged.value, merged.wall_time
         if step_interval is not None and step_interval > 1 and source_points > 0:
             s = step[lo:hi]
@@ -342,6 +401,7 @@ class StoreReader:
             idx = m4_indices(step, value, max_points)
         else:
             if merged.index is None and source_points > max_points:
+                _may_block()
                 merged.index = M4Index(merged.value)
             idx = m4_indices(step, value, max_points, index=merged.index, lo=lo, hi=hi)
         out_value = value[idx]
@@ -384,6 +444,7 @@ class StoreReader:
         if start_step is None and end_step is None:
             merged = self._extend_previous(run_id, metric, full)
             if merged is None:
+                _may_block()
                 merged = _merge([(rank, s) for rank, s in enumerate(self._slices(full.rows, metric)) if s.step.size])
             self._remember(run_id, metric, key, merged)
             return merged
@@ -394,7 +455,9 @@ class StoreReader:
         cached = self._cache.get(range_key)
         if cached is not None:
             return cached  # type: ignore[return-value]
-        merged = _merge([(rank, s) for rank, s in enumerate(self._slices(files, metric)) if s.step.size])
+        slices = self._slices(files, metric)
+        _may_block(sum(s.step.size for s in slices))
+        merged = _merge([(rank, s) for rank, s in enumerate(slices) if s.step.size])
         self._cache.put(range_key, merged, merged.nbytes * 2)
         return merged
 
@@ -422,6 +485,7 @@ class StoreReader:
         prev = self._cache.get(prev_key)
         if prev is None:
             return None
+        _may_block(prev.step.size)
         added = self._slices(full.rows[len(prev_ids):], metric)
         added = sorted((a for a in added if a.step.size), key=lambda a: int(a.step[0]))
         last = int(prev.step[-1]) if prev.step.size else None
@@ -449,6 +513,7 @@ class StoreReader:
         cached = self._cache.get(key)
         if cached is not None:
             return cached  # type: ignore[return-value]
+        _may_block()
         table = pq.read_table(
             self.store.absolute(path),
             columns=["step", "wall_time", "value"],
@@ -469,22 +534,28 @@ class StoreReader:
 class _FileList:
     """A run's registered files in registration order, with their step ranges as arrays for range queries."""
 
-    __slots__ = ("ids", "max_step", "min_step", "rows")
+    __slots__ = ("_ranges", "ids", "max_step", "min_step", "rows")
 
     def __init__(self, rows: list[tuple]) -> None:
         self.rows = rows  # (file_id, path, min_step, max_step)
+        self._ranges: dict[tuple, list[tuple]] = {}  # (start, end) -> overlapping rows: panes repeat their tails
         self.ids = tuple(r[0] for r in rows)
         # An unknown bound (NULL) never excludes a file.
         self.min_step = np.array([_INT64_MIN if r[2] is None else r[2] for r in rows], dtype=np.int64)
         self.max_step = np.array([_INT64_MAX if r[3] is None else r[3] for r in rows], dtype=np.int64)
 
     def overlapping(self, start_step: int | None, end_step: int | None) -> list[tuple]:
-        keep = np.ones(len(self.rows), dtype=bool)
-        if start_step is not None:
-            keep &= self.max_step >= start_step
-        if end_step is not None:
-            keep &= self.min_step <= end_step
-        return [self.rows[i] for i in np.flatnonzero(keep)]
+        found = self._ranges.get((start_step, end_step))
+        if found is None:
+            keep = np.ones(len(self.rows), dtype=bool)
+            if start_step is not None:
+                keep &= self.max_step >= start_step
+            if end_step is not None:
+                keep &= self.min_step <= end_step
+            if len(self._ranges) >= 64:
+                self._ranges.clear()
+            found = self._ranges[(start_step, end_step)] = [self.rows[i] for i in np.flatnonzero(keep)]
+        return found
 
 
 def _clamp(step: int | None) -> int | None:
