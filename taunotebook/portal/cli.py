@@ -95,7 +95,7 @@ def _bind(host: str, port: int) -> socket.socket:
     # Accepted connections inherit this; without it a small response waits ~40 ms on delayed ACKs.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host.strip("[]"), port))
-    sock.listen(128)
+    sock.listen(2048)  # as uvicorn: a thousand panes connecting at once must not overflow the queue
     sock.set_inheritable(True)
     return sock
 

@@ -20,12 +20,9 @@ cached on its event loop and hands the rest to a worker thread.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import itertools
 import os
-import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -34,8 +31,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .m4 import M4Index, m4_indices
+from .read_cache import LRU, IndexCache, WouldBlock, may_block, no_blocking
 from .run_events import RunEvent, read_run_events
-from .store import BUSY_TIMEOUT_MS, ExpStore
+from .store import ExpStore
 from .summaries import MetricSummaryRow
 from .writer import _SUMMARY_COLUMNS
 
@@ -46,31 +44,6 @@ WORKSPACE_TAG = "tau_workspace"
 DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
 _MISSING_FILE_RETRIES = 3
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-QUICK_POINTS = 50_000  # points a read may touch inside no_blocking(): well under a millisecond of numpy
-
-
-class WouldBlock(Exception):
-    """Raised inside :func:`no_blocking` where a read would do slow work; run it again outside."""
-
-
-_NO_BLOCKING: contextvars.ContextVar[bool] = contextvars.ContextVar("expstore_no_blocking", default=False)
-
-
-@contextlib.contextmanager
-def no_blocking() -> Iterator[None]:
-    """Within: reads that would touch files or more than :data:`QUICK_POINTS` points raise :class:`WouldBlock`."""
-    token = _NO_BLOCKING.set(True)
-    try:
-        yield
-    finally:
-        _NO_BLOCKING.reset(token)
-
-
-def _may_block(points: int | None = None) -> None:
-    if (points is None or points > QUICK_POINTS) and _NO_BLOCKING.get():
-        raise WouldBlock
-
-
 @dataclass(frozen=True, slots=True)
 class RunRow:
     """One row of the store's ``runs`` table, with its tags and metric names."""
@@ -147,7 +120,7 @@ class _Merged:
 
     def non_finite(self) -> np.ndarray:
         if self._non_finite is None:
-            _may_block(self.step.size)
+            may_block(self.step.size)
             self._non_finite = self.index.non_finite if self.index is not None else np.flatnonzero(
                 ~np.isfinite(self.value))
         return self._non_finite
@@ -158,84 +131,11 @@ class _Merged:
         if bad.size == 0:
             return self
         if self._finite is None:
-            _may_block(self.step.size)
+            may_block(self.step.size)
             keep = np.ones(self.step.size, dtype=bool)
             keep[bad] = False
             self._finite = _Merged(self.step[keep], self.wall_time[keep], self.value[keep], _non_finite=_EMPTY_I)
         return self._finite
-
-
-class _LRU:
-    """A byte-bounded LRU shared by the file slices and the merged series (thread-safe)."""
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self.used = 0
-        self._items: OrderedDict[object, tuple[object, int]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: object) -> object | None:
-        with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                return None
-            self._items.move_to_end(key)
-            return item[0]
-
-    def put(self, key: object, value: object, size: int) -> None:
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self.used -= old[1]
-            if size > self.budget:
-                return
-            self._items[key] = (value, size)
-            self.used += size
-            while self.used > self.budget:
-                _, (_, evicted) = self._items.popitem(last=False)
-                self.used -= evicted
-
-
-# The index cache a request has pinned (see StoreReader.pinned): its gets skip the change check.
-_PINNED: contextvars.ContextVar[_IndexCache | None] = contextvars.ContextVar("expstore_pinned", default=None)
-
-
-class _IndexCache:
-    """What the index said, kept while ``PRAGMA data_version`` (on a connection of its own) stays the same."""
-
-    def __init__(self, store: ExpStore) -> None:
-        self._conn = sqlite3.connect(store.index_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                                     check_same_thread=False)
-        self._lock = threading.Lock()
-        self._version: int | None = None
-        self._items: dict[tuple, object] = {}
-
-    def check(self) -> None:
-        """Forget everything if another connection committed since the last check."""
-        with self._lock:
-            version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-            if version != self._version:
-                self._version, self._items = version, {}
-
-    def get(self, key: tuple, compute):
-        if _PINNED.get() is not self:
-            self.check()
-        with self._lock:
-            items = self._items
-            if key in items:
-                return items[key]
-        value = compute()  # outside the lock: a slow query must not stall readers of other keys
-        with self._lock:
-            if self._items is items:  # the store did not change meanwhile (else the next call recomputes)
-                items[key] = value
-        return value
-
-    def forget(self, key: tuple) -> None:
-        with self._lock:
-            self._items.pop(key, None)
-
-    def close(self) -> None:
-        self._conn.close()
 
 
 class StoreReader:
@@ -245,11 +145,13 @@ class StoreReader:
         self, store: ExpStore | str | os.PathLike[str], *, cache_bytes: int = DEFAULT_CACHE_BYTES
     ) -> None:
         self.store = store if isinstance(store, ExpStore) else ExpStore(store)
-        self._cache = _LRU(cache_bytes)
-        self._index = _IndexCache(self.store)
+        self._cache = LRU(cache_bytes)
+        self._index = IndexCache(self.store)
         # (run_id, metric) -> cache key of the newest merged full series, for cheap extension.
         self._latest: dict[tuple[str, str], tuple] = {}
         self._latest_lock = threading.Lock()
+        self._loading: dict[tuple, threading.Lock] = {}  # file slices being read, one lock each
+        self._loading_lock = threading.Lock()
 
     def close(self) -> None:
         self._index.close()
@@ -261,12 +163,8 @@ class StoreReader:
         A request wraps itself in this: one change check instead of one per lookup, and one view
         of the index for the whole answer (unless another request sees a change meanwhile).
         """
-        self._index.check()
-        token = _PINNED.set(self._index)
-        try:
+        with self._index.pinned():
             yield
-        finally:
-            _PINNED.reset(token)
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -391,7 +289,7 @@ class StoreReader:
             lo, hi = _bounds(merged.step, start_step, end_step)
         source_points = hi - lo
         if source_points > max_points:
-            _may_block(source_points)  # a reduction's cost grows with the range
+            may_block(source_points)  # a reduction's cost grows with the range
         step, value, wall = merged.step, merged.value, merged.wall_time
         if step_interval is not None and step_interval > 1 and source_points > 0:
             s = step[lo:hi]
@@ -401,7 +299,7 @@ class StoreReader:
             idx = m4_indices(step, value, max_points)
         else:
             if merged.index is None and source_points > max_points:
-                _may_block()
+                may_block()
                 merged.index = M4Index(merged.value)
             idx = m4_indices(step, value, max_points, index=merged.index, lo=lo, hi=hi)
         out_value = value[idx]
@@ -444,7 +342,7 @@ class StoreReader:
         if start_step is None and end_step is None:
             merged = self._extend_previous(run_id, metric, full)
             if merged is None:
-                _may_block()
+                may_block()
                 merged = _merge([(rank, s) for rank, s in enumerate(self._slices(full.rows, metric)) if s.step.size])
             self._remember(run_id, metric, key, merged)
             return merged
@@ -456,7 +354,7 @@ class StoreReader:
         if cached is not None:
             return cached  # type: ignore[return-value]
         slices = self._slices(files, metric)
-        _may_block(sum(s.step.size for s in slices))
+        may_block(sum(s.step.size for s in slices))
         merged = _merge([(rank, s) for rank, s in enumerate(slices) if s.step.size])
         self._cache.put(range_key, merged, merged.nbytes * 2)
         return merged
@@ -485,7 +383,7 @@ class StoreReader:
         prev = self._cache.get(prev_key)
         if prev is None:
             return None
-        _may_block(prev.step.size)
+        may_block(prev.step.size)
         added = self._slices(full.rows[len(prev_ids):], metric)
         added = sorted((a for a in added if a.step.size), key=lambda a: int(a.step[0]))
         last = int(prev.step[-1]) if prev.step.size else None
@@ -513,7 +411,21 @@ class StoreReader:
         cached = self._cache.get(key)
         if cached is not None:
             return cached  # type: ignore[return-value]
-        _may_block()
+        may_block()
+        # One reader per file: when a new chunk lands, every pane polling the tail asks for it at once.
+        with self._loading_lock:
+            lock = self._loading.setdefault(key, threading.Lock())
+        with lock:
+            cached = self._cache.get(key)
+            if cached is None:
+                cached = self._read_slice(path, metric)
+                self._cache.put(key, cached, cached.nbytes)
+        with self._loading_lock:
+            if self._loading.get(key) is lock:
+                del self._loading[key]
+        return cached  # type: ignore[return-value]
+
+    def _read_slice(self, path: str, metric: str) -> _Merged:
         table = pq.read_table(
             self.store.absolute(path),
             columns=["step", "wall_time", "value"],
@@ -526,9 +438,7 @@ class StoreReader:
         wall_arr = table.column("wall_time").cast("int64").fill_null(np.iinfo(np.int64).min)
         wall = wall_arr.to_numpy().astype(np.int64, copy=False)
         value = table.column("value").to_numpy().astype(np.float64, copy=False)
-        s = _dedupe(step, wall, value, np.zeros(step.size, dtype=np.int64))
-        self._cache.put(key, s, s.nbytes)
-        return s
+        return _dedupe(step, wall, value, np.zeros(step.size, dtype=np.int64))
 
 
 class _FileList:
