@@ -167,21 +167,20 @@ def load_case(label: str, store: Path, clients: list[int], args, *, live: bool) 
     return rows
 
 
+LOAD_CASES = {  # name: (label, points, the run is being appended to)
+    "1m": ("1M points", 1_000_000, False),
+    "10m": ("10M, appending", 10_000_000, True),
+}
+
+
 def load(args) -> None:
     clients = [int(c) for c in args.clients.split(",")]
-    cases = args.cases.split(",")
     rows: list[dict] = []
-    if "1m" in cases:
-        root, tmp = prepare_store(args.store_1m, 1_000_000, 100, "bench-portal-1m-")
+    for name in args.cases.split(","):
+        label, points, live = LOAD_CASES[name]
+        root, tmp = prepare_store(getattr(args, f"store_{name}"), points, 100, f"bench-portal-{name}-")
         try:
-            rows += load_case("1M points", root, clients, args, live=False)
-        finally:
-            if tmp is not None:
-                tmp.cleanup()
-    if "10m" in cases:
-        root, tmp = prepare_store(args.store_10m, 10_000_000, 100, "bench-portal-10m-")
-        try:
-            rows += load_case("10M, appending", root, clients, args, live=True)
+            rows += load_case(label, root, clients, args, live=live)
         finally:
             if tmp is not None:
                 tmp.cleanup()

@@ -23,7 +23,7 @@ from .errors import V2Error, json_response, metadata_json
 from .identity import decode_path_id, raw_segments
 from .params import Query, parse_query, step_range
 from .serving import serve
-from .v2 import StellarV2
+from .v2 import StellarV2, require_get
 
 __all__ = ["NON_FINITE_LIMIT", "PAGE_DATA_BASE", "WALL_TIME_SAMPLES", "PageData"]
 
@@ -55,18 +55,13 @@ class PageData:
 
     def dispatch(self, parts: list[bytes] | None, method: str, q: Query) -> Response:
         if parts == [b"experiments"]:
-            self._require_get(method)
+            require_get(method)
             return self.experiments(q)
         if parts and len(parts) == 3 and parts[0] == b"runs" and parts[2] == b"points":
             run_id = decode_path_id(parts[1])
-            self._require_get(method)
+            require_get(method)
             return self.points(q, run_id)
         raise V2Error(404, "NOT_FOUND", "route was not found")
-
-    @staticmethod
-    def _require_get(method: str) -> None:
-        if method != "GET":
-            raise V2Error(405, "METHOD_NOT_ALLOWED", "method not allowed")
 
     def experiments(self, q: Query) -> Response:
         source, workspace = self.api.source_and_workspace(q)

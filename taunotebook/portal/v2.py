@@ -90,6 +90,12 @@ def _points_json(steps: np.ndarray, values: np.ndarray) -> RawJSON:
     return RawJSON("".join(parts) + "}]")
 
 
+def require_get(method: str) -> None:
+    """TauGrid's reads are GET only (405 ``METHOD_NOT_ALLOWED``, checked after the path id)."""
+    if method != "GET":
+        raise V2Error(405, "METHOD_NOT_ALLOWED", "method not allowed")
+
+
 def _points(reader: ExperimentReader, run_id: str, metric: str,
             p: SeriesParams) -> tuple[np.ndarray, np.ndarray, int, bool]:
     """(steps, values, source_points, partial) of the finite points in range, thinned and M4-reduced.
@@ -180,7 +186,7 @@ class StellarV2:
         """Route the still-escaped segments after ``/api/v2/stellar/``; each id is decoded exactly once."""
         if parts and parts[0] == b"runs" and 2 <= len(parts) <= 3:
             run_id = decode_path_id(parts[1])  # TauGrid checks the id before the method here
-            self._require_get(method)
+            require_get(method)
             if len(parts) == 2:
                 return self.run_detail(q, run_id)
             if parts[2] == b"metrics":
@@ -188,14 +194,9 @@ class StellarV2:
             if parts[2] == b"series":
                 return self.series(q, run_id)
         elif parts and parts[0] == b"experiments" and len(parts) == 3 and parts[2] == b"runs":
-            self._require_get(method)
+            require_get(method)
             return self.run_list(q, decode_path_id(parts[1]))
         raise V2Error(404, "NOT_FOUND", "route was not found")
-
-    @staticmethod
-    def _require_get(method: str) -> None:
-        if method != "GET":
-            raise V2Error(405, "METHOD_NOT_ALLOWED", "method not allowed")
 
     # -- common checks (the page-data routes make them too) -------------------------------
 
