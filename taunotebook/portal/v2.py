@@ -29,10 +29,6 @@ from .auth import resolve_workspace, run_in_workspace
 from .errors import RawJSON, V2Error, go_float, json_response, metadata, metadata_json
 from .identity import decode_path_id, miss, raw_segments
 from .params import (
-    DEFAULT_LIMIT,
-    DEFAULT_MAX_POINTS,
-    MAX_LIMIT,
-    MAX_MAX_POINTS,
     Query,
     RunFilters,
     SeriesParams,
@@ -44,14 +40,7 @@ from .params import (
 from .serving import serve
 from .sources import ExperimentReader, Sources
 
-__all__ = [
-    "API_BASE",
-    "DEFAULT_LIMIT",
-    "DEFAULT_MAX_POINTS",
-    "MAX_LIMIT",
-    "MAX_MAX_POINTS",
-    "StellarV2",
-]
+__all__ = ["API_BASE", "Found", "StellarV2", "classify_run", "require_get"]
 
 API_BASE = "/api/v2/stellar"
 SCAN_LIMIT = 1000  # runs considered per listing; more marks the page partial, as TauGrid's scan limit does
