@@ -16,11 +16,15 @@ client), against (a) a 1M-point run and (b) a 10M-point run that a writer proces
 ``--append-rate`` points to every second (the clients follow its moving tail). Reports p50/p95/p99
 and max latency from when each poll was due, errors, the Portal's CPU time per request, the load
 generator's own CPU, and the load average. Target: p95 < 50 ms at 500 clients on a 2-core machine.
-Writes ``bench/out/portal_load.json``. Usage::
+Writes ``bench/out/portal_load.json``.
+
+**App CPU** (``--app-cpu``): the CPU time of one tail answer through the Portal's ASGI app called
+directly (no sockets, no server): the server-side cost, least disturbed by a busy machine. Usage::
 
     .venv/bin/python bench/bench_portal.py [--points 10000000] [--files 100] [--store DIR] [--repeats 30]
     .venv/bin/python bench/bench_portal.py --load [--clients 200,500,1000] [--duration 20]
         [--store-1m DIR] [--store-10m DIR]
+    .venv/bin/python bench/bench_portal.py --app-cpu [--store-1m DIR]
 """
 
 from __future__ import annotations
@@ -189,6 +193,47 @@ def load(args) -> None:
     (out / "portal_load.json").write_text(json.dumps(rows, indent=2) + "\n")
 
 
+def app_cpu(args) -> None:
+    """CPU per tail answer of the Portal's ASGI app called directly: no sockets, no server, no load generator."""
+    import asyncio
+
+    from taunotebook.portal.app import create_app
+
+    root, tmp = prepare_store(args.store_1m, 1_000_000, 100, "bench-portal-1m-")
+    app = create_app(root, token=TOKEN)
+    path = f"/api/v2/stellar/runs/{RUN}/series"
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "root_path": "", "client": ("127.0.0.1", 1),
+             "server": ("127.0.0.1", 2), "query_string": f"target={RUN}&metric=train%2Floss&start_step="
+             f"{1_000_000 - 1 - TAIL}".encode(),
+             "headers": [(b"host", b"127.0.0.1:2"), (b"authorization", f"Bearer {TOKEN}".encode())]}
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def answer(n: int) -> None:
+        statuses = []
+
+        async def send(message):
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        for _ in range(n):
+            await app(dict(scope), receive, send)
+        assert set(statuses) == {200}, statuses
+
+    try:
+        asyncio.run(answer(20))  # reads the files and fills the caches
+        for _ in range(3):
+            cpu = time.process_time()
+            asyncio.run(answer(args.repeats * 100))
+            per = (time.process_time() - cpu) / (args.repeats * 100) * 1e6
+            print(f"tail answer through the ASGI app: {per:.0f} µs of CPU (load average {load_average()})")
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--points", type=int, default=10_000_000)
@@ -203,12 +248,16 @@ def main() -> int:
     parser.add_argument("--append-rate", type=int, default=1000, help="points per second appended to the live run")
     parser.add_argument("--store-1m", type=Path, help="reuse or create the load case's 1M-point store here")
     parser.add_argument("--store-10m", type=Path, help="reuse or create the load case's 10M-point store here")
+    parser.add_argument("--app-cpu", action="store_true",
+                        help="CPU per tail answer of the ASGI app called directly (no sockets)")
     parser.add_argument("--append-to", type=Path, help=argparse.SUPPRESS)  # the live run's writer process
     args = parser.parse_args()
     if args.append_to is not None:
         append_forever(args.append_to, args.append_rate)
     elif args.load:
         load(args)
+    elif args.app_cpu:
+        app_cpu(args)
     else:
         latency(args)
     return 0
