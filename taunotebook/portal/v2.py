@@ -24,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from tau_collector.expstore import RunRow
 from tau_collector.expstore.run_events import SOURCE_PROBLEM
+from tau_collector.ids import is_valid_id
 
 from .auth import resolve_workspace, run_in_workspace
 from .errors import RawJSON, V2Error, go_float, json_response, metadata, metadata_json
@@ -215,7 +216,7 @@ class StellarV2:
         """``(kind, id, run attribute)`` filters that break the ID rule must name something stored, else 400."""
         runs = None
         for kind, value, attr in named:
-            if not value or miss((kind, value)).status == 404:
+            if not value or is_valid_id(value):
                 continue
             runs = reader.runs(workspace) if runs is None else runs
             if not any(getattr(r, attr) == value for r in runs):
