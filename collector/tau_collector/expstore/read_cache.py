@@ -2,9 +2,8 @@
 
 - :class:`LRU`: file slices and merged series, bounded by bytes; files are immutable, so an entry
   never goes stale (a changed file list makes a new key).
-- :class:`IndexCache`: what ``index.sqlite`` said, kept while SQLite's ``PRAGMA data_version`` (on
-  a connection of its own) says no other connection has committed. :meth:`IndexCache.pinned` makes
-  one request check once.
+- :class:`IndexCache`: what ``index.sqlite`` said, kept while SQLite's ``PRAGMA data_version`` says
+  no other connection has committed. :meth:`IndexCache.pinned` makes one request check once.
 - :func:`no_blocking`: inside it, reads that would touch files or many points raise
   :class:`WouldBlock` (:func:`may_block` marks those places).
 """
@@ -13,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -20,9 +20,10 @@ from collections.abc import Iterator
 
 from .store import BUSY_TIMEOUT_MS, ExpStore
 
-__all__ = ["QUICK_POINTS", "IndexCache", "LRU", "WouldBlock", "may_block", "no_blocking"]
+__all__ = ["QUICK_FILE_ROWS", "QUICK_POINTS", "IndexCache", "LRU", "WouldBlock", "may_block", "no_blocking"]
 
 QUICK_POINTS = 50_000  # points a read may touch inside no_blocking(): well under a millisecond of numpy
+QUICK_FILE_ROWS = 10_000  # rows of a Parquet file read inside no_blocking(): a live run's new chunk, ~1 ms
 
 
 class WouldBlock(Exception):
@@ -34,7 +35,7 @@ _NO_BLOCKING: contextvars.ContextVar[bool] = contextvars.ContextVar("expstore_no
 
 @contextlib.contextmanager
 def no_blocking() -> Iterator[None]:
-    """Within: reads that would touch files or more than :data:`QUICK_POINTS` points raise :class:`WouldBlock`."""
+    """Within: reads of large files, or touching more than :data:`QUICK_POINTS` points, raise :class:`WouldBlock`."""
     token = _NO_BLOCKING.set(True)
     try:
         yield
@@ -42,8 +43,9 @@ def no_blocking() -> Iterator[None]:
         _NO_BLOCKING.reset(token)
 
 
-def may_block(points: int | None = None) -> None:
-    if (points is None or points > QUICK_POINTS) and _NO_BLOCKING.get():
+def may_block(amount: int | None = None, quick: int = QUICK_POINTS) -> None:
+    """Inside :func:`no_blocking`, raise :class:`WouldBlock` unless ``amount`` is known and at most ``quick``."""
+    if (amount is None or amount > quick) and _NO_BLOCKING.get():
         raise WouldBlock
 
 
@@ -83,33 +85,43 @@ _PINNED: contextvars.ContextVar[IndexCache | None] = contextvars.ContextVar("exp
 
 
 class IndexCache:
-    """What the index said, kept while ``PRAGMA data_version`` (on a connection of its own) stays the same."""
+    """What the index said, kept while ``PRAGMA data_version`` says no other connection has committed.
+
+    Each thread asks a connection of its own (``data_version`` counts per connection, and only other
+    connections' commits: so not the store's own, which may be writing), so no thread waits for
+    another; the first thread to see a change starts an empty cache for everyone.
+    A thread's first look cannot tell what it missed, so it starts one too. No lock: swapping the
+    dict and setting or reading one key are single steps, and a value computed while the store
+    changed goes into the dict that was already dropped.
+    """
 
     def __init__(self, store: ExpStore) -> None:
-        self._conn = sqlite3.connect(store.index_path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                                     check_same_thread=False)
-        self._lock = threading.Lock()
-        self._version: int | None = None
+        self._path = store.index_path
+        self._local = threading.local()  # this thread's connection, and the data_version it last said
         self._items: dict[tuple, object] = {}
 
     def check(self) -> None:
-        """Forget everything if another connection committed since the last check."""
-        with self._lock:
-            version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-            if version != self._version:
-                self._version, self._items = version, {}
+        """Forget everything if another connection committed since this thread last looked."""
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():  # a forked child opens its own
+            local.conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            local.pid, local.version = os.getpid(), None
+        version = local.conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != local.version:
+            local.version = version
+            self._items = {}
 
     def get(self, key: tuple, compute):
         if _PINNED.get() is not self:
             self.check()
-        with self._lock:
-            items = self._items
-            if key in items:
-                return items[key]
-        value = compute()  # outside the lock: a slow query must not stall readers of other keys
-        with self._lock:
-            if self._items is items:  # the store did not change meanwhile (else the next call recomputes)
-                items[key] = value
+        items = self._items
+        try:
+            return items[key]
+        except KeyError:
+            pass
+        value = compute()
+        if self._items is items:  # the store did not change meanwhile (else the next look recomputes)
+            items[key] = value
         return value
 
     @contextlib.contextmanager
@@ -123,8 +135,4 @@ class IndexCache:
             _PINNED.reset(token)
 
     def forget(self, key: tuple) -> None:
-        with self._lock:
-            self._items.pop(key, None)
-
-    def close(self) -> None:
-        self._conn.close()
+        self._items.pop(key, None)

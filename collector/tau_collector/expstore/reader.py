@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .m4 import M4Index, m4_indices
-from .read_cache import LRU, IndexCache, WouldBlock, may_block, no_blocking
+from .read_cache import LRU, QUICK_FILE_ROWS, IndexCache, WouldBlock, may_block, no_blocking
 from .run_events import RunEvent, read_run_events
 from .store import ExpStore
 from .summaries import MetricSummaryRow
@@ -152,9 +152,6 @@ class StoreReader:
         self._latest_lock = threading.Lock()
         self._loading: dict[tuple, threading.Lock] = {}  # file slices being read, one lock each
         self._loading_lock = threading.Lock()
-
-    def close(self) -> None:
-        self._index.close()
 
     @contextlib.contextmanager
     def pinned(self) -> Iterator[None]:
@@ -311,7 +308,8 @@ class StoreReader:
     def _files(self, run_id: str) -> _FileList:
         def load() -> _FileList:
             rows = self.store.connection().execute(
-                "SELECT file_id, path, min_step, max_step FROM metric_files WHERE run_id = ? ORDER BY rowid",
+                "SELECT file_id, path, min_step, max_step, row_count FROM metric_files WHERE run_id = ? "
+                "ORDER BY rowid",
                 (run_id,),
             ).fetchall()
             return _FileList(rows)
@@ -360,7 +358,7 @@ class StoreReader:
         return merged
 
     def _slices(self, files: list[tuple], metric: str) -> list[_Merged]:
-        return [self._file_slice(file_id, path, metric) for file_id, path, _, _ in files]
+        return [self._file_slice(file_id, path, metric, rows) for file_id, path, _, _, rows in files]
 
     def _remember(self, run_id: str, metric: str, key: tuple, merged: _Merged) -> None:
         self._cache.put(key, merged, merged.nbytes * 2)  # x2: room for the M4 index and views
@@ -406,12 +404,12 @@ class StoreReader:
             merged._non_finite = np.concatenate(parts)
         return merged
 
-    def _file_slice(self, file_id: str, path: str, metric: str) -> _Merged:
+    def _file_slice(self, file_id: str, path: str, metric: str, row_count: int | None = None) -> _Merged:
         key = ("file", file_id, metric)
         cached = self._cache.get(key)
         if cached is not None:
             return cached  # type: ignore[return-value]
-        may_block()
+        may_block(row_count, QUICK_FILE_ROWS)  # a live run's new chunk is small: read it where it is asked for
         # One reader per file: when a new chunk lands, every pane polling the tail asks for it at once.
         with self._loading_lock:
             lock = self._loading.setdefault(key, threading.Lock())
@@ -447,7 +445,7 @@ class _FileList:
     __slots__ = ("_ranges", "ids", "max_step", "min_step", "rows")
 
     def __init__(self, rows: list[tuple]) -> None:
-        self.rows = rows  # (file_id, path, min_step, max_step)
+        self.rows = rows  # (file_id, path, min_step, max_step, row_count)
         self._ranges: dict[tuple, list[tuple]] = {}  # (start, end) -> overlapping rows: panes repeat their tails
         self.ids = tuple(r[0] for r in rows)
         # An unknown bound (NULL) never excludes a file.
