@@ -6,9 +6,9 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["LossPane", "Run", "__version__", "attach", "load_ipython_extension", "runs", "submit"]
+__all__ = ["LossPane", "SubmittedRun", "__version__", "attach", "load_ipython_extension", "runs", "submit"]
 
-_LAZY = {"submit": "submit", "runs": "submit", "Run": "submit", "attach": "submit", "LossPane": "pane"}
+_LAZY = {"submit": "submit", "runs": "submit", "SubmittedRun": "submit", "attach": "submit", "LossPane": "pane"}
 
 
 def __getattr__(name: str) -> Any:

@@ -18,7 +18,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.display import display
 
 from .backends import BACKENDS, BackendError
-from .submit import Run, attach, runs, submit
+from .submit import SubmittedRun, attach, runs, submit
 
 __all__ = ["TauMagics", "load_ipython_extension"]
 
@@ -65,7 +65,7 @@ def _split(line: str, prog: str) -> list[str]:
         raise UsageError(f"{prog}: {err}") from None
 
 
-def _show_pane(run: Run, metrics: list[str] | None) -> None:
+def _show_pane(run: SubmittedRun, metrics: list[str] | None) -> None:
     """Display the run's live loss pane; if the pane cannot be built here, say why in one status line."""
     try:
         pane = run.pane(metrics)
@@ -106,7 +106,7 @@ class TauMagics(Magics):
         if opts.dry_run:
             return
         self.shell.user_ns[opts.var] = run
-        print(f"run {run.run_id} submitted ({run.backend}; project {run.project}, group {run.group}) "
+        print(f"run {run.run_id} submitted ({run.backend}; project {run.project}, group {run.run_group_id}) "
               f"-> {opts.var}", flush=True)
         if not opts.no_pane:
             _show_pane(run, opts.metric or None)
@@ -125,12 +125,12 @@ class TauMagics(Magics):
         rows = [("RUN", "STATE", "BACKEND", "PROJECT", "GROUP", "WORKSPACE", "SUBMITTED")]
         for run in found:
             created = datetime.fromtimestamp(run.record.get("created_at", 0)).strftime("%Y-%m-%d %H:%M:%S")
-            rows.append((run.run_id, run.state, run.backend, run.project, run.group, run.workspace, created))
+            rows.append((run.run_id, run.state, run.backend, run.project, run.run_group_id, run.workspace, created))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         for row in rows:
             print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
 
-    def _run(self, line: str, prog: str, *, follow: bool = False) -> tuple[Run, argparse.Namespace]:
+    def _run(self, line: str, prog: str, *, follow: bool = False) -> tuple[SubmittedRun, argparse.Namespace]:
         p = _Parser(prog=prog, add_help=False, allow_abbrev=False)
         p.add_argument("run")
         p.add_argument("--workspace")

@@ -70,7 +70,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote_plus
 
 import anywidget
 import traitlets
@@ -82,6 +81,7 @@ from taunotebook.client import (
     PortalError,
     PortalUnreachable,
     Series,
+    stellar_link,
 )
 
 __all__ = ["BUILD_HINT", "BUNDLE", "LossPane", "TERMINAL_STATES"]
@@ -95,6 +95,7 @@ IDLE_INTERVAL = 2.0  # the slowest poll of a quiet, healthy run
 FAIL_INTERVAL = 10.0  # the slowest retry while the Portal fails
 RESYNC_SECONDS = 2.0
 MAX_POINTS = 12000  # TauGrid's cap for one series read
+ROUTE_NOT_FOUND = "route was not found"  # TauGrid's message for a path it does not serve
 DEFAULT_WIDTH = 800
 
 _bundle_text: str | None = None
@@ -411,22 +412,18 @@ class _Poller:
             return
         held.non_finite_count = non_finite_count
         try:
-            data = self.client._get(  # the client's retry, auth and typed errors, for a route of the local Portal
-                f"stellar/data/runs/{run}/points", [("metric", metric)], lambda d: d)
-        except (NotFoundError, AuthorizationError):
-            raise
-        except PortalUnreachable:
-            raise
-        except PortalError:
-            self.extras_available = False  # TauGrid's Portal: counts from the catalog only
+            details = self.client.point_details(run, metric, project=self.project if run == self.run_id else None)
+        except PortalError as err:
+            if err.retryable or (isinstance(err, NotFoundError) and err.message != ROUTE_NOT_FOUND):
+                raise  # the Portal is away, or the run is: the pane says so and retries
+            # A Portal without page data (TauGrid's answers 404 for the route, its boundary 403): counts only.
+            self.extras_available = False
             return
-        marks = data.get("non_finite") or []
-        kinds = {"NaN": math.nan, "+Inf": math.inf, "-Inf": -math.inf}
-        self._send(pane, "nonfinite", run, metric,
-                   *_chunk([int(m["step"]) for m in marks], [kinds.get(m.get("value"), math.nan) for m in marks]))
-        wall = data.get("wall_time") or {}
-        if wall.get("step"):
-            self._send(pane, "walltime", run, metric, *_chunk(wall["step"], [float(w) for w in wall["wall_time"]]))
+        marks = details.non_finite
+        self._send(pane, "nonfinite", run, metric, *_chunk([m.step for m in marks], [m.value for m in marks]))
+        if details.wall_time_steps:
+            self._send(pane, "walltime", run, metric,
+                       *_chunk(details.wall_time_steps, [float(w) for w in details.wall_times]))
 
     def _zoom(self, pane: LossPane, zoom: dict, metrics: list[str], width: int) -> None:
         metric = zoom.get("metric")
@@ -574,14 +571,6 @@ def _on_snapshot(change: dict) -> None:
 
 
 def _stellar_href(client: PortalClient, run_id: str, project: str | None, compare: Iterable[str] = ()) -> str:
-    """The run's Stellar page; a pane that compares runs links the page comparing the same runs."""
-    try:
-        from taunotebook.portal.jupyter_proxy import jupyter_base_url, stellar_link
-    except ImportError:  # pragma: no cover - the portal extra is part of the package today
-        href = client.stellar_url(run_id, project)
-    else:
-        href = stellar_link(run_id, project) if jupyter_base_url() is not None else client.stellar_url(run_id, project)
-    others = [c for c in dict.fromkeys(compare) if c and c != run_id]
-    if href and others:
-        href += "&compare=" + ",".join(quote_plus(c, safe="") for c in others)
-    return href
+    """The run's Stellar page (through Jupyter inside it); a comparing pane links the page comparing those runs."""
+    return stellar_link(run_id, project if project is not None else client.project, portal_url=client.base_url,
+                        workspace=client.workspace, compare=compare)

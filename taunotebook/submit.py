@@ -1,4 +1,4 @@
-"""The plain-Python submission API: ``submit(...)`` starts a run on a backend and returns its ``Run`` handle.
+"""The plain-Python submission API: ``submit(...)`` starts a run on a backend and returns a ``SubmittedRun``.
 
 ``%%tau_submit`` is a thin layer over this module; scripts use it directly::
 
@@ -32,7 +32,7 @@ from .backends import (
     validate_id,
 )
 
-__all__ = ["BackendError", "BackendUnavailable", "Run", "attach", "new_run_id", "runs", "submit"]
+__all__ = ["BackendError", "BackendUnavailable", "SubmittedRun", "attach", "new_run_id", "runs", "submit"]
 
 CELL_SCRIPT = "train.py"
 
@@ -73,8 +73,8 @@ def submit(
     ray_address: str | None = None,
     dry_run: bool = False,
     out: Callable[[str], object] | None = None,
-) -> Run:
-    """Submit a training script (a path) or ``code`` (its text) as a run; returns its :class:`Run`.
+) -> SubmittedRun:
+    """Submit a training script (a path) or ``code`` (its text) as a run; returns its :class:`SubmittedRun`.
 
     ``name`` defaults to the script's stem (``cell`` for code); ``group`` to ``name``; ``experiment`` to
     ``group`` (TauGrid's fallback for ``experiment.name``). Every id must pass TauGrid's ``ValidateID``.
@@ -122,7 +122,7 @@ def submit(
         raise
     if dry_run and code is not None:
         _remove_unsubmitted(directory)
-    return Run(record)
+    return SubmittedRun(record)
 
 
 def _remove_unsubmitted(directory: Path) -> None:
@@ -131,8 +131,9 @@ def _remove_unsubmitted(directory: Path) -> None:
     directory.rmdir()
 
 
-class Run:
-    """A handle on one submitted run; it answers from the run record, so it works after a kernel restart."""
+class SubmittedRun:
+    """A handle on one run submitted from this machine; it answers from the run record, so it works after a
+    kernel restart. Its ids carry TauGrid's wire names (``experiment_id``, ``run_group_id``)."""
 
     def __init__(self, record: Mapping[str, Any]) -> None:
         self.record = dict(record)
@@ -153,11 +154,11 @@ class Run:
         return self.record["project"]
 
     @property
-    def experiment(self) -> str:
-        return self.record["experiment"]
+    def experiment_id(self) -> str:
+        return self.record["experiment"]  # the run record's key (record files outlive this class's names)
 
     @property
-    def group(self) -> str:
+    def run_group_id(self) -> str:
         return self.record["group"]
 
     @property
@@ -242,7 +243,7 @@ class Run:
 
     def stellar_url(self) -> str:
         """"Open in Stellar" for this run, through the Jupyter server when there is one."""
-        from .portal.jupyter_proxy import jupyter_base_url, stellar_link
+        from .client.links import jupyter_base_url, stellar_link
 
         if jupyter_base_url() is not None or not self.uses_local_store:
             return stellar_link(self.run_id, self.project)
@@ -263,24 +264,24 @@ class Run:
         return LossPane(self.run_id, list(metrics) if metrics else None, portal=portal, project=self.project)
 
     def __repr__(self) -> str:
-        return f"Run({self.run_id!r}, backend={self.backend!r}, state={self.state!r})"
+        return f"SubmittedRun({self.run_id!r}, backend={self.backend!r}, state={self.state!r})"
 
 
-def attach(run_id: str, workspace: str | None = None) -> Run:
+def attach(run_id: str, workspace: str | None = None) -> SubmittedRun:
     """Re-attach to a run by id (e.g. after a kernel restart)."""
     home = tau_home()
     if workspace is not None:
         record = read_record(record_path(run_id, workspace, home))
         if record is not None:
-            return Run(record)
+            return SubmittedRun(record)
     else:
         for record in iter_records(home):
             if record.get("run_id") == run_id:
-                return Run(record)
+                return SubmittedRun(record)
     raise KeyError(f"no run {run_id!r} under {home / 'projects'}; %tau_runs lists the runs")
 
 
-def runs(workspace: str | None = None, project: str | None = None) -> list[Run]:
+def runs(workspace: str | None = None, project: str | None = None) -> list[SubmittedRun]:
     """The runs submitted from this machine (all backends), newest first."""
-    return [Run(r) for r in iter_records(tau_home(), workspace)
+    return [SubmittedRun(r) for r in iter_records(tau_home(), workspace)
             if project is None or r.get("project") == project]

@@ -371,3 +371,32 @@ def test_a_corrupt_source_reported_by_the_collector_is_said_in_words(live_store)
             assert "collector: tb/events.out.tfevents.1 at byte 4242" in pane.status["message"]
         finally:
             pane.close()
+
+
+def _without_page_data(app):
+    """A Portal like TauGrid's: the v2 reads, and 404 "route was not found" for the local page data."""
+    body = (b'{"error":{"code":"NOT_FOUND","message":"route was not found","classification":"not_found",'
+            b'"retryable":false}}\n')
+
+    async def portal(scope, receive, send):
+        if scope["type"] == "http" and scope["path"].startswith("/stellar/data/"):
+            await send({"type": "http.response.start", "status": 404,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return portal
+
+
+def test_against_a_portal_without_page_data_the_pane_draws_without_marks(portal_store):
+    with ServerThread(_without_page_data(create_app(portal_store, token=TOKEN))) as server:
+        pane, rec = make_pane("run-b", f"http://127.0.0.1:{server.port}/?token={TOKEN}")
+        try:
+            reset = wait_until(lambda: rec.of("reset", "run-b", "train/loss"), "the first draw")[0]
+            assert 5 in reset["steps"] and 3 not in reset["steps"]
+            wait_until(lambda: not pane._poller.extras_available, "page data given up")
+            assert rec.of("nonfinite") == [] and pane.status["kind"] == "ok"
+            assert pane.runs["run-b"]["metrics"]["train/loss"]["non_finite_count"] == 2  # the catalog still counts
+        finally:
+            pane.close()

@@ -337,7 +337,7 @@ def test_the_proxy_config_keeps_the_token_off_the_command_line():
 
     assert len(token) >= 32
     assert not any(token in part for part in config["command"])
-    assert config["request_headers_override"] == {"Authorization": f"Bearer {token}"}
+    assert config["request_headers_override"] == {"Authorization": f"Bearer {token}", "Host": "127.0.0.1:{port}"}
     assert config["absolute_url"] is False
     assert config["launcher_entry"] == {"enabled": False}
     assert "{port}" in config["command"]

@@ -1,33 +1,29 @@
-"""Who may read: the token gate (bearer header or page cookie), workspace scoping, and path-id checks."""
+"""Who may read: the token gate (bearer header or page cookie) and workspace scoping."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 import secrets
 from http.cookies import SimpleCookie
-from urllib.parse import parse_qsl, unquote, urlencode
+from urllib.parse import urlencode
 
 from starlette.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tau_collector.expstore.reader import WORKSPACE_TAG, Run
+from tau_collector.expstore.reader import WORKSPACE_TAG, RunRow
 
 from .errors import V2Error, error_response
+from .params import parse_query
 
 __all__ = [
-    "MAX_PATH_ID",
     "TokenGate",
     "cookie_name",
-    "decode_path_id",
     "generate_token",
     "resolve_workspace",
     "run_in_workspace",
 ]
 
-MAX_PATH_ID = 512
-_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # Reachable without a token: the schema says nothing about any run.
 PUBLIC_PATHS = frozenset({"/openapi.json"})
 UNAUTHORIZED_MESSAGE = (
@@ -62,12 +58,6 @@ def cookie_name(scope: Scope) -> str:
     # Cookies ignore ports, so two Portals on one host would overwrite each other's cookie otherwise.
     server = scope.get("server") or ("", 0)
     return f"tau_portal_{server[1] or 0}"
-
-
-def parse_query(scope: Scope) -> list[tuple[str, str]]:
-    """The query as Go reads it: ``&``-separated, blanks kept, undecodable bytes replaced."""
-    raw = scope.get("query_string", b"").decode("latin-1")
-    return parse_qsl(raw, keep_blank_values=True, separator="&", encoding="utf-8", errors="replace")
 
 
 class TokenGate:
@@ -114,7 +104,8 @@ class TokenGate:
         if path in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
-        query = parse_query(scope)
+        # Only a page URL carrying ?token= needs the query parsed here (most requests are API polls).
+        query = parse_query(scope) if b"token=" in scope.get("query_string", b"") else []
         given = [v for k, v in query if k == "token"]
         if given and not path.startswith("/api/") and scope.get("method") in ("GET", "HEAD"):
             if self._equal(given[0], self._token):
@@ -142,21 +133,6 @@ class TokenGate:
         await response(scope, receive, send)
 
 
-def decode_path_id(raw: str) -> str:
-    """A path segment as TauGrid reads it: unescaped once more, trimmed, and refused when unsafe."""
-    if _BAD_ESCAPE.search(raw):  # Go's PathUnescape rejects a '%' without two hex digits
-        raise V2Error(400, "INVALID_PATH", "path identifier is invalid")
-    try:
-        value = unquote(raw, errors="strict")
-    except UnicodeDecodeError:
-        raise V2Error(400, "INVALID_PATH", "path identifier is invalid") from None
-    value = value.strip()
-    if (not value or value in (".", "..") or any(c in value for c in "/\\\x00")
-            or len(value.encode("utf-8", "replace")) > MAX_PATH_ID):
-        raise V2Error(400, "INVALID_PATH", "path identifier is invalid")
-    return value
-
-
 def resolve_workspace(served: str, requested: str | None) -> str:
     """The workspace a request reads: the server's own; naming any other one is forbidden."""
     wanted = (requested or "").strip()
@@ -165,6 +141,6 @@ def resolve_workspace(served: str, requested: str | None) -> str:
     return served
 
 
-def run_in_workspace(run: Run, workspace: str) -> bool:
+def run_in_workspace(run: RunRow, workspace: str) -> bool:
     """TauGrid's workspace filter: tagged with this workspace, or not tagged at all."""
     return run.tags.get(WORKSPACE_TAG, workspace) == workspace

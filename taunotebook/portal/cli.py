@@ -22,6 +22,7 @@ from pathlib import Path
 from tau_collector import logging_setup as logs
 
 from .auth import generate_token
+from .hosts import ENV_ALLOW_HOSTS, allowed_hosts_from_env
 
 log = logging.getLogger("taunotebook.portal")
 
@@ -35,10 +36,13 @@ examples:
       a fixed port and token (e.g. for TAU_PORTAL_URL / TAU_PORTAL_TOKEN in notebooks)
   taunotebook portal --store runs/store --host 0.0.0.0 --token "$(openssl rand -hex 24)"
       listen beyond this machine: refused unless you pass --token yourself
+  taunotebook portal --store runs/store --host 0.0.0.0 --token "$T" --allow-host portal.lab.example
+      reached by name: other names than localhost and IP addresses are refused unless allowed
   taunotebook portal --store runs/store -v --log-format json 2>portal-log.jsonl
       one JSON log line per request on stderr (tokens redacted)
 
-API: GET /api/v2/stellar/runs/{run_id}[/metrics|/series], /api/v2/stellar/experiments/{id}/runs
+API: GET /api/v2/stellar/runs/{run_id}[/metrics|/series], /api/v2/stellar/experiments/{id}/runs,
+page data GET /stellar/data/runs/{run_id}/points, /stellar/data/experiments,
 with 'Authorization: Bearer <token>'; schema at /openapi.json.
 """
 
@@ -58,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "URL); prefer the variable on shared machines: a flag shows in `ps`")
     parser.add_argument("--workspace", default="default",
                         help="the workspace this Portal serves (runs tagged tau_workspace=<W> or untagged)")
+    parser.add_argument("--allow-host", action="append", default=None, metavar="NAME",
+                        help="also answer requests for this host name (repeatable; '.example.com' allows the "
+                             "domain and its subdomains, '*' any name); localhost and IP addresses are always "
+                             f"answered (default: ${ENV_ALLOW_HOSTS}, comma-separated)")
     logs.add_arguments(parser)
     return parser
 
@@ -87,7 +95,7 @@ def _bind(host: str, port: int) -> socket.socket:
     # Accepted connections inherit this; without it a small response waits ~40 ms on delayed ACKs.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host.strip("[]"), port))
-    sock.listen(128)
+    sock.listen(2048)  # as uvicorn: a thousand panes connecting at once must not overflow the queue
     sock.set_inheritable(True)
     return sock
 
@@ -137,7 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "(0 picks a free one) or stop the process that holds it")
         return 1
     port = sock.getsockname()[1]
-    app = create_app(store, token=token, workspace=args.workspace)
+    allow_hosts = args.allow_host if args.allow_host is not None else allowed_hosts_from_env()
+    app = create_app(store, token=token, workspace=args.workspace, allow_hosts=allow_hosts)
     page, api = portal_urls(args.host, port, token)
     print(f"Serving {store} (workspace {args.workspace!r}). To open Stellar, visit:\n"
           f"    {page}\n"
@@ -149,7 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             logger.addFilter(_RedactTokens())
     log.info("portal listening", extra={"store": str(store), "host": args.host, "port": port,
                                         "workspace": args.workspace})
-    config = uvicorn.Config(app, log_config=None, log_level=logs.level_for(args.verbose), lifespan="off")
+    # One access-log line per request only when asked for (-v): formatting it costs as much as a tail read.
+    config = uvicorn.Config(app, log_config=None, log_level=logs.level_for(args.verbose), lifespan="off",
+                            access_log=args.verbose > 0)
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from starlette.responses import Response
 
 from tau_collector.gojson import RawJSON, encode_float, marshal
+from taunotebook.error_classes import classify
 
 __all__ = [
     "SECURITY_HEADERS",
@@ -19,6 +21,7 @@ __all__ = [
     "error_response",
     "json_response",
     "metadata",
+    "metadata_json",
     "rfc3339_now",
 ]
 
@@ -34,19 +37,6 @@ class V2Error(Exception):
         self.status = status
         self.code = code
         self.message = message
-
-
-def classify(status: int) -> tuple[str, bool]:
-    """(classification, retryable) for a status, by TauGrid's ``WriteV2Error`` rules."""
-    if status in (401, 403):
-        return "authorization", False
-    if status == 404:
-        return "not_found", False
-    if status in (502, 503, 504):
-        return "dependency", True
-    if status >= 500:
-        return "internal", True
-    return "client", False
 
 
 def error_body(status: int, code: str, message: str) -> dict:
@@ -65,15 +55,22 @@ def json_response(body: object, status: int = 200, headers: dict[str, str] | Non
     return Response(encode_json(body), status_code=status, media_type="application/json", headers=merged)
 
 
+_now_text: tuple[int, str] = (0, "")
+
+
 def rfc3339_now() -> str:
     """Go's ``time.Now().UTC().Format(time.RFC3339)``: whole seconds, ``Z``."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _now_text
+    second = int(time.time())
+    if _now_text[0] != second:
+        _now_text = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _now_text[1]
 
 
 def metadata(requested_source: str, served_sources: Iterable[str], partial: bool,
-             warnings: Sequence[str] = ()) -> dict:
+             warnings: Sequence[str] = (), now: str | None = None) -> dict:
     """The v2 ``metadata`` block (TAUGRID-REFERENCE §3.1); empty lists are omitted as Go's omitempty does."""
-    now = rfc3339_now()
+    now = now or rfc3339_now()
     served = sorted({s for s in served_sources if s}) or [requested_source]
     availability: dict = {"state": "available"}
     if partial or warnings:
@@ -90,6 +87,23 @@ def metadata(requested_source: str, served_sources: Iterable[str], partial: bool
     if warnings:
         out["warnings"] = list(warnings)
     return out
+
+
+_ENCODED_METADATA: dict[tuple, RawJSON] = {}
+
+
+def metadata_json(requested_source: str, served_sources: Iterable[str], partial: bool,
+                  warnings: Sequence[str] = ()) -> RawJSON:
+    """:func:`metadata`, encoded; a block already encoded this second is reused (live panes poll a lot)."""
+    now = rfc3339_now()
+    key = (now, requested_source, tuple(served_sources), bool(partial), tuple(warnings))
+    encoded = _ENCODED_METADATA.get(key)
+    if encoded is None:
+        if len(_ENCODED_METADATA) >= 256:
+            _ENCODED_METADATA.clear()
+        block = metadata(requested_source, key[2], partial, warnings, now)
+        encoded = _ENCODED_METADATA[key] = RawJSON(marshal(block, escape_html=False).decode())
+    return encoded
 
 
 # -- Go encoding/json, SetEscapeHTML(false): tau_collector.gojson does the encoding -----------------

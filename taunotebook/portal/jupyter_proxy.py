@@ -1,4 +1,4 @@
-"""Runs the local Portal behind jupyter-server-proxy at ``{base_url}tau-portal/`` and builds links that go through it.
+"""Runs the local Portal behind jupyter-server-proxy at ``{base_url}tau-portal/`` (links to it: ``client.links``).
 
 How access is protected: jupyter-server-proxy only forwards requests that passed Jupyter's own auth
 (token, password or JupyterHub OAuth), so ``{base_url}tau-portal/...`` is exactly as private as the
@@ -17,20 +17,19 @@ Register it in ``pyproject.toml``::
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from taunotebook.client import stellar_url
+# The links through this proxy are built with every other link, in taunotebook.client.links; importable here too.
+from taunotebook.client.links import PROXY_NAME, jupyter_base_url, stellar_link
 from taunotebook.home import tau_home
 
 __all__ = ["ENV_PROXY_TOKEN", "ENV_STORE", "PROXY_NAME", "default_store", "jupyter_base_url", "setup_tau_portal",
            "stellar_link"]
 
-PROXY_NAME = "tau-portal"
 ENV_STORE = "TAU_STORE"
 ENV_PROXY_TOKEN = "TAU_PORTAL_PROXY_TOKEN"
 # Importing pyarrow and opening the store takes a few seconds on a cold disk; the proxy's 5 s default is tight.
@@ -55,46 +54,10 @@ def setup_tau_portal() -> dict:
         "absolute_url": False,
         "launcher_entry": {"enabled": False},
         "new_browser_tab": True,
-        "request_headers_override": {"Authorization": f"Bearer {token}"},
+        # The proxy forwards the browser's Host (the Jupyter server's public name); the Portal behind it is
+        # reached on loopback, so say so and its Host allow-list needs no public name.
+        "request_headers_override": {"Authorization": f"Bearer {token}", "Host": "127.0.0.1:{port}"},
     }
-
-
-def jupyter_base_url() -> str | None:
-    """The base URL of the Jupyter server this kernel belongs to (ending in ``/``), or None outside Jupyter."""
-    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
-    if prefix:
-        return prefix if prefix.endswith("/") else prefix + "/"
-    parent = os.environ.get("JPY_PARENT_PID")  # set by jupyter_client for the kernels a server starts
-    if not parent or not parent.isdigit():
-        return None
-    # The server's own info file, jpserver-<pid>.json in Jupyter's runtime directory, read directly:
-    # jupyter_server.serverapp.list_running_servers would import the whole server (jsonschema builds its
-    # URI grammars on import), 2-10 s of a pane's first draw.
-    try:
-        from jupyter_core.paths import jupyter_runtime_dir
-    except ImportError:
-        return None
-    try:
-        info = json.loads((Path(jupyter_runtime_dir()) / f"jpserver-{parent}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(info, dict) or str(info.get("pid")) != parent:
-        return None
-    base = info.get("base_url") or "/"
-    return base if base.endswith("/") else base + "/"
-
-
-def stellar_link(run_id: str, project: str | None = None, *, portal_url: str | None = None) -> str:
-    """"Open in Stellar" for a run: ``{base_url}tau-portal/stellar?...`` inside Jupyter, else the Portal's URL.
-
-    Inside Jupyter the link is a path on the notebook's own origin, so it works on a remote host and on
-    JupyterHub with Jupyter's auth. Elsewhere (a script, VS Code's own kernels) it is ``portal_url`` or
-    ``$TAU_PORTAL_URL`` plus TauGrid's ``/stellar?target=<run_id>&project=<p>``.
-    """
-    base = jupyter_base_url()
-    if base is not None:
-        return stellar_url(run_id, project, base=f"{base}{PROXY_NAME}")
-    return stellar_url(run_id, project, base=portal_url)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,19 +1,15 @@
-"""The Stellar browser pages (``/stellar``, the runs listing) and their static assets."""
+"""The Stellar browser pages (``/stellar``, the runs listing) and their static assets; their data: ``page_data``."""
 
 from __future__ import annotations
 
 import html
 import json
-import math
 import mimetypes
 from pathlib import Path
 
-import numpy as np
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
-
-from .errors import error_response
 
 __all__ = ["BUILD_HINT", "PAGE_BUNDLE", "page_routes"]
 
@@ -145,93 +141,6 @@ async def _asset(request: Request) -> Response:
     )
 
 
-# -- page data -----------------------------------------------------------------------------------
-# What the v2 API does not carry but the pages show: the experiments to list, where non-finite values
-# sit (v2 points are finite by contract), and wall times for the wall-time axis. Read from the store the
-# app factory keeps on ``app.state``; the token gate in front of the app covers these routes too.
-
-WALL_TIME_SAMPLES = 2000
-NON_FINITE_LIMIT = 1000
-
-
-def _reader_and_workspace(request: Request):
-    reader = getattr(request.app.state, "reader", None)
-    workspace = getattr(request.app.state, "workspace", "default")
-    return reader, workspace
-
-
-def _no_page_data() -> Response:
-    return error_response(503, "SOURCE_UNAVAILABLE", "this Portal keeps no store for the Stellar pages' extra data")
-
-
-def _int_param(request: Request, name: str) -> int | None:
-    raw = request.query_params.get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise _BadParam(f"{name} must be an integer, not {raw[:40]!r}") from None
-
-
-class _BadParam(Exception):
-    pass
-
-
-async def _experiments(request: Request) -> Response:
-    reader, workspace = _reader_and_workspace(request)
-    if reader is None:
-        return _no_page_data()
-    project = request.query_params.get("project") or None
-    seen: dict[tuple[str, str], int] = {}
-    for run in reader.runs(workspace, project=project):
-        key = (run.experiment_id, run.project)
-        seen[key] = seen.get(key, 0) + 1
-    experiments = [{"experiment_id": e, "project": p, "run_count": n} for (e, p), n in sorted(seen.items())]
-    return JSONResponse({"experiments": experiments})
-
-
-async def _point_extras(request: Request) -> Response:
-    reader, workspace = _reader_and_workspace(request)
-    if reader is None:
-        return _no_page_data()
-    run_id = request.path_params["run_id"]
-    metric = request.query_params.get("metric", "")
-    try:
-        start, end = _int_param(request, "start_step"), _int_param(request, "end_step")
-    except _BadParam as err:
-        return error_response(400, "INVALID_ARGUMENT", str(err))
-    if not metric:
-        return error_response(400, "EXACT_SERIES_REQUIRED", "metric is required")
-    run = reader.run(run_id, request.query_params.get("project") or None)
-    if run is None or run.tags.get("tau_workspace", workspace) != workspace:
-        return error_response(404, "NOT_FOUND", "requested experiment data was not found")
-    summary = next((s for s in reader.metric_summaries(run_id) if s.metric_name == metric), None)
-    if summary is None:
-        return JSONResponse({"run_id": run_id, "metric": metric, "non_finite": [], "non_finite_count": 0,
-                             "wall_time": {"step": [], "wall_time": []}})
-    non_finite: list[dict] = []
-    count = 0
-    if summary.non_finite_count:
-        rows = reader.rows(run_id, metric, start, end)
-        bad = np.flatnonzero(~np.isfinite(rows.value))
-        count = int(bad.size)
-        for i in bad[:NON_FINITE_LIMIT].tolist():
-            v = float(rows.value[i])
-            kind = "NaN" if math.isnan(v) else ("+Inf" if v > 0 else "-Inf")
-            non_finite.append({"step": int(rows.step[i]), "value": kind, "wall_time": int(rows.wall_time[i])})
-    # The page interpolates wall time for its drawn steps from these samples; an M4 pick spreads them
-    # over the whole range cheaply even for millions of points.
-    sample = reader.series(run_id, metric, start, end, WALL_TIME_SAMPLES)
-    return JSONResponse({
-        "run_id": run_id,
-        "metric": metric,
-        "non_finite_count": count,
-        "non_finite": non_finite,
-        "wall_time": {"step": sample.step.tolist(), "wall_time": sample.wall_time.tolist()},
-    })
-
-
 def page_routes() -> list[BaseRoute]:
     """The Stellar pages and their assets, for the app factory to mount beside the API."""
     return [
@@ -239,7 +148,5 @@ def page_routes() -> list[BaseRoute]:
         Route("/stellar", _stellar, methods=["GET", "HEAD"], name="stellar"),
         Route("/stellar/runs", _listing("../"), methods=["GET", "HEAD"], name="stellar_runs"),
         Route("/stellar/runs/{run_id}", _stellar_run, methods=["GET", "HEAD"], name="stellar_run"),
-        Route("/stellar/data/experiments", _experiments, methods=["GET"], name="stellar_data_experiments"),
-        Route("/stellar/data/runs/{run_id}/points", _point_extras, methods=["GET"], name="stellar_data_points"),
         Route("/static/stellar/{path:path}", _asset, methods=["GET", "HEAD"], name="stellar_asset"),
     ]

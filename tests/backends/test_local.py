@@ -80,7 +80,7 @@ def test_a_script_runs_with_its_args_in_the_callers_directory_and_is_listed_and_
     assert first.run_dir == tau_home / "projects" / "default" / "runs" / first.run_id
     assert [r.run_id for r in runs()] == [second.run_id, first.run_id]  # newest first
     again = attach(first.run_id)
-    assert (again.state, again.project, again.group, again.experiment) == ("succeeded", "demo", "train", "train")
+    assert (again.state, again.project, again.run_group_id, again.experiment_id) == ("succeeded", "demo", "train", "train")
     with pytest.raises(KeyError, match="no run 'nope'"):
         attach("nope")
 

@@ -57,7 +57,7 @@ def test_rows_printed_by_a_cell_reach_the_store_and_the_portal_serves_them(tau_h
     assert list(series.steps) == list(range(200))
     assert list(series.values) == [2.0 * math.exp(-s / 400) for s in range(200)]
     run = attach(run_id)
-    assert (run.project, run.group, run.experiment) == ("demo", "lr-sweep", "lr-sweep")
+    assert (run.project, run.run_group_id, run.experiment_id) == ("demo", "lr-sweep", "lr-sweep")
     assert list(run.series("loss").steps) == list(range(200))  # the same series through the Run handle
     assert (tau_home / "projects" / "default" / "runs" / run_id / "metrics-history-attempt-0").is_dir()
 

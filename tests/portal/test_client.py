@@ -29,8 +29,10 @@ from taunotebook.client import (
     PortalError,
     PortalUnreachable,
     Run,
+    stellar_link,
     stellar_url,
 )
+from taunotebook.client.links import path_segment
 
 from .conftest import LOSS_POINTS, PAGE_RUNS, TOKEN, serve
 
@@ -467,6 +469,32 @@ def test_client_stellar_url_uses_its_base_workspace_and_project():
         assert client.stellar_url("r") == "http://127.0.0.1:8765/stellar?project=p&target=r&workspace=ws"
         assert client.stellar_url("r", "other", base="") == "/stellar?project=other&target=r&workspace=ws"
 
+
+
+def test_stellar_url_with_compared_runs_lists_each_other_run_once_escaped():
+    assert stellar_url("r", "p", base="", compare=["b c", "r", "d,e", "b c", " "]) == (
+        "/stellar?target=r&project=p&compare=b+c,d%2Ce")
+
+
+def test_stellar_link_outside_jupyter_names_the_workspace_and_the_compared_runs(monkeypatch):
+    for name in ("JUPYTERHUB_SERVICE_PREFIX", "JPY_PARENT_PID"):
+        monkeypatch.delenv(name, raising=False)
+    assert stellar_link("r", "p", portal_url="http://127.0.0.1:9/?token=t", workspace="ws", compare=["b"]) == (
+        "http://127.0.0.1:9/stellar?project=p&target=r&workspace=ws&compare=b")
+
+
+def test_stellar_link_inside_jupyter_goes_through_the_proxy_without_a_workspace(monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_SERVICE_PREFIX", "/user/ada")
+    assert stellar_link("r", "p", portal_url="http://127.0.0.1:9", workspace="ws", compare=["b"]) == (
+        "/user/ada/tau-portal/stellar?target=r&project=p&compare=b")
+
+
+@pytest.mark.parametrize(("run_id", "segment"), [
+    ("pct%61x", "pct%2561x"), ("a/b", "a%2Fb"), ("a b", "a%20b"), ("été", "%C3%A9t%C3%A9"), (".", "%2E"),
+    ("..", "%2E%2E"), ("run-1.a_b~c", "run-1.a_b~c"),
+])
+def test_a_path_segment_escapes_every_byte_an_id_could_be_misread_by(run_id, segment):
+    assert path_segment(run_id, "run_id") == segment
 
 # ---------------------------------------------------------------------------------------------------------------
 # Against the real local Portal (conftest's ``portal_server``), comparing every typed result with the JSON body of the

@@ -7,6 +7,8 @@ import json
 import httpx
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from taunotebook.portal.errors import go_float
 
@@ -237,6 +239,19 @@ def test_bulk_encoded_points_use_go_number_forms():
     assert text == f"[{expected}]"
     assert '"value":1e-7' in text and '"value":10000000000000000' in text and '"value":1}' in text
 
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1),
+                          st.one_of(st.floats(allow_nan=False, allow_infinity=False),
+                                    st.integers(-(2**53), 2**53).map(float))), max_size=50))
+def test_bulk_encoded_points_equal_go_encoding_of_each_point(points):
+    from taunotebook.portal.v2 import _points_json
+
+    steps = np.array([s for s, _ in points], dtype=np.int64)
+    values = np.array([v for _, v in points], dtype=np.float64)
+    expected = ",".join(f'{{"step":{s},"value":{go_float(v)}}}' for s, v in points)
+    assert _points_json(steps, values).text == f"[{expected}]"
 
 def test_collector_problems_are_warnings_on_every_read_of_the_run(tmp_path):
     from tau_collector.expstore import open_store

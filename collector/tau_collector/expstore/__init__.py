@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 __all__ = [
     "ExpStore",
     "IdempotencyConflictError",
-    "MetricSummary",
+    "MetricSummaryRow",
+    "ReducedSeries",
     "Rows",
-    "Run",
-    "Series",
+    "RunRow",
     "StoreError",
     "StoreNotFoundError",
     "StoreReadOnlyError",
@@ -29,11 +29,12 @@ _HOME = {
     "ExpStore": "store", "StoreError": "store", "StoreNotFoundError": "store", "StoreReadOnlyError": "store",
     "open_store": "store",
     "IdempotencyConflictError": "writer", "WriteResult": "writer",
-    "MetricSummary": "reader", "Rows": "reader", "Run": "reader", "Series": "reader", "StoreReader": "reader",
+    "MetricSummaryRow": "reader", "ReducedSeries": "reader", "Rows": "reader", "RunRow": "reader",
+    "StoreReader": "reader",
 }
 
 if TYPE_CHECKING:
-    from .reader import MetricSummary, Rows, Run, Series, StoreReader
+    from .reader import MetricSummaryRow, ReducedSeries, Rows, RunRow, StoreReader
     from .store import ExpStore, StoreError, StoreNotFoundError, StoreReadOnlyError, open_store
     from .writer import IdempotencyConflictError, WriteResult
 

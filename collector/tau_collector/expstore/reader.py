@@ -7,14 +7,23 @@ Files are immutable and keyed by file_id, so decoded slices are cached (bounded 
 the merged full series of a (run, metric) is cached too, keyed by the exact set of files it was
 built from, with an :class:`~.m4.M4Index` so that reducing 10M points costs milliseconds. When a
 live run appends files, the cached series and its index are extended rather than rebuilt.
+
+What the index says (runs, summaries, events, file lists) is cached too, for as long as SQLite's
+``PRAGMA data_version`` says no other connection has committed: a Portal answering hundreds of live
+panes a second re-reads it once per change of the store, not once per request.
+
+Inside :func:`no_blocking` a read raises :class:`WouldBlock` instead of doing slow work (reading a
+Parquet file, merging or indexing a large series, reducing a large range): a server answers what is
+cached on its event loop and hands the rest to a worker thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
-from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,21 +31,22 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .m4 import M4Index, m4_indices
+from .read_cache import LRU, QUICK_FILE_ROWS, IndexCache, WouldBlock, may_block, no_blocking
 from .run_events import RunEvent, read_run_events
 from .store import ExpStore
 from .summaries import SUMMARY_COLUMNS, MetricSummaryRow
 
-__all__ = ["MetricSummary", "Rows", "Run", "Series", "StoreReader", "WORKSPACE_TAG"]
+__all__ = ["MetricSummaryRow", "ReducedSeries", "Rows", "RunRow", "StoreReader", "WORKSPACE_TAG", "WouldBlock",
+           "no_blocking"]
 
 WORKSPACE_TAG = "tau_workspace"
 DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
 _MISSING_FILE_RETRIES = 3
-
-MetricSummary = MetricSummaryRow
-
-
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 @dataclass(frozen=True, slots=True)
-class Run:
+class RunRow:
+    """One row of the store's ``runs`` table, with its tags and metric names."""
+
     run_id: str
     project: str
     experiment_id: str
@@ -69,7 +79,7 @@ class Rows:
 
 
 @dataclass(frozen=True, slots=True)
-class Series:
+class ReducedSeries:
     """A reduced series: ``source_points`` in range after dedupe, ``partial`` when fewer were returned."""
 
     step: np.ndarray
@@ -94,45 +104,37 @@ _EMPTY_F = np.empty(0, dtype=np.float64)
 
 @dataclass(slots=True)
 class _Merged:
+    """One metric's points sorted by unique step; the index, non-finite positions and finite view come lazily."""
+
     step: np.ndarray
     wall_time: np.ndarray
     value: np.ndarray
     index: M4Index | None = None
+    _non_finite: np.ndarray | None = None  # positions of NaN/±Inf values
+    _finite: _Merged | None = None  # the finite points only
 
     @property
     def nbytes(self) -> int:
         return self.step.nbytes + self.wall_time.nbytes + self.value.nbytes
 
+    def non_finite(self) -> np.ndarray:
+        if self._non_finite is None:
+            may_block(self.step.size)
+            self._non_finite = self.index.non_finite if self.index is not None else np.flatnonzero(
+                ~np.isfinite(self.value))
+        return self._non_finite
 
-class _LRU:
-    """A byte-bounded LRU shared by the file slices and the merged series (thread-safe)."""
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self.used = 0
-        self._items: OrderedDict[object, tuple[object, int]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: object) -> object | None:
-        with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                return None
-            self._items.move_to_end(key)
-            return item[0]
-
-    def put(self, key: object, value: object, size: int) -> None:
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self.used -= old[1]
-            if size > self.budget:
-                return
-            self._items[key] = (value, size)
-            self.used += size
-            while self.used > self.budget:
-                _, (_, evicted) = self._items.popitem(last=False)
-                self.used -= evicted
+    def finite(self) -> _Merged:
+        """This series without its non-finite points (itself when it has none)."""
+        bad = self.non_finite()
+        if bad.size == 0:
+            return self
+        if self._finite is None:
+            may_block(self.step.size)
+            keep = np.ones(self.step.size, dtype=bool)
+            keep[bad] = False
+            self._finite = _Merged(self.step[keep], self.wall_time[keep], self.value[keep], _non_finite=_EMPTY_I)
+        return self._finite
 
 
 class StoreReader:
@@ -142,10 +144,23 @@ class StoreReader:
         self, store: ExpStore | str | os.PathLike[str], *, cache_bytes: int = DEFAULT_CACHE_BYTES
     ) -> None:
         self.store = store if isinstance(store, ExpStore) else ExpStore(store)
-        self._cache = _LRU(cache_bytes)
+        self._cache = LRU(cache_bytes)
+        self._index = IndexCache(self.store)
         # (run_id, metric) -> cache key of the newest merged full series, for cheap extension.
         self._latest: dict[tuple[str, str], tuple] = {}
         self._latest_lock = threading.Lock()
+        self._loading: dict[tuple, threading.Lock] = {}  # file slices being read, one lock each
+        self._loading_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[None]:
+        """Within: the index is checked for changes once, on entry, not on every read.
+
+        A request wraps itself in this: one change check instead of one per lookup, and one view
+        of the index for the whole answer (unless another request sees a change meanwhile).
+        """
+        with self._index.pinned():
+            yield
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -157,30 +172,31 @@ class StoreReader:
         experiment_id: str | None = None,
         run_group_id: str | None = None,
         state: str | None = None,
-    ) -> list[Run]:
+    ) -> list[RunRow]:
         """Runs, newest first. With ``workspace``: those tagged ``tau_workspace=<workspace>`` or untagged."""
-        where, params = [], []
-        for column, value in (("project", project), ("experiment_id", experiment_id),
-                              ("run_group_id", run_group_id), ("state", state)):
+        runs = self._index.get(("runs",), self._all_runs)
+        for attr, value in (("project", project), ("experiment_id", experiment_id),
+                            ("run_group_id", run_group_id), ("state", state)):
             if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        sql = f"SELECT {_RUN_COLUMNS} FROM runs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY created_at DESC, run_id"
+                runs = [r for r in runs if getattr(r, attr) == value]
+        if workspace is not None:
+            runs = [r for r in runs if r.tags.get(WORKSPACE_TAG, workspace) == workspace]
+        return list(runs)
+
+    def _all_runs(self) -> list[RunRow]:
         with self.store.read_transaction() as conn:
-            rows = conn.execute(sql, params).fetchall()
+            rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at DESC, run_id").fetchall()
             tags = _group(conn.execute("SELECT scope_id, key, value FROM tags WHERE scope_type = 'run'"))
             names = _group_names(conn.execute(
                 "SELECT run_id, metric_name FROM metric_summaries ORDER BY run_id, metric_name"
             ))
-        runs = [Run(*row, tags=tags.get(row[0], {}), metric_names=names.get(row[0], ())) for row in rows]
-        if workspace is not None:
-            runs = [r for r in runs if r.tags.get(WORKSPACE_TAG, workspace) == workspace]
-        return runs
+        return [RunRow(*row, tags=tags.get(row[0], {}), metric_names=names.get(row[0], ())) for row in rows]
 
-    def run(self, run_id: str, project: str | None = None) -> Run | None:
+    def run(self, run_id: str, project: str | None = None) -> RunRow | None:
+        """The run with exactly this id (and project, when given), or None."""
+        return self._index.get(("run", run_id, project), lambda: self._run(run_id, project))
+
+    def _run(self, run_id: str, project: str | None) -> RunRow | None:
         sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?"
         params: list[str] = [run_id]
         if project is not None:
@@ -197,23 +213,31 @@ class StoreReader:
             names = tuple(n for (n,) in conn.execute(
                 "SELECT metric_name FROM metric_summaries WHERE run_id = ? ORDER BY metric_name", (run_id,)
             ))
-        return Run(*row, tags=tags, metric_names=names)
+        return RunRow(*row, tags=tags, metric_names=names)
 
-    def metric_summaries(self, run_id: str) -> list[MetricSummary]:
-        rows = self.store.connection().execute(
-            f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = ? ORDER BY metric_name",
-            (run_id,),
-        ).fetchall()
-        return [MetricSummaryRow(*row) for row in rows]
+    def metric_summaries(self, run_id: str) -> list[MetricSummaryRow]:
+        return list(self._summaries(run_id))
+
+    def metric_summary(self, run_id: str, metric: str) -> MetricSummaryRow | None:
+        return next((s for s in self._summaries(run_id) if s.metric_name == metric), None)
+
+    def _summaries(self, run_id: str) -> tuple[MetricSummaryRow, ...]:
+        def load() -> tuple[MetricSummaryRow, ...]:
+            rows = self.store.connection().execute(
+                f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = ? ORDER BY metric_name",
+                (run_id,),
+            ).fetchall()
+            return tuple(MetricSummaryRow(*row) for row in rows)
+
+        return self._index.get(("summaries", run_id), load)
 
     def run_events(self, run_id: str, *, type: str | None = None) -> list[RunEvent]:
         """What the collector reported about the run's sources (``events`` table), oldest first."""
-        return read_run_events(self.store, run_id, type=type)
+        return list(self._index.get(("events", run_id, type),
+                                    lambda: tuple(read_run_events(self.store, run_id, type=type))))
 
     def metric_names(self, run_id: str) -> list[str]:
-        return [n for (n,) in self.store.connection().execute(
-            "SELECT metric_name FROM metric_summaries WHERE run_id = ? ORDER BY metric_name", (run_id,)
-        )]
+        return [s.metric_name for s in self._summaries(run_id)]
 
     # -- points ---------------------------------------------------------------------------
 
@@ -222,6 +246,17 @@ class StoreReader:
     ) -> Rows:
         merged, lo, hi = self._range(run_id, metric, start_step, end_step)
         return Rows(merged.step[lo:hi].copy(), merged.wall_time[lo:hi].copy(), merged.value[lo:hi].copy())
+
+    def non_finite(
+        self, run_id: str, metric: str, start_step: int | None = None, end_step: int | None = None,
+        limit: int | None = None,
+    ) -> tuple[int, Rows]:
+        """(how many NaN/±Inf observations lie in range, the first ``limit`` of them)."""
+        merged, lo, hi = self._range(run_id, metric, start_step, end_step)
+        bad = merged.non_finite()
+        bad = bad[np.searchsorted(bad, lo):np.searchsorted(bad, hi)]
+        shown = bad if limit is None else bad[:limit]
+        return int(bad.size), Rows(merged.step[shown], merged.wall_time[shown], merged.value[shown])
 
     def series(
         self,
@@ -232,14 +267,25 @@ class StoreReader:
         max_points: int = 8000,
         *,
         step_interval: int | None = None,
-    ) -> Series:
-        """Points in range, thinned by ``step_interval`` (first, multiples from first, last), M4-reduced."""
+        finite_only: bool = False,
+    ) -> ReducedSeries:
+        """Points in range, thinned by ``step_interval`` (first, multiples from first, last), M4-reduced.
+
+        With ``finite_only`` non-finite observations are left out before anything is counted, thinned
+        or reduced (JSON, and so TauGrid's v2 series, cannot carry them); otherwise M4 keeps the first
+        non-finite point of each bucket besides, for the caller to mark.
+        """
         if max_points < 1:
             raise ValueError("max_points must be at least 1")
         if step_interval is not None and step_interval < 1:
             raise ValueError("step_interval must be at least 1")
         merged, lo, hi = self._range(run_id, metric, start_step, end_step)
+        if finite_only and merged.non_finite().size:
+            merged = merged.finite()
+            lo, hi = _bounds(merged.step, start_step, end_step)
         source_points = hi - lo
+        if source_points > max_points:
+            may_block(source_points)  # a reduction's cost grows with the range
         step, value, wall = merged.step, merged.value, merged.wall_time
         if step_interval is not None and step_interval > 1 and source_points > 0:
             s = step[lo:hi]
@@ -249,27 +295,28 @@ class StoreReader:
             idx = m4_indices(step, value, max_points)
         else:
             if merged.index is None and source_points > max_points:
+                may_block()
                 merged.index = M4Index(merged.value)
             idx = m4_indices(step, value, max_points, index=merged.index, lo=lo, hi=hi)
         out_value = value[idx]
-        return Series(step[idx], wall[idx], out_value, ~np.isfinite(out_value), source_points,
-                      int(idx.size) < source_points)
+        return ReducedSeries(step[idx], wall[idx], out_value, ~np.isfinite(out_value), source_points,
+                             int(idx.size) < source_points)
 
     # -- internals ------------------------------------------------------------------------
 
-    def _files(self, run_id: str, start_step: int | None, end_step: int | None) -> list[tuple]:
-        sql = "SELECT rowid, file_id, path, min_step, max_step FROM metric_files WHERE run_id = ?"
-        params: list[object] = [run_id]
-        # Per-file step ranges let a tail request skip every older file.
-        if start_step is not None:
-            sql += " AND (max_step IS NULL OR max_step >= ?)"
-            params.append(start_step)
-        if end_step is not None:
-            sql += " AND (min_step IS NULL OR min_step <= ?)"
-            params.append(end_step)
-        return self.store.connection().execute(sql + " ORDER BY rowid", params).fetchall()
+    def _files(self, run_id: str) -> _FileList:
+        def load() -> _FileList:
+            rows = self.store.connection().execute(
+                "SELECT file_id, path, min_step, max_step, row_count FROM metric_files WHERE run_id = ? "
+                "ORDER BY rowid",
+                (run_id,),
+            ).fetchall()
+            return _FileList(rows)
+
+        return self._index.get(("files", run_id), load)
 
     def _range(self, run_id: str, metric: str, start_step: int | None, end_step: int | None):
+        start_step, end_step = _clamp(start_step), _clamp(end_step)
         for attempt in range(_MISSING_FILE_RETRIES):
             try:
                 merged = self._merged(run_id, metric, start_step, end_step)
@@ -279,37 +326,45 @@ class StoreReader:
                 # fresh list names its replacement.
                 if attempt == _MISSING_FILE_RETRIES - 1:
                     raise
-        lo = 0 if start_step is None else int(np.searchsorted(merged.step, start_step, side="left"))
-        hi = merged.step.size
-        if end_step is not None:
-            hi = int(np.searchsorted(merged.step, end_step, side="right"))
-        return merged, lo, max(lo, hi)
+                self._index.forget(("files", run_id))
+        lo, hi = _bounds(merged.step, start_step, end_step)
+        return merged, lo, hi
 
     def _merged(self, run_id: str, metric: str, start_step: int | None, end_step: int | None) -> _Merged:
-        full = self._files(run_id, None, None)
-        key = ("series", run_id, metric, tuple(f[1] for f in full))
+        full = self._files(run_id)
+        key = ("series", run_id, metric, full.ids)
         cached = self._cache.get(key)
         if cached is not None:
             return cached  # type: ignore[return-value]
-        ranged = start_step is not None or end_step is not None
-        if not ranged:
+        if start_step is None and end_step is None:
             merged = self._extend_previous(run_id, metric, full)
-            if merged is not None:
-                return merged
-        files = self._files(run_id, start_step, end_step) if ranged else full
-        slices = [(rank, self._file_slice(file_id, path, metric)) for rank, (_, file_id, path, _, _) in
-                  enumerate(files)]
-        merged = _merge([(rank, s) for rank, s in slices if s.step.size])
-        if not ranged:
+            if merged is None:
+                may_block()
+                merged = _merge([(rank, s) for rank, s in enumerate(self._slices(full.rows, metric)) if s.step.size])
             self._remember(run_id, metric, key, merged)
+            return merged
+        # A range (a live pane's tail) reads only the files whose steps overlap it; the merge is kept
+        # for the next poll of the same range until a file arrives or leaves.
+        files = full.overlapping(start_step, end_step)
+        range_key = ("range", run_id, metric, tuple(f[0] for f in files))
+        cached = self._cache.get(range_key)
+        if cached is not None:
+            return cached  # type: ignore[return-value]
+        slices = self._slices(files, metric)
+        may_block(sum(s.step.size for s in slices))
+        merged = _merge([(rank, s) for rank, s in enumerate(slices) if s.step.size])
+        self._cache.put(range_key, merged, merged.nbytes * 2)
         return merged
+
+    def _slices(self, files: list[tuple], metric: str) -> list[_Merged]:
+        return [self._file_slice(file_id, path, metric, rows) for file_id, path, _, _, rows in files]
 
     def _remember(self, run_id: str, metric: str, key: tuple, merged: _Merged) -> None:
         self._cache.put(key, merged, merged.nbytes * 2)  # x2: room for the M4 index and views
         with self._latest_lock:
             self._latest[(run_id, metric)] = key
 
-    def _extend_previous(self, run_id: str, metric: str, full: list[tuple]) -> _Merged | None:
+    def _extend_previous(self, run_id: str, metric: str, full: _FileList) -> _Merged | None:
         """A live run only appends files: extend the last merged series instead of rebuilding it.
 
         Valid when the previous file list is a prefix of the current one (nothing was compacted
@@ -319,14 +374,14 @@ class StoreReader:
             prev_key = self._latest.get((run_id, metric))
         if prev_key is None:
             return None
-        prev_ids = prev_key[3]
-        ids = tuple(f[1] for f in full)
+        prev_ids, ids = prev_key[3], full.ids
         if len(ids) <= len(prev_ids) or ids[: len(prev_ids)] != prev_ids:
             return None
         prev = self._cache.get(prev_key)
         if prev is None:
             return None
-        added = [self._file_slice(file_id, path, metric) for (_, file_id, path, _, _) in full[len(prev_ids):]]
+        may_block(prev.step.size)
+        added = self._slices(full.rows[len(prev_ids):], metric)
         added = sorted((a for a in added if a.step.size), key=lambda a: int(a.step[0]))
         last = int(prev.step[-1]) if prev.step.size else None
         for a in added:
@@ -340,14 +395,34 @@ class StoreReader:
         )
         if prev.index is not None:
             merged.index = M4Index(merged.value, prev.index)
-        self._remember(run_id, metric, ("series", run_id, metric, ids), merged)
+        elif prev._non_finite is not None:
+            offset, parts = prev.step.size, [prev._non_finite]
+            for a in added:
+                parts.append(a.non_finite() + offset)
+                offset += a.step.size
+            merged._non_finite = np.concatenate(parts)
         return merged
 
-    def _file_slice(self, file_id: str, path: str, metric: str) -> _Merged:
+    def _file_slice(self, file_id: str, path: str, metric: str, row_count: int | None = None) -> _Merged:
         key = ("file", file_id, metric)
         cached = self._cache.get(key)
         if cached is not None:
             return cached  # type: ignore[return-value]
+        may_block(row_count, QUICK_FILE_ROWS)  # a live run's new chunk is small: read it where it is asked for
+        # One reader per file: when a new chunk lands, every pane polling the tail asks for it at once.
+        with self._loading_lock:
+            lock = self._loading.setdefault(key, threading.Lock())
+        with lock:
+            cached = self._cache.get(key)
+            if cached is None:
+                cached = self._read_slice(path, metric)
+                self._cache.put(key, cached, cached.nbytes)
+        with self._loading_lock:
+            if self._loading.get(key) is lock:
+                del self._loading[key]
+        return cached  # type: ignore[return-value]
+
+    def _read_slice(self, path: str, metric: str) -> _Merged:
         table = pq.read_table(
             self.store.absolute(path),
             columns=["step", "wall_time", "value"],
@@ -360,9 +435,45 @@ class StoreReader:
         wall_arr = table.column("wall_time").cast("int64").fill_null(np.iinfo(np.int64).min)
         wall = wall_arr.to_numpy().astype(np.int64, copy=False)
         value = table.column("value").to_numpy().astype(np.float64, copy=False)
-        s = _dedupe(step, wall, value, np.zeros(step.size, dtype=np.int64))
-        self._cache.put(key, s, s.nbytes)
-        return s
+        return _dedupe(step, wall, value, np.zeros(step.size, dtype=np.int64))
+
+
+class _FileList:
+    """A run's registered files in registration order, with their step ranges as arrays for range queries."""
+
+    __slots__ = ("_ranges", "ids", "max_step", "min_step", "rows")
+
+    def __init__(self, rows: list[tuple]) -> None:
+        self.rows = rows  # (file_id, path, min_step, max_step, row_count)
+        self._ranges: dict[tuple, list[tuple]] = {}  # (start, end) -> overlapping rows: panes repeat their tails
+        self.ids = tuple(r[0] for r in rows)
+        # An unknown bound (NULL) never excludes a file.
+        self.min_step = np.array([_INT64_MIN if r[2] is None else r[2] for r in rows], dtype=np.int64)
+        self.max_step = np.array([_INT64_MAX if r[3] is None else r[3] for r in rows], dtype=np.int64)
+
+    def overlapping(self, start_step: int | None, end_step: int | None) -> list[tuple]:
+        found = self._ranges.get((start_step, end_step))
+        if found is None:
+            keep = np.ones(len(self.rows), dtype=bool)
+            if start_step is not None:
+                keep &= self.max_step >= start_step
+            if end_step is not None:
+                keep &= self.min_step <= end_step
+            if len(self._ranges) >= 64:
+                self._ranges.clear()
+            found = self._ranges[(start_step, end_step)] = [self.rows[i] for i in np.flatnonzero(keep)]
+        return found
+
+
+def _clamp(step: int | None) -> int | None:
+    # Steps are int64: a bound beyond that range selects the same points as the range's own end.
+    return None if step is None else min(max(int(step), _INT64_MIN), _INT64_MAX)
+
+
+def _bounds(step: np.ndarray, start_step: int | None, end_step: int | None) -> tuple[int, int]:
+    lo = 0 if start_step is None else int(np.searchsorted(step, start_step, side="left"))
+    hi = step.size if end_step is None else int(np.searchsorted(step, end_step, side="right"))
+    return lo, max(lo, hi)
 
 
 def _dedupe(step: np.ndarray, wall: np.ndarray, value: np.ndarray, rank: np.ndarray) -> _Merged:

@@ -218,6 +218,10 @@ class ExpStore:
                     f"(this one is {size}); use a store directory with a shorter path")
         return f"{self.index_path}: {exc}"
 
+    def reading_connection(self) -> sqlite3.Connection:
+        """A new connection of the caller's own that only reads (read-only or immutable, as the store allows)."""
+        return self._connect_for_reading()
+
     def _connect_for_reading(self) -> sqlite3.Connection:
         uri = self.index_path.as_uri()
         if not self.immutable:

@@ -108,11 +108,11 @@ class KustoReader:
 
     # -- runs -----------------------------------------------------------------------------
 
-    def _run(self, row: dict[str, Any]) -> store_reader.Run:
+    def _run(self, row: dict[str, Any]) -> store_reader.RunRow:
         state = str(row.get("terminal_state") or "") or RUNNING
         tags = {str(k): str(v) for k, v in _object(row.get("tags")).items() if k not in PER_POINT_TAGS}
         first = _time_text(row.get("first_metric_at"))
-        return store_reader.Run(
+        return store_reader.RunRow(
             run_id=str(row["run_id"]), project=str(row["project"]), experiment_id=str(row["experiment_id"]),
             run_group_id=str(row["run_group_id"]), parent_run_id=None, state=state, owner=None,
             created_at=first or "", started_at=first, completed_at=_time_text(row.get("terminal_at")),
@@ -129,7 +129,7 @@ class KustoReader:
         experiment_id: str | None = None,
         run_group_id: str | None = None,
         state: str | None = None,
-    ) -> tuple[list[store_reader.Run], bool]:
+    ) -> tuple[list[store_reader.RunRow], bool]:
         """(runs newest first, truncated): at most ``RUN_LIMIT`` runs; ``truncated`` when more matched."""
         query = runs_query(
             workspace if workspace is not None else self.workspace, run_id=run_id, experiment_id=experiment_id,
@@ -143,12 +143,12 @@ class KustoReader:
         return runs, truncated
 
     def runs(self, workspace: str | None = None, *, project: str | None = None, experiment_id: str | None = None,
-             run_group_id: str | None = None, state: str | None = None) -> list[store_reader.Run]:
+             run_group_id: str | None = None, state: str | None = None) -> list[store_reader.RunRow]:
         """Runs, newest first (``StoreReader.runs``' signature); see :meth:`search_runs` for truncation."""
         return self.search_runs(workspace, project=project, experiment_id=experiment_id,
                                 run_group_id=run_group_id, state=state)[0]
 
-    def run(self, run_id: str, project: str | None = None) -> store_reader.Run | None:
+    def run(self, run_id: str, project: str | None = None) -> store_reader.RunRow | None:
         """The run, or None. Raises :class:`AmbiguousRunError` when several projects hold the id."""
         runs, _ = self.search_runs(run_id=run_id, project=project)
         if len(runs) > 1:
@@ -165,7 +165,7 @@ class KustoReader:
 
     # -- metrics --------------------------------------------------------------------------
 
-    def metric_summaries(self, run_id: str, project: str | None = None) -> list[store_reader.MetricSummary]:
+    def metric_summaries(self, run_id: str, project: str | None = None) -> list[store_reader.MetricSummaryRow]:
         rows = self.connection.execute(
             metric_summaries_query(self.workspace, run_id, project=project, lookback=self.lookback)
         )
@@ -173,7 +173,7 @@ class KustoReader:
         for row in rows:
             count = int(row["count"])
             latest_ns = _ns(row.get("latest_wall_time"))
-            out.append(store_reader.MetricSummary(
+            out.append(store_reader.MetricSummaryRow(
                 run_id=run_id, metric_name=str(row["metric_name"]), project=str(row["project"]),
                 run_group_id=str(row["run_group_id"]), count=count, finite_count=count, non_finite_count=0,
                 min_step=int(row["min_step"]), max_step=int(row["max_step"]), latest_step=int(row["latest_step"]),
@@ -196,7 +196,7 @@ class KustoReader:
         *,
         step_interval: int | None = None,
         project: str | None = None,
-    ) -> store_reader.Series:
+    ) -> store_reader.ReducedSeries:
         """The series reduced in KQL (M4 + milestones); a live pane's tail poll passes ``start_step``."""
         query = series_query(
             self.workspace, run_id, metric, max_points=max_points, project=project, start_step=start_step,
@@ -214,5 +214,5 @@ class KustoReader:
                 keep.append(int(np.argmax(value)))
             idx = np.unique(np.array(keep, dtype=np.int64))
             step, value, wall = step[idx], value[idx], wall[idx]
-        return store_reader.Series(step, wall, value, np.zeros(step.size, dtype=bool), source_points,
-                                   int(step.size) < source_points)
+        return store_reader.ReducedSeries(step, wall, value, np.zeros(step.size, dtype=bool), source_points,
+                                          int(step.size) < source_points)

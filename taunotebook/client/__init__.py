@@ -1,0 +1,64 @@
+"""A sync Python client for TauGrid's v2 Stellar reads, against the local Portal or TauGrid's real Portal.
+
+Split as httpx is: :mod:`.errors` (typed exceptions from the error envelope), :mod:`.models` (the
+answers), :mod:`.links` (every URL the notebook side builds) and :mod:`.client` (``PortalClient``).
+"""
+
+from __future__ import annotations
+
+from .client import PortalClient
+from .errors import (
+    ENV_TOKEN,
+    ENV_URL,
+    AuthorizationError,
+    ClientError,
+    DependencyError,
+    InternalError,
+    NotFoundError,
+    PortalError,
+    PortalUnreachable,
+)
+from .links import stellar_link, stellar_url
+from .models import (
+    Availability,
+    Experiment,
+    ExperimentList,
+    Freshness,
+    Metadata,
+    MetricSummary,
+    NonFinitePoint,
+    PointDetails,
+    Provenance,
+    Run,
+    RunMetrics,
+    RunPage,
+    Series,
+)
+
+__all__ = [
+    "ENV_TOKEN",
+    "ENV_URL",
+    "AuthorizationError",
+    "Availability",
+    "ClientError",
+    "DependencyError",
+    "Experiment",
+    "ExperimentList",
+    "Freshness",
+    "InternalError",
+    "Metadata",
+    "MetricSummary",
+    "NonFinitePoint",
+    "NotFoundError",
+    "PointDetails",
+    "PortalClient",
+    "PortalError",
+    "PortalUnreachable",
+    "Provenance",
+    "Run",
+    "RunMetrics",
+    "RunPage",
+    "Series",
+    "stellar_link",
+    "stellar_url",
+]

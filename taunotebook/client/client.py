@@ -1,0 +1,330 @@
+"""``PortalClient``: a sync client for TauGrid's v2 Stellar reads and the local Portal's page data."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+
+from .errors import (
+    ENV_TOKEN,
+    ENV_URL,
+    ClientError,
+    InternalError,
+    PortalError,
+    PortalUnreachable,
+    error_from_response,
+    redact,
+    retry_after,
+)
+from .links import API_PATH, PAGE_DATA_PATH, path_segment, portal_root, stellar_url
+from .models import ExperimentList, PointDetails, Run, RunMetrics, RunPage, Series
+
+__all__ = ["PortalClient"]
+
+_T = TypeVar("_T")
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    return str(value)
+
+
+class PortalClient:
+    """A sync client for TauGrid's v2 Stellar reads and the local Portal's page data; a context manager.
+
+    ``base_url`` and ``token`` default to ``TAU_PORTAL_URL`` and ``TAU_PORTAL_TOKEN``; a base URL with
+    ``?token=`` (as printed by ``taunotebook portal``) supplies the token too. ``source``, ``workspace``
+    and ``project`` are sent with every read that takes them unless a call overrides them. Errors the
+    server marks ``retryable`` (and connection failures) are retried ``retries`` times with exponential
+    backoff starting at ``backoff`` seconds, or after the server's ``Retry-After``.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        *,
+        source: str | None = None,
+        workspace: str | None = None,
+        project: str | None = None,
+        timeout: float | None = 10.0,
+        retries: int = 3,
+        backoff: float = 0.25,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        base_url = base_url or os.environ.get(ENV_URL) or None
+        if not base_url:
+            raise ValueError(
+                f"no Portal URL: pass base_url= or set {ENV_URL} (and {ENV_TOKEN} for the token), "
+                "e.g. the URL `taunotebook portal` prints"
+            )
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"Portal URL must be http(s)://host[:port][/prefix], got {base_url!r}")
+        root, url_token = portal_root(base_url)
+        # The URL's own token is more specific than an environment left over from another Portal.
+        token = token or url_token or os.environ.get(ENV_TOKEN) or None
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, got {retries}")
+        self.base_url = root + "/"
+        self.source = source
+        self.workspace = workspace
+        self.project = project
+        self.retries = retries
+        self.backoff = backoff
+        headers = {"Accept": "application/json", "User-Agent": "taunotebook-portal-client"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout),
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    # -- lifecycle
+
+    def __enter__(self) -> PortalClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __repr__(self) -> str:
+        return f"PortalClient({self.base_url!r}, source={self.source!r}, workspace={self.workspace!r})"
+
+    # -- the four reads
+
+    def run(self, run_id: str, *, source: str | None = None) -> Run:
+        """``GET /api/v2/stellar/runs/{run_id}``."""
+        return self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}", self._common(source), Run.from_response)
+
+    def metrics(self, run_id: str, *, source: str | None = None) -> RunMetrics:
+        """``GET /api/v2/stellar/runs/{run_id}/metrics``."""
+        path = f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/metrics"
+        return self._get(path, self._common(source), RunMetrics.from_json)
+
+    def series(
+        self,
+        run_id: str,
+        metric: str,
+        *,
+        target: str | None = None,
+        start_step: int | None = None,
+        end_step: int | None = None,
+        step_interval: int | None = None,
+        max_points: int | None = None,
+        project: str | None = None,
+        source: str | None = None,
+    ) -> Series:
+        """``GET /api/v2/stellar/runs/{run_id}/series``; ``target`` defaults to the run id.
+
+        Unset limits are not sent, so the server's defaults apply (TauGrid: ``max_points`` 8000, at most 12000).
+        """
+        params = self._common(source)
+        params += [("target", target if target is not None else run_id), ("metric", metric)]
+        for key, value in (
+            ("start_step", start_step),
+            ("end_step", end_step),
+            ("step_interval", step_interval),
+            ("max_points", max_points),
+            ("project", project if project is not None else self.project),
+        ):
+            if value is not None:
+                params.append((key, _query_value(value)))
+        return self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/series", params, Series.from_json)
+
+    def experiment_runs(
+        self,
+        experiment_id: str,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        source: str | None = None,
+        **filters: Any,
+    ) -> RunPage:
+        """``GET /api/v2/stellar/experiments/{experiment_id}/runs``: one page, newest first.
+
+        ``filters`` are TauGrid's listing filters (``q``, ``project``, ``group``, ``state``, ``lifecycle``,
+        ``tag``, ``metric_name``, ``since``); a list value is sent as a repeated parameter.
+        """
+        params = self._common(source)
+        if "project" not in filters and self.project is not None:
+            filters["project"] = self.project
+        for key, value in (("limit", limit), ("cursor", cursor), *filters.items()):
+            if value is None:
+                continue
+            if isinstance(value, list | tuple | set | frozenset):
+                params += [(key, _query_value(v)) for v in value]
+            else:
+                params.append((key, _query_value(value)))
+        path = f"{API_PATH}/experiments/{path_segment(experiment_id, 'experiment_id')}/runs"
+        return self._get(path, params, RunPage.from_json)
+
+    def iter_experiment_runs(
+        self, experiment_id: str, *, limit: int | None = None, source: str | None = None, **filters: Any
+    ) -> Iterator[Run]:
+        """Every run of the experiment, following ``next_cursor`` page by page."""
+        for page in self.iter_experiment_run_pages(experiment_id, limit=limit, source=source, **filters):
+            yield from page.runs
+
+    def iter_experiment_run_pages(
+        self, experiment_id: str, *, limit: int | None = None, source: str | None = None, **filters: Any
+    ) -> Iterator[RunPage]:
+        """Every page of the experiment's runs, following ``next_cursor`` until the server omits it."""
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            page = self.experiment_runs(experiment_id, limit=limit, cursor=cursor, source=source, **dict(filters))
+            yield page
+            if not page.next_cursor:
+                return
+            if page.next_cursor in seen:
+                # A server handing back a cursor twice would otherwise make this loop forever.
+                raise ClientError(
+                    None, "CURSOR_LOOP", f"the server returned cursor {page.next_cursor!r} twice", "client", False
+                )
+            seen.add(page.next_cursor)
+            cursor = page.next_cursor
+
+    # -- the local Portal's page data (``/stellar/data/...``; TauGrid's Portal does not serve it)
+
+    def point_details(
+        self,
+        run_id: str,
+        metric: str,
+        *,
+        start_step: int | None = None,
+        end_step: int | None = None,
+        project: str | None = None,
+        source: str | None = None,
+    ) -> PointDetails:
+        """``GET /stellar/data/runs/{run_id}/points``: where the metric's non-finite values sit, and wall times.
+
+        A TauGrid Portal answers 404 (:class:`NotFoundError` with code ``NOT_FOUND``, message ``route was
+        not found``): draw without them.
+        """
+        params = [*self._common(source), ("metric", metric)]
+        for key, value in (("start_step", start_step), ("end_step", end_step),
+                           ("project", project if project is not None else self.project)):
+            if value is not None:
+                params.append((key, _query_value(value)))
+        path = f"{PAGE_DATA_PATH}/runs/{path_segment(run_id, 'run_id')}/points"
+        return self._get(path, params, PointDetails.from_json)
+
+    def experiments(self, *, project: str | None = None, source: str | None = None) -> ExperimentList:
+        """``GET /stellar/data/experiments``: the served workspace's experiments with their run counts."""
+        params = self._common(source)
+        project = project if project is not None else self.project
+        if project is not None:
+            params.append(("project", project))
+        return self._get(f"{PAGE_DATA_PATH}/experiments", params, ExperimentList.from_json)
+
+    # -- links
+
+    def stellar_url(self, run_id: str, project: str | None = None, *, base: str | None = None,
+                    compare: Iterable[str] = ()) -> str:
+        """TauGrid's Stellar link for a run under this client's base URL, workspace and project."""
+        return stellar_url(
+            run_id,
+            project if project is not None else self.project,
+            base=base if base is not None else self.base_url,
+            workspace=self.workspace,
+            compare=compare,
+        )
+
+    # -- transport
+
+    def _common(self, source: str | None) -> list[tuple[str, str]]:
+        params: list[tuple[str, str]] = []
+        source = source if source is not None else self.source
+        if source is not None:
+            params.append(("source", source))
+        if self.workspace is not None:
+            params.append(("workspace", self.workspace))
+        return params
+
+    def _sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+        # No jitter: one notebook talks to one Portal, there is no herd to spread out.
+        server_says = retry_after(response)
+        if server_says is not None:
+            return server_says
+        return self.backoff * (2 ** (attempt - 1))
+
+    def _get(self, path: str, params: list[tuple[str, str]], build: Callable[[Any], _T]) -> _T:
+        attempt = 0
+        while True:
+            attempt += 1
+            response: httpx.Response | None = None
+            try:
+                response = self._http.get(path, params=params)
+            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                request = exc.request if _has_request(exc) else None
+                error: PortalError = PortalUnreachable(
+                    None,
+                    "UNREACHABLE",
+                    f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+                    "unreachable",
+                    True,
+                    url=redact(request.url) if request is not None else self.base_url + path.lstrip("/"),
+                )
+                error.__cause__ = exc
+            else:
+                if response.is_success:
+                    try:
+                        data = response.json()
+                    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                        raise InternalError(
+                            response.status_code,
+                            "INVALID_RESPONSE",
+                            f"the answer is not JSON ({response.headers.get('content-type', 'no content type')}); "
+                            "is this URL a TauGrid Portal?",
+                            "internal",
+                            False,
+                            url=redact(response.request.url),
+                            attempts=attempt,
+                        ) from exc
+                    try:
+                        return build(data)
+                    except (KeyError, TypeError, ValueError) as exc:
+                        # A body that is JSON but not the v2 shape: say what is wrong instead of a bare KeyError.
+                        raise InternalError(
+                            response.status_code,
+                            "INVALID_RESPONSE",
+                            f"the answer is not TauGrid's v2 shape: {type(exc).__name__}: {exc}",
+                            "internal",
+                            False,
+                            url=redact(response.request.url),
+                            attempts=attempt,
+                            body=data,
+                        ) from exc
+                error = error_from_response(response)
+            error.attempts = attempt
+            if not error.retryable or attempt > self.retries:
+                raise error
+            self._sleep(self._delay(attempt, response))
+
+
+def _has_request(exc: httpx.RequestError) -> bool:
+    try:
+        exc.request  # noqa: B018 - the property raises when httpx had not built the request yet
+    except RuntimeError:
+        return False
+    return True

@@ -1,0 +1,229 @@
+"""The Portal's OpenAPI document: the v2 reads and the page-data routes, their parameters, limits and errors.
+
+Served at ``/openapi.json`` (no token needed: it says nothing about any run); schemathesis fuzzes
+the running Portal against it.
+"""
+
+from __future__ import annotations
+
+from .page_data import NON_FINITE_LIMIT, PAGE_DATA_BASE
+from .params import DEFAULT_LIMIT, DEFAULT_MAX_POINTS, MAX_LIMIT, MAX_MAX_POINTS
+from .v2 import API_BASE
+
+__all__ = ["openapi_document"]
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _q(name: str, schema: dict, description: str, **extra) -> dict:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description, **extra}
+
+
+def _path(name: str, description: str) -> dict:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}, "description": description}
+
+
+_COMMON = [
+    _q("source", {"type": "string"}, "local | kusto | auto, case-insensitive; empty means the server default "
+       "(local). Anything else is 400 INVALID_SOURCE; kusto without a cluster is 503 SOURCE_UNAVAILABLE."),
+    _q("workspace", {"type": "string"}, "Must be empty or the server's workspace, else 403 WORKSPACE_FORBIDDEN."),
+    _q("project", {"type": "string"}, "Disambiguates a run id present in several projects (else 409 CONFLICT)."),
+]
+_INT64 = {"type": "integer", "format": "int64"}
+
+
+def _errors(*statuses: int) -> dict:
+    texts = {400: "Invalid request (INVALID_SOURCE, INVALID_PATH, INVALID_ARGUMENT, EXACT_SERIES_REQUIRED, "
+                  "RUN_MISMATCH, TARGET_MISMATCH, INVALID_CURSOR)",
+             401: "Missing or wrong token", 403: "WORKSPACE_FORBIDDEN", 404: "NOT_FOUND",
+             405: "METHOD_NOT_ALLOWED", 409: "CONFLICT", 500: "INTERNAL", 503: "SOURCE_UNAVAILABLE"}
+    envelope = {"application/json": {"schema": _ref("ErrorEnvelope")}}
+    return {str(s): {"description": texts[s], "content": envelope} for s in statuses}
+
+
+def _operation(op_id: str, summary: str, params: list[dict], ok_schema: str) -> dict:
+    responses = {"200": {"description": "OK", "content": {"application/json": {"schema": _ref(ok_schema)}}}}
+    responses.update(_errors(400, 401, 403, 404, 405, 409, 500, 503))
+    return {"get": {"operationId": op_id, "summary": summary, "parameters": params, "responses": responses}}
+
+
+def openapi_document() -> dict:
+    """The v2 routes as OpenAPI 3.0: parameters, limits and the error envelope, for clients and schemathesis."""
+    string_list = {"type": "array", "items": {"type": "string"}}
+    nonneg = {"type": "integer", "minimum": 0}
+    schemas = {
+        "ErrorEnvelope": {
+            "type": "object", "required": ["error"], "additionalProperties": False,
+            "properties": {"error": {
+                "type": "object", "additionalProperties": False,
+                "required": ["code", "message", "classification", "retryable"],
+                "properties": {
+                    "code": {"type": "string"}, "message": {"type": "string"},
+                    "classification": {"type": "string",
+                                       "enum": ["client", "authorization", "not_found", "dependency", "internal"]},
+                    "retryable": {"type": "boolean"},
+                }}},
+        },
+        "Metadata": {
+            "type": "object", "additionalProperties": False,
+            "required": ["generated_at", "provenance", "freshness", "availability", "partial"],
+            "properties": {
+                "generated_at": {"type": "string", "format": "date-time"},
+                "provenance": {"type": "object", "additionalProperties": False,
+                               "required": ["requested_source", "served_sources"],
+                               "properties": {"requested_source": {"type": "string"},
+                                              "served_sources": {**string_list, "minItems": 1}}},
+                "freshness": {"type": "object", "additionalProperties": False, "required": ["state", "as_of"],
+                              "properties": {"state": {"type": "string", "enum": ["immediate", "unknown"]},
+                                             "as_of": {"type": "string", "format": "date-time"}}},
+                "availability": {"type": "object", "additionalProperties": False, "required": ["state"],
+                                 "properties": {"state": {"type": "string",
+                                                          "enum": ["available", "degraded", "unavailable"]},
+                                                "reasons": {**string_list, "minItems": 1}}},
+                "partial": {"type": "boolean"},
+                "warnings": {**string_list, "minItems": 1},
+            },
+        },
+        "Run": {
+            "type": "object", "additionalProperties": False,
+            "required": ["run_id", "project", "run_group_id", "state", "lifecycle_state", "successful",
+                         "created_at", "tags", "metric_names", "source"],
+            "properties": {
+                **{k: {"type": "string"} for k in (
+                    "run_id", "experiment_id", "project", "run_group_id", "parent_run_id", "state",
+                    "lifecycle_state", "owner", "created_at", "started_at", "completed_at", "config_hash",
+                    "code_sha", "image_digest", "result_uri", "source")},
+                "successful": {"type": "boolean"},
+                "success_reasons": string_list,
+                "tags": {"type": "object", "additionalProperties": {"type": "string"}},
+                "metric_names": string_list,
+            },
+        },
+        "RunDetail": {"type": "object", "additionalProperties": False, "required": ["metadata", "run"],
+                      "properties": {"metadata": _ref("Metadata"), "run": _ref("Run")}},
+        "Metric": {
+            "type": "object", "additionalProperties": False,
+            "required": ["name", "count", "finite_count", "non_finite_count"],
+            "properties": {
+                "name": {"type": "string"}, "count": nonneg, "finite_count": nonneg, "non_finite_count": nonneg,
+                "min_step": _INT64, "max_step": _INT64, "latest_step": _INT64,
+                "latest_wall_time": {**_INT64, "description": "microseconds since the epoch, UTC"},
+                "latest_value": {"type": "number"}, "min_value": {"type": "number"},
+                "max_value": {"type": "number"}, "updated_at": {"type": "string"},
+            },
+        },
+        "MetricCatalog": {"type": "object", "additionalProperties": False,
+                          "required": ["metadata", "run_id", "metrics"],
+                          "properties": {"metadata": _ref("Metadata"), "run_id": {"type": "string"},
+                                         "metrics": {"type": "array", "items": _ref("Metric")}}},
+        "Series": {
+            "type": "object", "additionalProperties": False,
+            "required": ["metadata", "target", "run_id", "metric", "max_points", "source_points",
+                         "returned_points", "points"],
+            "properties": {
+                "metadata": _ref("Metadata"), "target": {"type": "string"}, "run_id": {"type": "string"},
+                "metric": {"type": "string"}, "start_step": _INT64, "end_step": _INT64,
+                "step_interval": {"type": "integer", "minimum": 1},
+                "max_points": {"type": "integer", "minimum": 1, "maximum": MAX_MAX_POINTS},
+                "source_points": nonneg, "returned_points": nonneg,
+                "points": {"type": "array", "items": {
+                    "type": "object", "additionalProperties": False, "required": ["step", "value"],
+                    "properties": {"step": _INT64, "value": {"type": "number"}}}},
+            },
+        },
+        "RunList": {"type": "object", "additionalProperties": False, "required": ["metadata", "target", "runs"],
+                    "properties": {"metadata": _ref("Metadata"), "target": {"type": "string"},
+                                   "runs": {"type": "array", "items": _ref("Run")},
+                                   "next_cursor": {"type": "string"}}},
+        "PointDetails": {
+            "type": "object", "additionalProperties": False,
+            "required": ["metadata", "run_id", "metric", "non_finite_count", "non_finite", "wall_time"],
+            "properties": {
+                "metadata": _ref("Metadata"), "run_id": {"type": "string"}, "metric": {"type": "string"},
+                "non_finite_count": nonneg,
+                "non_finite": {"type": "array", "maxItems": NON_FINITE_LIMIT, "items": {
+                    "type": "object", "additionalProperties": False, "required": ["step", "value", "wall_time"],
+                    "properties": {"step": _INT64, "value": {"type": "string", "enum": ["NaN", "+Inf", "-Inf"]},
+                                   "wall_time": {**_INT64, "description": "microseconds since the epoch, UTC"}}}},
+                "wall_time": {"type": "object", "additionalProperties": False, "required": ["step", "wall_time"],
+                              "properties": {"step": {"type": "array", "items": _INT64},
+                                             "wall_time": {"type": "array", "items": _INT64}}},
+            },
+        },
+        "ExperimentList": {
+            "type": "object", "additionalProperties": False, "required": ["metadata", "experiments"],
+            "properties": {"metadata": _ref("Metadata"), "experiments": {"type": "array", "items": {
+                "type": "object", "additionalProperties": False,
+                "required": ["experiment_id", "project", "run_count"],
+                "properties": {"experiment_id": {"type": "string"}, "project": {"type": "string"},
+                               "run_count": {"type": "integer", "minimum": 1}}}}},
+        },
+    }
+    run_id = _path("run_id", "Run id, percent-decoded once and trimmed; empty, '.', '..', '/', '\\\\', NUL or "
+                             "more than 512 bytes is 400 INVALID_PATH. An id that breaks TauGrid's ID rule and "
+                             "names no stored run is 400 INVALID_ARGUMENT; a valid one, 404 NOT_FOUND.")
+    target_q = _q("target", {"type": "string"}, "The run's id, experiment id or run group id (required).")
+    series_params = [
+        run_id, *_COMMON, target_q,
+        _q("metric", {"type": "string"}, "Metric name (required, with target: 400 EXACT_SERIES_REQUIRED)."),
+        _q("run_id", {"type": "string"}, "If given, must equal the path's run id (400 RUN_MISMATCH)."),
+        _q("start_step", _INT64, "First step (inclusive); start_step <= end_step."),
+        _q("end_step", _INT64, "Last step (inclusive)."),
+        _q("step_interval", {"type": "integer", "minimum": 1},
+           "Keep the first step, steps (step - first) % interval == 0, and the last step."),
+        _q("max_points", {"type": "integer", "minimum": 1, "maximum": MAX_MAX_POINTS,
+                          "default": DEFAULT_MAX_POINTS},
+           "Point budget; larger series are M4-reduced (first/last/min/max per bucket) and marked partial."),
+    ]
+    list_params = [
+        _path("experiment_id", "Experiment id (same rules as run ids)."), *_COMMON,
+        _q("target", {"type": "string"}, "If given, must equal the path's experiment id (400 TARGET_MISMATCH)."),
+        _q("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+           "Page size."),
+        _q("cursor", {"type": "string"}, "Opaque next_cursor of the previous page (400 INVALID_CURSOR if altered "
+                                         "or issued for another query)."),
+        _q("q", {"type": "string"}, "Case-insensitive substring of run id, project, group, owner, tags, metrics."),
+        _q("group", {"type": "string"}, "Run group id."),
+        _q("state", {"type": "string"}, "Run state, case-insensitive."),
+        _q("lifecycle", {"type": "string"}, "pending | running | failed | incomplete | succeeded."),
+        _q("tag", string_list, "key=value, repeatable; all must match.", style="form", explode=True),
+        _q("metric_name", string_list, "Runs that have every named metric; repeatable.", style="form",
+           explode=True),
+        _q("since", {"type": "string"}, "Created at or after: RFC3339, a Go duration (24h) or Nd before now."),
+    ]
+    points_params = [
+        run_id, *_COMMON,
+        _q("metric", {"type": "string"}, "Metric name (required: 400 EXACT_SERIES_REQUIRED)."),
+        _q("target", {"type": "string"}, "If given, the run's id, experiment id or run group id."),
+        _q("start_step", _INT64, "First step (inclusive); start_step <= end_step."),
+        _q("end_step", _INT64, "Last step (inclusive)."),
+    ]
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "taunotebook local Portal: TauGrid v2 Stellar API and page data", "version": "2",
+                 "description": "TauGrid's canonical v2 Stellar reads over a local expstore, and the local "
+                                "Portal's page data (what v2 does not carry). Errors are "
+                                "{\"error\":{code,message,classification,retryable}}."},
+        "components": {"schemas": schemas,
+                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"bearer": []}],
+        "paths": {
+            f"{API_BASE}/runs/{{run_id}}": _operation("getRun", "One run", [run_id, *_COMMON], "RunDetail"),
+            f"{API_BASE}/runs/{{run_id}}/metrics": _operation(
+                "getRunMetrics", "The run's metric catalog (name-sorted summaries)", [run_id, *_COMMON],
+                "MetricCatalog"),
+            f"{API_BASE}/runs/{{run_id}}/series": _operation(
+                "getRunSeries", "One metric of one run, reduced to max_points", series_params, "Series"),
+            f"{API_BASE}/experiments/{{experiment_id}}/runs": _operation(
+                "listExperimentRuns", "An experiment's runs, newest first, paged by cursor", list_params,
+                "RunList"),
+            f"{PAGE_DATA_BASE}/runs/{{run_id}}/points": _operation(
+                "getPointDetails", "Page data: a metric's non-finite observations and wall-time samples",
+                points_params, "PointDetails"),
+            f"{PAGE_DATA_BASE}/experiments": _operation(
+                "listExperiments", "Page data: the workspace's experiments with their run counts", _COMMON,
+                "ExperimentList"),
+        },
+    }

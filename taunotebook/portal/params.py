@@ -1,0 +1,267 @@
+"""Query parameters of the Portal's routes, read and checked as TauGrid's v2 handlers do.
+
+Go's ``url.Values.Get`` (first value, trimmed by the handlers), ``strconv`` integers (ASCII digits,
+int64 range), and the listing's filters with TauGrid's messages (TAUGRID-REFERENCE §3.2, §3.3).
+Every failure is ``400 INVALID_ARGUMENT`` naming the parameter; nothing here sizes an allocation.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qsl
+
+import numpy as np
+from starlette.types import Scope
+
+from .errors import V2Error
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "DEFAULT_MAX_POINTS",
+    "MAX_LIMIT",
+    "MAX_MAX_POINTS",
+    "Query",
+    "RunFilters",
+    "SeriesParams",
+    "limit_param",
+    "optional_int64",
+    "parse_int",
+    "parse_query",
+    "run_filters",
+    "series_params",
+    "step_range",
+]
+
+DEFAULT_MAX_POINTS = 8000
+MAX_MAX_POINTS = 12000
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+_INT = re.compile(r"[+-]?[0-9]+")
+_INT64 = (-(2**63), 2**63 - 1)
+_GO_DURATION = re.compile(r"([0-9]*\.?[0-9]*)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_query(scope: Scope) -> list[tuple[str, str]]:
+    """The query as Go reads it: ``&``-separated, blanks kept, undecodable bytes replaced."""
+    return list(_parse_query(scope.get("query_string", b"")))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_query(raw: bytes) -> tuple[tuple[str, str], ...]:
+    # Live panes repeat the same few queries many times a second.
+    return tuple(parse_qsl(raw.decode("latin-1"), keep_blank_values=True, separator="&", encoding="utf-8",
+                           errors="replace"))
+
+
+class Query:
+    """Query parameters read the way Go's ``url.Values.Get`` does: the first value, or empty."""
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        self.pairs = pairs
+        self.first: dict[str, str] = {}
+        for key, value in pairs:
+            self.first.setdefault(key, value)
+
+    def get(self, key: str) -> str:
+        return self.first.get(key, "").strip()
+
+    def all(self, key: str) -> list[str]:
+        return [v for k, v in self.pairs if k == key]
+
+
+def parse_int(raw: str, name: str, bits64: bool = True) -> int:
+    # Go's strconv accepts ASCII digits with an optional sign only (no "_", no Unicode digits).
+    if not _INT.fullmatch(raw):
+        raise V2Error(400, "INVALID_ARGUMENT", f"{name} must be an integer")
+    value = int(raw)
+    if bits64 and not _INT64[0] <= value <= _INT64[1]:
+        raise V2Error(400, "INVALID_ARGUMENT", f"{name} must be an integer")
+    return value
+
+
+def optional_int64(q: Query, name: str) -> int | None:
+    raw = q.get(name)
+    return None if raw == "" else parse_int(raw, name)
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesParams:
+    max_points: int
+    start_step: int | None
+    end_step: int | None
+    step_interval: int  # 0 = none, as TauGrid's omitempty int
+
+
+def step_range(q: Query) -> tuple[int | None, int | None]:
+    """``start_step`` and ``end_step``: int64 each, ``start <= end`` when both are given."""
+    start = optional_int64(q, "start_step")
+    end = optional_int64(q, "end_step")
+    if start is not None and end is not None and start > end:
+        raise V2Error(400, "INVALID_ARGUMENT", "start_step must be <= end_step")
+    return start, end
+
+
+def limit_param(q: Query) -> int:
+    """The listing's page size: default 50, 1..200, TauGrid's message."""
+    raw = q.get("limit")
+    if not raw:
+        return DEFAULT_LIMIT
+    limit = parse_int(raw, "limit")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise V2Error(400, "INVALID_ARGUMENT", f"limit must be an integer between 1 and {MAX_LIMIT}")
+    return limit
+
+
+def series_params(q: Query) -> SeriesParams:
+    """``max_points``, ``start_step``, ``end_step``, ``step_interval`` with TauGrid's messages, in its order."""
+    max_points = DEFAULT_MAX_POINTS
+    raw = q.get("max_points")
+    if raw:
+        max_points = parse_int(raw, "max_points")
+        if max_points < 1:
+            raise V2Error(400, "INVALID_ARGUMENT", "max_points must be at least 1")
+        if max_points > MAX_MAX_POINTS:
+            raise V2Error(400, "INVALID_ARGUMENT", f"max_points must be at most {MAX_MAX_POINTS}")
+    start, end = step_range(q)
+    interval = 0
+    raw = q.get("step_interval")
+    if raw:
+        interval = parse_int(raw, "step_interval")
+        if interval < 1:
+            raise V2Error(400, "INVALID_ARGUMENT", "step_interval must be at least 1")
+    return SeriesParams(max_points, start, end, interval)
+
+
+def normalize_lifecycle(value: str) -> str:
+    value = value.strip().lower()
+    return "succeeded" if value in ("success", "successful") else value
+
+
+def _go_duration_seconds(text: str) -> float | None:
+    """Seconds of a Go duration string (``90m``, ``1h30m``, ``-2h``), or None when it is not one."""
+    sign = 1.0
+    if text[:1] in "+-" and text:
+        sign = -1.0 if text[0] == "-" else 1.0
+        text = text[1:]
+    if text == "0":
+        return 0.0
+    if not text:
+        return None
+    total, pos = 0.0, 0
+    while pos < len(text):
+        m = _GO_DURATION.match(text, pos)
+        if m is None or m.group(1) in ("", "."):
+            return None
+        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+        pos = m.end()
+    return sign * total
+
+
+def _parse_rfc3339(text: str) -> datetime | None:
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", text):
+        return None
+    try:
+        return datetime.fromisoformat(text.upper().replace("Z", "+00:00")).astimezone(UTC)
+    except (ValueError, OverflowError):  # e.g. month 13, or year 1 shifted before year 1 by its offset
+        return None
+
+
+def _fmt(dt: datetime) -> str:
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def normalize_since(value: str, now: datetime) -> str:
+    """``since`` as RFC3339 seconds: RFC3339, a Go duration, or ``<N>d`` before now."""
+    bad = V2Error(400, "INVALID_ARGUMENT", "since must be RFC3339, Go duration, or Nd")
+    if value.endswith("d"):
+        try:
+            days = float(value[:-1])
+        except ValueError:
+            raise bad from None
+        if not np.isfinite(days) or abs(days) > 36500:
+            raise bad  # beyond a century either way the datetime arithmetic would overflow; no run is there
+        return _fmt(now - timedelta(days=days))
+    seconds = _go_duration_seconds(value)
+    if seconds is not None:
+        if abs(seconds) > 36500 * 86400:
+            raise bad
+        return _fmt(now - timedelta(seconds=seconds))
+    parsed = _parse_rfc3339(value)
+    if parsed is None:
+        raise bad
+    return _fmt(parsed)
+
+
+@dataclass(slots=True)
+class RunFilters:
+    target: str
+    query: str
+    project: str
+    group: str
+    state: str
+    lifecycle: str
+    tags: dict[str, str]
+    metric_names: list[str]
+    since: str
+    start: str
+    end: str
+
+    def hash(self, source: str, workspace: str) -> str:
+        """Binds a cursor to the query it was issued for."""
+        payload = json.dumps([source, workspace, self.target, self.query, self.project, self.group, self.state,
+                              self.lifecycle, sorted(self.tags.items()), self.metric_names, self.since,
+                              self.start, self.end], ensure_ascii=True)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def run_filters(q: Query) -> RunFilters:
+    """The run-listing filters with TauGrid's validation (all 400 ``INVALID_ARGUMENT``)."""
+    if q.get("limit"):
+        parse_int(q.get("limit"), "limit")
+    since, window, start, end = q.get("since"), q.get("window"), q.get("start"), q.get("end")
+    if since and (window or start or end):
+        raise V2Error(400, "INVALID_ARGUMENT", "since cannot be combined with window/start/end")
+    now = datetime.now(UTC)
+    if window:
+        if start or end:
+            raise V2Error(400, "INVALID_ARGUMENT", "window cannot be combined with start/end")
+        seconds = _go_duration_seconds(window)
+        if seconds is None or seconds <= 0 or seconds > 30 * 86400:
+            raise V2Error(400, "INVALID_ARGUMENT", "window must be a positive duration no greater than 30d")
+        start, end = _fmt(now - timedelta(seconds=seconds)), _fmt(now)
+    elif start or end:
+        if not (start and end):
+            raise V2Error(400, "INVALID_ARGUMENT", "start and end must be provided together")
+        s, e = _parse_rfc3339(start), _parse_rfc3339(end)
+        if s is None:
+            raise V2Error(400, "INVALID_ARGUMENT", "start must be RFC3339")
+        if e is None:
+            raise V2Error(400, "INVALID_ARGUMENT", "end must be RFC3339")
+        if not e > s or e - s > timedelta(days=30):
+            raise V2Error(400, "INVALID_ARGUMENT", "range must be positive and no greater than 30d")
+        start, end = _fmt(s), _fmt(e)
+    optional_int64(q, "min_step")
+    for name in ("metric_filter", "min_step"):
+        if any(v.strip() for v in q.all(name)):
+            # TauGrid's success gates; not implemented locally, and silently ignoring them would mislead.
+            raise V2Error(400, "INVALID_ARGUMENT", f"{name} is not supported by the local Portal")
+    tags: dict[str, str] = {}
+    for tag in q.all("tag"):
+        key, sep, value = tag.partition("=")
+        if not sep or not key.strip():
+            raise V2Error(400, "INVALID_ARGUMENT", "tag filters must be key=value")
+        tags[key.strip()] = value.strip()
+    names = q.all("metric_name") or q.all("metric")
+    if since:
+        since = normalize_since(since, now)
+    return RunFilters(
+        target=q.get("target"), query=q.get("q"), project=q.get("project"), group=q.get("group"),
+        state=q.get("state").lower(), lifecycle=normalize_lifecycle(q.get("lifecycle")), tags=tags,
+        metric_names=[n.strip() for n in names if n.strip()], since=since, start=start, end=end,
+    )

@@ -1,0 +1,54 @@
+"""How a route's handler runs: on the event loop when its answer is at hand, else in a worker thread.
+
+A live pane's poll is answered from what the store reader has cached, in a fraction of a
+millisecond: handing it to a thread would cost more than the answer. So a handler first runs on
+the event loop inside :func:`~tau_collector.expstore.reader.no_blocking`; where it would read a
+file or reduce a large range the reader raises ``WouldBlock`` and the handler runs again, from the
+start, in a worker thread (reads have no side effects, so running twice is safe). Either way the
+answer is a TauGrid envelope on error, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import anyio.to_thread
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from tau_collector.expstore.reader import WouldBlock, no_blocking
+
+from .errors import V2Error, error_response
+
+__all__ = ["answer", "serve"]
+
+log = logging.getLogger("taunotebook.portal")
+
+
+def answer(handle: Callable[[], Response]) -> Response:
+    """``handle()``, with a :class:`V2Error` as its envelope and anything unexpected as ``500 INTERNAL``."""
+    try:
+        return handle()
+    except V2Error as err:
+        return error_response(err.status, err.code, err.message)
+    except WouldBlock:
+        raise
+    except Exception:
+        log.exception("experiment data request failed")  # the traceback goes to the log, never the wire
+        return error_response(500, "INTERNAL", "experiment data request failed")
+
+
+async def serve(scope: Scope, receive: Receive, send: Send, handle: Callable[[], Response], *,
+                inline: bool = True) -> None:
+    """Answer with ``handle()``: first on the event loop (when ``inline``), in a worker thread if it would block."""
+    response = None
+    if inline:
+        try:
+            with no_blocking():
+                response = answer(handle)
+        except WouldBlock:
+            response = None
+    if response is None:
+        response = await anyio.to_thread.run_sync(answer, handle)
+    await response(scope, receive, send)
