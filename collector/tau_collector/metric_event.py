@@ -341,6 +341,10 @@ def decode_canonical_line(line: bytes, *, line_number: int = 1) -> MetricEvent:
         elif key == "value":
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise NotCanonicalError(f"{where}: value must be a number")
+            # Go writes -0.0 as `-0`, which orjson reads as the integer 0: keep its sign. Outside a
+            # string (where `"` is escaped) these bytes can only be the value field itself.
+            if value == 0 and isinstance(value, int) and b'"value":-0' in line:
+                value = -0.0
             values[key] = float(value)
         elif key in ("wall_time", "exported_at"):
             if not isinstance(value, str):

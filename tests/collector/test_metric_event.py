@@ -129,6 +129,14 @@ def test_golden_line_decodes_and_round_trips():
     assert encode_ndjson(event) == METRIC_EVENT_GOLDEN
 
 
+@pytest.mark.parametrize("value", [-0.0, 0.0, -1e-7, 5e-324])
+def test_a_value_of_any_sign_and_size_round_trips_through_the_strict_decoder(value):
+    line = encode_ndjson(golden_event(value=value))
+    decoded = decode_canonical_line(line)
+    assert repr(decoded.value) == repr(value)
+    assert encode_ndjson(decoded) == line
+
+
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
