@@ -1,7 +1,8 @@
 """A sync Python client for TauGrid's v2 Stellar reads, against the local Portal or TauGrid's real Portal.
 
 Split as httpx is: :mod:`.errors` (typed exceptions from the error envelope), :mod:`.models` (the
-answers), :mod:`.links` (every URL the notebook side builds) and :mod:`.client` (``PortalClient``).
+answers; the runs table's in :mod:`.table_models`), :mod:`.links` (every URL the notebook side builds)
+and :mod:`.client` (``PortalClient``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .models import (
     RunPage,
     Series,
 )
+from .table_models import MetricStats, RunTable, RunTableRow
 
 __all__ = [
     "ENV_TOKEN",
@@ -47,6 +49,7 @@ __all__ = [
     "Freshness",
     "InternalError",
     "Metadata",
+    "MetricStats",
     "MetricSummary",
     "NonFinitePoint",
     "NotFoundError",
@@ -58,6 +61,8 @@ __all__ = [
     "Run",
     "RunMetrics",
     "RunPage",
+    "RunTable",
+    "RunTableRow",
     "Series",
     "stellar_link",
     "stellar_url",

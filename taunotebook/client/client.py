@@ -25,6 +25,7 @@ from .errors import (
 )
 from .links import API_PATH, PAGE_DATA_PATH, path_segment, portal_root, stellar_url
 from .models import ExperimentList, PointDetails, Run, RunMetrics, RunPage, Series
+from .table_models import RunTable
 
 __all__ = ["PortalClient"]
 
@@ -233,6 +234,31 @@ class PortalClient:
         if project is not None:
             params.append(("project", project))
         return self._get(f"{PAGE_DATA_PATH}/experiments", params, ExperimentList.from_json)
+
+    def run_table(
+        self,
+        *,
+        project: str | None = None,
+        experiment: str | None = None,
+        group: str | None = None,
+        run_ids: Iterable[str] = (),
+        metrics: Iterable[str] = (),
+        source: str | None = None,
+    ) -> RunTable:
+        """``GET /stellar/data/runs``: every run of the workspace (newest first, at most 5000) with its config
+        fields and the ``metrics``' latest/min/max (default: the Portal picks a loss), in one request.
+
+        ``experiment``, ``group`` and ``run_ids`` (at most 200) narrow it. A TauGrid Portal answers 404
+        (:class:`NotFoundError`, message ``route was not found``).
+        """
+        params = self._common(source)
+        project = project if project is not None else self.project
+        for key, value in (("project", project), ("experiment", experiment), ("group", group)):
+            if value is not None:
+                params.append((key, value))
+        params += [("run_id", r) for r in run_ids]
+        params += [("metric", m) for m in metrics]
+        return self._get(f"{PAGE_DATA_PATH}/runs", params, RunTable.from_json)
 
     # -- links
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .page_data import NON_FINITE_LIMIT, PAGE_DATA_BASE
 from .params import DEFAULT_LIMIT, DEFAULT_MAX_POINTS, MAX_LIMIT, MAX_MAX_POINTS
+from .run_table import METRIC_NAMES_LIMIT, METRICS_LIMIT, RUN_IDS_LIMIT, RUNS_LIMIT
 from .v2 import API_BASE
 
 __all__ = ["openapi_document"]
@@ -152,6 +153,36 @@ def openapi_document() -> dict:
                                              "wall_time": {"type": "array", "items": _INT64}}},
             },
         },
+        "RunTable": {
+            "type": "object", "additionalProperties": False,
+            "required": ["metadata", "metric_names", "metrics", "run_count", "runs"],
+            "properties": {
+                "metadata": _ref("Metadata"),
+                "metric_names": {**string_list, "maxItems": METRIC_NAMES_LIMIT},
+                "metrics": {**string_list, "maxItems": METRICS_LIMIT},
+                "run_count": nonneg,
+                "runs": {"type": "array", "maxItems": RUNS_LIMIT, "items": _ref("RunTableRow")},
+            },
+        },
+        "RunTableRow": {
+            "type": "object", "additionalProperties": False,
+            "required": ["run_id", "project", "experiment_id", "run_group_id", "state", "created_at", "tags",
+                         "config", "metrics"],
+            "properties": {
+                **{k: {"type": "string"} for k in ("run_id", "project", "experiment_id", "run_group_id", "state",
+                                                   "created_at", "config_hash")},
+                "tags": {"type": "object", "additionalProperties": {"type": "string"}},
+                "config": {"type": "object", "nullable": True, "description": "flattened fields (dotted keys)",
+                           "additionalProperties": {"nullable": True,
+                                                    "oneOf": [{"type": "string"}, {"type": "number"},
+                                                              {"type": "boolean"}]}},
+                "metrics": {"type": "object", "additionalProperties": {
+                    "type": "object", "additionalProperties": False, "required": ["count", "non_finite_count"],
+                    "properties": {"count": nonneg, "non_finite_count": nonneg, "latest_step": _INT64,
+                                   "latest_value": {"type": "number"}, "min_value": {"type": "number"},
+                                   "max_value": {"type": "number"}}}},
+            },
+        },
         "ExperimentList": {
             "type": "object", "additionalProperties": False, "required": ["metadata", "experiments"],
             "properties": {"metadata": _ref("Metadata"), "experiments": {"type": "array", "items": {
@@ -200,6 +231,16 @@ def openapi_document() -> dict:
         _q("start_step", _INT64, "First step (inclusive); start_step <= end_step."),
         _q("end_step", _INT64, "Last step (inclusive)."),
     ]
+    table_params = [
+        *_COMMON,
+        _q("experiment", {"type": "string"}, "Only this experiment's runs."),
+        _q("group", {"type": "string"}, "Only this run group's runs."),
+        _q("run_id", {**string_list, "maxItems": RUN_IDS_LIMIT},
+           f"Only these runs; repeatable, at most {RUN_IDS_LIMIT}.", style="form", explode=True),
+        _q("metric", {**string_list, "maxItems": METRICS_LIMIT},
+           f"Metrics whose latest/min/max each run carries; repeatable, at most {METRICS_LIMIT}. Default: loss, "
+           "else a metric named like a loss, else the one most runs have.", style="form", explode=True),
+    ]
     return {
         "openapi": "3.0.3",
         "info": {"title": "taunotebook local Portal: TauGrid v2 Stellar API and page data", "version": "2",
@@ -222,6 +263,9 @@ def openapi_document() -> dict:
             f"{PAGE_DATA_BASE}/runs/{{run_id}}/points": _operation(
                 "getPointDetails", "Page data: a metric's non-finite observations and wall-time samples",
                 points_params, "PointDetails"),
+            f"{PAGE_DATA_BASE}/runs": _operation(
+                "listRunTable", f"Page data: every run of the workspace (at most {RUNS_LIMIT}, newest first) with "
+                "its config fields and chosen metrics' latest/min/max", table_params, "RunTable"),
             f"{PAGE_DATA_BASE}/experiments": _operation(
                 "listExperiments", "Page data: the workspace's experiments with their run counts", _COMMON,
                 "ExperimentList"),

@@ -2,6 +2,8 @@
 
 - ``GET /stellar/data/experiments``: the served workspace's experiments (v2 lists runs per
   experiment, so a runs listing needs their ids first);
+- ``GET /stellar/data/runs``: every run of the workspace with its config fields and a chosen metric's
+  latest/min/max, in one bounded answer (:mod:`.run_table`: the runs table, the compare page's names);
 - ``GET /stellar/data/runs/{run_id}/points?metric=``: where a metric's non-finite values sit (v2
   points are finite by contract) and (step, wall time) samples for a wall-time axis.
 
@@ -22,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 from .errors import V2Error, json_response, metadata_json
 from .identity import decode_path_id, raw_segments
 from .params import Query, parse_query, step_range
+from .run_table import run_table
 from .serving import serve
 from .v2 import StellarV2, require_get
 
@@ -51,12 +54,16 @@ class PageData:
             with self.api.sources.pinned():
                 return self.dispatch(parts, method, q)
 
-        await serve(scope, receive, send, handle, inline=parts != [b"experiments"])
+        # Listings read every run's summaries: a worker thread, never the event loop.
+        await serve(scope, receive, send, handle, inline=parts not in ([b"experiments"], [b"runs"]))
 
     def dispatch(self, parts: list[bytes] | None, method: str, q: Query) -> Response:
         if parts == [b"experiments"]:
             require_get(method)
             return self.experiments(q)
+        if parts == [b"runs"]:
+            require_get(method)
+            return self.runs(q)
         if parts and len(parts) == 3 and parts[0] == b"runs" and parts[2] == b"points":
             run_id = decode_path_id(parts[1])
             require_get(method)
@@ -75,6 +82,15 @@ class PageData:
         experiments = [{"experiment_id": e, "project": p, "run_count": n} for (e, p), n in sorted(counts.items())]
         return json_response({"metadata": metadata_json(source, [served], False, warnings),
                               "experiments": experiments})
+
+    def runs(self, q: Query) -> Response:
+        source, workspace = self.api.source_and_workspace(q)
+        reader, served, warnings = self.api.sources.reader(source)
+        self.api.known_ids(reader, workspace, ("project", q.get("project"), "project"),
+                           ("experiment_id", q.get("experiment"), "experiment_id"),
+                           ("group", q.get("group"), "run_group_id"))
+        body, partial, more = run_table(reader, workspace, q)
+        return json_response({"metadata": metadata_json(source, [served], partial, warnings + more), **body})
 
     def points(self, q: Query, run_id: str) -> Response:
         source, workspace = self.api.source_and_workspace(q)

@@ -16,7 +16,7 @@ from schemathesis.specs.openapi.checks import (
 
 V2_READS = ["/api/v2/stellar/runs/{run_id}", "/api/v2/stellar/runs/{run_id}/metrics",
             "/api/v2/stellar/runs/{run_id}/series", "/api/v2/stellar/experiments/{experiment_id}/runs"]
-PAGE_DATA = ["/stellar/data/runs/{run_id}/points", "/stellar/data/experiments"]
+PAGE_DATA = ["/stellar/data/runs/{run_id}/points", "/stellar/data/experiments", "/stellar/data/runs"]
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,134 @@
+"""The runs table's page data (``GET /stellar/data/runs``): every run in one bounded answer, its filters and
+limits, v2's checks and envelope, and ``PortalClient.run_table``."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from taunotebook.client import NotFoundError, PortalClient
+from taunotebook.portal import run_table
+
+from .conftest import LOSS_POINTS, PAGE_RUNS, TOKEN, loss_value
+
+RUNS = "/stellar/data/runs"
+
+
+def _error(response: httpx.Response) -> tuple[int, str]:
+    return response.status_code, response.json()["error"]["code"]
+
+
+def test_every_run_of_the_workspace_is_listed_newest_first(api):
+    body = api.get(RUNS).json()
+    ids = [r["run_id"] for r in body["runs"]]
+    assert set(ids) == {"run-a", "run-b", *PAGE_RUNS}  # run-other is another workspace's
+    assert body["run_count"] == len(ids)
+    created = [r["created_at"] for r in body["runs"]]
+    assert created == sorted(created, reverse=True)
+    assert body["metadata"]["partial"] is False
+
+
+def test_a_row_carries_ids_state_tags_and_no_config_when_the_run_has_none(api):
+    row = next(r for r in api.get(RUNS).json()["runs"] if r["run_id"] == "run-a")
+    assert {k: row[k] for k in ("project", "experiment_id", "run_group_id", "state")} == {
+        "project": "proj", "experiment_id": "exp-1", "run_group_id": "g1", "state": "succeeded"}
+    assert row["tags"] == {"tau_workspace": "default"}
+    assert row["config"] is None
+
+
+def test_without_a_metric_the_loss_is_chosen_and_each_row_has_its_latest_min_and_max(api):
+    body = api.get(RUNS).json()
+    assert body["metrics"] == ["train/loss"]
+    row = next(r for r in body["runs"] if r["run_id"] == "run-a")
+    values = [loss_value(s) for s in range(LOSS_POINTS)]
+    assert row["metrics"]["train/loss"] == {
+        "count": LOSS_POINTS, "non_finite_count": 0, "latest_step": LOSS_POINTS - 1,
+        "latest_value": values[-1], "min_value": min(values), "max_value": max(values)}
+
+
+def test_non_finite_observations_are_counted_and_left_out_of_the_values(api):
+    row = next(r for r in api.get(RUNS).json()["runs"] if r["run_id"] == "run-b")
+    stats = row["metrics"]["train/loss"]
+    assert stats["non_finite_count"] == 2 and stats["max_value"] == 0.9 and stats["min_value"] == 0.0
+
+
+def test_metric_names_list_every_metric_loss_first_without_tau_markers(api):
+    names = api.get(RUNS).json()["metric_names"]
+    assert names == ["train/loss", "eval/acc"]
+
+
+def test_asked_metrics_are_carried_and_a_run_without_one_has_no_entry(api):
+    body = api.get(RUNS, params=[("metric", "eval/acc"), ("metric", "train/loss")]).json()
+    assert body["metrics"] == ["eval/acc", "train/loss"]
+    rows = {r["run_id"]: r for r in body["runs"]}
+    assert rows["run-a"]["metrics"]["eval/acc"]["max_value"] == 49 / 50
+    assert set(rows["run-b"]["metrics"]) == {"train/loss"}
+
+
+def test_filters_narrow_by_experiment_group_project_and_run_ids(api):
+    def ids(**params):
+        return sorted(r["run_id"] for r in api.get(RUNS, params=params).json()["runs"])
+
+    assert ids(experiment="exp-1") == ["run-a", "run-b"]
+    assert ids(group="gp") == sorted(PAGE_RUNS)
+    assert ids(experiment="exp-1", group="gp") == []
+    assert ids(project="nope") == []
+    assert ids(run_id=["run-b", "page-03", "zzz"]) == ["page-03", "run-b"]
+
+
+def test_more_runs_than_the_limit_list_the_newest_and_say_so(api, monkeypatch):
+    monkeypatch.setattr(run_table, "RUNS_LIMIT", 3)
+    body = api.get(RUNS).json()
+    assert len(body["runs"]) == 3 and body["run_count"] == 9
+    assert body["metadata"]["partial"] is True
+    assert body["metadata"]["warnings"] == [
+        "the 3 newest of 9 runs are listed; filter by project, experiment or group to see the others"]
+
+
+@pytest.mark.parametrize(("params", "expected"), [
+    ([("metric", f"m{i}") for i in range(run_table.METRICS_LIMIT + 1)], (400, "INVALID_ARGUMENT")),
+    ([("run_id", f"r{i}") for i in range(run_table.RUN_IDS_LIMIT + 1)], (400, "INVALID_ARGUMENT")),
+    ([("experiment", "Exp One")], (400, "INVALID_ARGUMENT")),
+    ([("group", "G/1")], (400, "INVALID_ARGUMENT")),
+    ([("source", "bogus")], (400, "INVALID_SOURCE")),
+    ([("workspace", "other")], (403, "WORKSPACE_FORBIDDEN")),
+    ([("source", "kusto")], (503, "SOURCE_UNAVAILABLE")),
+])
+def test_bad_requests_are_answered_as_v2_does(api, params, expected):
+    assert _error(api.get(RUNS, params=params)) == expected
+
+
+def test_too_many_metrics_are_refused_in_words(api):
+    r = api.get(RUNS, params=[("metric", f"m{i}") for i in range(9)])
+    assert r.json()["error"]["message"] == "metric may be given at most 8 times"
+
+
+def test_the_table_is_get_only_and_token_protected(portal_server, api):
+    assert _error(api.post(RUNS)) == (405, "METHOD_NOT_ALLOWED")
+    assert _error(httpx.get(portal_server.base_url + RUNS)) == (401, "UNAUTHORIZED")
+
+
+def test_the_client_reads_the_table_as_typed_rows(portal_server):
+    with PortalClient(portal_server.base_url, TOKEN, project="proj") as client:
+        table = client.run_table(experiment="exp-1", metrics=["train/loss"])
+        assert sorted(table.run_ids) == ["run-a", "run-b"]
+        row = next(r for r in table if r.run_id == "run-a")
+        assert row.config is None and row.metrics["train/loss"].latest_step == LOSS_POINTS - 1
+        assert table.metric_names == ("train/loss", "eval/acc")
+        assert client.run_table(run_ids=["page-01"]).run_ids == ["page-01"]
+
+
+def test_the_client_says_when_the_portal_has_no_table(portal_server):
+    # A TauGrid Portal has no page data: the route is not found.
+    with PortalClient(portal_server.base_url + "/nowhere", TOKEN, retries=0) as client:
+        with pytest.raises(NotFoundError) as info:
+            client.run_table()
+        assert info.value.message == "route was not found"
+
+
+def test_the_default_metric_rule():
+    assert run_table.default_metric({"acc": 9, "train/loss": 2, "loss": 2}) == "loss"
+    assert run_table.default_metric({"acc": 9, "train/loss": 2, "loss": 1}) == "train/loss"  # more runs have it
+    assert run_table.default_metric({"acc": 9, "val_loss": 2, "train/loss": 3}) == "train/loss"
+    assert run_table.default_metric({"acc": 9, "reward": 10, "tau/run_status": 12}) == "reward"
+    assert run_table.default_metric({"tau/run_status": 1}) is None
