@@ -1,5 +1,6 @@
 // plotly.js with only the traces the pane and the Stellar pages draw: scatter (SVG) and scattergl (WebGL, for
-// series too long for SVG). A new trace is one more import and register line here (issue 15 adds parcoords).
+// series too long for SVG). Parallel coordinates (parcoords) register in plotly/parcoords.js, a lazily loaded
+// chunk of the Stellar pages only.
 import Plotly from "plotly.js/lib/core";
 import scatter from "plotly.js/lib/scatter";
 import scattergl from "plotly.js/lib/scattergl";

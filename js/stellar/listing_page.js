@@ -1,39 +1,83 @@
-// The runs listing (/stellar/runs): every run of the workspace with its metrics' counts, and a way to open
-// one or compare several.
+// The runs table (/stellar/runs): every run of the workspace from one page-data read, with search, filters
+// (state, project, experiment, group, tag, config values), sort by any column (a chosen metric's latest, min
+// and max too), the hyperparameter columns that vary across the listed runs, grouping by experiment or group,
+// a parallel-coordinates view of the listed runs, and a way to open one run or compare several.
+//
+// What the user chose is kept in the address (?q=…&experiment=…&sort=…), so a view can be shared or reloaded.
+import { valueText } from "../shared/differing.js";
 import { h } from "../shared/dom.js";
-import { formatNumber, formatTime, plural } from "../shared/format.js";
-import { id, stellarUrl } from "../shared/urls.js";
-import { api, explain, pageData } from "./api.js";
+import { plural } from "../shared/format.js";
+import { stellarUrl } from "../shared/urls.js";
+import { explain, pageData } from "./api.js";
 import { errorBox, showError } from "./notices.js";
 import { main, root, state } from "./page.js";
-import { metricOrder } from "./series.js";
+import { configColumns, filterChoices, filterRuns, parseConfigFilter, sortRuns, tableRows } from "./runs_table.js";
+import { columnsFor, createTableView } from "./table_view.js";
 
-async function allRuns() {
-  // v2 lists runs per experiment; the page data names the experiments of this workspace.
-  const listing = await pageData(["experiments"], { project: state.project });
-  const runs = [];
-  for (const experiment of listing.experiments || []) {
-    const experimentId = experiment.experiment_id;
-    if (!experimentId) continue;
-    let cursor = null;
-    for (let page = 0; page < 50; page++) {
-      const body = await api(["experiments", id(experimentId), "runs"], { limit: 200, cursor, project: experiment.project });
-      runs.push(...(body.runs || []));
-      cursor = body.next_cursor;
-      if (!cursor) break;
-    }
+export const MAX_COMPARE = 50; // runs one compare page draws (its address carries their ids)
+const FILTERS = ["state", "project", "experiment", "group", "tag"];
+const FILTER_LABELS = { state: "states", project: "projects", experiment: "experiments", group: "groups", tag: "tags" };
+
+function readAddress() {
+  const p = new URLSearchParams(window.location.search);
+  const sort = p.get("sort") || "created_at";
+  return {
+    search: p.get("q") || "",
+    filters: Object.fromEntries(FILTERS.map((f) => [f, p.get(f) || ""])),
+    configText: p.get("config") || "",
+    metric: p.get("metric") || "",
+    sort: { column: sort, direction: p.get("dir") === "asc" || (p.get("dir") !== "desc" && sort !== "created_at") ? "asc" : "desc" },
+    groupBy: p.get("group_by") || "",
+    showConstant: p.get("constant") === "1",
+    parallel: p.get("view") === "parallel",
+  };
+}
+
+function writeAddress(t) {
+  const p = new URLSearchParams();
+  if (state.project) p.set("project", state.project);
+  if (t.search) p.set("q", t.search);
+  for (const f of FILTERS) if (t.filters[f]) p.set(f, t.filters[f]);
+  if (t.configText) p.set("config", t.configText);
+  if (t.metric) p.set("metric", t.metric);
+  if (t.sort.column !== "created_at" || t.sort.direction !== "desc") {
+    p.set("sort", t.sort.column);
+    p.set("dir", t.sort.direction);
   }
-  const seen = new Set();
-  return runs
-    .filter((run) => !seen.has(run.run_id) && seen.add(run.run_id))
-    .sort((a, b) => String(b.created_at || "").localeCompare(String(a.created_at || "")));
+  if (t.groupBy) p.set("group_by", t.groupBy);
+  if (t.showConstant) p.set("constant", "1");
+  if (t.parallel) p.set("view", "parallel");
+  const query = p.toString();
+  window.history.replaceState(null, "", window.location.pathname + (query ? `?${query}` : ""));
+}
+
+async function fetchTable(metric) {
+  const started = performance.now();
+  const body = await pageData(["runs"], { project: state.project, metric: metric || null });
+  state.timings.fetchMs = performance.now() - started;
+  for (const warning of body.metadata?.warnings || []) {
+    errorBox().append(h("p", { class: "stellar-note stellar-warning", text: warning }));
+  }
+  return body;
+}
+
+function select(id, label, choices, value) {
+  const node = h("select", { id, "aria-label": label });
+  node.append(h("option", { value: "", text: `all ${label}` }));
+  for (const c of choices) node.append(h("option", { value: c, text: c }));
+  if (value && !choices.includes(value)) node.append(h("option", { value, text: `${value} (no runs)` }));
+  node.value = value;
+  return node;
 }
 
 export async function listingPage() {
   const box = errorBox();
-  let runs;
+  const t = { ...readAddress(), all: [], metricNames: [], selected: new Set(), collapsed: new Set(), only: null, config: [] };
+  state.table = t;
+  state.timings = {};
+  let body;
   try {
-    runs = await allRuns();
+    body = await fetchTable(t.metric);
   } catch (err) {
     showError(explain(err, "The runs could not be listed"), err, box);
     main.append(h("p", { class: "stellar-note", text: "A run can still be opened directly at stellar?target=<run_id>&project=<project>." }));
@@ -42,93 +86,216 @@ export async function listingPage() {
     main.dataset.state = "error";
     return;
   }
-  const compare = h("button", { type: "button", id: "stellar-compare", text: "Compare selected runs", disabled: true });
-  const selected = new Set();
+  const firstDraw = performance.now();
+  t.all = body.runs || [];
+  t.metricNames = body.metric_names || [];
+  t.metric = body.metrics?.[0] || "";
+
+  // -- controls
+  const search = h("input", { type: "search", id: "stellar-search", value: t.search, placeholder: "search runs, tags, config values",
+    "aria-label": "search runs" });
+  const choices = filterChoices(t.all);
+  const menus = Object.fromEntries(FILTERS.map((f) => [f, select(`stellar-filter-${f}`, FILTER_LABELS[f], choices[f], t.filters[f])]));
+  const configInput = h("input", { type: "text", id: "stellar-filter-config", value: t.configText,
+    placeholder: "config: lr>0.01, opt=adam", "aria-label": "filter by config values",
+    title: "key=value, key!=value, key>number, key<=number, key~text; separated by commas" });
+  const metricSelect = h("select", { id: "stellar-metric", "aria-label": "metric" });
+  for (const name of t.metricNames) metricSelect.append(h("option", { value: name, text: name }));
+  if (!t.metricNames.length) metricSelect.append(h("option", { value: "", text: "no metrics" }));
+  metricSelect.value = t.metric;
+  const groupBy = h("select", { id: "stellar-group-by", "aria-label": "group by" },
+    h("option", { value: "", text: "no grouping" }), h("option", { value: "experiment", text: "experiment" }),
+    h("option", { value: "group", text: "group" }));
+  groupBy.value = t.groupBy;
+  const showConstant = h("input", { type: "checkbox", id: "stellar-show-constant" });
+  showConstant.checked = t.showConstant;
+  const parallelButton = h("button", { type: "button", id: "stellar-parallel-toggle", "aria-pressed": String(t.parallel),
+    text: "Parallel coordinates" });
+  const compare = h("button", { type: "button", id: "stellar-compare", text: "Open selected run", disabled: true });
+  const count = h("span", { class: "stellar-note", id: "stellar-count" });
+  const configError = h("p", { class: "stellar-error", id: "stellar-config-error", role: "alert", hidden: true });
+  const constantLine = h("p", { class: "stellar-note", id: "stellar-constant", hidden: true });
+  const brushLine = h("p", { class: "stellar-note", id: "stellar-brushed", hidden: true });
+  const parallelBox = h("div", { class: "stellar-parallel", id: "stellar-parallel", hidden: true });
+  main.append(
+    h("div", { class: "stellar-controls stellar-table-controls" }, search, ...FILTERS.map((f) => menus[f]), configInput),
+    h("div", { class: "stellar-controls stellar-table-controls" },
+      h("label", {}, "metric", metricSelect), h("label", {}, "group by", groupBy),
+      h("label", {}, showConstant, "constant hyperparameters"), parallelButton, compare, count),
+    configError, constantLine, parallelBox, brushLine,
+  );
+  if (!t.all.length) main.append(h("p", { class: "stellar-note", id: "stellar-no-runs", text: "No runs in this workspace yet." }));
+  const tableBox = h("div", { class: "stellar-table-box" });
+  main.append(tableBox);
+
+  let listed = [];
+  let parallel = null; // the lazily loaded parallel-coordinates view
+  const view = createTableView(tableBox, {
+    onSort(column) {
+      const same = t.sort.column === column;
+      t.sort = { column, direction: same ? (t.sort.direction === "asc" ? "desc" : "asc") : column === "created_at" ? "desc" : "asc" };
+      refresh();
+    },
+    onSelect(runId, checked) {
+      if (checked) t.selected.add(runId);
+      else t.selected.delete(runId);
+      refresh({ keepScroll: true });
+    },
+    onToggleGroup(key) {
+      if (t.collapsed.has(key)) t.collapsed.delete(key);
+      else t.collapsed.add(key);
+      refresh({ keepScroll: true });
+    },
+    onSelectAll(checked) {
+      if (checked) for (const run of listed) t.selected.add(run.run_id);
+      else for (const run of listed) t.selected.delete(run.run_id);
+      refresh({ keepScroll: true });
+    },
+  });
+
+  function compareButton() {
+    const n = t.selected.size;
+    compare.disabled = n < 1 || n > MAX_COMPARE;
+    compare.textContent = n > MAX_COMPARE ? `Compare at most ${MAX_COMPARE} runs (${n} selected)`
+      : n > 1 ? `Compare ${n} runs` : "Open selected run";
+  }
+
+  /** Everything but the brushed selection: what the parallel coordinates draw. */
+  function filtered() {
+    return filterRuns(t.all, { search: t.search, ...t.filters, config: t.config });
+  }
+
+  function refresh({ keepScroll = false, redrawParallel = false } = {}) {
+    const started = performance.now();
+    const base = filtered();
+    const { varying, constant } = configColumns(base);
+    const sample = base.find((r) => r.config) || {};
+    constantLine.hidden = !constant.length || t.showConstant;
+    constantLine.textContent = constant.length
+      ? `Same in all ${plural(base.filter((r) => r.config).length, "run")} with a config: ${constant.slice(0, 12)
+        .map((k) => `${k}=${valueText(sample.config[k])}`).join(", ")}${constant.length > 12 ? `, +${constant.length - 12} more` : ""}`
+      : "";
+    listed = filterRuns(base, { only: t.only });
+    const sorted = sortRuns(listed, t.sort.column, t.sort.direction, t.metric);
+    const rows = tableRows(sorted, t.groupBy, t.collapsed);
+    const nonFinite = listed.some((r) => Number(r.metrics?.[t.metric]?.non_finite_count || 0) > 0);
+    const columns = columnsFor({ metric: t.metric, varying, constant, showConstant: t.showConstant, nonFinite });
+    if (!keepScroll) view.element.scrollTop = 0;
+    view.update({ rows, columns, metric: t.metric, sort: t.sort, selected: t.selected,
+      allSelected: listed.length > 0 && listed.every((r) => t.selected.has(r.run_id)) });
+    count.textContent = listed.length === t.all.length ? plural(t.all.length, "run")
+      : `${plural(listed.length, "run")} of ${t.all.length}`;
+    if (body.run_count > t.all.length) count.textContent += ` (the newest ${t.all.length} of ${body.run_count})`;
+    main.dataset.listed = String(listed.length);
+    main.dataset.varying = varying.join(",");
+    compareButton();
+    state.timings.refreshMs = performance.now() - started;
+    if (t.parallel && (redrawParallel || !parallel)) drawParallel(base, varying);
+    writeAddress(t);
+  }
+
+  let parallelLoading = null;
+  async function drawParallel(base, varying) {
+    parallelBox.hidden = false;
+    try {
+      // The parallel coordinates (plotly's parcoords) are a chunk of their own, loaded the first time they are shown.
+      parallelLoading ||= import("./parcoords_view.js").then(({ createParallelView }) => createParallelView(parallelBox, {
+        onBrush(kept) {
+          t.only = kept;
+          brushLine.hidden = !kept;
+          brushLine.textContent = kept ? `${plural(kept.size, "run")} within the brushed ranges; the table lists only `
+            + "them (click an axis outside its brushed range to clear it)" : "";
+          refresh();
+        },
+        onOpen(run) {
+          window.location.href = stellarUrl(root, [run.run_id], run.project).href;
+        },
+      }));
+      parallel = state.parallel = await parallelLoading;
+      parallel.update({ runs: base, keys: varying, metric: t.metric });
+    } catch (err) {
+      parallelBox.dataset.state = "error";
+      showError(`The parallel coordinates could not be drawn: ${err.message || err}`, null, parallelBox);
+    }
+  }
+
+  function closeParallel() {
+    parallelBox.hidden = true;
+    brushLine.hidden = true;
+    if (t.only) t.only = null;
+  }
+
+  function readConfig() {
+    const parsed = parseConfigFilter(configInput.value);
+    t.configText = configInput.value.trim();
+    configError.hidden = !parsed.error;
+    configError.textContent = parsed.error ? `Config filter: ${parsed.error}` : "";
+    configInput.setAttribute("aria-invalid", String(!!parsed.error));
+    if (!parsed.error) t.config = parsed.conditions;
+  }
+
+  // A filter change redraws the parallel coordinates for the runs it now lists (and drops the brushed set).
+  const filterChanged = () => {
+    t.only = null;
+    brushLine.hidden = true;
+    refresh({ redrawParallel: true });
+  };
+  search.addEventListener("input", () => {
+    t.search = search.value.trim();
+    filterChanged();
+  });
+  for (const f of FILTERS) {
+    menus[f].addEventListener("change", () => {
+      t.filters[f] = menus[f].value;
+      filterChanged();
+    });
+  }
+  configInput.addEventListener("input", () => {
+    readConfig();
+    filterChanged();
+  });
+  groupBy.addEventListener("change", () => {
+    t.groupBy = groupBy.value;
+    refresh();
+  });
+  showConstant.addEventListener("change", () => {
+    t.showConstant = showConstant.checked;
+    refresh({ keepScroll: true });
+  });
+  parallelButton.addEventListener("click", () => {
+    t.parallel = !t.parallel;
+    parallelButton.setAttribute("aria-pressed", String(t.parallel));
+    if (!t.parallel) closeParallel();
+    refresh({ redrawParallel: true });
+  });
+  metricSelect.addEventListener("change", async () => {
+    // The table's metric values come with the listing: read it again for the new metric.
+    metricSelect.disabled = true;
+    main.dataset.state = "loading";
+    try {
+      const next = await fetchTable(metricSelect.value);
+      body = next;
+      t.all = next.runs || [];
+      t.metric = next.metrics?.[0] || metricSelect.value;
+      refresh({ redrawParallel: true });
+    } catch (err) {
+      showError(explain(err, `The runs could not be listed with ${metricSelect.value}`), err, box);
+      metricSelect.value = t.metric;
+    } finally {
+      metricSelect.disabled = false;
+      main.dataset.state = "ready";
+    }
+  });
   compare.addEventListener("click", () => {
-    const picked = runs.filter((r) => selected.has(r.run_id));
+    const picked = t.all.filter((r) => t.selected.has(r.run_id));
     const projects = new Set(picked.map((r) => r.project));
     window.location.href = stellarUrl(root, picked.map((r) => r.run_id), projects.size === 1 ? [...projects][0] : null).href;
   });
-  const table = h("table", { class: "stellar-table", id: "stellar-run-table" });
-  table.append(
-    h(
-      "thead",
-      {},
-      h("tr", {}, ...["", "Run / metric", "State", "Points", "Finite", "Non-finite", "Steps", "Min", "Max", "Latest"].map((label) => h("th", { text: label }))),
-    ),
-  );
-  const tbody = h("tbody");
-  table.append(tbody);
-  main.append(h("div", { class: "stellar-controls" }, compare, h("span", { class: "stellar-note", text: `${plural(runs.length, "run")}` })), table);
-  if (!runs.length) main.append(h("p", { class: "stellar-note", id: "stellar-no-runs", text: "No runs in this workspace yet." }));
-  state.runs = {};
-  const rows = runs.map((run) => {
-    const check = h("input", { type: "checkbox", title: `select ${run.run_id} for comparison` });
-    check.addEventListener("change", () => {
-      if (check.checked) selected.add(run.run_id);
-      else selected.delete(run.run_id);
-      compare.disabled = selected.size < 1;
-      compare.textContent = selected.size > 1 ? `Compare ${selected.size} runs` : "Open selected run";
-    });
-    const link = h("a", { href: stellarUrl(root, [run.run_id], run.project).href, text: run.run_id });
-    const where = [run.project, run.experiment_id, run.run_group_id].filter(Boolean).join(" / ");
-    const tr = h(
-      "tr",
-      { class: "stellar-run-row", "data-run-id": run.run_id, "data-state": run.state || "" },
-      h("td", {}, check),
-      h("td", {}, link, h("div", { class: "stellar-note", text: `${where}${run.created_at ? ` · created ${formatTime(run.created_at)}` : ""}` })),
-      h("td", {}, h("span", { class: "stellar-state", "data-state": run.state || "", text: run.state || "unknown" })),
-      h("td", { colSpan: 7 }),
-    );
-    tbody.append(tr);
-    state.runs[run.run_id] = { run, metrics: null };
-    return tr;
-  });
+
+  readConfig();
   document.getElementById("stellar-loading")?.remove();
-  // A handful of metric reads at a time keeps a long listing from flooding the Portal.
-  let next = 0;
-  const worker = async () => {
-    while (next < runs.length) {
-      const i = next++;
-      await listMetrics(runs[i], rows[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: 6 }, worker));
+  refresh({ redrawParallel: true });
+  state.timings.firstDrawMs = performance.now() - firstDraw;
   state.ready = true;
   main.dataset.state = "ready";
-}
-
-async function listMetrics(run, row) {
-  let body;
-  try {
-    body = await api(["runs", id(run.run_id), "metrics"], { project: run.project });
-  } catch (err) {
-    row.lastChild.append(h("span", { class: "stellar-error", text: explain(err, "metrics could not be loaded") }));
-    return;
-  }
-  const metrics = (body.metrics || []).slice().sort((a, b) => metricOrder(a.name, b.name));
-  state.runs[run.run_id].metrics = metrics;
-  if (!metrics.length) row.lastChild.textContent = "no metrics yet";
-  let after = row;
-  for (const m of metrics) {
-    const steps = m.min_step !== undefined ? `${formatNumber(m.min_step)}–${formatNumber(m.max_step)}` : "–";
-    const latest = m.latest_value !== undefined ? `${formatNumber(m.latest_value)} @ ${formatNumber(m.latest_step)}` : m.latest_step !== undefined ? `– @ ${formatNumber(m.latest_step)}` : "–";
-    const nonFinite = Number(m.non_finite_count || 0);
-    const tr = h(
-      "tr",
-      { class: "stellar-metric-row", "data-run-id": run.run_id, "data-metric": m.name, "data-non-finite": String(nonFinite) },
-      h("td"),
-      h("td", { text: m.name }),
-      h("td"),
-      h("td", { class: "num", text: formatNumber(m.count) }),
-      h("td", { class: "num", text: formatNumber(m.finite_count) }),
-      h("td", { class: `num${nonFinite ? " bad" : ""}`, text: formatNumber(nonFinite) }),
-      h("td", { class: "num", text: steps }),
-      h("td", { class: "num", text: formatNumber(m.min_value) }),
-      h("td", { class: "num", text: formatNumber(m.max_value) }),
-      h("td", { class: "num", text: latest }),
-    );
-    after.after(tr);
-    after = tr;
-  }
 }
