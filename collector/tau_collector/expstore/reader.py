@@ -23,21 +23,23 @@ import contextlib
 import itertools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .config_rows import read_run_configs
+from .configs import RunConfig
 from .m4 import M4Index, m4_indices
 from .read_cache import LRU, QUICK_FILE_ROWS, IndexCache, WouldBlock, may_block, no_blocking
 from .run_events import RunEvent, read_run_events
 from .store import ExpStore
 from .summaries import SUMMARY_COLUMNS, MetricSummaryRow
 
-__all__ = ["MetricSummaryRow", "ReducedSeries", "Rows", "RunRow", "StoreReader", "WORKSPACE_TAG", "WouldBlock",
-           "no_blocking"]
+__all__ = ["WORKSPACE_TAG", "MetricSummaryRow", "ReducedSeries", "Rows", "RunConfig", "RunRow", "StoreReader",
+           "WouldBlock", "no_blocking"]
 
 WORKSPACE_TAG = "tau_workspace"
 DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
@@ -214,6 +216,19 @@ class StoreReader:
                 "SELECT metric_name FROM metric_summaries WHERE run_id = ? ORDER BY metric_name", (run_id,)
             ))
         return RunRow(*row, tags=tags, metric_names=names)
+
+    def run_config(self, run_id: str) -> RunConfig | None:
+        """The run's configuration (hyperparameters), or None when it has none."""
+        return self.run_configs((run_id,)).get(run_id)
+
+    def run_configs(self, run_ids: Iterable[str]) -> dict[str, RunConfig]:
+        """The configuration of each run among ``run_ids`` that has one, read in one query."""
+        key = tuple(sorted(set(run_ids)))
+
+        def load() -> dict[str, RunConfig]:
+            return read_run_configs(self.store.connection(), key)
+
+        return dict(self._index.get(("configs", key), load))
 
     def metric_summaries(self, run_id: str) -> list[MetricSummaryRow]:
         return list(self._summaries(run_id))

@@ -26,12 +26,15 @@ from ..gojson import format_time
 from ..metric_event import MetricEvent
 from . import schema
 from .compaction import compact_run
+from .config_rows import ConfigConflictError, put_run_config, run_config_hash
+from .configs import RunConfig
 from .metric_files import metric_file_path, parquet_bytes
 from .store import ExpStore, StoreError, utc_now_rfc3339
 from .summaries import MetricSummaryRow, merge_summaries, read_summary, store_summary, summarize_metric
 
 __all__ = [
     "RUN_STATUS_METRIC",
+    "ConfigConflictError",
     "IdempotencyConflictError",
     "MetricWriter",
     "RunColumns",
@@ -197,6 +200,15 @@ class MetricWriter:
                 (key, command, target_type, target_id, request_hash, utc_now_rfc3339()),
             )
 
+    def put_run_config(self, run_id: str, config: RunConfig) -> bool:
+        """Store ``config`` as the run's configuration (TauGrid's ``configs`` row and ``runs.config_hash``).
+
+        True when it was written, False when the same row was already there; a run that already has
+        another configuration raises :class:`ConfigConflictError` (nothing is written). The run row
+        itself may come later: it takes the hash when its first metrics are written.
+        """
+        return put_run_config(self.store, run_id, config)
+
     def mark_completed(self, run_id: str) -> None:
         """A run whose whole history was written at once (an import): state ``completed``, completed at
         its newest point. A state set by a ``tau/run_status`` row (succeeded/failed/cancelled) stays."""
@@ -311,9 +323,9 @@ class MetricWriter:
         if existing is None:
             tx.execute(
                 "INSERT INTO runs(run_id, project, experiment_id, run_group_id, state, created_at, "
-                "started_at, index_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "started_at, config_hash, index_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (rf.run_id, rf.project, rf.experiment_id, rf.run_group_id, RUN_STATE_RUNNING, now, started,
-                 schema.SCHEMA_VERSION),
+                 run_config_hash(tx, rf.run_id), schema.SCHEMA_VERSION),
             )
         else:
             if tuple(existing[:3]) != (rf.project, rf.experiment_id, rf.run_group_id):
