@@ -9,7 +9,8 @@ import pytest
 from taunotebook.client import NotFoundError, PortalClient
 from taunotebook.portal import run_table
 
-from .conftest import LOSS_POINTS, PAGE_RUNS, TOKEN, loss_value
+from .conftest import LOSS_POINTS, PAGE_RUNS, TOKEN, loss_value, serve
+from .sweep_store import build_sweep_store, final_loss
 
 RUNS = "/stellar/data/runs"
 
@@ -132,3 +133,44 @@ def test_the_default_metric_rule():
     assert run_table.default_metric({"acc": 9, "val_loss": 2, "train/loss": 3}) == "train/loss"
     assert run_table.default_metric({"acc": 9, "reward": 10, "tau/run_status": 12}) == "reward"
     assert run_table.default_metric({"tau/run_status": 1}) is None
+
+
+# -- a sweep: configs ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    root = build_sweep_store(tmp_path_factory.mktemp("sweep") / "store", trials=8)
+    with serve(root) as server, httpx.Client(base_url=f"http://127.0.0.1:{server.port}",
+                                            headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        yield client
+
+
+def test_each_run_carries_its_config_fields_and_hash(sweep):
+    rows = {r["run_id"]: r for r in sweep.get(RUNS).json()["runs"]}
+    assert rows["trial-001"]["config"] == {"batch": 32, "lr": 0.03, "optimizer.name": "sgd", "seed": 1}
+    assert rows["trial-004"]["config"] == {"batch": 32, "lr": 0.1, "optimizer.name": "adam", "seed": 1}
+    assert len(rows["trial-001"]["config_hash"]) == 64
+    assert rows["ref-0"]["config"] is None and "config_hash" not in rows["ref-0"]
+
+
+def test_the_sweeps_metric_values_come_from_the_summaries(sweep):
+    rows = {r["run_id"]: r for r in sweep.get(RUNS, params={"experiment": "sweep"}).json()["runs"]}
+    assert len(rows) == 8
+    assert rows["trial-002"]["metrics"]["loss"]["latest_value"] == pytest.approx(final_loss(2))
+    assert rows["trial-003"]["metrics"]["loss"]["non_finite_count"] == 1
+
+
+def test_a_config_beyond_the_limits_is_cut_and_said_so(sweep, monkeypatch):
+    monkeypatch.setattr(run_table, "CONFIG_FIELDS_LIMIT", 2)
+    body = sweep.get(RUNS, params={"experiment": "sweep"}).json()
+    assert all(len(r["config"]) == 2 for r in body["runs"])
+    assert body["metadata"]["warnings"][0].startswith("configs cut to 2 fields of at most 256 characters: trial-")
+    assert body["metadata"]["warnings"][0].endswith("and 3 more")
+
+
+def test_a_long_text_value_is_cut_to_the_limit():
+    text, cut = run_table._field_value("x" * 1000)
+    assert cut and len(text) == run_table.CONFIG_TEXT_LIMIT and text.endswith("…")
+    assert run_table._field_value(float("nan")) == ("NaN", False)
+    assert run_table._field_value(0.5) == (0.5, False)
