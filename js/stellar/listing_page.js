@@ -215,6 +215,7 @@ export async function listingPage() {
       parallel.update({ runs: base, keys: varying, metric: t.metric });
     } catch (err) {
       parallelBox.dataset.state = "error";
+      parallelBox.replaceChildren();
       showError(`The parallel coordinates could not be drawn: ${err.message || err}`, null, parallelBox);
     }
   }

@@ -10,7 +10,20 @@ import { h } from "../shared/dom.js";
 import { formatNumber, plural } from "../shared/format.js";
 import { bestDirection, brushedRuns, metricValue, parallelData } from "./parallel.js";
 
+/** Whether this browser gives pages WebGL (parcoords draws its lines with it). */
+function hasWebGL() {
+  try {
+    return !!document.createElement("canvas").getContext("webgl");
+  } catch {
+    return false;
+  }
+}
+
 export function createParallelView(box, { onBrush, onOpen }) {
+  if (!hasWebGL()) {
+    throw new Error("they are drawn with WebGL, which this browser does not offer to the page (hardware acceleration "
+      + "off, or a locked-down browser); the table below still lists, filters and sorts the runs");
+  }
   const which = h("select", { id: "stellar-parallel-value", "aria-label": "metric value" },
     h("option", { value: "final", text: "final value" }), h("option", { value: "best", text: "best value" }));
   const best = h("select", { id: "stellar-parallel-best", "aria-label": "best is" },

@@ -107,7 +107,9 @@ export function createTableView(container, { onSort, onSelect, onToggleGroup, on
   function draw() {
     frame = 0;
     header();
-    const w = visibleWindow({ scrollTop: scroller.scrollTop, viewportHeight: scroller.clientHeight || 600,
+    // Before its rows are drawn the box is only as tall as its header: the window fills the most it can show.
+    const viewportHeight = Math.max(scroller.clientHeight, 0.7 * window.innerHeight);
+    const w = visibleWindow({ scrollTop: scroller.scrollTop, viewportHeight,
       rowHeight: ROW_HEIGHT, rowCount: view.rows.length, overscan: OVERSCAN });
     const span = view.columns.length + 1;
     const spacer = (height, where) => h("tr", { class: "stellar-spacer", "data-spacer": where, style: `height:${height}px` },
@@ -119,14 +121,14 @@ export function createTableView(container, { onSort, onSelect, onToggleGroup, on
     view.stats.window = [w.start, w.end];
   }
 
-  scroller.addEventListener("scroll", () => {
+  const later = () => {
     if (!frame) frame = requestAnimationFrame(draw);
-  });
+  };
+  scroller.addEventListener("scroll", later);
+  window.addEventListener("resize", later);
 
   view.update = (next) => {
     Object.assign(view, next);
-    // The table is as tall as its rows, up to most of the window; it scrolls beyond that.
-    scroller.style.maxHeight = "70vh";
     if (frame) cancelAnimationFrame(frame);
     draw();
   };
