@@ -13,7 +13,13 @@ The contract between the two sides
 Synced traitlets (Python → browser unless noted):
 
 ``run_id``, ``project``, ``compare``
-    the primary run, its project, and the runs drawn beside it (list of run ids).
+    the primary run, its project, and what is drawn beside it as given: run ids, experiment ids or run
+    group ids (:mod:`taunotebook.compare_runs` resolves them).
+``run_ids``
+    the runs drawn, in legend order: the primary run, then the runs ``compare`` resolved to.
+``configs``
+    ``{run_id: {field: scalar} | None}`` — the drawn runs' config fields; the legend names each run by
+    what differs between them (``js/shared/differing.js``), else by its id.
 ``metrics``
     the metric names drawn, ``loss`` first (the ``metrics=`` argument, else every metric the run has).
 ``runs``
@@ -83,6 +89,7 @@ from taunotebook.client import (
     Series,
     stellar_link,
 )
+from taunotebook.compare_runs import resolve_compare, run_configs
 
 __all__ = ["BUILD_HINT", "BUNDLE", "LossPane", "TERMINAL_STATES"]
 
@@ -94,6 +101,7 @@ MIN_INTERVAL = 0.2  # seconds between polls while points keep arriving
 IDLE_INTERVAL = 2.0  # the slowest poll of a quiet, healthy run
 FAIL_INTERVAL = 10.0  # the slowest retry while the Portal fails
 RESYNC_SECONDS = 2.0
+RESOLVE_SECONDS = 10.0  # how often an experiment or group in compare= is listed again (a sweep adds runs)
 MAX_POINTS = 12000  # TauGrid's cap for one series read
 ROUTE_NOT_FOUND = "route was not found"  # TauGrid's message for a path it does not serve
 DEFAULT_WIDTH = 800
@@ -192,7 +200,11 @@ class _Poller:
         self.owns_client = owns_client
         self.run_id = pane.run_id
         self.project = pane.project or None
-        self.runs = [pane.run_id, *[r for r in pane.compare if r != pane.run_id]]
+        self.runs = [pane.run_id]  # then the runs compare= resolves to, on the first poll
+        self.compare_entries = [c for c in pane.compare if c != pane.run_id]
+        self.resolved_at: float | None = None
+        self.compare_grows = False
+        self.compare_notes: list[str] = []
         self.fixed_metrics = list(pane._requested_metrics) if pane._requested_metrics else None
         self.stop_event = threading.Event()
         self.wake = threading.Event()
@@ -317,8 +329,26 @@ class _Poller:
                   "sent_at": time.time() * 1000.0}
         pane.send(header, buffers=_buffers(steps, values))
 
+    def _resolve(self, pane: LossPane) -> None:
+        """The runs ``compare=`` names (once; every :data:`RESOLVE_SECONDS` while an experiment or group may grow)."""
+        now = time.monotonic()
+        if self.resolved_at is not None and (not self.compare_grows or now - self.resolved_at < RESOLVE_SECONDS):
+            return
+        resolved = resolve_compare(self.client, self.run_id, self.compare_entries)
+        self.resolved_at = now
+        self.compare_grows, self.compare_notes = resolved.grows, resolved.notes
+        if resolved.run_ids == self.runs and pane.run_ids:
+            return
+        self.runs = resolved.run_ids
+        configs = run_configs(self.client, self.runs)
+        with pane.hold_sync():
+            pane.configs = configs
+            pane.run_ids = list(self.runs)
+            pane.stellar_href = _stellar_href(self.client, self.run_id, pane.project or None, self.runs[1:])
+
     def _poll(self, pane: LossPane) -> bool:
         """One round: states, catalogs, then reduced reads (on resync), zoomed reads, tails. True if new points."""
+        self._resolve(pane)
         runs_info: dict[str, dict] = {}
         names_seen: list[str] = []
         catalogs = {}
@@ -394,7 +424,7 @@ class _Poller:
 
     def _ok_message(self, runs_info: dict) -> str:
         primary = runs_info[self.run_id]
-        warnings = [w for r in runs_info.values() for w in r.get("warnings", ())]
+        warnings = [*self.compare_notes, *(w for r in runs_info.values() for w in r.get("warnings", ()))]
         text = "connected"
         if primary["state"] == "failed":
             text = "the run failed" + (f": {primary['status_message']}" if primary.get("status_message") else "")
@@ -448,13 +478,16 @@ class LossPane(anywidget.AnyWidget):
 
     ``portal`` is a :class:`~taunotebook.client.PortalClient`, a base URL (token from ``TAU_PORTAL_TOKEN``
     or the URL's ``?token=``), or ``None`` for ``TAU_PORTAL_URL``/``TAU_PORTAL_TOKEN``. ``metrics``
-    limits the metrics drawn (default: all the run has). ``compare`` adds other runs to every plot.
-    ``close()`` stops the thread.
+    limits the metrics drawn (default: all the run has). ``compare`` adds other runs to every plot: run
+    ids, or an experiment or run group id for all of its runs (:mod:`taunotebook.compare_runs`; a run
+    id wins when an id names both). ``close()`` stops the thread.
     """
 
     run_id = traitlets.Unicode().tag(sync=True)
     project = traitlets.Unicode("").tag(sync=True)
     compare = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    run_ids = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    configs = traitlets.Dict().tag(sync=True)
     metrics = traitlets.List(traitlets.Unicode()).tag(sync=True)
     runs = traitlets.Dict().tag(sync=True)
     state = traitlets.Unicode("").tag(sync=True)

@@ -108,7 +108,9 @@ def test_loss_is_the_first_chart(page: Page, portal_server: PortalServer):
     metrics = page.locator("section.stellar-chart").evaluate_all("(els) => els.map((e) => e.dataset.metric)")
 
     assert metrics[0] == "train/loss"
-    assert set(metrics) == {"train/loss", "eval/acc", "tau/run_status"}
+    # tau/run_status is the run's state, said in words on its card (as the pane does), never a chart.
+    assert set(metrics) == {"train/loss", "eval/acc"}
+    assert page.locator('section.stellar-run[data-run-id="run-a"] .stellar-state').inner_text() == "succeeded"
 
 
 def test_a_large_metric_is_drawn_reduced_within_the_width_based_budget(page: Page, portal_server: PortalServer):

@@ -52,6 +52,7 @@ export class MetricPlot {
     const s = this.pane.settings;
     const runs = this.runs();
     const colors = this.pane.colors();
+    const labels = this.pane.labels();
     const compare = runs.length > 1;
     this.gl = runs.some((run) => (this.series(run)?.steps.length || 0) > GL_THRESHOLD);
     const type = this.gl ? "scattergl" : "scatter";
@@ -64,12 +65,15 @@ export class MetricPlot {
       const ys = [];
       smoothInto(smoother, series.values, ys);
       this.drawn.set(seriesKey(run, this.metric), { version: series.version, length: series.steps.length, smoother });
-      const name = i === 0 ? run : `${run} (compare)`;
+      // Named by what differs between the runs' configs (lr=0.1); a run the configs do not name keeps its id.
+      const label = labels.get(run)?.label ?? run;
+      const name = label !== run || i === 0 ? label : `${run} (compare)`;
+      const hover = name === run ? { hoverinfo: "x+y+name" } : { hoverinfo: "x+y+name+text", text: run };
       traces.push({ type, mode: "lines", x, y: series.values.slice(), name, legendgroup: run,
         showlegend: compare && !(s.smoothing > 0), line: { color, width: 1 }, opacity: s.smoothing > 0 ? 0.3 : 1,
-        hoverinfo: "x+y+name" });
+        ...hover });
       traces.push({ type, mode: "lines", x: x.slice(), y: ys, name, legendgroup: run,
-        showlegend: compare && s.smoothing > 0, line: { color, width: 2 }, visible: s.smoothing > 0 });
+        showlegend: compare && s.smoothing > 0, line: { color, width: 2 }, visible: s.smoothing > 0, ...hover });
       const nf = series.nonFinite;
       traces.push({ type: "scatter", mode: "markers", x: this.xFor(series, nf.steps), y: nf.steps.map(() => 0.04),
         yaxis: "y2", name: `${run} non-finite`, legendgroup: run, showlegend: false,

@@ -1,5 +1,6 @@
 // The pane's view: header (run, state, Open in Stellar), status line, controls, and one MetricPlot per metric.
 import { h } from "../shared/dom.js";
+import { runLabels } from "../shared/differing.js";
 import { assignRunColors } from "../shared/palette.js";
 import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { MetricPlot } from "./metric_plot.js";
@@ -22,9 +23,21 @@ export class Pane {
     this.build();
   }
 
-  /** The pane's run, then the compared runs, each once: the order of its legend and of its Stellar link. */
+  /** The pane's run, then the runs compare= resolved to (run_ids, set by the kernel): legend and link order. */
   runIds() {
-    return [...new Set([this.model.get("run_id"), ...(this.model.get("compare") || [])])];
+    return [...new Set([this.model.get("run_id"), ...(this.model.get("run_ids") || [])])];
+  }
+
+  /** Each run's legend name: what differs between the drawn runs' configs (shared/differing.js), else its id. */
+  labels() {
+    const runs = this.runIds();
+    const configs = this.model.get("configs") || {};
+    const key = JSON.stringify([runs, configs]);
+    if (this.labelKey !== key) {
+      this.labelKey = key;
+      this.labelMap = runLabels(runs, configs);
+    }
+    return this.labelMap;
   }
 
   /** Each run's colour (shared/palette.js: the same as on the Stellar page its link opens). */
@@ -169,6 +182,11 @@ export class Pane {
     const onMeta = () => this.syncMeta();
     const names = ["state", "status", "metrics", "runs", "stellar_href", "compare"];
     for (const n of names) this.model.on(`change:${n}`, onMeta);
+    // The runs drawn, or their names, changed (compare= resolved, a sweep's new run, a config read): redraw.
+    const onRuns = () => {
+      for (const plot of this.plots.values()) if (plot.ready) plot.full(); else plot.update();
+    };
+    for (const n of ["run_ids", "configs"]) this.model.on(`change:${n}`, onRuns);
     const listener = () => this.schedule();
     this.store.listeners.add(listener);
     const hiddenStyle = this.hideStaticFallback();
@@ -187,6 +205,7 @@ export class Pane {
       ro.disconnect();
       this.store.listeners.delete(listener);
       for (const n of names) this.model.off(`change:${n}`, onMeta);
+      for (const n of ["run_ids", "configs"]) this.model.off(`change:${n}`, onRuns);
       for (const plot of this.plots.values()) plot.destroy();
       if (hiddenStyle) hiddenStyle.remove();
     };

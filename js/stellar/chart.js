@@ -110,7 +110,7 @@ function describe(chart) {
   for (const runId of chart.runIds) {
     const series = chart.series[runId];
     const summary = chart.summaries[runId] || {};
-    const label = chart.runIds.length > 1 ? `${runId}: ` : "";
+    const label = chart.runIds.length > 1 ? `${runName(runId)}: ` : "";
     if (series) {
       const { returned_points: returned, source_points: source } = series.body;
       const span = series.range ? `steps ${formatNumber(series.range[0])}–${formatNumber(series.range[1])}, ` : "";
@@ -137,6 +137,11 @@ function describe(chart) {
   chart.section.dataset.nonFinite = String(nonFiniteTotal);
 }
 
+/** A run as its legend shows it: named by what differs from the runs beside it, else its id. */
+function runName(runId) {
+  return state.runs[runId].label || runId;
+}
+
 function traces(chart) {
   const out = [];
   const useWall = state.xAxis === "wall";
@@ -146,13 +151,15 @@ function traces(chart) {
     const series = chart.series[runId];
     if (!series) continue;
     const color = state.runs[runId].color;
+    const name = runName(runId);
+    const who = name === runId ? runId : `${name}<br>${runId}`;
     const x = useWall && series.hasWallTime ? series.wall.map((ms) => new Date(ms)) : series.step;
     const y = series.value.map((v) => (Number.isFinite(v) ? v : null));
     const smoothing = state.smoothing > 0;
     out.push({
       type: "scatter",
       mode: x.length === 1 ? "markers" : "lines",
-      name: runId,
+      name,
       legendgroup: runId,
       x,
       y,
@@ -162,7 +169,7 @@ function traces(chart) {
       marker: { color, size: 5 },
       opacity: smoothing ? 0.3 : 1,
       showlegend: !smoothing,
-      hovertemplate: `${runId}<br>step %{customdata}<br>%{y:.6g}<extra></extra>`,
+      hovertemplate: `${who}<br>step %{customdata}<br>%{y:.6g}<extra></extra>`,
       meta: { role: "raw", runId },
     });
     drawnPoints += x.length;
@@ -172,7 +179,7 @@ function traces(chart) {
       out.push({
         type: "scatter",
         mode: x.length === 1 ? "markers" : "lines",
-        name: runId,
+        name,
         legendgroup: runId,
         x,
         y: smoothed,
@@ -180,7 +187,7 @@ function traces(chart) {
         connectgaps: false,
         line: { color, width: 2 },
         marker: { color, size: 5 },
-        hovertemplate: `${runId} (smoothed)<br>step %{customdata}<br>%{y:.6g}<extra></extra>`,
+        hovertemplate: `${who} (smoothed)<br>step %{customdata}<br>%{y:.6g}<extra></extra>`,
         meta: { role: "smoothed", runId },
       });
     }
@@ -188,7 +195,7 @@ function traces(chart) {
       out.push({
         type: "scatter",
         mode: "markers",
-        name: `${runId} non-finite`,
+        name: `${name} non-finite`,
         legendgroup: runId,
         showlegend: false,
         x: series.nonFinite.map((p) => (useWall && p.wallMs !== null ? new Date(p.wallMs) : p.step)),
@@ -215,7 +222,8 @@ function draw(chart) {
     yaxis: { type: state.logY ? "log" : "linear", exponentformat: "e", zeroline: false },
     yaxis2: { overlaying: "y", range: [0, 1], visible: false, fixedrange: true },
     showlegend: chart.runIds.length > 1,
-    legend: { orientation: "h", x: 0, y: 1.08 },
+    // Above the plot, pushing it down as the names of many runs wrap (never over the lines).
+    legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" },
     hovermode: "closest",
     // Keeps the user's zoom across redraws; a new x axis kind starts a new view.
     uirevision: `${chart.metric}:${useWall ? "wall" : "step"}`,

@@ -1,15 +1,16 @@
 // The run page (/stellar?target=a[&compare=b,c]): a card per run and a chart per metric, every run in its
-// palette colour.
+// palette colour and named by what differs between the runs (shared/differing.js: lr=0.1 vs lr=0.03).
+import { differingKeys, runLabels, valueText } from "../shared/differing.js";
 import { h } from "../shared/dom.js";
 import { formatTime } from "../shared/format.js";
 import { assignRunColors } from "../shared/palette.js";
 import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { id } from "../shared/urls.js";
-import { api, explain } from "./api.js";
+import { api, explain, pageData } from "./api.js";
 import { createChart, loadChart, redrawAll } from "./chart.js";
 import { errorBox, showError } from "./notices.js";
 import { main, state } from "./page.js";
-import { metricOrder } from "./series.js";
+import { isMarker, metricOrder } from "./series.js";
 
 function controls() {
   const slider = h("input", { type: "range", min: "0", max: String(SMOOTHING_MAX), step: String(SMOOTHING_STEP),
@@ -41,7 +42,20 @@ function controls() {
   );
 }
 
-function runCard(run, color) {
+function configLine(config, differing) {
+  // The config's fields, those that differ between the compared runs first and in bold.
+  const keys = Object.keys(config).sort((a, b) => Number(differing.has(b)) - Number(differing.has(a)) || a.localeCompare(b));
+  const dd = h("dd", { class: "stellar-config" });
+  keys.forEach((key, i) => {
+    const text = `${key}=${valueText(config[key])}`;
+    dd.append(differing.has(key) ? h("span", { class: "stellar-differs", text }) : text);
+    if (i < keys.length - 1) dd.append(", ");
+  });
+  return dd;
+}
+
+function runCard(run, entry, differing) {
+  const { color, label, config } = entry;
   const dl = h("dl");
   const add = (term, value, title = null) => {
     if (value === undefined || value === null || value === "") return;
@@ -64,13 +78,26 @@ function runCard(run, color) {
   add("result", run.result_uri);
   const tags = Object.entries(run.tags || {}).map(([k, v]) => `${k}=${v}`);
   if (tags.length) add("tags", tags.join(", "));
-  add("metrics", (run.metric_names || []).length);
+  if (config && Object.keys(config).length) dl.append(h("dt", { text: "config" }), configLine(config, differing));
+  add("metrics", (run.metric_names || []).filter((name) => !isMarker(name)).length);
   return h(
     "section",
-    { class: "stellar-run", "data-run-id": run.run_id, "data-color": color },
-    h("h2", {}, h("span", { class: "stellar-swatch", style: `background:${color}` }), run.run_id),
+    { class: "stellar-run", "data-run-id": run.run_id, "data-color": color, "data-label": label },
+    h("h2", {}, h("span", { class: "stellar-swatch", style: `background:${color}` }), run.run_id,
+      label !== run.run_id ? h("span", { class: "stellar-run-label", text: label }) : null),
     dl,
   );
+}
+
+/** The runs' config fields from the page data (null for a run without one); none when the Portal has no page data. */
+async function runConfigs(runIds) {
+  try {
+    // By id in every project: the runs compared may be in different ones.
+    const body = await pageData(["runs"], { run_id: runIds });
+    return new Map((body.runs || []).map((r) => [r.run_id, r.config ?? null]));
+  } catch {
+    return new Map(); // the runs keep their ids as names
+  }
 }
 
 export async function runPage() {
@@ -80,6 +107,7 @@ export async function runPage() {
   main.append(controls(), runsBox, chartsBox);
   // The listed order (target, then compare) is the order the pane lists the same runs in: same colours.
   const colors = assignRunColors(state.targets);
+  const configsRead = runConfigs(state.targets);
   const loaded = await Promise.all(
     state.targets.map(async (runId) => {
       try {
@@ -97,15 +125,21 @@ export async function runPage() {
     }),
   );
   const ok = loaded.filter(Boolean);
+  const configs = await configsRead;
+  const labels = runLabels(ok, configs);
+  const differing = new Set(differingKeys(ok.map((runId) => configs.get(runId) ?? null)));
   for (const runId of ok) {
     const entry = state.runs[runId];
-    runsBox.append(runCard(entry.run, entry.color));
+    entry.label = labels.get(runId).label;
+    entry.config = configs.get(runId) ?? null;
+    runsBox.append(runCard(entry.run, entry, differing));
     for (const warning of entry.metadata?.warnings || []) {
       box.append(h("p", { class: "stellar-note", text: `${runId}: ${warning}` }));
     }
   }
+  // tau/ markers (the collector's run status) are the run's state, shown in words on its card, not charts.
   const names = new Set();
-  for (const runId of ok) for (const m of state.runs[runId].metrics) names.add(m.name);
+  for (const runId of ok) for (const m of state.runs[runId].metrics) if (!isMarker(m.name)) names.add(m.name);
   if (ok.length && !names.size) {
     chartsBox.append(h("p", { class: "stellar-note", id: "stellar-no-metrics", text: "No metrics have been recorded for this run yet." }));
   }

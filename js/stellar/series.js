@@ -56,6 +56,11 @@ export function mergeExtras(series, extras) {
   return series;
 }
 
+/** A collector's marker (tau/run_status): the run's state as a metric, shown in words, never drawn. */
+export function isMarker(name) {
+  return String(name).startsWith("tau/");
+}
+
 /** loss first, then other …loss metrics, then the rest, tau/ markers last; alphabetical within each. */
 export function metricOrder(a, b) {
   const rank = (name) => (name === "loss" ? 0 : name.startsWith("tau/") ? 3 : /loss/i.test(name) ? 1 : 2);

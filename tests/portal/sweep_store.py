@@ -61,7 +61,7 @@ def build_sweep_store(root: Path, trials: int = 12, *, batch: int = 200) -> Path
         events, bad = [], []
         for i in range(start, min(trials, start + batch)):
             run = trial_id(i)
-            offset = i * 10**9  # trial i starts i seconds after the first: newest first is the highest number
+            offset = i * 10**9  # trial i starts i seconds after the first (wall time; created_at is when stored)
             for step in range(STEPS):
                 e = _event(run, "sweep", "lr-sweep", "loss", step, loss_at(i, step), offset)
                 if i % 7 == 3 and step == 5:

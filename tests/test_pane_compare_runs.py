@@ -1,0 +1,127 @@
+"""``compare=`` takes run, experiment and run group ids; the pane names the runs by what differs.
+
+Against a real Portal over a sweep written by the real writer (tests/portal/sweep_store.py), and against a
+Portal like TauGrid's (no local page data).
+"""
+
+from __future__ import annotations
+
+import pytest
+from portal.conftest import TOKEN, ServerThread, serve
+from portal.sweep_store import LRS, PROJECT, build_sweep_store, trial_id
+from test_pane_python import _without_page_data, make_pane, wait_until
+
+from tau_collector.expstore import open_store
+from tau_collector.expstore.writer import MetricWriter
+from tau_collector.metric_event import new_metric_event
+from taunotebook import compare_runs
+from taunotebook.client import PortalClient
+from taunotebook.compare_runs import resolve_compare, run_configs
+from taunotebook.portal.app import create_app
+
+TRIALS = 6
+TRIAL_IDS = [trial_id(i) for i in range(TRIALS)]
+
+
+@pytest.fixture(scope="module")
+def sweep_root(tmp_path_factory):
+    root = build_sweep_store(tmp_path_factory.mktemp("sweep") / "store", trials=TRIALS)
+    # A run whose id is also an experiment's ("sweep"): compare= takes it as the run.
+    store = open_store(root, writable=True)
+    try:
+        event = new_metric_event(project=PROJECT, experiment_id="baseline", run_group_id="ref", run_id="sweep",
+                                 metric_name="loss", step=0, wall_time=1, value=1.0, exported_at=1,
+                                 source="history", tags={})
+        MetricWriter(store).write_chunk("ambiguous", [event], [], request_hash="h")
+    finally:
+        store.close()
+    return root
+
+
+@pytest.fixture(scope="module")
+def sweep_portal(sweep_root):
+    with serve(sweep_root) as server:
+        yield f"http://127.0.0.1:{server.port}"
+
+
+@pytest.fixture
+def client(sweep_portal):
+    with PortalClient(sweep_portal, TOKEN, retries=0) as c:
+        yield c
+
+
+def test_run_ids_are_taken_as_given_after_the_panes_own_run(client):
+    resolved = resolve_compare(client, "trial-000", ["trial-002", "trial-000", " trial-001 ", "trial-002"])
+    assert resolved.run_ids == ["trial-000", "trial-002", "trial-001"]
+    assert resolved.notes == [] and resolved.grows is False
+
+
+def test_a_run_group_id_is_every_run_of_the_group_oldest_first(client):
+    resolved = resolve_compare(client, "ref-0", ["lr-sweep"])
+    assert resolved.run_ids == ["ref-0", *TRIAL_IDS]
+    assert resolved.grows is True and resolved.notes == []
+
+
+def test_an_id_that_names_a_run_and_an_experiment_is_the_run(client):
+    assert resolve_compare(client, "ref-0", ["sweep"]).run_ids == ["ref-0", "sweep"]
+
+
+def test_an_experiment_id_is_every_run_of_the_experiment(client):
+    resolved = resolve_compare(client, "trial-000", ["baseline"])
+    assert resolved.run_ids == ["trial-000", "ref-0", "ref-1", "sweep"]  # oldest first, then by id
+    assert resolved.grows is True
+
+
+def test_an_entry_naming_nothing_is_said_and_the_rest_still_drawn(client):
+    resolved = resolve_compare(client, "trial-000", ["no-such-thing", "trial-001"])
+    assert resolved.run_ids == ["trial-000", "trial-001"]
+    assert resolved.notes == ["compare: 'no-such-thing' names no run, experiment or run group"]
+
+
+def test_more_runs_than_the_limit_are_cut_and_said(client, monkeypatch):
+    monkeypatch.setattr(compare_runs, "MAX_COMPARE_RUNS", 3)
+    resolved = resolve_compare(client, "ref-0", ["lr-sweep"])
+    # Three of the group (its newest; the sweep's runs were stored in the same second), oldest first.
+    assert resolved.run_ids[0] == "ref-0" and len(resolved.run_ids) == 4
+    assert set(resolved.run_ids[1:]) < set(TRIAL_IDS) and resolved.run_ids[1:] == sorted(resolved.run_ids[1:])
+    assert resolved.notes == ["compare: group 'lr-sweep' has more than 3 runs; its 3 newest are drawn"]
+
+
+def test_configs_come_in_one_request_and_a_run_without_one_is_none(client):
+    configs = run_configs(client, ["ref-0", "trial-000", "trial-001"])
+    assert configs["ref-0"] is None
+    assert configs["trial-001"] == {"batch": 32, "lr": LRS[1], "optimizer.name": "sgd", "seed": 1}
+    assert run_configs(client, ["trial-000"]) == {}  # one run alone is named by its id
+
+
+def test_a_pane_comparing_a_group_draws_every_run_with_its_config_and_links_them(sweep_portal):
+    pane, rec = make_pane("ref-0", f"{sweep_portal}/?token={TOKEN}", project=PROJECT, compare=["lr-sweep"])
+    try:
+        wait_until(lambda: pane.run_ids == ["ref-0", *TRIAL_IDS], "compare= resolved")
+        assert pane.compare == ["lr-sweep"]  # as given
+        assert pane.configs["trial-003"]["lr"] == LRS[3] and pane.configs["ref-0"] is None
+        assert pane.stellar_href.endswith("&compare=" + ",".join(TRIAL_IDS))
+        for run in TRIAL_IDS:
+            wait_until(lambda run=run: rec.of("reset", run, "loss"), f"{run}'s loss drawn")
+        assert pane.status["kind"] == "ok"
+    finally:
+        pane.close()
+
+
+def test_a_pane_says_which_compare_entry_names_nothing(sweep_portal):
+    pane, rec = make_pane("trial-000", f"{sweep_portal}/?token={TOKEN}", compare=["nope", "trial-001"])
+    try:
+        wait_until(lambda: "'nope' names no run" in pane.status.get("message", ""), "the note in the status")
+        assert pane.run_ids == ["trial-000", "trial-001"]
+        wait_until(lambda: rec.of("reset", "trial-001", "loss"), "the other run drawn")
+    finally:
+        pane.close()
+
+
+def test_against_a_portal_without_page_data_a_group_is_found_in_the_runs_experiment(sweep_root):
+    with ServerThread(_without_page_data(create_app(sweep_root, token=TOKEN))) as server, \
+            PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0) as client:
+        resolved = resolve_compare(client, "trial-000", ["lr-sweep"])
+        assert resolved.run_ids == TRIAL_IDS
+        # No page data: no configs, the runs keep their ids as names.
+        assert run_configs(client, resolved.run_ids) == {}
