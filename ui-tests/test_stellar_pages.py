@@ -270,14 +270,17 @@ def test_another_workspaces_run_is_not_found(page: Page, portal_server: PortalSe
 
 def test_the_runs_listing_shows_state_and_metric_summaries(page: Page, portal_server: PortalServer):
     open_ready(page, url(portal_server, "/stellar/runs"))
-    b_loss = page.locator('tr.stellar-metric-row[data-run-id="run-b"][data-metric="train/loss"]')
-    cells = b_loss.locator("td").all_inner_texts()
+    keys = page.locator("#stellar-run-table thead th[data-column]").evaluate_all(
+        "(ths) => ths.map((th) => th.dataset.column)")
+    cells = page.locator('tr.stellar-run-row[data-run-id="run-b"] td').all_inner_texts()[1:]  # after the checkbox
+    b = dict(zip(keys, cells, strict=True))
 
     assert page.locator('tr.stellar-run-row[data-run-id="run-a"] .stellar-state').inner_text() == "succeeded"
     assert page.locator('tr.stellar-run-row[data-run-id="run-other"]').count() == 0
-    # Points, finite, non-finite, steps, min, max, latest (step 5 written twice counts twice as rows).
-    assert cells[3:] == ["11", "9", "2", "0–9", "0", "0.9", "0.9 @ 9"]
-    assert b_loss.get_attribute("data-non-finite") == "2"
+    assert page.locator("#stellar-metric").input_value() == "train/loss"
+    # The loss's latest (step 9), min and max over its finite values; its two non-finite points counted.
+    assert [b[k] for k in ("metric:latest", "metric:min", "metric:max", "non_finite")] == ["0.9", "0", "0.9", "2"]
+    assert page.locator('tr.stellar-run-row[data-run-id="run-b"] td[title="at step 9"]').count() == 1
     screenshot(page, "runs-listing")
 
 

@@ -153,6 +153,8 @@ export async function listingPage() {
     },
   });
 
+  state.tableStats = view.stats; // rows drawn and the window (the UI tests read them)
+
   function compareButton() {
     const n = t.selected.size;
     compare.disabled = n < 1 || n > MAX_COMPARE;

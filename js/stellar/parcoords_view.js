@@ -10,6 +10,8 @@ import { h } from "../shared/dom.js";
 import { formatNumber, plural } from "../shared/format.js";
 import { bestDirection, brushedRuns, metricValue, parallelData } from "./parallel.js";
 
+const UNHOVER_GRACE_MS = 800;
+
 /** Whether this browser gives pages WebGL (parcoords draws its lines with it). */
 function hasWebGL() {
   try {
@@ -76,12 +78,25 @@ export function createParallelView(box, { onBrush, onOpen }) {
       }),
     };
     const layout = { margin: { l: 70, r: 90, t: 60, b: 24 }, height: 380 };
-    const config = { responsive: true, displaylogo: false };
+    // plotGlPixelRatio 1: parcoords reads the hovered line's pick pixel at CSS coordinates, so a pick buffer
+    // drawn at plotly's default ratio (2) names the line under another point, or none.
+    const config = { responsive: true, displaylogo: false, plotGlPixelRatio: 1 };
     (view.drawn ? Plotly.react : Plotly.newPlot)(plot, [trace], layout, config);
     if (!view.drawn) {
       plot.on("plotly_restyle", onRestyle);
       plot.on("plotly_hover", onHover);
+      // A line is a pixel or two wide: the pointer slips off it easily, so its name stays a moment (and a
+      // click in that moment still opens it).
       plot.on("plotly_unhover", () => {
+        clearTimeout(view.unhoverTimer);
+        view.unhoverTimer = setTimeout(() => {
+          view.hovered = null;
+          tip.hidden = true;
+          delete box.dataset.hovered;
+        }, UNHOVER_GRACE_MS);
+      });
+      plot.addEventListener("mouseleave", () => {
+        clearTimeout(view.unhoverTimer);
         view.hovered = null;
         tip.hidden = true;
       });
@@ -113,6 +128,7 @@ export function createParallelView(box, { onBrush, onOpen }) {
   function onHover(event) {
     const run = view.data?.runs[event?.curveNumber];
     if (!run) return;
+    clearTimeout(view.unhoverTimer);
     view.hovered = run;
     const label = view.labels.get(run.run_id)?.label;
     const value = metricValue(run, view.input.metric, which.value, best.value);
