@@ -53,3 +53,4 @@ def build_config_store(root: Path) -> Path:
     _write(writer, "hidden-1", "hidden", "hd", tags={"tau_workspace": "other"})
     store.close()
     return root
+

@@ -4,29 +4,16 @@ on the run listing (expectations from the stored configs and TAUGRID-REFERENCE Â
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from .config_store import build_config_store, sweep_config
+from .config_store import sweep_config
 from .conftest import TOKEN, serve
 from .expected import RFC3339_SECONDS, envelope, expected_metadata
 
 V2 = "/api/v2/stellar"
 SWEEP_RUNS = f"{V2}/experiments/sweep/runs"
-
-
-@pytest.fixture(scope="module")
-def config_store(tmp_path_factory):
-    return build_config_store(tmp_path_factory.mktemp("configs") / "store")
-
-
-@pytest.fixture(scope="module")
-def capi(config_store) -> Iterator[httpx.Client]:
-    with serve(config_store) as server, httpx.Client(base_url=f"http://127.0.0.1:{server.port}",
-                                                     headers={"Authorization": f"Bearer {TOKEN}"}) as client:
-        yield client
 
 
 def _ok(r: httpx.Response) -> dict:
