@@ -20,7 +20,8 @@ from tau_collector.gojson import marshal
 
 from .sources import ExperimentReader
 
-__all__ = ["CONFIG_VALUES_LIMIT", "config_space", "fields_json", "matches", "read_configs", "reads_configs"]
+__all__ = ["CONFIG_KEYS_LIMIT", "CONFIG_VALUES_LIMIT", "config_space", "fields_json", "matches", "read_configs",
+           "reads_configs"]
 
 CONFIG_VALUES_LIMIT = 64  # distinct values per key in an experiment's config space
 CONFIG_KEYS_LIMIT = 256  # keys per experiment's config space
