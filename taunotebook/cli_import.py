@@ -34,6 +34,12 @@ sources: TensorBoard event files (Tune trials included), W&B run folders (files/
 Ray Tune trials (result.json: training_iteration is the step, the time from the trial's event file
 to the microsecond, else result.json's whole-second timestamp), JSONL history files.
 
+configurations (hyperparameters), stored with each run: a Tune trial's params.json, a W&B run's
+files/config.yaml (its values), a TensorBoard run's HParams session (SummaryWriter.add_hparams writes
+it into a sub-directory, which is read as part of the run it was written from). Importing again
+changes nothing; a run whose configuration changed since keeps its first one, and the import says so
+and exits 1.
+
 run ids: each source's path relative to PATH (PATH's own name when PATH is the source; a history file's
 name without .jsonl), lowercased, every run of characters other than a-z 0-9 . _ - made one '-', leading
 and trailing . _ - dropped. Sources that would share an id, and ids over 200 characters, end in '-'
@@ -125,4 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"store: {store}")
     if summary.corrupt_files or summary.rejected_rows:
         print("some rows or files could not be read; run with -v to list them (the rest was imported)")
+    if summary.config_conflicts:
+        for conflict in summary.config_conflicts:
+            log.error(conflict)
+        print(f"{len(summary.config_conflicts)} runs already had another configuration in the store: their "
+              "metrics were imported, their new configuration was not (a changed configuration is a new run: "
+              "import the changed files into another --store, or from another directory so they get new run ids)")
+        return 1
     return 0

@@ -23,7 +23,8 @@ from .submit import SubmittedRun, attach, runs, submit
 __all__ = ["TauMagics", "load_ipython_extension"]
 
 SUBMIT_USAGE = ("%%tau_submit [--name N] [--project P] [--experiment E] [--group G] [--workspace W] "
-                "[--backend local|ray|tau] [--tfevents DIR]... [--metric M]... [--no-pane] [--as VAR] "
+                "[--backend local|ray|tau] [--tfevents DIR]... [--config K=V]... [--config-file F] "
+                "[--metric M]... [--no-pane] [--as VAR] "
                 "[--dry-run] [--ray-address A]   (or: %tau_submit [flags] script.py [args...])")
 
 
@@ -48,6 +49,8 @@ def _submit_parser() -> _Parser:
     p.add_argument("--workspace", default="default")
     p.add_argument("--backend", default="local", choices=BACKENDS)
     p.add_argument("--tfevents", action="append", default=[], metavar="DIR")
+    p.add_argument("--config", action="append", default=[], metavar="K=V")
+    p.add_argument("--config-file", metavar="F")
     p.add_argument("--metric", action="append", default=[], metavar="M")
     p.add_argument("--no-pane", action="store_true")
     p.add_argument("--as", dest="var", default="tau_run", metavar="VAR")
@@ -94,7 +97,8 @@ class TauMagics(Magics):
         common: dict[str, Any] = {
             "name": opts.name, "project": opts.project, "experiment": opts.experiment, "group": opts.group,
             "workspace": opts.workspace, "backend": opts.backend, "tfevents": opts.tfevents,
-            "ray_address": opts.ray_address, "dry_run": opts.dry_run,
+            "ray_address": opts.ray_address, "dry_run": opts.dry_run, "config_items": opts.config,
+            "config_file": opts.config_file,
         }
         try:
             if cell is None:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,6 +32,7 @@ from .backends import (
     tau_home,
     validate_id,
 )
+from .submit_config import RUN_CONFIG_FILE, build_config, write_config
 
 __all__ = ["BackendError", "BackendUnavailable", "SubmittedRun", "attach", "new_run_id", "runs", "submit"]
 
@@ -73,12 +75,18 @@ def submit(
     ray_address: str | None = None,
     dry_run: bool = False,
     out: Callable[[str], object] | None = None,
+    config: Mapping[str, Any] | None = None,
+    config_file: str | PathLike[str] | None = None,
+    config_items: Sequence[str] = (),
 ) -> SubmittedRun:
     """Submit a training script (a path) or ``code`` (its text) as a run; returns its :class:`SubmittedRun`.
 
     ``name`` defaults to the script's stem (``cell`` for code); ``group`` to ``name``; ``experiment`` to
     ``group`` (TauGrid's fallback for ``experiment.name``). Every id must pass TauGrid's ``ValidateID``.
     ``dry_run`` (``tau`` backend) prints what would be submitted through ``out`` and submits nothing.
+    ``config`` (a mapping), ``config_file`` (a ``.json``/``.yaml`` file) and ``config_items`` (``k=v``
+    texts, see :mod:`.submit_config`) are the run's hyperparameters: the job reads them from the JSON
+    file ``$TAU_RUN_CONFIG`` names, and they are stored with the run.
     Raises ``ValueError`` for bad arguments and :class:`BackendUnavailable` when the backend cannot run
     here — in both cases nothing is submitted.
     """
@@ -97,6 +105,7 @@ def submit(
         validate_id(value, what)
     if dry_run and backend != "tau":
         raise ValueError("--dry-run is only for the tau backend (it prints the TauGrid run config)")
+    run_config = build_config(config, config_file, config_items)
     home = tau_home()
     chosen = get_backend(backend)
     run_id = new_run_id(name, workspace, home)
@@ -109,18 +118,22 @@ def submit(
     spec = RunSpec(run_id=run_id, name=name, project=project, experiment=experiment, group=group,
                    workspace=workspace, script=script_path, args=tuple(args),
                    tfevents=tuple(str(Path(t).resolve()) for t in tfevents), env=dict(env or {}),
-                   cwd=Path(cwd).resolve() if cwd is not None else Path.cwd(), home=home, options=options)
+                   cwd=Path(cwd).resolve() if cwd is not None else Path.cwd(), home=home, options=options,
+                   config_path=directory / RUN_CONFIG_FILE if run_config is not None else None)
     chosen.check(spec)  # a missing dependency fails here, before anything is written
+    wrote = code is not None or run_config is not None
     if code is not None:
         directory.mkdir(parents=True, exist_ok=True)
         script_path.write_text(code if code.endswith("\n") else code + "\n")
+    if run_config is not None:
+        write_config(directory, run_config)
     try:
         record = chosen.submit(spec)
     except BaseException:
-        if code is not None and not (directory / "run.json").exists():
+        if wrote and not (directory / "run.json").exists():
             _remove_unsubmitted(directory)
         raise
-    if dry_run and code is not None:
+    if dry_run and wrote:
         _remove_unsubmitted(directory)
     return SubmittedRun(record)
 
@@ -172,6 +185,15 @@ class SubmittedRun:
     @property
     def run_dir(self) -> Path | None:
         return Path(self.record["run_dir"]) if self.record.get("run_dir") else None
+
+    @property
+    def config(self) -> dict[str, Any] | None:
+        """The hyperparameters the run was submitted with (its ``config.json``), or None."""
+        directory = self.run_dir
+        path = directory / RUN_CONFIG_FILE if directory is not None else None
+        if path is None or not path.is_file():
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))
 
     # -- lifecycle
 

@@ -95,6 +95,7 @@ class CollectorOptions:
     retry_backoff: float = 1.0  # first sleep after a retryable sink failure (doubles, capped)
     drain_budget: float = 600.0  # how long a shutdown may spend on the final drain
     limits: Limits = DEFAULT_LIMITS  # batch bounds and input size limits (not part of the config identity)
+    run_config: str = ""  # the run's configuration file (JSON or YAML), e.g. what %%tau_submit --config wrote
 
 
 @dataclass(slots=True)
@@ -166,6 +167,7 @@ class Collector:
         self._fingerprints = Fingerprints()
         self._stopped: dict[str, tuple[str, int, int]] = {}
         self._reported: set[tuple[str, int | None, int | None, str]] = set()
+        self._config_settled = False  # the run's configuration was stored, or found in conflict
 
     # -- identities --------------------------------------------------------------------
 
@@ -183,6 +185,8 @@ class Collector:
         # configuration keeps TauGrid's identity.
         if o.tfevents:
             doc["tfevents"] = list(o.tfevents)
+        if o.run_config:
+            doc["run_config"] = o.run_config
         if o.step_field != "_step" or o.time_field != "_timestamp":
             doc["step_field"], doc["time_field"] = o.step_field, o.time_field
         return hashlib.sha256(marshal(doc)).hexdigest()
@@ -311,6 +315,43 @@ class Collector:
         for source, found in inputs:
             for source_input in found:
                 self._drain_input(checkpoint, pipeline, source, source_input, final)
+        if not self._config_settled:
+            self._store_config()
+
+    def _store_config(self) -> None:
+        """Store the run's configuration once: ``--run-config`` when given, else the first a source has.
+
+        A file that cannot be read as a configuration, or a run that already has another one, is
+        reported like any source problem; the metrics go on either way.
+        """
+        from .expstore.config_rows import ConfigConflictError
+        from .expstore.configs import ConfigError, read_config_file
+
+        candidates: list[tuple[str, Callable]] = []
+        if self.options.run_config:
+            path = self.options.run_config
+            candidates.append((path, lambda: read_config_file(path)))
+        else:
+            candidates += [(source.kind, source.run_config) for source in self.sources]
+        for where, read in candidates:
+            try:
+                config = read()
+            except (ConfigError, OSError) as exc:
+                text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                self._report([SourceProblem(where, ProblemKind.BAD_CONFIG, f"configuration not stored: {text}")])
+                self._config_settled = bool(self.options.run_config)  # a source may still write its config
+                return
+            if config is None:
+                continue
+            try:
+                self.delivery.put_run_config(self.options.run, config)
+            except ConfigConflictError as exc:
+                self._report([SourceProblem(config.uri, ProblemKind.CONFIG_CONFLICT, str(exc))])
+            except DeliveryError as exc:
+                self._log(f"{exc}; trying again on the next pass")
+                return
+            self._config_settled = True
+            return
 
     def _drain_input(self, checkpoint: Checkpoint, pipeline: Pipeline, source: Source, source_input: SourceInput,
                      final: bool) -> None:

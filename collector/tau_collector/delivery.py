@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from .expstore.configs import RunConfig
 from .records import SourceProblem
 from .sinks.base import Chunk, Sink, SinkError
 
@@ -48,6 +49,18 @@ class Delivery:
                             f"stopped while chunk {chunk.chunk_digest} was undelivered to {sink.name}; "
                             "it stays spooled and is delivered on the next start") from None
                     delay = min(delay * 2, 30.0)
+
+    def put_run_config(self, run_id: str, config: RunConfig) -> None:
+        """Give the run's configuration to every sink that keeps configurations.
+
+        A conflict (the run already has another one) is raised to the caller; a sink that cannot
+        write now raises :class:`DeliveryError` (the collector asks again on its next pass).
+        """
+        for sink in self.sinks:
+            try:
+                sink.put_run_config(run_id, config)
+            except SinkError as exc:
+                raise DeliveryError(f"store the configuration of run {run_id} in {sink.name}: {exc}") from None
 
     def report(self, run_id: str, problems: list[SourceProblem]) -> None:
         for sink in self.sinks:

@@ -22,6 +22,8 @@ class ProblemKind:
     BAD_EVENT = "bad_event"  # frame verified but the payload is not a tensorflow.Event
     BAD_VALUE = "bad_value"  # a scalar summary whose tensor cannot be read as a number
     UNREADABLE = "unreadable"  # file cannot be opened/read (permissions, vanished, a directory)
+    BAD_CONFIG = "bad_config"  # the run's configuration file cannot be read as one (not stored)
+    CONFIG_CONFLICT = "config_conflict"  # the run already has another configuration (this one not stored)
 
 
 @dataclass(slots=True)

@@ -14,6 +14,10 @@ spooled, because the store itself keeps the checkpoints. Idempotency, at three l
 * every batch is delivered under a key that is its content (``import-block-…``), so a batch an
   earlier import wrote is acknowledged as present, not added again.
 
+The run's configuration (:meth:`~.sources.base.Source.run_config`) is stored beside its points,
+also when its files are unchanged: storing the same configuration again changes nothing, and a
+changed one is reported as TauGrid reports it, a write conflict (the run keeps its first).
+
 Files are read as complete: an event file ending inside a record is corrupt, with its offset.
 """
 
@@ -26,6 +30,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from .expstore.config_rows import ConfigConflictError
+from .expstore.configs import ConfigError
 from .expstore.writer import MetricWriter
 from .pipeline import Pipeline, ProjectedBatch
 from .projection import ProjectionConfig
@@ -72,6 +78,8 @@ class ImportSummary:
     files: int = 0
     bytes: int = 0
     unchanged: int = 0  # sources skipped: the same files were imported before with the same identity
+    configs: int = 0  # run configurations stored by this import
+    config_conflicts: list[str] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -83,6 +91,10 @@ class ImportSummary:
             text += f"; {self.dropped} values that are not scalars dropped"
         if self.unchanged:
             text += f"; {self.unchanged} sources unchanged since an earlier import (skipped)"
+        if self.configs:
+            text += f"; {self.configs} run configurations stored"
+        if self.config_conflicts:
+            text += f"; {len(self.config_conflicts)} changed run configurations not stored (conflicts)"
         return text
 
 
@@ -150,12 +162,17 @@ class StoreImport:
             self.summary.unchanged += 1
             for source_input in inputs:
                 self._file_done(source_input.path, 0)
+            problems = self._store_config(run)
+            if problems:
+                self.sink.report(run.run_id, problems)
+                self.summary.problems.extend(str(p) for p in problems)
             return
         pipeline = Pipeline(self.config(run), lines=False, points=True)
         problems: list[SourceProblem] = []
         metrics: set[str] = set()
         for source_input in inputs:
             self._read_input(run, pipeline, identity, source_input, problems, metrics)
+        problems.extend(self._store_config(run))
         if problems:
             self.sink.report(run.run_id, problems)
             self.summary.problems.extend(str(p) for p in problems)
@@ -169,6 +186,22 @@ class StoreImport:
             # Everything these bytes hold is in the store now: the next import of them reads nothing.
             self.keys.record_key(key, command="taunotebook import", target_type="import_source",
                                  target_id=run.run_id, request_hash=key)
+
+    def _store_config(self, run: ImportRun) -> list[SourceProblem]:
+        """Store the run's configuration; what stood in the way, as problems."""
+        try:
+            config = run.source.run_config()
+            if config is not None and self.keys.put_run_config(run.run_id, config):
+                self.summary.configs += 1
+        except ConfigConflictError as exc:
+            self.summary.config_conflicts.append(f"{run.run_id}: {exc}")
+            return [SourceProblem(run.location, ProblemKind.CONFIG_CONFLICT, str(exc))]
+        except ConfigError as exc:
+            return [SourceProblem(run.location, ProblemKind.BAD_CONFIG, f"configuration not stored: {exc}")]
+        except OSError as exc:
+            return [SourceProblem(run.location, ProblemKind.BAD_CONFIG,
+                                  f"configuration not stored: cannot read it ({exc.strerror or exc})")]
+        return []
 
     def _read_input(self, run: ImportRun, pipeline: Pipeline, identity: bytes, source_input: SourceInput,
                     problems: list[SourceProblem], metrics: set[str]) -> None:

@@ -79,6 +79,7 @@ class RunSpec:
     cwd: Path | None = None
     home: Path | None = None
     options: Mapping[str, Any] = field(default_factory=dict)  # backend-specific (ray address, dry run, ...)
+    config_path: Path | None = None  # the run's configuration (config.json in the run directory), if it has one
 
     @property
     def run_dir(self) -> Path:

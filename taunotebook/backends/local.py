@@ -21,6 +21,7 @@ from typing import Any
 
 from tau_collector.completion import write_completion
 
+from ..submit_config import CONFIG_ENV
 from . import BackendError, RunSpec, tau_home, write_record
 
 __all__ = ["LocalBackend", "process_alive", "start_ticks_of", "store_dir", "wrapper_argv"]
@@ -38,13 +39,16 @@ def store_dir(home: Path | None = None) -> Path:
 
 
 def wrapper_argv(spec: RunSpec, run_dir: str, sink: list[str], *, python: str = sys.executable,
-                 script: str | None = None, interval: str = "2s") -> list[str]:
-    """``python -m tau_collector wrap --run-dir D <identity> <sink> [--tfevents X]... -- python SCRIPT ARGS...``."""
+                 script: str | None = None, interval: str = "2s", config: str | None = None) -> list[str]:
+    """``python -m tau_collector wrap --run-dir D <identity> <sink> [--tfevents X]... [--run-config C] -- python
+    SCRIPT ARGS...``."""
     argv = [python, "-m", "tau_collector", "wrap", "--run-dir", run_dir, "--interval", interval,
             "--run", spec.run_id, "--project", spec.project, "--experiment", spec.experiment,
             "--group", spec.group, "--tag", f"tau_workspace={spec.workspace}", *sink]
     for logdir in spec.tfevents:
         argv += ["--tfevents", logdir]
+    if config is not None:
+        argv += ["--run-config", config]
     return [*argv, "--", python, script or str(spec.script), *spec.args]
 
 
@@ -86,8 +90,11 @@ class LocalBackend:
         directory = spec.run_dir
         directory.mkdir(parents=True, exist_ok=True)
         store = store_dir(spec.home)
-        argv = wrapper_argv(spec, str(directory), ["--sink", "expstore", "--store", str(store)])
+        config = str(spec.config_path) if spec.config_path is not None else None
+        argv = wrapper_argv(spec, str(directory), ["--sink", "expstore", "--store", str(store)], config=config)
         env = dict(os.environ, **spec.env, TAU_WORKSPACE=spec.workspace, TAU_RUN_ID=spec.run_id)
+        if config is not None:
+            env[CONFIG_ENV] = config
         log_path = directory / LOG
         with open(log_path, "ab") as log:
             process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -98,7 +105,7 @@ class LocalBackend:
             **spec.identity(), "backend": self.name, "created_at": time.time(), "run_dir": str(directory),
             "script": str(spec.script), "args": list(spec.args), "tfevents": list(spec.tfevents),
             "store": str(store), "log": str(log_path), "pid": process.pid, "start_ticks": start_ticks_of(process.pid),
-            "command": argv,
+            "command": argv, "config": config,
         }
         write_record(directory, record)
         return record

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..submit_config import CONFIG_ENV
 from . import BackendError, BackendUnavailable, RunSpec, write_record
 from .local import store_dir, wrapper_argv
 
@@ -35,6 +36,7 @@ __all__ = ["RayBackend", "ray_auth_headers", "ray_state"]
 
 ADX_ENV = ("TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI", "TAU_METRICS_OFFLOAD_ADX_DATABASE",
            "TAU_METRICS_OFFLOAD_ADX_CLIENT_ID")
+RAY_CONFIG_FILE = "tau-run-config.json"
 _STATES = {"PENDING": "pending", "RUNNING": "running", "SUCCEEDED": "succeeded", "FAILED": "failed",
            "STOPPED": "cancelled"}
 
@@ -124,7 +126,16 @@ class RayBackend:
             store = None
             run_dir, sink = "tau-run", ["--sink", "adx-queued-v1"]
             env.update({k: v for k, v in os.environ.items() if k.startswith("TAU_METRICS_OFFLOAD_")})
-        argv = wrapper_argv(spec, run_dir, sink, python="python", script="train.py")
+        config = None
+        if spec.config_path is not None:
+            # A shared filesystem reads the run directory's file; elsewhere the job reads the copy
+            # that travels in its working directory.
+            config = str(spec.config_path)
+            if not shared:
+                config = RAY_CONFIG_FILE
+                shutil.copyfile(spec.config_path, stage / RAY_CONFIG_FILE)
+            env[CONFIG_ENV] = config
+        argv = wrapper_argv(spec, run_dir, sink, python="python", script="train.py", config=config)
         entrypoint = shlex.join(argv)
         try:
             client.submit_job(entrypoint=entrypoint, submission_id=spec.run_id,
@@ -136,7 +147,7 @@ class RayBackend:
         record = {
             **spec.identity(), "backend": self.name, "created_at": time.time(), "run_dir": str(directory),
             "address": address, "submission_id": spec.run_id, "shared_store": shared,
-            "store": str(store) if store else None, "entrypoint": entrypoint,
+            "store": str(store) if store else None, "entrypoint": entrypoint, "config": config,
         }
         write_record(directory, record)
         return record

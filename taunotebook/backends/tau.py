@@ -173,6 +173,9 @@ class TauBackend:
     name = "tau"
 
     def check(self, spec: RunSpec) -> None:
+        if spec.config_path is not None:
+            raise BackendError("--config is not supported by the tau backend yet: TauGrid's run config has no "
+                               "field for a run's hyperparameters; pass them as script arguments instead")
         if spec.tfevents:
             raise BackendError("--tfevents is not supported by the tau backend: TauGrid's collector reads "
                                "JSONL history only; print JSON rows instead")

@@ -1,13 +1,14 @@
 """A sync Python client for TauGrid's v2 Stellar reads, against the local Portal or TauGrid's real Portal.
 
-Split as httpx is: :mod:`.errors` (typed exceptions from the error envelope), :mod:`.models` (the
-answers; the runs table's in :mod:`.table_models`), :mod:`.links` (every URL the notebook side builds)
-and :mod:`.client` (``PortalClient``).
+Split as httpx is: :mod:`.errors` (typed exceptions from the error envelope), :mod:`.models`,
+:mod:`.config_models` and :mod:`.table_models` (the answers), :mod:`.links` (every URL the notebook side
+builds) and :mod:`.client` (``PortalClient``).
 """
 
 from __future__ import annotations
 
 from .client import PortalClient
+from .config_models import ExperimentPage, ExperimentSummary, RunConfiguration
 from .errors import (
     ENV_TOKEN,
     ENV_URL,
@@ -46,6 +47,8 @@ __all__ = [
     "DependencyError",
     "Experiment",
     "ExperimentList",
+    "ExperimentPage",
+    "ExperimentSummary",
     "Freshness",
     "InternalError",
     "Metadata",
@@ -59,6 +62,7 @@ __all__ = [
     "PortalUnreachable",
     "Provenance",
     "Run",
+    "RunConfiguration",
     "RunMetrics",
     "RunPage",
     "RunTable",

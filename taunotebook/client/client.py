@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
 
+from .config_models import ExperimentPage, ExperimentSummary, RunConfiguration
 from .errors import (
     ENV_TOKEN,
     ENV_URL,
@@ -38,6 +39,25 @@ def _query_value(value: Any) -> str:
     if isinstance(value, datetime):
         return value.isoformat().replace("+00:00", "Z")
     return str(value)
+
+
+def _config_params(config: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """``config={"lr": 0.1, "optimizer.name": ["adam", "sgd"]}`` as ``config.<key>=<value>`` filters.
+
+    A string is sent as is; a number, bool or None as JSON writes it; a list, tuple or set gives
+    alternatives (any of them matches). A list-valued field is matched by its JSON text (``"[64,64]"``).
+    """
+    params: list[tuple[str, str]] = []
+    for key, value in (config or {}).items():
+        if not str(key).strip():
+            raise ValueError("config filter keys must not be empty")
+        values = value if isinstance(value, list | tuple | set | frozenset) else [value]
+        for v in values:
+            if isinstance(v, dict | list | tuple):
+                raise TypeError(f"config filter {key!r}: a value must be a string, number, bool or None, not "
+                                f"{type(v).__name__}")
+            params.append((f"config.{key}", v if isinstance(v, str) else json.dumps(v)))
+    return params
 
 
 class PortalClient:
@@ -149,20 +169,9 @@ class PortalClient:
                 params.append((key, _query_value(value)))
         return self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/series", params, Series.from_json)
 
-    def experiment_runs(
-        self,
-        experiment_id: str,
-        *,
-        limit: int | None = None,
-        cursor: str | None = None,
-        source: str | None = None,
-        **filters: Any,
-    ) -> RunPage:
-        """``GET /api/v2/stellar/experiments/{experiment_id}/runs``: one page, newest first.
-
-        ``filters`` are TauGrid's listing filters (``q``, ``project``, ``group``, ``state``, ``lifecycle``,
-        ``tag``, ``metric_name``, ``since``); a list value is sent as a repeated parameter.
-        """
+    def _listing_params(self, source: str | None, limit: int | None, cursor: str | None,
+                        config: Mapping[str, Any] | None, include_config: bool,
+                        filters: dict[str, Any]) -> list[tuple[str, str]]:
         params = self._common(source)
         if "project" not in filters and self.project is not None:
             filters["project"] = self.project
@@ -173,6 +182,30 @@ class PortalClient:
                 params += [(key, _query_value(v)) for v in value]
             else:
                 params.append((key, _query_value(value)))
+        params += _config_params(config)
+        if include_config:
+            params.append(("include", "config"))
+        return params
+
+    def experiment_runs(
+        self,
+        experiment_id: str,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        source: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        include_config: bool = False,
+        **filters: Any,
+    ) -> RunPage:
+        """``GET /api/v2/stellar/experiments/{experiment_id}/runs``: one page, newest first.
+
+        ``filters`` are TauGrid's listing filters (``q``, ``project``, ``group``, ``state``, ``lifecycle``,
+        ``tag``, ``metric_name``, ``since``); a list value is sent as a repeated parameter. The local
+        Portal's additions: ``config={"lr": 0.1}`` keeps runs whose config has those values (see
+        :func:`_config_params`), ``include_config=True`` fills each :attr:`Run.config`.
+        """
+        params = self._listing_params(source, limit, cursor, config, include_config, filters)
         path = f"{API_PATH}/experiments/{path_segment(experiment_id, 'experiment_id')}/runs"
         return self._get(path, params, RunPage.from_json)
 
@@ -187,20 +220,48 @@ class PortalClient:
         self, experiment_id: str, *, limit: int | None = None, source: str | None = None, **filters: Any
     ) -> Iterator[RunPage]:
         """Every page of the experiment's runs, following ``next_cursor`` until the server omits it."""
-        cursor: str | None = None
-        seen: set[str] = set()
-        while True:
-            page = self.experiment_runs(experiment_id, limit=limit, cursor=cursor, source=source, **dict(filters))
-            yield page
-            if not page.next_cursor:
-                return
-            if page.next_cursor in seen:
-                # A server handing back a cursor twice would otherwise make this loop forever.
-                raise ClientError(
-                    None, "CURSOR_LOOP", f"the server returned cursor {page.next_cursor!r} twice", "client", False
-                )
-            seen.add(page.next_cursor)
-            cursor = page.next_cursor
+        return _follow(lambda cursor: self.experiment_runs(experiment_id, limit=limit, cursor=cursor, source=source,
+                                                           **dict(filters)))
+
+    def search_experiments(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        source: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        include_config: bool = False,
+        **filters: Any,
+    ) -> ExperimentPage:
+        """``GET /api/v2/stellar/experiments/search``: one page of experiments, latest run first.
+
+        ``filters`` are TauGrid's (``q``, ``project``, ``lifecycle``, ``tag``, ``metric_name``, ``since``,
+        ``window``, ``start``, ``end``); ``config=`` and ``include_config=`` as for :meth:`experiment_runs`
+        (an experiment matches when one of its runs has every config value; ``include_config`` fills
+        each :attr:`ExperimentSummary.config` with its runs' distinct values).
+        """
+        params = self._listing_params(source, limit, cursor, config, include_config, filters)
+        return self._get(f"{API_PATH}/experiments/search", params, ExperimentPage.from_json)
+
+    def iter_experiments(self, *, limit: int | None = None, source: str | None = None,
+                         **filters: Any) -> Iterator[ExperimentSummary]:
+        """Every experiment :meth:`search_experiments` finds, following ``next_cursor`` page by page."""
+        for page in _follow(lambda cursor: self.search_experiments(limit=limit, cursor=cursor, source=source,
+                                                                   **dict(filters))):
+            yield from page.experiments
+
+    def run_config(self, run_id: str, *, project: str | None = None, source: str | None = None) -> RunConfiguration:
+        """``GET /api/v2/stellar/runs/{run_id}/config`` (the local Portal's addition): the run's configuration.
+
+        A run without one answers a :class:`RunConfiguration` whose ``available`` is False. TauGrid's
+        Portal answers 404 (:class:`NotFoundError`, message ``route was not found``).
+        """
+        params = self._common(source)
+        project = project if project is not None else self.project
+        if project is not None:
+            params.append(("project", project))
+        return self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/config", params,
+                         RunConfiguration.from_json)
 
     # -- the local Portal's page data (``/stellar/data/...``; TauGrid's Portal does not serve it)
 
@@ -346,6 +407,24 @@ class PortalClient:
             if not error.retryable or attempt > self.retries:
                 raise error
             self._sleep(self._delay(attempt, response))
+
+
+def _follow(read: Callable[[str | None], _T]) -> Iterator[_T]:
+    """Pages from ``read(cursor)``, following ``next_cursor`` until the server omits it."""
+    cursor: str | None = None
+    seen: set[str] = set()
+    while True:
+        page = read(cursor)
+        yield page
+        next_cursor = page.next_cursor  # type: ignore[attr-defined]
+        if not next_cursor:
+            return
+        if next_cursor in seen:
+            # A server handing back a cursor twice would otherwise make this loop forever.
+            raise ClientError(None, "CURSOR_LOOP", f"the server returned cursor {next_cursor!r} twice", "client",
+                              False)
+        seen.add(next_cursor)
+        cursor = next_cursor
 
 
 def _has_request(exc: httpx.RequestError) -> bool:

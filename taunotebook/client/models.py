@@ -159,6 +159,7 @@ _RUN_KEYS = (
     "tags",
     "metric_names",
     "source",
+    "config",
 )
 
 
@@ -190,6 +191,7 @@ class Run:
     code_sha: str | None = None
     image_digest: str | None = None
     result_uri: str | None = None
+    config: dict[str, Any] | None = None  # the local Portal's include=config: flattened fields
     extra: dict[str, Any] = field(default_factory=dict)
     metadata: Metadata | None = None
     response_extra: dict[str, Any] = field(default_factory=dict)
@@ -212,6 +214,7 @@ class Run:
             source=str(d.get("source", "")),
             tags={str(k): v for k, v in (d.get("tags") or {}).items()},
             metric_names=_strs(d.get("metric_names")),
+            config=dict(_obj(d["config"], "run.config")) if d.get("config") is not None else None,
             extra=_rest(d, _RUN_KEYS),
             metadata=metadata,
             response_extra=dict(response_extra),

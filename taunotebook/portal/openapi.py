@@ -7,7 +7,8 @@ the running Portal against it.
 from __future__ import annotations
 
 from .page_data import NON_FINITE_LIMIT, PAGE_DATA_BASE
-from .params import DEFAULT_LIMIT, DEFAULT_MAX_POINTS, MAX_LIMIT, MAX_MAX_POINTS
+from .params import CONFIG_FILTERS_LIMIT, DEFAULT_LIMIT, DEFAULT_MAX_POINTS, MAX_LIMIT, MAX_MAX_POINTS
+from .run_configs import CONFIG_KEYS_LIMIT, CONFIG_VALUES_LIMIT
 from .run_table import METRIC_NAMES_LIMIT, METRICS_LIMIT, RUN_IDS_LIMIT, RUNS_LIMIT
 from .v2 import API_BASE
 
@@ -33,6 +34,13 @@ _COMMON = [
     _q("project", {"type": "string"}, "Disambiguates a run id present in several projects (else 409 CONFLICT)."),
 ]
 _INT64 = {"type": "integer", "format": "int64"}
+_SCALAR = {"nullable": True, "oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}
+_FIELDS = {"type": "object", "description": "flattened config fields: dotted keys, scalars (a list of up to 8 "
+                                            "scalars as its JSON text)", "additionalProperties": _SCALAR}
+_CONFIG_FILTERS = (f"Our addition: config.<key>=<value> (repeatable, at most {CONFIG_FILTERS_LIMIT}) keeps what has a "
+                   "run whose flattened config field <key> has the text <value> (or, for a number, equals it); "
+                   "one key given several times matches any of its values, different keys must all match. "
+                   "include=config adds each item's config.")
 
 
 def _errors(*statuses: int) -> dict:
@@ -100,7 +108,48 @@ def openapi_document() -> dict:
                 "success_reasons": string_list,
                 "tags": {"type": "object", "additionalProperties": {"type": "string"}},
                 "metric_names": string_list,
+                "config": {**_FIELDS, "nullable": True,
+                           "description": "Our addition, with include=config: the run's flattened config fields, "
+                                          "null for a run without a config."},
             },
+        },
+        "RunConfig": {
+            "type": "object", "additionalProperties": False,
+            "required": ["metadata", "run_id", "config", "fields"],
+            "properties": {
+                "metadata": _ref("Metadata"), "run_id": {"type": "string"},
+                "config_hash": {"type": "string", "description": "SHA-256 hex of the normalized JSON (of several "
+                                                                 "files: of their sorted hashes)"},
+                "format": {"type": "string", "description": "json | yaml | tensorboard-hparams (comma-joined for "
+                                                            "several files)"},
+                "uri": {"type": "string", "description": "where the configuration was read"},
+                "config": {"type": "object", "description": "the normalized configuration; {} without one"},
+                "fields": _FIELDS,
+            },
+        },
+        "Experiment": {
+            "type": "object", "additionalProperties": False,
+            "required": ["experiment_id", "project", "name", "created_at", "updated_at", "run_count",
+                         "run_group_count", "metric_names"],
+            "properties": {
+                **{k: {"type": "string"} for k in ("experiment_id", "project", "name", "description", "created_at",
+                                                   "updated_at", "latest_run_at")},
+                "run_count": nonneg, "run_group_count": nonneg,
+                "state_counts": {"type": "object", "additionalProperties": nonneg},
+                "lifecycle_counts": {"type": "object", "additionalProperties": nonneg},
+                "metric_names": string_list,
+                "config": {"type": "object", "maxProperties": CONFIG_KEYS_LIMIT,
+                           "description": "Our addition, with include=config: each config key of the experiment's "
+                                          "runs with its distinct values (numbers ascending, then texts)",
+                           "additionalProperties": {"type": "array", "maxItems": CONFIG_VALUES_LIMIT,
+                                                    "items": _SCALAR}},
+            },
+        },
+        "ExperimentSearch": {
+            "type": "object", "additionalProperties": False, "required": ["metadata", "experiments"],
+            "properties": {"metadata": _ref("Metadata"),
+                           "experiments": {"type": "array", "maxItems": MAX_LIMIT, "items": _ref("Experiment")},
+                           "next_cursor": {"type": "string"}},
         },
         "RunDetail": {"type": "object", "additionalProperties": False, "required": ["metadata", "run"],
                       "properties": {"metadata": _ref("Metadata"), "run": _ref("Run")}},
@@ -223,6 +272,29 @@ def openapi_document() -> dict:
         _q("metric_name", string_list, "Runs that have every named metric; repeatable.", style="form",
            explode=True),
         _q("since", {"type": "string"}, "Created at or after: RFC3339, a Go duration (24h) or Nd before now."),
+        _q("include", string_list, "Our addition: config adds each run's flattened config fields.", style="form",
+           explode=True),
+    ]
+    page_params = [
+        _q("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+           "Page size."),
+        _q("cursor", {"type": "string"}, "Opaque next_cursor of the previous page (400 INVALID_CURSOR if altered "
+                                         "or issued for another query)."),
+    ]
+    search_params = [
+        *_COMMON[:2], *page_params,
+        _q("q", {"type": "string"}, "Case-insensitive substring of the experiment's id, name, description, project, "
+                                    "or its runs' tags and metric names."),
+        _q("project", {"type": "string"}, "Project."),
+        _q("lifecycle", {"type": "string"}, "Experiments with a run in this lifecycle state."),
+        _q("tag", string_list, "key=value, repeatable; each needs a run that has it.", style="form", explode=True),
+        _q("metric_name", string_list, "Each needs a run that has it; repeatable.", style="form", explode=True),
+        _q("since", {"type": "string"}, "Updated, or with a run started, at or after: RFC3339, a Go duration or Nd."),
+        _q("window", {"type": "string"}, "A Go duration up to 720h: the range ending now."),
+        _q("start", {"type": "string", "format": "date-time"}, "Range start (RFC3339), with end; at most 30 days."),
+        _q("end", {"type": "string", "format": "date-time"}, "Range end (RFC3339), with start."),
+        _q("include", string_list, "Our addition: config adds each experiment's config space.", style="form",
+           explode=True),
     ]
     points_params = [
         run_id, *_COMMON,
@@ -257,9 +329,16 @@ def openapi_document() -> dict:
                 "MetricCatalog"),
             f"{API_BASE}/runs/{{run_id}}/series": _operation(
                 "getRunSeries", "One metric of one run, reduced to max_points", series_params, "Series"),
+            f"{API_BASE}/runs/{{run_id}}/config": _operation(
+                "getRunConfig", "Our addition: the run's configuration (normalized values, flattened fields, "
+                "format, uri, config_hash); a run without one is 200 with availability unavailable",
+                [run_id, *_COMMON], "RunConfig"),
             f"{API_BASE}/experiments/{{experiment_id}}/runs": _operation(
-                "listExperimentRuns", "An experiment's runs, newest first, paged by cursor", list_params,
-                "RunList"),
+                "listExperimentRuns", "An experiment's runs, newest first, paged by cursor. " + _CONFIG_FILTERS,
+                list_params, "RunList"),
+            f"{API_BASE}/experiments/search": _operation(
+                "searchExperiments", "The workspace's experiments, latest run first, paged by cursor. "
+                + _CONFIG_FILTERS, search_params, "ExperimentSearch"),
             f"{PAGE_DATA_BASE}/runs/{{run_id}}/points": _operation(
                 "getPointDetails", "Page data: a metric's non-finite observations and wall-time samples",
                 points_params, "PointDetails"),

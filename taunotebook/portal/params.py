@@ -11,7 +11,7 @@ import functools
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qsl
 
@@ -21,13 +21,18 @@ from starlette.types import Scope
 from .errors import V2Error
 
 __all__ = [
+    "CONFIG_FILTERS_LIMIT",
     "DEFAULT_LIMIT",
     "DEFAULT_MAX_POINTS",
+    "ExperimentFilters",
     "MAX_LIMIT",
     "MAX_MAX_POINTS",
     "Query",
     "RunFilters",
     "SeriesParams",
+    "config_filters",
+    "experiment_filters",
+    "include_param",
     "limit_param",
     "optional_int64",
     "parse_int",
@@ -198,36 +203,50 @@ def normalize_since(value: str, now: datetime) -> str:
     return _fmt(parsed)
 
 
-@dataclass(slots=True)
-class RunFilters:
-    target: str
-    query: str
-    project: str
-    group: str
-    state: str
-    lifecycle: str
-    tags: dict[str, str]
-    metric_names: list[str]
-    since: str
-    start: str
-    end: str
-
-    def hash(self, source: str, workspace: str) -> str:
-        """Binds a cursor to the query it was issued for."""
-        payload = json.dumps([source, workspace, self.target, self.query, self.project, self.group, self.state,
-                              self.lifecycle, sorted(self.tags.items()), self.metric_names, self.since,
-                              self.start, self.end], ensure_ascii=True)
-        return hashlib.sha256(payload.encode()).hexdigest()
+CONFIG_PREFIX = "config."
+CONFIG_FILTERS_LIMIT = 32
+INCLUDES = ("config",)
 
 
-def run_filters(q: Query) -> RunFilters:
-    """The run-listing filters with TauGrid's validation (all 400 ``INVALID_ARGUMENT``)."""
-    if q.get("limit"):
-        parse_int(q.get("limit"), "limit")
+def config_filters(q: Query) -> dict[str, tuple[str, ...]]:
+    """``config.<key>=<value>`` filters (our addition): key -> the values it may have.
+
+    Different keys must all match; one key given several times matches any of its values.
+    """
+    out: dict[str, list[str]] = {}
+    count = 0
+    for key, value in q.pairs:
+        if not key.startswith(CONFIG_PREFIX):
+            continue
+        name = key[len(CONFIG_PREFIX):].strip()
+        if not name:
+            raise V2Error(400, "INVALID_ARGUMENT", "config filters must be config.<key>=<value>")
+        count += 1
+        if count > CONFIG_FILTERS_LIMIT:
+            raise V2Error(400, "INVALID_ARGUMENT", f"at most {CONFIG_FILTERS_LIMIT} config filters may be given")
+        out.setdefault(name, []).append(value.strip())
+    return {k: tuple(dict.fromkeys(v)) for k, v in sorted(out.items())}
+
+
+def include_param(q: Query) -> frozenset[str]:
+    """``include`` (our addition; comma-separated or repeated): what a listing adds to each item."""
+    names = set()
+    for raw in q.all("include"):
+        for part in raw.split(","):
+            part = part.strip().lower()
+            if not part:
+                continue
+            if part not in INCLUDES:
+                raise V2Error(400, "INVALID_ARGUMENT", f"include must be one of: {', '.join(INCLUDES)}")
+            names.add(part)
+    return frozenset(names)
+
+
+def _time_filters(q: Query, now: datetime) -> tuple[str, str, str]:
+    """(since, start, end) from ``since`` | ``window`` | ``start``+``end``, with TauGrid's messages."""
     since, window, start, end = q.get("since"), q.get("window"), q.get("start"), q.get("end")
     if since and (window or start or end):
         raise V2Error(400, "INVALID_ARGUMENT", "since cannot be combined with window/start/end")
-    now = datetime.now(UTC)
     if window:
         if start or end:
             raise V2Error(400, "INVALID_ARGUMENT", "window cannot be combined with start/end")
@@ -246,22 +265,106 @@ def run_filters(q: Query) -> RunFilters:
         if not e > s or e - s > timedelta(days=30):
             raise V2Error(400, "INVALID_ARGUMENT", "range must be positive and no greater than 30d")
         start, end = _fmt(s), _fmt(e)
-    optional_int64(q, "min_step")
-    for name in ("metric_filter", "min_step"):
-        if any(v.strip() for v in q.all(name)):
-            # TauGrid's success gates; not implemented locally, and silently ignoring them would mislead.
-            raise V2Error(400, "INVALID_ARGUMENT", f"{name} is not supported by the local Portal")
+    return since, start, end
+
+
+def _tag_filters(q: Query) -> dict[str, str]:
     tags: dict[str, str] = {}
     for tag in q.all("tag"):
         key, sep, value = tag.partition("=")
         if not sep or not key.strip():
             raise V2Error(400, "INVALID_ARGUMENT", "tag filters must be key=value")
         tags[key.strip()] = value.strip()
+    return tags
+
+
+def _reject_success_gates(q: Query, *names: str) -> None:
+    for name in names:
+        if any(v.strip() for v in q.all(name)):
+            # TauGrid's success gates; not implemented locally, and silently ignoring them would mislead.
+            raise V2Error(400, "INVALID_ARGUMENT", f"{name} is not supported by the local Portal")
+
+
+def _metric_names(q: Query) -> list[str]:
     names = q.all("metric_name") or q.all("metric")
+    return [n.strip() for n in names if n.strip()]
+
+
+def _hash(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()
+
+
+@dataclass(slots=True)
+class RunFilters:
+    target: str
+    query: str
+    project: str
+    group: str
+    state: str
+    lifecycle: str
+    tags: dict[str, str]
+    metric_names: list[str]
+    since: str
+    start: str
+    end: str
+    config: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def hash(self, source: str, workspace: str) -> str:
+        """Binds a cursor to the query it was issued for."""
+        return _hash(source, workspace, self.target, self.query, self.project, self.group, self.state,
+                     self.lifecycle, sorted(self.tags.items()), self.metric_names, self.since, self.start,
+                     self.end, sorted(self.config.items()))
+
+
+def run_filters(q: Query) -> RunFilters:
+    """The run-listing filters with TauGrid's validation (all 400 ``INVALID_ARGUMENT``)."""
+    if q.get("limit"):
+        parse_int(q.get("limit"), "limit")
+    now = datetime.now(UTC)
+    since, start, end = _time_filters(q, now)
+    optional_int64(q, "min_step")
+    _reject_success_gates(q, "metric_filter", "min_step")
+    tags = _tag_filters(q)
     if since:
         since = normalize_since(since, now)
     return RunFilters(
         target=q.get("target"), query=q.get("q"), project=q.get("project"), group=q.get("group"),
         state=q.get("state").lower(), lifecycle=normalize_lifecycle(q.get("lifecycle")), tags=tags,
-        metric_names=[n.strip() for n in names if n.strip()], since=since, start=start, end=end,
+        metric_names=_metric_names(q), since=since, start=start, end=end, config=config_filters(q),
+    )
+
+
+@dataclass(slots=True)
+class ExperimentFilters:
+    """``/experiments/search``'s filters: TauGrid's (no group, state or target) and our config filters."""
+
+    query: str
+    project: str
+    lifecycle: str
+    tags: dict[str, str]
+    metric_names: list[str]
+    since: str
+    start: str
+    end: str
+    config: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def hash(self, source: str, workspace: str) -> str:
+        return _hash("experiments", source, workspace, self.query, self.project, self.lifecycle,
+                     sorted(self.tags.items()), self.metric_names, self.since, self.start, self.end,
+                     sorted(self.config.items()))
+
+
+def experiment_filters(q: Query) -> ExperimentFilters:
+    """The experiment-search filters with TauGrid's validation (all 400 ``INVALID_ARGUMENT``)."""
+    if q.get("limit"):
+        parse_int(q.get("limit"), "limit")
+    now = datetime.now(UTC)
+    since, start, end = _time_filters(q, now)
+    _reject_success_gates(q, "metric_filter")
+    tags = _tag_filters(q)
+    if since:
+        since = normalize_since(since, now)
+    return ExperimentFilters(
+        query=q.get("q"), project=q.get("project"), lifecycle=normalize_lifecycle(q.get("lifecycle")), tags=tags,
+        metric_names=_metric_names(q), since=since, start=start, end=end, config=config_filters(q),
     )

@@ -1,4 +1,4 @@
-"""TauGrid's canonical v2 Stellar reads: run, metric catalog, series, experiment runs.
+"""TauGrid's canonical v2 Stellar reads (run, metrics, series, experiment runs and search) and our run config.
 
 Shapes, parameters, defaults, limits, check order and error codes follow TAUGRID-REFERENCE §3
 (``portal/internal/expapi/v2.go``). Where TauGrid's local path has quirks that would lose data
@@ -28,16 +28,20 @@ from tau_collector.ids import is_valid_id
 
 from .auth import resolve_workspace, run_in_workspace
 from .errors import RawJSON, V2Error, go_float, json_response, metadata, metadata_json
+from .experiment_search import experiments_json, search_experiments
 from .identity import decode_path_id, miss, raw_segments
 from .params import (
     Query,
     RunFilters,
     SeriesParams,
+    experiment_filters,
+    include_param,
     limit_param,
     parse_query,
     run_filters,
     series_params,
 )
+from .run_configs import fields_json, matches, read_configs, reads_configs
 from .serving import serve
 from .sources import ExperimentReader, Sources
 
@@ -183,6 +187,11 @@ class StellarV2:
                 return self.metric_catalog(q, run_id)
             if parts[2] == b"series":
                 return self.series(q, run_id)
+            if parts[2] == b"config":
+                return self.run_config(q, run_id)
+        elif parts == [b"experiments", b"search"]:
+            require_get(method)
+            return self.experiment_search(q)
         elif parts and parts[0] == b"experiments" and len(parts) == 3 and parts[2] == b"runs":
             require_get(method)
             return self.run_list(q, decode_path_id(parts[1]))
@@ -307,9 +316,60 @@ class StellarV2:
                     points=_points_json(steps, values))
         return json_response(body)
 
+    def run_config(self, q: Query, run_id: str) -> Response:
+        """Our addition: the run's configuration (normalized values and flattened fields) and its hash."""
+        source, workspace = self.source_and_workspace(q)
+        found = self.exact_run(q, source, workspace, run_id)
+        config = read_configs(found.reader, [found.run.run_id]).get(found.run.run_id)
+        meta = metadata(source, [found.served], False, found.warnings)
+        body: dict = {"metadata": meta, "run_id": run_id}
+        if config is None:
+            if not reads_configs(found.reader):
+                reason = f"the {found.served} source carries no run configurations"
+            elif found.run.config_hash:
+                reason = f"config_hash {found.run.config_hash} names no stored configuration"
+            else:
+                reason = "no configuration is stored for this run"
+            meta["availability"] = {"state": "unavailable", "reasons": [*found.warnings, reason]}
+            if found.run.config_hash:
+                body["config_hash"] = found.run.config_hash
+            body.update(config={}, fields={})
+            return json_response(body)
+        body.update(config_hash=config.config_hash, format=config.format, uri=config.uri, config=config.values,
+                    fields=fields_json(config.fields))
+        return json_response(body)
+
+    def experiment_search(self, q: Query) -> Response:
+        """TauGrid's ``/experiments/search``, with our ``config.<key>=<value>`` filters and ``include=config``."""
+        source, workspace = self.source_and_workspace(q)
+        filters = experiment_filters(q)
+        limit = limit_param(q)
+        include = include_param(q)
+        filter_hash = filters.hash(source, workspace)
+        cursor = self._decode_cursor(q.get("cursor"), filter_hash)
+        reader, served_by, warnings = self.sources.reader(source)
+
+        def lifecycle_of(run: RunRow) -> str:
+            return classify_run(run, reader.metric_summaries(run.run_id))[0]
+
+        found, truncated = search_experiments(reader, workspace, filters, lifecycle_of, SCAN_LIMIT)
+        if cursor is not None:
+            sort_at, item_id = cursor
+            found = [e for e in found if e.sort_at < sort_at or (e.sort_at == sort_at and e.experiment_id > item_id)]
+        next_cursor = None
+        if len(found) > limit:
+            found = found[:limit]
+            next_cursor = self._encode_cursor(filter_hash, found[-1].sort_at, found[-1].experiment_id)
+        bodies, cut = experiments_json(reader, found, "config" in include)
+        body: dict = {"metadata": metadata(source, [served_by], truncated, warnings + cut), "experiments": bodies}
+        if next_cursor:
+            body["next_cursor"] = next_cursor
+        return json_response(body)
+
     def run_list(self, q: Query, target: str) -> Response:
         source, workspace = self.source_and_workspace(q)
         filters = run_filters(q)
+        include = include_param(q)
         if filters.target and filters.target != target:
             raise V2Error(400, "TARGET_MISMATCH", "target query parameter must match the experiment path")
         filters.target = target
@@ -330,8 +390,14 @@ class StellarV2:
             last = runs[-1]
             next_cursor = self._encode_cursor(filter_hash, last.created_at, _cursor_id(last))
         served = [served_by] if runs else ([] if source == "auto" else [source])
-        body: dict = {"metadata": metadata(source, served, truncated, warnings), "target": target,
-                      "runs": [self._run_json(reader, r, served_by) for r in runs]}
+        items = [self._run_json(reader, r, served_by) for r in runs]
+        if "config" in include:
+            # Our addition: each run's flattened config fields, null for a run without a config.
+            configs = read_configs(reader, [r.run_id for r in runs])
+            for item, run in zip(items, runs, strict=True):
+                config = configs.get(run.run_id)
+                item["config"] = fields_json(config.fields) if config is not None else None
+        body: dict = {"metadata": metadata(source, served, truncated, warnings), "target": target, "runs": items}
         if next_cursor:
             body["next_cursor"] = next_cursor
         return json_response(body)
@@ -352,6 +418,9 @@ class StellarV2:
         if f.query:
             needle = f.query.lower()
             runs = [r for r in runs if _matches_query(r, needle)]
+        if f.config:
+            configs = read_configs(reader, [r.run_id for r in runs])
+            runs = [r for r in runs if matches(configs.get(r.run_id), f.config)]
         if f.lifecycle:
             runs = [r for r in runs
                     if classify_run(r, reader.metric_summaries(r.run_id))[0] == f.lifecycle]

@@ -197,3 +197,38 @@ def test_usage_errors_in_a_kernel_are_one_line_and_submit_nothing(tau_home, tmp_
     assert 'experiment:\n  project: "demo"\n  name: "lr"\n  group: "lr"\n' in dry
     assert dry.rstrip().endswith("$ tau run --workspace default --config tau.yaml")
     assert not (tau_home / "projects").exists() or not any((tau_home / "projects").rglob("run.json"))
+
+
+def test_tau_submit_config_reaches_the_job_the_store_and_the_portal(tau_home, tmp_path):
+    (tmp_path / "base.yaml").write_text("optimizer:\n  name: sgd\n  momentum: 0.9\nepochs: 3\n")
+    nb = execute(notebook(
+        "%load_ext taunotebook",
+        """
+        %%tau_submit --project demo --name cfg --group lr-sweep --no-pane --config lr=0.03 --config optimizer.name=adam --config-file base.yaml
+        import json, os
+        config = json.load(open(os.environ["TAU_RUN_CONFIG"]))
+        for step in range(config["epochs"]):
+            print(json.dumps({"step": step, "loss": config["lr"] * (3 - step)}))
+        print("optimizer", config["optimizer"]["name"], config["optimizer"]["momentum"])
+        """,
+        "print(tau_run.wait(120), tau_run.run_id)",
+        "print(tau_run.logs())",
+        "%%tau_submit --project demo --name bad --no-pane --config lr\nprint(1)",
+        "%%tau_submit --project demo --name bad --no-pane --config-file missing.json\nprint(1)",
+    ), tmp_path, allow_errors=True)
+    run_id = submitted_run_id(nb.cells[1])
+    assert text(nb.cells[2]).split() == ["succeeded", run_id]
+    assert text(nb.cells[3]).strip() == "optimizer adam 0.9"  # --config wins over the file's value
+    assert usage_errors(nb.cells[4]) == ["%tau_submit: --config 'lr' must be KEY=VALUE, e.g. --config lr=0.1"]
+    [missing] = usage_errors(nb.cells[5])
+    assert missing.startswith("%tau_submit: --config-file ") and "missing.json" in missing
+
+    with ensure_portal("default").client() as client:
+        config = client.run_config(run_id)
+        assert config.available and config.format == "json"
+        assert config.config == {"epochs": 3, "lr": 0.03, "optimizer": {"momentum": 0.9, "name": "adam"}}
+        assert config.fields == {"epochs": 3, "lr": 0.03, "optimizer.momentum": 0.9, "optimizer.name": "adam"}
+        assert client.run(run_id).config_hash == config.config_hash
+        (listed,) = client.experiment_runs("lr-sweep", config={"lr": 0.03}, include_config=True).runs
+        assert listed.run_id == run_id and listed.config == config.fields
+        assert client.experiment_runs("lr-sweep", config={"lr": 0.1}).runs == ()

@@ -150,3 +150,19 @@ def serve(store: Path, **create_kw) -> ServerThread:
     """Another Portal over ``store`` (e.g. another workspace or Kusto configured); use as a context manager."""
     create_kw.setdefault("token", TOKEN)
     return ServerThread(create_app(store, **create_kw))
+
+
+@pytest.fixture(scope="session")
+def config_store(tmp_path_factory) -> Path:
+    """A store of runs with configurations (:mod:`.config_store`)."""
+    from .config_store import build_config_store
+
+    return build_config_store(tmp_path_factory.mktemp("configs") / "store")
+
+
+@pytest.fixture(scope="session")
+def capi(config_store) -> Iterator[httpx.Client]:
+    """An authenticated httpx client of a Portal over :func:`config_store`."""
+    with serve(config_store) as server, httpx.Client(base_url=f"http://127.0.0.1:{server.port}",
+                                                     headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        yield client

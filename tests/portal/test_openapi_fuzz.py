@@ -15,7 +15,8 @@ from schemathesis.specs.openapi.checks import (
 )
 
 V2_READS = ["/api/v2/stellar/runs/{run_id}", "/api/v2/stellar/runs/{run_id}/metrics",
-            "/api/v2/stellar/runs/{run_id}/series", "/api/v2/stellar/experiments/{experiment_id}/runs"]
+            "/api/v2/stellar/runs/{run_id}/series", "/api/v2/stellar/experiments/{experiment_id}/runs",
+            "/api/v2/stellar/runs/{run_id}/config", "/api/v2/stellar/experiments/search"]
 PAGE_DATA = ["/stellar/data/runs/{run_id}/points", "/stellar/data/experiments", "/stellar/data/runs"]
 
 
@@ -70,3 +71,23 @@ def test_every_route_answers_out_of_range_steps_with_invalid_argument(api, path)
                                          "classification": "client", "retryable": False}
         else:
             assert r.status_code == 200, (url, r.text)  # a parameter the route does not take is ignored
+
+
+@pytest.mark.parametrize(("path", "path_parameters", "query"), [
+    ("/api/v2/stellar/runs/{run_id}/config", {"run_id": "lr-0.1"}, {}),
+    ("/api/v2/stellar/runs/{run_id}/config", {"run_id": "no-config"}, {}),
+    ("/api/v2/stellar/experiments/{experiment_id}/runs", {"experiment_id": "sweep"}, {"include": ["config"]}),
+    ("/api/v2/stellar/experiments/{experiment_id}/runs", {"experiment_id": "sweep"},
+     {"include": ["config"], "limit": 1}),
+    ("/api/v2/stellar/experiments/search", {}, {"include": ["config"]}),
+    ("/api/v2/stellar/experiments/search", {}, {"limit": 1}),
+])
+def test_answers_about_configs_match_the_document(capi, path, path_parameters, query):
+    # The fuzzed store has no configs; these answers carry them, and must match the document too.
+    base_url = str(capi.base_url).rstrip("/")
+    schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
+    case = schema[path]["GET"].Case(path_parameters=path_parameters, query=query)
+    response = case.call(base_url=base_url, headers={"Authorization": capi.headers["Authorization"]})
+    assert response.status_code == 200, response.text
+    case.validate_response(response, checks=[status_code_conformance, content_type_conformance,
+                                             response_schema_conformance])

@@ -104,6 +104,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="JSONL history file or glob, repeatable [$TAU_METRICS_HISTORY]")
     src.add_argument("--tfevents", action="append", default=[], metavar="LOGDIR",
                      help="TensorBoard logdir to watch, repeatable (ours)")
+    src.add_argument("--run-config", default="", metavar="PATH",
+                     help="the run's configuration (hyperparameters), a JSON or YAML file, stored with the "
+                          "run in the expstore (ours; default: a source's own, e.g. TensorBoard HParams)")
     src.add_argument("--step-field", default="_step", help="JSONL step field (ours; default _step)")
     src.add_argument("--time-field", default="_timestamp", help="JSONL time field (ours; default _timestamp)")
     src.add_argument("--baseline-existing-history", action="store_true",
@@ -246,7 +249,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
         status_artifact_uri=str(_pick(args.status_artifact_uri, "ARTIFACT_URI", "")),
         status_checkpoint_uri=str(_pick(args.status_checkpoint_uri, "CHECKPOINT_URI", "")),
         watch=args.watch, max_iterations=args.max_iterations, step_field=args.step_field,
-        time_field=args.time_field, limits=limits,
+        time_field=args.time_field, limits=limits, run_config=args.run_config,
     )
     return options, sinks
 

@@ -42,6 +42,7 @@ __all__ = [
     "indexed_fields_json",
     "normalized_json",
     "parse_config",
+    "read_config_bytes",
     "read_config_file",
     "run_config",
     "run_config_from_row",
@@ -236,6 +237,16 @@ def parse_config(raw: bytes, format: str, where: str) -> Any:
     raise ConfigError(f"{where}: a {format!r} config is not read; use a .json, .yaml or .yml file")
 
 
+def read_config_bytes(path: str) -> bytes:
+    """The bytes of a config file, read no further than :data:`MAX_CONFIG_BYTES` (a longer file is refused)."""
+    with open(path, "rb") as handle:
+        raw = handle.read(MAX_CONFIG_BYTES + 1)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; a configuration this large is not "
+                          "stored (keep hyperparameters, not data, in it)")
+    return raw
+
+
 def read_config_file(path: str | os.PathLike[str], *, format: str | None = None,
                      uri: str | None = None) -> RunConfig:
     """The :class:`RunConfig` of a JSON or YAML file (TauGrid's ``exp track --config``).
@@ -245,12 +256,7 @@ def read_config_file(path: str | os.PathLike[str], *, format: str | None = None,
     """
     path = os.fspath(path)
     fmt = format or config_format(path)
-    with open(path, "rb") as handle:
-        raw = handle.read(MAX_CONFIG_BYTES + 1)
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; a configuration this large is not "
-                          "stored (keep hyperparameters, not data, in it)")
-    value = parse_config(raw, fmt, path)
+    value = parse_config(read_config_bytes(path), fmt, path)
     return run_config(value, format=fmt, uri=uri or os.path.abspath(path), where=path)
 
 

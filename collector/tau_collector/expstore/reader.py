@@ -38,8 +38,8 @@ from .run_events import RunEvent, read_run_events
 from .store import ExpStore
 from .summaries import SUMMARY_COLUMNS, MetricSummaryRow
 
-__all__ = ["WORKSPACE_TAG", "MetricSummaryRow", "ReducedSeries", "Rows", "RunConfig", "RunRow", "StoreReader",
-           "WouldBlock", "no_blocking"]
+__all__ = ["WORKSPACE_TAG", "ExperimentRow", "MetricSummaryRow", "ReducedSeries", "Rows", "RunConfig", "RunRow",
+           "StoreReader", "WouldBlock", "no_blocking"]
 
 WORKSPACE_TAG = "tau_workspace"
 DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
@@ -66,6 +66,19 @@ class RunRow:
     result_uri: str | None
     tags: dict[str, str] = field(default_factory=dict)
     metric_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ExperimentRow:
+    """One row of the store's ``experiments`` table."""
+
+    experiment_id: str
+    project: str
+    name: str
+    description: str | None
+    source: str
+    created_at: str
+    updated_at: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +229,17 @@ class StoreReader:
                 "SELECT metric_name FROM metric_summaries WHERE run_id = ? ORDER BY metric_name", (run_id,)
             ))
         return RunRow(*row, tags=tags, metric_names=names)
+
+    def experiments(self) -> list[ExperimentRow]:
+        """Every row of the ``experiments`` table, by id (a run names its experiment; this has its name and times)."""
+
+        def load() -> list[ExperimentRow]:
+            with self.store.read_transaction() as conn:
+                return [ExperimentRow(*row) for row in conn.execute(
+                    "SELECT experiment_id, project, name, description, source, created_at, updated_at "
+                    "FROM experiments ORDER BY experiment_id")]
+
+        return list(self._index.get(("experiments",), load))
 
     def run_config(self, run_id: str) -> RunConfig | None:
         """The run's configuration (hyperparameters), or None when it has none."""

@@ -10,6 +10,7 @@ from ..metric_event import MetricEvent
 from ..records import SourceProblem
 
 if TYPE_CHECKING:
+    from ..expstore.configs import RunConfig
     from ..projection_columns import PointColumns
 
 __all__ = ["Chunk", "Sink", "SinkError"]
@@ -67,6 +68,13 @@ class Sink(abc.ABC):
 
     def report(self, run_id: str, problems: list[SourceProblem]) -> None:  # noqa: B027 - optional
         """Keep the problems met while reading the run's sources where readers can show them."""
+
+    def put_run_config(self, run_id: str, config: RunConfig) -> None:  # noqa: B027 - optional
+        """Keep the run's configuration where readers can show it; a sink of metric events only ignores it.
+
+        Raises :class:`~tau_collector.expstore.config_rows.ConfigConflictError` when the run already
+        has another configuration.
+        """
 
     def close(self) -> None:  # noqa: B027 - most sinks hold nothing to release
         """Release connections and files."""

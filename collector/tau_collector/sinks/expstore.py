@@ -22,6 +22,7 @@ import sqlite3
 import orjson
 
 from ..expstore.compaction import CompactionPolicy
+from ..expstore.configs import RunConfig
 from ..expstore.run_events import SOURCE_PROBLEM, RunEvent, record_run_events
 from ..expstore.store import ExpStore, StoreError, unwritable_reason, utc_now_rfc3339
 from ..expstore.writer import IdempotencyConflictError, MetricWriter
@@ -98,6 +99,12 @@ class ExpstoreSink(Sink):
 
     def identity(self) -> str:
         return str(self._store.root)
+
+    def put_run_config(self, run_id: str, config: RunConfig) -> None:
+        try:
+            self._writer.put_run_config(run_id, config)
+        except sqlite3.OperationalError as exc:
+            raise SinkError(f"expstore: {exc}", retryable=True) from None
 
     def report(self, run_id: str, problems: list[SourceProblem]) -> None:
         now = utc_now_rfc3339()

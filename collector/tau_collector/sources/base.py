@@ -8,9 +8,9 @@ deep) in its ``dropped`` counts. Checkpoints, fingerprints, spooling and deliver
 source's business (:mod:`tau_collector.collector`, :mod:`tau_collector.fingerprint`,
 :mod:`tau_collector.spool`, :mod:`tau_collector.store_import`).
 
-A later source may also report a run's configuration (hyperparameters: Tune's ``params.json``,
-W&B's ``config.yaml``, TensorBoard HParams); the interface leaves room for it in
-:meth:`Source.run_config`.
+A source may also have the run's configuration (hyperparameters: Tune's ``params.json``, W&B's
+``config.yaml``, TensorBoard HParams): :meth:`Source.run_config`, stored by whoever delivers the
+source's points (the collector, the import) in the expstore's ``configs`` table.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ..limits import DEFAULT_LIMITS, Limits
 from ..records import HistoryRow, SourceProblem
 
 if TYPE_CHECKING:
+    from ..expstore.configs import RunConfig
     from .event_columns import ScalarColumns
     from .run import SessionRestart
 
@@ -119,6 +120,11 @@ class Source(abc.ABC):
         """Directories whose changes may concern this source."""
         return []
 
-    def run_config(self) -> dict[str, Any] | None:
-        """The run's configuration (hyperparameters) when the source has one; not read yet."""
+    def run_config(self) -> RunConfig | None:
+        """The run's configuration (hyperparameters) as far as the source can tell now, or None.
+
+        Reads at most a small, bounded file (or the first records of event files); raises
+        :class:`~tau_collector.expstore.configs.ConfigError` for a configuration it cannot read,
+        naming the file and the place, and ``OSError`` when the file cannot be read at all.
+        """
         return None

@@ -1,9 +1,10 @@
 """Which sources lie under some paths: the paths provider of a one-shot import.
 
-Every source found becomes one run: a TensorBoard run (a directory holding event files), a W&B run
-folder (``files/wandb-history.jsonl``), a Ray Tune trial (a directory holding ``result.json``; one
-that also holds event files is its result rows only, so the trial is one run), or a JSONL history
-file (given directly, or found in a directory that is none of the above). ``name`` is the text a
+Every source found becomes one run: a TensorBoard run (a directory holding event files; an
+``add_hparams`` sub-directory of one is part of it, see :mod:`.hparams`), a W&B run folder
+(``files/wandb-history.jsonl``), a Ray Tune trial (a directory holding ``result.json``; one that
+also holds event files is its result rows only, so the trial is one run), or a JSONL history file
+(given directly, or found in a directory that is none of the above). ``name`` is the text a
 run id is derived from: the source's path relative to the given path (the given path's own name
 when it is the source), the file name without ``.jsonl`` for a history file.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from ..limits import DEFAULT_LIMITS, Limits
 from .base import Source
 from .history import HistorySource
+from .hparams import scan_hparams
 from .logdir import run_of_file
 from .run import TensorBoardRun, is_event_file, metric_file_id
 from .tensorboard import TensorBoardSource
@@ -58,6 +60,7 @@ def _source_in(directory: str, name: str, limits: Limits) -> Found | None:
 def discover(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> list[Found]:
     """Every source under ``paths`` (files or directories), in a stable order."""
     found: list[Found] = []
+    tensorboard: dict[str, Found] = {}  # directory -> the TensorBoard run found there
     for given in paths:
         root = os.path.abspath(given)
         base = os.path.basename(root.rstrip(os.sep)) or "run"
@@ -78,6 +81,15 @@ def discover(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> list[Foun
             rel = os.path.relpath(directory, root)
             name = base if rel == os.curdir else rel.replace(os.sep, "/")
             here = _source_in(directory, name, limits)
+            if here is not None and here.kind == "tensorboard":
+                parent = tensorboard.get(os.path.dirname(directory))
+                run = here.source.runs()[0]  # type: ignore[attr-defined]
+                segments = run.segments()
+                if parent is not None and segments and scan_hparams(segments[0]).attached:
+                    parent.source.attach(TensorBoardRun(directory, os.path.basename(directory),  # type: ignore
+                                                        run.metric_file_id))
+                    continue
+                tensorboard[directory] = here
             if here is not None:
                 found.append(here)
                 if here.kind == "wandb":

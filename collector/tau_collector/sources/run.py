@@ -99,21 +99,25 @@ class TensorBoardRun:
     """A directory of event files: one logical source whose files are segments read in name order.
 
     ``directory`` is absolute; ``relative`` is its path below the logdir with ``/`` separators
-    (``""`` for the logdir itself) and is also the ``prefix`` of its metric names. ``only_file`` is
-    set when the run was discovered from a single event file path: that file is its only segment.
+    (``""`` for the logdir itself) and is also the ``prefix`` of its metric names -- unless the run
+    is ``attached``: an ``add_hparams`` sub-run (:mod:`.hparams`), whose metrics keep their tags.
+    ``only_file`` is set when the run was discovered from a single event file path: that file is
+    its only segment.
     """
 
     directory: str
     relative: str
     metric_file_id: str
     only_file: str | None = None
+    attached: bool = False
 
     @property
     def prefix(self) -> str:
-        return self.relative
+        return "" if self.attached else self.relative
 
     def metric_name(self, tag: str) -> str:
-        return f"{self.relative}/{tag}" if self.relative else tag
+        prefix = self.prefix
+        return f"{prefix}/{tag}" if prefix else tag
 
     def segments(self) -> list[str]:
         """The run's event files (absolute paths), sorted by file name."""

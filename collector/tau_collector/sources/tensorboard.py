@@ -1,7 +1,11 @@
 """The TensorBoard source: the runs of ``--tfevents`` logdirs, their event files read in bounded blocks.
 
 Its inputs are the event files of every run under its logdirs (:mod:`.logdir`), a run's files in
-name order; each input is read a block at a time into columns (:mod:`.event_columns`). A run's
+name order; each input is read a block at a time into columns (:mod:`.event_columns`). A run below
+the logdir is first classified by its first records (:mod:`.hparams`): an ``add_hparams`` sub-run
+belongs to the logdir's run (its metrics keep their tags), and a directory whose files hold only
+their version record so far waits until they say more. The run's configuration is its HParams
+session (:meth:`TensorBoardSource.run_config`). A run's
 memory (which series each tag belongs to, whether it has started) carries over from one block,
 and one file, to the next; the first read of a run at a later position rebuilds it from the bytes
 before (:func:`.run.rebuild_run_memory`), so checkpoints stay offsets.
@@ -9,13 +13,16 @@ before (:func:`.run.rebuild_run_memory`), so checkpoints stay offsets.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
+from ..expstore.configs import ConfigError, RunConfig, run_config
 from ..limits import DEFAULT_LIMITS, Limits
 from ..records import ProblemKind
 from .base import Batch, Position, Source, SourceInput
 from .event_columns import read_block_columns
+from .hparams import HPARAMS_FORMAT, HParamsScan, scan_hparams
 from .logdir import discover_runs, run_in
 from .run import RunMemory, TensorBoardRun, is_event_file, rebuild_run_memory
 from .tf_record import StopReason
@@ -33,11 +40,42 @@ class TensorBoardSource(Source):
         self.logdirs = [os.path.abspath(d) for d in logdirs or []]
         self._runs = runs
         self._memories: dict[str, RunMemory] = {}
+        self._scans: dict[str, tuple[int, HParamsScan]] = {}  # event file -> (its size when scanned, the scan)
 
     def runs(self) -> list[TensorBoardRun]:
         if self._runs is not None:
             return list(self._runs)
-        return [run for logdir in self.logdirs for run in discover_runs(logdir)]
+        return self._classified(run for logdir in self.logdirs for run in discover_runs(logdir))
+
+    def attach(self, run: TensorBoardRun) -> None:
+        """Read ``run`` (an ``add_hparams`` sub-run found beside this source's run) as part of this source."""
+        assert self._runs is not None, "only a source of given runs takes more"
+        self._runs.append(dataclasses.replace(run, attached=True))
+
+    def _scan(self, path: str) -> HParamsScan:
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            size = -1
+        cached = self._scans.get(path)
+        if cached is not None and (cached[1].final or cached[0] == size):
+            return cached[1]
+        scan = scan_hparams(path)
+        self._scans[path] = (size, scan)
+        return scan
+
+    def _classified(self, runs) -> list[TensorBoardRun]:
+        """Runs below a logdir as :mod:`.hparams` classifies them by their first file; undecided ones left out."""
+        out = []
+        for run in runs:
+            if run.relative and run.only_file is None:
+                segments = run.segments()
+                attached = self._scan(segments[0]).attached if segments else None
+                if attached is None:
+                    continue  # only a version record so far: nothing to read, and not yet known how to name it
+                run = dataclasses.replace(run, attached=attached)
+            out.append(run)
+        return out
 
     def inputs(self, changed: set[str] | None = None) -> list[SourceInput]:
         if changed is None or self._runs is not None:
@@ -49,7 +87,7 @@ class TensorBoardSource(Source):
                     if is_event_file(path) and path.startswith(root + os.sep):
                         directory = os.path.dirname(path)
                         found[directory] = run_in(root, directory)
-            runs = [found[d] for d in sorted(found)]
+            runs = self._classified(found[d] for d in sorted(found))
         return [SourceInput(segment, run.metric_file_id, run.directory, run)
                 for run in runs for segment in run.segments()]
 
@@ -77,6 +115,28 @@ class TensorBoardSource(Source):
 
     def watch_roots(self) -> list[str]:
         return list(self.logdirs)
+
+    def run_config(self) -> RunConfig | None:
+        """The HParams session of the run's event files (the first records of each file are looked at).
+
+        Several sessions with the same hyperparameters are one configuration (the first file's);
+        sessions that disagree are a :class:`ConfigError`, since they cannot all be this run's.
+        """
+        sessions: list[tuple[str, dict]] = []
+        for run in self.runs():
+            for segment in run.segments():
+                scan = self._scan(segment)
+                if scan.hparams is not None and scan.uri is not None:
+                    sessions.append((scan.uri, scan.hparams))
+        if not sessions:
+            return None
+        configs = [run_config(hparams, format=HPARAMS_FORMAT, uri=uri) for uri, hparams in sessions]
+        distinct = {c.config_hash: c for c in configs}
+        if len(distinct) > 1:
+            where = ", ".join(c.uri for c in distinct.values())
+            raise ConfigError(f"TensorBoard HParams sessions with different hyperparameters in one run ({where}); "
+                              "none was stored as the run's configuration. Give each session its own run")
+        return configs[0]
 
 
 def _hash_range(digest: Any, path: str, start: int, end: int) -> None:

@@ -7,7 +7,8 @@ scalar there is the k-th result (the logger's step is ``timesteps_total`` or els
 ``training_iteration``, and the value is the result's ``time_this_iter_s``). A row whose match
 agrees on both, and lies within two seconds of its ``timestamp``, takes that wall time; any
 other row keeps its whole second. Nested results are flattened as ``a/b`` (the names Tune's
-logger gives them); Tune's bookkeeping fields are not metrics.
+logger gives them); Tune's bookkeeping fields are not metrics. The trial's configuration is its
+``params.json``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..expstore.configs import RunConfig, read_config_file
 from ..limits import DEFAULT_LIMITS, Limits
 from ..records import HistoryRow
 from .base import Batch, Position, Source, SourceInput
@@ -26,9 +28,10 @@ from .history import history_input, read_history_batch
 from .logdir import run_in
 from .run import RunMemory
 
-__all__ = ["TUNE_RESULT", "TuneSource"]
+__all__ = ["TUNE_PARAMS", "TUNE_RESULT", "TuneSource"]
 
 TUNE_RESULT = "result.json"
+TUNE_PARAMS = "params.json"  # the trial's config, json.dump'ed by Tune beside its results
 _BOOKKEEPING = frozenset({
     "config", "pid", "hostname", "node_ip", "date", "trial_id", "experiment_id", "experiment_tag", "done",
     "should_checkpoint", "checkpoint_dir_name",
@@ -66,6 +69,13 @@ class TuneSource(Source):
 
     def owns(self, path: str) -> bool:
         return path == self.result
+
+    def run_config(self) -> RunConfig | None:
+        """The trial's ``params.json`` (the config Tune gave it), None when the trial has none."""
+        params = os.path.join(self.trial_dir, TUNE_PARAMS)
+        if not os.path.isfile(params):
+            return None
+        return read_config_file(params, format="json")
 
     def _precise_times(self, rows: list[HistoryRow]) -> list[HistoryRow]:
         steps, walls, values = self._anchor_columns()

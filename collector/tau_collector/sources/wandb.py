@@ -3,6 +3,11 @@
 W&B's history rows are house rows (``_step``, ``_timestamp`` with its fraction); a logged dict
 shows in W&B as ``val.acc``, so it is flattened with ``.``; media and tables (``_type``) are
 skipped. The file is read in bounded batches like any history file (:mod:`.jsonl`).
+
+The run's configuration is ``files/config.yaml``: W&B writes each key as ``{desc, value}`` beside
+its bookkeeping (``wandb_version``, ``_wandb``); the configuration stored is the values (what
+``wandb.config`` held), read by TauGrid's YAML rules (:mod:`tau_collector.expstore.config_yaml`),
+with the file as its ``uri``.
 """
 
 from __future__ import annotations
@@ -10,14 +15,31 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..expstore.configs import ConfigError, RunConfig, parse_config, read_config_bytes, run_config
 from ..limits import DEFAULT_LIMITS, Limits
 from .base import Batch, Position, Source, SourceInput
 from .flatten import NESTED_TOO_DEEP, flatten_rows
 from .history import history_input, read_history_batch
 
-__all__ = ["WANDB_HISTORY", "WandbSource"]
+__all__ = ["WANDB_CONFIG", "WANDB_HISTORY", "WandbSource", "wandb_config_values"]
 
 WANDB_HISTORY = os.path.join("files", "wandb-history.jsonl")
+WANDB_CONFIG = os.path.join("files", "config.yaml")
+WANDB_BOOKKEEPING = frozenset({"wandb_version", "_wandb"})
+
+
+def wandb_config_values(document: object, where: str) -> dict:
+    """``wandb.config`` from a decoded ``config.yaml``: bookkeeping keys dropped, ``{desc, value}`` unwrapped."""
+    if not isinstance(document, dict):
+        raise ConfigError(f"{where}: a W&B config.yaml holds a mapping of keys to {{desc, value}}")
+    values = {}
+    for key, item in document.items():
+        if key in WANDB_BOOKKEEPING:
+            continue
+        if isinstance(item, dict) and "value" in item and set(item) <= {"desc", "value"}:
+            item = item["value"]
+        values[key] = item
+    return values
 
 
 class WandbSource(Source):
@@ -46,3 +68,11 @@ class WandbSource(Source):
 
     def owns(self, path: str) -> bool:
         return path == self.history
+
+    def run_config(self) -> RunConfig | None:
+        """The run's ``wandb.config`` from ``files/config.yaml``; None without the file or without values."""
+        path = os.path.join(self.run_folder, WANDB_CONFIG)
+        if not os.path.isfile(path):
+            return None
+        values = wandb_config_values(parse_config(read_config_bytes(path), "yaml", path), path)
+        return run_config(values, format="yaml", uri=path) if values else None

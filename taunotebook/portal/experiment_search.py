@@ -1,0 +1,155 @@
+"""TauGrid's ``/experiments/search`` over one reader: which experiments match, and each one's summary.
+
+By ``expstore.SearchExperiments`` (``portal/internal/expstore/experiment.go``): an experiment is listed
+when the served workspace holds at least one of its runs; ``q`` is a case-insensitive substring of its
+id, name, description or project, or of a tag key/value or metric name of its runs; ``project`` is
+exact; each ``tag`` and ``metric_name`` needs some run that has it; ``since`` keeps experiments
+updated since then or with a run started (else completed, else created) since then; ``start``/``end``
+the same over a range; ``lifecycle`` keeps those with at least one run in that lifecycle state. The
+summary counts every workspace run of the experiment. Our addition: ``config.<key>=<value>`` keeps
+experiments with a run whose config matches every config filter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tau_collector.expstore import RunRow
+
+from .params import ExperimentFilters
+from .run_configs import config_space, matches, read_configs
+from .sources import ExperimentReader
+
+__all__ = ["Experiment", "experiments_json", "search_experiments"]
+
+
+@dataclass(slots=True)
+class Experiment:
+    experiment_id: str
+    project: str
+    name: str
+    description: str
+    created_at: str
+    updated_at: str
+    runs: list[RunRow]
+    lifecycle_counts: dict[str, int]
+
+    @property
+    def latest_run_at(self) -> str:
+        return max((_run_time(r) for r in self.runs), default="")
+
+    @property
+    def sort_at(self) -> str:
+        """TauGrid's ``v2ExperimentSortAt``: latest run, else updated, else created time."""
+        for value in (self.latest_run_at, self.updated_at, self.created_at):
+            if value.strip():
+                return value
+        return "0001-01-01T00:00:00Z"
+
+    def to_json(self) -> dict:
+        """TauGrid's ``v2Experiment`` (empty maps and strings omitted where Go's omitempty omits them)."""
+        out: dict = {"experiment_id": self.experiment_id, "project": self.project, "name": self.name}
+        if self.description:
+            out["description"] = self.description
+        out.update(created_at=self.created_at, updated_at=self.updated_at, run_count=len(self.runs),
+                   run_group_count=len({r.run_group_id for r in self.runs}))
+        states: dict[str, int] = {}
+        for run in self.runs:
+            state = run.state.strip().lower()
+            states[state] = states.get(state, 0) + 1
+        if states:
+            out["state_counts"] = dict(sorted(states.items()))
+        if self.lifecycle_counts:
+            out["lifecycle_counts"] = dict(sorted(self.lifecycle_counts.items()))
+        if self.latest_run_at:
+            out["latest_run_at"] = self.latest_run_at
+        out["metric_names"] = sorted({n for r in self.runs for n in r.metric_names})
+        return out
+
+
+def _run_time(run: RunRow) -> str:
+    # TauGrid's latestRunTimestamp: started, else completed, else created.
+    for value in (run.started_at, run.completed_at, run.created_at):
+        if value and value.strip():
+            return value
+    return ""
+
+
+def _in_range(value: str | None, start: str, end: str) -> bool:
+    return bool(value) and start <= value <= end  # type: ignore[operator]
+
+
+def _matches_query(e: Experiment, needle: str) -> bool:
+    texts = [e.experiment_id, e.name, e.description, e.project]
+    texts += [t for r in e.runs for kv in r.tags.items() for t in kv]
+    texts += [n for r in e.runs for n in r.metric_names]
+    return any(needle in t.lower() for t in texts)
+
+
+def _experiments(reader: ExperimentReader, workspace: str) -> list[Experiment]:
+    """The experiments with a run in ``workspace``; a source without an experiments table names them by id."""
+    by_id: dict[str, list[RunRow]] = {}
+    for run in reader.runs(workspace):
+        if run.experiment_id:
+            by_id.setdefault(run.experiment_id, []).append(run)
+    read_rows = getattr(reader, "experiments", None)
+    rows = {row.experiment_id: row for row in read_rows()} if callable(read_rows) else {}
+    out = []
+    for experiment_id, runs in by_id.items():
+        row = rows.get(experiment_id)
+        if row is not None:
+            out.append(Experiment(experiment_id, row.project, row.name or experiment_id, row.description or "",
+                                  row.created_at, row.updated_at, runs, {}))
+        else:
+            times = sorted(r.created_at for r in runs)
+            out.append(Experiment(experiment_id, runs[0].project, experiment_id, "", times[0], times[-1], runs, {}))
+    return out
+
+
+def search_experiments(reader: ExperimentReader, workspace: str, f: ExperimentFilters,
+                       lifecycle_of: Callable[[RunRow], str], scan_limit: int) -> tuple[list[Experiment], bool]:
+    """(the matching experiments, newest first, at most ``scan_limit``; whether there were more)."""
+    found = _experiments(reader, workspace)
+    if f.project:
+        found = [e for e in found if e.project == f.project]
+    if f.query:
+        needle = f.query.lower()
+        found = [e for e in found if _matches_query(e, needle)]
+    for key, value in f.tags.items():
+        found = [e for e in found if any(r.tags.get(key) == value for r in e.runs)]
+    for name in f.metric_names:
+        found = [e for e in found if any(name in r.metric_names for r in e.runs)]
+    if f.since:
+        found = [e for e in found if e.updated_at >= f.since or any(_run_time(r) >= f.since for r in e.runs)]
+    if f.start:
+        found = [e for e in found if _in_range(e.updated_at, f.start, f.end) or any(
+            _in_range(r.created_at, f.start, f.end) or _in_range(r.started_at, f.start, f.end)
+            or _in_range(r.completed_at, f.start, f.end) for r in e.runs)]
+    if f.config:
+        configs = read_configs(reader, [r.run_id for e in found for r in e.runs])
+        found = [e for e in found if any(matches(configs.get(r.run_id), f.config) for r in e.runs)]
+    for e in found:
+        for run in e.runs:
+            state = lifecycle_of(run)
+            e.lifecycle_counts[state] = e.lifecycle_counts.get(state, 0) + 1
+    if f.lifecycle:
+        found = [e for e in found if e.lifecycle_counts.get(f.lifecycle, 0) > 0]
+    found.sort(key=lambda e: e.experiment_id)
+    found.sort(key=lambda e: e.sort_at, reverse=True)
+    return found[:scan_limit], len(found) > scan_limit
+
+
+def experiments_json(reader: ExperimentReader, page: list[Experiment],
+                     include_config: bool) -> tuple[list[dict], list[str]]:
+    """The page's experiments as TauGrid's ``v2Experiment``; with ``include_config``, each one's config space
+    (every config key of its runs with the distinct values), and warnings for what that cut."""
+    bodies = [e.to_json() for e in page]
+    warnings: list[str] = []
+    if include_config:
+        configs = read_configs(reader, [r.run_id for e in page for r in e.runs])
+        for e, body in zip(page, bodies, strict=True):
+            space, cut = config_space(configs[r.run_id] for r in e.runs if r.run_id in configs)
+            body["config"] = space
+            warnings += [f"experiment {e.experiment_id}: {c}" for c in cut]
+    return bodies, warnings
