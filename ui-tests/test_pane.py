@@ -10,6 +10,8 @@ the tests marked for both run in each) started by the test whose kernel runs
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -21,7 +23,7 @@ import pytest
 from jupyterlab import JupyterLab, cell_running, execute, open_notebook, run_all, run_cell, start_lab
 from playwright.sync_api import Page
 from portal.conftest import TOKEN, ServerThread, free_port
-from ui_pages import screenshot
+from ui_pages import ARTIFACTS, screenshot
 
 from tau_collector.expstore import open_store
 from taunotebook.pane import BUILD_HINT, BUNDLE
@@ -37,7 +39,8 @@ TRAINER = textwrap.dedent(
     while go != "-" and not os.path.exists(go):
         time.sleep(0.05)
     for step in range(1, n):
-        value = float("nan") if step == nan_at else 2.0 * math.exp(-step / 15) + 0.02 * math.sin(step)
+        speed = float(os.environ.get("UI_TRAINER_SPEED", "1"))  # how fast the loss falls (a sweep's lr)
+        value = float("nan") if step == nan_at else 2.0 * math.exp(-step * speed / 15) + 0.02 * math.sin(step)
         print(json.dumps({"step": step, "loss": value, "lr": 0.1 / (1 + step)}), flush=True)
         time.sleep(delay)
     """
@@ -86,17 +89,23 @@ class Trainer:
     """``tau-collector wrap … -- python train.py``: a run whose points reach the store while the test watches."""
 
     def __init__(self, workdir: Path, store: Path, run: str, *, points: int, delay: float, nan_at: int = -1,
-                 gated: bool = True) -> None:
+                 gated: bool = True, experiment: str = "ui", config: dict | None = None,
+                 speed: float = 1.0) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / "train.py").write_text(TRAINER, encoding="utf-8")
         self.go = workdir / "go"
         collector = Path(sys.executable).with_name("tau-collector")
+        extra = []
+        if config is not None:  # the run's hyperparameters, stored by the collector with the run
+            (workdir / "config.json").write_text(json.dumps(config), encoding="utf-8")
+            extra = ["--run-config", str(workdir / "config.json")]
         cmd = [str(collector), "wrap", "--run-dir", str(workdir / "run"), "--run", run, "--project", "proj",
-               "--experiment", "ui", "--group", "ui", "--store", str(store), "--",
+               "--experiment", experiment, "--group", experiment, "--store", str(store), *extra, "--",
                sys.executable, str(workdir / "train.py"), str(self.go) if gated else "-", str(points), str(delay),
                str(nan_at)]
         self.log = open(workdir / "wrap.log", "wb")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=workdir)
+        env = {**os.environ, "UI_TRAINER_SPEED": str(speed)}
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=workdir, env=env)
 
     def release(self) -> None:
         self.go.touch()
@@ -394,3 +403,36 @@ def test_a_run_has_the_same_colour_in_the_pane_and_on_the_stellar_page(lab: Jupy
     assert page_colours == pane_colours
     assert swatches == pane_colours
     screenshot(page, "pane-colours")
+
+
+def test_compare_an_experiment_and_the_legend_names_runs_by_what_differs(lab: JupyterLab, page: Page, store: Path,
+                                                                         portal: str, tmp_path):
+    lrs = {"ui-sweep-a": 0.1, "ui-sweep-b": 0.03, "ui-sweep-c": 0.01}
+    trainers = [Trainer(tmp_path / run, store, run, points=20, delay=0.0, gated=False, experiment="ui-sweep",
+                        config={"lr": lr, "batch": 32}, speed=lr * 20) for run, lr in lrs.items()]
+    assert all(t.wait() == 0 for t in trainers)
+    name = lab.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "sweep.ipynb", RUN_ID="ui-sweep-a", PORTAL_URL=portal)
+    notebook = lab.root_dir / name
+    # compare= names the experiment: the pane draws all of its runs.
+    notebook.write_text(notebook.read_text().replace(
+        'project=\\"proj\\")', 'project=\\"proj\\", compare=[\\"ui-sweep\\"])'))
+    open_notebook(page, lab, name)
+    run_all(page)
+    page.wait_for_function("""() => {
+        const gd = document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot');
+        return gd && gd.data && gd.data.filter((t) => t.mode === 'lines' && t.x.length === 20).length === 6
+            && gd.data.some((t) => t.name === 'lr=0.01');
+    }""", timeout=60_000)
+    legend = page.evaluate("(sel) => [...document.querySelectorAll(sel + ' .legend .legendtext')]"
+                           ".map((t) => t.textContent)", LOSS_PLOT)
+    # batch is the same in all three: only lr names them. The pane's own run first.
+    assert legend[0] == "lr=0.1" and sorted(legend) == ["lr=0.01", "lr=0.03", "lr=0.1"]
+    hover = page.evaluate("""() => {
+        const gd = document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot');
+        return Object.fromEntries(gd.data.filter((t) => t.mode === 'lines').map((t) => [t.name, t.text]));
+    }""")
+    assert hover == {"lr=0.1": "ui-sweep-a", "lr=0.03": "ui-sweep-b", "lr=0.01": "ui-sweep-c"}  # the id in the hover
+    href = page.locator(f"{PANE} a.tau-pane-stellar").get_attribute("href")
+    assert "target=ui-sweep-a" in href and sorted(href.split("compare=")[1].split(",")) == ["ui-sweep-b", "ui-sweep-c"]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.locator(PANE).first.screenshot(path=str(ARTIFACTS / "pane-compare-by-config.png"))
