@@ -52,17 +52,18 @@ def _is_run(client: PortalClient, entry: str) -> bool:
     return True
 
 
-def _oldest_first(runs: Iterable[Any]) -> list[str]:
-    return [r.run_id for r in sorted(runs, key=lambda r: (str(r.created_at or ""), r.run_id))]
+def _drawn(newest_first: list[Any]) -> tuple[list[str], bool]:
+    """The newest :data:`MAX_COMPARE_RUNS` of a listing, oldest first (ties by id); whether more were left out."""
+    kept = sorted(newest_first[:MAX_COMPARE_RUNS], key=lambda r: (str(r.created_at or ""), r.run_id))
+    return [r.run_id for r in kept], len(newest_first) > MAX_COMPARE_RUNS
 
 
-def _experiment_runs(client: PortalClient, entry: str) -> tuple[list[str], bool]:
+def _experiment_runs(client: PortalClient, experiment: str, **filters: str) -> tuple[list[str], bool]:
     try:
-        runs = list(islice(client.iter_experiment_runs(entry, limit=200), MAX_COMPARE_RUNS + 1))
+        runs = list(islice(client.iter_experiment_runs(experiment, limit=200, **filters), MAX_COMPARE_RUNS + 1))
     except (NotFoundError, ClientError):
         return [], False
-    # The listing is newest first: keep the newest MAX_COMPARE_RUNS, draw them oldest first.
-    return _oldest_first(runs[:MAX_COMPARE_RUNS]), len(runs) > MAX_COMPARE_RUNS
+    return _drawn(runs)
 
 
 def _group_runs(client: PortalClient, entry: str, primary: str) -> tuple[list[str], bool]:
@@ -75,16 +76,9 @@ def _group_runs(client: PortalClient, entry: str, primary: str) -> tuple[list[st
             return [], False
         # TauGrid's Portal: no page data; a group is looked for within the pane's run's experiment.
         experiment = client.run(primary).experiment_id
-        if not experiment:
-            return [], False
-        try:
-            runs = list(islice(client.iter_experiment_runs(experiment, limit=200, group=entry),
-                               MAX_COMPARE_RUNS + 1))
-        except (NotFoundError, ClientError):
-            return [], False
-        return _oldest_first(runs[:MAX_COMPARE_RUNS]), len(runs) > MAX_COMPARE_RUNS
-    rows = list(table.runs)
-    return _oldest_first(rows[:MAX_COMPARE_RUNS]), len(rows) > MAX_COMPARE_RUNS or table.run_count > len(rows)
+        return _experiment_runs(client, experiment, group=entry) if experiment else ([], False)
+    run_ids, more = _drawn(list(table.runs))
+    return run_ids, more or table.run_count > len(table.runs)
 
 
 def resolve_compare(client: PortalClient, run_id: str, entries: Iterable[str]) -> Resolved:
