@@ -8,6 +8,7 @@ of experiment ``sweep`` (``lr`` 0.1/0.03/0.01/0.001, ``optimizer.name`` adam/sgd
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
@@ -200,6 +201,25 @@ def test_selected_runs_open_the_compare_page_which_names_them_by_what_differs(pa
 def test_runs_without_configs_keep_their_ids_on_the_compare_page(page: Page, sweep: PortalServer):
     open_ready(page, f"{sweep.base_url}/stellar?target=ref-0&compare=ref-1&token={sweep.token}")
     assert sorted(legend_names(page)) == ["ref-0", "ref-1"]
+
+
+@pytest.mark.parametrize(("status", "code", "message"), [
+    (500, "INTERNAL", "the store could not be read"),
+    (404, "NOT_FOUND", "route was not found"),  # TauGrid's Portal: no page data
+])
+def test_when_the_configs_cannot_be_read_the_compare_page_names_runs_by_id(page: Page, sweep: PortalServer,
+                                                                         status: int, code: str, message: str):
+    envelope = {"error": {"code": code, "message": message, "classification": "internal", "retryable": False}}
+    page.route(re.compile(r".*/stellar/data/runs\?.*"),
+               lambda route: route.fulfill(status=status, content_type="application/json", body=json.dumps(envelope)))
+    open_ready(page, f"{sweep.base_url}/stellar?target=trial-000&compare=trial-001&token={sweep.token}")
+    assert sorted(legend_names(page)) == ["trial-000", "trial-001"]
+    note = page.locator("#stellar-configs-failed")
+    if status == 500:
+        assert note.inner_text() == ("The runs' configurations could not be read (the store could not be read): "
+                                     "they are named by their ids.")
+    else:
+        assert note.count() == 0
 
 
 # -- 1,000 runs -------------------------------------------------------------------------------------

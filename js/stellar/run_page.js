@@ -89,14 +89,22 @@ function runCard(run, entry, differing) {
   );
 }
 
-/** The runs' config fields from the page data (null for a run without one); none when the Portal has no page data. */
-async function runConfigs(runIds) {
+/**
+ * The runs' config fields from the page data (null for a run without one). None when the Portal has no page
+ * data (TauGrid's: 404) or the read fails (said in `box`): the runs keep their ids as names.
+ */
+async function runConfigs(runIds, box) {
+  if (runIds.length < 2) return new Map(); // a run alone is named by its id
   try {
     // By id in every project: the runs compared may be in different ones.
     const body = await pageData(["runs"], { run_id: runIds });
     return new Map((body.runs || []).map((r) => [r.run_id, r.config ?? null]));
-  } catch {
-    return new Map(); // the runs keep their ids as names
+  } catch (err) {
+    if (err.status !== 404) {
+      box.append(h("p", { class: "stellar-note", id: "stellar-configs-failed",
+        text: `The runs' configurations could not be read (${err.message}): they are named by their ids.` }));
+    }
+    return new Map();
   }
 }
 
@@ -107,7 +115,7 @@ export async function runPage() {
   main.append(controls(), runsBox, chartsBox);
   // The listed order (target, then compare) is the order the pane lists the same runs in: same colours.
   const colors = assignRunColors(state.targets);
-  const configsRead = runConfigs(state.targets);
+  const configsRead = runConfigs(state.targets, box);
   const loaded = await Promise.all(
     state.targets.map(async (runId) => {
       try {
