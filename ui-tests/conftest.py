@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,23 +10,11 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 # The Portal fixture (a real server over a store written by the real writer) is shared with the API tests.
 from portal.conftest import PortalServer, portal_server, portal_store  # noqa: F401
+from ui_pages import CHROMIUM_ARGS, chromium_path
 
 from taunotebook.portal.pages import BUILD_HINT, PAGE_BUNDLE
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic",
-]
-
-
-def chromium_path() -> str:
-    path = os.environ.get("TAU_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    if not path:
-        pytest.fail("no Chromium found: install it with `apt-get install -y chromium` (or set TAU_CHROMIUM)")
-    return path
-
-
 @pytest.fixture(scope="session", autouse=True)
 def pages_built() -> None:
     built = REPO / "taunotebook" / "static" / "stellar" / PAGE_BUNDLE

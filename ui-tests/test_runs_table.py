@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Page
 from portal.conftest import TOKEN, PortalServer, serve
 from portal.sweep_store import LRS, build_sweep_store, final_loss, trial_config, trial_id
-from ui_pages import ARTIFACTS, open_ready, screenshot
+from ui_pages import ARTIFACTS, CHROMIUM_ARGS, chromium_path, open_ready, screenshot
 
 TRIALS = 12
 MANY = 1000
@@ -335,3 +335,17 @@ def test_parallel_coordinates_follow_the_table_filters(page: Page, sweep: Portal
     page.locator("#stellar-parallel-toggle").click()
     box.wait_for(state="hidden")
     assert "view" not in address(page)
+
+
+def test_without_webgl_the_parallel_coordinates_say_so_and_the_table_still_works(chromium, sweep: PortalServer):
+    browser = chromium.browser_type.launch(executable_path=chromium_path(), args=[*CHROMIUM_ARGS, "--disable-webgl"])
+    try:
+        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        open_ready(page, table_url(sweep, "view=parallel"))
+        box = page.locator("#stellar-parallel")
+        page.wait_for_selector("#stellar-parallel[data-state=error]", timeout=30_000)
+        assert "drawn with WebGL, which this browser does not offer to the page" in box.inner_text()
+        page.locator("#stellar-search").fill("trial-01")
+        wait_listed(page, 2)
+    finally:
+        browser.close()

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "artifacts" / "ui"
+
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--disable-quic",
+]
+
+
+def chromium_path() -> str:
+    path = os.environ.get("TAU_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        pytest.fail("no Chromium found: install it with `apt-get install -y chromium` (or set TAU_CHROMIUM)")
+    return path
 
 
 def screenshot(page: Page, name: str) -> Path:
