@@ -33,7 +33,7 @@ Synced traitlets (Python → browser unless noted):
     "message": str, "retry_in": float}`` — the connection to the Portal, in words.
 ``stellar_href``
     the "Open in Stellar" link (through Jupyter's proxy inside Jupyter, else the Portal's own URL); a pane
-    with ``compare`` runs links the Stellar page comparing the same runs (``&compare=b,c``).
+    comparing runs links the Stellar page comparing the runs ``compare`` resolved to (``&compare=b,c``).
 ``width`` (browser → Python)
     the plot width in CSS pixels; the first reduced request asks for ``4 × width`` points (M4).
 ``snapshot`` (browser → Python)
@@ -294,7 +294,8 @@ class _Poller:
 
     def _done_message(self, pane: LossPane) -> str:
         total = sum(len(h.steps) for h in self.held.values())
-        return f"run {pane.state or 'finished'}: all points loaded ({total} drawn); polling stopped"
+        notes = "".join(f" — {note}" for note in self.compare_notes)
+        return f"run {pane.state or 'finished'}: all points loaded ({total} drawn); polling stopped{notes}"
 
     def _failed(self, pane: LossPane, err: Exception) -> None:
         self.failures += 1

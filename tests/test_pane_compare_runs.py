@@ -114,6 +114,9 @@ def test_a_pane_says_which_compare_entry_names_nothing(sweep_portal):
         wait_until(lambda: "'nope' names no run" in pane.status.get("message", ""), "the note in the status")
         assert pane.run_ids == ["trial-000", "trial-001"]
         wait_until(lambda: rec.of("reset", "trial-001", "loss"), "the other run drawn")
+        # Both runs ended: the pane stops polling, and still says what compare= could not find.
+        wait_until(lambda: "polling stopped" in pane.status["message"], "polling stopped")
+        assert pane.status["message"].endswith("— compare: 'nope' names no run, experiment or run group")
     finally:
         pane.close()
 
