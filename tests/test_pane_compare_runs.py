@@ -7,14 +7,16 @@ Portal like TauGrid's (no local page data).
 from __future__ import annotations
 
 import pytest
-from portal.conftest import TOKEN, ServerThread, serve
+from portal.conftest import TOKEN, ServerThread, _event, serve
 from portal.sweep_store import LRS, PROJECT, build_sweep_store, trial_id
 from test_pane_python import _without_page_data, make_pane, wait_until
 
 from tau_collector.expstore import open_store
+from tau_collector.expstore.configs import run_config
 from tau_collector.expstore.writer import MetricWriter
 from tau_collector.metric_event import new_metric_event
 from taunotebook import compare_runs
+from taunotebook import pane as pane_module
 from taunotebook.client import PortalClient
 from taunotebook.compare_runs import resolve_compare, run_configs
 from taunotebook.portal.app import create_app
@@ -128,3 +130,30 @@ def test_against_a_portal_without_page_data_a_group_is_found_in_the_runs_experim
         assert resolved.run_ids == TRIAL_IDS
         # No page data: no configs, the runs keep their ids as names.
         assert run_configs(client, resolved.run_ids) == {}
+
+
+def test_a_sweeps_new_run_joins_a_pane_comparing_its_experiment(tmp_path, monkeypatch):
+    monkeypatch.setattr(pane_module, "RESOLVE_SECONDS", 0.2)
+    store = open_store(tmp_path / "store", create=True)
+    writer = MetricWriter(store)
+
+    def trial(run: str, lr: float) -> None:
+        writer.put_run_config(run, run_config({"lr": lr}, format="json", uri=f"file:///{run}.json"))
+        writer.write_chunk(run, [_event(run, "loss", s, lr * s, experiment="grow", group="grow") for s in range(5)],
+                           [], request_hash=run)
+
+    trial("grow-1", 0.1)
+    trial("grow-2", 0.03)
+    try:
+        with ServerThread(create_app(tmp_path / "store", token=TOKEN)) as server:
+            pane, rec = make_pane("grow-1", f"http://127.0.0.1:{server.port}/?token={TOKEN}", compare=["grow"])
+            try:
+                wait_until(lambda: pane.run_ids == ["grow-1", "grow-2"], "the experiment's two runs")
+                trial("grow-3", 0.01)  # a new trial of the sweep, while the pane watches (its runs still running)
+                wait_until(lambda: pane.run_ids == ["grow-1", "grow-2", "grow-3"], "the new run listed")
+                assert pane.configs["grow-3"] == {"lr": 0.01}
+                wait_until(lambda: rec.of("reset", "grow-3", "loss"), "the new run drawn")
+            finally:
+                pane.close()
+    finally:
+        store.close()
