@@ -4,6 +4,8 @@ route says so, config filters match nothing, include=config is null, and the sea
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 
 import pytest
 
@@ -69,3 +71,18 @@ def test_the_search_names_experiments_by_their_runs(api, config_store):
                      if r.experiment_id == "sweep")
     assert (sweep["name"], sweep["created_at"], sweep["updated_at"]) == ("sweep", created[0], created[-1])
     assert sweep["run_count"] == 4 and sweep["config"] == {}
+
+
+def test_a_config_hash_without_its_configs_row_is_said(config_store, tmp_path):
+    # A store whose runs row names a config the configs table does not hold (e.g. copied without it).
+    copy = tmp_path / "store"
+    shutil.copytree(config_store, copy)
+    with sqlite3.connect(copy / "index.sqlite") as conn:
+        conn.execute("DELETE FROM configs WHERE run_id = 'lr-0.1'")
+    api = StellarV2(Sources(StoreReader(copy)))
+    body = _get(api, "runs/lr-0.1/config")
+    stored_hash = StoreReader(copy).run("lr-0.1").config_hash
+    assert body["metadata"]["availability"] == {
+        "state": "unavailable", "reasons": [f"config_hash {stored_hash} names no stored configuration"]}
+    assert (body["config_hash"], body["config"], body["fields"]) == (stored_hash, {}, {})
+    assert "format" not in body and "uri" not in body
