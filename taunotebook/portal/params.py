@@ -295,46 +295,6 @@ def _hash(*parts: object) -> str:
 
 
 @dataclass(slots=True)
-class RunFilters:
-    target: str
-    query: str
-    project: str
-    group: str
-    state: str
-    lifecycle: str
-    tags: dict[str, str]
-    metric_names: list[str]
-    since: str
-    start: str
-    end: str
-    config: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def hash(self, source: str, workspace: str) -> str:
-        """Binds a cursor to the query it was issued for."""
-        return _hash(source, workspace, self.target, self.query, self.project, self.group, self.state,
-                     self.lifecycle, sorted(self.tags.items()), self.metric_names, self.since, self.start,
-                     self.end, sorted(self.config.items()))
-
-
-def run_filters(q: Query) -> RunFilters:
-    """The run-listing filters with TauGrid's validation (all 400 ``INVALID_ARGUMENT``)."""
-    if q.get("limit"):
-        parse_int(q.get("limit"), "limit")
-    now = datetime.now(UTC)
-    since, start, end = _time_filters(q, now)
-    optional_int64(q, "min_step")
-    _reject_success_gates(q, "metric_filter", "min_step")
-    tags = _tag_filters(q)
-    if since:
-        since = normalize_since(since, now)
-    return RunFilters(
-        target=q.get("target"), query=q.get("q"), project=q.get("project"), group=q.get("group"),
-        state=q.get("state").lower(), lifecycle=normalize_lifecycle(q.get("lifecycle")), tags=tags,
-        metric_names=_metric_names(q), since=since, start=start, end=end, config=config_filters(q),
-    )
-
-
-@dataclass(slots=True)
 class ExperimentFilters:
     """``/experiments/search``'s filters: TauGrid's (no group, state or target) and our config filters."""
 
@@ -349,22 +309,49 @@ class ExperimentFilters:
     config: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def hash(self, source: str, workspace: str) -> str:
+        """Binds a cursor to the query it was issued for."""
         return _hash("experiments", source, workspace, self.query, self.project, self.lifecycle,
                      sorted(self.tags.items()), self.metric_names, self.since, self.start, self.end,
                      sorted(self.config.items()))
 
 
-def experiment_filters(q: Query) -> ExperimentFilters:
-    """The experiment-search filters with TauGrid's validation (all 400 ``INVALID_ARGUMENT``)."""
+@dataclass(slots=True)
+class RunFilters(ExperimentFilters):
+    """The run listing's filters: the search's and ``target``, ``group``, ``state``."""
+
+    target: str = ""
+    group: str = ""
+    state: str = ""
+
+    def hash(self, source: str, workspace: str) -> str:
+        return _hash(source, workspace, self.target, self.query, self.project, self.group, self.state,
+                     self.lifecycle, sorted(self.tags.items()), self.metric_names, self.since, self.start,
+                     self.end, sorted(self.config.items()))
+
+
+def _shared_filters(q: Query, gates: tuple[str, ...]) -> dict:
+    """The filters both listings take, checked in TauGrid's order; ``gates``: success gates refused here."""
     if q.get("limit"):
         parse_int(q.get("limit"), "limit")
     now = datetime.now(UTC)
     since, start, end = _time_filters(q, now)
-    _reject_success_gates(q, "metric_filter")
+    if "min_step" in gates:
+        optional_int64(q, "min_step")
+    _reject_success_gates(q, *gates)
     tags = _tag_filters(q)
     if since:
         since = normalize_since(since, now)
-    return ExperimentFilters(
-        query=q.get("q"), project=q.get("project"), lifecycle=normalize_lifecycle(q.get("lifecycle")), tags=tags,
-        metric_names=_metric_names(q), since=since, start=start, end=end, config=config_filters(q),
-    )
+    return dict(query=q.get("q"), project=q.get("project"), lifecycle=normalize_lifecycle(q.get("lifecycle")),
+                tags=tags, metric_names=_metric_names(q), since=since, start=start, end=end,
+                config=config_filters(q))
+
+
+def run_filters(q: Query) -> RunFilters:
+    """The run-listing filters with TauGrid's validation (all 400 ``INVALID_ARGUMENT``)."""
+    return RunFilters(target=q.get("target"), group=q.get("group"), state=q.get("state").lower(),
+                      **_shared_filters(q, ("metric_filter", "min_step")))
+
+
+def experiment_filters(q: Query) -> ExperimentFilters:
+    """The experiment-search filters with TauGrid's validation (all 400 ``INVALID_ARGUMENT``)."""
+    return ExperimentFilters(**_shared_filters(q, ("metric_filter",)))

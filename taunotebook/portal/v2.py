@@ -347,7 +347,7 @@ class StellarV2:
         include = include_param(q)
         filter_hash = filters.hash(source, workspace)
         cursor = self._decode_cursor(q.get("cursor"), filter_hash)
-        reader, served_by, warnings = self.sources.reader(source)
+        reader, served, warnings = self.sources.reader(source)
 
         def lifecycle_of(run: RunRow) -> str:
             return classify_run(run, reader.metric_summaries(run.run_id))[0]
@@ -361,7 +361,7 @@ class StellarV2:
             found = found[:limit]
             next_cursor = self._encode_cursor(filter_hash, found[-1].sort_at, found[-1].experiment_id)
         bodies, cut = experiments_json(reader, found, "config" in include)
-        body: dict = {"metadata": metadata(source, [served_by], truncated, warnings + cut), "experiments": bodies}
+        body: dict = {"metadata": metadata(source, [served], truncated, warnings + cut), "experiments": bodies}
         if next_cursor:
             body["next_cursor"] = next_cursor
         return json_response(body)
@@ -390,16 +390,16 @@ class StellarV2:
             last = runs[-1]
             next_cursor = self._encode_cursor(filter_hash, last.created_at, _cursor_id(last))
         served = [served_by] if runs else ([] if source == "auto" else [source])
-        items = [self._run_json(reader, r, served_by) for r in runs]
+        body: dict = {"metadata": metadata(source, served, truncated, warnings), "target": target,
+                      "runs": [self._run_json(reader, r, served_by) for r in runs]}
+        if next_cursor:
+            body["next_cursor"] = next_cursor
         if "config" in include:
             # Our addition: each run's flattened config fields, null for a run without a config.
             configs = read_configs(reader, [r.run_id for r in runs])
-            for item, run in zip(items, runs, strict=True):
+            for item, run in zip(body["runs"], runs, strict=True):
                 config = configs.get(run.run_id)
                 item["config"] = fields_json(config.fields) if config is not None else None
-        body: dict = {"metadata": metadata(source, served, truncated, warnings), "target": target, "runs": items}
-        if next_cursor:
-            body["next_cursor"] = next_cursor
         return json_response(body)
 
     def _search_runs(self, reader: ExperimentReader, workspace: str, f: RunFilters) -> tuple[list[RunRow], bool]:

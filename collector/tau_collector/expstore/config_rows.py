@@ -102,5 +102,6 @@ def read_run_configs(conn, run_ids: Iterable[str]) -> dict[str, RunConfig]:
             fields.update(config.fields)
         out[run_id] = RunConfig(
             combined_config_hash(c.config_hash for c in configs),
-            ",".join(dict.fromkeys(c.format for c in configs)), ",".join(c.uri for c in configs), values, fields)
+            ",".join(dict.fromkeys(c.format for c in configs)), ",".join(c.uri for c in configs),
+            dict(sorted(values.items())), dict(sorted(fields.items())))  # key-sorted, as each file's are
     return out

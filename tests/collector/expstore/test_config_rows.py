@@ -109,13 +109,14 @@ def test_a_taugrid_row_with_several_configs_reads_as_one(tmp_path):
     store, writer = new_store(tmp_path)
     writer.write_chunk("k", [event(0, 1.0)], [], request_hash="h")
     a = run_config({"lr": 0.1, "seed": 1}, format="yaml", uri="a.yaml")
-    b = run_config({"seed": 2, "width": 8}, format="json", uri="b.json")
+    b = run_config({"seed": 2, "width": 8, "arch": "mlp"}, format="json", uri="b.json")
     with store.write_transaction() as tx:
         for c in (a, b):
             tx.execute("INSERT INTO configs VALUES (?, 'seed-1', ?, ?, ?, ?)",
                        (c.config_hash, c.format, c.uri, c.normalized_json, c.indexed_fields))
     got = StoreReader(store).run_config("seed-1")
-    assert got.values == {"lr": 0.1, "seed": 2, "width": 8}
+    assert got.values == {"arch": "mlp", "lr": 0.1, "seed": 2, "width": 8}
+    assert list(got.values) == list(got.fields) == ["arch", "lr", "seed", "width"]  # sorted, as one file's
     assert (got.format, got.uri) == ("yaml,json", "a.yaml,b.json")
     from tau_collector.expstore.configs import combined_config_hash
 
