@@ -349,3 +349,12 @@ def test_without_webgl_the_parallel_coordinates_say_so_and_the_table_still_works
         wait_listed(page, 2)
     finally:
         browser.close()
+
+
+def test_a_single_runs_card_lists_its_configuration(page: Page, sweep: PortalServer):
+    open_ready(page, f"{sweep.base_url}/stellar?target=trial-002&token={sweep.token}")
+    card = page.locator('section.stellar-run[data-run-id="trial-002"]')
+    # Alone, nothing differs: the run keeps its id, and its card lists every field.
+    assert card.get_attribute("data-label") == "trial-002"
+    assert card.locator(".stellar-config").inner_text() == "batch=32, lr=0.01, optimizer.name=adam, seed=2"
+    assert card.locator(".stellar-differs").count() == 0

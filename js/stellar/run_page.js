@@ -94,7 +94,6 @@ function runCard(run, entry, differing) {
  * data (TauGrid's: 404) or the read fails (said in `box`): the runs keep their ids as names.
  */
 async function runConfigs(runIds, box) {
-  if (runIds.length < 2) return new Map(); // a run alone is named by its id
   try {
     // By id in every project: the runs compared may be in different ones.
     const body = await pageData(["runs"], { run_id: runIds });
