@@ -257,27 +257,34 @@ class _Poller:
 
     def _main(self) -> None:
         try:
+            relist_only = False
             while not self.stop_event.is_set():
                 pane = self._pane()
                 if pane is None:
                     return
-                try:
-                    got_new = self._poll(pane)
-                except PortalError as err:
-                    self._failed(pane, err)
-                except Exception as err:  # the pane must say what broke, never die silently
-                    self._failed(pane, err)
-                else:
-                    self.failures = 0
-                    self.parked = self._drained(pane, got_new)
-                    if self.parked:
-                        self._status(pane, "ok", self._done_message(pane))
-                    self.interval = MIN_INTERVAL if got_new else min(IDLE_INTERVAL, self.interval * 1.5)
+                if relist_only:
+                    relist_only = not self._grew(pane)
+                if not relist_only:
+                    try:
+                        got_new = self._poll(pane)
+                    except PortalError as err:
+                        self._failed(pane, err)
+                    except Exception as err:  # the pane must say what broke, never die silently
+                        self._failed(pane, err)
+                    else:
+                        self.failures = 0
+                        self.parked = self._drained(pane, got_new)
+                        if self.parked:
+                            self._status(pane, "ok", self._done_message(pane))
+                        self.interval = MIN_INTERVAL if got_new else min(IDLE_INTERVAL, self.interval * 1.5)
                 del pane
-                # Parked (terminal and drained): no more polling, no timer; only a page's hello, a zoom or
-                # close() wakes the thread again.
-                self.wake.wait(None if self.parked else self.interval)
+                # Parked (terminal and drained): no more polling; only a page's hello, a zoom or close() wakes
+                # the thread again, and, when compare= names an experiment or group, a timer to list it again
+                # (a sweep's next trial joins the plot and polling resumes).
+                timeout = (RESOLVE_SECONDS if self.compare_grows else None) if self.parked else self.interval
+                woke = self.wake.wait(timeout)
                 self.wake.clear()
+                relist_only = self.parked and not woke
         finally:
             self.parked = False
             if self.owns_client:
@@ -329,6 +336,16 @@ class _Poller:
                   "start_step": extra.get("start_step"), "end_step": extra.get("end_step"),
                   "sent_at": time.time() * 1000.0}
         pane.send(header, buffers=_buffers(steps, values))
+
+    def _grew(self, pane: LossPane) -> bool:
+        """A parked pane's timer: whether listing ``compare=``'s experiment or group again found new runs (or
+        failed: then a full poll says what is wrong, in words, and retries)."""
+        before = list(self.runs)
+        try:
+            self._resolve(pane)
+        except Exception:
+            return True
+        return self.runs != before
 
     def _resolve(self, pane: LossPane) -> None:
         """The runs ``compare=`` names (once; every :data:`RESOLVE_SECONDS` while an experiment or group may grow)."""

@@ -157,3 +157,33 @@ def test_a_sweeps_new_run_joins_a_pane_comparing_its_experiment(tmp_path, monkey
                 pane.close()
     finally:
         store.close()
+
+
+def test_a_parked_pane_comparing_an_experiment_wakes_for_the_sweeps_next_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(pane_module, "RESOLVE_SECONDS", 0.2)
+    store = open_store(tmp_path / "store", create=True)
+    writer = MetricWriter(store)
+
+    def trial(run: str, lr: float) -> None:
+        writer.put_run_config(run, run_config({"lr": lr}, format="json", uri=f"file:///{run}.json"))
+        events = [_event(run, "loss", s, lr * s, experiment="seq", group="seq") for s in range(5)]
+        events.append(_event(run, "tau/run_status", 5, 1.0, experiment="seq", group="seq"))  # succeeded
+        writer.write_chunk(run, events, [], request_hash=run)
+
+    trial("seq-1", 0.1)
+    trial("seq-2", 0.03)
+    try:
+        with ServerThread(create_app(tmp_path / "store", token=TOKEN)) as server:
+            pane, rec = make_pane("seq-1", f"http://127.0.0.1:{server.port}/?token={TOKEN}", compare=["seq"])
+            try:
+                # Every run ended and drawn: the pane stops polling the runs.
+                wait_until(lambda: pane.run_ids == ["seq-1", "seq-2"] and not pane.polling, "the pane parked")
+                trial("seq-3", 0.01)  # the sweep's next trial, after the others ended
+                wait_until(lambda: pane.run_ids == ["seq-1", "seq-2", "seq-3"], "the next trial listed")
+                wait_until(lambda: rec.of("reset", "seq-3", "loss"), "the next trial drawn")
+                assert pane.configs["seq-3"] == {"lr": 0.01}
+                wait_until(lambda: not pane.polling, "parked again once it is drawn")
+            finally:
+                pane.close()
+    finally:
+        store.close()
