@@ -17,7 +17,6 @@ Ray's token authentication (Ray >= 2.52; on by default for local clusters since 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 import shlex
 import shutil
@@ -26,8 +25,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from ..loopback import is_loopback_url
 from . import BackendError, BackendUnavailable, RunSpec, write_record
 from .local import store_dir, wrapper_argv
 
@@ -78,13 +77,7 @@ def _client(address: str):
 def _shared(address: str) -> bool:
     if os.environ.get("TAU_RAY_SHARED_STORE") in ("0", "1"):
         return os.environ["TAU_RAY_SHARED_STORE"] == "1"
-    host = urlsplit(address if "://" in address else f"http://{address}").hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_url(address)
 
 
 class RayBackend:

@@ -10,7 +10,6 @@ bound exits 1.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import os
 import re
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from tau_collector import logging_setup as logs
 
+from ..loopback import is_loopback_host
 from .auth import generate_token
 from .hosts import ENV_ALLOW_HOSTS, allowed_hosts_from_env
 
@@ -70,15 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def portal_urls(host: str, port: int, token: str) -> tuple[str, str]:
     """(page URL with the token, API base URL), as printed at start-up."""
     shown = f"[{host}]" if ":" in host else host
@@ -120,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.configure_from(args)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port {args.port}: must be between 0 and 65535")
-    if not _is_loopback(args.host) and not args.token:
+    if not is_loopback_host(args.host) and not args.token:
         parser.error(f"--host {args.host} is not a loopback address: pass --token explicitly to listen there "
                      "(anyone who can reach the port needs only the token)")
     if args.token is not None and not args.token.strip():
