@@ -20,17 +20,15 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from ...kusto_env import AUTH_MODES, DEFAULT_DATABASE, ENV_PREFIX
 from ...loopback import is_loopback_host
 from .errors import KustoError, KustoTimeout, KustoUpstreamError
 from .queries import KqlQuery
 
 __all__ = ["AUTH_MODES", "ENV_PREFIX", "KustoAuth", "KustoConnection", "KustoSettings"]
 
-ENV_PREFIX = "TAU_PORTAL_KUSTO_"
-AUTH_MODES = ("default", "cli", "none")
 KustoAuth = str  # one of AUTH_MODES
 DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_DATABASE = "Metrics"  # TauGrid's default database name
 
 
 @dataclass(frozen=True, slots=True)

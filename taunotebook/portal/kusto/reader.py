@@ -3,7 +3,8 @@
 The reads mirror :class:`tau_collector.expstore.reader.StoreReader` so the v2 routes can serve either
 source. A run and its metric summaries are one query, a run listing one, a series one
 (``queries.py``; :class:`KustoReader` says when an answer is reused); a fault raises a
-:class:`~.errors.KustoError` and nothing partial is returned. Differences from the local source, all on purpose (also in ``collector/kql/README.md``):
+:class:`~.errors.KustoError` and nothing partial is returned. Differences from the local source, all on
+purpose (also in ``collector/kql/README.md``):
 
 * **Workspace**: strict, inside the query (``workspace_id == …``). A run without a workspace is
   nobody's in a shared database (TauGrid's kusto rule); the local store serves untagged runs to every
@@ -46,7 +47,7 @@ from tau_collector.expstore.read_cache import may_block
 from tau_collector.gojson import format_time
 
 from .connection import KustoConnection
-from .errors import KustoUpstreamError
+from .errors import AmbiguousRunError, KustoUpstreamError
 from .queries import (
     DEFAULT_LOOKBACK,
     MAX_RUNS_PER_QUERY,
@@ -66,15 +67,6 @@ DEFAULT_MAX_AGE_S = 1.0  # how old a run's answer (state, metric catalog) may be
 _CACHED_RUNS = 4096
 _EMPTY_I = np.empty(0, dtype=np.int64)
 _EMPTY_F = np.empty(0, dtype=np.float64)
-
-
-class AmbiguousRunError(LookupError):
-    """A run id names runs in several projects of the workspace (TauGrid's 409 ``CONFLICT``); pass ``project``."""
-
-    def __init__(self, run_id: str, projects: list[str]) -> None:
-        super().__init__(f"run {run_id!r} exists in projects {', '.join(sorted(projects))}; name the project")
-        self.run_id = run_id
-        self.projects = projects
 
 
 def _ns(value: Any) -> int | None:
