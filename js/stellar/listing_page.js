@@ -47,7 +47,7 @@ export async function listingPage() {
   compare.addEventListener("click", () => {
     const picked = runs.filter((r) => selected.has(r.run_id));
     const projects = new Set(picked.map((r) => r.project));
-    window.location.href = stellarUrl(root, picked.map((r) => r.run_id), projects.size === 1 ? [...projects][0] : null).href;
+    window.location.href = stellarUrl(root, picked.map((r) => r.run_id), projects.size === 1 ? [...projects][0] : null, undefined, state.source).href;
   });
   const table = h("table", { class: "stellar-table", id: "stellar-run-table" });
   table.append(
@@ -70,7 +70,7 @@ export async function listingPage() {
       compare.disabled = selected.size < 1;
       compare.textContent = selected.size > 1 ? `Compare ${selected.size} runs` : "Open selected run";
     });
-    const link = h("a", { href: stellarUrl(root, [run.run_id], run.project).href, text: run.run_id });
+    const link = h("a", { href: stellarUrl(root, [run.run_id], run.project, undefined, state.source).href, text: run.run_id });
     const where = [run.project, run.experiment_id, run.run_group_id].filter(Boolean).join(" / ");
     const tr = h(
       "tr",

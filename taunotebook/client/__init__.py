@@ -6,7 +6,7 @@ answers), :mod:`.links` (every URL the notebook side builds) and :mod:`.client` 
 
 from __future__ import annotations
 
-from .client import PortalClient
+from .client import SOURCES, PortalClient, check_source
 from .errors import (
     ENV_TOKEN,
     ENV_URL,
@@ -38,6 +38,7 @@ from .models import (
 __all__ = [
     "ENV_TOKEN",
     "ENV_URL",
+    "SOURCES",
     "AuthorizationError",
     "Availability",
     "ClientError",
@@ -59,6 +60,7 @@ __all__ = [
     "RunMetrics",
     "RunPage",
     "Series",
+    "check_source",
     "stellar_link",
     "stellar_url",
 ]
