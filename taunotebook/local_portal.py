@@ -55,8 +55,8 @@ class LocalPortal:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def client(self, project: str | None = None) -> PortalClient:
-        return PortalClient(self.url, self.token, workspace=self.workspace, project=project)
+    def client(self, project: str | None = None, source: str | None = None) -> PortalClient:
+        return PortalClient(self.url, self.token, workspace=self.workspace, project=project, source=source)
 
 
 def record_file(workspace: str = "default", home: Path | None = None) -> Path:
@@ -148,9 +148,9 @@ def _start(workspace: str, home: Path, timeout: float, kusto_env: dict[str, str]
 
 
 def portal_client(workspace: str = "default", project: str | None = None, *,
-                  home: Path | None = None) -> PortalClient:
+                  home: Path | None = None, source: str | None = None) -> PortalClient:
     """A :class:`PortalClient` for the local Portal of ``workspace``, starting the Portal if needed."""
-    return ensure_portal(workspace, home=home).client(project)
+    return ensure_portal(workspace, home=home).client(project, source)
 
 
 def stop_portal(workspace: str = "default", *, home: Path | None = None, timeout: float = 10.0) -> bool:

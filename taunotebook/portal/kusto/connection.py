@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...kusto_env import AUTH_MODES, DEFAULT_DATABASE, ENV_PREFIX
+from ...kusto_env import AUTH_MODES, DEFAULT_DATABASE, ENV_AUTH, ENV_CLUSTER, ENV_DATABASE, ENV_PREFIX
 from ...loopback import is_loopback_host
 from .errors import KustoError, KustoTimeout, KustoUpstreamError
 from .queries import KqlQuery
@@ -72,9 +72,9 @@ class KustoSettings:
         ``overrides``, e.g. command-line flags); None when no cluster is named anywhere."""
         environ = os.environ if environ is None else environ
         values = {
-            "cluster": environ.get(ENV_PREFIX + "CLUSTER", ""),
-            "database": environ.get(ENV_PREFIX + "DATABASE", DEFAULT_DATABASE),
-            "auth": environ.get(ENV_PREFIX + "AUTH", "default"),
+            "cluster": environ.get(ENV_CLUSTER, ""),
+            "database": environ.get(ENV_DATABASE, DEFAULT_DATABASE),
+            "auth": environ.get(ENV_AUTH, "default"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         if not str(values["cluster"]).strip():
