@@ -124,6 +124,11 @@ class KustoCluster:
                        for f in self.assets.functions],
         )  # fmt: skip
         self._server.RequestHandlerClass = _handler_for(self)
+        # ADX ingests while it answers queries. The server holds one lock around each query (translation and
+        # all), so writers use their own DuckDB connection to the same database (safe across threads) and
+        # their own lock: a live run's streamed chunks do not queue behind a poll's queries.
+        self._ingest_con = self._con.cursor()
+        self._ingest_lock = threading.Lock()
         self._server.handle_error = lambda request, address: self.errors.append(traceback.format_exc())
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="kusto-cluster", daemon=True)
@@ -139,6 +144,7 @@ class KustoCluster:
             self._thread.join(timeout=10)
             self._thread = None
         if getattr(self, "_con", None) is not None:
+            self._ingest_con.close()
             self._con.close()
             self._con = None
             self._spill.cleanup()
@@ -166,13 +172,13 @@ class KustoCluster:
             batch = pa.table({column: pa.array(values, type=_ARROW_TYPES[kinds[column]])
                               for column, values in columns.items()})
             names = ", ".join(f'"{column}"' for column in columns)
-            with self._server._lock:  # the server serializes its connection; so do writers
-                cursor = self._con.cursor()
+            with self._ingest_lock:  # writers one at a time, on their own connection (start())
+                cursor = self._ingest_con
                 try:
                     cursor.register("_ingest_batch", batch)
                     cursor.execute(f'INSERT INTO "{self.assets.table}" ({names}) SELECT {names} FROM _ingest_batch')
                 finally:
-                    cursor.close()
+                    cursor.unregister("_ingest_batch")
         return count
 
     def materialize_views(self) -> None:
