@@ -84,8 +84,12 @@ def test_a_series_keeps_the_extremes_and_says_how_many_points_it_read(kusto_only
     steps = [p["step"] for p in body["points"]]
     assert body["source_points"] == 5000 and body["returned_points"] == len(steps) <= 400 + 5
     assert SPIKE_STEP in steps and DIP_STEP in steps and steps[0] == 0 and steps[-1] == 4999
+    # Decimated: partial and degraded by the v2 rule, without TauGrid's "display projection" warning (M4 here).
+    assert body["metadata"]["partial"] is True and body["metadata"]["availability"] == {"state": "degraded"}
+    assert "warnings" not in body["metadata"]
     tail = kusto_only.get(f"{V2}/runs/seed-1/series", params={**params, "start_step": 4990}).json()
     assert [p["step"] for p in tail["points"]] == list(range(4990, 5000)) and tail["start_step"] == 4990
+    assert tail["metadata"]["partial"] is False and tail["metadata"]["availability"] == {"state": "available"}
 
 
 def test_an_experiments_runs_are_this_workspaces_only(kusto_only):
