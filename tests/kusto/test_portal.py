@@ -27,7 +27,8 @@ from services.kusto_faults import KustoFaultServer
 from tau_collector.metric_event import encode_ndjson_many
 from tau_collector.sinks.expstore import ExpstoreSink
 from taunotebook.portal.app import create_app
-from taunotebook.portal.kusto import KustoConnection, KustoReader, KustoSettings
+from taunotebook.portal.kusto import KustoConnection, KustoReader, KustoSettings, KustoUpstreamError
+from taunotebook.portal.sources import AutoReader
 
 from .conftest import reader_for
 from .events import DIP_STEP, SPIKE_STEP, chunk, event, fixture_events
@@ -308,3 +309,30 @@ def test_generated_requests_to_a_kusto_portal_match_the_document(kusto_only, pat
         case.validate_response(response, checks=checks)
 
     check()
+
+
+class _UnreadableStore:
+    """A local store that cannot be read (a stand-in for a vanished disk: the failure is what is tested)."""
+
+    def runs(self, *args, **kwargs):
+        raise OSError("store is gone")
+
+    def run(self, *args, **kwargs):
+        raise OSError("store is gone")
+
+
+def test_auto_falls_back_to_kusto_when_the_store_cannot_be_read_and_names_both_when_both_fail(
+        loaded_cluster, faults):
+    auto = AutoReader(_UnreadableStore(), reader_for(loaded_cluster))
+    assert [r.run_id for r in auto.runs("ws-a", experiment_id="sgd")] == ["seed-2", "seed-1"]
+    assert auto.source_of("seed-1") == "kusto" and auto.run("seed-1").run_id == "seed-1"
+    assert auto.warnings[0] == "source=auto fell back to Kusto because local run search failed: store is gone"
+    faults.mode = "http500"
+    try:
+        failing = KustoReader(KustoConnection(KustoSettings(faults.uri, "Metrics", auth="none")), workspace="ws-a")
+        with pytest.raises(KustoUpstreamError) as caught:
+            AutoReader(_UnreadableStore(), failing).runs("ws-a")
+    finally:
+        faults.mode = "ok"
+    assert str(caught.value).startswith("local run search: store is gone; Kusto run search: ")
+    assert caught.value.status == 502
