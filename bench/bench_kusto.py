@@ -14,9 +14,16 @@ values. Figures, each printed with the load average it was measured under:
 * a live pane's poll: ``--append`` new points land, the pane asks for the steps after its last one;
   queries and rows per poll.
 
+``--pane``: print → drawn for a ``source=kusto`` pane in a real JupyterLab (headless Chromium), the
+whole path: a trainer wrapped by ``tau-collector wrap --sink adx-streaming`` → the stand-in's
+streaming-ingest endpoint → the Portal (``source=kusto``) → the kernel's poller → the browser
+(``bench_pane.latency``, target p95 < 5 s), with the local-store pane measured in the same run as
+the baseline; and what the live pane asks of the cluster: queries per poll, rows per tail read.
+
 Usage::
 
     .venv/bin/python bench/bench_kusto.py [--points 10000000] [--files 100] [--repeats 5] [--store DIR]
+    .venv/bin/python bench/bench_kusto.py --pane [--pane-points 200] [--rate 10]
 """
 
 from __future__ import annotations
@@ -88,6 +95,70 @@ def response_bytes(cluster: KustoCluster, query) -> int:
     return len(httpx.post(cluster.uri + "/v2/rest/query", json=body, timeout=600).content)
 
 
+def pane_latency(points: int, rate: float) -> dict:
+    """Print → drawn p50/p95 for a local-store pane and a ``source=kusto`` pane, one after the other."""
+    import shutil
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "ui-tests"))
+    from bench_pane import CHROMIUM_ARGS, Timed, latency
+    from jupyterlab import start_lab
+    from playwright.sync_api import sync_playwright
+    from portal.conftest import TOKEN, ServerThread
+
+    from tau_collector.expstore import open_store
+    from taunotebook.portal.app import create_app
+
+    out: dict = {}
+    with tempfile.TemporaryDirectory(prefix="bench-kusto-pane-") as tmp, KustoCluster() as cluster:
+        work = Path(tmp)
+        store = work / "store"
+        open_store(store, create=True).close()
+        kusto = KustoReader(KustoConnection(KustoSettings(cluster.uri, cluster.database, auth="none")),
+                            workspace="default")
+        requests: list[dict] = []
+        with ServerThread(Timed(create_app(store, token=TOKEN, kusto=kusto), requests)) as server:
+            portal = f"http://127.0.0.1:{server.port}"
+            lab_gen = start_lab(work / "lab", {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal})
+            lab = next(lab_gen)
+            try:
+                with sync_playwright() as p:
+                    chromium = os.environ.get("TAU_CHROMIUM") or shutil.which("chromium")
+                    browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+                    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+                    out["local"] = {**latency(page, lab, store, portal, work / "local", points, rate,
+                                              run="lat-local"), "load": os.getloadavg()}
+                    print(f"local store pane: print → drawn p50 {out['local']['p50_ms']:.0f} ms, p95 "
+                          f"{out['local']['p95_ms']:.0f} ms over {out['local']['measured']} rows ({load()})")
+                    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+                    queries_before, requests_before = len(cluster.requests), len(requests)
+                    env = {"TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI": cluster.uri,
+                           "TAU_METRICS_OFFLOAD_ADX_DATABASE": cluster.database,
+                           "TAU_METRICS_OFFLOAD_ADX_CLIENT_ID": "unused-over-loopback-http"}
+                    lat = latency(page, lab, store, portal, work / "kusto", points, rate, run="lat-kusto",
+                                  source="kusto", env=env,
+                                  sink=["--tag", "tau_workspace=default", "--sink", "adx-streaming"])
+                    browser.close()
+            finally:
+                for _ in lab_gen:
+                    pass
+        queries = len(cluster.requests) - queries_before
+        pane_requests = [r for r in requests[requests_before:] if "lat-kusto" in r["path"]]
+        polls = sum(1 for r in pane_requests if r["path"].endswith("/runs/lat-kusto"))
+        tails = sum(1 for r in pane_requests if r["path"].endswith("/series") and "start_step" in r["query"])
+        out["kusto"] = {**lat, "load": os.getloadavg(), "polls": polls, "cluster_queries": queries,
+                        "queries_per_poll": queries / max(polls, 1), "tail_reads": tails,
+                        "rows_per_drawn_chunk": lat["rows"] / max(lat["chunks_drawn"], 1),
+                        "ratio_p95": lat["p95_ms"] / out["local"]["p95_ms"]}
+        kusto.connection.close()
+    k = out["kusto"]
+    print(f"source=kusto pane: print → drawn p50 {k['p50_ms']:.0f} ms, p95 {k['p95_ms']:.0f} ms, max "
+          f"{k['max_ms']:.0f} ms over {k['measured']} rows at {rate:g}/s (p95 {k['ratio_p95']:.1f}x the local "
+          f"pane's); {k['polls']} polls, {k['cluster_queries']} cluster queries ({k['queries_per_poll']:.2f} per "
+          f"poll), {k['tail_reads']} tail reads, {k['rows_per_drawn_chunk']:.1f} rows per drawn chunk ({load()})")
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--points", type=int, default=10_000_000)
@@ -96,7 +167,16 @@ def main() -> int:
     parser.add_argument("--max-points", type=int, default=8000)
     parser.add_argument("--append", type=int, default=50, help="points a live run adds between two polls")
     parser.add_argument("--store", type=Path, help="reuse or create the local store here (default: a temp dir)")
+    parser.add_argument("--pane", action="store_true", help="measure print → drawn for a source=kusto pane instead")
+    parser.add_argument("--pane-points", type=int, default=200, help="--pane: rows the trainer prints")
+    parser.add_argument("--rate", type=float, default=10.0, help="--pane: rows per second")
     args = parser.parse_args()
+    if args.pane:
+        result = pane_latency(args.pane_points, args.rate)
+        out = ROOT / "bench" / "out"
+        out.mkdir(exist_ok=True)
+        (out / "bench_kusto_pane.json").write_text(json.dumps(result, indent=2) + "\n")
+        return 0
     results: dict = {"points": args.points, "max_points": args.max_points}
 
     root, tmp = prepare_store(args.store, args.points, args.files, "bench-kusto-")

@@ -62,8 +62,8 @@ TRAINER = textwrap.dedent(
 )
 
 
-def notebook(run: str, portal: str, project: str, times: Path | None = None) -> dict:
-    create = f"pane = LossPane({run!r}, portal={portal!r}, project={project!r})"
+def notebook(run: str, portal: str, project: str, times: Path | None = None, source: str | None = None) -> dict:
+    create = f"pane = LossPane({run!r}, portal={portal!r}, project={project!r}, source={source!r})"
     src = f"from taunotebook.pane import LossPane\n\n{create}\npane"
     if times is not None:
         # The kernel's side of the first-draw timeline, in wall-clock ms like the page's marks.
@@ -88,16 +88,23 @@ def loss_points(page: Page, metric: str) -> int:
         " return p ? Number(p.dataset.points) : 0; }", metric))
 
 
-def latency(page: Page, lab, store: Path, portal: str, work: Path, points: int, rate: float) -> dict:
+def latency(page: Page, lab, store: Path, portal: str, work: Path, points: int, rate: float, *,
+            sink: list[str] | None = None, env: dict[str, str] | None = None, source: str | None = None,
+            run: str = "lat") -> dict:
+    """Write → drawn for a wrapped trainer; ``sink`` (default: the expstore at ``store``), ``env`` and the
+    pane's ``source`` let ``bench_kusto.py`` measure the same path through ADX."""
+    work.mkdir(parents=True, exist_ok=True)
     (work / "train.py").write_text(TRAINER, encoding="utf-8")
     writes = work / "writes.jsonl"
-    (lab.root_dir / "latency.ipynb").write_text(json.dumps(notebook("lat", portal, "proj")), encoding="utf-8")
+    (lab.root_dir / f"{run}.ipynb").write_text(json.dumps(notebook(run, portal, "proj", source=source)),
+                                               encoding="utf-8")
     trainer = subprocess.Popen(
-        [str(Path(sys.executable).with_name("tau-collector")), "wrap", "--run-dir", str(work / "run"), "--run", "lat",
-         "--project", "proj", "--experiment", "bench", "--group", "bench", "--store", str(store), "--",
+        [str(Path(sys.executable).with_name("tau-collector")), "wrap", "--run-dir", str(work / "run"), "--run", run,
+         "--project", "proj", "--experiment", "bench", "--group", "bench",
+         *(sink if sink is not None else ["--store", str(store)]), "--",
          sys.executable, str(work / "train.py"), str(points), str(rate), str(writes), str(work / "go")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=work)
-    open_notebook(page, lab, "latency.ipynb")
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=work, env={**os.environ, **(env or {})})
+    open_notebook(page, lab, f"{run}.ipynb")
     page.evaluate("() => { window.__tauPaneMarks = []; }")
     run_cell(page, 0)
     page.wait_for_function("() => { const p = document.querySelector(\".tau-pane-metric[data-metric='loss']\");"

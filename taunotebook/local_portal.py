@@ -6,6 +6,11 @@ it outlives the kernel, and records ``{pid, port, token, url, workspace}``. Late
 recorded Portal answers with that token before reusing it. A Portal serves one workspace; the
 default workspace's record is ``portal.json``, another workspace's ``portal-<workspace>.json``.
 A file lock keeps two kernels from starting two Portals at once.
+
+The Portal also serves ``source=kusto`` when the kernel's environment names an ADX database
+(:func:`taunotebook.kusto_env.portal_kusto_env`: ``TAU_PORTAL_KUSTO_*``, else the jobs' own
+``TAU_METRICS_OFFLOAD_ADX_*``); the record says which (``kusto``), and a recorded Portal that reads
+another database, or none, is replaced rather than reused.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import httpx
 from .backends import tau_home, validate_id
 from .backends.local import process_alive, start_ticks_of, store_dir
 from .client import PortalClient
+from .kusto_env import ENV_CLUSTER, ENV_DATABASE, portal_kusto_env
 
 __all__ = ["LocalPortal", "ensure_portal", "portal_client", "record_file", "stop_portal"]
 
@@ -43,13 +49,14 @@ class LocalPortal:
     workspace: str
     store: str
     start_ticks: int | None = None
+    kusto: str = ""  # "<database> at <cluster>" when it serves source=kusto
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def client(self, project: str | None = None) -> PortalClient:
-        return PortalClient(self.url, self.token, workspace=self.workspace, project=project)
+    def client(self, project: str | None = None, source: str | None = None) -> PortalClient:
+        return PortalClient(self.url, self.token, workspace=self.workspace, project=project, source=source)
 
 
 def record_file(workspace: str = "default", home: Path | None = None) -> Path:
@@ -61,7 +68,7 @@ def _read(path: Path) -> LocalPortal | None:
     try:
         data = json.loads(path.read_text())
         return LocalPortal(int(data["pid"]), int(data["port"]), str(data["token"]), str(data["workspace"]),
-                           str(data["store"]), data.get("start_ticks"))
+                           str(data["store"]), data.get("start_ticks"), str(data.get("kusto", "")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -86,12 +93,16 @@ def ensure_portal(workspace: str = "default", *, home: Path | None = None,
     home = home or tau_home()
     home.mkdir(parents=True, exist_ok=True)
     path = record_file(workspace, home)
+    kusto_env = portal_kusto_env()
+    kusto = f"{kusto_env[ENV_DATABASE]} at {kusto_env[ENV_CLUSTER]}" if kusto_env else ""
     with open(home / ".portal.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         existing = _read(path)
         if existing is not None and process_alive(existing.pid, existing.start_ticks) and _answers(existing):
-            return existing
-        portal = _start(workspace, home, timeout)
+            if existing.kusto == kusto:
+                return existing
+            stop_portal(workspace, home=home)  # it reads another ADX database (or none): this kernel's wins
+        portal = _start(workspace, home, timeout, kusto_env, kusto)
         fd, tmp = tempfile.mkstemp(prefix=".portal.", dir=home)
         with os.fdopen(fd, "w") as f:
             json.dump({**asdict(portal), "url": portal.url}, f, indent=2)
@@ -100,7 +111,7 @@ def ensure_portal(workspace: str = "default", *, home: Path | None = None,
         return portal
 
 
-def _start(workspace: str, home: Path, timeout: float) -> LocalPortal:
+def _start(workspace: str, home: Path, timeout: float, kusto_env: dict[str, str], kusto: str) -> LocalPortal:
     from tau_collector.expstore import ExpStore
 
     from .portal.auth import generate_token
@@ -117,7 +128,7 @@ def _start(workspace: str, home: Path, timeout: float) -> LocalPortal:
             [sys.executable, "-m", "taunotebook", "portal", "--store", str(store), "--port", "0",
              "--workspace", workspace],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
-            env={**os.environ, "TAU_PORTAL_TOKEN": token},
+            env={**os.environ, **kusto_env, "TAU_PORTAL_TOKEN": token},
         )
     deadline = time.monotonic() + timeout
     port = None
@@ -127,7 +138,7 @@ def _start(workspace: str, home: Path, timeout: float) -> LocalPortal:
         match = _URL.search(log_path.read_bytes())
         if match:
             port = int(match.group(1))
-            portal = LocalPortal(process.pid, port, token, workspace, str(store), start_ticks_of(process.pid))
+            portal = LocalPortal(process.pid, port, token, workspace, str(store), start_ticks_of(process.pid), kusto)
             _CHILDREN[process.pid] = process
             if _answers(portal):
                 return portal
@@ -137,9 +148,9 @@ def _start(workspace: str, home: Path, timeout: float) -> LocalPortal:
 
 
 def portal_client(workspace: str = "default", project: str | None = None, *,
-                  home: Path | None = None) -> PortalClient:
+                  home: Path | None = None, source: str | None = None) -> PortalClient:
     """A :class:`PortalClient` for the local Portal of ``workspace``, starting the Portal if needed."""
-    return ensure_portal(workspace, home=home).client(project)
+    return ensure_portal(workspace, home=home).client(project, source)
 
 
 def stop_portal(workspace: str = "default", *, home: Path | None = None, timeout: float = 10.0) -> bool:

@@ -20,6 +20,8 @@ Synced traitlets (Python → browser unless noted):
 ``configs``
     ``{run_id: {field: scalar} | None}`` — the drawn runs' config fields; the legend names each run by
     what differs between them (``js/shared/differing.js``), else by its id.
+``source``
+    the Portal source every read names (``local``, ``kusto``, ``auto``; ``""`` for the Portal's default).
 ``metrics``
     the metric names drawn, ``loss`` first (the ``metrics=`` argument, else every metric the run has).
 ``runs``
@@ -87,6 +89,7 @@ from taunotebook.client import (
     PortalError,
     PortalUnreachable,
     Series,
+    check_source,
     stellar_link,
 )
 from taunotebook.compare_runs import resolve_compare, run_configs
@@ -198,6 +201,7 @@ class _Poller:
         self._pane = weakref.ref(pane)
         self.client = client
         self.owns_client = owns_client
+        self.source = pane.source or None  # named on every read, whatever the client's own default
         self.run_id = pane.run_id
         self.project = pane.project or None
         self.runs = [pane.run_id]  # then the runs compare= resolves to, on the first poll
@@ -362,7 +366,7 @@ class _Poller:
         with pane.hold_sync():
             pane.configs = configs
             pane.run_ids = list(self.runs)
-            pane.stellar_href = _stellar_href(self.client, self.run_id, pane.project or None, self.runs[1:])
+            pane.stellar_href = _stellar_href(self.client, self.run_id, pane.project or None, self.runs[1:], pane.source)
 
     def _poll(self, pane: LossPane) -> bool:
         """One round: states, catalogs, then reduced reads (on resync), zoomed reads, tails. True if new points."""
@@ -371,8 +375,8 @@ class _Poller:
         names_seen: list[str] = []
         catalogs = {}
         for run in self.runs:
-            info = self.client.run(run)
-            catalog = self.client.metrics(run)
+            info = self.client.run(run, source=self.source)
+            catalog = self.client.metrics(run, source=self.source)
             catalogs[run] = {m.name: m for m in catalog}
             runs_info[run] = {
                 "state": info.state or info.lifecycle_state,
@@ -451,7 +455,8 @@ class _Poller:
         return text
 
     def _series(self, run: str, metric: str, **kw: Any) -> Series:
-        return self.client.series(run, metric, project=self.project if run == self.run_id else None, **kw)
+        return self.client.series(run, metric, project=self.project if run == self.run_id else None,
+                                  source=self.source, **kw)
 
     def _extras(self, pane: LossPane, run: str, metric: str, held: _Held, non_finite_count: int,
                 force: bool = False) -> None:
@@ -460,7 +465,8 @@ class _Poller:
             return
         held.non_finite_count = non_finite_count
         try:
-            details = self.client.point_details(run, metric, project=self.project if run == self.run_id else None)
+            details = self.client.point_details(run, metric, project=self.project if run == self.run_id else None,
+                                                source=self.source)
         except PortalError as err:
             if err.retryable or (isinstance(err, NotFoundError) and err.message != ROUTE_NOT_FOUND):
                 raise  # the Portal is away, or the run is: the pane says so and retries
@@ -498,11 +504,14 @@ class LossPane(anywidget.AnyWidget):
     or the URL's ``?token=``), or ``None`` for ``TAU_PORTAL_URL``/``TAU_PORTAL_TOKEN``. ``metrics``
     limits the metrics drawn (default: all the run has). ``compare`` adds other runs to every plot: run
     ids, or an experiment or run group id for all of its runs (:mod:`taunotebook.compare_runs`; a run
-    id wins when an id names both). ``close()`` stops the thread.
+    id wins when an id names both). ``source`` (``local``, ``kusto`` or ``auto``; default: the client's,
+    else the Portal's default) is named on every read and carried by "Open in Stellar". ``close()`` stops
+    the thread.
     """
 
     run_id = traitlets.Unicode().tag(sync=True)
     project = traitlets.Unicode("").tag(sync=True)
+    source = traitlets.Unicode("").tag(sync=True)
     compare = traitlets.List(traitlets.Unicode()).tag(sync=True)
     run_ids = traitlets.List(traitlets.Unicode()).tag(sync=True)
     configs = traitlets.Dict().tag(sync=True)
@@ -524,20 +533,24 @@ class LossPane(anywidget.AnyWidget):
         portal: PortalClient | str | None = None,
         project: str | None = None,
         compare: Iterable[str] = (),
+        source: str | None = None,
         start: bool = True,
     ) -> None:
         if not isinstance(run_id, str) or not run_id.strip():
             raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
+        source = check_source(source)
         self._esm = _bundle()
         if isinstance(portal, PortalClient):
             client, owns = portal, False
         else:
             # No client-level retries: the pane's own backoff retries, and says so in the pane meanwhile.
-            client, owns = PortalClient(portal, project=project, retries=0, timeout=5.0), True
+            client, owns = PortalClient(portal, project=project, source=source, retries=0, timeout=5.0), True
+        source = source if source is not None else (client.source or "")
         self._requested_metrics = list(metrics) if metrics else []
-        super().__init__(run_id=run_id.strip(), project=project or "", compare=[str(c) for c in compare],
+        super().__init__(run_id=run_id.strip(), project=project or "", source=source,
+                         compare=[str(c) for c in compare],
                          metrics=_loss_first(self._requested_metrics) if self._requested_metrics else [])
-        self.stellar_href = _stellar_href(client, self.run_id, project, self.compare)
+        self.stellar_href = _stellar_href(client, self.run_id, project, self.compare, self.source)
         self.pane_id = self.model_id  # names the static fallback output this pane's live view hides
         self._static_display = None
         self._poller = _Poller(self, client, owns)
@@ -621,7 +634,8 @@ def _on_snapshot(change: dict) -> None:
         pane._static_display.update(HTML(pane._static_html()))
 
 
-def _stellar_href(client: PortalClient, run_id: str, project: str | None, compare: Iterable[str] = ()) -> str:
+def _stellar_href(client: PortalClient, run_id: str, project: str | None, compare: Iterable[str] = (),
+                  pane_source: str = "") -> str:
     """The run's Stellar page (through Jupyter inside it); a comparing pane links the page comparing those runs."""
     return stellar_link(run_id, project if project is not None else client.project, portal_url=client.base_url,
-                        workspace=client.workspace, compare=compare)
+                        workspace=client.workspace, compare=compare, source=pane_source or None)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -238,15 +239,33 @@ class SubmittedRun:
         """True when the run's metrics land in the local expstore (local runs, Ray runs sharing the filesystem)."""
         return self.backend == "local" or (self.backend == "ray" and bool(self.record.get("shared_store")))
 
+    @property
+    def source(self) -> str | None:
+        """The Portal source holding this run's metrics: ``kusto`` for a run whose collector offloads to ADX
+        (a Ray job on a cluster without this machine's store: its record says so), else None (the Portal's
+        default). Its pane, ``series()`` and Stellar link name it by themselves."""
+        source = self.record.get("source")
+        if source is None and "source" not in self.record and self.backend == "ray":
+            source = None if self.record.get("shared_store") else "kusto"  # a record from before the field
+        return source or None
+
+    def _local_portal(self) -> bool:
+        """Read through the local Portal: the run is in the local store, or in ADX and no other Portal is named
+        (the local Portal reads the database the jobs offload to, :mod:`taunotebook.kusto_env`)."""
+        from .client import ENV_URL
+
+        return self.uses_local_store or (self.source == "kusto" and not os.environ.get(ENV_URL))
+
     def portal(self):
-        """A Portal client for this run: the local Portal (started on demand), else ``$TAU_PORTAL_URL``'s."""
-        if not self.uses_local_store:
+        """A Portal client for this run (naming its :attr:`source`): the local Portal (started on demand), else
+        ``$TAU_PORTAL_URL``'s."""
+        if not self._local_portal():
             from .client import PortalClient
 
-            return PortalClient(workspace=self.workspace, project=self.project)
+            return PortalClient(workspace=self.workspace, project=self.project, source=self.source)
         from .local_portal import portal_client
 
-        return portal_client(self.workspace, self.project)
+        return portal_client(self.workspace, self.project, source=self.source)
 
     def series(self, metric: str, **params: Any):
         """The stored series of ``metric`` through the Portal (``client.Series``: ``.steps``, ``.values``)."""
@@ -267,23 +286,25 @@ class SubmittedRun:
         """"Open in Stellar" for this run, through the Jupyter server when there is one."""
         from .client.links import jupyter_base_url, stellar_link
 
-        if jupyter_base_url() is not None or not self.uses_local_store:
-            return stellar_link(self.run_id, self.project)
+        if jupyter_base_url() is not None or not self._local_portal():
+            return stellar_link(self.run_id, self.project, source=self.source)
         from .local_portal import ensure_portal
 
-        return stellar_link(self.run_id, self.project, portal_url=ensure_portal(self.workspace).url)
+        return stellar_link(self.run_id, self.project, portal_url=ensure_portal(self.workspace).url,
+                            source=self.source)
 
     def pane(self, metrics: Sequence[str] | None = None):
         """The live loss pane for this run (``taunotebook.pane.LossPane``), polling the run's Portal."""
         from .pane import LossPane
 
         portal = None  # TauGrid's Portal: $TAU_PORTAL_URL / $TAU_PORTAL_TOKEN
-        if self.uses_local_store:
+        if self._local_portal():
             from .local_portal import ensure_portal
 
             local = ensure_portal(self.workspace)
             portal = f"{local.url}/?token={local.token}"  # the pane owns (and closes) the client it builds
-        return LossPane(self.run_id, list(metrics) if metrics else None, portal=portal, project=self.project)
+        return LossPane(self.run_id, list(metrics) if metrics else None, portal=portal, project=self.project,
+                        source=self.source)
 
     def __repr__(self) -> str:
         return f"SubmittedRun({self.run_id!r}, backend={self.backend!r}, state={self.state!r})"

@@ -30,7 +30,10 @@ export function id(value) {
   return { id: value };
 }
 
-/** The Stellar page drawing `targets` (the first, then the others compared with it), as TauGrid links it. */
-export function stellarUrl(root, targets, project = null, base = undefined) {
-  return portalUrl(root, ["stellar"], { target: targets, project }, base);
+/**
+ * The Stellar page drawing `targets` (the first, then the others compared with it), as TauGrid links it;
+ * a `source` (local | kusto | auto) other than the Portal's default is carried to the page.
+ */
+export function stellarUrl(root, targets, project = null, base = undefined, source = null) {
+  return portalUrl(root, ["stellar"], { target: targets, project, source }, base);
 }

@@ -22,6 +22,8 @@ export function pageData(segments, query = {}) {
 }
 
 async function request(segments, query) {
+  // The page's ?source= goes with every read, so a source=kusto page reads Kusto throughout.
+  if (state.source && !("source" in query)) query = { ...query, source: state.source };
   const url = portalUrl(root, segments, query);
   const path = url.pathname.slice(root.pathname.length);
   const headers = { Accept: "application/json" };

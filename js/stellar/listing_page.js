@@ -210,7 +210,7 @@ export async function listingPage() {
           refresh();
         },
         onOpen(run) {
-          window.location.href = stellarUrl(root, [run.run_id], run.project).href;
+          window.location.href = stellarUrl(root, [run.run_id], run.project, undefined, state.source).href;
         },
       }));
       parallel = state.parallel = await parallelLoading;
@@ -292,7 +292,7 @@ export async function listingPage() {
   compare.addEventListener("click", () => {
     const picked = t.all.filter((r) => t.selected.has(r.run_id));
     const projects = new Set(picked.map((r) => r.project));
-    window.location.href = stellarUrl(root, picked.map((r) => r.run_id), projects.size === 1 ? [...projects][0] : null).href;
+    window.location.href = stellarUrl(root, picked.map((r) => r.run_id), projects.size === 1 ? [...projects][0] : null, undefined, state.source).href;
   });
 
   readConfig();

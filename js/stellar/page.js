@@ -20,6 +20,7 @@ export const state = {
   mode: config.mode,
   targets: config.targets,
   project: config.project,
+  source: config.source || null, // ?source= of the page, sent with every read it makes
   ready: false,
   errors: [],
   runs: {},

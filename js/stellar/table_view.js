@@ -4,7 +4,7 @@ import { h } from "../shared/dom.js";
 import { valueText } from "../shared/differing.js";
 import { formatNumber, formatTime } from "../shared/format.js";
 import { stellarUrl } from "../shared/urls.js";
-import { root } from "./page.js";
+import { root, state } from "./page.js";
 import { cellValue, configColumn, FIXED_COLUMNS, metricColumn, visibleWindow } from "./runs_table.js";
 
 export const ROW_HEIGHT = 30; // px; every row (group headers too) has it, which makes the window maths exact
@@ -26,7 +26,7 @@ export function columnsFor({ metric, varying, constant, showConstant, nonFinite 
 
 function cell(run, column, metric) {
   if (column.key === "run_id") {
-    const link = h("a", { href: stellarUrl(root, [run.run_id], run.project).href, text: run.run_id, title: run.run_id });
+    const link = h("a", { href: stellarUrl(root, [run.run_id], run.project, undefined, state.source).href, text: run.run_id, title: run.run_id });
     return h("td", { class: "stellar-run-cell" }, link);
   }
   if (column.key === "state") {

@@ -36,3 +36,8 @@ test("the Stellar link lists targets in order, with the project", () => {
   assert.equal(url.searchParams.get("project"), "proj");
   assert.equal(stellarUrl(ROOT, ["r"]).search, "?target=r");
 });
+
+test("the Stellar link carries a source when given", () => {
+  assert.equal(stellarUrl(ROOT, ["r"], "p", undefined, "kusto").search, "?target=r&project=p&source=kusto");
+  assert.equal(stellarUrl(ROOT, ["r"], null, undefined, null).search, "?target=r");
+});

@@ -5,7 +5,12 @@ The address comes from ``--ray-address`` or ``RAY_ADDRESS`` (the dashboard's ``h
 the cluster shares this machine's filesystem (its address is loopback, or ``TAU_RAY_SHARED_STORE=1``)
 the wrapper writes the run directory and the local expstore under ``TAU_HOME`` exactly as the local
 backend does; otherwise the job's collector offloads to ADX with TauGrid's
-``TAU_METRICS_OFFLOAD_ADX_*`` settings, which must be set here and are forwarded to the job.
+``TAU_METRICS_OFFLOAD_ADX_*`` settings, which must be set here and are forwarded to the job, through
+TauGrid's queued sink (``adx-queued-v1``) or, with ``TAU_RAY_ADX_SINK=adx-streaming``, the streaming
+one (points queryable within seconds: what a live pane wants). Such a run's record says
+``"source": "kusto"``: its pane, ``series()`` and Stellar link read ``source=kusto`` by themselves
+(:class:`~taunotebook.submit.SubmittedRun`), and its events carry ``tau_workspace`` (the wrapper's
+tag), which the Portal's strict Kusto workspace scoping needs to find them.
 The submission id is the run id, so a run is re-attached by id from any kernel.
 
 Ray's token authentication (Ray >= 2.52; on by default for local clusters since 2.59, which write
@@ -17,7 +22,6 @@ Ray's token authentication (Ray >= 2.52; on by default for local clusters since 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 import shlex
 import shutil
@@ -26,9 +30,9 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..submit_config import CONFIG_ENV
+from ..loopback import is_loopback_url
 from . import BackendError, BackendUnavailable, RunSpec, write_record
 from .local import store_dir, wrapper_argv
 
@@ -37,6 +41,8 @@ __all__ = ["RayBackend", "ray_auth_headers", "ray_state"]
 ADX_ENV = ("TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI", "TAU_METRICS_OFFLOAD_ADX_DATABASE",
            "TAU_METRICS_OFFLOAD_ADX_CLIENT_ID")
 RAY_CONFIG_FILE = "tau-run-config.json"
+ENV_ADX_SINK = "TAU_RAY_ADX_SINK"
+ADX_SINKS = ("adx-queued-v1", "adx-streaming")
 _STATES = {"PENDING": "pending", "RUNNING": "running", "SUCCEEDED": "succeeded", "FAILED": "failed",
            "STOPPED": "cancelled"}
 
@@ -80,13 +86,14 @@ def _client(address: str):
 def _shared(address: str) -> bool:
     if os.environ.get("TAU_RAY_SHARED_STORE") in ("0", "1"):
         return os.environ["TAU_RAY_SHARED_STORE"] == "1"
-    host = urlsplit(address if "://" in address else f"http://{address}").hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_url(address)
+
+
+def _adx_sink() -> str:
+    sink = os.environ.get(ENV_ADX_SINK, "").strip() or ADX_SINKS[0]
+    if sink not in ADX_SINKS:
+        raise BackendUnavailable(f"{ENV_ADX_SINK}={sink!r}: must be one of {', '.join(ADX_SINKS)}")
+    return sink
 
 
 class RayBackend:
@@ -105,10 +112,12 @@ class RayBackend:
         except ImportError as err:
             raise BackendUnavailable(f"the ray backend needs Ray's job client: pip install 'taunotebook[ray]' "
                                      f"({err})") from None
-        if not _shared(address) and not all(os.environ.get(k) for k in ADX_ENV):
-            raise BackendUnavailable(f"the Ray cluster at {address} does not share this machine's store: set "
-                                     f"{', '.join(ADX_ENV)} so the job's collector offloads to ADX "
-                                     "(or TAU_RAY_SHARED_STORE=1 if it does share the filesystem)")
+        if not _shared(address):
+            if not all(os.environ.get(k) for k in ADX_ENV):
+                raise BackendUnavailable(f"the Ray cluster at {address} does not share this machine's store: set "
+                                         f"{', '.join(ADX_ENV)} so the job's collector offloads to ADX "
+                                         "(or TAU_RAY_SHARED_STORE=1 if it does share the filesystem)")
+            _adx_sink()
 
     def submit(self, spec: RunSpec) -> dict[str, Any]:
         address = self._address(spec)
@@ -124,7 +133,7 @@ class RayBackend:
             run_dir, sink = str(directory), ["--sink", "expstore", "--store", str(store)]
         else:
             store = None
-            run_dir, sink = "tau-run", ["--sink", "adx-queued-v1"]
+            run_dir, sink = "tau-run", ["--sink", _adx_sink()]
             env.update({k: v for k, v in os.environ.items() if k.startswith("TAU_METRICS_OFFLOAD_")})
         config = None
         if spec.config_path is not None:
@@ -148,6 +157,7 @@ class RayBackend:
             **spec.identity(), "backend": self.name, "created_at": time.time(), "run_dir": str(directory),
             "address": address, "submission_id": spec.run_id, "shared_store": shared,
             "store": str(store) if store else None, "entrypoint": entrypoint, "config": config,
+            "source": None if shared else "kusto",  # where the Portal finds its metrics (SubmittedRun.source)
         }
         write_record(directory, record)
         return record

@@ -7,7 +7,7 @@ builds) and :mod:`.client` (``PortalClient``).
 
 from __future__ import annotations
 
-from .client import PortalClient
+from .client import SOURCES, PortalClient, check_source
 from .config_models import ExperimentPage, ExperimentSummary, RunConfiguration
 from .errors import (
     ENV_TOKEN,
@@ -41,6 +41,7 @@ from .table_models import MetricStats, RunTable, RunTableRow
 __all__ = [
     "ENV_TOKEN",
     "ENV_URL",
+    "SOURCES",
     "AuthorizationError",
     "Availability",
     "ClientError",
@@ -68,6 +69,7 @@ __all__ = [
     "RunTable",
     "RunTableRow",
     "Series",
+    "check_source",
     "stellar_link",
     "stellar_url",
 ]

@@ -28,7 +28,19 @@ from .links import API_PATH, PAGE_DATA_PATH, path_segment, portal_root, stellar_
 from .models import ExperimentList, PointDetails, Run, RunMetrics, RunPage, Series
 from .table_models import RunTable
 
-__all__ = ["PortalClient"]
+__all__ = ["SOURCES", "PortalClient", "check_source"]
+
+SOURCES = ("local", "kusto", "auto")  # TauGrid's source parameter
+
+
+def check_source(source: str | None, what: str = "source") -> str | None:
+    """``source`` lowercased and trimmed (None stays None: the Portal's default); anything else is a ValueError."""
+    if source is None:
+        return None
+    if not isinstance(source, str) or source.strip().lower() not in SOURCES:
+        raise ValueError(f"{what} must be one of {', '.join(SOURCES)} (or None for the Portal's default), "
+                         f"got {source!r}")
+    return source.strip().lower()
 
 _T = TypeVar("_T")
 
@@ -98,7 +110,7 @@ class PortalClient:
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
         self.base_url = root + "/"
-        self.source = source
+        self.source = check_source(source)
         self.workspace = workspace
         self.project = project
         self.retries = retries
@@ -325,13 +337,14 @@ class PortalClient:
 
     def stellar_url(self, run_id: str, project: str | None = None, *, base: str | None = None,
                     compare: Iterable[str] = ()) -> str:
-        """TauGrid's Stellar link for a run under this client's base URL, workspace and project."""
+        """TauGrid's Stellar link for a run under this client's base URL, workspace, project and source."""
         return stellar_url(
             run_id,
             project if project is not None else self.project,
             base=base if base is not None else self.base_url,
             workspace=self.workspace,
             compare=compare,
+            source=self.source,
         )
 
     # -- transport

@@ -72,12 +72,14 @@ def stellar_url(
     base: str | None = None,
     workspace: str | None = None,
     compare: Iterable[str] = (),
+    source: str | None = None,
 ) -> str:
     """TauGrid's "Open in Experiments" link: ``/stellar?target=<run_id>[&project=<p>]`` under ``base``.
 
     Mirrors TauGrid's ``links.ExperimentProjectPath``: ids are trimmed and query-escaped (``+`` for a
     space); with a workspace the query is re-encoded with keys sorted, as Go's ``url.Values.Encode``
     does. ``compare`` (ours) appends ``&compare=b,c``: the page comparing those runs with this one.
+    ``source`` (``local | kusto | auto``) joins the sorted query: the page passes it on to every read.
     ``base`` defaults to ``TAU_PORTAL_URL``; with neither, the link is the bare path. An empty run id
     gives ``""`` so callers omit the link rather than show a dead one.
     """
@@ -87,8 +89,10 @@ def stellar_url(
     query = [("target", run_id)]
     if project and project.strip():
         query.append(("project", project.strip()))
-    if workspace and workspace.strip():
-        query.append(("workspace", workspace.strip()))
+    extra = [("source", source), ("workspace", workspace)]
+    extra = [(k, v.strip()) for k, v in extra if v and v.strip()]
+    if extra:
+        query += extra
         query.sort()
     path = "/stellar?" + "&".join(f"{query_escape(k)}={query_escape(v)}" for k, v in query)
     others = [c.strip() for c in dict.fromkeys(compare) if c and c.strip() and c.strip() != run_id]
@@ -134,15 +138,16 @@ def stellar_link(
     portal_url: str | None = None,
     workspace: str | None = None,
     compare: Iterable[str] = (),
+    source: str | None = None,
 ) -> str:
     """"Open in Stellar" for a run: ``{base_url}tau-portal/stellar?...`` inside Jupyter, else the Portal's URL.
 
     Inside Jupyter the link is a path on the notebook's own origin, so it works on a remote host and on
     JupyterHub with Jupyter's auth (the proxied Portal serves its own workspace, so none is named). Elsewhere
     (a script, VS Code's own kernels) it is ``portal_url`` or ``$TAU_PORTAL_URL`` plus TauGrid's
-    ``/stellar?target=<run_id>&project=<p>``.
+    ``/stellar?target=<run_id>&project=<p>``. A ``source`` is carried in both.
     """
     base = jupyter_base_url()
     if base is not None:
-        return stellar_url(run_id, project, base=f"{base}{PROXY_NAME}", compare=compare)
-    return stellar_url(run_id, project, base=portal_url, workspace=workspace, compare=compare)
+        return stellar_url(run_id, project, base=f"{base}{PROXY_NAME}", compare=compare, source=source)
+    return stellar_url(run_id, project, base=portal_url, workspace=workspace, compare=compare, source=source)

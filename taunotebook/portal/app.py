@@ -20,10 +20,11 @@ from tau_collector.expstore import StoreReader
 from .auth import TokenGate
 from .errors import SECURITY_HEADERS, error_response, json_response
 from .hosts import HostAllowList
+from .kusto.connection import KustoSettings
 from .openapi import openapi_document
 from .page_data import PAGE_DATA_BASE, PageData
 from .pages import page_routes
-from .sources import Sources
+from .sources import ExperimentReader, Sources
 from .v2 import API_BASE, StellarV2
 
 __all__ = ["create_app", "openapi_document"]
@@ -32,20 +33,27 @@ _STATUS_CODES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 405: "METHOD_NOT_ALL
 
 
 def create_app(
-    store: str | Path,
+    store: str | Path | None,
     *,
     token: str,
     workspace: str = "default",
-    default_source: str = "local",
-    kusto_configured: bool = False,
+    default_source: str | None = None,
+    kusto: KustoSettings | ExperimentReader | None = None,
     allow_hosts: Iterable[str] = (),
 ) -> ASGIApp:
-    """The Portal for one store: every route but ``/openapi.json`` needs ``token`` (bearer or page cookie).
+    """The Portal for one store and/or one Kusto database: every route but ``/openapi.json`` needs ``token``.
 
+    ``kusto`` (settings, or a reader) serves ``source=kusto`` and joins ``source=auto``. ``default_source``
+    answers requests that name none: ``local``, or ``kusto`` for a Portal without a store.
     ``allow_hosts`` are the names besides loopback names and IP addresses it answers (:mod:`.hosts`).
     """
-    reader = StoreReader(store)
-    sources = Sources(reader, default_source=default_source, kusto_configured=kusto_configured)
+    if isinstance(kusto, KustoSettings):
+        from .kusto import KustoConnection, KustoReader
+
+        kusto = KustoReader(KustoConnection(kusto), workspace=workspace)
+    reader = StoreReader(store) if store is not None else None
+    default_source = default_source or ("local" if reader is not None else "kusto")
+    sources = Sources(reader, default_source=default_source, kusto=kusto)
     api = StellarV2(sources, workspace=workspace)
     page_data = PageData(api)
     document = openapi_document()

@@ -1,16 +1,17 @@
-"""``taunotebook portal``: serve a store's Stellar API and pages on loopback, printing the tokened URL.
+"""``taunotebook portal``: serve a store's (and/or a Kusto database's) Stellar API and pages, printing the tokened URL.
 
 stdout carries the start-up lines (the page URL with the token, the API base): the local Portal
 launcher parses them. stderr carries log lines: warnings and errors by default, ``-v`` adds the
 server's start-up and one line per request (tokens in URLs redacted), ``-vv`` debug.
-Usage errors (a bad flag value, a store that is not an expstore) exit 2; a port that cannot be
-bound exits 1.
+Usage errors (a bad flag value, a store that is not an expstore, bad Kusto settings) exit 2; a port
+that cannot be bound exits 1. ``--kusto-cluster``/``--kusto-database``/``--kusto-auth`` (default
+``$TAU_PORTAL_KUSTO_CLUSTER``/``_DATABASE``/``_AUTH``) serve ``source=kusto`` and join ``source=auto``;
+with a cluster and no ``--store``, ``kusto`` is the default source.
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import os
 import re
@@ -21,6 +22,8 @@ from pathlib import Path
 
 from tau_collector import logging_setup as logs
 
+from ..kusto_env import AUTH_MODES, DEFAULT_DATABASE, ENV_AUTH, ENV_CLUSTER, ENV_DATABASE
+from ..loopback import is_loopback_host
 from .auth import generate_token
 from .hosts import ENV_ALLOW_HOSTS, allowed_hosts_from_env
 
@@ -40,21 +43,28 @@ examples:
       reached by name: other names than localhost and IP addresses are refused unless allowed
   taunotebook portal --store runs/store -v --log-format json 2>portal-log.jsonl
       one JSON log line per request on stderr (tokens redacted)
+  taunotebook portal --store runs/store --kusto-cluster https://mycluster.westus.kusto.windows.net
+      also serve source=kusto (and source=auto) from its Metrics database, signed in with
+      DefaultAzureCredential (--kusto-database names another)
+  taunotebook portal --kusto-cluster https://mycluster.westus.kusto.windows.net --kusto-auth cli
+      ADX only (source=kusto is the default), signed in with the Azure CLI's login
 
 API: GET /api/v2/stellar/runs/{run_id}[/metrics|/series], /api/v2/stellar/experiments/{id}/runs,
-page data GET /stellar/data/runs/{run_id}/points, /stellar/data/experiments,
-with 'Authorization: Bearer <token>'; schema at /openapi.json.
+page data GET /stellar/data/runs/{run_id}/points, /stellar/data/experiments, each with
+?source=local|kusto|auto, with 'Authorization: Bearer <token>'; schema at /openapi.json.
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="taunotebook portal",
-        description="Serve a local expstore with TauGrid's v2 Stellar API and the Stellar pages.",
+        description="Serve a local expstore and/or an ADX database with TauGrid's v2 Stellar API and the Stellar "
+                    "pages.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--store", required=True, type=Path, help="the expstore directory to read")
+    parser.add_argument("--store", type=Path, default=None,
+                        help="the expstore directory to read (source=local); required unless --kusto-cluster")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default: 0)")
     parser.add_argument("--token", default=os.environ.get("TAU_PORTAL_TOKEN") or None,
@@ -66,17 +76,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also answer requests for this host name (repeatable; '.example.com' allows the "
                              "domain and its subdomains, '*' any name); localhost and IP addresses are always "
                              f"answered (default: ${ENV_ALLOW_HOSTS}, comma-separated)")
+    kusto = parser.add_argument_group("ADX (source=kusto)")
+    kusto.add_argument("--kusto-cluster", default=None, metavar="URI",
+                       help=f"the ADX cluster's query URI, https://<name>.<region>.kusto.windows.net "
+                            f"(default: ${ENV_CLUSTER})")
+    kusto.add_argument("--kusto-database", default=None, metavar="DB",
+                       help=f"the database holding TauExpMetricEventsV1 (default: ${ENV_DATABASE}, else "
+                            f"{DEFAULT_DATABASE})")
+    kusto.add_argument("--kusto-auth", default=None, choices=AUTH_MODES,
+                       help=f"how to sign in: default (DefaultAzureCredential), cli (az login), none (a loopback "
+                            f"http:// test cluster only) (default: ${ENV_AUTH}, else default)")
     logs.add_arguments(parser)
     return parser
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def portal_urls(host: str, port: int, token: str) -> tuple[str, str]:
@@ -120,18 +131,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.configure_from(args)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port {args.port}: must be between 0 and 65535")
-    if not _is_loopback(args.host) and not args.token:
+    if not is_loopback_host(args.host) and not args.token:
         parser.error(f"--host {args.host} is not a loopback address: pass --token explicitly to listen there "
                      "(anyone who can reach the port needs only the token)")
     if args.token is not None and not args.token.strip():
         parser.error("--token must not be empty")
-    store = args.store
-    from tau_collector.expstore import StoreError, open_store
+    from .kusto.connection import KustoSettings
 
     try:
-        open_store(store).close()
-    except (StoreError, OSError) as err:
-        parser.error(f"--store {store}: {err}")
+        kusto = KustoSettings.from_env(cluster=args.kusto_cluster, database=args.kusto_database,
+                                       auth=args.kusto_auth)
+    except ValueError as err:
+        parser.error(str(err))
+    store = args.store
+    if store is None and kusto is None:
+        parser.error(f"--store is required unless an ADX cluster is given (--kusto-cluster or ${ENV_CLUSTER})")
+    if store is not None:
+        from tau_collector.expstore import StoreError, open_store
+
+        try:
+            open_store(store).close()
+        except (StoreError, OSError) as err:
+            parser.error(f"--store {store}: {err}")
     token = args.token or generate_token()
 
     import uvicorn  # imported late: --help and usage errors stay fast
@@ -146,9 +167,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     port = sock.getsockname()[1]
     allow_hosts = args.allow_host if args.allow_host is not None else allowed_hosts_from_env()
-    app = create_app(store, token=token, workspace=args.workspace, allow_hosts=allow_hosts)
+    app = create_app(store, token=token, workspace=args.workspace, kusto=kusto, allow_hosts=allow_hosts)
     page, api = portal_urls(args.host, port, token)
-    print(f"Serving {store} (workspace {args.workspace!r}). To open Stellar, visit:\n"
+    served = " and ".join(([str(store)] if store is not None else [])
+                          + ([f"Kusto database {kusto.database} at {kusto.cluster}"] if kusto else []))
+    print(f"Serving {served} (workspace {args.workspace!r}). To open Stellar, visit:\n"
           f"    {page}\n"
           f"API base: {api}  (send 'Authorization: Bearer {token}')", flush=True)
     # uvicorn's records go through our handler (log_config=None): same format, quiet by default
@@ -156,7 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _RedactTokens) for f in logger.filters):
             logger.addFilter(_RedactTokens())
-    log.info("portal listening", extra={"store": str(store), "host": args.host, "port": port,
+    log.info("portal listening", extra={"store": str(store or ""), "kusto": kusto.cluster if kusto else "",
+                                        "host": args.host, "port": port,
                                         "workspace": args.workspace})
     # One access-log line per request only when asked for (-v): formatting it costs as much as a tail read.
     config = uvicorn.Config(app, log_config=None, log_level=logs.level_for(args.verbose), lifespan="off",

@@ -9,6 +9,9 @@ line (other users of a shared host can read ``ps``), and never reaches the brows
 cannot read the store through the Portal's port, and no "trust the proxy" mode (a Portal without a token)
 has to exist.
 
+It serves ``source=kusto`` too when the Jupyter server's environment names an ADX database
+(:func:`taunotebook.kusto_env.portal_kusto_env`: ``TAU_PORTAL_KUSTO_*``, else ``TAU_METRICS_OFFLOAD_ADX_*``).
+
 Register it in ``pyproject.toml``::
 
     [project.entry-points.jupyter_serverproxy_servers]
@@ -26,6 +29,7 @@ from pathlib import Path
 # The links through this proxy are built with every other link, in taunotebook.client.links; importable here too.
 from taunotebook.client.links import PROXY_NAME, jupyter_base_url, stellar_link
 from taunotebook.home import tau_home
+from taunotebook.kusto_env import portal_kusto_env
 
 __all__ = ["ENV_PROXY_TOKEN", "ENV_STORE", "PROXY_NAME", "default_store", "jupyter_base_url", "setup_tau_portal",
            "stellar_link"]
@@ -48,7 +52,7 @@ def setup_tau_portal() -> dict:
     token = secrets.token_hex(24)
     return {
         "command": [sys.executable, "-m", "taunotebook.portal.jupyter_proxy", "--port", "{port}"],
-        "environment": {ENV_PROXY_TOKEN: token, ENV_STORE: str(default_store())},
+        "environment": {**portal_kusto_env(), ENV_PROXY_TOKEN: token, ENV_STORE: str(default_store())},
         "timeout": START_TIMEOUT,
         # The Portal sees /stellar?..., not {base_url}tau-portal/stellar?...; its pages use relative URLs.
         "absolute_url": False,

@@ -29,7 +29,9 @@ def _path(name: str, description: str) -> dict:
 
 _COMMON = [
     _q("source", {"type": "string"}, "local | kusto | auto, case-insensitive; empty means the server default "
-       "(local). Anything else is 400 INVALID_SOURCE; kusto without a cluster is 503 SOURCE_UNAVAILABLE."),
+       "(local; kusto for a Portal without a store). Anything else is 400 INVALID_SOURCE; a source the Portal "
+       "does not have is 503 SOURCE_UNAVAILABLE; a failing cluster 502 UPSTREAM_FAILURE, a slow one 504 "
+       "UPSTREAM_TIMEOUT."),
     _q("workspace", {"type": "string"}, "Must be empty or the server's workspace, else 403 WORKSPACE_FORBIDDEN."),
     _q("project", {"type": "string"}, "Disambiguates a run id present in several projects (else 409 CONFLICT)."),
 ]
@@ -47,14 +49,15 @@ def _errors(*statuses: int) -> dict:
     texts = {400: "Invalid request (INVALID_SOURCE, INVALID_PATH, INVALID_ARGUMENT, EXACT_SERIES_REQUIRED, "
                   "RUN_MISMATCH, TARGET_MISMATCH, INVALID_CURSOR)",
              401: "Missing or wrong token", 403: "WORKSPACE_FORBIDDEN", 404: "NOT_FOUND",
-             405: "METHOD_NOT_ALLOWED", 409: "CONFLICT", 500: "INTERNAL", 503: "SOURCE_UNAVAILABLE"}
+             405: "METHOD_NOT_ALLOWED", 409: "CONFLICT", 500: "INTERNAL", 502: "UPSTREAM_FAILURE (source=kusto)",
+             503: "SOURCE_UNAVAILABLE", 504: "UPSTREAM_TIMEOUT (source=kusto)"}
     envelope = {"application/json": {"schema": _ref("ErrorEnvelope")}}
     return {str(s): {"description": texts[s], "content": envelope} for s in statuses}
 
 
 def _operation(op_id: str, summary: str, params: list[dict], ok_schema: str) -> dict:
     responses = {"200": {"description": "OK", "content": {"application/json": {"schema": _ref(ok_schema)}}}}
-    responses.update(_errors(400, 401, 403, 404, 405, 409, 500, 503))
+    responses.update(_errors(400, 401, 403, 404, 405, 409, 500, 502, 503, 504))
     return {"get": {"operationId": op_id, "summary": summary, "parameters": params, "responses": responses}}
 
 

@@ -26,7 +26,8 @@ from .identity import decode_path_id, raw_segments
 from .params import Query, parse_query, step_range
 from .run_table import run_table
 from .serving import serve
-from .v2 import StellarV2, require_get
+from .sources import served_sources
+from .v2 import SCAN_LIMIT, StellarV2, require_get
 
 __all__ = ["NON_FINITE_LIMIT", "PAGE_DATA_BASE", "WALL_TIME_SAMPLES", "PageData"]
 
@@ -75,12 +76,20 @@ class PageData:
         reader, served, warnings = self.api.sources.reader(source)
         project = q.get("project")
         self.api.known_ids(reader, workspace, ("project", project, "project"))
+        runs = reader.runs(workspace, project=project or None)
+        # A Kusto listing stops at the v2 scan limit (one run more says more matched): counts of the
+        # latest runs only, and said so.
+        partial = served == "kusto" and len(runs) > SCAN_LIMIT
+        if partial:
+            runs = runs[:SCAN_LIMIT]
+            warnings = [*warnings, f"experiments of the latest {SCAN_LIMIT} runs only; name a project to narrow"]
         counts: dict[tuple[str, str], int] = {}
-        for run in reader.runs(workspace, project=project or None):
+        for run in runs:
             key = (run.experiment_id, run.project)
             counts[key] = counts.get(key, 0) + 1
         experiments = [{"experiment_id": e, "project": p, "run_count": n} for (e, p), n in sorted(counts.items())]
-        return json_response({"metadata": metadata_json(source, [served], False, warnings),
+        served_list = served_sources(reader, served, [r.run_id for r in runs])
+        return json_response({"metadata": metadata_json(source, served_list, partial, warnings),
                               "experiments": experiments})
 
     def runs(self, q: Query) -> Response:

@@ -72,6 +72,8 @@ def _page(request: Request, *, mode: str, root: str, targets: list[str], heading
         "root": root,
         "targets": targets,
         "project": request.query_params.get("project") or None,
+        # The page passes its source (local | kusto | auto) on to every read it makes; the reads check it.
+        "source": request.query_params.get("source") or None,
     }
     # "</" would end the JSON script element early; escaping "<" keeps any run id inert.
     config_json = json.dumps(config, separators=(",", ":")).replace("<", "\\u003c")

@@ -20,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 from tau_collector.expstore.reader import WouldBlock, no_blocking
 
 from .errors import V2Error, error_response
+from .kusto.errors import AmbiguousRunError, KustoError
 
 __all__ = ["answer", "serve"]
 
@@ -27,11 +28,16 @@ log = logging.getLogger("taunotebook.portal")
 
 
 def answer(handle: Callable[[], Response]) -> Response:
-    """``handle()``, with a :class:`V2Error` as its envelope and anything unexpected as ``500 INTERNAL``."""
+    """``handle()``, with a :class:`V2Error` (or a Kusto source's typed failure) as its envelope and anything
+    unexpected as ``500 INTERNAL``."""
     try:
         return handle()
     except V2Error as err:
         return error_response(err.status, err.code, err.message)
+    except (KustoError, AmbiguousRunError) as err:
+        if err.status >= 500:
+            log.warning("%s", err)  # the cluster's fault, in words, for whoever runs the Portal
+        return error_response(err.status, err.code, str(err))
     except WouldBlock:
         raise
     except Exception:

@@ -43,7 +43,7 @@ from .params import (
 )
 from .run_configs import fields_json, matches, read_configs, reads_configs
 from .serving import serve
-from .sources import ExperimentReader, Sources
+from .sources import ExperimentReader, Sources, served_by, served_sources
 
 __all__ = ["API_BASE", "Found", "StellarV2", "classify_run", "require_get"]
 
@@ -213,6 +213,7 @@ class StellarV2:
             raise miss(("run_id", run_id), ("project", project))
         if target and target not in (run.run_id, run.experiment_id, run.run_group_id):
             raise miss(("target", target))
+        served = served_by(reader, run.run_id, served)  # source=auto: the source that holds the run
         # What the collector could not read (a corrupt event file, bad rows) makes the run's data
         # degraded: say so on every read of it, in words.
         problems = [f"collector: {e.message}" for e in reader.run_events(run.run_id, type=SOURCE_PROBLEM)]
@@ -376,7 +377,7 @@ class StellarV2:
         limit = limit_param(q)
         filter_hash = filters.hash(source, workspace)
         cursor = self._decode_cursor(q.get("cursor"), filter_hash)
-        reader, served_by, warnings = self.sources.reader(source)
+        reader, served, warnings = self.sources.reader(source)
         self.known_ids(reader, workspace, ("experiment_id", target, "experiment_id"),
                        ("project", filters.project, "project"), ("group", filters.group, "run_group_id"))
         runs, truncated = self._search_runs(reader, workspace, filters)
@@ -389,9 +390,9 @@ class StellarV2:
             runs = runs[:limit]
             last = runs[-1]
             next_cursor = self._encode_cursor(filter_hash, last.created_at, _cursor_id(last))
-        served = [served_by] if runs else ([] if source == "auto" else [source])
-        body: dict = {"metadata": metadata(source, served, truncated, warnings), "target": target,
-                      "runs": [self._run_json(reader, r, served_by) for r in runs]}
+        body: dict = {"metadata": metadata(source, served_sources(reader, served, [r.run_id for r in runs]),
+                                           truncated, warnings), "target": target,
+                      "runs": [self._run_json(reader, r, served_by(reader, r.run_id, served)) for r in runs]}
         if next_cursor:
             body["next_cursor"] = next_cursor
         if "config" in include:
@@ -403,7 +404,8 @@ class StellarV2:
         return json_response(body)
 
     def _search_runs(self, reader: ExperimentReader, workspace: str, f: RunFilters) -> tuple[list[RunRow], bool]:
-        runs = [r for r in reader.runs(workspace, project=f.project or None, run_group_id=f.group or None)
+        runs = [r for r in reader.runs(workspace, project=f.project or None, experiment_id=f.target,
+                                       run_group_id=f.group or None)
                 if r.experiment_id == f.target]
         if f.state:
             runs = [r for r in runs if r.state.strip().lower() == f.state]

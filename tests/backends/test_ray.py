@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -156,3 +157,56 @@ def test_a_cell_runs_as_a_ray_job_with_the_wrapper_and_its_series_reaches_the_lo
         assert list(series.values) == [1.0 / (s + 1) for s in range(20)]
         assert client.run(run.run_id).state == "succeeded"
     assert [(r.run_id, r.backend) for r in runs()] == [(run.run_id, "ray")]
+
+
+def test_an_unknown_adx_sink_is_refused_naming_the_variable(tau_home, monkeypatch):
+    for key in ("TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI", "TAU_METRICS_OFFLOAD_ADX_DATABASE",
+                "TAU_METRICS_OFFLOAD_ADX_CLIENT_ID"):
+        monkeypatch.setenv(key, "https://ingest-c.kusto.windows.net" if key.endswith("URI") else "x")
+    monkeypatch.setenv("TAU_RAY_ADX_SINK", "adx-fast")
+    with pytest.raises(BackendUnavailable, match="TAU_RAY_ADX_SINK='adx-fast': must be one of adx-queued-v1, "
+                                                 "adx-streaming"):
+        submit(code="print(1)\n", backend="ray", ray_address="http://10.1.2.3:8265")
+    assert not tau_home.exists()
+
+
+def test_a_ray_job_without_the_shared_store_streams_to_adx_and_its_pane_reads_kusto_by_itself(
+        ray_head, tau_home, monkeypatch):
+    """Every part real but the cluster: the job's collector streams to the stand-in ADX, the local Portal
+    (started on demand) reads it back with ``source=kusto`` because the run's record says so."""
+    from services.kusto_cluster import KustoCluster
+
+    for key in ("TAU_PORTAL_URL", "TAU_PORTAL_TOKEN", "TAU_PORTAL_KUSTO_CLUSTER", "TAU_PORTAL_KUSTO_DATABASE",
+                "TAU_PORTAL_KUSTO_AUTH", "JPY_PARENT_PID", "JUPYTERHUB_SERVICE_PREFIX"):
+        monkeypatch.delenv(key, raising=False)
+    with KustoCluster() as cluster:
+        monkeypatch.setenv("TAU_RAY_SHARED_STORE", "0")
+        monkeypatch.setenv("TAU_RAY_ADX_SINK", "adx-streaming")
+        monkeypatch.setenv("TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI", cluster.uri)
+        monkeypatch.setenv("TAU_METRICS_OFFLOAD_ADX_DATABASE", cluster.database)
+        monkeypatch.setenv("TAU_METRICS_OFFLOAD_ADX_CLIENT_ID", "unused-over-loopback-http")
+        run = submit(code=("import json, time\nfor s in range(20):\n"
+                           "    print(json.dumps({'step': s, 'loss': 1.0 / (s + 1)}), flush=True)\n"
+                           "    time.sleep(0.1)\n"),
+                     backend="ray", ray_address=ray_head, project="demo", name="adx-job", group="ray")
+        assert run.source == "kusto" and run.uses_local_store is False
+        assert "--sink adx-streaming" in run.record["entrypoint"]
+        assert "tau_workspace=default" in run.record["entrypoint"]  # the strict Kusto workspace scoping finds it
+        pane = run.pane()
+        try:
+            assert pane.source == "kusto" and "source=kusto" in pane.stellar_href
+            assert run.wait(300) == "succeeded"
+            series = run.series("loss")
+            assert list(series.steps) == list(range(20))
+            assert list(series.values) == [1.0 / (s + 1) for s in range(20)]
+            assert series.metadata.provenance.served_sources == ("kusto",)
+            deadline = time.monotonic() + 60
+            while (pane.state != "succeeded" or pane.polling) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert pane.state == "succeeded" and not pane.polling, pane.status
+            assert list(pane._poller.held[(run.run_id, "loss")].steps) == list(range(20))
+            assert "source=kusto" in run.stellar_url()
+        finally:
+            pane.close()
+        assert not (tau_home / "store" / "metrics").exists() or not any((tau_home / "store" / "metrics").iterdir())
+        assert cluster.errors == []

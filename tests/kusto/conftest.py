@@ -12,6 +12,7 @@ from services.kusto_cluster import KustoCluster
 from services.kusto_language import KustoLanguage
 from tau_collector.metric_event import encode_ndjson_many
 from taunotebook.portal.kusto import KustoConnection, KustoReader, KustoSettings
+from taunotebook.portal.kusto.reader import DEFAULT_MAX_AGE_S
 
 from .events import QUERY_NOW, fixture_events
 
@@ -45,10 +46,11 @@ def loaded_cluster() -> Iterator[KustoCluster]:
     assert cluster.errors == [], cluster.errors[0]
 
 
-def reader_for(cluster: KustoCluster, workspace: str = "ws-a", query_now: str = QUERY_NOW, **settings) -> KustoReader:
+def reader_for(cluster: KustoCluster, workspace: str = "ws-a", query_now: str = QUERY_NOW, *,
+               max_age_s: float = DEFAULT_MAX_AGE_S, **settings) -> KustoReader:
     now = datetime.fromisoformat(query_now.replace("Z", "+00:00"))
     connection = KustoConnection(KustoSettings(cluster.uri, cluster.database, auth="none", query_now=now, **settings))
-    return KustoReader(connection, workspace=workspace)
+    return KustoReader(connection, workspace=workspace, max_age_s=max_age_s)
 
 
 @pytest.fixture

@@ -15,12 +15,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from portal.conftest import ServerThread
 
 from services.adx_env import AdxEnv, adx_env, azurite  # noqa: F401  (fixtures, used by name)
 from services.kusto_cluster import KustoCluster
 from tau_collector.collector import Collector, CollectorOptions
 from tau_collector.sinks.adx_queued import AdxQueuedSink
 from tau_collector.sinks.adx_streaming import AdxStreamingSink
+from taunotebook.client import PortalClient
+from taunotebook.portal.app import create_app
 
 from .conftest import reader_for
 
@@ -84,6 +87,13 @@ def test_a_finished_run_reads_back_whole_once_and_succeeded(tmp_path, adx_env, c
     assert (summary.count, summary.latest_step, summary.latest_value) == (1000, 999, 0.001)
     if kind == "streaming":
         assert sink.streamed == result.chunks and adx_env.worker.ingestions == []  # nothing fell back
+    # ... and through the Portal's HTTP routes to the client a pane reads with.
+    with ServerThread(create_app(None, token="t" * 24, workspace="ws-a", kusto=reader)) as server, \
+            PortalClient(f"http://127.0.0.1:{server.port}", "t" * 24, source="kusto") as client:
+        assert client.run("seed-1").state == "succeeded"
+        whole = client.series("seed-1", "loss", max_points=12000)
+        assert list(whole.steps) == list(range(1000)) and whole.values[999] == 0.001
+        assert whole.metadata.provenance.served_sources == ("kusto",)
 
 
 def test_a_live_pane_polling_the_tail_sees_streamed_points_within_seconds(tmp_path, adx_env, cluster):  # noqa: F811

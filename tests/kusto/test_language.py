@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from taunotebook.portal.kusto.queries import metric_summaries_query, runs_query, series_query
+from taunotebook.portal.kusto.queries import run_metrics_query, runs_query, series_query
 
 HOSTILE = "o'brien\\' | take 1 //"
 
@@ -12,7 +12,8 @@ QUERIES = {
     "run by id": runs_query("ws-a", run_id="seed-1"),
     "experiment listing": runs_query("ws-a", experiment_id="sgd", project="demo", run_group_id="lr"),
     "hostile workspace": runs_query(HOSTILE, run_id=HOSTILE),
-    "summaries": metric_summaries_query("ws-a", "seed-1", project="demo"),
+    "run with its metrics": run_metrics_query("ws-a", ["seed-1"]),
+    "a page of runs' metrics": run_metrics_query("ws-a", ["seed-1", HOSTILE], project="demo"),
     "series": series_query("ws-a", "seed-1", "train/loss", max_points=8000),
     "series window": series_query("ws-a", "seed-1", "train/loss", max_points=400, start_step=10, end_step=20,
                                   step_interval=5, project="demo"),
@@ -26,8 +27,10 @@ RUN_COLUMNS = [
     ("metric_names", "dynamic"), ("tags", "dynamic"), ("terminal_state", "string"),
     ("terminal_at", "datetime"), ("terminal_reason", "string"), ("terminal_message", "string"),
 ]
-SUMMARY_COLUMNS = [
-    ("project", "string"), ("run_group_id", "string"), ("metric_name", "string"), ("count", "long"),
+RUN_METRIC_COLUMNS = [
+    ("project", "string"), ("experiment_id", "string"), ("run_group_id", "string"), ("run_id", "string"),
+    ("first_metric_at", "datetime"), ("tags", "dynamic"), ("terminal_state", "string"), ("terminal_at", "datetime"),
+    ("terminal_reason", "string"), ("terminal_message", "string"), ("metric_name", "string"), ("count", "long"),
     ("min_step", "long"), ("max_step", "long"), ("min_value", "real"), ("max_value", "real"),
     ("latest_step", "long"), ("latest_wall_time", "datetime"), ("latest_value", "real"), ("updated_at", "datetime"),
 ]
@@ -56,7 +59,7 @@ def test_every_built_query_checks_clean(kusto_language, name):
 
 def test_result_schemas_are_what_the_reader_decodes(kusto_language):
     assert kusto_language.check(QUERIES["run by id"].text).columns == RUN_COLUMNS
-    assert kusto_language.check(QUERIES["summaries"].text).columns == SUMMARY_COLUMNS
+    assert kusto_language.check(QUERIES["run with its metrics"].text).columns == RUN_METRIC_COLUMNS
     assert kusto_language.check(QUERIES["series"].text).columns == SERIES_COLUMNS
     assert kusto_language.check(QUERIES["series max_points 1"].text).columns == SERIES_COLUMNS
 

@@ -13,7 +13,7 @@ import pytest
 
 from taunotebook.portal.kusto.queries import (
     MILESTONE_PREFIXES,
-    metric_summaries_query,
+    run_metrics_query,
     runs_query,
     series_query,
 )
@@ -28,7 +28,8 @@ CASES = {
         step_interval=5),
     "runs-by-run-id": lambda: runs_query("workspace-a", run_id="seed-1"),
     "runs-experiment-listing": lambda: runs_query("workspace-a", experiment_id="sgd", project="demo"),
-    "metric-summaries": lambda: metric_summaries_query("workspace-a", "seed-1"),
+    "run-metrics-by-run-id": lambda: run_metrics_query("workspace-a", ["seed-1"]),
+    "run-metrics-page-in-project": lambda: run_metrics_query("workspace-a", ["seed-1", "seed-2"], project="demo"),
 }
 
 
@@ -69,11 +70,18 @@ def test_string_values_never_enter_the_text(value):
     def build(v: str) -> list:
         return [series_query(v, v, v, max_points=10, project=v),
                 runs_query(v, run_id=v, experiment_id=v, project=v, run_group_id=v),
-                metric_summaries_query(v, v, project=v)]
+                run_metrics_query(v, [v, v], project=v)]
 
     for hostile, plain in zip(build(value), build("x"), strict=True):
         assert hostile.text == plain.text  # the text does not depend on the values at all
         assert set(hostile.parameters.values()) == {value}
+
+
+def test_a_run_metrics_query_names_between_one_and_a_page_of_runs():
+    assert "| where run_id in (p_run0, p_run1, p_run2)\n" in run_metrics_query("w", ["a", "b", "c"]).text
+    for run_ids in ([], ["r"] * 201):
+        with pytest.raises(ValueError, match="between 1 and 200 run ids"):
+            run_metrics_query("w", run_ids)
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tau_collector.expstore.m4 import m4_indices
+from tau_collector.expstore.reader import WouldBlock, no_blocking
 from tau_collector.metric_event import encode_ndjson_many
 from taunotebook.portal.kusto import AmbiguousRunError
 
@@ -143,3 +144,61 @@ def test_experiment_listing_filters_in_the_query(loaded_cluster):
 def test_fixture_holds_what_its_docstring_says():
     events = fixture_events()
     assert len(events) == 5000 + 5 + 1 + 10 + 10 + 100
+
+
+def test_one_query_answers_a_run_and_its_metric_summaries(loaded_cluster):
+    reader = reader_for(loaded_cluster, max_age_s=0)
+    before = len(loaded_cluster.requests)
+    with reader.pinned():  # one Portal request
+        run = reader.run("seed-1")
+        summaries = reader.metric_summaries("seed-1")
+        assert reader.metric_summary("seed-1", "eval/loss").count == 5
+    assert len(loaded_cluster.requests) - before == 1
+    assert [s.metric_name for s in summaries] == list(run.metric_names) == ["eval/loss", "tau/run_status",
+                                                                            "train/loss"]
+
+
+@pytest.mark.parametrize(("max_age_s", "queries"), [(60, 1), (0, 3)])
+def test_a_run_answer_is_reused_by_later_requests_for_max_age(loaded_cluster, max_age_s, queries):
+    reader = reader_for(loaded_cluster, max_age_s=max_age_s)
+    before = len(loaded_cluster.requests)
+    for _ in range(3):
+        with reader.pinned():
+            reader.run("seed-1")
+            reader.metric_summaries("seed-1")
+    assert len(loaded_cluster.requests) - before == queries
+    with reader.pinned():
+        reader.series("seed-1", "train/loss", start_step=4999)  # a series is always asked for
+    assert len(loaded_cluster.requests) - before == queries + 1
+
+
+def test_a_listings_runs_get_their_summaries_in_one_more_query(loaded_cluster):
+    reader = reader_for(loaded_cluster, max_age_s=0)
+    before = len(loaded_cluster.requests)
+    with reader.pinned():
+        runs = reader.runs()
+        counts = {r.run_id: len(reader.metric_summaries(r.run_id)) for r in runs}
+    assert counts == {"seed-2": 1, "seed-1": 3} and len(loaded_cluster.requests) - before == 2
+
+
+def test_within_a_request_a_run_id_means_the_project_it_resolved_to(kusto_cluster):
+    kusto_cluster.ingest_ndjson(encode_ndjson_many([
+        event("r", "m", 0, 1.0, project="p1"), event("r", "n", 0, 2.0, project="p2"),
+    ]))
+    reader = reader_for(kusto_cluster)
+    with reader.pinned():
+        assert reader.run("r", project="p2").project == "p2"
+        assert [s.metric_name for s in reader.metric_summaries("r")] == ["n"]
+        assert reader.series("r", "n").value.tolist() == [2.0]
+
+
+def test_inside_no_blocking_a_read_that_would_query_raises_would_block(loaded_cluster):
+    reader = reader_for(loaded_cluster, max_age_s=60)
+    with no_blocking(), pytest.raises(WouldBlock):
+        reader.run("seed-1")
+    reader.run("seed-1")
+    with no_blocking():
+        assert reader.run("seed-1").run_id == "seed-1"  # cached: answered on the event loop
+        with pytest.raises(WouldBlock):
+            reader.series("seed-1", "train/loss", start_step=4999)
+    assert reader.non_finite("seed-1", "train/loss")[0] == 0

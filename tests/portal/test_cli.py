@@ -17,9 +17,10 @@ from taunotebook.portal.cli import main as portal_main
 from .conftest import TOKEN
 
 
-def _start(*args: str) -> tuple[subprocess.Popen, str, str]:
+def _start(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str, str]:
     proc = subprocess.Popen([sys.executable, "-m", "taunotebook", "portal", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
     lines = [proc.stdout.readline() for _ in range(3)]
     text = "".join(lines)
     page = re.search(r"(http://127\.0\.0\.1:\d+/stellar\?token=(\S+))", text)
@@ -80,6 +81,38 @@ def test_a_missing_store_is_a_usage_error(tmp_path: Path, capsys):
     with pytest.raises(SystemExit) as exc:
         portal_main(["--store", str(tmp_path / "nowhere")])
     assert exc.value.code == 2 and "manifest.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--kusto-cluster", "http://kusto.example"], "only a loopback test cluster"),
+    (["--kusto-cluster", "https://c.kusto.windows.net", "--kusto-auth", "none"], "--kusto-auth none is only for"),
+    (["--kusto-cluster", "c.kusto.windows.net"], "must be an https:// URI"),
+    (["--kusto-auth", "token"], "invalid choice: 'token'"),
+    ([], "--store is required unless an ADX cluster is given"),
+])
+def test_bad_kusto_settings_are_usage_errors_naming_the_flag(args, words, capsys, monkeypatch):
+    monkeypatch.delenv("TAU_PORTAL_KUSTO_CLUSTER", raising=False)
+    with pytest.raises(SystemExit) as exc:
+        portal_main(args)
+    assert exc.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_a_cluster_from_the_environment_serves_source_kusto_without_a_store():
+    from services.kusto_cluster import KustoCluster
+
+    with KustoCluster() as cluster:
+        env = {"TAU_PORTAL_KUSTO_CLUSTER": cluster.uri, "TAU_PORTAL_KUSTO_DATABASE": cluster.database,
+               "TAU_PORTAL_KUSTO_AUTH": "none"}
+        proc, _, api = _start("--token", "my-token", env=env)
+        try:
+            r = httpx.get(f"{api}/runs/nope", headers={"Authorization": "Bearer my-token"})
+            assert r.status_code == 404 and r.json()["error"]["code"] == "NOT_FOUND"
+            assert cluster.requests, "the Portal did not ask the cluster"
+            r = httpx.get(f"{api}/runs/nope", params={"source": "local"}, headers={"Authorization": "Bearer my-token"})
+            assert r.status_code == 503 and "--store" in r.json()["error"]["message"]
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
 
 
 def test_help_shows_examples(capsys):

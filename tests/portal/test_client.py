@@ -448,6 +448,14 @@ def test_stellar_url_with_a_workspace_sorts_the_keys():
     assert stellar_url("run1", base="", workspace="ws") == "/stellar?target=run1&workspace=ws"
 
 
+def test_stellar_url_carries_a_source_in_the_sorted_query():
+    assert stellar_url("r", "p", base="", source="kusto") == "/stellar?project=p&source=kusto&target=r"
+    assert stellar_url("r", base="", workspace="ws", source="auto") == "/stellar?source=auto&target=r&workspace=ws"
+    with PortalClient("http://127.0.0.1:8765/", source="Kusto") as client:
+        assert client.source == "kusto"
+        assert client.stellar_url("r") == "http://127.0.0.1:8765/stellar?source=kusto&target=r"
+
+
 def test_stellar_url_blank_run_gives_no_link_and_blank_project_is_dropped():
     assert stellar_url("  ", "proj", base="http://h") == ""
     assert stellar_url("r", "  ", base="") == "/stellar?target=r"

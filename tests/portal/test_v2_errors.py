@@ -145,13 +145,13 @@ def test_kusto_failure_comes_after_the_request_checks(api):
     _error(api.get(SERIES, params={**EXACT, "source": "kusto"}), 503, "SOURCE_UNAVAILABLE")
 
 
-def test_a_configured_kusto_is_still_unavailable_and_auto_falls_back_to_local(portal_store):
-    with serve(portal_store, kusto_configured=True) as server, httpx.Client(
-            base_url=f"http://127.0.0.1:{server.port}", headers={"Authorization": f"Bearer {TOKEN}"}) as client:
-        _error(client.get(f"{V2}/runs/run-a", params={"source": "kusto"}), 503, "SOURCE_UNAVAILABLE")
-        body = client.get(f"{V2}/runs/run-a", params={"source": "auto"}).json()
-        assert body["metadata"]["provenance"] == {"requested_source": "auto", "served_sources": ["local"]}
-        assert body["metadata"]["availability"]["state"] == "degraded" and body["metadata"]["warnings"]
+def test_without_a_cluster_kusto_is_unavailable_in_words_and_auto_is_the_store(api):
+    r = api.get(f"{V2}/runs/run-a", params={"source": "kusto"})
+    _error(r, 503, "SOURCE_UNAVAILABLE")
+    assert "--kusto-cluster" in r.json()["error"]["message"]
+    body = api.get(f"{V2}/runs/run-a", params={"source": "auto"}).json()
+    assert body["metadata"]["provenance"] == {"requested_source": "auto", "served_sources": ["local"]}
+    assert body["metadata"]["availability"] == {"state": "available"} and "warnings" not in body["metadata"]
 
 
 def test_a_store_failure_is_an_internal_retryable_error_not_a_trace(tmp_path):

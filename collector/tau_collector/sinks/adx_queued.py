@@ -23,7 +23,6 @@ import gzip
 import hashlib
 import math
 import os
-import re
 import time
 import uuid
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ..completion import TERMINAL_DRAIN_GRACE
 from ..gojson import encode_string
 from ..metric_event import MetricEventError
+from .adx_errors import describe, is_retryable, redact_url
 from .base import Chunk, Sink, SinkError
 
 __all__ = [
@@ -66,10 +66,6 @@ _IDENTITY_KIND = "azidentity-token-credential-v1"
 _REPORT_METHOD_TABLE = 1
 _ACKNOWLEDGED = frozenset({"Succeeded", "Skipped"})
 _NOT_FINAL = frozenset({"Pending", "Queued"})
-_RETRYABLE_HTTP = frozenset({408, 409, 429})
-_FATAL_HTTP = frozenset({400, 401, 403, 404})
-_SIGNED_QUERY = re.compile(r"(https?://[^\s?'\"<>]+)\?[^\s'\"<>]*")
-_SAS_PARAM = re.compile(r"(?i)\b(sig|se|st|sp|sv|spr|srt|ss|skoid|sktid|skt|ske|sks|skv)=[^&\s'\"]+")
 
 
 def chunk_ingest_tag(chunk_digest: str) -> str:
@@ -134,55 +130,6 @@ class _Failure(Exception):
     def __init__(self, message: str, *, retryable: bool) -> None:
         super().__init__(message)
         self.retryable = retryable
-
-
-def _http_status(error: BaseException) -> int | None:
-    status = getattr(error, "status_code", None)
-    if isinstance(status, int):
-        return status
-    response = getattr(error, "http_response", None) or getattr(error, "response", None)
-    status = getattr(response, "status_code", None) or getattr(response, "status", None)
-    return status if isinstance(status, int) else None
-
-
-def _classify(error: BaseException) -> bool:
-    """True when TauGrid would retry this error (throttling, timeouts, 5xx, network), False when fatal."""
-    from azure.core.exceptions import (
-        ClientAuthenticationError,
-        ServiceRequestError,
-        ServiceResponseError,
-    )
-    from azure.kusto.data.exceptions import (
-        KustoAuthenticationError,
-        KustoNetworkError,
-        KustoThrottlingError,
-    )
-
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, (ClientAuthenticationError, KustoAuthenticationError)):
-            return False
-        if isinstance(current, (KustoThrottlingError, KustoNetworkError)):
-            return True
-        status = _http_status(current)
-        if status is not None:
-            if status in _FATAL_HTTP:
-                return False
-            return status in _RETRYABLE_HTTP or status >= 500
-        if isinstance(current, (ServiceRequestError, ServiceResponseError, ConnectionError, TimeoutError)):
-            return True
-        if type(current).__module__.startswith(("requests", "urllib3")) and isinstance(current, OSError):
-            return True  # requests' ConnectionError/Timeout: the endpoint is unreachable right now
-        current = current.__cause__ or current.__context__
-    return False
-
-
-def _redact(url: str) -> str:
-    """A storage URL without its SAS, for error messages."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
 def _with_object(url: str, name: str) -> str:
@@ -416,7 +363,7 @@ class AdxQueuedSink(Sink):
                         "RowKey": source_id,
                         "Status": "Pending",
                         "IngestionSourceId": source_id,
-                        "IngestionSourcePath": _redact(blob_url),
+                        "IngestionSourcePath": redact_url(blob_url),
                         "Database": self.database,
                         "Table": self.table,
                         "UpdatedOn": datetime.now(UTC),
@@ -456,7 +403,7 @@ class AdxQueuedSink(Sink):
         except _Failure:
             raise
         except Exception as error:
-            raise _Failure(f"{step}: {_describe(error)}", retryable=_classify(error)) from error
+            raise _Failure(f"{step}: {describe(error)}", retryable=is_retryable(error)) from error
 
     def _wait_for_status(self, status_row: tuple[str, str, str], source_id: str, deadline: float) -> str:
         """Poll the status row now, then every poll interval, until a final status or the deadline.
@@ -476,8 +423,8 @@ class AdxQueuedSink(Sink):
                 try:
                     row = table.get_entity(partition_key, row_key)
                 except Exception as error:
-                    message = f"read the ingestion status row: {_describe(error)}"
-                    raise _Failure(message, retryable=_classify(error)) from error
+                    message = f"read the ingestion status row: {describe(error)}"
+                    raise _Failure(message, retryable=is_retryable(error)) from error
                 status = str(row.get("Status", ""))
                 if status not in _NOT_FINAL:
                     break
@@ -507,17 +454,3 @@ class AdxQueuedSink(Sink):
         # Transient failures are ADX's "retryable status record"; Permanent/Exhausted are final.
         return_retryable = failure_status == "Transient" or bool(row.get("ShouldRetry"))
         raise _Failure(description, retryable=return_retryable)
-
-
-def _describe(error: BaseException) -> str:
-    status = None
-    current: BaseException | None = error
-    while current is not None and status is None:
-        status = _http_status(current)
-        current = current.__cause__
-    text = " ".join(str(error).split())
-    # Storage errors may quote signed URLs; never print a SAS.
-    text = _SIGNED_QUERY.sub(r"\1?REDACTED", text)
-    text = _SAS_PARAM.sub(r"\1=REDACTED", text)
-    head = f"{type(error).__name__}" + (f" HTTP {status}" if status else "")
-    return f"{head}: {text[:400]}"

@@ -26,7 +26,8 @@ from urllib.parse import urlsplit
 
 from ..gojson import encode_string
 from ..metric_event import MetricEventError
-from .adx_queued import DEFAULT_MAPPING, DEFAULT_TABLE, AdxAck, AdxQueuedSink, _classify, _describe
+from .adx_errors import describe, is_retryable
+from .adx_queued import DEFAULT_MAPPING, DEFAULT_TABLE, AdxAck, AdxQueuedSink
 from .base import Chunk, Sink, SinkError
 
 __all__ = ["AdxStreamingSink", "ingest_uri_for"]
@@ -167,8 +168,8 @@ class AdxStreamingSink(Sink):
         self.last_ack = AdxAck(chunk.sequence, chunk.event_count, 1, "Streamed", str(source_id), "")
 
     def _failure(self, chunk: Chunk, error: BaseException) -> SinkError:
-        retryable = _classify(error)
-        text = _describe(error)
+        retryable = is_retryable(error)
+        text = describe(error)
         hint = ("the chunk stays pending and is retried on the next drain" if retryable
                 else "fix the configuration or the data named above; retrying will not help")
         if "streaming" in text.lower() and "polic" in text.lower():

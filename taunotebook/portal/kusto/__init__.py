@@ -16,8 +16,8 @@ over this source, where TauGrid's kusto answers have quirks:
 """
 
 from .connection import KustoAuth, KustoConnection, KustoSettings
-from .errors import KustoError, KustoTimeout, KustoUnavailable, KustoUpstreamError
-from .reader import AmbiguousRunError, KustoReader
+from .errors import AmbiguousRunError, KustoError, KustoTimeout, KustoUnavailable, KustoUpstreamError
+from .reader import KustoReader
 
 __all__ = [
     "AmbiguousRunError",

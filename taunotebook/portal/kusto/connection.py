@@ -12,7 +12,6 @@ does the same).
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import threading
 from collections.abc import Mapping
@@ -21,25 +20,15 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from ...kusto_env import AUTH_MODES, DEFAULT_DATABASE, ENV_AUTH, ENV_CLUSTER, ENV_DATABASE, ENV_PREFIX
+from ...loopback import is_loopback_host
 from .errors import KustoError, KustoTimeout, KustoUpstreamError
 from .queries import KqlQuery
 
 __all__ = ["AUTH_MODES", "ENV_PREFIX", "KustoAuth", "KustoConnection", "KustoSettings"]
 
-ENV_PREFIX = "TAU_PORTAL_KUSTO_"
-AUTH_MODES = ("default", "cli", "none")
 KustoAuth = str  # one of AUTH_MODES
 DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_DATABASE = "Metrics"  # TauGrid's default database name
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +56,7 @@ class KustoSettings:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"--kusto-cluster must be an https:// URI, got {cluster!r}")
         if parts.scheme == "http":
-            if self.auth != "none" or not _is_loopback(parts.hostname):
+            if self.auth != "none" or not is_loopback_host(parts.hostname):
                 raise ValueError(
                     f"--kusto-cluster {cluster!r} is plain http://: only a loopback test cluster with "
                     "--kusto-auth none may be; use the cluster's https:// URI"
@@ -83,9 +72,9 @@ class KustoSettings:
         ``overrides``, e.g. command-line flags); None when no cluster is named anywhere."""
         environ = os.environ if environ is None else environ
         values = {
-            "cluster": environ.get(ENV_PREFIX + "CLUSTER", ""),
-            "database": environ.get(ENV_PREFIX + "DATABASE", DEFAULT_DATABASE),
-            "auth": environ.get(ENV_PREFIX + "AUTH", "default"),
+            "cluster": environ.get(ENV_CLUSTER, ""),
+            "database": environ.get(ENV_DATABASE, DEFAULT_DATABASE),
+            "auth": environ.get(ENV_AUTH, "default"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         if not str(values["cluster"]).strip():

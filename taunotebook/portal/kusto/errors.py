@@ -8,7 +8,7 @@ it never returns the rows it had, so partial data is never presented as whole.
 
 from __future__ import annotations
 
-__all__ = ["KustoError", "KustoTimeout", "KustoUnavailable", "KustoUpstreamError"]
+__all__ = ["AmbiguousRunError", "KustoError", "KustoTimeout", "KustoUnavailable", "KustoUpstreamError"]
 
 
 class KustoError(Exception):
@@ -41,3 +41,16 @@ class KustoTimeout(KustoError):
 
     status = 504
     code = "UPSTREAM_TIMEOUT"
+
+
+class AmbiguousRunError(LookupError):
+    """A run id names runs in several projects of the workspace (TauGrid's 409 ``CONFLICT``); pass ``project``."""
+
+    status = 409
+    code = "CONFLICT"
+
+    def __init__(self, run_id: str, projects: list[str]) -> None:
+        super().__init__(f"run {run_id!r} exists in projects {', '.join(sorted(projects))}; name the project "
+                         "(project=)")
+        self.run_id = run_id
+        self.projects = projects

@@ -22,6 +22,7 @@ metrics. What differs, on purpose (``collector/kql/README.md`` says why):
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -30,7 +31,8 @@ __all__ = [
     "RUN_LIMIT",
     "RUN_STATUS_METRIC",
     "KqlQuery",
-    "metric_summaries_query",
+    "MAX_RUNS_PER_QUERY",
+    "run_metrics_query",
     "runs_query",
     "series_query",
 ]
@@ -41,6 +43,7 @@ DEFAULT_LOOKBACK = "365d"  # TauGrid's TargetSince for run and series reads
 MILESTONE_PREFIXES = ("eval/", "validation/", "val/", "test/", "final/")
 TERMINAL_STATES = ("succeeded", "failed", "cancelled")
 RUN_LIMIT = 1000  # TauGrid's run-catalog batch; one more row is asked for to tell "more" from "exactly"
+MAX_RUNS_PER_QUERY = 200  # run ids one run_metrics_query names (a page of a run listing)
 MAX_METRIC_NAMES = 10000  # names listed per run (bounds make_set and the answer's size)
 _INT64_MAX = 2**63 - 1
 _DURATION = re.compile(r"[1-9][0-9]{0,5}[dhm]")
@@ -76,6 +79,21 @@ def _scope(lookback: str, extra: list[str]) -> str:
     return "\n".join(lines + extra)
 
 
+def _markers(keys: str) -> str:
+    """``let markers``: per run, the latest ``tau/run_status`` marker whose ``tau.status.state`` is terminal."""
+    states = ", ".join(f"'{s}'" for s in TERMINAL_STATES)
+    return (
+        "let markers = scoped\n"
+        f"| where metric_name == '{RUN_STATUS_METRIC}'\n"
+        "| extend terminal_state = tolower(tostring(tags['tau.status.state']))\n"
+        f"| where terminal_state in ({states})\n"
+        "| extend terminal_reason = tostring(tags['tau.status.reason']), "
+        "terminal_message = tostring(tags['tau.status.message'])\n"
+        f"| summarize arg_max(wall_time, terminal_state, terminal_reason, terminal_message) by {keys}\n"
+        f"| project {keys}, terminal_at = wall_time, terminal_state, terminal_reason, terminal_message;\n"
+    )
+
+
 def runs_query(
     workspace: str,
     *,
@@ -105,20 +123,12 @@ def runs_query(
         if value is not None:
             params[name] = value
             extra.append(f"| where {column} == {name}")
-    states = ", ".join(f"'{s}'" for s in TERMINAL_STATES)
     keys = "['project'], experiment_id, run_group_id, run_id"
     text = (
         _declare(params)
         + "let scoped = materialize(\n" + _scope(lookback, extra) + "\n);\n"
-        + "let markers = scoped\n"
-        f"| where metric_name == '{RUN_STATUS_METRIC}'\n"
-        "| extend terminal_state = tolower(tostring(tags['tau.status.state']))\n"
-        f"| where terminal_state in ({states})\n"
-        "| extend terminal_reason = tostring(tags['tau.status.reason']), "
-        "terminal_message = tostring(tags['tau.status.message'])\n"
-        f"| summarize arg_max(wall_time, terminal_state, terminal_reason, terminal_message) by {keys}\n"
-        f"| project {keys}, terminal_at = wall_time, terminal_state, terminal_reason, terminal_message;\n"
-        "scoped\n"
+        + _markers(keys)
+        + "scoped\n"
         "| summarize first_metric_at = min(wall_time), latest_metric_at = max(wall_time), "
         "latest_exported_at = max(exported_at), "
         f"metric_names = make_set(metric_name, {MAX_METRIC_NAMES}), "
@@ -133,37 +143,62 @@ def runs_query(
     return KqlQuery(text, params)
 
 
-def metric_summaries_query(
-    workspace: str, run_id: str, *, project: str | None = None, lookback: str = DEFAULT_LOOKBACK
+def run_metrics_query(
+    workspace: str,
+    run_ids: Sequence[str],
+    *,
+    project: str | None = None,
+    lookback: str = DEFAULT_LOOKBACK,
 ) -> KqlQuery:
-    """One row per metric of one run: counts, step range, latest point (by step, then wall_time), extremes.
+    """Runs and their metric summaries in one query: one row per (run, metric), the run's columns repeated.
 
-    Columns: ``project, run_group_id, metric_name, count, min_step, max_step, min_value, max_value,
-    latest_step, latest_wall_time, latest_value, updated_at``. Events are finite by contract, so
-    ``count`` is also the finite count.
+    What an exact read of a run needs (``/runs/{id}``, ``/metrics``, ``/series``), and the summaries of
+    a page of listed runs, at most ``MAX_RUNS_PER_QUERY`` ids at a time. Columns: ``project,
+    experiment_id, run_group_id, run_id, first_metric_at, tags, terminal_state, terminal_at,
+    terminal_reason, terminal_message`` (as :func:`runs_query`), then ``metric_name, count, min_step,
+    max_step, min_value, max_value, latest_step, latest_wall_time, latest_value, updated_at``: the latest
+    point is the one at the highest step (the latest ``wall_time`` there); events are finite by contract,
+    so ``count`` is also the finite count.
     """
-    params = {"p_workspace": workspace, "p_run": run_id}
-    extra = ["| where run_id == p_run"]
+    if not 1 <= len(run_ids) <= MAX_RUNS_PER_QUERY:
+        raise ValueError(f"between 1 and {MAX_RUNS_PER_QUERY} run ids per query, not {len(run_ids)}")
+    params = {"p_workspace": workspace}
+    names = []
+    for i, run_id in enumerate(run_ids):
+        params[f"p_run{i}"] = run_id
+        names.append(f"p_run{i}")
+    extra = [f"| where run_id in ({', '.join(names)})"]
     if project is not None:
         params["p_project"] = project
         extra.append("| where ['project'] == p_project")
     extra.append("| where isnotnull(step) and isnotnull(value)")
+    keys = "['project'], experiment_id, run_group_id, run_id"
     text = (
         _declare(params)
         + "let scoped = materialize(\n" + _scope(lookback, extra) + "\n);\n"
+        + _markers(keys)
+        + "let runs = scoped\n"
+        f"| summarize first_metric_at = min(wall_time), arg_max(wall_time, tags) by {keys}\n"
+        f"| join kind=leftouter markers on {keys}\n"
+        f"| project {keys}, first_metric_at, tags, terminal_state = coalesce(terminal_state, ''), terminal_at, "
+        "terminal_reason = coalesce(terminal_reason, ''), terminal_message = coalesce(terminal_message, '');\n"
         "let latest_points = scoped\n"
-        "| summarize step = max(step) by metric_name\n"
-        "| join kind=inner scoped on metric_name, step\n"
-        "| summarize arg_max(wall_time, value) by metric_name, step\n"
-        "| project metric_name, latest_step = step, latest_wall_time = wall_time, latest_value = value;\n"
-        "scoped\n"
+        f"| summarize step = max(step) by {keys}, metric_name\n"
+        f"| join kind=inner scoped on {keys}, metric_name, step\n"
+        f"| summarize arg_max(wall_time, value) by {keys}, metric_name, step\n"
+        f"| project {keys}, metric_name, latest_step = step, latest_wall_time = wall_time, latest_value = value;\n"
+        "let metrics = scoped\n"
         "| summarize ['count'] = count(), min_step = min(step), max_step = max(step), min_value = min(value), "
-        "max_value = max(value), updated_at = max(exported_at), "
-        "['project'] = take_any(['project']), run_group_id = take_any(run_group_id) by metric_name\n"
-        "| join kind=inner latest_points on metric_name\n"
-        "| project ['project'], run_group_id, metric_name, ['count'], min_step, max_step, min_value, max_value, "
-        "latest_step, latest_wall_time, latest_value, updated_at\n"
-        "| order by metric_name asc"
+        f"max_value = max(value), updated_at = max(exported_at) by {keys}, metric_name\n"
+        f"| join kind=inner latest_points on {keys}, metric_name\n"
+        f"| project {keys}, metric_name, ['count'], min_step, max_step, min_value, max_value, latest_step, "
+        "latest_wall_time, latest_value, updated_at;\n"
+        "runs\n"
+        f"| join kind=inner metrics on {keys}\n"
+        f"| project {keys}, first_metric_at, tags, terminal_state, terminal_at, terminal_reason, terminal_message, "
+        "metric_name, ['count'], min_step, max_step, min_value, max_value, latest_step, latest_wall_time, "
+        "latest_value, updated_at\n"
+        "| order by ['project'] asc, run_id asc, experiment_id asc, run_group_id asc, metric_name asc"
     )
     return KqlQuery(text, params)
 
