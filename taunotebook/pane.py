@@ -366,7 +366,8 @@ class _Poller:
         with pane.hold_sync():
             pane.configs = configs
             pane.run_ids = list(self.runs)
-            pane.stellar_href = _stellar_href(self.client, self.run_id, pane.project or None, self.runs[1:], pane.source)
+            pane.stellar_href = _stellar_href(self.client, self.run_id, pane.project or None, self.runs[1:],
+                                              pane.source)
 
     def _poll(self, pane: LossPane) -> bool:
         """One round: states, catalogs, then reduced reads (on resync), zoomed reads, tails. True if new points."""

@@ -31,8 +31,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..submit_config import CONFIG_ENV
 from ..loopback import is_loopback_url
+from ..submit_config import CONFIG_ENV
 from . import BackendError, BackendUnavailable, RunSpec, write_record
 from .local import store_dir, wrapper_argv
 
