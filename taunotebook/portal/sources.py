@@ -163,6 +163,16 @@ class AutoReader:
                    limit: int | None = None) -> tuple[int, Rows]:
         return self._for(run_id).non_finite(run_id, metric, start_step, end_step, limit)
 
+    def run_configs(self, run_ids: Iterable[str]) -> dict:
+        """Each run's configuration from the source that holds it; a source without configurations has none."""
+        ids = list(run_ids)
+        found: dict = {}
+        for reader in (self.local, self.kusto):
+            mine = [r for r in ids if self._for(r) is reader]
+            if mine and callable(getattr(reader, "run_configs", None)):
+                found.update(reader.run_configs(mine))  # type: ignore[attr-defined]
+        return found
+
 
 def served_by(reader: ExperimentReader, run_id: str, served: str) -> str:
     """The source that served ``run_id``: ``source=auto``'s choice for it, else the reader's own ``served``."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tau_collector.expstore import open_store
+from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore.configs import run_config
 from tau_collector.expstore.writer import MetricWriter
 from tau_collector.metric_event import new_metric_event
@@ -54,3 +54,24 @@ def build_config_store(root: Path) -> Path:
     store.close()
     return root
 
+
+class RunsOnlyReader:
+    """Only :class:`~taunotebook.portal.sources.ExperimentReader`'s methods of a store reader."""
+
+    def __init__(self, reader: StoreReader) -> None:
+        self._reader = reader
+
+    def runs(self, workspace=None, *, project=None, experiment_id=None, run_group_id=None):
+        return self._reader.runs(workspace, project=project, experiment_id=experiment_id, run_group_id=run_group_id)
+
+    def run(self, run_id, project=None):
+        return self._reader.run(run_id, project)
+
+    def metric_summaries(self, run_id):
+        return self._reader.metric_summaries(run_id)
+
+    def metric_summary(self, run_id, metric):
+        return self._reader.metric_summary(run_id, metric)
+
+    def run_events(self, run_id, *, type=None):
+        return self._reader.run_events(run_id, type=type)

@@ -14,32 +14,12 @@ from taunotebook.portal.params import Query
 from taunotebook.portal.sources import Sources
 from taunotebook.portal.v2 import StellarV2
 
-
-class _RunsOnly:
-    """Only :class:`~taunotebook.portal.sources.ExperimentReader`'s methods of a store reader."""
-
-    def __init__(self, reader: StoreReader) -> None:
-        self._reader = reader
-
-    def runs(self, workspace=None, *, project=None, run_group_id=None):
-        return self._reader.runs(workspace, project=project, run_group_id=run_group_id)
-
-    def run(self, run_id, project=None):
-        return self._reader.run(run_id, project)
-
-    def metric_summaries(self, run_id):
-        return self._reader.metric_summaries(run_id)
-
-    def metric_summary(self, run_id, metric):
-        return self._reader.metric_summary(run_id, metric)
-
-    def run_events(self, run_id, *, type=None):
-        return self._reader.run_events(run_id, type=type)
+from .config_store import RunsOnlyReader
 
 
 @pytest.fixture(scope="module")
 def api(config_store) -> StellarV2:
-    return StellarV2(Sources(_RunsOnly(StoreReader(config_store))))
+    return StellarV2(Sources(RunsOnlyReader(StoreReader(config_store))))
 
 
 def _get(api: StellarV2, path: str, pairs=()) -> dict:

@@ -8,7 +8,9 @@ import hashlib
 import httpx
 import pytest
 
-from .config_store import sweep_config
+from tau_collector.expstore import StoreReader
+
+from .config_store import RunsOnlyReader, sweep_config
 from .conftest import TOKEN, serve
 from .expected import RFC3339_SECONDS, envelope, expected_metadata
 
@@ -159,13 +161,12 @@ def test_a_cursor_is_bound_to_its_config_filters_and_pages_them(capi):
 
 
 def test_the_kusto_source_has_no_configs(config_store):
-    # Until a Kusto reader is given, source=kusto is 503; auto reads the local store and says it skipped Kusto.
-    with serve(config_store, kusto_configured=True) as server, httpx.Client(
+    # TauGrid's Kusto tables carry no configurations: source=kusto says so in words; auto keeps the local record's.
+    kusto = RunsOnlyReader(StoreReader(config_store))
+    with serve(config_store, kusto=kusto) as server, httpx.Client(
             base_url=f"http://127.0.0.1:{server.port}", headers={"Authorization": f"Bearer {TOKEN}"}) as client:
-        r = client.get(f"{V2}/runs/lr-0.1/config", params={"source": "auto"})
-        body = _ok(r)
+        body = _ok(client.get(f"{V2}/runs/lr-0.1/config", params={"source": "auto"}))
         assert body["fields"]["lr"] == 0.1
-        assert body["metadata"]["availability"]["state"] == "degraded"
-        assert _error(client.get(f"{V2}/runs/lr-0.1/config", params={"source": "kusto"}))[:2] == (
-            503, "SOURCE_UNAVAILABLE")
-
+        body = _ok(client.get(f"{V2}/runs/lr-0.1/config", params={"source": "kusto"}))
+        assert body["config"] == {} and body["fields"] == {}
+        assert body["metadata"]["availability"]["state"] == "unavailable"
