@@ -118,7 +118,7 @@ def append_forever(store: Path, rate: int) -> None:
     from tau_collector.expstore.writer import MetricWriter
     from tau_collector.metric_event import MetricEvent
 
-    writer = MetricWriter(open_store(store))
+    writer = MetricWriter(open_store(store, writable=True))
     step = int(StoreReader(store).series(RUN, METRIC, max_points=1).step[-1]) + 1
     while True:
         started = time.monotonic()
@@ -149,6 +149,8 @@ def load_case(label: str, store: Path, clients: list[int], args, *, live: bool) 
             cmd = [sys.executable, str(HERE / "portal_load.py"), "--url", url, "--token", TOKEN, "--clients",
                    str(n), "--duration", str(args.duration), "--tail", str(TAIL), "--server-pid", str(proc.pid)]
             out = subprocess.run(cmd + (["--follow"] if live else []), capture_output=True, text=True, check=True)
+            if appender is not None and appender.poll() is not None:  # the figures would not be of a live run
+                raise SystemExit(f"the appending writer exited ({appender.returncode}) during the {n}-client case")
             result = json.loads(out.stdout)
             server_cpu = result["server_cpu_s"]
             result.update(case=label, load_average=load_average(),
