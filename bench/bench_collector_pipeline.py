@@ -215,7 +215,6 @@ def ingest(events: int) -> dict[str, float]:
 def sink(chunks: int) -> dict[str, float]:
     import hashlib
 
-    from tau_collector.cli.collect import pandas_kept_out
     from tau_collector.metric_event import encode_ndjson_many, new_metric_event
     from tau_collector.sinks.base import Chunk
     from tau_collector.sinks.expstore import ExpstoreSink
@@ -230,8 +229,8 @@ def sink(chunks: int) -> dict[str, float]:
         return Chunk(sequence, "history", hashlib.sha256(ndjson).hexdigest(), ndjson, len(events),
                      events=tuple(events))
 
-    with tempfile.TemporaryDirectory() as tmp, pandas_kept_out():  # as the collector process runs
-        expstore = ExpstoreSink(Path(tmp) / "store", source_id="bench")
+    with tempfile.TemporaryDirectory() as tmp:
+        expstore = ExpstoreSink(Path(tmp) / "store", source_id="bench", compaction_process=True)  # as collect
         expstore.deliver(chunk(0))  # imports, store creation
         cpu = wall = 0.0
         for sequence in range(1, chunks + 1):

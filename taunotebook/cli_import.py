@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from tau_collector import limits as input_limits
 from tau_collector import logging_setup as logs
 from tau_collector import progress
+from tau_collector.process_memory import bound_process_memory
 
 from .backends import validate_id
 
@@ -72,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)  # usage errors exit 2
     logs.configure_from(args)
+    bound_process_memory()  # before the expstore imports pyarrow
     for what in ("project", "experiment", "group"):
         value = getattr(args, what)
         if value is not None:

@@ -18,14 +18,12 @@ Source problems and delivery retries are logged as warnings on stderr as they ha
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import logging
 import os
 import re
 import sys
 import threading
-from collections.abc import Iterator
 
 from .. import limits as input_limits
 from .. import logging_setup as logs
@@ -33,6 +31,7 @@ from .. import progress
 from ..collector import Collector, CollectorCancelled, CollectorError, CollectorOptions, install_signal_handlers
 from ..expstore.store import StoreError, StoreReadOnlyError
 from ..ids import InvalidID, validate_id
+from ..process_memory import bound_process_memory
 from ..sinks.base import Sink, SinkError
 from ..spool import SpoolError
 from .common import usage_error
@@ -237,7 +236,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
                 raise UsageError("--sink expstore needs --store DIR")
             from ..sinks.expstore import ExpstoreSink
 
-            sinks.append(ExpstoreSink(args.store, source_id=os.path.abspath(out)))
+            sinks.append(ExpstoreSink(args.store, source_id=os.path.abspath(out), compaction_process=True))
         else:
             sinks.append(_adx_sink(args, name))
     options = CollectorOptions(
@@ -290,43 +289,6 @@ def _adx_sink(args: argparse.Namespace, name: str = "adx-queued-v1") -> Sink:
     return AdxQueuedSink(values["adx_cluster_uri"], values["adx_database"], **options)
 
 
-def _use_system_allocator() -> None:
-    """A long-lived sidecar writes many small Parquet files: pyarrow's default mimalloc pool keeps
-    the freed pages, the system allocator gives them back. Chosen before pyarrow is imported: set
-    afterwards, pyarrow's own internal allocations stay in mimalloc (28 MB resident at 10 chunks/s)."""
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    if "pyarrow" in sys.modules:
-        import pyarrow
-
-        pyarrow.set_memory_pool(pyarrow.system_memory_pool())
-
-
-class _NoPandas:
-    """An import finder that refuses pandas. pyarrow imports pandas, when it is installed, the first time
-    it builds an array -- only to ask whether its input is a pandas object, which ours never is. In the
-    sidecar that import cost ~35 MB resident (measured with pandas 3.1 beside pyarrow 26)."""
-
-    @staticmethod
-    def find_spec(name: str, path: object = None, target: object = None) -> None:
-        if name.partition(".")[0] == "pandas":
-            raise ModuleNotFoundError(f"{name} is not used by the collector", name=name)
-
-
-@contextlib.contextmanager
-def pandas_kept_out() -> Iterator[None]:
-    """While the collector runs, ``import pandas`` fails (unless something loaded pandas already); afterwards
-    it works again, so that ``run()`` called in-process leaves its caller's imports as they were."""
-    finder = None
-    if "pandas" not in sys.modules and not any(isinstance(f, _NoPandas) for f in sys.meta_path):
-        finder = _NoPandas()
-        sys.meta_path.insert(0, finder)
-    try:
-        yield
-    finally:
-        if finder is not None:
-            sys.meta_path.remove(finder)
-
-
 def describe_os_error(exc: OSError, out: str) -> str:
     where = f" ({exc.filename})" if exc.filename else f" (under {os.path.abspath(out)})"
     text = f"{exc.strerror or exc}{where}"
@@ -366,7 +328,7 @@ def _show_progress(collector: Collector, bar: progress.Progress, stop: threading
 
 def run(args: argparse.Namespace) -> int:
     logs.configure_from(args)
-    _use_system_allocator()  # before the expstore sink imports pyarrow
+    bound_process_memory()  # before the expstore sink imports pyarrow
     try:
         options, sinks = resolve_options(args)
     except (UsageError, argparse.ArgumentTypeError) as exc:
@@ -386,8 +348,7 @@ def run(args: argparse.Namespace) -> int:
         "out": os.path.abspath(options.out), "sinks": ",".join(s.name for s in sinks),
         "history": ",".join(options.history), "tfevents": ",".join(options.tfevents), "watch": options.watch,
     })
-    with pandas_kept_out() if any(sink.name == "expstore" for sink in sinks) else contextlib.nullcontext():
-        return _collect(args, options, sinks)
+    return _collect(args, options, sinks)
 
 
 def _collect(args: argparse.Namespace, options: CollectorOptions, sinks: list[Sink]) -> int:

@@ -23,6 +23,7 @@ import orjson
 from .. import limits as input_limits
 from .. import logging_setup as logs
 from .. import progress
+from ..process_memory import bound_process_memory
 from ..projection import RowError, history_step, metric_number
 from ..records import ProblemKind, SourceProblem
 from ..sources.jsonl import read_history
@@ -248,6 +249,7 @@ class InputProgress:
 
 def run(args: argparse.Namespace) -> int:
     logs.configure_from(args)
+    bound_process_memory()
     try:
         args.limits = input_limits.from_args(args)
     except input_limits.LimitsError as exc:

@@ -11,16 +11,12 @@ find files through ``metric_files.path`` and take the full ids from the index an
 from __future__ import annotations
 
 import hashlib
-import io
 import re
 from urllib.parse import quote
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from . import schema
 
-__all__ = ["MAX_ID_COMPONENT_BYTES", "id_component", "metric_file_path", "parquet_bytes"]
+__all__ = ["MAX_ID_COMPONENT_BYTES", "id_component", "metric_file_path"]
 
 # 8 bytes of "project=" and this stay far below NAME_MAX (255); four of them and a file name keep a
 # relative path under 600 bytes, whatever the ids.
@@ -56,19 +52,3 @@ def metric_file_path(project: str, experiment_id: str, run_group_id: str, run_id
             file_id + ".parquet",
         ]
     )
-
-
-# Dictionary encoding pays for the repeated strings (one project/run/metric/source per many rows) only.
-_DICTIONARY_COLUMNS = ["project", "run_group_id", "run_id", "metric_name", "unit", "source", "split"]
-_STATISTICS_COLUMNS = ["metric_name", "step", "wall_time", "value"]  # the reader prunes by metric_name
-
-
-def parquet_bytes(table: pa.Table) -> bytes:
-    """A ``tau.metrics.scalar.v2`` table as Parquet file bytes."""
-    sink = io.BytesIO()
-    # Row groups of 128k rows keep per-group step statistics useful for range reads. Dictionaries of
-    # steps, times, values and tags (every point's tags differ: jsonl.history_line) and min/max
-    # statistics of tags would be built only to be thrown away (measured: 2.5x the time to write).
-    pq.write_table(table, sink, compression="snappy", row_group_size=131_072, use_dictionary=_DICTIONARY_COLUMNS,
-                   write_statistics=_STATISTICS_COLUMNS)
-    return sink.getvalue()

@@ -12,23 +12,23 @@ from __future__ import annotations
 
 import hashlib
 import math
-import sqlite3
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 import orjson
-import pyarrow as pa
 
 from ..completion import RUN_STATUS_METRIC
 from ..gojson import format_time
 from ..metric_event import MetricEvent
 from . import schema
-from .compaction import compact_run
+from .compaction import CompactionPolicy, compact_quietly
+from .compaction_process import CompactionProcess
 from .config_rows import ConfigConflictError, put_run_config, run_config_hash
 from .configs import RunConfig
-from .metric_files import metric_file_path, parquet_bytes
+from .metric_files import metric_file_path
+from .parquet_encoder import Column, TextValues, encode_parquet
 from .store import ExpStore, StoreError, utc_now_rfc3339
 from .summaries import MetricSummaryRow, merge_summaries, read_summary, store_summary, summarize_metric
 
@@ -86,11 +86,11 @@ class RunColumns:
     step: np.ndarray
     wall_time: np.ndarray
     value: np.ndarray
-    tags: pa.Array
+    tags: list[str]
     tag_sets: list[dict[str, str]]
-    source: str | pa.Array
-    unit: str | pa.Array | None = None
-    split: str | pa.Array | None = None
+    source: TextValues
+    unit: TextValues = None
+    split: TextValues = None
     wall_valid: np.ndarray | None = None
     first_wall_ns: int = 0
     status: tuple[str, int | None] | None = None
@@ -125,10 +125,15 @@ def _tags_json(tags: dict[str, str]) -> str:
 class MetricWriter:
     """Writes chunks into one store. Thread-safe per thread (one SQLite connection each)."""
 
-    def __init__(self, store: ExpStore, *, compaction=None) -> None:
+    def __init__(self, store: ExpStore, *, compaction: CompactionPolicy | None = None,
+                 compaction_process: bool = False) -> None:
         self.store = store
-        # A compaction.CompactionPolicy, or None to never compact opportunistically.
+        # None: never compact opportunistically.
         self.compaction = compaction
+        # Merging reads and re-encodes files with pyarrow: with ``compaction_process`` it runs in a child
+        # process (:mod:`.compaction_process`), so that a sidecar never loads pyarrow itself.
+        self._compaction_process = (CompactionProcess(store, compaction)
+                                    if compaction is not None and compaction_process else None)
 
     def write_chunk(
         self,
@@ -262,23 +267,27 @@ class MetricWriter:
         steps = rows(run.step)
         walls = rows(run.wall_time)
         values = rows(run.value)
-        take = None if order is None else pa.array(order)
-        wall_array = pa.array(walls, type=pa.int64(),
-                              mask=None if run.wall_valid is None else ~rows(run.wall_valid))
+        listed = None if order is None else order.tolist()
 
-        def text(value: str | pa.Array | None) -> pa.Array:
-            if isinstance(value, pa.Array):
-                return value if take is None else value.take(take)
-            return pa.nulls(n, pa.string()) if value is None else pa.repeat(pa.scalar(value, pa.string()), n)
+        def text(value: TextValues) -> TextValues:
+            if isinstance(value, list) and listed is not None:
+                return [value[i] for i in listed]
+            return value
 
-        arrow_schema = schema.metric_arrow_schema()
-        table = pa.Table.from_arrays([
-            text(run.project), text(run.run_group_id), text(run.run_id),
-            pa.array(names_sorted, type=pa.string()).take(pa.array(metric_sorted)),
-            pa.array(steps, type=pa.int64()), wall_array, pa.array(values, type=pa.float64()),
-            text(run.unit), text(run.source), text(run.split), text(run.tags),
-        ], schema=arrow_schema)
-        data = parquet_bytes(table)
+        data = encode_parquet([
+            Column("project", "string", True, run.project),
+            Column("run_group_id", "string", True, run.run_group_id),
+            Column("run_id", "string", True, run.run_id),
+            Column("metric_name", "string", True, [names_sorted[i] for i in metric_sorted.tolist()], statistics=True),
+            Column("step", "int64", False, steps, statistics=True),
+            Column("wall_time", "timestamp_us", False, walls, statistics=True,
+                   valid=None if run.wall_valid is None else rows(run.wall_valid)),
+            Column("value", "double", True, values, statistics=True),
+            Column("unit", "string", False, text(run.unit)),
+            Column("source", "string", True, text(run.source)),
+            Column("split", "string", False, text(run.split)),
+            Column("tags", "json", True, text(run.tags)),
+        ], n)
         file_id = "metrics-" + uuid.uuid4().hex
         return _RunFile(
             project=run.project,
@@ -366,14 +375,17 @@ class MetricWriter:
         )
 
     def _maybe_compact(self, run_ids: set[str]) -> None:
+        if self._compaction_process is not None:
+            self._compaction_process.request(sorted(run_ids))
+            return
         for run_id in sorted(run_ids):
-            try:
-                compact_run(self.store, run_id, policy=self.compaction)
-            except (StoreError, OSError, sqlite3.Error, pa.ArrowException):
-                # Compaction is an optimisation: a failure (a concurrent compaction deleting a file
-                # we were merging, a busy index) must never fail the delivery that triggered it,
-                # which is already committed. The next delivery tries again.
-                pass
+            compact_quietly(self.store, run_id, policy=self.compaction)
+
+    def close(self) -> None:
+        """Wait for a compaction process still merging (it is safe to stop at any point, but a finished
+        collector should not leave work running behind it)."""
+        if self._compaction_process is not None:
+            self._compaction_process.close()
 
 
 def _summaries_of(project: str, group: str, run_id: str, names: list[str], metric: np.ndarray, steps: np.ndarray,
@@ -432,11 +444,11 @@ def columns_from_events(events: list[MetricEvent]) -> list[RunColumns]:
             step=np.array([e.step for e in evs], dtype=np.int64),
             wall_time=np.array([0 if w is None else w // 1000 for w in walls], dtype=np.int64),
             value=values,
-            tags=pa.array(tags_col, type=pa.string()),
+            tags=tags_col,
             tag_sets=[dict(k) for k in tag_cache],
-            source=pa.array([e.source for e in evs], type=pa.string()),
-            unit=pa.array([e.unit or None for e in evs], type=pa.string()),
-            split=pa.array([e.split or None for e in evs], type=pa.string()),
+            source=[e.source for e in evs],
+            unit=[e.unit or None for e in evs],
+            split=[e.split or None for e in evs],
             wall_valid=None if valid.all() else valid,
             first_wall_ns=min((w for w in walls if w is not None), default=0),
             status=run_status_of(values[status_rows], [walls[i] for i in status_rows]),

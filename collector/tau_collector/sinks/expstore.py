@@ -83,10 +83,14 @@ class ExpstoreSink(Sink):
         *,
         source_id: str = "",
         compaction: CompactionPolicy | None = None,
+        compaction_process: bool = False,
     ) -> None:
+        """``compaction_process``: merge small files in a child process (:mod:`..expstore.compaction_process`),
+        as the sidecar does so that pyarrow never loads in it; otherwise in this process, after a delivery."""
         self._store = ExpStore(store_dir, create=True)
         self._source_id = source_id
-        self._writer = MetricWriter(self._store, compaction=compaction or CompactionPolicy())
+        self._writer = MetricWriter(self._store, compaction=compaction or CompactionPolicy(),
+                                    compaction_process=compaction_process)
 
     @property
     def store(self) -> ExpStore:
@@ -164,4 +168,5 @@ class ExpstoreSink(Sink):
                 "(a file or a link where a directory belongs) and a retry cannot fix this")
 
     def close(self) -> None:
+        self._writer.close()
         self._store.close()

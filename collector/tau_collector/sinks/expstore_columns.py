@@ -8,8 +8,6 @@ tags column is built once in place; each row's tags are its key's JSON text with
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..completion import RUN_STATUS_METRIC
 from ..expstore.writer import RunColumns, run_status_of
@@ -29,11 +27,9 @@ def run_columns(points: PointColumns) -> RunColumns:
     wall_us = points.wall_us[order]
     step = points.step[order]
     value = points.value[order]
-    take = pa.array(key)
-    tags = pc.binary_join_element_wise(
-        pa.array([text[0] for text in points.tag_texts], pa.string()).take(take),
-        pa.array(points.line[order]).cast(pa.string()),
-        pa.array([text[1] for text in points.tag_texts], pa.string()).take(take), "")
+    texts = points.tag_texts
+    lines = points.line[order].tolist()
+    tags = [f"{texts[k][0]}{line}{texts[k][1]}" for k, line in zip(key.tolist(), lines, strict=True)]
     metric = name_of_key[key]
     status = None
     status_code = unique.get(RUN_STATUS_METRIC)

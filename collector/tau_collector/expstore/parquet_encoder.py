@@ -1,0 +1,307 @@
+"""Parquet bytes for the store's metric rows, written without pyarrow: what the sidecar's writes need.
+
+The collector runs beside a training job, and pyarrow's libraries alone are ~50 MB resident, more
+than half a sidecar's budget (DESIGN §3, issue 11). The rows a sink writes have one fixed shape
+(``tau.metrics.scalar.v2``, :func:`.schema.metric_arrow_schema`), so this module writes exactly
+that shape and nothing else, from numpy arrays and Python strings:
+
+* Parquet format 2 files, one row group per ``ROW_GROUP_ROWS`` rows and v1 data pages of at most
+  ``PAGE_ROWS`` values, PLAIN values, RLE definition levels, GZIP pages (``zlib``, level 1);
+* the schema as TauGrid's parquet-go declares it (required/optional, STRING, TIMESTAMP(MICROS,
+  UTC), JSON logical types), without an ``ARROW:schema`` blob -- pyarrow reads the logical types
+  back as the same Arrow schema, as it does TauGrid's own files;
+* min/max statistics (with type-defined column order) for the columns the reader prunes by.
+
+The footer is the Thrift compact protocol, written by the few lines below. Readers stay on pyarrow;
+compaction (which merges and re-encodes with Snappy) does too, in the process that runs it.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["PAGE_ROWS", "ROW_GROUP_ROWS", "Column", "TextValues", "encode_parquet"]
+
+ROW_GROUP_ROWS = 131_072  # as the pyarrow writer of the compaction
+PAGE_ROWS = 16_384
+_MAGIC = b"PAR1"
+_CREATED_BY = "tau-collector parquet_encoder"
+
+# parquet.thrift enums
+_INT64, _DOUBLE, _BYTE_ARRAY = 2, 5, 6
+_REQUIRED, _OPTIONAL = 0, 1
+_PLAIN, _RLE = 0, 3
+_GZIP = 2
+_DATA_PAGE = 0
+_CONVERTED_UTF8, _CONVERTED_TIMESTAMP_MICROS, _CONVERTED_JSON = 0, 10, 19
+
+_KINDS = ("string", "json", "int64", "timestamp_us", "double")
+
+# A text column: a value per row (None: null), one value for every row, or None for all null.
+TextValues = list[str | None] | list[str] | str | None
+
+
+@dataclass(slots=True)
+class Column:
+    """One column of ``n`` rows.
+
+    ``kind`` is ``string``, ``json`` (strings with the JSON logical type), ``int64``,
+    ``timestamp_us`` (int64 microseconds, UTC) or ``double``. ``values`` is a numpy array for the
+    numeric kinds; for the text kinds a list of ``str`` (``None`` for a null), or one ``str`` for
+    every row, or ``None`` for a column of nulls. ``valid`` (numeric kinds) marks the rows that have
+    a value; None means all. ``statistics`` writes min/max/null count for the column.
+    """
+
+    name: str
+    kind: str
+    required: bool
+    values: object
+    valid: np.ndarray | None = None
+    statistics: bool = False
+
+
+# ---------------------------------------------------------------------------------------
+# Thrift compact protocol: just what the footer and page headers use
+
+_T_TRUE, _T_FALSE, _T_I32, _T_I64, _T_BINARY, _T_LIST, _T_STRUCT = 1, 2, 5, 6, 8, 9, 12
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _zigzag(n: int) -> bytes:
+    return _varint((n << 1) ^ (n >> 63))
+
+
+class _Struct:
+    """A Thrift struct's fields, in increasing field id order."""
+
+    __slots__ = ("_last", "_out")
+
+    def __init__(self) -> None:
+        self._out = bytearray()
+        self._last = 0
+
+    def _head(self, fid: int, ttype: int) -> None:
+        delta = fid - self._last
+        if 0 < delta <= 15:
+            self._out.append((delta << 4) | ttype)
+        else:
+            self._out.append(ttype)
+            self._out += _zigzag(fid)
+        self._last = fid
+
+    def i32(self, fid: int, value: int) -> _Struct:
+        self._head(fid, _T_I32)
+        self._out += _zigzag(value)
+        return self
+
+    def i64(self, fid: int, value: int) -> _Struct:
+        self._head(fid, _T_I64)
+        self._out += _zigzag(value)
+        return self
+
+    def boolean(self, fid: int, value: bool) -> _Struct:
+        self._head(fid, _T_TRUE if value else _T_FALSE)
+        return self
+
+    def binary(self, fid: int, value: bytes | str) -> _Struct:
+        data = value.encode() if isinstance(value, str) else value
+        self._head(fid, _T_BINARY)
+        self._out += _varint(len(data)) + data
+        return self
+
+    def struct(self, fid: int, value: _Struct) -> _Struct:
+        self._head(fid, _T_STRUCT)
+        self._out += value.end()
+        return self
+
+    def list(self, fid: int, element_type: int, items: Sequence[bytes]) -> _Struct:
+        """``items`` already encoded (structs: :meth:`end`, i32: zigzag varints, strings: length + bytes)."""
+        self._head(fid, _T_LIST)
+        n = len(items)
+        self._out += bytes([(n << 4) | element_type]) if n < 15 else bytes([0xF0 | element_type]) + _varint(n)
+        for item in items:
+            self._out += item
+        return self
+
+    def end(self) -> bytes:
+        return bytes(self._out) + b"\0"
+
+
+def _string_item(text: str) -> bytes:
+    data = text.encode()
+    return _varint(len(data)) + data
+
+
+# ---------------------------------------------------------------------------------------
+# values
+
+
+_LENGTH = struct.Struct("<i")
+
+
+def _plain_text(values: Sequence[bytes]) -> bytes:
+    pack = _LENGTH.pack
+    return b"".join([pack(len(v)) + v for v in values])
+
+
+def _definition_levels(valid: np.ndarray) -> bytes:
+    """RLE/bit-packed hybrid, bit width 1, with its 4-byte length: one RLE run when every value is
+    present, else one bit-packed run (values past the end are padding the reader ignores)."""
+    n = len(valid)
+    if valid.all():
+        body = _varint(n << 1) + b"\x01"
+    else:
+        groups = (n + 7) // 8
+        body = _varint((groups << 1) | 1) + np.packbits(valid.astype(np.uint8), bitorder="little").tobytes()
+    return _LENGTH.pack(len(body)) + body
+
+
+def _gzip(data: bytes) -> bytes:
+    compressor = zlib.compressobj(1, zlib.DEFLATED, 31)
+    return compressor.compress(data) + compressor.flush()
+
+
+def _statistics(column: Column, present: object, nulls: int) -> _Struct | None:
+    stats = _Struct()
+    low = high = None
+    if column.kind in ("string", "json"):
+        texts = [v for v in present if v is not None]  # type: ignore[union-attr]
+        if texts:
+            low, high = min(texts).encode(), max(texts).encode()
+    elif column.kind == "double":
+        finite = present[~np.isnan(present)]  # type: ignore[index]
+        if finite.size:
+            lo, hi = float(finite.min()), float(finite.max())
+            # The format's rule for zeros: a minimum of zero is written -0.0, a maximum +0.0.
+            low = struct.pack("<d", -0.0 if lo == 0.0 else lo)
+            high = struct.pack("<d", 0.0 if hi == 0.0 else hi)
+    elif len(present):  # type: ignore[arg-type]
+        low = struct.pack("<q", int(present.min()))  # type: ignore[union-attr]
+        high = struct.pack("<q", int(present.max()))  # type: ignore[union-attr]
+    stats.i64(3, nulls)
+    if low is not None:
+        stats.binary(5, high).binary(6, low)
+    return stats
+
+
+def _pages(column: Column, start: int, stop: int) -> tuple[list[tuple[int, bytes, int]], object, int]:
+    """The row group's page bodies as (value count, body before compression, nulls), its present values
+    and its null count."""
+    n = stop - start
+    optional = not column.required
+    if column.kind in ("string", "json"):
+        values = column.values
+        if isinstance(values, str) or values is None:
+            valid = np.full(n, values is not None)
+            present: object = [values] * n if values is not None else []
+        else:
+            rows = values[start:stop]  # type: ignore[index]
+            valid = np.fromiter((v is not None for v in rows), dtype=bool, count=n)
+            present = [v for v in rows if v is not None] if not valid.all() else rows
+    else:
+        array = np.asarray(column.values)[start:stop]
+        valid = np.ones(n, dtype=bool) if column.valid is None else np.asarray(column.valid[start:stop], dtype=bool)
+        present = array if valid.all() else array[valid]
+    if column.required and not valid.all():
+        raise ValueError(f"column {column.name} is required but has nulls")
+    pages = []
+    at = 0  # in present values
+    for page_start in range(0, n, PAGE_ROWS):
+        page_valid = valid[page_start:page_start + PAGE_ROWS]
+        count = int(page_valid.sum())
+        if column.kind in ("string", "json"):
+            constant = column.values if isinstance(column.values, str) else None
+            if constant is not None:
+                data = constant.encode()
+                body = (_LENGTH.pack(len(data)) + data) * count
+            else:
+                body = _plain_text([v.encode() for v in present[at:at + count]])  # type: ignore[index]
+        elif column.kind == "double":
+            body = np.ascontiguousarray(present[at:at + count], dtype="<f8").tobytes()  # type: ignore[index]
+        else:
+            body = np.ascontiguousarray(present[at:at + count], dtype="<i8").tobytes()  # type: ignore[index]
+        at += count
+        levels = _definition_levels(page_valid) if optional else b""
+        pages.append((len(page_valid), levels + body, len(page_valid) - count))
+    return pages, present, n - int(valid.sum())
+
+
+def _schema_element(column: Column) -> bytes:
+    element = _Struct()
+    physical = {"string": _BYTE_ARRAY, "json": _BYTE_ARRAY, "int64": _INT64, "timestamp_us": _INT64,
+                "double": _DOUBLE}[column.kind]
+    element.i32(1, physical).i32(3, _REQUIRED if column.required else _OPTIONAL).binary(4, column.name)
+    logical = _Struct()
+    if column.kind == "string":
+        element.i32(6, _CONVERTED_UTF8)
+        logical.struct(1, _Struct())
+    elif column.kind == "json":
+        element.i32(6, _CONVERTED_JSON)
+        logical.struct(12, _Struct())
+    elif column.kind == "timestamp_us":
+        element.i32(6, _CONVERTED_TIMESTAMP_MICROS)
+        logical.struct(8, _Struct().boolean(1, True).struct(2, _Struct().struct(2, _Struct())))
+    else:
+        return element.end()
+    return element.struct(10, logical).end()
+
+
+def encode_parquet(columns: list[Column], rows: int) -> bytes:
+    """The file's bytes: ``columns`` (each of ``rows`` rows) in order."""
+    for column in columns:
+        if column.kind not in _KINDS:
+            raise ValueError(f"column {column.name}: unknown kind {column.kind!r}")
+    out = bytearray(_MAGIC)
+    row_groups = []
+    for group_start in range(0, rows, ROW_GROUP_ROWS):
+        group_stop = min(rows, group_start + ROW_GROUP_ROWS)
+        chunks, group_bytes = [], 0
+        for column in columns:
+            pages, present, nulls = _pages(column, group_start, group_stop)
+            first = len(out)
+            uncompressed = 0
+            for count, body, _ in pages:
+                packed = _gzip(body)
+                header = _Struct().i32(1, _DATA_PAGE).i32(2, len(body)).i32(3, len(packed)).struct(
+                    5, _Struct().i32(1, count).i32(2, _PLAIN).i32(3, _RLE).i32(4, _RLE)).end()
+                out += header
+                out += packed
+                uncompressed += len(header) + len(body)
+            meta = _Struct().i32(1, {"string": _BYTE_ARRAY, "json": _BYTE_ARRAY, "double": _DOUBLE}.get(
+                column.kind, _INT64))
+            meta.list(2, _T_I32, [_zigzag(_PLAIN), _zigzag(_RLE)])
+            meta.list(3, _T_BINARY, [_string_item(column.name)])
+            meta.i32(4, _GZIP).i64(5, group_stop - group_start).i64(6, uncompressed).i64(7, len(out) - first)
+            meta.i64(9, first)
+            if column.statistics:
+                stats = _statistics(column, present, nulls)
+                if stats is not None:
+                    meta.struct(12, stats)
+            chunks.append(_Struct().i64(2, first).struct(3, meta).end())
+            group_bytes += uncompressed
+        row_groups.append(_Struct().list(1, _T_STRUCT, chunks).i64(2, group_bytes)
+                          .i64(3, group_stop - group_start).end())
+    root = _Struct().binary(4, "schema").i32(5, len(columns)).end()
+    footer = _Struct().i32(1, 2)
+    footer.list(2, _T_STRUCT, [root, *(_schema_element(c) for c in columns)])
+    footer.i64(3, rows).list(4, _T_STRUCT, row_groups)
+    footer.binary(6, _CREATED_BY)
+    footer.list(7, _T_STRUCT, [_Struct().struct(1, _Struct()).end() for _ in columns])
+    meta_bytes = footer.end()
+    out += meta_bytes
+    out += _LENGTH.pack(len(meta_bytes))
+    out += _MAGIC
+    return bytes(out)
