@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PAGE_ROWS", "ROW_GROUP_ROWS", "Column", "TextValues", "encode_parquet"]
+__all__ = ["PAGE_ROWS", "ROW_GROUP_ROWS", "Coded", "Column", "TextValues", "encode_parquet"]
 
 ROW_GROUP_ROWS = 131_072  # as the pyarrow writer of the compaction
 PAGE_ROWS = 16_384
@@ -36,14 +36,25 @@ _CREATED_BY = "tau-collector parquet_encoder"
 _INT64, _DOUBLE, _BYTE_ARRAY = 2, 5, 6
 _REQUIRED, _OPTIONAL = 0, 1
 _PLAIN, _RLE = 0, 3
-_GZIP = 2
+_UNCOMPRESSED, _GZIP = 0, 2
+_COMPRESS_FROM = 1024  # bytes of a column chunk's pages
 _DATA_PAGE = 0
 _CONVERTED_UTF8, _CONVERTED_TIMESTAMP_MICROS, _CONVERTED_JSON = 0, 10, 19
 
 _KINDS = ("string", "json", "int64", "timestamp_us", "double")
 
-# A text column: a value per row (None: null), one value for every row, or None for all null.
-TextValues = list[str | None] | list[str] | str | None
+
+
+@dataclass(slots=True)
+class Coded:
+    """A text column of few distinct values: row ``i`` is ``values[codes[i]]`` (no nulls)."""
+
+    values: list[str]
+    codes: np.ndarray
+
+
+# A text column: a value per row (None: null), coded values, one value for every row, or None for all null.
+TextValues = list[str | None] | list[str] | Coded | str | None
 
 
 @dataclass(slots=True)
@@ -152,11 +163,6 @@ def _string_item(text: str) -> bytes:
 _LENGTH = struct.Struct("<i")
 
 
-def _plain_text(values: Sequence[bytes]) -> bytes:
-    pack = _LENGTH.pack
-    return b"".join([pack(len(v)) + v for v in values])
-
-
 def _definition_levels(valid: np.ndarray) -> bytes:
     """RLE/bit-packed hybrid, bit width 1, with its 4-byte length: one RLE run when every value is
     present, else one bit-packed run (values past the end are padding the reader ignores)."""
@@ -178,9 +184,8 @@ def _statistics(column: Column, present: object, nulls: int) -> _Struct | None:
     stats = _Struct()
     low = high = None
     if column.kind in ("string", "json"):
-        texts = [v for v in present if v is not None]  # type: ignore[union-attr]
-        if texts:
-            low, high = min(texts).encode(), max(texts).encode()
+        if present:
+            low, high = min(present).encode(), max(present).encode()  # type: ignore[type-var]
     elif column.kind == "double":
         finite = present[~np.isnan(present)]  # type: ignore[index]
         if finite.size:
@@ -197,46 +202,64 @@ def _statistics(column: Column, present: object, nulls: int) -> _Struct | None:
     return stats
 
 
-def _pages(column: Column, start: int, stop: int) -> tuple[list[tuple[int, bytes, int]], object, int]:
-    """The row group's page bodies as (value count, body before compression, nulls), its present values
-    and its null count."""
+def _text_rows(column: Column, start: int, stop: int) -> tuple[np.ndarray, list[bytes] | None, np.ndarray | None,
+                                                             list[str]]:
+    """A text column's rows ``start:stop`` as (valid mask, PLAIN pieces, codes into the pieces or None
+    when the pieces are the present values in order, the distinct present values for statistics)."""
     n = stop - start
-    optional = not column.required
-    if column.kind in ("string", "json"):
-        values = column.values
-        if isinstance(values, str) or values is None:
-            valid = np.full(n, values is not None)
-            present: object = [values] * n if values is not None else []
-        else:
-            rows = values[start:stop]  # type: ignore[index]
-            valid = np.fromiter((v is not None for v in rows), dtype=bool, count=n)
-            present = [v for v in rows if v is not None] if not valid.all() else rows
+    values = column.values
+    pack = _LENGTH.pack
+    if values is None:
+        return np.zeros(n, dtype=bool), [], None, []
+    if isinstance(values, str):
+        data = values.encode()
+        return np.ones(n, dtype=bool), [pack(len(data)) + data], np.zeros(n, dtype=np.int64), [values]
+    if isinstance(values, Coded):
+        codes = values.codes[start:stop]
+        used = [values.values[c] for c in np.unique(codes).tolist()]
+        pieces = [pack(len(b)) + b for b in map(str.encode, values.values)]
+        return np.ones(n, dtype=bool), pieces, codes, used
+    rows = values[start:stop]  # type: ignore[index]
+    if None in rows:
+        valid = np.fromiter((v is not None for v in rows), dtype=bool, count=n)
+        rows = [v for v in rows if v is not None]
+    else:
+        valid = np.ones(n, dtype=bool)
+    return valid, [pack(len(b)) + b for b in map(str.encode, rows)], None, rows
+
+
+def _pages(column: Column, start: int, stop: int) -> tuple[list[tuple[int, bytes]], object, int]:
+    """The row group's pages as (value count, body before compression), the present values for
+    statistics and the null count."""
+    n = stop - start
+    text = column.kind in ("string", "json")
+    if text:
+        valid, pieces, codes, present = _text_rows(column, start, stop)
     else:
         array = np.asarray(column.values)[start:stop]
         valid = np.ones(n, dtype=bool) if column.valid is None else np.asarray(column.valid[start:stop], dtype=bool)
         present = array if valid.all() else array[valid]
-    if column.required and not valid.all():
+        dtype = "<f8" if column.kind == "double" else "<i8"
+    nulls = n - int(valid.sum())
+    if column.required and nulls:
         raise ValueError(f"column {column.name} is required but has nulls")
     pages = []
     at = 0  # in present values
     for page_start in range(0, n, PAGE_ROWS):
         page_valid = valid[page_start:page_start + PAGE_ROWS]
         count = int(page_valid.sum())
-        if column.kind in ("string", "json"):
-            constant = column.values if isinstance(column.values, str) else None
-            if constant is not None:
-                data = constant.encode()
-                body = (_LENGTH.pack(len(data)) + data) * count
-            else:
-                body = _plain_text([v.encode() for v in present[at:at + count]])  # type: ignore[index]
-        elif column.kind == "double":
-            body = np.ascontiguousarray(present[at:at + count], dtype="<f8").tobytes()  # type: ignore[index]
+        if not text:
+            body = np.ascontiguousarray(present[at:at + count], dtype=dtype).tobytes()  # type: ignore[index]
+        elif codes is None:
+            body = b"".join(pieces[at:at + count])
+        elif len(pieces) == 1:
+            body = pieces[0] * count
         else:
-            body = np.ascontiguousarray(present[at:at + count], dtype="<i8").tobytes()  # type: ignore[index]
+            body = b"".join([pieces[c] for c in codes[at:at + count].tolist()])
         at += count
-        levels = _definition_levels(page_valid) if optional else b""
-        pages.append((len(page_valid), levels + body, len(page_valid) - count))
-    return pages, present, n - int(valid.sum())
+        levels = b"" if column.required else _definition_levels(page_valid)
+        pages.append((len(page_valid), levels + body))
+    return pages, present, nulls
 
 
 def _schema_element(column: Column) -> bytes:
@@ -259,6 +282,10 @@ def _schema_element(column: Column) -> bytes:
     return element.struct(10, logical).end()
 
 
+_SCHEMAS: dict[tuple, list[bytes]] = {}  # the schema elements of a column layout (one in practice)
+_TYPE_ORDER = b"\x1c\x00\x00"  # ColumnOrder{TYPE_ORDER: TypeDefinedOrder{}}
+
+
 def encode_parquet(columns: list[Column], rows: int) -> bytes:
     """The file's bytes: ``columns`` (each of ``rows`` rows) in order."""
     for column in columns:
@@ -273,8 +300,10 @@ def encode_parquet(columns: list[Column], rows: int) -> bytes:
             pages, present, nulls = _pages(column, group_start, group_stop)
             first = len(out)
             uncompressed = 0
-            for count, body, _ in pages:
-                packed = _gzip(body)
+            # Compressing a few hundred bytes costs more than it saves (a live run's chunk of a hundred rows).
+            codec = _GZIP if sum(len(body) for _, body in pages) >= _COMPRESS_FROM else _UNCOMPRESSED
+            for count, body in pages:
+                packed = _gzip(body) if codec == _GZIP else body
                 header = _Struct().i32(1, _DATA_PAGE).i32(2, len(body)).i32(3, len(packed)).struct(
                     5, _Struct().i32(1, count).i32(2, _PLAIN).i32(3, _RLE).i32(4, _RLE)).end()
                 out += header
@@ -284,7 +313,7 @@ def encode_parquet(columns: list[Column], rows: int) -> bytes:
                 column.kind, _INT64))
             meta.list(2, _T_I32, [_zigzag(_PLAIN), _zigzag(_RLE)])
             meta.list(3, _T_BINARY, [_string_item(column.name)])
-            meta.i32(4, _GZIP).i64(5, group_stop - group_start).i64(6, uncompressed).i64(7, len(out) - first)
+            meta.i32(4, codec).i64(5, group_stop - group_start).i64(6, uncompressed).i64(7, len(out) - first)
             meta.i64(9, first)
             if column.statistics:
                 stats = _statistics(column, present, nulls)
@@ -294,12 +323,16 @@ def encode_parquet(columns: list[Column], rows: int) -> bytes:
             group_bytes += uncompressed
         row_groups.append(_Struct().list(1, _T_STRUCT, chunks).i64(2, group_bytes)
                           .i64(3, group_stop - group_start).end())
-    root = _Struct().binary(4, "schema").i32(5, len(columns)).end()
+    layout = tuple((c.name, c.kind, c.required) for c in columns)
+    schema = _SCHEMAS.get(layout)
+    if schema is None:
+        root = _Struct().binary(4, "schema").i32(5, len(columns)).end()
+        schema = _SCHEMAS[layout] = [root, *(_schema_element(c) for c in columns)]
     footer = _Struct().i32(1, 2)
-    footer.list(2, _T_STRUCT, [root, *(_schema_element(c) for c in columns)])
+    footer.list(2, _T_STRUCT, schema)
     footer.i64(3, rows).list(4, _T_STRUCT, row_groups)
     footer.binary(6, _CREATED_BY)
-    footer.list(7, _T_STRUCT, [_Struct().struct(1, _Struct()).end() for _ in columns])
+    footer.list(7, _T_STRUCT, [_TYPE_ORDER] * len(columns))
     meta_bytes = footer.end()
     out += meta_bytes
     out += _LENGTH.pack(len(meta_bytes))

@@ -28,7 +28,7 @@ from .compaction_process import CompactionProcess
 from .config_rows import ConfigConflictError, put_run_config, run_config_hash
 from .configs import RunConfig
 from .metric_files import metric_file_path
-from .parquet_encoder import Column, TextValues, encode_parquet
+from .parquet_encoder import Coded, Column, TextValues, encode_parquet
 from .store import ExpStore, StoreError, utc_now_rfc3339
 from .summaries import MetricSummaryRow, merge_summaries, read_summary, store_summary, summarize_metric
 
@@ -278,7 +278,7 @@ class MetricWriter:
             Column("project", "string", True, run.project),
             Column("run_group_id", "string", True, run.run_group_id),
             Column("run_id", "string", True, run.run_id),
-            Column("metric_name", "string", True, [names_sorted[i] for i in metric_sorted.tolist()], statistics=True),
+            Column("metric_name", "string", True, Coded(names_sorted, metric_sorted), statistics=True),
             Column("step", "int64", False, steps, statistics=True),
             Column("wall_time", "timestamp_us", False, walls, statistics=True,
                    valid=None if run.wall_valid is None else rows(run.wall_valid)),
