@@ -2,7 +2,8 @@
 
 1. latency  — from a history chunk's rename (and from a tfevents append+flush) to the point being
    visible through the expstore read API, p50/p95 over N points, collector in ``--watch`` mode.
-2. footprint — the collector's RSS and CPU while a job writes 1,000 events/s (10 chunks/s).
+2. footprint — the collector's RSS and CPU (with its compaction children's) while a job writes 1,000 events/s
+   as 10 or 2 new history files a second, or as 10 or 2 appends a second to one history file.
 3. ingest   — sustained events/s of a one-shot collector over pre-written history.
 4. sink     — CPU per chunk of the expstore sink alone (in-process, 100 events a chunk), the share of
    a chunk's cost that is the store's rather than the spool's.
@@ -120,7 +121,8 @@ def latency(points: int) -> dict[str, dict[str, float]]:
 
 
 def proc_usage(pid: int) -> tuple[float, float, dict[str, int]]:
-    """(user CPU s, system CPU s, memory counters in bytes) of a process, from /proc."""
+    """(user CPU s, system CPU s, memory counters in bytes) of a process, from /proc. The CPU includes
+    the process's children that have exited (the collector's compaction processes)."""
     with open(f"/proc/{pid}/stat") as handle:
         fields = handle.read().rsplit(")", 1)[1].split()
     with open(f"/proc/{pid}/status") as handle:
@@ -129,10 +131,26 @@ def proc_usage(pid: int) -> tuple[float, float, dict[str, int]]:
             for line in handle
             if line.startswith(("VmRSS:", "RssAnon:", "RssFile:"))
         }
-    return int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS, memory
+    return ((int(fields[11]) + int(fields[13])) / CLOCK_TICKS, (int(fields[12]) + int(fields[14])) / CLOCK_TICKS,
+            memory)
 
 
-def footprint(seconds: float, chunks_per_s: float) -> dict[str, float]:
+def children_rss(pid: int) -> int:
+    """Resident bytes of ``pid``'s running children (a compaction process, when one runs)."""
+    total = 0
+    try:
+        kids = open(f"/proc/{pid}/task/{pid}/children").read().split()
+        for kid in kids:
+            with open(f"/proc/{kid}/status") as handle:
+                total += sum(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:"))
+    except OSError:
+        pass  # it exited between the listing and the read
+    return total
+
+
+def footprint(seconds: float, chunks_per_s: float, append: bool = False) -> dict[str, float]:
+    """The collector while a job writes 1,000 events/s: ``chunks_per_s`` new history files a second, or
+    with ``append`` that many appends a second to one history file (as W&B and TensorBoard write)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "hist").mkdir()
@@ -151,7 +169,11 @@ def footprint(seconds: float, chunks_per_s: float) -> dict[str, float]:
                     {"_step": s, "_timestamp": time.time(), "loss": 1 / (s + 1), "acc": s * 1e-6}
                     for s in range(step, step + per_chunk)
                 ]
-                write_chunk(root / "hist", index, rows)
+                if append:
+                    with open(root / "hist" / "history.jsonl", "a") as handle:
+                        handle.writelines(json.dumps(r) + "\n" for r in rows)
+                else:
+                    write_chunk(root / "hist", index, rows)
                 step, index = step + per_chunk, index + 1
                 stop.wait(max(0.0, 1 / chunks_per_s - (time.perf_counter() - tick)))
 
@@ -160,10 +182,11 @@ def footprint(seconds: float, chunks_per_s: float) -> dict[str, float]:
         time.sleep(3)  # warm-up: imports, first drains
         user0, sys0, _ = proc_usage(proc.pid)
         start = time.perf_counter()
-        peak = 0
+        peak = child_peak = 0
         while time.perf_counter() - start < seconds:
             time.sleep(0.5)
             peak = max(peak, proc_usage(proc.pid)[2]["VmRSS"])
+            child_peak = max(child_peak, children_rss(proc.pid))
         user1, sys1, memory = proc_usage(proc.pid)
         elapsed = time.perf_counter() - start
         stop.set()
@@ -172,6 +195,7 @@ def footprint(seconds: float, chunks_per_s: float) -> dict[str, float]:
     return {
         "events_per_s": 1000,
         "chunks_per_s": chunks_per_s,
+        "pattern": "appends to one file" if append else "new files",
         "seconds": elapsed,
         "cpu_fraction_of_core": (user1 - user0 + sys1 - sys0) / elapsed,
         "user_fraction": (user1 - user0) / elapsed,
@@ -180,6 +204,7 @@ def footprint(seconds: float, chunks_per_s: float) -> dict[str, float]:
         "rss_anon_mb": memory["RssAnon"] / 2**20,
         "rss_file_mb": memory["RssFile"] / 2**20,
         "peak_rss_mb": peak / 2**20,
+        "compaction_child_peak_rss_mb": child_peak / 2**20,
     }
 
 
@@ -255,7 +280,8 @@ def main() -> None:
     args = parser.parse_args()
     phases = {
         "latency": lambda: latency(args.points),
-        "footprint": lambda: [footprint(args.seconds, rate) for rate in args.chunks_per_s or (10.0, 2.0)],
+        "footprint": lambda: [footprint(args.seconds, rate, append) for append in (False, True)
+                              for rate in args.chunks_per_s or (10.0, 2.0)],
         "ingest": lambda: ingest(args.events),
         "sink": lambda: sink(args.sink_chunks),
     }
@@ -267,10 +293,11 @@ def main() -> None:
         )
     for fp in results.get("footprint", []):
         print(
-            f"1k events/s in {fp['chunks_per_s']:g} chunks/s   CPU {100 * fp['cpu_fraction_of_core']:.1f}% of a core "
+            f"1k events/s, {fp['chunks_per_s']:g}/s {fp['pattern']:19s} CPU {100 * fp['cpu_fraction_of_core']:.1f}% "
             f"(user {100 * fp['user_fraction']:.1f}%, system {100 * fp['system_fraction']:.1f}%), "
             f"RSS {fp['rss_mb']:.0f} MB = anon {fp['rss_anon_mb']:.0f} + files {fp['rss_file_mb']:.0f} "
-            f"(peak {fp['peak_rss_mb']:.0f} MB) over {fp['seconds']:.0f} s"
+            f"(peak {fp['peak_rss_mb']:.0f} MB; compaction child peak {fp['compaction_child_peak_rss_mb']:.0f} MB) "
+            f"over {fp['seconds']:.0f} s"
         )
     ing = results.get("ingest")
     if ing:

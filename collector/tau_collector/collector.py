@@ -83,6 +83,9 @@ class CollectorOptions:
     tags: dict[str, str] = field(default_factory=dict)
     completion_file: str = ""
     interval: float = 60.0
+    # Watch mode: the shortest time between the starts of two drains; changes meanwhile join the next one
+    # (ours, like a log shipper's flush interval: fewer, larger chunks when a job writes many times a second).
+    batch_wait: float = 0.0
     baseline_existing_history: bool = False
     ready_file: str = ""
     done_file: str = ""
@@ -231,6 +234,7 @@ class Collector:
             iteration, changed = 0, None
             while True:
                 iteration += 1
+                started = time.monotonic()
                 self._drain(checkpoint, final=False, changed=changed)
                 if self._completion_exists():
                     self._finish(checkpoint)
@@ -238,7 +242,7 @@ class Collector:
                 if not o.watch or (o.max_iterations and iteration >= o.max_iterations):
                     return self.result
                 assert watcher is not None
-                changed = watcher.wait(o.interval, self._stop)
+                changed = watcher.wait(o.interval, self._stop, not_before=started + o.batch_wait)
                 if self._stop.is_set():
                     self._finish_cancelled(checkpoint)
                     return self.result

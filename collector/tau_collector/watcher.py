@@ -21,7 +21,7 @@ class ChangeWatcher:
     POLL = 0.25
     # How often the watching thread looks at its stop flag while nothing changes (and the longest
     # the first, synchronous step takes).
-    _TICK_MS = 50
+    _TICK_MS = 250
 
     def __init__(self, roots: list[str]) -> None:
         self._roots = sorted({os.path.abspath(r) for r in roots})
@@ -41,7 +41,7 @@ class ChangeWatcher:
         except ImportError:  # without the native watcher the loop polls
             self._complete = False
             return
-        changes = watch(*existing, watch_filter=None, debounce=50, step=10, stop_event=self._closing,
+        changes = watch(*existing, watch_filter=None, debounce=50, step=50, stop_event=self._closing,
                         rust_timeout=self._TICK_MS, yield_on_timeout=True, raise_interrupt=False,
                         force_polling=False, ignore_permission_denied=True)
         # The first step registers the watches, here and now, so that nothing written after the
@@ -70,11 +70,14 @@ class ChangeWatcher:
         finally:
             changes.close()
 
-    def wait(self, interval: float, stop: threading.Event) -> set[str] | None:
+    def wait(self, interval: float, stop: threading.Event, *, not_before: float = 0.0) -> set[str] | None:
         """The paths that changed, or None when the loop should rescan everything.
 
         Everything is rescanned when the interval passes without news (TauGrid's polling),
-        while directories cannot be watched, and after a watcher failure.
+        while directories cannot be watched, and after a watcher failure. News is not returned
+        before ``not_before`` (``time.monotonic()``): what arrives until then joins the same drain,
+        so a job writing ten times a second is read as one batch per batch wait, while a change
+        after a quiet spell is returned at once.
         """
         timeout = interval if self._complete else min(interval, self.POLL)
         deadline = time.monotonic() + timeout
@@ -84,11 +87,13 @@ class ChangeWatcher:
             if remaining <= 0:
                 break
             try:
-                item = self._events.get(timeout=min(remaining, 0.1))
+                item = self._events.get(timeout=min(remaining, 0.25))
             except queue.Empty:
                 continue
             changed = item if isinstance(item, set) else None
             break
+        while not stop.is_set() and time.monotonic() < not_before:
+            stop.wait(min(0.05, not_before - time.monotonic()))
         while changed is not None and not self._events.empty():  # coalesce a burst into one drain
             item = self._events.get_nowait()
             changed = changed | item if isinstance(item, set) else None

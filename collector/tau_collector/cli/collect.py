@@ -60,6 +60,9 @@ _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
+DEFAULT_BATCH_WAIT = "500ms"
+
+
 def parse_duration(text: str) -> float:
     """Go's ``time.ParseDuration`` (``10s``, ``1m30s``, ``500ms``) in seconds."""
     raw = text.strip()
@@ -117,6 +120,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                        help="longest wait between drains when no change is seen (default 1m) "
                             "[$TAU_METRICS_OFFLOAD_INTERVAL]")
     spool.add_argument("--watch", action="store_true", help="run until the completion file appears")
+    spool.add_argument("--batch-wait", type=parse_duration,
+                       help="with --watch, the shortest time between two drains: changes meanwhile are read "
+                            f"together, as one chunk per file (ours; default {DEFAULT_BATCH_WAIT}) "
+                            "[$TAU_COLLECTOR_BATCH_WAIT]")
     spool.add_argument("--max-iterations", type=int, default=0, help="stop watching after N drains")
     spool.add_argument("--ready-file", default="", help="written with 'ready' once the spool is replayed")
     spool.add_argument("--done-file", default="", help="written with 'done' after the terminal marker")
@@ -217,6 +224,13 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
     interval = args.interval if args.interval is not None else _env_duration("INTERVAL", "1m")
     if interval <= 0:
         raise UsageError(f"--interval must be positive, got {interval:g}s")
+    try:
+        batch_wait = (args.batch_wait if args.batch_wait is not None
+                      else parse_duration(os.environ.get("TAU_COLLECTOR_BATCH_WAIT", "").strip() or DEFAULT_BATCH_WAIT))
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"$TAU_COLLECTOR_BATCH_WAIT: {exc}") from None
+    if batch_wait < 0:
+        raise UsageError(f"--batch-wait must be 0 or more, got {batch_wait:g}s")
     if args.max_iterations < 0:
         raise UsageError(f"--max-iterations must be 0 (no limit) or more, got {args.max_iterations}")
     if args.baseline_existing_history and not args.ready_file.strip():
@@ -243,7 +257,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
         run=run, project=project, experiment=experiment, group=group, out=out, sinks=sinks,
         history=history, tfevents=list(args.tfevents), source=str(_pick(args.source, "SOURCE", "stellar-online")),
         tags=tags, completion_file=str(_pick(args.completion_file, "COMPLETION_FILE", "")),
-        interval=interval, baseline_existing_history=args.baseline_existing_history,
+        interval=interval, batch_wait=batch_wait, baseline_existing_history=args.baseline_existing_history,
         ready_file=args.ready_file, done_file=args.done_file,
         status_artifact_uri=str(_pick(args.status_artifact_uri, "ARTIFACT_URI", "")),
         status_checkpoint_uri=str(_pick(args.status_checkpoint_uri, "CHECKPOINT_URI", "")),
