@@ -2,7 +2,7 @@
 
 1. latency  — from a history chunk's rename (and from a tfevents append+flush) to the point being
    visible through the expstore read API, p50/p95 over N points, collector in ``--watch`` mode.
-2. footprint — the collector's RSS and CPU (with its compaction children's) while a job writes 1,000 events/s
+2. footprint — the collector's RSS and CPU (and, apart, its compaction children's) while a job writes 1,000 events/s
    as 10 or 2 new history files a second, or as 10 or 2 appends a second to one history file.
 3. ingest   — sustained events/s of a one-shot collector over pre-written history.
 4. sink     — CPU per chunk of the expstore sink alone (in-process, 100 events a chunk), the share of
@@ -120,9 +120,9 @@ def latency(points: int) -> dict[str, dict[str, float]]:
     return results
 
 
-def proc_usage(pid: int) -> tuple[float, float, dict[str, int]]:
-    """(user CPU s, system CPU s, memory counters in bytes) of a process, from /proc. The CPU includes
-    the process's children that have exited (the collector's compaction processes)."""
+def proc_usage(pid: int, *, children: bool = False) -> tuple[float, float, dict[str, int]]:
+    """(user CPU s, system CPU s, memory counters in bytes) of a process, from /proc; with ``children``,
+    the CPU of its children that have exited instead (the collector's compaction processes)."""
     with open(f"/proc/{pid}/stat") as handle:
         fields = handle.read().rsplit(")", 1)[1].split()
     with open(f"/proc/{pid}/status") as handle:
@@ -131,8 +131,8 @@ def proc_usage(pid: int) -> tuple[float, float, dict[str, int]]:
             for line in handle
             if line.startswith(("VmRSS:", "RssAnon:", "RssFile:"))
         }
-    return ((int(fields[11]) + int(fields[13])) / CLOCK_TICKS, (int(fields[12]) + int(fields[14])) / CLOCK_TICKS,
-            memory)
+    at = 13 if children else 11
+    return int(fields[at]) / CLOCK_TICKS, int(fields[at + 1]) / CLOCK_TICKS, memory
 
 
 def children_rss(pid: int) -> int:
@@ -181,13 +181,19 @@ def footprint(seconds: float, chunks_per_s: float, append: bool = False) -> dict
         thread.start()
         time.sleep(3)  # warm-up: imports, first drains
         user0, sys0, _ = proc_usage(proc.pid)
+        kids0 = sum(proc_usage(proc.pid, children=True)[:2])
         start = time.perf_counter()
         peak = child_peak = 0
+        compactions, running = 0, False
         while time.perf_counter() - start < seconds:
             time.sleep(0.5)
             peak = max(peak, proc_usage(proc.pid)[2]["VmRSS"])
-            child_peak = max(child_peak, children_rss(proc.pid))
+            child = children_rss(proc.pid)
+            compactions += bool(child) and not running
+            running = bool(child)
+            child_peak = max(child_peak, child)
         user1, sys1, memory = proc_usage(proc.pid)
+        kids1 = sum(proc_usage(proc.pid, children=True)[:2])
         elapsed = time.perf_counter() - start
         stop.set()
         thread.join()
@@ -205,6 +211,8 @@ def footprint(seconds: float, chunks_per_s: float, append: bool = False) -> dict
         "rss_file_mb": memory["RssFile"] / 2**20,
         "peak_rss_mb": peak / 2**20,
         "compaction_child_peak_rss_mb": child_peak / 2**20,
+        "compaction_children_seen": compactions,
+        "compaction_children_cpu_s": kids1 - kids0,  # those that exited within the window
     }
 
 
@@ -293,11 +301,13 @@ def main() -> None:
         )
     for fp in results.get("footprint", []):
         print(
-            f"1k events/s, {fp['chunks_per_s']:g}/s {fp['pattern']:19s} CPU {100 * fp['cpu_fraction_of_core']:.1f}% "
+            f"1k events/s, {fp['chunks_per_s']:g}/s {fp['pattern']:19s} "
+            f"collector CPU {100 * fp['cpu_fraction_of_core']:.1f}% "
             f"(user {100 * fp['user_fraction']:.1f}%, system {100 * fp['system_fraction']:.1f}%), "
             f"RSS {fp['rss_mb']:.0f} MB = anon {fp['rss_anon_mb']:.0f} + files {fp['rss_file_mb']:.0f} "
-            f"(peak {fp['peak_rss_mb']:.0f} MB; compaction child peak {fp['compaction_child_peak_rss_mb']:.0f} MB) "
-            f"over {fp['seconds']:.0f} s"
+            f"(peak {fp['peak_rss_mb']:.0f} MB) over {fp['seconds']:.0f} s; {fp['compaction_children_seen']} "
+            f"compaction child(ren), {fp['compaction_children_cpu_s']:.2f} s CPU, "
+            f"peak {fp['compaction_child_peak_rss_mb']:.0f} MB"
         )
     ing = results.get("ingest")
     if ing:

@@ -83,9 +83,12 @@ class CollectorOptions:
     tags: dict[str, str] = field(default_factory=dict)
     completion_file: str = ""
     interval: float = 60.0
-    # Watch mode: the shortest time between the starts of two drains; changes meanwhile join the next one
-    # (ours, like a log shipper's flush interval: fewer, larger chunks when a job writes many times a second).
+    # Watch mode (ours): after a drain that cost C seconds of CPU, the next one starts no sooner than
+    # max(batch_wait, min(MAX_BUDGET_WAIT, C / cpu_budget)) after it; changes meanwhile join it. A job writing
+    # ten times a second is then read in fewer, larger chunks and the collector's draining stays near
+    # ``cpu_budget`` of a core, while a cheap drain (a few rows) waits only a few tens of milliseconds.
     batch_wait: float = 0.0
+    cpu_budget: float = 0.05
     baseline_existing_history: bool = False
     ready_file: str = ""
     done_file: str = ""
@@ -99,6 +102,9 @@ class CollectorOptions:
     drain_budget: float = 600.0  # how long a shutdown may spend on the final drain
     limits: Limits = DEFAULT_LIMITS  # batch bounds and input size limits (not part of the config identity)
     run_config: str = ""  # the run's configuration file (JSON or YAML), e.g. what %%tau_submit --config wrote
+
+
+MAX_BUDGET_WAIT = 1.0  # seconds: the CPU budget never delays a drain longer than this
 
 
 @dataclass(slots=True)
@@ -234,15 +240,18 @@ class Collector:
             iteration, changed = 0, None
             while True:
                 iteration += 1
-                started = time.monotonic()
+                started, cpu = time.monotonic(), time.process_time()
                 self._drain(checkpoint, final=False, changed=changed)
+                wait = o.batch_wait
+                if o.cpu_budget > 0:
+                    wait = max(wait, min(MAX_BUDGET_WAIT, (time.process_time() - cpu) / o.cpu_budget))
                 if self._completion_exists():
                     self._finish(checkpoint)
                     return self.result
                 if not o.watch or (o.max_iterations and iteration >= o.max_iterations):
                     return self.result
                 assert watcher is not None
-                changed = watcher.wait(o.interval, self._stop, not_before=started + o.batch_wait)
+                changed = watcher.wait(o.interval, self._stop, not_before=started + wait)
                 if self._stop.is_set():
                     self._finish_cancelled(checkpoint)
                     return self.result

@@ -108,6 +108,10 @@ USAGE_ERRORS = [
     (["collect", *IDENTITY, "--out", "o", "--history", "h", "--interval", "soon"], "--interval"),
     (["collect", *IDENTITY, "--out", "o", "--history", "h", "--interval", "0s"], "--interval"),
     (["collect", *IDENTITY, "--out", "o", "--history", "h", "--max-iterations", "-1"], "--max-iterations"),
+    (["collect", *IDENTITY, "--out", "o", "--history", "h", "--batch-wait", "-1s"], "--batch-wait"),
+    (["collect", *IDENTITY, "--out", "o", "--history", "h", "--batch-wait", "later"], "--batch-wait"),
+    (["collect", *IDENTITY, "--out", "o", "--history", "h", "--cpu-budget", "150%"], "--cpu-budget"),
+    (["collect", *IDENTITY, "--out", "o", "--history", "h", "--cpu-budget", "some"], "--cpu-budget"),
     (["collect", *IDENTITY, "--out", "o", "--history", "h", "--baseline-existing-history"], "--ready-file"),
     (["collect", *IDENTITY, "--out", "o", "--history", "h", "--sink", "expstore"], "--store"),
     (["collect", *IDENTITY, "--out", "o", "--history", "h", "--tag", "novalue"], "--tag"),
@@ -150,6 +154,17 @@ def test_a_bad_environment_variable_is_a_usage_error_naming_the_variable(tmp_pat
     assert proc.returncode == 2
     assert proc.stderr.decode().splitlines()[-1].startswith(
         "tau-collector collect: error: $TAU_METRICS_OFFLOAD_INTERVAL: invalid duration 'soon'")
+
+
+@pytest.mark.parametrize(("variable", "value", "says"), [
+    ("TAU_COLLECTOR_BATCH_WAIT", "soon", "invalid duration 'soon'"),
+    ("TAU_COLLECTOR_CPU_BUDGET", "-5%", "must be between 0% and 100%, got '-5%'"),
+])
+def test_a_bad_batching_variable_is_a_usage_error_naming_it(tmp_path, history, variable, value, says):
+    proc = cli("collect", *IDENTITY, "--out", "o", "--history", str(history), "--store", "s", cwd=tmp_path,
+               env={variable: value})
+    assert proc.returncode == 2
+    assert proc.stderr.decode().splitlines()[-1].startswith(f"tau-collector collect: error: ${variable}: {says}")
 
 
 def test_the_console_script_exits_2_on_a_usage_error(tmp_path):

@@ -358,6 +358,39 @@ def test_watch_mode_picks_up_new_chunks_and_exits_after_completion(tmp_path):
     assert StoreReader(ExpStore(tmp_path / "store")).run("seed-1").state == "succeeded"
 
 
+def _write_rows_every(path: Path, rows: int, seconds: float) -> None:
+    for step in range(rows):
+        with open(path, "a") as handle:
+            handle.write(row(step, loss=1.0 / (step + 1)) + "\n")
+        time.sleep(seconds)
+
+
+@pytest.mark.parametrize(("batching", "most_chunks"), [(["--cpu-budget", "0"], None),
+                                                       (["--batch-wait", "600ms"], 8),
+                                                       (["--cpu-budget", "0.1%"], 8)])
+def test_a_fast_writer_is_read_in_batches_and_nothing_is_lost(tmp_path, batching, most_chunks):
+    # 40 appends 50 ms apart (2 s): with --batch-wait 600ms at most one drain per 0.6 s (plus the first and
+    # the final one), and a CPU budget of 0.1% waits the longest (1 s) after any drain; with neither, a drain
+    # follows nearly every append.
+    (tmp_path / "hist").mkdir()
+    proc = start_watching(tmp_path, *batching)
+    try:
+        wait_for(lambda: (tmp_path / "ready").exists())
+        _write_rows_every(tmp_path / "hist" / "history.jsonl", 40, 0.05)
+        wait_for(lambda: store_steps(tmp_path / "store") == list(range(40)))
+        (tmp_path / "completion.json").write_text("")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    status = json.loads(out)
+    assert status["events"] == 41  # every row, and the status marker
+    if most_chunks is None:
+        assert status["chunks"] > 12
+    else:
+        assert status["chunks"] <= most_chunks
+
+
 def test_sigterm_without_completion_emits_a_cancelled_marker_and_exits_1(tmp_path):
     write_chunk(tmp_path / "hist", 0, [row(0, loss=1.0)])
     proc = start_watching(tmp_path)

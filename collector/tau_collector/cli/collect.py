@@ -60,7 +60,29 @@ _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-DEFAULT_BATCH_WAIT = "500ms"
+DEFAULT_CPU_BUDGET = "3%"  # also in --cpu-budget's help
+
+
+def _percent(text: str) -> float:
+    """``5%`` (or ``0.05``) as a fraction in [0, 1]."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid share {text!r} (use e.g. 5% or 0.05)") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0% and 100%, got {text!r}")
+    return value
+
+
+def _ours(value, variable: str, default: str, parse):
+    """A flag of ours, else its ``TAU_COLLECTOR_*`` variable, else the default."""
+    if value is not None:
+        return value
+    try:
+        return parse(os.environ.get(variable, "").strip() or default)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"${variable}: {exc}") from None
 
 
 def parse_duration(text: str) -> float:
@@ -122,8 +144,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     spool.add_argument("--watch", action="store_true", help="run until the completion file appears")
     spool.add_argument("--batch-wait", type=parse_duration,
                        help="with --watch, the shortest time between two drains: changes meanwhile are read "
-                            f"together, as one chunk per file (ours; default {DEFAULT_BATCH_WAIT}) "
-                            "[$TAU_COLLECTOR_BATCH_WAIT]")
+                            "together, as one chunk per file (ours; default 0s) [$TAU_COLLECTOR_BATCH_WAIT]")
+    spool.add_argument("--cpu-budget", type=_percent,
+                       help="with --watch, after a drain that cost C of CPU wait C/BUDGET (at most 1s) before the "
+                            "next, so that draining uses about BUDGET of a core (ours; default 3%%; "
+                            "0 drains at every change) [$TAU_COLLECTOR_CPU_BUDGET]")
     spool.add_argument("--max-iterations", type=int, default=0, help="stop watching after N drains")
     spool.add_argument("--ready-file", default="", help="written with 'ready' once the spool is replayed")
     spool.add_argument("--done-file", default="", help="written with 'done' after the terminal marker")
@@ -224,13 +249,10 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
     interval = args.interval if args.interval is not None else _env_duration("INTERVAL", "1m")
     if interval <= 0:
         raise UsageError(f"--interval must be positive, got {interval:g}s")
-    try:
-        batch_wait = (args.batch_wait if args.batch_wait is not None
-                      else parse_duration(os.environ.get("TAU_COLLECTOR_BATCH_WAIT", "").strip() or DEFAULT_BATCH_WAIT))
-    except argparse.ArgumentTypeError as exc:
-        raise UsageError(f"$TAU_COLLECTOR_BATCH_WAIT: {exc}") from None
+    batch_wait = _ours(args.batch_wait, "TAU_COLLECTOR_BATCH_WAIT", "0s", parse_duration)
     if batch_wait < 0:
         raise UsageError(f"--batch-wait must be 0 or more, got {batch_wait:g}s")
+    cpu_budget = _ours(args.cpu_budget, "TAU_COLLECTOR_CPU_BUDGET", DEFAULT_CPU_BUDGET, _percent)
     if args.max_iterations < 0:
         raise UsageError(f"--max-iterations must be 0 (no limit) or more, got {args.max_iterations}")
     if args.baseline_existing_history and not args.ready_file.strip():
@@ -257,7 +279,8 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
         run=run, project=project, experiment=experiment, group=group, out=out, sinks=sinks,
         history=history, tfevents=list(args.tfevents), source=str(_pick(args.source, "SOURCE", "stellar-online")),
         tags=tags, completion_file=str(_pick(args.completion_file, "COMPLETION_FILE", "")),
-        interval=interval, batch_wait=batch_wait, baseline_existing_history=args.baseline_existing_history,
+        interval=interval, batch_wait=batch_wait, cpu_budget=cpu_budget,
+        baseline_existing_history=args.baseline_existing_history,
         ready_file=args.ready_file, done_file=args.done_file,
         status_artifact_uri=str(_pick(args.status_artifact_uri, "ARTIFACT_URI", "")),
         status_checkpoint_uri=str(_pick(args.status_checkpoint_uri, "CHECKPOINT_URI", "")),

@@ -6,7 +6,9 @@ than half a sidecar's budget (DESIGN §3, issue 11). The rows a sink writes have
 that shape and nothing else, from numpy arrays and Python strings:
 
 * Parquet format 2 files, one row group per ``ROW_GROUP_ROWS`` rows and v1 data pages of at most
-  ``PAGE_ROWS`` values, PLAIN values, RLE definition levels, GZIP pages (``zlib``, level 1);
+  ``PAGE_ROWS`` values, RLE definition levels, GZIP pages (``zlib``, level 1; column chunks under
+  1 KiB stay uncompressed); numbers and per-row text PLAIN, text of one or few values (project, run,
+  metric name, source...) dictionary-encoded with RLE runs of indices;
 * the schema as TauGrid's parquet-go declares it (required/optional, STRING, TIMESTAMP(MICROS,
   UTC), JSON logical types), without an ``ARROW:schema`` blob -- pyarrow reads the logical types
   back as the same Arrow schema, as it does TauGrid's own files;
@@ -35,10 +37,10 @@ _CREATED_BY = "tau-collector parquet_encoder"
 # parquet.thrift enums
 _INT64, _DOUBLE, _BYTE_ARRAY = 2, 5, 6
 _REQUIRED, _OPTIONAL = 0, 1
-_PLAIN, _RLE = 0, 3
+_PLAIN, _PLAIN_DICTIONARY, _RLE, _RLE_DICTIONARY = 0, 2, 3, 8
 _UNCOMPRESSED, _GZIP = 0, 2
 _COMPRESS_FROM = 1024  # bytes of a column chunk's pages
-_DATA_PAGE = 0
+_DATA_PAGE, _DICTIONARY_PAGE = 0, 2
 _CONVERTED_UTF8, _CONVERTED_TIMESTAMP_MICROS, _CONVERTED_JSON = 0, 10, 19
 
 _KINDS = ("string", "json", "int64", "timestamp_us", "double")
@@ -228,9 +230,27 @@ def _text_rows(column: Column, start: int, stop: int) -> tuple[np.ndarray, list[
     return valid, [pack(len(b)) + b for b in map(str.encode, rows)], None, rows
 
 
-def _pages(column: Column, start: int, stop: int) -> tuple[list[tuple[int, bytes]], object, int]:
-    """The row group's pages as (value count, body before compression), the present values for
-    statistics and the null count."""
+def _dictionary_indices(codes: np.ndarray, width: int) -> bytes:
+    """A data page's dictionary indices: the bit width, then one RLE run per stretch of equal codes (rows
+    are sorted by metric, and the other coded columns hold one value: a few runs per page)."""
+    out = bytearray([width])
+    if not len(codes):
+        return bytes(out)
+    value_bytes = (width + 7) // 8
+    bounds = np.flatnonzero(np.diff(codes)) + 1
+    starts = [0, *bounds.tolist()]
+    ends = [*bounds.tolist(), len(codes)]
+    for first, last, code in zip(starts, ends, codes[starts].tolist(), strict=True):
+        out += _varint((last - first) << 1)
+        out += code.to_bytes(value_bytes, "little")
+    return bytes(out)
+
+
+def _pages(column: Column, start: int, stop: int) -> tuple[bytes | None, list[tuple[int, bytes]], object, int]:
+    """The row group's dictionary page body (None: no dictionary), its data pages as (value count, body
+    before compression), the present values for statistics and the null count. Text columns of one or few
+    values (constant, :class:`Coded`) are dictionary-encoded, as pyarrow writes them: a reader filtering by
+    metric name then compares a few dictionary entries, not a string per row."""
     n = stop - start
     text = column.kind in ("string", "json")
     if text:
@@ -243,6 +263,8 @@ def _pages(column: Column, start: int, stop: int) -> tuple[list[tuple[int, bytes
     nulls = n - int(valid.sum())
     if column.required and nulls:
         raise ValueError(f"column {column.name} is required but has nulls")
+    dictionary = b"".join(pieces) if text and codes is not None else None
+    width = (len(pieces) - 1).bit_length() if dictionary is not None else 0
     pages = []
     at = 0  # in present values
     for page_start in range(0, n, PAGE_ROWS):
@@ -252,14 +274,12 @@ def _pages(column: Column, start: int, stop: int) -> tuple[list[tuple[int, bytes
             body = np.ascontiguousarray(present[at:at + count], dtype=dtype).tobytes()  # type: ignore[index]
         elif codes is None:
             body = b"".join(pieces[at:at + count])
-        elif len(pieces) == 1:
-            body = pieces[0] * count
         else:
-            body = b"".join([pieces[c] for c in codes[at:at + count].tolist()])
+            body = _dictionary_indices(codes[at:at + count], width)
         at += count
         levels = b"" if column.required else _definition_levels(page_valid)
         pages.append((len(page_valid), levels + body))
-    return pages, present, nulls
+    return dictionary, pages, present, nulls
 
 
 def _schema_element(column: Column) -> bytes:
@@ -297,24 +317,38 @@ def encode_parquet(columns: list[Column], rows: int) -> bytes:
         group_stop = min(rows, group_start + ROW_GROUP_ROWS)
         chunks, group_bytes = [], 0
         for column in columns:
-            pages, present, nulls = _pages(column, group_start, group_stop)
+            dictionary, pages, present, nulls = _pages(column, group_start, group_stop)
             first = len(out)
             uncompressed = 0
             # Compressing a few hundred bytes costs more than it saves (a live run's chunk of a hundred rows).
-            codec = _GZIP if sum(len(body) for _, body in pages) >= _COMPRESS_FROM else _UNCOMPRESSED
+            size = sum(len(body) for _, body in pages) + len(dictionary or b"")
+            codec = _GZIP if size >= _COMPRESS_FROM else _UNCOMPRESSED
+            if dictionary is not None:
+                packed = _gzip(dictionary) if codec == _GZIP else dictionary
+                header = _Struct().i32(1, _DICTIONARY_PAGE).i32(2, len(dictionary)).i32(3, len(packed)).struct(
+                    7, _Struct().i32(1, len(column.values.values) if isinstance(column.values, Coded) else 1)
+                    .i32(2, _PLAIN_DICTIONARY)).end()
+                out += header
+                out += packed
+                uncompressed += len(header) + len(dictionary)
+            data_start = len(out)
+            encoding = _PLAIN if dictionary is None else _RLE_DICTIONARY
             for count, body in pages:
                 packed = _gzip(body) if codec == _GZIP else body
                 header = _Struct().i32(1, _DATA_PAGE).i32(2, len(body)).i32(3, len(packed)).struct(
-                    5, _Struct().i32(1, count).i32(2, _PLAIN).i32(3, _RLE).i32(4, _RLE)).end()
+                    5, _Struct().i32(1, count).i32(2, encoding).i32(3, _RLE).i32(4, _RLE)).end()
                 out += header
                 out += packed
                 uncompressed += len(header) + len(body)
             meta = _Struct().i32(1, {"string": _BYTE_ARRAY, "json": _BYTE_ARRAY, "double": _DOUBLE}.get(
                 column.kind, _INT64))
-            meta.list(2, _T_I32, [_zigzag(_PLAIN), _zigzag(_RLE)])
+            encodings = [_PLAIN, _RLE] if dictionary is None else [_PLAIN_DICTIONARY, _RLE, _RLE_DICTIONARY]
+            meta.list(2, _T_I32, [_zigzag(e) for e in encodings])
             meta.list(3, _T_BINARY, [_string_item(column.name)])
             meta.i32(4, codec).i64(5, group_stop - group_start).i64(6, uncompressed).i64(7, len(out) - first)
-            meta.i64(9, first)
+            meta.i64(9, data_start)
+            if dictionary is not None:
+                meta.i64(11, first)
             if column.statistics:
                 stats = _statistics(column, present, nulls)
                 if stats is not None:
