@@ -83,10 +83,11 @@ class CollectorOptions:
     tags: dict[str, str] = field(default_factory=dict)
     completion_file: str = ""
     interval: float = 60.0
-    # Watch mode (ours): after a drain that cost C seconds of CPU, the next one starts no sooner than
-    # max(batch_wait, min(MAX_BUDGET_WAIT, C / cpu_budget)) after it; changes meanwhile join it. A job writing
-    # ten times a second is then read in fewer, larger chunks and the collector's draining stays near
-    # ``cpu_budget`` of a core, while a cheap drain (a few rows) waits only a few tens of milliseconds.
+    # Watch mode (ours): after a drain that spent C seconds of CPU on files read before, the next one starts
+    # no sooner than max(batch_wait, min(MAX_BUDGET_WAIT, C / cpu_budget)) after it; changes meanwhile join
+    # it. A job appending ten times a second is then read in fewer, larger chunks and draining it stays near
+    # ``cpu_budget`` of a core, while a cheap drain (a few rows) waits only a few tens of milliseconds. New
+    # files are not waited for: each is a chunk of its own however long one waits.
     batch_wait: float = 0.0
     cpu_budget: float = 0.05
     baseline_existing_history: bool = False
@@ -240,11 +241,11 @@ class Collector:
             iteration, changed = 0, None
             while True:
                 iteration += 1
-                started, cpu = time.monotonic(), time.process_time()
-                self._drain(checkpoint, final=False, changed=changed)
+                started = time.monotonic()
+                appended_cpu = self._drain(checkpoint, final=False, changed=changed)
                 wait = o.batch_wait
                 if o.cpu_budget > 0:
-                    wait = max(wait, min(MAX_BUDGET_WAIT, (time.process_time() - cpu) / o.cpu_budget))
+                    wait = max(wait, min(MAX_BUDGET_WAIT, appended_cpu / o.cpu_budget))
                 if self._completion_exists():
                     self._finish(checkpoint)
                     return self.result
@@ -310,8 +311,9 @@ class Collector:
         except HistoryPathError as exc:
             raise CollectorError(str(exc)) from None
 
-    def _drain(self, checkpoint: Checkpoint, *, final: bool, changed: set[str] | None = None) -> None:
-        """Read every source (``changed`` None), or only the files a watch event named.
+    def _drain(self, checkpoint: Checkpoint, *, final: bool, changed: set[str] | None = None) -> float:
+        """Read every source (``changed`` None), or only the files a watch event named; returns the CPU
+        seconds spent on files read before (appends: what waiting would have gathered into fewer chunks).
 
         A full drain lists and stats every file, which grows with the run (a chunk file per
         step is common); targeted drains keep a long run's cost proportional to what is new.
@@ -325,11 +327,16 @@ class Collector:
                     continue
                 if path not in present and not any(s.owns(path) for s in self.sources if not s.strict):
                     raise CollectorError(f"checkpointed history source disappeared: {path}")
+        appended_cpu = 0.0
         for source, found in inputs:
             for source_input in found:
+                known, cpu = source_input.path in checkpoint.sources, time.process_time()
                 self._drain_input(checkpoint, pipeline, source, source_input, final)
+                if known:
+                    appended_cpu += time.process_time() - cpu
         if not self._config_settled:
             self._store_config()
+        return appended_cpu
 
     def _store_config(self) -> None:
         """Store the run's configuration once: ``--run-config`` when given, else the first a source has.

@@ -146,8 +146,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                        help="with --watch, the shortest time between two drains: changes meanwhile are read "
                             "together, as one chunk per file (ours; default 0s) [$TAU_COLLECTOR_BATCH_WAIT]")
     spool.add_argument("--cpu-budget", type=_percent,
-                       help="with --watch, after a drain that cost C of CPU wait C/BUDGET (at most 1s) before the "
-                            "next, so that draining uses about BUDGET of a core (ours; default 3%%; "
+                       help="with --watch, after a drain that spent C of CPU on appended files, wait C/BUDGET "
+                            "(at most 1s) before the next, so that reading them uses about BUDGET of a core (ours; "
+                            "default 3%%; "
                             "0 drains at every change) [$TAU_COLLECTOR_CPU_BUDGET]")
     spool.add_argument("--max-iterations", type=int, default=0, help="stop watching after N drains")
     spool.add_argument("--ready-file", default="", help="written with 'ready' once the spool is replayed")
