@@ -4,6 +4,9 @@ Inputs, generated in a temporary directory:
 
 * ``backlog.jsonl`` -- ``--rows`` history rows x 4 metrics (200k rows: ~30 MB, issue 11's backlog);
 * ``tb/`` -- one tensorboardX event file of ``--scalars`` scalars (4 tags);
+* with ``--event-file-gb G``: ``tb-big/``, a tensorboardX event file of about G GB (~49 bytes a scalar),
+  for the peak memory of ``collect``, ``import`` and ``dump`` over it (its rate is reported, its baseline
+  is the small file's: ``EventFileLoader`` over a gigabyte would take most of an hour);
 * with ``--hostile``: a 1 GiB history line without a newline after 3 rows (a sparse file), an event
   file whose fourth frame header claims 2**60 bytes, a W&B run whose rows nest 1000 levels deep.
 
@@ -68,13 +71,15 @@ def write_backlog(path: Path, rows: int) -> None:
                                      "lr": 0.001 * (1 - s / rows), "grad_norm": (s % 97) / 7.0}) + "\n")
 
 
-def write_event_file(directory: Path, scalars: int) -> Path:
+def write_event_file(directory: Path, scalars: int, *, progress: bool = False) -> Path:
     from tensorboardX import SummaryWriter
 
     writer = SummaryWriter(str(directory), max_queue=100_000, flush_secs=3600)
     tags = ("train/loss", "train/acc", "train/lr", "eval/loss")
     for i in range(scalars):
         writer.add_scalar(tags[i % 4], 1.0 / (i + 1), i // 4, walltime=T0 + i * 0.001)
+        if progress and not i % 1_000_000:
+            print(f"writing the event file: {i:,} of {scalars:,} scalars", flush=True)
     writer.close()
     (path,) = [p for p in directory.iterdir() if "tfevents" in p.name]
     return path
@@ -125,6 +130,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--scalars", type=int, default=400_000)
     parser.add_argument("--hostile", action="store_true", help="also the 1 GiB line, 2^60 frame and 1000-deep rows")
+    parser.add_argument("--event-file-gb", type=float, default=0.0,
+                        help="also an event file of about this many GB (collect, import, dump)")
     parser.add_argument("--code", type=Path, help="run the commands from this checkout (before/after)")
     parser.add_argument("--label", default="", help="suffix of the JSON file written")
     args = parser.parse_args()
@@ -152,6 +159,14 @@ def main() -> None:
             "dump jsonl": (["tau_collector", "dump", str(backlog)], args.rows * 4),
             "dump tfevents": (["tau_collector", "dump", str(event_file)], args.scalars),
         }
+        if args.event_file_gb:
+            big_scalars = int(args.event_file_gb * 1e9 / 49)
+            big = write_event_file(work / "tb-big", big_scalars, progress=True)
+            results["big_event_file_bytes"] = big.stat().st_size
+            cases["collect big tfevents"] = (collect(work, "tb-big", "--tfevents", str(big.parent)), big_scalars)
+            cases["import big tfevents"] = (["taunotebook", "import", str(big.parent), "--store",
+                                             str(work / "i-tb-big"), "-q"], big_scalars)
+            cases["dump big tfevents"] = (["tau_collector", "dump", str(big)], big_scalars)
         if args.hostile:
             for name, path in write_hostile(work).items():
                 cases[f"collect {name}"] = (collect(work, name.replace(" ", "_"),
