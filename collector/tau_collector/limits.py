@@ -28,12 +28,15 @@ class LimitsError(ValueError):
 class Limits:
     """``batch_bytes``: source bytes per batch (a longer single line or record still makes one
     batch); ``batch_records``: history lines or event records per batch; ``max_line_bytes``: the
-    longest line or record read; ``max_depth``: the deepest nesting flattened into metric names."""
+    longest line or record read; ``max_depth``: the deepest nesting flattened into metric names;
+    ``max_row_fields``: the most keys a history line may have (each numeric one is an event of ~700
+    bytes: 16 MiB of ``"k":1,`` would be two million events, gigabytes in one chunk)."""
 
     batch_bytes: int = 512 * 1024
     batch_records: int = 20_000
     max_line_bytes: int = 16 * 1024 * 1024
     max_depth: int = 32
+    max_row_fields: int = 20_000
 
 
 DEFAULT_LIMITS = Limits()
@@ -47,6 +50,8 @@ _FLAGS = {  # field: (flag, environment variable, help)
                        "a longer history line or event record is skipped and reported"),
     "max_depth": ("--max-depth", "TAU_COLLECTOR_MAX_DEPTH",
                   "nested W&B/Tune values deeper than this are dropped and counted"),
+    "max_row_fields": ("--max-row-fields", "TAU_COLLECTOR_MAX_ROW_FIELDS",
+                       "a history line with more keys than this is skipped and reported"),
 }
 
 
@@ -61,7 +66,7 @@ def _positive(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """The four limit flags; each falls back to ``TAU_COLLECTOR_<NAME>`` and then its default."""
+    """The limit flags; each falls back to ``TAU_COLLECTOR_<NAME>`` and then its default."""
     for field in fields(Limits):
         flag, env, text = _FLAGS[field.name]
         parser.add_argument(flag, type=_positive, metavar="N", dest=field.name,

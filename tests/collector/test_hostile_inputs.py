@@ -148,6 +148,60 @@ def test_the_line_limit_comes_from_the_environment_when_the_flag_is_absent(tmp_p
     assert bad.returncode == 2 and "$TAU_COLLECTOR_MAX_LINE_BYTES: 'lots' is not an integer" in bad.stderr
 
 
+# --- a line of a million short keys --------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def wide_row(tmp_path: Path) -> Path:
+    """Within the 16 MiB line limit, a row of 1.1 million ``"kN":1`` keys: as events, ~700 MB of NDJSON."""
+    path = tmp_path / "wide" / "history.jsonl"
+    path.parent.mkdir()
+    with open(path, "w") as handle:
+        handle.write(rows(range(2)))
+        handle.write('{"_step": 2, ' + ",".join(f'"k{i:x}":1' for i in range(1_100_000)) + "}\n")
+        handle.write(rows(range(3, 5)))
+    assert path.stat().st_size < 16 << 20
+    return path
+
+
+@pytest.mark.slow
+def test_a_row_of_a_million_keys_is_a_bad_row_in_collect_import_and_dump_and_nothing_grows(wide_row: Path,
+                                                                                         tmp_path: Path):
+    (tmp_path / "completion.json").write_text("")
+    offset = len(rows(range(2)))
+    code, out, err, peak = measured(collect(tmp_path, history=wide_row), tmp_path)
+    assert code == 0, err
+    assert json.loads(out)["events"] == 4 + 1 and json.loads(out)["rejected_rows"] == 1
+    assert f"{wide_row}:3: line has 1100001 keys, over the limit of 20000 a row may have (--max-row-fields)" in err
+    assert StoreReader(tmp_path / "store").rows("r", "loss").step.tolist() == [0, 1, 3, 4]
+    assert peak < 250, f"collect peaked at {peak} MiB"
+
+    code, out, err, peak = measured(["taunotebook", "import", str(wide_row), "--store", str(tmp_path / "s2"), "-q"],
+                                    tmp_path)
+    assert code == 0, err
+    assert "imported 1 runs, 1 metrics, 4 points (0 non-finite); 1 rejected rows" in out
+    assert peak < 250, f"import peaked at {peak} MiB"
+
+    code, out, err, peak = measured(["tau_collector", "dump", str(wide_row)], tmp_path)
+    assert code == 3 and len(out.splitlines()) == 4
+    (problem,) = [json.loads(line) for line in err.strip().splitlines()]
+    assert problem["error"] == "bad_row" and problem["offset"] == offset
+    assert peak < 250, f"dump peaked at {peak} MiB"
+
+
+def test_the_row_key_limit_is_a_flag_and_an_environment_variable(tmp_path: Path):
+    path = tmp_path / "history.jsonl"
+    path.write_text(rows(range(2)) + json.dumps({"_step": 2, "_timestamp": T0, **{f"m{i}": i for i in range(12)}}) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "tau_collector", "dump", str(path), "--max-row-fields", "10"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3 and len(proc.stdout.splitlines()) == 2
+    assert "line has 14 keys, over the limit of 10 a row may have" in proc.stderr
+    env = {**__import__("os").environ, "TAU_COLLECTOR_MAX_ROW_FIELDS": "14"}
+    proc = subprocess.run([sys.executable, "-m", "tau_collector", "dump", str(path)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 2 + 12
+
+
 # --- an event-file header that claims 2**60 bytes -----------------------------------------------------------------------
 
 

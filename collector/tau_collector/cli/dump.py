@@ -122,7 +122,8 @@ def _dump_history(item: HistoryInput, args: argparse.Namespace, output: _Output)
     offset = lines = 0
     while True:
         read = read_history(item.path, offset, lines, final=True, max_bytes=limits.batch_bytes,
-                            max_rows=limits.batch_records, max_line_bytes=limits.max_line_bytes)
+                            max_rows=limits.batch_records, max_line_bytes=limits.max_line_bytes,
+                            max_fields=limits.max_row_fields)
         _dump_rows(item, args, output, read)
         if read.reached_end or read.offset == offset or any(p.kind == ProblemKind.UNREADABLE for p in read.problems):
             return

@@ -25,7 +25,7 @@ def read_history_batch(source: Source, source_input: SourceInput, start: Positio
     limits = source.limits
     read = read_history(source_input.path, start.offset, start.records, final=final, prefix_hash=prefix_hash,
                         max_bytes=limits.batch_bytes, max_rows=limits.batch_records,
-                        max_line_bytes=limits.max_line_bytes)
+                        max_line_bytes=limits.max_line_bytes, max_fields=limits.max_row_fields)
     return Batch(source_input, start, Position(read.offset, read.lines), rows=read.rows, problems=read.problems,
                  more=not read.reached_end,
                  unreadable=any(p.kind == ProblemKind.UNREADABLE for p in read.problems))

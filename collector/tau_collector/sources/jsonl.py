@@ -80,6 +80,7 @@ class HistoryRead:
     lines: int
     rows: list[HistoryRow] = field(default_factory=list)
     problems: list[SourceProblem] = field(default_factory=list)
+    max_fields: int = 0  # a line with more keys is a bad row, never decoded (0: no limit)
     pending_bytes: int = 0
     reached_end: bool = True
 
@@ -98,6 +99,7 @@ def read_history(
     max_bytes: int | None = None,
     max_rows: int | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    max_fields: int = 0,
 ) -> HistoryRead:
     """Read the lines of ``path`` that follow the checkpoint ``(offset, lines)``.
 
@@ -112,11 +114,14 @@ def read_history(
     the new checkpoint. Without them the file is read to its end, a block at a time.
 
     A line longer than ``max_line_bytes`` is never held in memory: it is skipped (consumed once
-    its newline is there, or at the final drain) and reported as a bad row with its offset.
+    its newline is there, or at the final drain) and reported as a bad row with its offset. A line
+    with more than ``max_fields`` keys (``":`` in its text) is reported as a bad row without being
+    decoded.
     A file that cannot be read, or is shorter than ``offset``, yields one ``UNREADABLE``
     problem and no advance.
     """
-    result = HistoryRead(path=path, start_offset=offset, start_lines=lines, offset=offset, lines=lines)
+    result = HistoryRead(path=path, start_offset=offset, start_lines=lines, offset=offset, lines=lines,
+                         max_fields=max_fields)
     try:
         with open(path, "rb", buffering=0) as handle:
             fd = handle.fileno()
@@ -200,7 +205,8 @@ def _consume(data: bytes, cut: int, result: HistoryRead, prefix_hash: Any, max_l
     text = data[:cut] if cut != len(data) else data
     if text[-1:] == b"\n":
         text = text[:-1]
-    _decode_lines(result.path, text, result.offset, result.lines, result.rows, result.problems, max_line_bytes)
+    _decode_lines(result.path, text, result.offset, result.lines, result.rows, result.problems, max_line_bytes,
+                  result.max_fields)
     result.offset += cut
     result.lines += text.count(b"\n") + 1
 
@@ -266,7 +272,7 @@ def read_history_file(path: str, *, final: bool = True) -> HistoryRead:
 
 def _decode_lines(
     path: str, data: bytes, base_offset: int, base_lines: int,
-    rows: list[HistoryRow], problems: list[SourceProblem], max_line_bytes: int = 0,
+    rows: list[HistoryRow], problems: list[SourceProblem], max_line_bytes: int = 0, max_fields: int = 0,
 ) -> None:
     """Decode ``data`` (complete lines joined by ``\\n``, no trailing newline) into rows."""
     parts = data.split(b"\n")
@@ -278,6 +284,9 @@ def _decode_lines(
     special = [base_offset + position for position in _special_positions(data)]
     if max_line_bytes and len(data) > max_line_bytes:
         special += [offsets[i] for i, part in enumerate(parts) if len(part) > max_line_bytes]
+        special.sort()
+    if max_fields and data.count(_KEY_END) > max_fields:
+        special += [offsets[i] for i, part in enumerate(parts) if part.count(_KEY_END) > max_fields]
         special.sort()
     special.append(offsets[-1] + 1)
     special_index = 0
@@ -304,17 +313,20 @@ def _decode_lines(
             if special[special_index] < offsets[index + 1]:
                 while special[special_index] < offsets[index + 1]:
                     special_index += 1
-                _decode_slow(path, raw, line_number, offset, rows, problems, max_line_bytes)
+                _decode_slow(path, raw, line_number, offset, rows, problems, max_line_bytes, max_fields)
                 continue
             try:
                 obj = loads(raw)
             except orjson.JSONDecodeError:
-                _decode_slow(path, raw, line_number, offset, rows, problems, max_line_bytes)
+                _decode_slow(path, raw, line_number, offset, rows, problems, max_line_bytes, max_fields)
                 continue
             if type(obj) is dict:
                 rows.append(HistoryRow(obj, line_number, offset))
             else:
                 problems.append(_not_an_object(path, obj, line_number, offset))
+
+
+_KEY_END = b'":'  # ends a key (and, rarely, appears inside a string: the count is an upper bound)
 
 
 def _next_line_start(start: int, length: int) -> int:
@@ -410,12 +422,19 @@ def _restore_nonfinite(obj: dict[str, Any]) -> None:
 
 def _decode_slow(
     path: str, raw: bytes, line_number: int, offset: int,
-    rows: list[HistoryRow], problems: list[SourceProblem], max_line_bytes: int = 0,
+    rows: list[HistoryRow], problems: list[SourceProblem], max_line_bytes: int = 0, max_fields: int = 0,
 ) -> None:
     if max_line_bytes and len(raw) > max_line_bytes:
         problems.append(SourceProblem(
             path, ProblemKind.BAD_ROW,
             f"line is {len(raw)} bytes long, over the line limit of {max_line_bytes} bytes (--max-line-bytes); "
+            "skipped it — fix the writer of this line or raise the limit (the other rows of the file were read)",
+            line=line_number, offset=offset))
+        return
+    if max_fields and raw.count(_KEY_END) > max_fields:
+        problems.append(SourceProblem(
+            path, ProblemKind.BAD_ROW,
+            f"line has {raw.count(_KEY_END)} keys, over the limit of {max_fields} a row may have (--max-row-fields); "
             "skipped it — fix the writer of this line or raise the limit (the other rows of the file were read)",
             line=line_number, offset=offset))
         return
