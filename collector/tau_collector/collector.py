@@ -89,7 +89,7 @@ class CollectorOptions:
     # ``cpu_budget`` of a core, while a cheap drain (a few rows) waits only a few tens of milliseconds. New
     # files are not waited for: each is a chunk of its own however long one waits.
     batch_wait: float = 0.0
-    cpu_budget: float = 0.05
+    cpu_budget: float = 0.03  # the CLI's default too (--cpu-budget 3%)
     baseline_existing_history: bool = False
     ready_file: str = ""
     done_file: str = ""
