@@ -424,19 +424,16 @@ def _decode_slow(
     path: str, raw: bytes, line_number: int, offset: int,
     rows: list[HistoryRow], problems: list[SourceProblem], max_line_bytes: int = 0, max_fields: int = 0,
 ) -> None:
+    over = None
     if max_line_bytes and len(raw) > max_line_bytes:
+        over = f"line is {len(raw)} bytes long, over the line limit of {max_line_bytes} bytes (--max-line-bytes)"
+    elif max_fields and raw.count(_KEY_END) > max_fields:
+        over = f"line has {raw.count(_KEY_END)} keys, over the limit of {max_fields} a row may have (--max-row-fields)"
+    if over:
         problems.append(SourceProblem(
             path, ProblemKind.BAD_ROW,
-            f"line is {len(raw)} bytes long, over the line limit of {max_line_bytes} bytes (--max-line-bytes); "
-            "skipped it — fix the writer of this line or raise the limit (the other rows of the file were read)",
-            line=line_number, offset=offset))
-        return
-    if max_fields and raw.count(_KEY_END) > max_fields:
-        problems.append(SourceProblem(
-            path, ProblemKind.BAD_ROW,
-            f"line has {raw.count(_KEY_END)} keys, over the limit of {max_fields} a row may have (--max-row-fields); "
-            "skipped it — fix the writer of this line or raise the limit (the other rows of the file were read)",
-            line=line_number, offset=offset))
+            f"{over}; skipped it — fix the writer of this line or raise the limit (the other rows of the file were "
+            "read)", line=line_number, offset=offset))
         return
     if not raw.strip():
         return  # blank or whitespace-only (incl. a lone "\r" of a CRLF file): nothing to read
