@@ -8,13 +8,14 @@ so, no child is running and none started in the last ``min_interval`` seconds, o
 
 It merges those runs' small files, a bounded merge at a time, until fewer than two are left
 (:func:`.compaction.compact_all`), and exits. One child at a time per writer; a child still running
-when the next delivery asks is left alone and looked at again on the delivery after it. A child costs an
-interpreter and pyarrow's import (~0.5 s of CPU) before it merges anything: at most one every five minutes keeps
-that near 0.2 % of a core however fast chunks arrive, while a live run's files still pile up by minutes,
-not hours. A child
-stopped halfway leaves the store consistent: each merge is one transaction, and readers see the old
-files or the new one. A failing child says why on stderr (the sidecar's log) and exits 1; compaction
-is an optimisation, and the next delivery's request tries again.
+when the next delivery asks is left alone and looked at again on the delivery after it.
+
+A child costs an interpreter and pyarrow's import (~0.5 s of CPU) before it merges anything: at most
+one every five minutes keeps that near 0.2 % of a core however fast chunks arrive, while a live run's
+files still pile up by minutes, not hours. A child stopped halfway leaves the store consistent: each
+merge is one transaction, and readers see the old files or the new one. A failing child says why on
+stderr (the sidecar's log) and exits 1; compaction is an optimisation, and the next delivery's request
+tries again.
 """
 
 from __future__ import annotations
