@@ -43,7 +43,7 @@ _COMPRESS_FROM = 1024  # bytes of a column chunk's pages
 _DATA_PAGE, _DICTIONARY_PAGE = 0, 2
 _CONVERTED_UTF8, _CONVERTED_TIMESTAMP_MICROS, _CONVERTED_JSON = 0, 10, 19
 
-_KINDS = ("string", "json", "int64", "timestamp_us", "double")
+_PHYSICAL = {"string": _BYTE_ARRAY, "json": _BYTE_ARRAY, "int64": _INT64, "timestamp_us": _INT64, "double": _DOUBLE}
 
 
 
@@ -284,9 +284,7 @@ def _pages(column: Column, start: int, stop: int) -> tuple[bytes | None, list[tu
 
 def _schema_element(column: Column) -> bytes:
     element = _Struct()
-    physical = {"string": _BYTE_ARRAY, "json": _BYTE_ARRAY, "int64": _INT64, "timestamp_us": _INT64,
-                "double": _DOUBLE}[column.kind]
-    element.i32(1, physical).i32(3, _REQUIRED if column.required else _OPTIONAL).binary(4, column.name)
+    element.i32(1, _PHYSICAL[column.kind]).i32(3, _REQUIRED if column.required else _OPTIONAL).binary(4, column.name)
     logical = _Struct()
     if column.kind == "string":
         element.i32(6, _CONVERTED_UTF8)
@@ -309,7 +307,7 @@ _TYPE_ORDER = b"\x1c\x00\x00"  # ColumnOrder{TYPE_ORDER: TypeDefinedOrder{}}
 def encode_parquet(columns: list[Column], rows: int) -> bytes:
     """The file's bytes: ``columns`` (each of ``rows`` rows) in order."""
     for column in columns:
-        if column.kind not in _KINDS:
+        if column.kind not in _PHYSICAL:
             raise ValueError(f"column {column.name}: unknown kind {column.kind!r}")
     out = bytearray(_MAGIC)
     row_groups = []
@@ -340,8 +338,7 @@ def encode_parquet(columns: list[Column], rows: int) -> bytes:
                 out += header
                 out += packed
                 uncompressed += len(header) + len(body)
-            meta = _Struct().i32(1, {"string": _BYTE_ARRAY, "json": _BYTE_ARRAY, "double": _DOUBLE}.get(
-                column.kind, _INT64))
+            meta = _Struct().i32(1, _PHYSICAL[column.kind])
             encodings = [_PLAIN, _RLE] if dictionary is None else [_PLAIN_DICTIONARY, _RLE, _RLE_DICTIONARY]
             meta.list(2, _T_I32, [_zigzag(e) for e in encodings])
             meta.list(3, _T_BINARY, [_string_item(column.name)])
