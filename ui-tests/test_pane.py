@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from jupyterlab import JupyterLab, cell_running, execute, open_notebook, run_all, run_cell, start_lab
 from playwright.sync_api import Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from portal.conftest import TOKEN, ServerThread, free_port
 from ui_pages import ARTIFACTS, screenshot
 
@@ -173,9 +174,15 @@ def test_points_grow_while_another_cell_sleeps(jupyter: JupyterLab, page: Page, 
         assert pane.locator(".tau-pane-metric").nth(0).get_attribute("data-metric") == "loss"
         assert pane.locator(".tau-pane-metric").nth(1).get_attribute("data-metric") == "lr"
         # The loss plot was drawn alone, full width; when lr came the grid made two columns: it fits its cell.
-        page.wait_for_function("""() => [...document.querySelectorAll('.tau-pane-metric .js-plotly-plot')]
-            .every((gd) => Math.abs(gd._fullLayout.width - gd.getBoundingClientRect().width) <= 2)""",
-                               timeout=10_000)
+        widths = """() => [...document.querySelectorAll('.tau-pane-metric .js-plotly-plot')]
+            .map((gd) => [gd._fullLayout.width, gd.getBoundingClientRect().width])"""
+        try:
+            page.wait_for_function(f"() => ({widths})().every(([drawn, cell]) => Math.abs(drawn - cell) <= 2)",
+                                   timeout=10_000)
+        except PlaywrightTimeout:
+            screenshot(page, f"pane-{jupyter.app}-misfit")
+            misfit = page.evaluate(widths)
+            raise AssertionError(f"a plot does not fit its cell: [drawn, cell] widths {misfit}") from None
         screenshot(page, f"pane-{jupyter.app}-live-done")
     finally:
         trainer.stop()

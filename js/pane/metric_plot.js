@@ -27,17 +27,28 @@ export class MetricPlot {
     this.ready = false;
     this.zoomed = false;
     this.busy = Promise.resolve();
-    // plotly's `responsive` follows the window only; the grid reflows when metrics come and go, so follow the cell.
-    this.width = 0;
-    this.resizer = new ResizeObserver(() => this.fitWidth());
+    // The plot follows its grid cell, which reflows as metrics come and go (plotly's `responsive` follows only the
+    // window, with delayed resizes of its own): after every draw and whenever the cell's size changes, compared with
+    // the width plotly last drew at.
+    this.resizer = new ResizeObserver(() => this.queue(() => this.fit()));
     this.resizer.observe(this.div);
   }
 
-  fitWidth() {
-    const width = Math.round(this.div.getBoundingClientRect().width);
-    if (!this.ready || !width || width === this.width) return;
-    this.width = width;
-    this.busy = this.busy.then(() => Plotly.Plots.resize(this.div)).catch((err) => this.pane.showError(err));
+  /** Run one drawing step after the ones before it; plotly calls on one figure must not interleave. */
+  queue(step) {
+    this.busy = this.busy.then(step).catch((err) => this.pane.showError(err));
+    return this.busy;
+  }
+
+  async fit() {
+    const width = this.div.getBoundingClientRect().width; // 0 while the metric is hidden
+    const drawn = this.div._fullLayout?.width;
+    if (this.ready && width && drawn && Math.abs(width - drawn) > 1) await Plotly.Plots.resize(this.div);
+  }
+
+  /** Redraw everything (settings or the runs drawn changed). */
+  redraw() {
+    return this.queue(() => (this.ready ? this.full() : this._update()));
   }
 
   runs() {
@@ -113,9 +124,8 @@ export class MetricPlot {
   }
 
   full() {
-    const config = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
+    const config = { displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
     const p = Plotly.react(this.div, this.traces(), this.layout(), config);
-    this.width = Math.round(this.div.getBoundingClientRect().width);
     if (!this.ready) {
       this.ready = true;
       this.div.on("plotly_relayout", (ev) => this.onRelayout(ev));
@@ -151,8 +161,7 @@ export class MetricPlot {
 
   /** Draw what changed: appended points with extendTraces, anything else with a full react. */
   update() {
-    this.busy = this.busy.then(() => this._update()).catch((err) => this.pane.showError(err));
-    return this.busy;
+    return this.queue(() => this._update());
   }
 
   async _update() {
@@ -197,8 +206,10 @@ export class MetricPlot {
         series.pendingMarks = [];
       }
     }
-    if (needFull) await this.full();
-    else if (ext.idx.length) await Plotly.extendTraces(this.div, { x: ext.x, y: ext.y }, ext.idx);
+    if (needFull) {
+      await this.full();
+      await this.fit();
+    } else if (ext.idx.length) await Plotly.extendTraces(this.div, { x: ext.x, y: ext.y }, ext.idx);
     this.refreshHead();
     if (marks.length) {
       await new Promise((resolve) => requestAnimationFrame(() => resolve()));

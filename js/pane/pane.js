@@ -136,7 +136,7 @@ export class Pane {
   }
 
   redrawAll() {
-    for (const plot of this.plots.values()) plot.full();
+    for (const plot of this.plots.values()) plot.redraw();
   }
 
   schedule() {
@@ -184,7 +184,7 @@ export class Pane {
     for (const n of names) this.model.on(`change:${n}`, onMeta);
     // The runs drawn, or their names, changed (compare= resolved, a sweep's new run, a config read): redraw.
     const onRuns = () => {
-      for (const plot of this.plots.values()) if (plot.ready) plot.full(); else plot.update();
+      for (const plot of this.plots.values()) plot.redraw();
     };
     for (const n of ["run_ids", "configs"]) this.model.on(`change:${n}`, onRuns);
     const listener = () => this.schedule();

@@ -15,7 +15,7 @@ export const PANE_CSS = `
 .tau-pane-controls { display: flex; flex-wrap: wrap; gap: 12px; align-items: center; margin: 2px 0 4px; }
 .tau-pane-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(380px, 1fr)); gap: 6px; }
 .tau-pane-metric-head { display: flex; gap: 10px; }
-.tau-pane-plot { min-height: 220px; }
+.tau-pane-plot { min-height: 220px; contain: inline-size; } /* its drawn width never widens the pane */
 .tau-pane-metric-name { font-weight: 600; }
 .tau-pane-nonfinite { color: #b00; }
 .tau-pane-error { color: #b00; }
