@@ -3,7 +3,8 @@
 1. latency  — from a history chunk's rename (and from a tfevents append+flush) to the point being
    visible through the expstore read API, p50/p95 over N points, collector in ``--watch`` mode.
 2. footprint — the collector's RSS and CPU (and, apart, its compaction children's) while a job writes 1,000 events/s
-   as 10 or 2 new history files a second, or as 10 or 2 appends a second to one history file.
+   as 10 or 2 new history files a second, as 10 or 2 appends a second to one history file, or row by row
+   through the normalizer's writer (``HistoryWriter``, as ``tau-collector wrap`` runs a job).
 3. ingest   — sustained events/s of a one-shot collector over pre-written history.
 4. sink     — CPU per chunk of the expstore sink alone (in-process, 100 events a chunk), the share of
    a chunk's cost that is the store's rather than the spool's.
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
+from tau_collector.history_writer import HistoryWriter
 
 HERE = Path(__file__).resolve().parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -148,9 +150,14 @@ def children_rss(pid: int) -> int:
     return total
 
 
-def footprint(seconds: float, chunks_per_s: float, append: bool = False) -> dict[str, float]:
-    """The collector while a job writes 1,000 events/s: ``chunks_per_s`` new history files a second, or
-    with ``append`` that many appends a second to one history file (as W&B and TensorBoard write)."""
+PATTERNS = ("new files", "appends to one file", "normalizer")
+
+
+def footprint(seconds: float, chunks_per_s: float, pattern: str) -> dict[str, float]:
+    """The collector while a job writes 1,000 events/s: ``chunks_per_s`` new history files a second,
+    that many appends a second to one history file (as W&B and TensorBoard write), or (``normalizer``)
+    that many batches of rows a second through a :class:`HistoryWriter` row by row, as a job run by
+    ``tau-collector wrap`` prints them (the writer decides when it appends)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "hist").mkdir()
@@ -169,7 +176,10 @@ def footprint(seconds: float, chunks_per_s: float, append: bool = False) -> dict
                     {"_step": s, "_timestamp": time.time(), "loss": 1 / (s + 1), "acc": s * 1e-6}
                     for s in range(step, step + per_chunk)
                 ]
-                if append:
+                if pattern == "normalizer":
+                    for row in rows:
+                        writer.write(row)
+                elif pattern == "appends to one file":
                     with open(root / "hist" / "history.jsonl", "a") as handle:
                         handle.writelines(json.dumps(r) + "\n" for r in rows)
                 else:
@@ -177,6 +187,7 @@ def footprint(seconds: float, chunks_per_s: float, append: bool = False) -> dict
                 step, index = step + per_chunk, index + 1
                 stop.wait(max(0.0, 1 / chunks_per_s - (time.perf_counter() - tick)))
 
+        writer = HistoryWriter(root / "hist") if pattern == "normalizer" else None
         thread = threading.Thread(target=job)
         thread.start()
         time.sleep(3)  # warm-up: imports, first drains
@@ -197,11 +208,13 @@ def footprint(seconds: float, chunks_per_s: float, append: bool = False) -> dict
         elapsed = time.perf_counter() - start
         stop.set()
         thread.join()
+        if writer is not None:
+            writer.close()
         finish(root, proc)
     return {
         "events_per_s": 1000,
         "chunks_per_s": chunks_per_s,
-        "pattern": "appends to one file" if append else "new files",
+        "pattern": pattern,
         "seconds": elapsed,
         "cpu_fraction_of_core": (user1 - user0 + sys1 - sys0) / elapsed,
         "user_fraction": (user1 - user0) / elapsed,
@@ -283,12 +296,14 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=500_000)
     parser.add_argument("--chunks-per-s", type=float, action="append",
                         help="footprint: chunk files per second carrying the 1,000 events/s (default 10 and 2)")
+    parser.add_argument("--pattern", choices=PATTERNS, action="append",
+                        help="footprint: how the job writes (default: each)")
     parser.add_argument("--sink-chunks", type=int, default=400)
     parser.add_argument("--only", choices=("latency", "footprint", "ingest", "sink"))
     args = parser.parse_args()
     phases = {
         "latency": lambda: latency(args.points),
-        "footprint": lambda: [footprint(args.seconds, rate, append) for append in (False, True)
+        "footprint": lambda: [footprint(args.seconds, rate, pattern) for pattern in args.pattern or PATTERNS
                               for rate in args.chunks_per_s or (10.0, 2.0)],
         "ingest": lambda: ingest(args.events),
         "sink": lambda: sink(args.sink_chunks),

@@ -1,16 +1,22 @@
-"""Writes house rows into closed history chunk files, and the ``log()`` helper for training code.
+"""Appends house rows to history chunk files, and the ``log()`` helper for training code.
 
-A chunk ``chunk-NNNNNN-<unix_ms>.jsonl`` appears in its directory only complete: it is written
-as a dotfile, flushed, fsynced and then given its name, so a collector that reads
-``chunk-*.jsonl`` never sees half a chunk and never needs TauGrid's last-newline rule for them.
-Chunk numbers continue after the highest one already in the directory, so a restarted writer
-(or a second one in the same directory) never replaces a chunk.
+A writer appends its rows to one file ``chunk-NNNNNN-<unix_ms>.jsonl`` until the file holds
+``max_rows`` rows, then starts the next. Rows are written whole lines at a time, each write
+fsynced, at most ``max_delay`` after they were logged: a collector reads such a file as it reads
+a W&B or TensorBoard file that its job appends to, up to the last newline while the job runs.
+One growing file, rather than a closed file per write, is what keeps the collector cheap beside
+a job logging all the time: every new file costs it a chunk, a delivery and a checkpoint entry
+that stays for the run's life (TauGrid's checkpoint lists every file read), so closed files made
+ten times a second grew its work with the job's age.
+
+A writer creates its file under a fresh number (``O_EXCL``: chunk numbers continue after the
+highest one in the directory, so a restarted writer, or a second one in the same directory,
+never writes into another's file) and never reopens it after a restart.
 """
 
 from __future__ import annotations
 
 import atexit
-import errno
 import json
 import numbers
 import os
@@ -30,10 +36,9 @@ __all__ = ["HistoryWriter", "HistoryWriteError", "encode_row", "log", "CHUNK_NAM
 
 HISTORY_DIR_ENV = "TAU_HISTORY_DIR"
 CHUNK_NAME = re.compile(r"^chunk-(\d+)-(\d+)\.jsonl$")
-# Leftover dotfiles of a crashed writer hold numbers too; skipping past them keeps names unique.
+# Dotfiles of writers before appending (closed chunks were written as .chunk-*.tmp, then linked) hold
+# numbers too; skipping past them keeps names unique.
 _ANY_CHUNK = re.compile(r"^\.?chunk-(\d+)-\d+\.jsonl(?:\.tmp)?$")
-# link(2) errors meaning "this filesystem has no hard links": fall back to rename(2).
-_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK}
 
 
 class HistoryWriteError(OSError):
@@ -71,14 +76,14 @@ def highest_chunk_number(directory: str) -> int:
 
 
 class HistoryWriter:
-    """Buffers house rows and writes them as closed chunk files in ``out_dir``.
+    """Buffers house rows and appends them to chunk files in ``out_dir``, ``max_rows`` rows a file.
 
-    A chunk closes when it holds ``max_rows`` rows, when its first row is ``max_delay`` seconds
-    old (a background thread closes it even if no more rows come) and on :meth:`close`.
-    ``write`` is thread-safe.
+    Buffered rows are written (and fsynced) when the oldest is ``max_delay`` seconds old (a
+    background thread writes them even if no more rows come), when ``max_rows`` are buffered and
+    on :meth:`flush` and :meth:`close`. ``write`` is thread-safe.
     """
 
-    def __init__(self, out_dir: str | os.PathLike[str], *, max_rows: int = 10000, max_delay: float = 0.1):
+    def __init__(self, out_dir: str | os.PathLike[str], *, max_rows: int = 100_000, max_delay: float = 0.1):
         if max_rows < 1:
             raise ValueError(f"max_rows must be at least 1, got {max_rows}")
         if not max_delay > 0:
@@ -87,19 +92,21 @@ class HistoryWriter:
         os.makedirs(self.out_dir, exist_ok=True)
         self.max_rows = max_rows
         self.max_delay = max_delay
-        self.chunk_paths: list[str] = []
+        self.chunk_paths: list[str] = []  # every file this writer made, in order
         self.rows_written = 0
         self._next_number = highest_chunk_number(self.out_dir) + 1
+        self._fd = -1  # the file rows are appended to; -1 until the first write and after it is full
+        self._file_rows = 0
         self._lines: list[bytes] = []
-        self._first_at = 0.0  # monotonic time of the buffered chunk's first row
+        self._first_at = 0.0  # monotonic time of the oldest buffered row
         self._error: BaseException | None = None
         self._closed = False
-        # _io_lock orders chunk writes (numbers follow row order); _lock guards the buffer only,
-        # so write() does not wait for an fsync unless it fills a chunk itself.
+        # _io_lock orders file writes (rows land in the order they were logged); _lock guards the
+        # buffer only, so write() does not wait for an fsync unless it fills the buffer itself.
         self._io_lock = threading.Lock()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._timer = threading.Thread(target=self._close_when_due, name="tau-history-writer", daemon=True)
+        self._timer = threading.Thread(target=self._write_when_due, name="tau-history-writer", daemon=True)
         self._timer.start()
 
     def __enter__(self) -> HistoryWriter:
@@ -109,7 +116,7 @@ class HistoryWriter:
         self.close()
 
     def write(self, row: Mapping[str, Any]) -> None:
-        """Buffer one house row; closes the chunk in this thread when it reaches ``max_rows``."""
+        """Buffer one house row; writes the buffer in this thread when it holds ``max_rows`` rows."""
         line = encode_row(row)
         with self._lock:
             if self._closed:
@@ -124,13 +131,13 @@ class HistoryWriter:
             self._flush(when_full=True)
 
     def flush(self) -> None:
-        """Close the buffered chunk now, whatever its size and age."""
+        """Write the buffered rows now, however few and however new."""
         self._flush()
         with self._lock:
             self._raise_error()
 
     def close(self) -> None:
-        """Write what is buffered and stop the background thread; safe to call twice."""
+        """Write what is buffered, close the file and stop the background thread; safe to call twice."""
         with self._lock:
             already = self._closed
             self._closed = True
@@ -138,6 +145,8 @@ class HistoryWriter:
         if not already and self._timer is not threading.current_thread():
             self._timer.join()
         self._flush()
+        with self._io_lock:
+            self._close_file()
         with self._lock:
             self._raise_error()
 
@@ -147,10 +156,10 @@ class HistoryWriter:
         error, self._error = self._error, None
         if error is not None:
             raise HistoryWriteError(
-                f"cannot write a history chunk in {self.out_dir}: {error}; the rows are kept and "
+                f"cannot write history rows in {self.out_dir}: {error}; the rows are kept and "
                 "retried — free space or fix the directory's permissions") from error
 
-    def _close_when_due(self) -> None:
+    def _write_when_due(self) -> None:
         while True:
             with self._wake:
                 while True:
@@ -167,72 +176,74 @@ class HistoryWriter:
 
     def _flush(self, *, when_full: bool = False, when_due: bool = False) -> None:
         with self._io_lock:
-            with self._lock:
-                if not self._lines:
-                    return
-                # another thread may have closed the chunk between the check and this lock
-                if when_full and len(self._lines) < self.max_rows:
-                    return
-                if when_due and self._first_at + self.max_delay > time.monotonic():
-                    return
-                lines = self._lines[: self.max_rows]
-                del self._lines[: self.max_rows]
-                if self._lines:
-                    self._first_at = time.monotonic()
-            try:
-                path = self._write_chunk(lines)
-            except OSError as err:
+            while True:
                 with self._lock:
-                    self._lines[:0] = lines
-                    self._first_at = time.monotonic()  # retry after another max_delay
-                    self._error = err
-                return
-            self.chunk_paths.append(path)
-            self.rows_written += len(lines)
+                    if not self._lines:
+                        return
+                    # another thread may have written the rows between the check and this lock
+                    if when_full and len(self._lines) < self.max_rows:
+                        return
+                    if when_due and self._first_at + self.max_delay > time.monotonic():
+                        return
+                    # what fits in the current file (a full one is closed below: this starts the next)
+                    room = self.max_rows - self._file_rows if self._fd >= 0 else self.max_rows
+                    lines = self._lines[:room]
+                    del self._lines[:room]
+                    if self._lines:
+                        self._first_at = time.monotonic()
+                try:
+                    self._append(lines)
+                except OSError as err:
+                    with self._lock:
+                        self._lines[:0] = lines
+                        self._first_at = time.monotonic()  # retry after another max_delay
+                        self._error = err
+                    return
+                self.rows_written += len(lines)
+                when_full = when_due = False  # the rest is written now too
 
-    def _write_chunk(self, lines: list[bytes]) -> str:
-        unix_ms = time.time_ns() // 1_000_000
-        while True:
-            name = f"chunk-{self._next_number:06d}-{unix_ms}.jsonl"
-            temporary = os.path.join(self.out_dir, f".{name}.tmp")
-            try:
-                fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-            except FileExistsError:
-                self._skip_used_numbers()
-                continue
-            break
+    def _append(self, lines: list[bytes]) -> None:
+        if self._fd < 0:
+            self._open_next()
+        fd = self._fd
+        size = os.lseek(fd, 0, os.SEEK_END)
         try:
             view = memoryview(b"".join(lines))
             while view:
                 view = view[os.write(fd, view):]
-            os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            os.unlink(temporary)
-            raise
-        os.close(fd)
-        while True:
-            final = os.path.join(self.out_dir, name)
+            os.fdatasync(fd)
+        except OSError:
+            # Leave no part of a row behind (a reader would take a torn line for a bad row); when even
+            # that fails, the file is left as it is and the rows go to a new one.
             try:
-                # link(2), unlike rename(2), fails instead of replacing another writer's chunk
-                os.link(temporary, final)
+                os.ftruncate(fd, size)
+            except OSError:
+                self._close_file()
+            raise
+        self._file_rows += len(lines)
+        if self._file_rows >= self.max_rows:
+            self._close_file()
+
+    def _open_next(self) -> None:
+        unix_ms = time.time_ns() // 1_000_000
+        while True:
+            path = os.path.join(self.out_dir, f"chunk-{self._next_number:06d}-{unix_ms}.jsonl")
+            try:
+                # O_EXCL: a second writer in this directory that picked the same number moves on
+                self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o644)
             except FileExistsError:
-                self._skip_used_numbers()
-                name = f"chunk-{self._next_number:06d}-{unix_ms}.jsonl"
+                self._next_number = max(self._next_number + 1, highest_chunk_number(self.out_dir) + 1)
                 continue
-            except OSError as err:
-                if err.errno not in _NO_LINKS:
-                    raise
-                os.rename(temporary, final)
-            else:
-                os.unlink(temporary)
             break
         self._next_number += 1
-        fsync_directory(self.out_dir)
-        return final
+        self._file_rows = 0
+        self.chunk_paths.append(path)
+        fsync_directory(self.out_dir)  # the name is durable before rows are acknowledged in it
 
-    def _skip_used_numbers(self) -> None:
-        self._next_number = max(self._next_number + 1, highest_chunk_number(self.out_dir) + 1)
+    def _close_file(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
 
 
 # ---------------------------------------------------------------------------------------

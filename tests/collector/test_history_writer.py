@@ -66,18 +66,30 @@ def test_a_lone_surrogate_is_written_as_an_escape_so_the_file_stays_utf8():
     assert json.loads(line) == {"_step": 0, "note": "a\ud800b"}
 
 
-def test_a_chunk_closes_when_its_first_row_is_max_delay_old_without_more_rows(tmp_path):
+def test_rows_are_appended_to_one_file_when_the_oldest_is_max_delay_old_without_more_rows(tmp_path):
     writer = HistoryWriter(tmp_path, max_rows=1000, max_delay=0.05)
     try:
         writer.write({"_step": 0, "_timestamp": 1.0, "loss": 1})
-        wait_for(lambda: chunk_names(tmp_path))
+        wait_for(lambda: chunk_names(tmp_path) and rows_in(tmp_path))
         assert rows_in(tmp_path) == [{"_step": 0, "_timestamp": 1.0, "loss": 1}]
         writer.write({"_step": 1, "_timestamp": 2.0, "loss": 2})
-        wait_for(lambda: len(chunk_names(tmp_path)) == 2)
+        wait_for(lambda: len(rows_in(tmp_path)) == 2)
         assert [row["_step"] for row in rows_in(tmp_path)] == [0, 1]
+        assert len(chunk_names(tmp_path)) == 1
     finally:
         writer.close()
-    assert len(chunk_names(tmp_path)) == 2
+    assert len(chunk_names(tmp_path)) == 1 and writer.rows_written == 2
+
+
+def test_a_file_takes_max_rows_rows_then_the_next_number_starts(tmp_path):
+    with HistoryWriter(tmp_path, max_rows=4, max_delay=0.001) as writer:
+        for step in range(10):
+            writer.write({"_step": step, "_timestamp": 1.0})
+            time.sleep(0.01)  # each row written on its own: the files fill by appending
+    names = chunk_names(tmp_path)
+    assert [CHUNK_NAME.match(name).group(1) for name in names] == ["000001", "000002", "000003"]
+    assert [len(read_history_file(str(tmp_path / name)).rows) for name in names] == [4, 4, 2]
+    assert [row["_step"] for row in rows_in(tmp_path)] == list(range(10))
 
 
 def test_close_writes_the_buffered_rows_and_is_idempotent(tmp_path):
@@ -136,8 +148,8 @@ def test_writes_from_many_threads_all_land_exactly_once(tmp_path):
         assert mine == sorted(mine)
 
 
-def test_a_concurrent_reader_only_ever_sees_complete_chunks(tmp_path):
-    rows_per_chunk = 200
+def test_a_concurrent_reader_up_to_the_last_newline_only_ever_sees_whole_rows_in_order(tmp_path):
+    rows_per_file = 200
     done = threading.Event()
     seen: dict[str, int] = {}
     failures: list[str] = []
@@ -146,33 +158,69 @@ def test_a_concurrent_reader_only_ever_sees_complete_chunks(tmp_path):
         while True:
             finished = done.is_set()
             for name in chunk_names(tmp_path):
-                if name in seen:
-                    continue
-                data = (tmp_path / name).read_bytes()
+                # as a collector reads a file its job appends to (TauGrid's last-newline rule)
                 read = read_history_file(str(tmp_path / name), final=False)
-                if not data.endswith(b"\n") or read.problems or len(read.rows) != rows_per_chunk:
-                    failures.append(f"{name}: {len(data)} bytes, {len(read.rows)} rows, {read.problems}")
-                seen[name] = len(read.rows)
+                steps = [row.fields["_step"] for row in read.rows]
+                if read.problems or len(steps) < seen.get(name, 0) or len(steps) > rows_per_file \
+                        or steps != sorted(steps):
+                    failures.append(f"{name}: {len(steps)} rows, {read.problems}")
+                seen[name] = len(steps)
             if finished:
                 return
 
     thread = threading.Thread(target=reader)
-    # switch threads often, so the reader looks at the directory in the middle of chunk writes
+    # switch threads often, so the reader looks at the files in the middle of writes
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     thread.start()
     try:
-        padding = "x" * 200  # big rows make partial writes likely if the writer were not atomic
-        with HistoryWriter(tmp_path, max_rows=rows_per_chunk, max_delay=3600) as writer:
-            for step in range(rows_per_chunk * 40):
+        padding = "x" * 200  # big rows make partial reads likely
+        with HistoryWriter(tmp_path, max_rows=rows_per_file, max_delay=0.001) as writer:
+            for step in range(rows_per_file * 40):
                 writer.write({"_step": step, "_timestamp": 1.0, "pad": padding})
+                if not step % 50:
+                    time.sleep(0.002)  # let the background thread append what is buffered
     finally:
         done.set()
         thread.join()
         sys.setswitchinterval(switch_interval)
     assert failures == []
-    assert len(seen) == 40 and sum(seen.values()) == rows_per_chunk * 40
+    assert len(seen) == 40 and sum(seen.values()) == rows_per_file * 40
+    assert [row["_step"] for row in rows_in(tmp_path)] == list(range(rows_per_file * 40))
     assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]
+
+
+def test_a_failed_write_leaves_no_part_of_a_row_and_the_rows_are_retried(tmp_path):
+    # A real failure: the file size limit (RLIMIT_FSIZE) stops a write part-way through a row.
+    script = textwrap.dedent("""
+        import os, resource, signal, sys
+        from tau_collector.history_writer import HistoryWriter, HistoryWriteError
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        out = sys.argv[1]
+        writer = HistoryWriter(out, max_delay=3600)
+        for step in range(5):
+            writer.write({"_step": step, "_timestamp": 1.0, "pad": "x" * 100})
+        writer.flush()
+        (name,) = os.listdir(out)
+        size = os.path.getsize(os.path.join(out, name))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size + 300, resource.RLIM_INFINITY))
+        for step in range(5, 10):
+            writer.write({"_step": step, "_timestamp": 1.0, "pad": "x" * 100})
+        try:
+            writer.flush()
+        except HistoryWriteError as err:
+            print("refused:", err)
+        print("size after the failure:", os.path.getsize(os.path.join(out, name)) == size)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        writer.close()
+    """)
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: cannot write history rows in" in proc.stdout and "the rows are kept and retried" in proc.stdout
+    assert "size after the failure: True" in proc.stdout  # the torn row was cut off again
+    [name] = chunk_names(tmp_path)
+    read = read_history_file(str(tmp_path / name))
+    assert read.problems == [] and [row.fields["_step"] for row in read.rows] == list(range(10))
 
 
 def test_writer_rejects_nonsense_limits(tmp_path):
@@ -206,7 +254,7 @@ def test_log_refuses_values_that_are_not_numbers(monkeypatch):
         log(loss=Thing())
 
 
-def test_log_with_a_history_dir_writes_chunks_closed_at_exit_from_numpy_and_torch_values(tmp_path):
+def test_log_with_a_history_dir_writes_rows_at_exit_from_numpy_and_torch_values(tmp_path):
     script = textwrap.dedent("""
         import math, numpy, torch
         from tau_collector.history_writer import log

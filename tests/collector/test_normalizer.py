@@ -132,13 +132,13 @@ def start_filter(out_dir, *extra: str) -> subprocess.Popen:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def closed_chunks(out_dir) -> list[str]:
+def chunk_files(out_dir) -> list[str]:
     return sorted(glob.glob(os.path.join(str(out_dir), "chunk-*.jsonl")))
 
 
 def read_rows(out_dir) -> list[dict]:
     rows = []
-    for path in closed_chunks(out_dir):
+    for path in chunk_files(out_dir):
         read = read_history_file(path)
         assert read.problems == []
         rows.extend(row.fields for row in read.rows)
@@ -174,7 +174,7 @@ def test_filter_turns_an_unterminated_last_row_into_a_row(tmp_path):
     assert read_rows(tmp_path / "out")[0]["loss"] == 0.5
 
 
-def test_filter_closes_a_chunk_after_a_pause_before_eof_and_passes_log_lines_at_once(tmp_path):
+def test_filter_writes_a_row_after_a_pause_before_eof_and_passes_log_lines_at_once(tmp_path):
     out_dir = tmp_path / "out"
     proc = start_filter(out_dir, "--max-delay", "0.05")
     try:
@@ -182,9 +182,9 @@ def test_filter_closes_a_chunk_after_a_pause_before_eof_and_passes_log_lines_at_
         proc.stdin.flush()
         # the log line arrives while stdin is still open
         assert proc.stdout.readline() == b"hello\n"
-        # and the row's chunk closes with no more input and no EOF
+        # and the row is written with no more input and no EOF
         deadline = time.monotonic() + 30
-        while not closed_chunks(out_dir) and time.monotonic() < deadline:
+        while not (chunk_files(out_dir) and read_rows(out_dir)) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert proc.poll() is None
         assert [row["loss"] for row in read_rows(out_dir)] == [1.5]
@@ -196,7 +196,7 @@ def test_filter_closes_a_chunk_after_a_pause_before_eof_and_passes_log_lines_at_
             proc.kill()
             proc.wait()
     assert [(row["_step"], row["loss"]) for row in read_rows(out_dir)] == [(0, 1.5), (1, 2.5)]
-    assert len(closed_chunks(out_dir)) == 2
+    assert len(chunk_files(out_dir)) == 1  # the second row was appended to the first row's file
 
 
 def test_filter_passes_log_text_without_newline_at_once(tmp_path):
@@ -215,14 +215,14 @@ def test_filter_passes_log_text_without_newline_at_once(tmp_path):
             proc.wait()
 
 
-def test_filter_sigterm_closes_the_buffered_chunk(tmp_path):
+def test_filter_sigterm_writes_the_buffered_rows(tmp_path):
     out_dir = tmp_path / "out"
     proc = start_filter(out_dir, "--max-delay", "3600")
     try:
         proc.stdin.write(b'{"step": 5, "loss": 0.75}\nmarker\n')
         proc.stdin.flush()
         assert proc.stdout.readline() == b"marker\n"  # lines are handled in order: the row is buffered
-        assert closed_chunks(out_dir) == []
+        assert chunk_files(out_dir) == []
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 128 + signal.SIGTERM
     finally:
@@ -249,7 +249,7 @@ def test_filter_many_rows_fill_chunks_of_max_rows(tmp_path):
     proc = start_filter(tmp_path / "out", "--max-rows", "1000", "--max-delay", "60")
     _, err = proc.communicate(lines)
     assert proc.returncode == 0, err
-    chunks = closed_chunks(tmp_path / "out")
+    chunks = chunk_files(tmp_path / "out")
     assert [len(read_history_file(path).rows) for path in chunks] == [1000, 1000, 500]
     assert [row["x"] for row in read_rows(tmp_path / "out")] == [i * i for i in range(2500)]
 
@@ -306,7 +306,7 @@ def test_rows_come_back_equal_through_normalizer_writer_and_source(tmp_path_fact
             writer.write(house)
             expected.append((house["_step"], metrics))
     got = []
-    for path in closed_chunks(out_dir):
+    for path in chunk_files(out_dir):
         read = read_history_file(path)
         assert read.problems == []
         got.extend(row.fields for row in read.rows)

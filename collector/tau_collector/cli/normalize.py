@@ -1,10 +1,10 @@
 """``tau-collector normalize``: a stdin filter that turns a job's JSON rows into history chunks.
 
 Every stdin line that is one JSON object (``{"step": 3, "loss": 1.25}``; ``NaN`` allowed)
-becomes a house row in a closed chunk file in ``--out``; every other line (log text, progress
+becomes a house row appended to a chunk file in ``--out``; every other line (log text, progress
 bars, warnings) goes to stdout unchanged, byte for byte, and at once, so the job log stays live.
 A row whose ``step`` is not a non-negative integer is logged as a warning on stderr and passed
-to stdout. EOF closes the last chunk; exit 0. Usage errors exit 2; a chunk that cannot be written
+to stdout. EOF writes the last rows; exit 0. Usage errors exit 2; rows that cannot be written
 (a full disk, a read-only ``--out``) exits 1. There is no progress line: stdout is the progress.
 """
 
@@ -29,8 +29,8 @@ _EPILOG = """\
 examples:
   python train.py | tau-collector normalize --out runs/seed-1/metrics-history-attempt-0
   # then collect: tau-collector collect --history 'runs/seed-1/metrics-history-attempt-0/chunk-*.jsonl' ...
-  # bigger chunks, and a summary (rows, chunks, passed-through lines) on stderr at the end
-  python train.py | tau-collector normalize -v --out run/history --max-rows 50000 --max-delay 1
+  # bigger chunk files, rows written once a second, a summary (rows, files, passed lines) on stderr
+  python train.py | tau-collector normalize -v --out run/history --max-rows 500000 --max-delay 1
 """
 
 _READ_SIZE = 1 << 16
@@ -62,10 +62,10 @@ def _positive_seconds(text: str) -> float:
 def _configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="directory for chunk-NNNNNN-<unix_ms>.jsonl files (created if missing)")
-    parser.add_argument("--max-rows", type=_positive_int, default=10000, metavar="N",
-                        help="close a chunk after N rows (default: 10000)")
+    parser.add_argument("--max-rows", type=_positive_int, default=100_000, metavar="N",
+                        help="start the next chunk file after N rows (default: 100000)")
     parser.add_argument("--max-delay", type=_positive_seconds, default=0.1, metavar="SECONDS",
-                        help="close a chunk when its first row is this old (default: 0.1)")
+                        help="write (append and fsync) rows at most this long after they came (default: 0.1)")
     logs.add_arguments(parser)
     parser.set_defaults(func=run, parser=parser)
     return parser
@@ -178,7 +178,7 @@ class _Filter:
 
 
 def _terminate(signum: int, frame: object) -> None:
-    # SystemExit unwinds through run()'s finally, which closes the buffered chunk.
+    # SystemExit unwinds through run()'s finally, which writes the buffered rows.
     raise SystemExit(128 + signum)
 
 
@@ -210,10 +210,10 @@ def run(args: argparse.Namespace) -> int:
                 filter_.finish()
                 out.flush()
     except HistoryWriteError as exc:
-        log.error(f"{exc}; the chunks already closed in {args.out} are complete")
+        log.error(f"{exc}; the rows already written in {args.out} are complete")
         return 1
     except OSError as exc:
-        log.error(f"cannot write a history chunk in {args.out}: {exc.strerror or exc}; the chunks already closed "
+        log.error(f"cannot write history rows in {args.out}: {exc.strerror or exc}; the rows already written "
                   "there are complete: free space or fix the directory's permissions, then run the job again")
         return 1
     log.info("stdin closed", extra={"rows": filter_.rows, "chunks": len(writer.chunk_paths),
