@@ -8,6 +8,8 @@ Inputs, generated in a temporary directory:
   own Event protos in TFRecord frames (:func:`write_big_event_file`: a Python writer would take hours),
   for the peak memory of ``collect``, ``import`` and ``dump`` over it (its rate is reported, its baseline
   is the small file's: ``EventFileLoader`` over a gigabyte would take most of an hour);
+* the spool alone (:func:`spool_floor`): TauGrid's pending manifests for as many canonical lines as the
+  backlog projects to, and their event ids, with nothing read or projected -- the floor of one-pass ``collect``;
 * with ``--hostile``: a 1 GiB history line without a newline after 3 rows (a sparse file), an event
   file whose fourth frame header claims 2**60 bytes, a W&B run whose rows nest 1000 levels deep.
 
@@ -150,6 +152,39 @@ def event_file_loader(path: Path) -> tuple[float, int]:
     return time.perf_counter() - start, count
 
 
+def spool_floor(work: Path, backlog: Path, events: int, env: dict[str, str]) -> dict[str, float]:
+    """What TauGrid's byte-compatible spool alone costs for ``events`` canonical lines, no reading or projecting:
+    per chunk of 20,000 (``--batch-records``) the NDJSON's SHA-256, its base64 in the manifest, the manifest's
+    SHA-256, writing and fsyncing it and removing it; plus one SHA-256 event id per event. The part of any
+    one-pass ``collect`` that no faster reader or projection can remove."""
+    import hashlib
+
+    from tau_collector.spool import Manifest, Spool, remove_durable
+
+    with open(backlog, "rb") as handle:
+        (work / "one-row.jsonl").write_bytes(handle.readline())
+    line = subprocess.run([sys.executable, "-m", "tau_collector", "project", "--run", "r", "--project", "p",
+                           "--experiment", "e", "--group", "g", str(work / "one-row.jsonl")],
+                          capture_output=True, env=env, check=True).stdout.splitlines(keepends=True)[0]
+    per_chunk = 20_000
+    ndjson = line * per_chunk
+    spool = Spool(str(work / "spool-floor"))
+    os.makedirs(spool.pending_dir, exist_ok=True)
+    start, cpu = time.perf_counter(), time.process_time()
+    for sequence in range(1, events // per_chunk + 1):
+        manifest = Manifest(config_identity="0" * 64, kind="history", sequence=sequence, source_path=str(backlog),
+                            source_file_id="1:1", ndjson=ndjson, event_count=per_chunk, end_offset=len(ndjson),
+                            end_lines=per_chunk).seal()
+        remove_durable(spool.write_pending(manifest))
+    spool_s, spool_cpu = time.perf_counter() - start, time.process_time() - cpu
+    identity = line[:200]  # an event id hashes the event's identity fields, about this long
+    start = time.perf_counter()
+    for index in range(events):
+        hashlib.sha256(identity + str(index).encode()).hexdigest()
+    return {"events": events, "line_bytes": len(line), "spool_s": spool_s, "spool_cpu_s": spool_cpu,
+            "event_ids_s": time.perf_counter() - start}
+
+
 def collect(work: Path, name: str, *source: str) -> list[str]:
     return ["tau_collector", "collect", "--run", "r", "--project", "p", "--experiment", "e", "--group", "g",
             "--out", str(work / f"out-{name}"), "--sink", "expstore", "--store", str(work / f"store-{name}"),
@@ -180,6 +215,12 @@ def main() -> None:
         results["backlog_bytes"], results["event_file_bytes"] = backlog.stat().st_size, event_file.stat().st_size
         efl_s, efl_n = event_file_loader(event_file)
         results["event_file_loader"] = {"seconds": efl_s, "scalars_per_s": efl_n / efl_s}
+        floor = results["spool_floor"] = spool_floor(work, backlog, args.rows * 4, env)
+        budget = floor["events"] / (15 * efl_n / efl_s)  # seconds a 15x-EventFileLoader collect may take
+        print(f"spool alone ({floor['events']:,} lines of {floor['line_bytes']} B): {floor['spool_s']:.1f} s "
+              f"({floor['spool_cpu_s']:.1f} s CPU), event ids {floor['event_ids_s']:.1f} s: "
+              f"{(floor['spool_s'] + floor['event_ids_s']) / budget:.0%} of the {budget:.1f} s a collect "
+              f"at 15x EventFileLoader may take", flush=True)
         cases = {
             "collect jsonl": (collect(work, "jsonl", "--history", str(backlog)), args.rows * 4),
             "collect tfevents": (collect(work, "tb", "--tfevents", str(event_file.parent)), args.scalars),

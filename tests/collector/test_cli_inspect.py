@@ -13,7 +13,7 @@ from tau_collector.gojson import parse_time
 from tau_collector.metric_event import decode_canonical_ndjson, encode_ndjson
 from tau_collector.sinks.base import Chunk, Sink
 
-from .tb_writers import write_tensorboardx
+from .tb_writers import write_tensorboard_summary, write_tensorboardx
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -74,6 +74,25 @@ def test_dump_of_a_logdir_prefixes_metrics_with_the_run_directory(tmp_path):
     assert [(r["metric"], r["value"], r["wall_time"]) for r in records] == [
         ("trial_1/loss", 1.0, 1_790_000_000.5), ("trial_2/train/loss", 2.0, 1_790_000_001.25)]
     assert records[0]["file"].startswith("logs/trial_1/") and "tfevents" in records[0]["file"]
+
+
+def test_dump_of_event_files_reads_columns_and_prints_what_the_per_observation_path_prints(tmp_path):
+    # Many blocks (a small --batch-bytes), several tags, non-finite values, tiny and huge exponents,
+    # TF2 tensor scalars beside tensorboardX's simple values: the columnar fast path and the path
+    # --tensorboard-purge takes (one object per observation) print the same bytes.
+    values = [0.5, float("nan"), float("inf"), -float("inf"), 2.0**-20, 2.0**70, -0.0, 3.0]  # exact in float32
+    write_tensorboardx(tmp_path / "logs" / "a", [(f"t{s % 3}", s, values[s % len(values)], 1_790_000_000 + s / 7)
+                                                 for s in range(3000)])
+    write_tensorboard_summary(tmp_path / "logs" / "b", [("loss", s, s / 4, 1_790_000_000 + s) for s in range(50)])
+    fast = cli("dump", "logs", "--batch-bytes", "4096", cwd=tmp_path)
+    slow = cli("dump", "logs", "--tensorboard-purge", cwd=tmp_path)
+    assert fast.returncode == slow.returncode == 0, fast.stderr + slow.stderr
+    assert fast.stdout == slow.stdout
+    records = lines(fast.stdout)
+    assert len(records) == 3050
+    assert [r["value"] for r in records[:8]] == [0.5, "NaN", "Infinity", "-Infinity", *values[4:]]
+    assert records[-1] == {"file": records[-1]["file"], "metric": "b/loss", "step": 49, "wall_time": 1_790_000_049,
+                           "value": 49 / 4}
 
 
 def test_dump_stops_a_corrupt_event_file_at_the_bad_frame_and_exits_3(tmp_path):

@@ -16,8 +16,10 @@ import logging
 import math
 import os
 import sys
+from itertools import repeat
 from typing import BinaryIO
 
+import numpy as np
 import orjson
 
 from .. import limits as input_limits
@@ -26,8 +28,9 @@ from .. import progress
 from ..process_memory import bound_process_memory
 from ..projection import RowError, history_step, metric_number
 from ..records import ProblemKind, SourceProblem
+from ..sources.event_columns import ScalarColumns, read_block_columns
 from ..sources.jsonl import read_history
-from ..sources.run import RunMemory, apply_tensorboard_purge, in_read_order, read_run, read_segment
+from ..sources.run import RunMemory, apply_tensorboard_purge, in_read_order, read_run
 from .common import usage_error
 from .inputs import HistoryInput, RunInput, resolve_inputs
 
@@ -171,9 +174,14 @@ def _dump_run(item: RunInput, args: argparse.Namespace, output: _Output) -> None
     for segment in item.run.segments():
         offset = records = 0
         while True:
-            batch = read_segment(item.run, segment, offset=offset, records_before=records, memory=memory,
-                                 max_bytes=limits.batch_bytes, max_record_bytes=limits.max_line_bytes)
-            _print_batch(item, output, batch, batch.observations)
+            batch, columns = read_block_columns(item.run, segment, memory=memory, offset=offset,
+                                                records_before=records, max_bytes=limits.batch_bytes,
+                                                max_record_bytes=limits.max_line_bytes)
+            file = item.display_path(batch.path)
+            output.observations += len(columns)
+            output.raw(_column_lines(file, columns))
+            for problem in batch.problems:
+                output.problem(problem, file)
             if not batch.more:
                 break
             offset, records = batch.checkpoint, batch.records
@@ -188,22 +196,30 @@ def _print_batch(item: RunInput, output: _Output, batch, observations: list) -> 
 
 
 def _observation_lines(file: str, observations: list) -> bytes:
-    """The JSON lines of many observations, built from cached pieces (the hot path of dump).
+    """The JSON lines of observations (``--tensorboard-purge``'s path), as :meth:`_Output.observation` makes them."""
+    return b"".join(orjson.dumps({"file": file, "metric": metric, "step": step, "wall_time": wall_time,
+                                  "value": _value(value)}, option=orjson.OPT_APPEND_NEWLINE)
+                    for metric, step, wall_time, value, _record, _offset in observations)
 
-    Equal to ``orjson.dumps`` of each object: Python's float repr is valid JSON and round-trips.
-    """
-    head = '{"file":' + orjson.dumps(file).decode() + ',"metric":'
-    names: dict[str, str] = {}
-    lines = []
-    for metric, step, wall_time, value, _record, _offset in observations:
-        name = names.get(metric)
-        if name is None:
-            name = names[metric] = head + orjson.dumps(metric).decode() + ',"step":'
-        if value - value == 0.0:
-            lines.append(f'{name}{step},"wall_time":{wall_time!r},"value":{value!r}}}\n')
-        else:
-            lines.append(f'{name}{step},"wall_time":{wall_time!r},"value":"{_value(value)}"}}\n')
-    return "".join(lines).encode()
+
+def _column_lines(file: str, columns: ScalarColumns) -> bytes:
+    """The JSON lines of a block's scalars, byte for byte what :func:`_observation_lines` makes (the hot path
+    of dump): each column's numbers are formatted by one ``orjson.dumps`` of the whole column and the lines
+    joined in C, with no Python per line."""
+    if not len(columns):
+        return b""
+    head = b'{"file":' + orjson.dumps(file) + b',"metric":'
+    names = np.array([head + orjson.dumps(name) + b',"step":' for name in columns.names], dtype=object)
+    values = _numbers(columns.value)
+    for index in np.flatnonzero(~np.isfinite(columns.value)).tolist():  # orjson writes null for these
+        values[index] = b'"' + _value(float(columns.value[index])).encode() + b'"'
+    return b"".join(map(b"".join, zip(names[columns.metric], _numbers(columns.step), repeat(b',"wall_time":'),
+                                      _numbers(columns.wall_time), repeat(b',"value":'), values, repeat(b"}\n"))))
+
+
+def _numbers(column: np.ndarray) -> list[bytes]:
+    """Each number of a column as orjson writes it in a JSON object."""
+    return orjson.dumps(column.tolist())[1:-1].split(b",")
 
 
 def input_size(item: HistoryInput | RunInput | SourceProblem) -> int:
