@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
+
+import orjson
 
 from tau_collector.collector import Collector, CollectorOptions
 from tau_collector.gojson import parse_time
@@ -40,6 +43,37 @@ def test_dump_prints_one_object_per_scalar_in_file_order_with_non_finite_as_stri
         {"file": "h.jsonl", "metric": "loss", "step": 2, "wall_time": 11.25, "value": "Infinity"},
         {"file": "h.jsonl", "metric": "loss", "step": 3, "wall_time": 12, "value": "-Infinity"},
     ]
+
+
+def test_dump_of_history_prints_each_observation_as_orjson_writes_its_object(tmp_path):
+    # Rows of several shapes (more than a print batch of them), names to strip, keys that are not metrics,
+    # booleans and strings skipped, a bad row between good ones, integers beyond float64.
+    rows = []
+    for s in range(20_000):
+        row = {"_step": s, "_timestamp": 1_790_000_000 + s / 8, " loss ": 1 / (s + 1), "_runtime": s}
+        if s % 3 == 0:
+            row.update({"acc": s % 7, "flag": True, "note": "x", "": 1.0, "big": 2**1100})
+        if s % 1000 == 0:
+            row["z"] = float("nan")
+        rows.append(json.dumps(row))
+    rows.insert(5, '{"_step": -1, "_timestamp": 1, "loss": 1}')
+    (tmp_path / "h.jsonl").write_text("\n".join(rows) + "\n")
+    proc = cli("dump", "h.jsonl", cwd=tmp_path)
+    assert proc.returncode == 3
+    assert [problem["line"] for problem in lines(proc.stderr)] == [6]
+    expected = []
+    for text in rows[:5] + rows[6:]:
+        row = json.loads(text)
+        for key in sorted(k for k in row if not k.startswith("_") and k.strip()):
+            value = row[key]
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            value = math.inf if isinstance(value, int) and value > 2**1000 else float(value)
+            expected.append(orjson.dumps({"file": "h.jsonl", "metric": key.strip(), "step": row["_step"],
+                                          "wall_time": float(row["_timestamp"]),
+                                          "value": "NaN" if value != value else "Infinity" if value == math.inf
+                                          else value}, option=orjson.OPT_APPEND_NEWLINE))
+    assert proc.stdout.encode() == b"".join(expected)
 
 
 def test_dump_reports_bad_rows_on_stderr_keeps_the_good_ones_and_exits_3(tmp_path):

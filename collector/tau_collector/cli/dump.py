@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import sys
+from collections.abc import Sequence
 from itertools import repeat
 from typing import BinaryIO
 
@@ -28,7 +29,7 @@ from .. import progress
 from ..process_memory import bound_process_memory
 from ..projection import RowError, history_step, metric_number
 from ..records import ProblemKind, SourceProblem
-from ..sources.event_columns import ScalarColumns, read_block_columns
+from ..sources.event_columns import read_block_columns
 from ..sources.jsonl import read_history
 from ..sources.run import RunMemory, apply_tensorboard_purge, in_read_order, read_run
 from .common import usage_error
@@ -79,30 +80,40 @@ def _value(value: float) -> float | str:
 
 
 class _Output:
-    """Buffered JSON-lines writers for stdout and stderr; counts problems that change the exit code."""
+    """JSON lines on stdout and stderr; counts problems that change the exit code.
+
+    History observations gather in columns (:meth:`observation`) and are printed a batch at a time,
+    and always before a problem, so problems follow the observations that precede them."""
 
     def __init__(self, out: BinaryIO, err: BinaryIO) -> None:
         self.out, self.err = out, err
-        self.buffer: list[bytes] = []
         self.corrupt = False
         self.observations = 0
         self.problems = 0
+        self._file = ""
+        self._names: dict[str, int] = {}
+        self._columns: tuple[list[int], list[int], list[float], list[float]] = ([], [], [], [])
 
-    def observation(self, file: str, metric: str, step: int, wall_time: float, value: float) -> None:
-        self.observations += 1
-        self.buffer.append(orjson.dumps(
-            {"file": file, "metric": metric, "step": step, "wall_time": wall_time, "value": _value(value)},
-            option=orjson.OPT_APPEND_NEWLINE,
-        ))
-        if len(self.buffer) >= 4096:
+    def columns(self, file: str) -> tuple[dict[str, int], list[int], list[int], list[float], list[float]]:
+        """The columns to append ``file``'s observations to (metric index into the names, step, wall
+        time, value); call :meth:`spill` after each row."""
+        if file != self._file:
+            self.flush()
+            self._file = file
+        return (self._names, *self._columns)
+
+    def spill(self) -> None:
+        if len(self._columns[0]) >= 16384:
             self.flush()
 
-    def raw(self, data: bytes) -> None:
+    def lines(self, data: bytes, count: int) -> None:
+        """Print ``count`` observations already made into lines."""
         self.flush()
+        self.observations += count
         self.out.write(data)
 
     def problem(self, problem: SourceProblem, file: str | None = None) -> None:
-        self.flush()  # problems follow the observations that precede them
+        self.flush()
         record = problem.to_json()
         if file is not None:
             record["file"] = file
@@ -114,9 +125,13 @@ class _Output:
             self.corrupt = True
 
     def flush(self) -> None:
-        if self.buffer:
-            self.out.write(b"".join(self.buffer))
-            self.buffer.clear()
+        metric, steps, walls, values = self._columns
+        if metric:
+            self.observations += len(metric)
+            self.out.write(_json_lines(self._file, list(self._names), metric, steps, walls, values))
+            for column in self._columns:
+                column.clear()
+            self._names.clear()
         self.out.flush()
 
 
@@ -135,6 +150,7 @@ def _dump_history(item: HistoryInput, args: argparse.Namespace, output: _Output)
 
 def _dump_rows(item: HistoryInput, args: argparse.Namespace, output: _Output, read) -> None:
     step_field, time_field = args.step_field, args.time_field
+    keys_by_shape: dict[tuple[str, ...], list[tuple[str, str]]] = {}
     # Rows and the source's own problems (bad JSON, not an object) interleaved in line order.
     entries = sorted([*read.rows, *read.problems], key=lambda entry: entry.line or 0)
     for entry in entries:
@@ -154,11 +170,25 @@ def _dump_rows(item: HistoryInput, args: argparse.Namespace, output: _Output, re
                                          f"{time_field}: must be finite epoch seconds",
                                          line=entry.line, offset=entry.offset))
             continue
-        for key in sorted(k for k in fields if k != step_field and k != time_field and not k.startswith("_")):
+        shape = tuple(fields)
+        keys = keys_by_shape.get(shape)
+        if keys is None:  # (key, metric name) in name order; rows of one writer share a few shapes
+            keys = [(key, key.strip()) for key in sorted(shape) if key != step_field and key != time_field
+                    and not key.startswith("_") and key.strip()]
+            if len(keys_by_shape) < 1024:
+                keys_by_shape[shape] = keys
+        names, metric, steps, walls, values = output.columns(item.path)
+        for key, name in keys:
             value = metric_number(fields[key])
-            name = key.strip()
-            if value is not None and name:
-                output.observation(item.path, name, step, wall_time, value)
+            if value is not None:
+                index = names.get(name)
+                if index is None:
+                    index = names[name] = len(names)
+                metric.append(index)
+                steps.append(step)
+                walls.append(wall_time)
+                values.append(value)
+        output.spill()
 
 
 def _dump_run(item: RunInput, args: argparse.Namespace, output: _Output) -> None:
@@ -178,8 +208,8 @@ def _dump_run(item: RunInput, args: argparse.Namespace, output: _Output) -> None
                                                 records_before=records, max_bytes=limits.batch_bytes,
                                                 max_record_bytes=limits.max_line_bytes)
             file = item.display_path(batch.path)
-            output.observations += len(columns)
-            output.raw(_column_lines(file, columns))
+            output.lines(_json_lines(file, columns.names, columns.metric, columns.step, columns.wall_time,
+                                     columns.value), len(columns))
             for problem in batch.problems:
                 output.problem(problem, file)
             if not batch.more:
@@ -189,37 +219,40 @@ def _dump_run(item: RunInput, args: argparse.Namespace, output: _Output) -> None
 
 def _print_batch(item: RunInput, output: _Output, batch, observations: list) -> None:
     file = item.display_path(batch.path)
-    output.observations += len(observations)
-    output.raw(_observation_lines(file, observations))
+    output.lines(_observation_lines(file, observations), len(observations))
     for problem in batch.problems:
         output.problem(problem, file)
 
 
 def _observation_lines(file: str, observations: list) -> bytes:
-    """The JSON lines of observations (``--tensorboard-purge``'s path), as :meth:`_Output.observation` makes them."""
+    """The JSON lines of observations (``--tensorboard-purge``'s path): one ``orjson.dumps`` per object, the
+    reference :func:`_json_lines` matches."""
     return b"".join(orjson.dumps({"file": file, "metric": metric, "step": step, "wall_time": wall_time,
                                   "value": _value(value)}, option=orjson.OPT_APPEND_NEWLINE)
                     for metric, step, wall_time, value, _record, _offset in observations)
 
 
-def _column_lines(file: str, columns: ScalarColumns) -> bytes:
-    """The JSON lines of a block's scalars, byte for byte what :func:`_observation_lines` makes (the hot path
-    of dump): each column's numbers are formatted by one ``orjson.dumps`` of the whole column and the lines
-    joined in C, with no Python per line."""
-    if not len(columns):
+def _json_lines(file: str, names: list[str], metric: Sequence[int] | np.ndarray,
+                *columns: Sequence[float] | np.ndarray) -> bytes:
+    """The JSON lines of many observations of ``file`` (the hot path of dump), byte for byte what
+    :func:`_observation_lines` makes: ``metric`` indexes ``names``; ``columns`` are the steps, wall times
+    and values. Each column's numbers are formatted by one ``orjson.dumps`` of the whole column and the
+    lines joined in C, with no Python per line."""
+    if not len(metric):
         return b""
+    steps, walls, values = (_numbers(column) for column in columns)
+    raw_values = np.asarray(columns[2], dtype=np.float64)
+    for index in np.flatnonzero(~np.isfinite(raw_values)).tolist():  # orjson writes null for these
+        values[index] = b'"' + _value(float(raw_values[index])).encode() + b'"'
     head = b'{"file":' + orjson.dumps(file) + b',"metric":'
-    names = np.array([head + orjson.dumps(name) + b',"step":' for name in columns.names], dtype=object)
-    values = _numbers(columns.value)
-    for index in np.flatnonzero(~np.isfinite(columns.value)).tolist():  # orjson writes null for these
-        values[index] = b'"' + _value(float(columns.value[index])).encode() + b'"'
-    return b"".join(map(b"".join, zip(names[columns.metric], _numbers(columns.step), repeat(b',"wall_time":'),
-                                      _numbers(columns.wall_time), repeat(b',"value":'), values, repeat(b"}\n"))))
+    heads = np.array([head + orjson.dumps(name) + b',"step":' for name in names], dtype=object)
+    return b"".join(map(b"".join, zip(heads[np.asarray(metric, dtype=np.intp)], steps, repeat(b',"wall_time":'),
+                                      walls, repeat(b',"value":'), values, repeat(b"}\n"))))
 
 
-def _numbers(column: np.ndarray) -> list[bytes]:
+def _numbers(column: Sequence[float] | np.ndarray) -> list[bytes]:
     """Each number of a column as orjson writes it in a JSON object."""
-    return orjson.dumps(column.tolist())[1:-1].split(b",")
+    return orjson.dumps(column.tolist() if isinstance(column, np.ndarray) else column)[1:-1].split(b",")
 
 
 def input_size(item: HistoryInput | RunInput | SourceProblem) -> int:
