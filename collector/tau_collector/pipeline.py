@@ -46,7 +46,7 @@ class ProjectedBatch:
 
     @property
     def bad_rows(self) -> int:
-        return sum(1 for p in self.batch.problems if p.kind == ProblemKind.BAD_ROW) + len(self.rejected)
+        return sum(1 for p in self.batch.problems if p.kind in ProblemKind.REJECTED) + len(self.rejected)
 
 
 class Pipeline:

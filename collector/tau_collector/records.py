@@ -25,6 +25,9 @@ class ProblemKind:
     BAD_CONFIG = "bad_config"  # the run's configuration file cannot be read as one (not stored)
     CONFIG_CONFLICT = "config_conflict"  # the run already has another configuration (this one not stored)
 
+    # A row or record skipped while the rest of its file is read: counted as rejected rows.
+    REJECTED = frozenset({BAD_ROW, BAD_EVENT})
+
 
 @dataclass(slots=True)
 class HistoryRow:

@@ -279,7 +279,7 @@ class StoreImport:
             self.summary.rejected_rows += projected.bad_rows
             self._write(projected, identity, metrics)
         else:
-            self.summary.rejected_rows += sum(1 for p in batch.problems if p.kind == ProblemKind.BAD_ROW)
+            self.summary.rejected_rows += sum(1 for p in batch.problems if p.kind in ProblemKind.REJECTED)
 
     def _write(self, projected: ProjectedBatch, identity: bytes, metrics: set[str]) -> None:
         if projected.non_finite:

@@ -275,6 +275,72 @@ def test_a_record_over_the_limit_is_checked_in_pieces_and_skipped(tmp_path: Path
     assert [o.step for o in broken.observations] == [0] and broken.problems[0].kind == ProblemKind.CRC_MISMATCH
 
 
+# --- an event of a million summary values --------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def wide_event(tmp_path: Path) -> Path:
+    """Within the 16 MiB record limit, one event of 1.3 million scalar values between a real writer's scalars:
+    decoded, ~700 MB of protobuf objects and observations (collect reached 2.4 GB)."""
+    from tensorboard.compat.proto import event_pb2
+
+    from .tb_writers import write_events
+
+    events = [event_pb2.Event(wall_time=T0 + s, step=s) for s in range(5)]
+    for s in (0, 1, 3, 4):
+        events[s].summary.value.add(tag="loss", simple_value=1.0 / (s + 1))
+    for i in range(1_300_000):
+        events[2].summary.value.add(tag=f"t{i % 1000}", simple_value=float(i))
+    path = write_events(tmp_path / "tb" / "run", events)
+    assert path.stat().st_size < 16 << 20
+    return path
+
+
+@pytest.mark.slow
+def test_an_event_of_a_million_values_is_a_bad_event_in_collect_import_and_dump_and_nothing_grows(wide_event: Path,
+                                                                                                tmp_path: Path):
+    path = wide_event
+    (tmp_path / "completion.json").write_text("")
+    code, out, err, peak = measured(collect(tmp_path, tfevents=path.parent), tmp_path)
+    assert code == 0, err
+    assert json.loads(out)["events"] == 4 + 1
+    assert "record 4 holds more than 20000 summary values, over the limit an event may have (--max-row-fields)" in err
+    assert StoreReader(tmp_path / "store").rows("r", "loss").step.tolist() == [0, 1, 3, 4]
+    assert peak < 250, f"collect peaked at {peak} MiB"
+
+    code, out, err, peak = measured(["taunotebook", "import", str(path.parent), "--store", str(tmp_path / "s2"), "-v"],
+                                    tmp_path)
+    assert code == 0, err
+    assert "4 points (0 non-finite); 1 rejected rows" in out and "some rows or files could not be read" in out
+    assert "record 4 holds more than 20000 summary values" in err
+    assert peak < 250, f"import peaked at {peak} MiB"
+
+    for extra in ([], ["--tensorboard-purge"]):
+        code, out, err, peak = measured(["tau_collector", "dump", str(path), *extra], tmp_path)
+        assert code == 3 and [json.loads(line)["step"] for line in out.splitlines()] == [0, 1, 3, 4]
+        (problem,) = [json.loads(line) for line in err.strip().splitlines()]
+        assert problem["error"] == "bad_event" and problem["line"] == 4
+        assert peak < 250, f"dump {extra} peaked at {peak} MiB"
+
+
+def test_the_event_value_limit_is_the_row_field_flag(tmp_path: Path):
+    from tensorboard.compat.proto import event_pb2
+
+    from .tb_writers import write_events
+
+    event = event_pb2.Event(wall_time=T0, step=0)
+    for i in range(12):
+        event.summary.value.add(tag=f"m{i}", simple_value=float(i))
+    path = write_events(tmp_path / "run", [event])
+    proc = subprocess.run([sys.executable, "-m", "tau_collector", "dump", str(path), "--max-row-fields", "5"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3 and proc.stdout == ""
+    assert "holds more than 5 summary values" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "tau_collector", "dump", str(path), "--max-row-fields", "12"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 12
+
+
 # --- rows nested a thousand levels deep ------------------------------------------------------------------------------
 
 

@@ -195,7 +195,7 @@ def _dump_run(item: RunInput, args: argparse.Namespace, output: _Output) -> None
     limits = args.limits
     if args.tensorboard_purge:
         # TensorBoard's view needs the whole run: a restart purges points read before it.
-        batches = read_run(item.run)
+        batches = read_run(item.run, limits.max_row_fields)
         kept = {id(obs) for obs in apply_tensorboard_purge(in_read_order(batches))}
         for batch in batches:
             _print_batch(item, output, batch, [obs for obs in batch.observations if id(obs) in kept])
@@ -206,7 +206,8 @@ def _dump_run(item: RunInput, args: argparse.Namespace, output: _Output) -> None
         while True:
             batch, columns = read_block_columns(item.run, segment, memory=memory, offset=offset,
                                                 records_before=records, max_bytes=limits.batch_bytes,
-                                                max_record_bytes=limits.max_line_bytes)
+                                                max_record_bytes=limits.max_line_bytes,
+                                                max_values=limits.max_row_fields)
             file = item.display_path(batch.path)
             output.lines(_json_lines(file, columns.names, columns.metric, columns.step, columns.wall_time,
                                      columns.value), len(columns))

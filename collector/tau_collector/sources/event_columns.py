@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..limits import DEFAULT_LIMITS
 from .event_file import CANONICAL_MAX
 from .run import (
     RunMemory,
@@ -94,7 +95,7 @@ def _equal_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameIndex, first_record: int,
-                  base_offset: int, batch: SegmentBatch, memory: RunMemory) -> ScalarColumns:
+                  base_offset: int, batch: SegmentBatch, memory: RunMemory, max_values: int) -> ScalarColumns:
     count = len(frames)
     key_of = np.full(count, -1, dtype=np.int64)
     step = np.zeros(count, dtype=np.int64)
@@ -145,7 +146,7 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
         for i in indices.tolist():
             start = int(frames.starts[i]) + HEADER_SIZE
             decode_event_into(run, path, data[start:start + int(frames.lengths[i])], first_record + i,
-                          base_offset + int(frames.starts[i]), batch, memory)
+                          base_offset + int(frames.starts[i]), batch, memory, max_values)
 
     decode(np.flatnonzero(slow))
     if waiting.any():
@@ -204,6 +205,7 @@ def read_block_columns(
     max_records: int | None = None,
     final: bool = False,
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_values: int = DEFAULT_LIMITS.max_row_fields,
 ) -> tuple[SegmentBatch, ScalarColumns]:
     """Read the frames of ``path`` that lie within ``max_bytes`` (and ``max_records``) from ``offset``.
 
@@ -226,7 +228,7 @@ def read_block_columns(
     if max_records is not None and len(frames) > max_records:
         frames, more = frames.first(max(max_records, 1), offset), True
     with cyclic_gc_paused():
-        columns = _decode_block(run, path, block.data, frames, records_before + 1, offset, batch, memory)
+        columns = _decode_block(run, path, block.data, frames, records_before + 1, offset, batch, memory, max_values)
     batch.checkpoint = block.checkpoint if frames is block.scan else frames.checkpoint
     batch.records = records_before + len(frames)
     if block.skipped:

@@ -48,9 +48,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..limits import DEFAULT_LIMITS
 from ..records import HistoryRow, ProblemKind, SourceProblem
 from .data_compat import SCALARS, dropped_bucket, series_kind, tensor_scalar
-from .event_file import CANONICAL_MAX, SESSION_START, EventDecodeError, canonical_scalar_key, decode_event
+from .event_file import (
+    CANONICAL_MAX,
+    SESSION_START,
+    EventDecodeError,
+    canonical_scalar_key,
+    decode_event,
+    summary_value_count,
+)
 from .tf_record import DEFAULT_MAX_RECORD_BYTES, Block, FrameScan, StopReason, read_block
 
 __all__ = [
@@ -226,6 +234,7 @@ def read_segment(
     read_size: int = DEFAULT_CHUNK_BYTES,
     final: bool = False,
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_values: int = DEFAULT_LIMITS.max_row_fields,
 ) -> SegmentBatch:
     """Read the verified frames of one event file of ``run`` from ``offset`` (a frame boundary).
 
@@ -236,7 +245,8 @@ def read_segment(
     frame is read): the batch then has ``more`` set and the caller continues from its
     checkpoint; without it the call reads to the end of the file, ``read_size`` bytes per read.
     ``final`` says the run is complete: a file ending inside a frame is then corrupt, not a
-    writer still at work.
+    writer still at work. An event with more than ``max_values`` summary values is a bad event,
+    skipped without being decoded (see :func:`decode_event_into`).
     """
     if memory is None:
         memory = RunMemory()
@@ -251,7 +261,7 @@ def read_segment(
             batch.problems.append(unreadable_problem(path, exc, batch.checkpoint))
             return batch
         with cyclic_gc_paused():
-            _decode_frames(run, path, block.scan, batch, memory)
+            _decode_frames(run, path, block.scan, batch, memory, max_values)
         if block.skipped:
             batch.records += 1
             batch.dropped["oversized_record"] = batch.dropped.get("oversized_record", 0) + 1
@@ -311,7 +321,7 @@ def _crc_problem(path: str, message: str, checkpoint: int, record: int) -> Sourc
 
 
 def _decode_frames(
-    run: TensorBoardRun, path: str, scan: FrameScan, batch: SegmentBatch, memory: RunMemory
+    run: TensorBoardRun, path: str, scan: FrameScan, batch: SegmentBatch, memory: RunMemory, max_values: int
 ) -> None:
     append = batch.observations.append
     layouts = memory.scalar_layouts
@@ -372,15 +382,29 @@ def _decode_frames(
                         record, frame_offset,
                     )))
                     continue
-        decode_event_into(run, path, payload, record, frame_offset, batch, memory)
+        decode_event_into(run, path, payload, record, frame_offset, batch, memory, max_values)
     batch.records = record
 
 
 def decode_event_into(
     run: TensorBoardRun, path: str, payload: bytes | memoryview, record: int, frame_offset: int,
-    batch: SegmentBatch, memory: RunMemory,
+    batch: SegmentBatch, memory: RunMemory, max_values: int = DEFAULT_LIMITS.max_row_fields,
 ) -> None:
-    """Decode one frame with protobuf (any event the canonical-scalar fast path did not take) into ``batch``."""
+    """Decode one frame with protobuf (any event the canonical-scalar fast path did not take) into ``batch``.
+
+    An event with more than ``max_values`` summary values (``--max-row-fields``, as a history line's keys)
+    is a bad event, counted from the wire format and never decoded: a record within the size limit can
+    hold a million values, a gigabyte or more of objects."""
+    if max_values and len(payload) > 2 * max_values:  # a value takes two bytes at least
+        values = summary_value_count(payload, max_values)
+        if values > max_values:
+            batch.problems.append(SourceProblem(
+                path, ProblemKind.BAD_EVENT,
+                f"record {record} holds more than {max_values} summary values, over the limit an event may "
+                "have (--max-row-fields); skipped it without decoding and went on with the next record",
+                line=record, offset=frame_offset,
+            ))
+            return
     plugins = memory.tag_plugins
     names = memory.metric_names
     layouts = memory.scalar_layouts
@@ -442,7 +466,8 @@ def decode_event_into(
         memory.seen_session_start = True
 
 
-def rebuild_run_memory(run: TensorBoardRun, path: str, offset: int) -> RunMemory:
+def rebuild_run_memory(run: TensorBoardRun, path: str, offset: int,
+                       max_values: int = DEFAULT_LIMITS.max_row_fields) -> RunMemory:
     """The :class:`RunMemory` a reader had when it checkpointed ``path`` at ``offset``.
 
     Re-reads the run's segments whose names sort before ``path`` and ``path`` itself up to
@@ -453,16 +478,16 @@ def rebuild_run_memory(run: TensorBoardRun, path: str, offset: int) -> RunMemory
     for segment in run.segments():
         if os.path.basename(segment) >= name:
             break
-        read_segment(run, segment, memory=memory)
+        read_segment(run, segment, memory=memory, max_values=max_values)
     if offset > 0:
-        read_segment(run, path, memory=memory, end_offset=offset)
+        read_segment(run, path, memory=memory, end_offset=offset, max_values=max_values)
     return memory
 
 
-def read_run(run: TensorBoardRun) -> list[SegmentBatch]:
+def read_run(run: TensorBoardRun, max_values: int = DEFAULT_LIMITS.max_row_fields) -> list[SegmentBatch]:
     """Read every segment of ``run`` from the start, sharing one memory (batch consumers, ``dump``)."""
     memory = RunMemory()
-    return [read_segment(run, segment, memory=memory) for segment in run.segments()]
+    return [read_segment(run, segment, memory=memory, max_values=max_values) for segment in run.segments()]
 
 
 def in_read_order(batches: Iterable[SegmentBatch]) -> Iterator[ScalarObservation | SessionRestart]:

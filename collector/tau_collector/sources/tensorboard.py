@@ -95,12 +95,13 @@ class TensorBoardSource(Source):
         run: TensorBoardRun = source_input.group
         memory = self._memories.get(run.directory)
         if memory is None:
-            memory = self._memories[run.directory] = rebuild_run_memory(run, source_input.path, start.offset)
+            memory = self._memories[run.directory] = rebuild_run_memory(run, source_input.path, start.offset,
+                                                                        self.limits.max_row_fields)
         limits = self.limits
         segment, columns = read_block_columns(
             run, source_input.path, memory=memory, offset=start.offset, records_before=start.records,
             max_bytes=limits.batch_bytes, max_records=limits.batch_records, final=final,
-            max_record_bytes=limits.max_line_bytes)
+            max_record_bytes=limits.max_line_bytes, max_values=limits.max_row_fields)
         if prefix_hash is not None and segment.checkpoint > start.offset:
             _hash_range(prefix_hash, source_input.path, start.offset, segment.checkpoint)
         return Batch(source_input, start, Position(segment.checkpoint, segment.records), columns=columns,

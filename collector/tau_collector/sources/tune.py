@@ -108,7 +108,8 @@ class TuneSource(Source):
             while True:
                 batch, columns = read_block_columns(run, segment, memory=memory, offset=offset, records_before=records,
                                                     max_bytes=self.limits.batch_bytes, final=True,
-                                                    max_record_bytes=self.limits.max_line_bytes)
+                                                    max_record_bytes=self.limits.max_line_bytes,
+                                                    max_values=self.limits.max_row_fields)
                 if _ANCHOR in columns.names:
                     at = columns.metric == columns.names.index(_ANCHOR)
                     parts.append((columns.step[at], columns.wall_time[at], columns.value[at].astype(np.float32)))
