@@ -29,8 +29,9 @@ class Limits:
     """``batch_bytes``: source bytes per batch (a longer single line or record still makes one
     batch); ``batch_records``: history lines or event records per batch; ``max_line_bytes``: the
     longest line or record read; ``max_depth``: the deepest nesting flattened into metric names;
-    ``max_row_fields``: the most keys a history line may have (each numeric one is an event of ~700
-    bytes: 16 MiB of ``"k":1,`` would be two million events, gigabytes in one chunk)."""
+    ``max_row_fields``: the most keys a history line, or summary values an event record, may have (each
+    numeric one is an event of ~700 bytes: 16 MiB of ``"k":1,`` would be two million events, gigabytes
+    in one chunk)."""
 
     batch_bytes: int = 512 * 1024
     batch_records: int = 20_000
@@ -51,7 +52,8 @@ _FLAGS = {  # field: (flag, environment variable, help)
     "max_depth": ("--max-depth", "TAU_COLLECTOR_MAX_DEPTH",
                   "nested W&B/Tune values deeper than this are dropped and counted"),
     "max_row_fields": ("--max-row-fields", "TAU_COLLECTOR_MAX_ROW_FIELDS",
-                       "a history line with more keys than this is skipped and reported"),
+                       "a history line with more keys, or an event with more summary values, than this is "
+                       "skipped and reported"),
 }
 
 
