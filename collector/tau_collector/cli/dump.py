@@ -82,8 +82,8 @@ def _value(value: float) -> float | str:
 class _Output:
     """JSON lines on stdout and stderr; counts problems that change the exit code.
 
-    History observations gather in columns (:meth:`observation`) and are printed a batch at a time,
-    and always before a problem, so problems follow the observations that precede them."""
+    History observations gather in columns (:meth:`columns`) and are printed a batch at a time, and
+    always before a problem, so problems follow the observations that precede them."""
 
     def __init__(self, out: BinaryIO, err: BinaryIO) -> None:
         self.out, self.err = out, err
