@@ -10,10 +10,9 @@ those four fields, so readers that have seen the tag once take later events from
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from google.protobuf.message import DecodeError
 
+from .protobuf_wire import fields
 from .tensorboard_proto.event_pb2 import Event, SessionLog
 
 __all__ = ["CANONICAL_MAX", "Event", "EventDecodeError", "SESSION_START", "canonical_scalar_key", "decode_event",
@@ -41,46 +40,16 @@ def summary_value_count(payload: bytes | memoryview, limit: int) -> int:
     stopping once past ``limit`` (a guard before decoding: a 16 MiB record can hold a million values).
     A payload that is not well formed counts what was seen before the fault; decoding reports it."""
     count = 0
-    for field, start, end in _fields(payload, 0, len(payload)):
-        if field == 5:  # Event.summary (repeated occurrences merge)
-            for value_field, _start, _end in _fields(payload, start, end):
-                count += value_field == 1  # Summary.value
-                if count > limit:
-                    return count
+    try:
+        for number, wire, summary in fields(memoryview(payload)):
+            if number == 5 and wire == 2:  # Event.summary (repeated occurrences merge)
+                for value_number, value_wire, _ in fields(summary):
+                    count += value_number == 1 and value_wire == 2  # Summary.value
+                    if count > limit:
+                        return count
+    except ValueError:
+        pass
     return count
-
-
-def _fields(payload: bytes | memoryview, pos: int, end: int) -> Iterator[tuple[int, int, int]]:
-    """(field number, start, end) of each length-delimited field in ``payload[pos:end]``; others are skipped."""
-    while pos < end:
-        key, pos = _read_varint(payload, pos, end)
-        wire = key & 7
-        if wire == 0:
-            _, pos = _read_varint(payload, pos, end)
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        elif wire == 2:
-            length, pos = _read_varint(payload, pos, end)
-            if length < 0 or pos + length > end:
-                return
-            yield key >> 3, pos, pos + length
-            pos += length
-        else:  # groups or garbage
-            return
-
-
-def _read_varint(payload: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
-    result = shift = 0
-    while pos < end and shift < 64:
-        byte = payload[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-    return -1, end  # cut short: the walk ends
 
 
 def _varint(n: int) -> bytes:

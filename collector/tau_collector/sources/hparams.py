@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from .event_file import EventDecodeError, decode_event
+from .protobuf_wire import fields
 from .tf_record import StopReason, scan_file
 
 __all__ = ["HPARAMS_FORMAT", "HParamsScan", "session_hparams", "scan_hparams"]
@@ -59,47 +59,12 @@ class HParamsScan:
     final: bool = False
 
 
-def _fields(data: bytes) -> Iterator[tuple[int, int, Any]]:
-    """(field number, wire type, value) of a protobuf message: ints for varints, bytes otherwise."""
-    pos, end = 0, len(data)
-    while pos < end:
-        key, pos = _varint(data, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(data, pos)
-        elif wire == 1:
-            value, pos = data[pos:pos + 8], pos + 8
-        elif wire == 2:
-            length, pos = _varint(data, pos)
-            value, pos = data[pos:pos + length], pos + length
-        elif wire == 5:
-            value, pos = data[pos:pos + 4], pos + 4
-        else:
-            raise ValueError(f"protobuf wire type {wire} is not read here")
-        if pos > end:
-            raise ValueError("protobuf field runs past the end of its message")
-        yield number, wire, value
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise ValueError("protobuf varint runs past the end of its message")
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-
-
 def _value(data: bytes, depth: int = 0) -> Any:
     """A ``google.protobuf.Value``: null 1, number 2 (double), string 3, bool 4, struct 5, list 6."""
     if depth > _MAX_DEPTH:
         raise ValueError(f"hparam value nested deeper than {_MAX_DEPTH} levels")
     out: Any = None
-    for number, wire, raw in _fields(data):
+    for number, wire, raw in fields(data):
         if number == 1 and wire == 0:
             out = None
         elif number == 2 and wire == 1:
@@ -113,18 +78,18 @@ def _value(data: bytes, depth: int = 0) -> Any:
         elif number == 5 and wire == 2:
             out = _struct(raw, depth + 1)
         elif number == 6 and wire == 2:
-            out = [_value(item, depth + 1) for n, w, item in _fields(raw) if n == 1 and w == 2]
+            out = [_value(item, depth + 1) for n, w, item in fields(raw) if n == 1 and w == 2]
     return out
 
 
 def _struct(data: bytes, depth: int) -> dict[str, Any]:
     """A ``google.protobuf.Struct`` (field 1: map entries of key 1 and Value 2), or a session's ``hparams`` map."""
     out: dict[str, Any] = {}
-    for number, wire, entry in _fields(data):
+    for number, wire, entry in fields(data):
         if number != 1 or wire != 2:
             continue
         key, value = "", None
-        for n, w, raw in _fields(entry):
+        for n, w, raw in fields(entry):
             if n == 1 and w == 2:
                 key = raw.decode("utf-8", "replace")
             elif n == 2 and w == 2:
@@ -138,7 +103,7 @@ def session_hparams(content: bytes) -> dict[str, Any] | None:
 
     Raises ValueError when the content is not a readable message.
     """
-    for number, wire, raw in _fields(content):
+    for number, wire, raw in fields(content):
         if number == 3 and wire == 2:
             return _struct(raw, 0)  # SessionStartInfo.hparams is its field 1, the same shape as a Struct
     return None
