@@ -398,12 +398,9 @@ def decode_event_into(
     if max_values and len(payload) > 2 * max_values:  # a value takes two bytes at least
         values = summary_value_count(payload, max_values)
         if values > max_values:
-            batch.problems.append(SourceProblem(
-                path, ProblemKind.BAD_EVENT,
-                f"record {record} holds more than {max_values} summary values, over the limit an event may "
-                "have (--max-row-fields); skipped it without decoding and went on with the next record",
-                line=record, offset=frame_offset,
-            ))
+            batch.problems.append(_bad_event(
+                path, record, frame_offset, f"holds more than {max_values} summary values, over the limit an "
+                "event may have (--max-row-fields), so it was not decoded"))
             return
     plugins = memory.tag_plugins
     names = memory.metric_names
@@ -413,12 +410,8 @@ def decode_event_into(
     try:
         event = decode_event(payload)
     except EventDecodeError as exc:
-        batch.problems.append(SourceProblem(
-            path, ProblemKind.BAD_EVENT,
-            f"record {record} has a valid checksum but is not a tensorflow.Event ({exc}); "
-            "skipped it and went on with the next record",
-            line=record, offset=frame_offset,
-        ))
+        batch.problems.append(_bad_event(path, record, frame_offset,
+                                         f"has a valid checksum but is not a tensorflow.Event ({exc})"))
         return
     what = event.WhichOneof("what")
     if what == "summary":
@@ -464,6 +457,12 @@ def decode_event_into(
             not memory.seen_session_start,
         ))
         memory.seen_session_start = True
+
+
+def _bad_event(path: str, record: int, frame_offset: int, why: str) -> SourceProblem:
+    return SourceProblem(path, ProblemKind.BAD_EVENT,
+                         f"record {record} {why}; skipped it and went on with the next record",
+                         line=record, offset=frame_offset)
 
 
 def rebuild_run_memory(run: TensorBoardRun, path: str, offset: int,
