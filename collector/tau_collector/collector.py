@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from .checkpoint import Checkpoint, SourceCheckpoint
 from .completion import (
     RUN_STATUS_METRIC,
     TERMINAL_DRAIN_GRACE,
@@ -32,6 +33,7 @@ from .completion import (
     read_completion,
 )
 from .delivery import Delivery, DeliveryError
+from .durable import remove_durable, write_file_atomic
 from .fingerprint import FingerprintError, Fingerprints, signature
 from .gojson import GoMap, format_time, marshal
 from .limits import DEFAULT_LIMITS, Limits
@@ -44,18 +46,7 @@ from .sources.base import Position, Source, SourceInput
 from .sources.history import HistorySource
 from .sources.jsonl import HistoryPathError, complete_lines
 from .sources.tensorboard import TensorBoardSource
-from .spool import (
-    COMPLETION_SOURCE_PREFIX,
-    MANIFEST_SCHEMA_V1,
-    Checkpoint,
-    Manifest,
-    SourceCheckpoint,
-    Spool,
-    advance,
-    remove_durable,
-    replay,
-    write_file_atomic,
-)
+from .spool import COMPLETION_SOURCE_PREFIX, MANIFEST_SCHEMA_V1, Manifest, Spool, advance, replay
 from .watcher import ChangeWatcher
 
 __all__ = ["CollectorError", "CollectorOptions", "CollectorResult", "Collector"]

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import orjson
 
+from .durable import write_file_atomic
 from .gojson import GoJSONError, format_time, marshal, parse_time
-from .spool import write_file_atomic
 
 __all__ = [
     "RUN_STATUS_METRIC",

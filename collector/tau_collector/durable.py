@@ -1,4 +1,5 @@
-"""Making a rename survive a crash: the one rule for syncing a directory after a file appears in or leaves it.
+"""Making a rename survive a crash: the one rule for syncing a directory after a file appears in or leaves it,
+and TauGrid's atomic file write and durable removal built on it.
 
 A renamed, linked or unlinked name is durable only once its directory is synced. Every writer here
 (the spool and checkpoint, history chunks, the expstore's files) uses :func:`fsync_directory`, with
@@ -13,8 +14,10 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
+from collections.abc import Iterable
 
-__all__ = ["fsync_directory"]
+__all__ = ["fsync_directory", "remove_durable", "write_file_atomic"]
 
 _UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF})
 
@@ -29,3 +32,33 @@ def fsync_directory(directory: str | os.PathLike[str]) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def write_file_atomic(path: str, data: bytes | Iterable[bytes], *, mode: int = 0o644) -> None:
+    """TauGrid's ``WriteFileAtomic``: temp file ``.<name>.tmp-*`` beside it, fsync, rename; then
+    fsync the directory so the rename itself survives a crash. ``data`` may come in pieces."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".tmp-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            if isinstance(data, bytes | bytearray | memoryview):
+                handle.write(data)
+            else:
+                handle.writelines(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_directory(directory)
+
+
+def remove_durable(path: str) -> None:
+    os.unlink(path)
+    fsync_directory(os.path.dirname(path) or ".")

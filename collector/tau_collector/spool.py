@@ -21,226 +21,31 @@ import hashlib
 import math
 import os
 import re
-import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import orjson
 
-from .durable import fsync_directory
-from .gojson import GoMap, RawJSON, format_time, marshal, parse_time
+from .checkpoint import Checkpoint, SourceCheckpoint, SpoolError, valid_digest
+from .durable import remove_durable, write_file_atomic
+from .gojson import RawJSON, format_time, marshal, parse_time
 from .metric_event import MetricEvent, NotCanonicalError, decode_canonical_ndjson
 from .sinks.base import Chunk
 
 __all__ = [
-    "CHECKPOINT_SCHEMA_V1",
     "MANIFEST_SCHEMA_V1",
-    "Checkpoint",
     "Manifest",
     "Replayed",
-    "SourceCheckpoint",
     "SpoolError",
     "Spool",
     "advance",
-    "write_file_atomic",
 ]
 
-CHECKPOINT_SCHEMA_V1 = "tau.experiment.metrics_checkpoint.v1"
 MANIFEST_SCHEMA_V1 = "tau.experiment.metric_chunk_manifest.v1"
 COMPLETION_SOURCE_PREFIX = "completion-status/"
-_DIGEST = re.compile(r"[0-9a-f]{64}\Z")
 _PENDING_NAME = re.compile(r"(\d{20})-([0-9a-f]{64})\.json\Z")
 _NONFINITE_NAME = re.compile(r"([0-9a-f]{64})\.ndjson\Z")
-
-
-class SpoolError(RuntimeError):
-    """The spool or checkpoint cannot be trusted; the message says which file and what to do."""
-
-
-def write_file_atomic(path: str, data: bytes | Iterable[bytes], *, mode: int = 0o644) -> None:
-    """TauGrid's ``WriteFileAtomic``: temp file ``.<name>.tmp-*`` beside it, fsync, rename; then
-    fsync the directory so the rename itself survives a crash. ``data`` may come in pieces."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            if isinstance(data, bytes | bytearray | memoryview):
-                handle.write(data)
-            else:
-                handle.writelines(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.rename(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_directory(directory)
-
-
-def remove_durable(path: str) -> None:
-    os.unlink(path)
-    fsync_directory(os.path.dirname(path) or ".")
-
-
-def _now_text() -> str:
-    return format_time(time.time_ns())
-
-
-def _valid_digest(value: object) -> bool:
-    return isinstance(value, str) and _DIGEST.match(value) is not None
-
-
-# ---------------------------------------------------------------------------------------
-# checkpoint.json
-
-_FRAGMENTS: dict[tuple, bytes] = {}
-
-
-def _source_fragment(source: SourceCheckpoint) -> bytes:
-    key = tuple(getattr(source, name) for name in source.__slots__)
-    fragment = _FRAGMENTS.get(key)
-    if fragment is None:
-        if len(_FRAGMENTS) > 65536:
-            _FRAGMENTS.clear()
-        fragment = _FRAGMENTS[key] = marshal(source.to_go(), indent="  ", depth=2)
-    return fragment
-
-
-@dataclass(slots=True)
-class SourceCheckpoint:
-    """How far one source file has been consumed (TauGrid's ``SourceCheckpoint``)."""
-
-    path: str
-    file_id: str
-    offset: int
-    prefix_sha256: str = ""
-    sequence: int = 0
-    chunk_digest: str = ""
-    lines: int = 0
-    updated_at: str = ""
-
-    def to_go(self) -> dict[str, object]:
-        out: dict[str, object] = {"path": self.path, "file_id": self.file_id, "offset": self.offset}
-        if self.prefix_sha256:
-            out["prefix_sha256"] = self.prefix_sha256
-        out["sequence"] = self.sequence
-        if self.chunk_digest:
-            out["chunk_digest"] = self.chunk_digest
-        out["lines"] = self.lines
-        out["updated_at"] = self.updated_at
-        return out
-
-
-@dataclass(slots=True)
-class Checkpoint:
-    config_identity: str
-    next_sequence: int = 1
-    sources: dict[str, SourceCheckpoint] = field(default_factory=dict)
-    terminals: dict[str, tuple[int, str]] = field(default_factory=dict)  # observation id -> (seq, digest)
-    updated_at: str = ""
-
-    def to_bytes(self) -> bytes:
-        """MarshalIndent of TauGrid's checkpoint struct.
-
-        Spliced together from per-source fragments, because a run with thousands of chunk
-        files rewrites this after every chunk and all but one source entry are unchanged.
-        """
-        head = marshal({
-            "schema_version": CHECKPOINT_SCHEMA_V1,
-            "config_identity": self.config_identity,
-            "next_sequence": self.next_sequence,
-        }, indent="  ")[:-2]  # without the closing "\n}"
-        if self.sources:
-            entries = b",".join(
-                b"\n    " + marshal(path) + b": " + _source_fragment(self.sources[path])
-                for path in sorted(self.sources)
-            )
-            sources = b"{" + entries + b"\n  }"
-        else:
-            sources = b"{}"
-        terminals = marshal(GoMap({
-            key: {"sequence": seq, "chunk_digest": digest} for key, (seq, digest) in self.terminals.items()
-        }), indent="  ", depth=1)
-        return (head + b',\n  "sources": ' + sources + b',\n  "terminals": ' + terminals
-                + b',\n  "updated_at": ' + marshal(self.updated_at) + b"\n}\n")
-
-    def copy(self) -> Checkpoint:
-        return Checkpoint(
-            self.config_identity,
-            self.next_sequence,
-            {path: SourceCheckpoint(**{k: getattr(s, k) for k in s.__slots__}) for path, s in self.sources.items()},
-            dict(self.terminals),
-            self.updated_at,
-        )
-
-    def adopt(self, other: Checkpoint) -> None:
-        """Take over ``other``'s state (after it was saved): the in-memory checkpoint moves on."""
-        self.next_sequence, self.sources = other.next_sequence, other.sources
-        self.terminals, self.updated_at = other.terminals, other.updated_at
-
-    @classmethod
-    def load(cls, path: str, config_identity: str) -> tuple[Checkpoint, bool]:
-        """The checkpoint at ``path`` (or a fresh one) for this configuration identity."""
-        try:
-            with open(path, "rb") as handle:
-                raw = handle.read()
-        except FileNotFoundError:
-            return cls(config_identity), False
-        except OSError as exc:
-            raise SpoolError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from None
-        try:
-            doc = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise SpoolError(f"checkpoint {path} is not valid JSON ({exc}); it was not written by a collector "
-                             "or was damaged: move it away to start over") from None
-        known = {"schema_version", "config_identity", "next_sequence", "sources", "terminals", "updated_at"}
-        if not isinstance(doc, dict) or set(doc) - known:
-            raise SpoolError(f"checkpoint {path} has unknown fields: {sorted(set(doc) - known)}")
-        if doc.get("schema_version") != CHECKPOINT_SCHEMA_V1 or not isinstance(doc.get("next_sequence"), int) \
-                or doc["next_sequence"] < 1 or not isinstance(doc.get("sources"), dict):
-            raise SpoolError(f"checkpoint {path} has invalid schema or fields")
-        if doc.get("config_identity") != config_identity:
-            raise SpoolError(
-                f"checkpoint {path} belongs to a different collector configuration "
-                f"(config identity {doc.get('config_identity')!r}, this run has {config_identity!r}). "
-                "The run, project, experiment, group, source, history, completion file, tags or sink "
-                "changed since it was written. Restore the original flags, or use a new --out directory "
-                "to collect with the new configuration"
-            )
-        checkpoint = cls(config_identity, doc["next_sequence"], updated_at=str(doc.get("updated_at", "")))
-        source_keys = {"path", "file_id", "offset", "prefix_sha256", "sequence", "chunk_digest", "lines", "updated_at"}
-        for key, value in doc["sources"].items():
-            if not isinstance(value, dict) or set(value) - source_keys:
-                raise SpoolError(f"checkpoint {path} has an invalid source {key!r}")
-            try:
-                source = SourceCheckpoint(**value)
-            except TypeError:
-                raise SpoolError(f"checkpoint {path} has an invalid source {key!r}") from None
-            if source.path != key or not isinstance(source.offset, int) or source.offset < 0 \
-                    or not isinstance(source.lines, int) or source.lines < 0 \
-                    or (source.sequence == 0 and source.chunk_digest) \
-                    or (source.sequence > 0 and not _valid_digest(source.chunk_digest)):
-                raise SpoolError(f"checkpoint {path} has an invalid source {key!r}")
-            checkpoint.sources[key] = source
-        terminals = doc.get("terminals") or {}
-        if not isinstance(terminals, dict):
-            raise SpoolError(f"checkpoint {path} has invalid terminals")
-        for key, value in terminals.items():
-            if not isinstance(value, dict) or not isinstance(value.get("sequence"), int) \
-                    or value["sequence"] < 1 or not _valid_digest(value.get("chunk_digest")):
-                raise SpoolError(f"checkpoint {path} has an invalid terminal reference {key!r}")
-            checkpoint.terminals[key] = (value["sequence"], value["chunk_digest"])
-        return checkpoint, True
-
-    def save(self, path: str) -> None:
-        self.updated_at = _now_text()
-        write_file_atomic(path, self.to_bytes())
 
 
 # ---------------------------------------------------------------------------------------
@@ -378,7 +183,7 @@ class Manifest:
         ints = (self.sequence, self.event_count, self.start_offset, self.end_offset, self.start_lines, self.end_lines)
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in ints):
             raise SpoolError(f"spool manifest {where} has non-integer counters")
-        if self.sequence < 1 or not _valid_digest(self.chunk_digest) or not _valid_digest(self.manifest_digest) \
+        if self.sequence < 1 or not valid_digest(self.chunk_digest) or not valid_digest(self.manifest_digest) \
                 or self.manifest_digest != self.compute_manifest_digest() or self.event_count <= 0:
             raise SpoolError(f"spool manifest {where} has invalid schema, digest, or configuration")
         if self.config_identity != config_identity:
@@ -403,7 +208,7 @@ class Manifest:
         elif self.kind == "terminal":
             observation = self.source_file_id.removeprefix(COMPLETION_SOURCE_PREFIX)
             if not self.source_path or not self.source_file_id.startswith(COMPLETION_SOURCE_PREFIX) \
-                    or not _valid_digest(observation) or self.start_offset or self.end_offset \
+                    or not valid_digest(observation) or self.start_offset or self.end_offset \
                     or self.start_lines or self.end_lines:
                 raise SpoolError(f"spool manifest {where} has invalid terminal metadata")
         else:
