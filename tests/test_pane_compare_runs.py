@@ -15,8 +15,7 @@ from tau_collector.expstore import open_store
 from tau_collector.expstore.configs import run_config
 from tau_collector.expstore.writer import MetricWriter
 from tau_collector.metric_event import new_metric_event
-from taunotebook import compare_runs
-from taunotebook import pane as pane_module
+from taunotebook import compare_runs, pane_poller
 from taunotebook.client import PortalClient
 from taunotebook.compare_runs import resolve_compare, run_configs
 from taunotebook.portal.app import create_app
@@ -133,7 +132,7 @@ def test_against_a_portal_without_page_data_a_group_is_found_in_the_runs_experim
 
 
 def test_a_sweeps_new_run_joins_a_pane_comparing_its_experiment(tmp_path, monkeypatch):
-    monkeypatch.setattr(pane_module, "RESOLVE_SECONDS", 0.2)
+    monkeypatch.setattr(pane_poller, "RESOLVE_SECONDS", 0.2)
     store = open_store(tmp_path / "store", create=True)
     writer = MetricWriter(store)
 
@@ -160,7 +159,7 @@ def test_a_sweeps_new_run_joins_a_pane_comparing_its_experiment(tmp_path, monkey
 
 
 def test_a_parked_pane_comparing_an_experiment_wakes_for_the_sweeps_next_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(pane_module, "RESOLVE_SECONDS", 0.2)
+    monkeypatch.setattr(pane_poller, "RESOLVE_SECONDS", 0.2)
     store = open_store(tmp_path / "store", create=True)
     writer = MetricWriter(store)
 
