@@ -35,7 +35,8 @@ import time
 from .. import logging_setup as logs
 from ..completion import write_completion
 from ..history_writer import HistoryWriter
-from .collect import IDENTITY, UsageError, parse_duration, resolve_identity
+from ..system_metrics import SystemSampler
+from .collect import IDENTITY, UsageError, _ours, parse_duration, resolve_identity
 from .common import usage_error
 from .normalize import _Filter, _Passthrough, _positive_seconds
 
@@ -61,6 +62,20 @@ def _duration_text(text: str) -> str:
     return text
 
 
+SYSTEM_INTERVAL_ENV = "TAU_COLLECTOR_SYSTEM_INTERVAL"
+
+
+def _system_interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds {text!r} (use e.g. 10, or 0 to turn "
+                                         "system metrics off)") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 (off) or a positive number of seconds, got {text!r}")
+    return value
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "wrap", help="run a training command with the collector beside it",
@@ -76,6 +91,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "(default: TauGrid's drain budget for ADX, 120 for a local store)")
     p.add_argument("--interval", default="10s", type=_duration_text,
                    help="collector --interval (default 10s, TauGrid's renderer)")
+    p.add_argument("--system-interval", type=_system_interval, default=None, metavar="SECONDS",
+                   help="sample the trainer's CPU, memory and GPUs as system/ metrics every SECONDS "
+                        "(default 10; 0 turns it off) [$TAU_COLLECTOR_SYSTEM_INTERVAL]")
     logs.add_arguments(p)
     p.set_defaults(func=run, collect_args=[], command=[], parser=p)
     return p
@@ -156,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(args, "no command given; put the training command after --, "
                                  "e.g. `tau-collector wrap --run-dir DIR ... -- python train.py`")
     try:
+        system_interval = _ours(args.system_interval, SYSTEM_INTERVAL_ENV, "10", _system_interval)
         # A run the collector would refuse is refused before the trainer starts or a file is written.
         resolve_identity(_identity_flags(args.collect_args))
     except UsageError as exc:
@@ -232,11 +251,14 @@ def run(args: argparse.Namespace) -> int:
             os.close(write_fd)
         if trainer is not None:
             log.info("trainer started", extra={"pid": trainer.pid, "command": " ".join(args.command)})
+            sampler = SystemSampler(history_dir, trainer.pid, system_interval).start() if system_interval else None
             pump = threading.Thread(target=_pump, args=(read_fd, history_dir, _Passthrough(sys.stdout.buffer)),
                                     name="tau-normalize", daemon=True)
             pump.start()
             code = trainer.wait()
             pump.join()
+            if sampler is not None:
+                sampler.stop()  # its rows are on disk before the completion file starts the final drain
             status = code if code >= 0 else 128 - code
             log.info("trainer exited", extra={"code": status})
             if stop.is_set():
