@@ -50,8 +50,16 @@ trainer = subprocess.Popen([sys.executable, os.path.join(here, {script!r}), *{ar
 normalize = subprocess.Popen([sys.executable, "-m", "tau_collector", "normalize", "--out", history],
                              stdin=trainer.stdout)
 trainer.stdout.close()
+# system/ metrics of the trainer's process tree, as wrap samples them (TAU_COLLECTOR_SYSTEM_INTERVAL, 0 = off)
+interval = float(os.environ.get("TAU_COLLECTOR_SYSTEM_INTERVAL", "").strip() or 10)
+sampler = None
+if interval > 0:
+    from tau_collector.system_metrics import SystemSampler
+    sampler = SystemSampler(history, trainer.pid, interval).start()
 code = trainer.wait()
 normalize.wait()
+if sampler is not None:
+    sampler.stop()
 sys.exit(code)
 '''
 

@@ -169,6 +169,24 @@ def test_tau_run_is_called_with_the_workspace_and_the_rendered_config(tau_home, 
     assert all(isinstance(r["_timestamp"], float) and r["_timestamp"] > 0 for r in rows)
 
 
+def test_the_staged_entrypoint_samples_the_trainer_as_system_metrics(tau_home, stand_in, tmp_path):
+    # The trainer ends once the launcher's sampler has written its first system/ row.
+    script = tmp_path / "train.py"
+    script.write_text("import glob, os, time\n"
+                      "pattern = os.path.join(os.environ['TAU_RUN_OUTPUT'], 'metrics-history-attempt-0', 'chunk-*')\n"
+                      "while not any('system/rss_bytes' in open(p).read() for p in glob.glob(pattern)):\n"
+                      "    time.sleep(0.05)\n")
+    run = submit(script, backend="tau", project="demo", name="sgd", group="lr", workspace="team-a")
+    stage = tau_home / "projects" / "team-a" / "runs" / run.run_id / "tau"
+    output = tmp_path / "output"
+    done = subprocess.run([sys.executable, str(stage / "tau_entry.py")], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TAU_RUN_OUTPUT": str(output), "TAU_COLLECTOR_SYSTEM_INTERVAL": "0.2"})
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for chunk in sorted((output / "metrics-history-attempt-0").glob("chunk-*.jsonl"))
+            for line in chunk.read_text().splitlines()]
+    assert rows[0]["_step"] == 0 and rows[0]["system/process_count"] >= 1 and rows[0]["system/rss_bytes"] > 0
+
+
 def test_a_failing_tau_run_is_reported_with_its_last_line_and_leaves_no_run(tau_home, stand_in, monkeypatch):
     monkeypatch.setenv("TAU_STAND_IN_FAIL", "1")
     with pytest.raises(BackendError, match=r"`tau run` exited with 3: tau: workspace quota exceeded"):
