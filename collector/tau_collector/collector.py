@@ -94,6 +94,7 @@ class CollectorOptions:
     drain_budget: float = 600.0  # how long a shutdown may spend on the final drain
     limits: Limits = DEFAULT_LIMITS  # batch bounds and input size limits (not part of the config identity)
     run_config: str = ""  # the run's configuration file (JSON or YAML), e.g. what %%tau_submit --config wrote
+    on_delivered: Callable[[Chunk], object] | None = None  # sees each delivered chunk (stop rules); not in identity
 
 
 MAX_BUDGET_WAIT = 1.0  # seconds: the CPU budget never delays a drain longer than this
@@ -496,6 +497,8 @@ class Collector:
             self.delivery.deliver(chunk)
         except DeliveryError as exc:
             raise CollectorError(str(exc)) from None
+        if self.options.on_delivered is not None:
+            self.options.on_delivered(chunk)
 
     def _report(self, problems: Iterable[SourceProblem]) -> None:
         new = []

@@ -34,6 +34,7 @@ from ..ids import InvalidID, validate_id
 from ..process_memory import bound_process_memory
 from ..sinks.base import Sink, SinkError
 from ..spool import SpoolError
+from ..stop_rules import StopRuleError, StopWatch, parse_stop_if, parse_stop_on_nan
 from .common import usage_error
 
 log = logging.getLogger("tau_collector.collect")
@@ -171,6 +172,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                       help="default 1s [$TAU_METRICS_OFFLOAD_ADX_RETRY_BACKOFF]")
     sink.add_argument("--adx-final-status-timeout", type=parse_duration,
                       help="default 10m [$TAU_METRICS_OFFLOAD_ADX_FINAL_STATUS_TIMEOUT]")
+    stop = p.add_argument_group("stop on divergence (ours)")
+    stop.add_argument("--stop-on-nan", action="append", nargs="?", const="", metavar="METRIC",
+                      help="ask the job to stop at the first NaN or infinite value of METRIC (any metric without "
+                           "one), repeatable; writes stop-request.json into --out, which `wrap` acts on")
+    stop.add_argument("--stop-if", action="append", metavar="RULE",
+                      help="ask the job to stop when RULE holds for an observation: METRIC>VALUE, METRIC<VALUE, "
+                           "METRIC>=VALUE or METRIC<=VALUE, repeatable")
     bounds = p.add_argument_group("memory bounds (ours)")
     input_limits.add_arguments(bounds)
     out = p.add_argument_group("logging and progress (ours)")
@@ -276,6 +284,10 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
             sinks.append(ExpstoreSink(args.store, source_id=os.path.abspath(out), compaction_process=True))
         else:
             sinks.append(_adx_sink(args, name))
+    try:
+        rules = [parse_stop_on_nan(m) for m in args.stop_on_nan or ()] + [parse_stop_if(r) for r in args.stop_if or ()]
+    except StopRuleError as exc:
+        raise UsageError(str(exc)) from None
     options = CollectorOptions(
         run=run, project=project, experiment=experiment, group=group, out=out, sinks=sinks,
         history=history, tfevents=list(args.tfevents), source=str(_pick(args.source, "SOURCE", "stellar-online")),
@@ -287,6 +299,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
         status_checkpoint_uri=str(_pick(args.status_checkpoint_uri, "CHECKPOINT_URI", "")),
         watch=args.watch, max_iterations=args.max_iterations, step_field=args.step_field,
         time_field=args.time_field, limits=limits, run_config=args.run_config,
+        on_delivered=StopWatch(rules, out, log=log.warning).check if rules else None,
     )
     return options, sinks
 

@@ -17,8 +17,14 @@ Run directory layout (TauGrid's workspace layout below ``runs/<run>/``)::
 Flags before ``--`` that are not wrap's own are passed to ``collect`` (``--run``, ``--project``,
 ``--experiment``, ``--group``, ``--store``/``--sink``, ``--tag``, ADX flags, ...). ``-v`` and
 ``--log-format`` are wrap's own; the collector always logs at info level into ``collector.log``,
-in wrap's ``--log-format``. Usage errors exit 2, a missing or invalid run identity among them
-(checked before anything starts).
+in wrap's ``--log-format``. Usage errors exit 2, a missing or invalid run identity or stop rule among
+them (checked before anything starts).
+
+Beside the trainer, wrap samples its process tree, the host and NVIDIA GPUs as ``system/`` metrics
+every ``--system-interval`` seconds (:mod:`tau_collector.system_metrics`), and stops it when one of
+the collector's stop rules fires (``--stop-on-nan``/``--stop-if``, passed on to ``collect``, which
+writes ``collector/stop-request.json``): the run then ends ``cancelled``, reason
+``metric-stop-rule``, with the rule, metric, value and step in the completion's message.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ import time
 from .. import logging_setup as logs
 from ..completion import write_completion
 from ..history_writer import HistoryWriter
+from ..stop_rules import REASON as STOP_RULE_REASON
+from ..stop_rules import STOP_REQUEST, StopRuleError, parse_stop_if, parse_stop_on_nan, read_stop_request
 from ..system_metrics import SystemSampler
 from .collect import IDENTITY, UsageError, _ours, parse_duration, resolve_identity
 from .common import usage_error
@@ -159,6 +167,23 @@ def _wait_for(path: str, timeout: float, *, stop: threading.Event, process: subp
     return "ok"
 
 
+def _stop_on_request(out_dir: str, trainer: subprocess.Popen, request: dict) -> None:
+    """Stop the trainer when one of the collector's stop rules fired (its stop-request.json): SIGTERM, and
+    SIGKILL if it is still running 30 s later."""
+    while trainer.poll() is None:
+        found = read_stop_request(out_dir)
+        if found is not None:
+            request.update(found)
+            log.warning(f"{found.get('message', 'a stop rule fired')}; stopping the trainer")
+            trainer.send_signal(signal.SIGTERM)
+            try:
+                trainer.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                trainer.kill()
+            return
+        time.sleep(0.2)
+
+
 def _identity_flags(collect_args: list[str]) -> dict[str, str | None]:
     """The identity flags among those passed on to ``collect`` (``--run X`` or ``--run=X``)."""
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
@@ -166,6 +191,21 @@ def _identity_flags(collect_args: list[str]) -> dict[str, str | None]:
         parser.add_argument(f"--{flag}")
     known, _ = parser.parse_known_args(collect_args)
     return vars(known)
+
+
+def _check_stop_rules(collect_args: list[str]) -> None:
+    """The stop rules among the flags passed on to ``collect``, read now: a bad one is wrap's usage error."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--stop-on-nan", action="append", nargs="?", const="")
+    parser.add_argument("--stop-if", action="append")
+    known, _ = parser.parse_known_args(collect_args)
+    try:
+        for metric in known.stop_on_nan or ():
+            parse_stop_on_nan(metric)
+        for rule in known.stop_if or ():
+            parse_stop_if(rule)
+    except StopRuleError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -177,6 +217,7 @@ def run(args: argparse.Namespace) -> int:
         system_interval = _ours(args.system_interval, SYSTEM_INTERVAL_ENV, "10", _system_interval)
         # A run the collector would refuse is refused before the trainer starts or a file is written.
         resolve_identity(_identity_flags(args.collect_args))
+        _check_stop_rules(args.collect_args)
     except UsageError as exc:
         return usage_error(args, str(exc))
     run_dir = os.path.abspath(args.run_dir)
@@ -187,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
     ready, done = os.path.join(out_dir, "ready"), os.path.join(out_dir, "done")
     for directory in (history_dir, tensorboard_dir, out_dir):
         os.makedirs(directory, exist_ok=True)
-    for stale in (completion, ready, done):
+    for stale in (completion, ready, done, os.path.join(out_dir, STOP_REQUEST)):
         if os.path.exists(stale):
             os.unlink(stale)
 
@@ -220,6 +261,7 @@ def run(args: argparse.Namespace) -> int:
 
     status = 0
     state, reason = "succeeded", "workload-entrypoint-exit"
+    stop_request: dict = {}  # what a stop rule wrote, once it fired
     waited = _wait_for(ready, args.ready_timeout, stop=stop, process=collector)
     if waited == "stopped" or (waited == "ok" and stop.is_set()):
         # Terminated before the trainer started: TauGrid's 143, and the run is cancelled, not succeeded.
@@ -255,6 +297,8 @@ def run(args: argparse.Namespace) -> int:
             pump = threading.Thread(target=_pump, args=(read_fd, history_dir, _Passthrough(sys.stdout.buffer)),
                                     name="tau-normalize", daemon=True)
             pump.start()
+            threading.Thread(target=_stop_on_request, args=(out_dir, trainer, stop_request), name="tau-stop-rules",
+                             daemon=True).start()
             code = trainer.wait()
             pump.join()
             if sampler is not None:
@@ -265,7 +309,11 @@ def run(args: argparse.Namespace) -> int:
                 state, reason = "cancelled", "workload-termination"
             elif status != 0:
                 state = "failed"
+            if stop_request:
+                state, reason = "cancelled", STOP_RULE_REASON
     message = f"entrypoint exited with code {status}"
+    if stop_request:
+        message = f"{stop_request.get('message', 'a stop rule fired')}; {message}"
     write_completion(completion, state, reason=reason, message=message,
                      completed_at=time.time_ns() // 1_000_000_000 * 1_000_000_000)
     waited = _wait_for(done, done_timeout, stop=threading.Event(), process=collector)
