@@ -18,7 +18,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.display import display
 
 from .backends import BACKENDS, BackendError
-from .submit import SubmittedRun, attach, runs, submit
+from .submit import SubmittedRun, attach, runs, stop_rule_flags, submit
 
 __all__ = ["TauMagics", "load_ipython_extension"]
 
@@ -56,6 +56,8 @@ def _submit_parser() -> _Parser:
     p.add_argument("--as", dest="var", default="tau_run", metavar="VAR")
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--ray-address")
+    p.add_argument("--stop-on-nan", action="append", nargs="?", const="", default=[], metavar="METRIC")
+    p.add_argument("--stop-if", action="append", default=[], metavar="RULE")
     p.add_argument("script", nargs="?")
     p.add_argument("args", nargs=argparse.REMAINDER)
     return p
@@ -94,11 +96,16 @@ class TauMagics(Magics):
             raise UsageError(f"%%tau_submit: unexpected argument {opts.script!r}: the cell body is the script")
         if not opts.var.isidentifier():
             raise UsageError(f"%tau_submit: --as {opts.var!r} is not a Python identifier")
+        try:  # checked here, so that an error names the magic's flags
+            stop_rule_flags([m or None for m in opts.stop_on_nan], opts.stop_if, names=("--stop-on-nan", "--stop-if"))
+        except ValueError as err:
+            raise UsageError(f"%tau_submit: {err}") from None
         common: dict[str, Any] = {
             "name": opts.name, "project": opts.project, "experiment": opts.experiment, "group": opts.group,
             "workspace": opts.workspace, "backend": opts.backend, "tfevents": opts.tfevents,
             "ray_address": opts.ray_address, "dry_run": opts.dry_run, "config_items": opts.config,
-            "config_file": opts.config_file,
+            "config_file": opts.config_file, "stop_on_nan": [m or None for m in opts.stop_on_nan],
+            "stop_if": opts.stop_if,
         }
         try:
             if cell is None:

@@ -19,6 +19,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from tau_collector.stop_rules import parse_stop_if, parse_stop_on_nan
+
 from .backends import (
     BACKENDS,
     BackendError,
@@ -59,6 +61,22 @@ def _default_name(script: Path | None) -> str:
         return "run"
 
 
+def stop_rule_flags(stop_on_nan: bool | str | Sequence[str | None] = False, stop_if: str | Sequence[str] = (), *,
+                    names: tuple[str, str] = ("stop_on_nan", "stop_if")) -> tuple[str, ...]:
+    """The collector flags for ``submit``'s stop rules, each rule checked (``ValueError`` naming ``names``)."""
+    nan_name, if_name = names
+    if stop_on_nan is True:
+        metrics: list[str | None] = [None]
+    elif stop_on_nan is False or stop_on_nan is None:
+        metrics = []
+    else:
+        metrics = [stop_on_nan] if isinstance(stop_on_nan, str) else list(stop_on_nan)
+    comparisons = [stop_if] if isinstance(stop_if, str) else list(stop_if)
+    rules = [parse_stop_on_nan(m, flag=nan_name) for m in metrics]
+    rules += [parse_stop_if(str(c), flag=if_name) for c in comparisons]
+    return tuple(arg for rule in rules for arg in rule.as_args())
+
+
 def submit(
     script: str | PathLike[str] | None = None,
     *,
@@ -79,6 +97,8 @@ def submit(
     config: Mapping[str, Any] | None = None,
     config_file: str | PathLike[str] | None = None,
     config_items: Sequence[str] = (),
+    stop_on_nan: bool | str | Sequence[str | None] = False,
+    stop_if: str | Sequence[str] = (),
 ) -> SubmittedRun:
     """Submit a training script (a path) or ``code`` (its text) as a run; returns its :class:`SubmittedRun`.
 
@@ -88,6 +108,9 @@ def submit(
     ``config`` (a mapping), ``config_file`` (a ``.json``/``.yaml`` file) and ``config_items`` (``k=v``
     texts, see :mod:`.submit_config`) are the run's hyperparameters: the job reads them from the JSON
     file ``$TAU_RUN_CONFIG`` names, and they are stored with the run.
+    ``stop_on_nan`` (True: any metric; a metric name, or several) and ``stop_if`` (``"loss>10"``, also ``<``,
+    ``>=``, ``<=``; one or several) stop the job when a rule fires on a logged value (``local``, ``ray``):
+    the run ends ``cancelled`` with the rule, the value and its step as its status message.
     Raises ``ValueError`` for bad arguments and :class:`BackendUnavailable` when the backend cannot run
     here — in both cases nothing is submitted.
     """
@@ -107,6 +130,7 @@ def submit(
     if dry_run and backend != "tau":
         raise ValueError("--dry-run is only for the tau backend (it prints the TauGrid run config)")
     run_config = build_config(config, config_file, config_items)
+    stop_rules = stop_rule_flags(stop_on_nan, stop_if)
     home = tau_home()
     chosen = get_backend(backend)
     run_id = new_run_id(name, workspace, home)
@@ -120,7 +144,8 @@ def submit(
                    workspace=workspace, script=script_path, args=tuple(args),
                    tfevents=tuple(str(Path(t).resolve()) for t in tfevents), env=dict(env or {}),
                    cwd=Path(cwd).resolve() if cwd is not None else Path.cwd(), home=home, options=options,
-                   config_path=directory / RUN_CONFIG_FILE if run_config is not None else None)
+                   config_path=directory / RUN_CONFIG_FILE if run_config is not None else None,
+                   stop_rules=stop_rules)
     chosen.check(spec)  # a missing dependency fails here, before anything is written
     wrote = code is not None or run_config is not None
     if code is not None:

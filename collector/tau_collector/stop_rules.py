@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,18 +48,23 @@ class StopRule:
     metric: str
     op: str
     threshold: float = math.nan
+    given: str = field(default="", compare=False)  # the comparison as the user spelled it (``loss>1e6``)
+
+    @property
+    def comparison(self) -> str:
+        return self.given or f"{self.metric}{self.op}{_number(self.threshold)}"
 
     @property
     def text(self) -> str:
         """The rule as it was given on the command line."""
         if self.op == "non-finite":
             return "--stop-on-nan" + (f" {self.metric}" if self.metric else "")
-        return f"--stop-if '{self.metric}{self.op}{_number(self.threshold)}'"
+        return f"--stop-if '{self.comparison}'"
 
     def as_args(self) -> list[str]:
         if self.op == "non-finite":
             return ["--stop-on-nan", self.metric] if self.metric else ["--stop-on-nan"]
-        return ["--stop-if", f"{self.metric}{self.op}{_number(self.threshold)}"]
+        return ["--stop-if", self.comparison]
 
 
 def parse_stop_if(text: str, *, flag: str = "--stop-if") -> StopRule:
@@ -74,7 +79,7 @@ def parse_stop_if(text: str, *, flag: str = "--stop-if") -> StopRule:
         raise StopRuleError(hint) from None
     if not math.isfinite(threshold):
         raise StopRuleError(f"{hint} (for NaN or infinity use --stop-on-nan)")
-    return StopRule(match["metric"], match["op"], threshold)
+    return StopRule(match["metric"], match["op"], threshold, given=text.strip())
 
 
 def parse_stop_on_nan(metric: str | None, *, flag: str = "--stop-on-nan") -> StopRule:

@@ -2,6 +2,7 @@
 import { h } from "../shared/dom.js";
 import { runLabels } from "../shared/differing.js";
 import { assignRunColors } from "../shared/palette.js";
+import { statusWords } from "../shared/run_status.js";
 import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { MetricPlot } from "./metric_plot.js";
 import { storeFor, totalPoints } from "./store.js";
@@ -99,8 +100,7 @@ export class Pane {
     this.stateBadge.className = `tau-pane-state tau-pane-state-${state || "unknown"}`;
     const href = this.model.get("stellar_href");
     if (href) this.link.setAttribute("href", href); else this.link.removeAttribute("href");
-    let words = status.message || "";
-    if (state === "failed" && !/failed/.test(words)) words = `the run failed. ${words}`;
+    const words = statusWords(state, status, (this.model.get("runs") || {})[this.model.get("run_id")]);
     this.statusLine.textContent = words;
     this.statusLine.className = `tau-pane-status tau-pane-status-${status.kind || "unknown"}`;
     this.syncPlots();

@@ -80,6 +80,7 @@ class RunSpec:
     home: Path | None = None
     options: Mapping[str, Any] = field(default_factory=dict)  # backend-specific (ray address, dry run, ...)
     config_path: Path | None = None  # the run's configuration (config.json in the run directory), if it has one
+    stop_rules: tuple[str, ...] = ()  # collector flags, e.g. ("--stop-if", "loss>10"): the job stops when one fires
 
     @property
     def run_dir(self) -> Path:

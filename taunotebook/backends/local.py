@@ -49,6 +49,7 @@ def wrapper_argv(spec: RunSpec, run_dir: str, sink: list[str], *, python: str = 
         argv += ["--tfevents", logdir]
     if config is not None:
         argv += ["--run-config", config]
+    argv += spec.stop_rules
     return [*argv, "--", python, script or str(spec.script), *spec.args]
 
 

@@ -184,6 +184,10 @@ class TauBackend:
         if spec.config_path is not None:
             raise BackendError("--config is not supported by the tau backend yet: TauGrid's run config has no "
                                "field for a run's hyperparameters; pass them as script arguments instead")
+        if spec.stop_rules:
+            raise BackendError("--stop-on-nan and --stop-if are not supported by the tau backend: TauGrid's own "
+                               "collector sidecar delivers its metrics and does not watch rules; use the local or "
+                               "ray backend")
         if spec.tfevents:
             raise BackendError("--tfevents is not supported by the tau backend: TauGrid's collector reads "
                                "JSONL history only; print JSON rows instead")

@@ -159,6 +159,21 @@ def test_a_cell_runs_as_a_ray_job_with_the_wrapper_and_its_series_reaches_the_lo
     assert [(r.run_id, r.backend) for r in runs()] == [(run.run_id, "ray")]
 
 
+def test_a_diverging_trainer_on_ray_is_stopped_by_its_rule_and_the_run_ends_cancelled(ray_head, tau_home):
+    from .test_stop_on_divergence import DIVERGING, first_step
+
+    step, loss = first_step(lambda v: v > 1e6)
+    run = submit(code=DIVERGING, backend="ray", ray_address=ray_head, project="demo", name="ray-diverge",
+                 stop_if="loss>1e6")
+    assert run.wait(300) == "cancelled"
+    words = f"stopped by --stop-if 'loss>1e6': loss was {loss!r} at step {step}"
+    with ensure_portal().client() as client:
+        answer = client.run(run.run_id)
+        assert answer.state == "cancelled"
+        assert answer.tags["tau.status.reason"] == "metric-stop-rule"
+        assert answer.tags["tau.status.message"].startswith(words)
+
+
 def test_an_unknown_adx_sink_is_refused_naming_the_variable(tau_home, monkeypatch):
     for key in ("TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI", "TAU_METRICS_OFFLOAD_ADX_DATABASE",
                 "TAU_METRICS_OFFLOAD_ADX_CLIENT_ID"):
