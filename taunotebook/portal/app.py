@@ -24,6 +24,7 @@ from .kusto.connection import KustoSettings
 from .openapi import openapi_document
 from .page_data import PAGE_DATA_BASE, PageData
 from .pages import page_routes
+from .series_export import EXPORT_BASE, SeriesExport
 from .sources import ExperimentReader, Sources
 from .v2 import API_BASE, StellarV2
 
@@ -67,7 +68,9 @@ def create_app(
     pages.router.redirect_slashes = False
     # The API and the page data route every method and path themselves (TauGrid answers 405 only after
     # INVALID_PATH), and a live pane's poll should not pay for a router it does not need.
-    app = _Prefixes({API_BASE + "/": api, PAGE_DATA_BASE + "/": page_data}, pages)
+    # The export's prefix lies under the page data's: it comes first.
+    app = _Prefixes({API_BASE + "/": api, EXPORT_BASE + "/": SeriesExport(api), PAGE_DATA_BASE + "/": page_data},
+                    pages)
     return _SecurityHeaders(HostAllowList(TokenGate(app, token), allow_hosts))
 
 
