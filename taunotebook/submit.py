@@ -292,9 +292,16 @@ class SubmittedRun:
 
         return portal_client(self.workspace, self.project, source=self.source)
 
-    def series(self, metric: str, **params: Any):
-        """The stored series of ``metric`` through the Portal (``client.Series``: ``.steps``, ``.values``)."""
+    def series(self, metric: str, *, full: bool = False, **params: Any):
+        """The stored series of ``metric`` through the Portal (``client.Series``: ``.steps``, ``.values``).
+
+        ``full=True``: every stored point instead, non-finite ones and wall times included, as columns
+        (``client.SeriesColumns``: ``.step``, ``.wall_time``, ``.value``, ``.to_pandas()``); ``start_step``
+        and ``end_step`` pick a window. A local run's only (the Portal's export reads the local store).
+        """
         with self.portal() as client:
+            if full:
+                return client.series_columns(self.run_id, metric, **params)
             return client.series(self.run_id, metric, **params)
 
     def metrics(self) -> list[str]:

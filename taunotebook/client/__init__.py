@@ -36,6 +36,7 @@ from .models import (
     RunPage,
     Series,
 )
+from .series_columns import SeriesColumns
 from .table_models import MetricStats, RunTable, RunTableRow
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "RunTable",
     "RunTableRow",
     "Series",
+    "SeriesColumns",
     "check_source",
     "stellar_link",
     "stellar_url",

@@ -26,6 +26,7 @@ from .errors import (
 )
 from .links import API_PATH, PAGE_DATA_PATH, path_segment, portal_root, stellar_url
 from .models import ExperimentList, PointDetails, Run, RunMetrics, RunPage, Series
+from .series_columns import SeriesColumns, read_export_csv
 from .table_models import RunTable
 
 __all__ = ["SOURCES", "PortalClient", "check_source"]
@@ -299,6 +300,34 @@ class PortalClient:
                 params.append((key, _query_value(value)))
         path = f"{PAGE_DATA_PATH}/runs/{path_segment(run_id, 'run_id')}/points"
         return self._get(path, params, PointDetails.from_json)
+
+    def series_columns(
+        self,
+        run_id: str,
+        metric: str,
+        *,
+        start_step: int | None = None,
+        end_step: int | None = None,
+        project: str | None = None,
+        source: str | None = None,
+    ) -> SeriesColumns:
+        """``GET /stellar/data/export/{run_id}``: every stored point of the series (non-finite ones too), as
+        numpy columns (``.to_pandas()`` with pandas). Read as it streams; one attempt, no retries."""
+        params = [*self._common(source), ("metric", metric), ("format", "csv")]
+        for key, value in (("start_step", start_step), ("end_step", end_step),
+                           ("project", project if project is not None else self.project)):
+            if value is not None:
+                params.append((key, _query_value(value)))
+        path = f"{PAGE_DATA_PATH}/export/{path_segment(run_id, 'run_id')}"
+        try:
+            with self._http.stream("GET", path, params=params) as response:
+                if not response.is_success:
+                    response.read()
+                    raise error_from_response(response)
+                return read_export_csv(response.iter_bytes(), run_id, metric, start_step, end_step)
+        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            raise PortalUnreachable(None, "UNREACHABLE", f"{type(exc).__name__}: {exc}", "unreachable", True,
+                                    url=self.base_url + path.lstrip("/")) from exc
 
     def experiments(self, *, project: str | None = None, source: str | None = None) -> ExperimentList:
         """``GET /stellar/data/experiments``: the served workspace's experiments with their run counts."""

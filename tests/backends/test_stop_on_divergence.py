@@ -79,6 +79,11 @@ def test_stop_on_nan_in_the_magic_stops_at_the_first_infinite_loss(tau_home):  #
     assert run.wait(180) == "cancelled"
     message = json.loads((run.run_dir / "completion.json").read_text())["message"]
     assert message.startswith(f"stopped by --stop-on-nan loss: loss was {spelled} at step {step};")
+    # Every stored point, the non-finite one included, as columns (the v2 series leaves it out).
+    columns = run.series("loss", full=True)
+    assert columns.step.tolist()[:step + 1] == list(range(step + 1))
+    assert not math.isfinite(columns.value[step]) and columns.non_finite_count >= 1
+    assert len(run.series("loss", full=True, start_step=step, end_step=step)) == 1
 
 
 @pytest.mark.parametrize(("line", "message"), [

@@ -5,13 +5,19 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import os
+import subprocess
+import sys
 
 import httpx
+import numpy as np
 import pytest
 
 from tau_collector.expstore import StoreReader
+from taunotebook.client import NotFoundError, PortalClient
 
-from .conftest import BASE_NS, LOSS_POINTS
+from .conftest import BASE_NS, LOSS_POINTS, TOKEN
 
 EXPORT = "/stellar/data/export/run-b"
 
@@ -98,3 +104,54 @@ def test_a_bad_format_says_which_formats_there_are(api):
 def test_the_export_is_get_only_and_token_protected(portal_server, api):
     assert api.post(EXPORT, params={"metric": "train/loss"}).status_code == 405
     assert httpx.get(portal_server.base_url + EXPORT, params={"metric": "train/loss"}).status_code == 401
+
+
+# -- the client: the same points as columns -----------------------------------------------------------------
+
+
+def test_the_client_reads_every_point_as_columns_with_non_finite_values_and_wall_times(portal_server):
+    with PortalClient(portal_server.base_url, TOKEN, project="proj") as client:
+        columns = client.series_columns("run-b", "train/loss")
+    assert columns.step.tolist() == list(range(10))
+    assert columns.step.dtype == np.int64 and columns.value.dtype == np.float64
+    assert math.isnan(columns.value[3]) and columns.value[7] == math.inf and columns.value[5] == 0.55
+    assert columns.non_finite_count == 2
+    assert columns.wall_time[1] == float(_wall(1))
+
+
+def test_the_client_reads_a_window_and_a_long_series_exactly(portal_server, portal_store):
+    with PortalClient(portal_server.base_url, TOKEN, project="proj") as client:
+        window = client.series_columns("run-b", "train/loss", start_step=6, end_step=8)
+        whole = client.series_columns("run-a", "train/loss")
+    assert window.step.tolist() == [6, 7, 8] and (window.start_step, window.end_step) == (6, 8)
+    stored = StoreReader(portal_store).rows("run-a", "train/loss")
+    assert whole.step.tolist() == stored.step.tolist() and whole.value.tolist() == stored.value.tolist()
+
+
+def test_columns_become_a_dataframe_when_pandas_is_installed(portal_server):
+    pd = pytest.importorskip("pandas")
+    with PortalClient(portal_server.base_url, TOKEN, project="proj") as client:
+        frame = client.series_columns("run-b", "train/loss").to_pandas()
+    assert list(frame.columns) == ["step", "wall_time", "value"]
+    assert frame["step"].tolist() == list(range(10))
+    assert frame["wall_time"].iloc[0] == pd.Timestamp(BASE_NS // 1000, unit="us", tz="UTC")
+    assert frame["value"].isna().sum() == 1  # NaN; +Inf stays a number
+    assert frame["value"].iloc[7] == math.inf
+
+
+def test_without_pandas_to_pandas_says_how_to_get_it(tmp_path):
+    # A pandas that cannot be imported, in a fresh interpreter: what a notebook without pandas sees.
+    (tmp_path / "pandas.py").write_text("raise ImportError('No module named pandas')\n")
+    code = ("import numpy as np\nfrom taunotebook.client import SeriesColumns\n"
+            "c = SeriesColumns('r', 'm', np.arange(2), np.zeros(2), np.ones(2))\n"
+            "try:\n    c.to_pandas()\nexcept ImportError as e:\n    print(e)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=60)
+    assert out.stdout.startswith("SeriesColumns.to_pandas() needs pandas: pip install pandas")
+
+
+def test_the_client_raises_the_portals_error_envelope(portal_server):
+    with PortalClient(portal_server.base_url, TOKEN, project="proj") as client:
+        with pytest.raises(NotFoundError) as caught:
+            client.series_columns("run-other", "train/loss")
+    assert caught.value.code == "NOT_FOUND"
