@@ -5,6 +5,9 @@ stdout carries JSON lines:
 - ``metrics``: one summary per metric of ``--run`` (``name``, counts, steps, values; absent when NULL);
 - ``rows``: ``{"metric","step","wall_time","value"}`` per point of ``--metric``, one per step
   (last wins), wall_time as RFC3339Nano, non-finite values as "NaN"/"Infinity"/"-Infinity";
+  with ``--format csv``: ``step,wall_time,value`` lines after that header, every stored point (wall_time
+  in seconds since the epoch, non-finite values as NaN/Infinity/-Infinity), read and written in
+  bounded batches whatever the series' length (the Portal's export, the same text);
 - ``series``: the same point lines after M4 reduction to ``--max-points``, then one line
   ``{"source_points","returned_points","partial"}``.
 Exit 0 on success, 1 when the store or run is missing or cannot be read, 2 on usage errors.
@@ -35,6 +38,7 @@ examples:
   tau-collector store runs --store ~/.local/share/tau/store
   tau-collector store metrics --store ~/.local/share/tau/store --run seed-1
   tau-collector store rows --store ~/.local/share/tau/store --run seed-1 --metric train/loss --start-step 100
+  tau-collector store rows --store ~/.local/share/tau/store --run seed-1 --metric train/loss --format csv > loss.csv
   tau-collector store series --store ~/.local/share/tau/store --run seed-1 --metric train/loss --max-points 400
   tau-collector store runs --store ~/.local/share/tau/store --workspace default | jq -r .run_id
 """
@@ -60,6 +64,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--metric", metavar="NAME", help="metric name (rows, series)")
     parser.add_argument("--start-step", type=int, metavar="N", help="first step to include")
     parser.add_argument("--end-step", type=int, metavar="N", help="last step to include")
+    parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl",
+                        help="rows: JSON lines (default) or CSV (step,wall_time,value)")
     parser.add_argument("--max-points", type=int, default=8000, metavar="N",
                         help="series: at most N points (default 8000, as the Portal)")
     logs.add_arguments(parser)
@@ -92,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
                                  "`tau-collector store metrics --run RUN_ID`)")
     if args.start_step is not None and args.end_step is not None and args.start_step > args.end_step:
         return usage_error(args, "--start-step must not be greater than --end-step")
+    if args.format == "csv" and args.what != "rows":
+        return usage_error(args, f"--format csv is for rows (every stored point), not {args.what}")
     if args.max_points < 1:
         return usage_error(args, "--max-points must be at least 1")
     started = time.monotonic()
@@ -136,6 +144,13 @@ def _query(args: argparse.Namespace) -> int:
                 if getattr(s, key) is not None:
                     record[key] = getattr(s, key)
             out.write(orjson.dumps(record).decode() + "\n")
+        return 0
+    if args.what == "rows" and args.format == "csv":
+        from ..expstore.series_export import csv_chunks, iter_series
+
+        out.flush()
+        sys.stdout.buffer.writelines(csv_chunks(iter_series(reader.store, args.run, args.metric, args.start_step,
+                                                            args.end_step)))
         return 0
     if args.what == "rows":
         rows = reader.rows(args.run, args.metric, args.start_step, args.end_step)
