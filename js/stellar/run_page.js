@@ -8,6 +8,7 @@ import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { id } from "../shared/urls.js";
 import { api, explain, pageData } from "./api.js";
 import { createChart, loadChart, redrawAll } from "./chart.js";
+import { downloadControl } from "./download.js";
 import { errorBox, showError } from "./notices.js";
 import { main, state } from "./page.js";
 import { isMarker, metricOrder } from "./series.js";
@@ -151,6 +152,8 @@ export async function runPage() {
     chartsBox.append(h("p", { class: "stellar-note", id: "stellar-no-metrics", text: "No metrics have been recorded for this run yet." }));
   }
   const charts = [...names].sort(metricOrder).map((name) => createChart(name, ok, chartsBox));
+  const download = downloadControl(ok, [...names].sort(metricOrder));
+  if (download) chartsBox.before(download);
   document.getElementById("stellar-loading")?.remove();
   await Promise.all(charts.map((chart) => loadChart(chart, null)));
   state.ready = true;
