@@ -122,7 +122,13 @@ class StopWatch:
         firing = self._first_firing(chunk)
         if firing is not None:
             self.fired = firing
-            write_file_atomic(self.path, orjson.dumps(firing.as_json(), option=orjson.OPT_APPEND_NEWLINE))
+            try:
+                write_file_atomic(self.path, orjson.dumps(firing.as_json(), option=orjson.OPT_APPEND_NEWLINE))
+            except OSError as exc:  # the metrics still flow; only the stop is lost, and said so
+                if self._log is not None:
+                    self._log(f"{firing.message}, but the stop request could not be written ({exc}): "
+                              f"the job keeps running")
+                return firing
             if self._log is not None:
                 self._log(f"{firing.message}; asked the job to stop ({self.path})")
         return firing

@@ -8,11 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
-from tau_collector.stop_rules import StopRule, StopRuleError, parse_stop_if, parse_stop_on_nan
+from tau_collector.projection_columns import PointColumns
+from tau_collector.sinks.base import Chunk
+from tau_collector.stop_rules import StopRule, StopRuleError, StopWatch, parse_stop_if, parse_stop_on_nan
 
 
 @pytest.mark.parametrize(("text", "rule"), [
@@ -137,3 +140,15 @@ def test_collect_refuses_a_bad_rule_as_a_usage_error(tmp_path):
         capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "tau-collector collect: error: --stop-if 'loss': use METRIC>VALUE" in out.stderr
+
+
+def test_a_stop_request_that_cannot_be_written_is_said_and_never_stops_the_metrics(tmp_path):
+    blocked = tmp_path / "out"
+    blocked.write_text("a file where the --out directory should be")
+    said: list[str] = []
+    watch = StopWatch([parse_stop_if("loss>1")], str(blocked), log=said.append)
+    points = PointColumns("p", "e", "g", "r", "jsonl", ["loss"], [("", "")], [{}], np.zeros(2, np.int32),
+                          np.array([4, 5]), np.zeros(2, np.int64), np.array([0.5, 2.0]), np.zeros(2, np.int64))
+    firing = watch.check(Chunk(1, "history", "d", b"", 2, points=points))
+    assert (firing.metric, firing.step, firing.value) == ("loss", 5, 2.0)
+    assert said and "the stop request could not be written" in said[0] and said[0].endswith("the job keeps running")
