@@ -17,7 +17,7 @@ import pytest
 from tau_collector.expstore import StoreReader
 from taunotebook.client import NotFoundError, PortalClient
 
-from .conftest import BASE_NS, LOSS_POINTS, TOKEN
+from .conftest import BASE_NS, LOSS_POINTS, TOKEN, serve
 
 EXPORT = "/stellar/data/export/run-b"
 
@@ -155,3 +155,14 @@ def test_the_client_raises_the_portals_error_envelope(portal_server):
         with pytest.raises(NotFoundError) as caught:
             client.series_columns("run-other", "train/loss")
     assert caught.value.code == "NOT_FOUND"
+
+
+def test_a_run_served_by_kusto_is_refused_with_where_to_read_it(portal_store):
+    # A second reader of the same store stands in for the Kusto source: the route tells the sources apart.
+    with serve(portal_store, kusto=StoreReader(portal_store)) as server, httpx.Client(
+            base_url=f"http://127.0.0.1:{server.port}", headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        refused = client.get(EXPORT, params={"metric": "train/loss", "source": "kusto"})
+        assert refused.status_code == 400
+        assert refused.json()["error"] == {**refused.json()["error"], "code": "INVALID_ARGUMENT", "message": (
+            "export reads runs of the local store; this run is served by kusto: read it with the v2 series instead")}
+        assert client.get(EXPORT, params={"metric": "train/loss", "source": "local"}).status_code == 200
