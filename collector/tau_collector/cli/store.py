@@ -4,7 +4,8 @@ stdout carries JSON lines:
 - ``runs``: one run per line (the run's columns, ``tags`` and ``metric_names``), newest first;
 - ``metrics``: one summary per metric of ``--run`` (``name``, counts, steps, values; absent when NULL);
 - ``rows``: ``{"metric","step","wall_time","value"}`` per point of ``--metric``, one per step
-  (last wins), wall_time as RFC3339Nano, non-finite values as "NaN"/"Infinity"/"-Infinity";
+  (last wins), wall_time as RFC3339Nano, non-finite values as "NaN"/"Infinity"/"-Infinity",
+  read and written in bounded batches;
   with ``--format csv``: ``step,wall_time,value`` lines after that header, every stored point (wall_time
   in seconds since the epoch, non-finite values as NaN/Infinity/-Infinity), read and written in
   bounded batches whatever the series' length (the Portal's export, the same text);
@@ -153,14 +154,17 @@ def _query(args: argparse.Namespace) -> int:
                                                             args.end_step)))
         return 0
     if args.what == "rows":
-        rows = reader.rows(args.run, args.metric, args.start_step, args.end_step)
-        step, wall, value = rows.step.tolist(), rows.wall_time.tolist(), rows.value.tolist()
-    else:
-        series = reader.series(args.run, args.metric, args.start_step, args.end_step, args.max_points)
-        step, wall, value = series.step.tolist(), series.wall_time.tolist(), series.value.tolist()
+        # In bounded batches, as the CSV: a 10M-point series never sits in memory (a wall time the
+        # store does not have keeps the reader's sentinel, as before).
+        from ..expstore.series_export import iter_series
+
+        for batch in iter_series(reader.store, args.run, args.metric, args.start_step, args.end_step):
+            out.writelines(_point_line(args.metric, s, w, v) for s, w, v in zip(
+                batch.step.tolist(), batch.wall_time.tolist(), batch.value.tolist(), strict=True))
+        return 0
+    series = reader.series(args.run, args.metric, args.start_step, args.end_step, args.max_points)
+    step, wall, value = series.step.tolist(), series.wall_time.tolist(), series.value.tolist()
     out.writelines(_point_line(args.metric, s, w, v) for s, w, v in zip(step, wall, value, strict=True))
-    if args.what == "series":
-        out.write(orjson.dumps({"source_points": series.source_points,
-                                "returned_points": series.returned_points,
-                                "partial": series.partial}).decode() + "\n")
+    out.write(orjson.dumps({"source_points": series.source_points, "returned_points": series.returned_points,
+                            "partial": series.partial}).decode() + "\n")
     return 0
