@@ -51,9 +51,14 @@ normalize = subprocess.Popen([sys.executable, "-m", "tau_collector", "normalize"
                              stdin=trainer.stdout)
 trainer.stdout.close()
 # system/ metrics of the trainer's process tree, as wrap samples them (TAU_COLLECTOR_SYSTEM_INTERVAL, 0 = off)
-interval = float(os.environ.get("TAU_COLLECTOR_SYSTEM_INTERVAL", "").strip() or 10)
+try:
+    interval = float(os.environ.get("TAU_COLLECTOR_SYSTEM_INTERVAL", "").strip() or 10)
+except ValueError:
+    print("tau_entry: $TAU_COLLECTOR_SYSTEM_INTERVAL is not a number of seconds; sampling every 10s",
+          file=sys.stderr)
+    interval = 10.0
 sampler = None
-if interval > 0:
+if interval > 0 and interval < float("inf"):
     from tau_collector.system_metrics import SystemSampler
     sampler = SystemSampler(history, trainer.pid, interval).start()
 code = trainer.wait()
