@@ -187,6 +187,18 @@ def test_the_staged_entrypoint_samples_the_trainer_as_system_metrics(tau_home, s
     assert rows[0]["_step"] == 0 and rows[0]["system/process_count"] >= 1 and rows[0]["system/rss_bytes"] > 0
 
 
+def test_a_bad_system_interval_in_the_job_is_said_and_the_trainer_runs(tau_home, stand_in, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import json\nprint(json.dumps({'step': 0, 'loss': 1.0}))\n")
+    run = submit(script, backend="tau", project="demo", name="sgd", group="lr", workspace="team-a")
+    stage = tau_home / "projects" / "team-a" / "runs" / run.run_id / "tau"
+    done = subprocess.run([sys.executable, str(stage / "tau_entry.py")], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TAU_RUN_OUTPUT": str(tmp_path / "output"),
+                               "TAU_COLLECTOR_SYSTEM_INTERVAL": "often"})
+    assert done.returncode == 0, done.stderr
+    assert "$TAU_COLLECTOR_SYSTEM_INTERVAL is not a number of seconds; sampling every 10s" in done.stderr
+
+
 def test_a_failing_tau_run_is_reported_with_its_last_line_and_leaves_no_run(tau_home, stand_in, monkeypatch):
     monkeypatch.setenv("TAU_STAND_IN_FAIL", "1")
     with pytest.raises(BackendError, match=r"`tau run` exited with 3: tau: workspace quota exceeded"):
