@@ -7,6 +7,8 @@
 // section (Pinned before Loss before its name's), so it has one plot. A section of more than SECTION_OPEN_MAX
 // metrics starts collapsed unless the user opened it.
 
+import { formatNumber } from "./format.js";
+
 export const PINNED = "Pinned";
 export const LOSS = "Loss";
 export const SECTION_OPEN_MAX = 6;
@@ -100,6 +102,7 @@ export function buildSections(metrics, { pinned = [], filter = "", open = {} } =
 /** A section header's count: "12 metrics", or "3 of 12 metrics" while a filter hides some. */
 export function countText(section) {
   const unit = section.total === 1 ? "metric" : "metrics";
-  return section.metrics.length === section.total ? `${section.total} ${unit}`
-    : `${section.metrics.length} of ${section.total} ${unit}`;
+  const total = formatNumber(section.total);
+  return section.metrics.length === section.total ? `${total} ${unit}`
+    : `${formatNumber(section.metrics.length)} of ${total} ${unit}`;
 }

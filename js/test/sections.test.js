@@ -48,6 +48,7 @@ test("a section of more than six metrics starts collapsed, unless the user opene
   assert.deepEqual(sections.map((s) => [s.key, s.open]), [["grad_norm", true], ["train", false]]);
   assert.equal(countText(sections[0]), "7 metrics");
   assert.equal(countText(buildSections(["x/one"])[0]), "1 metric");
+  assert.equal(countText({ metrics: new Array(12), total: 1793 }), "12 of 1,793 metrics");
 });
 
 test("the filter is a case-insensitive regex, bare or between slashes", () => {
