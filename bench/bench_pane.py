@@ -9,9 +9,18 @@
    first draw, then responsiveness while 100 points/s are appended for ``--append-seconds``: the
    lateness of a 50 ms ``setInterval`` probe in the page (p50/p95/max) and long tasks (> 50 ms).
 
+3. ``--metrics W [W ...]`` (instead of 1 and 2): a live run of W metrics (``ui-tests/wide_run.py``: loss,
+   eval/, train/, act/, grad_norm/ per layer, system/), 2 rows of all W appended per second, shown by
+   ``LossPane(run)`` with no ``metrics=``: the first ``loss`` point drawn after the cell started, browser long
+   tasks over 100 ms after that first draw, the page's DOM nodes and JS heap (Chrome DevTools' Performance
+   metrics), plots in the pane, the Portal's requests per second in steady state, the kernel's CPU (% of a
+   core), and whether loss kept growing; then the Stellar run page of the widest run, served by a Portal of
+   its own (a subprocess): ready time, per-metric reads made, the Portal's RSS (now and peak).
+
 Usage::
 
     .venv/bin/python bench/bench_pane.py [--points 250] [--rate 20] [--append-seconds 20]
+    .venv/bin/python bench/bench_pane.py --metrics 20 1000 10000 [--steady-seconds 20]
 
 Needs the built bundles (``npm --prefix js run build``, or ``pip install -e .``) and Debian ``chromium``.
 """
@@ -38,7 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "ui-tests"), str(ROOT / "tests"), str(Path(__file__).resolve().parent)]
 from bench_expstore_read import BASE_NS, METRIC, RUN, build  # noqa: E402 - sibling script
 from jupyterlab import open_notebook, run_cell, start_lab  # noqa: E402 - the UI tests' JupyterLab helper
-from portal.conftest import TOKEN, ServerThread  # noqa: E402
+from portal.conftest import TOKEN, ServerThread, free_port  # noqa: E402
+from wide_run import RequestLog, wide_metric_names, write_rows  # noqa: E402 - the UI tests' wide run
 
 from tau_collector.expstore import open_store  # noqa: E402
 from tau_collector.expstore.writer import MetricWriter  # noqa: E402
@@ -233,12 +243,202 @@ def million(page: Page, lab, work: Path, append_seconds: float) -> dict:
             "long_task_max_ms": max(probe["long"], default=0.0)}
 
 
+WIDE_MARKS = """() => { const abs = () => performance.timeOrigin + performance.now();
+  window.__t0 = abs(); window.__firstDraw = null; window.__long = [];
+  new PerformanceObserver((l) => { for (const e of l.getEntries())
+      window.__long.push({ at: performance.timeOrigin + e.startTime, ms: e.duration }); })
+    .observe({ type: "longtask", buffered: false });
+  new MutationObserver((_, obs) => {
+    const p = document.querySelector(".tau-pane-metric[data-metric='loss']");
+    if (p && Number(p.dataset.points) > 0 && window.__firstDraw === null) {
+      window.__firstDraw = abs(); obs.disconnect(); }
+  }).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-points"] });
+}"""
+
+KERNEL = """async (code) => {
+  const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const f = k.requestExecute({ code, store_history: false });
+  let out = "";
+  f.onIOPub = (msg) => { if (msg.header.msg_type === "stream") out += msg.content.text; };
+  await f.done;
+  return out;
+}"""
+
+
+class LiveRows:
+    """Appends ``rate`` rows of every metric per second to a run, from a thread, until stopped."""
+
+    def __init__(self, store: Path, run: str, names: list[str], first: int, rate: float = 2.0) -> None:
+        import threading
+
+        self.store, self.run, self.names, self.step, self.rate = store, run, names, first, rate
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        started, written = time.monotonic(), 0
+        while not self.stop_event.is_set():
+            write_rows(self.store, self.run, self.names, range(self.step, self.step + 1), chunk=f"live-{self.step}")
+            self.step += 1
+            written += 1
+            self.stop_event.wait(max(0.0, started + written / self.rate - time.monotonic()))
+
+    def __enter__(self) -> LiveRows:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop_event.set()
+        self.thread.join(timeout=60)
+
+
+def wide_pane(browser, lab, work: Path, width: int, steady: float) -> dict:
+    """One live run of ``width`` metrics in a pane: see the module docstring, item 3."""
+    import httpx
+
+    run = f"wide-{width}"
+    store = work / f"store-{width}"
+    names = wide_metric_names(width)
+    built = time.monotonic()
+    write_rows(store, run, names, range(20))
+    built = time.monotonic() - built
+    log = RequestLog(create_app(store, token=TOKEN))
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    with ServerThread(log) as server, LiveRows(store, run, names, 20):
+        portal = f"http://127.0.0.1:{server.port}"
+        (lab.root_dir / f"{run}.ipynb").write_text(json.dumps(notebook(run, portal, "proj")), encoding="utf-8")
+        open_notebook(page, lab, f"{run}.ipynb")
+        page.evaluate(WIDE_MARKS)
+        run_cell(page, 0)
+        page.wait_for_function("() => window.__firstDraw !== null", timeout=300_000)
+        first = page.evaluate("() => window.__firstDraw - window.__t0")
+        cpu0 = float(page.evaluate(KERNEL, "import time as _t; print(_t.process_time())"))
+        loss0 = loss_points(page, "loss")
+        t0 = time.monotonic()
+        page.wait_for_timeout(steady * 1000 / 2)
+        t_half = time.monotonic()
+        page.wait_for_timeout(steady * 1000 / 2)
+        t1 = time.monotonic()
+        cpu1 = float(page.evaluate(KERNEL, "import time as _t; print(_t.process_time())"))
+        loss1 = loss_points(page, "loss")
+        metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+        pane = page.evaluate("""() => ({ nodes: document.querySelectorAll('.tau-pane *').length,
+            plots: document.querySelectorAll('.tau-pane-plot').length,
+            visible: document.querySelectorAll('.tau-pane .js-plotly-plot').length })""")
+        long = page.evaluate("() => window.__long.filter((e) => e.at >= window.__firstDraw)")
+        requests_steady = log.count(since=t_half) / (t1 - t_half)
+        requests_total = log.count(since=t0) / (t1 - t0)
+        page.evaluate(KERNEL, "pane.close()")
+    for k in httpx.get(f"{lab.base_url}/api/kernels", timeout=10).json():
+        httpx.delete(f"{lab.base_url}/api/kernels/{k['id']}", timeout=30)
+    page.context.close()
+    over = [e["ms"] for e in long if e["ms"] > 100]
+    return {"metrics": width, "store_rows_written_s": round(built, 1), "first_loss_draw_ms": round(first),
+            "long_tasks_over_100ms_after_first_draw": len(over), "long_task_max_ms": round(max(over, default=0)),
+            "long_task_total_ms": round(sum(over)), "dom_nodes_page": int(metrics.get("Nodes", 0)),
+            "dom_nodes_pane": pane["nodes"], "js_heap_mib": round(metrics.get("JSHeapUsedSize", 0) / 2**20, 1),
+            "plots": pane["plots"], "plots_drawn": pane["visible"],
+            "portal_requests_per_s_steady": round(requests_steady, 1),
+            "portal_requests_per_s_window": round(requests_total, 1),
+            "kernel_cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 1),
+            "loss_points_growth_in_window": loss1 - loss0, "steady_seconds": steady}
+
+
+def _rss_mib(pid: int) -> tuple[float, float]:
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
+
+
+def stellar_wide(browser, work: Path, width: int) -> dict:
+    """The Stellar run page of the ``width`` run the pane benchmark wrote, from a Portal process of its own."""
+    import httpx
+
+    store, run = work / f"store-{width}", f"wide-{width}"
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "taunotebook", "portal", "--store", str(store), "--port",
+                             str(port)], env={**os.environ, "TAU_PORTAL_TOKEN": TOKEN},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit("the Portal for the Stellar page did not start")
+            time.sleep(0.2)
+        rss_idle = _rss_mib(proc.pid)[0]
+        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        t0 = time.monotonic()
+        page.goto(f"http://127.0.0.1:{port}/stellar?target={run}&project=proj&token={TOKEN}")
+        page.wait_for_selector("#stellar[data-state=ready]", timeout=300_000)
+        ready = time.monotonic() - t0
+        reads = page.evaluate("() => window.__stellar.requests.filter((r) => r.path.endsWith('/series')).length")
+        charts = page.evaluate("() => document.querySelectorAll('section.stellar-chart').length")
+        rss, peak = _rss_mib(proc.pid)
+        page.context.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return {"metrics": width, "ready_s": round(ready, 2), "series_reads": reads, "charts_in_page": charts,
+            "portal_rss_idle_mib": round(rss_idle), "portal_rss_mib": round(rss), "portal_rss_peak_mib": round(peak)}
+
+
+def wide_main(widths: list[int], steady: float) -> None:
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    results: dict = {"panes": [], "stellar": None}
+    with tempfile.TemporaryDirectory(prefix="bench-pane-wide-") as tmp:
+        work = Path(tmp)
+        lab_gen = start_lab(work / "lab", {"TAU_PORTAL_TOKEN": TOKEN})
+        lab = next(lab_gen)
+        try:
+            with sync_playwright() as p:
+                chromium = os.environ.get("TAU_CHROMIUM") or shutil.which("chromium")
+                browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+                for width in widths:
+                    r = wide_pane(browser, lab, work, width, steady)
+                    results["panes"].append(r)
+                    print(f"W={width:>6}: first loss point {r['first_loss_draw_ms']} ms; long tasks > 100 ms after "
+                          f"it {r['long_tasks_over_100ms_after_first_draw']} (max {r['long_task_max_ms']} ms, "
+                          f"{r['long_task_total_ms']} ms in all); DOM nodes {r['dom_nodes_page']} (pane "
+                          f"{r['dom_nodes_pane']}); JS heap {r['js_heap_mib']} MiB; plots {r['plots']} "
+                          f"({r['plots_drawn']} drawn); Portal {r['portal_requests_per_s_steady']} requests/s "
+                          f"steady; kernel CPU {r['kernel_cpu_percent']} %; loss +{r['loss_points_growth_in_window']}"
+                          f" points in {steady:g} s; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+                results["stellar"] = s = stellar_wide(browser, work, max(widths))
+                print(f"Stellar run page, W={s['metrics']}: ready in {s['ready_s']} s, {s['series_reads']} series "
+                      f"reads, {s['charts_in_page']} charts in the page; Portal RSS {s['portal_rss_mib']} MiB "
+                      f"(peak {s['portal_rss_peak_mib']}, idle {s['portal_rss_idle_mib']})")
+                browser.close()
+        finally:
+            for _ in lab_gen:
+                pass
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    results["loadavg"] = os.getloadavg()
+    out = ROOT / "bench" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "pane_wide.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--points", type=int, default=250)
     parser.add_argument("--rate", type=float, default=20.0)
     parser.add_argument("--append-seconds", type=float, default=20.0)
+    parser.add_argument("--metrics", type=int, nargs="+", metavar="W",
+                        help="instead: live runs of W metrics each in a pane, then the widest one's Stellar page")
+    parser.add_argument("--steady-seconds", type=float, default=20.0,
+                        help="with --metrics: how long each pane is watched after its first draw")
     args = parser.parse_args()
+    if args.metrics:
+        if min(args.metrics) < 8:
+            parser.error(f"--metrics: each W must be at least 8, got {min(args.metrics)}")
+        wide_main(args.metrics, args.steady_seconds)
+        return
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory(prefix="bench-pane-") as tmp:
         work = Path(tmp)
