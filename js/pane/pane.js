@@ -14,6 +14,7 @@ import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { MetricPlot } from "./metric_plot.js";
 import { forgetMetric, storeFor, totalPoints } from "./store.js";
 import { PANE_CSS } from "./style.js";
+import { reportVisible } from "./visible.js";
 
 const SNAPSHOT_EVERY_MS = 5000;
 const PAGE = 12; // slots an open section shows before "show more"
@@ -32,24 +33,6 @@ function pinButton(name, pinned, onclick) {
 function setPinned(button, pinned) {
   button.setAttribute("aria-pressed", String(pinned));
   button.textContent = pinned ? "★" : "☆";
-}
-
-// Every view of a model says which metrics it shows; the model's `visible` is their union (a notebook may show
-// the same pane twice).
-const viewsShowing = new WeakMap();
-
-function reportVisible(model, view, names) {
-  let views = viewsShowing.get(model);
-  if (!views) viewsShowing.set(model, (views = new Map()));
-  if (names === null) views.delete(view); else views.set(view, names);
-  const union = [];
-  const seen = new Set();
-  for (const list of views.values()) for (const n of list) if (!seen.has(n)) { seen.add(n); union.push(n); }
-  const before = model.get("visible") || [];
-  if (before.length === union.length && before.every((n, i) => n === union[i])) return [];
-  model.set("visible", union);
-  model.save_changes();
-  return before.filter((n) => !seen.has(n)); // names no view shows any more
 }
 
 export class Pane {
