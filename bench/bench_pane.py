@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "ui-tests"), str(ROOT / "tests"), str(Path(__file__).resolve().parent)]
@@ -72,9 +73,12 @@ TRAINER = textwrap.dedent(
 )
 
 
-def notebook(run: str, portal: str, project: str, times: Path | None = None, source: str | None = None) -> dict:
+def notebook(run: str, portal: str, project: str, times: Path | None = None, source: str | None = None,
+             bundle: Path | None = None) -> dict:
     create = f"pane = LossPane({run!r}, portal={portal!r}, project={project!r}, source={source!r})"
     src = f"from taunotebook.pane import LossPane\n\n{create}\npane"
+    if bundle is not None:  # a baseline's browser code (another checkout's built pane.js) in this kernel
+        src = f"import taunotebook.pane as _p\n_p._bundle_text = open({str(bundle)!r}).read()\n{src}"
     if times is not None:
         # The kernel's side of the first-draw timeline, in wall-clock ms like the page's marks.
         src = (f"import json as _json, time as _time\n_t0 = _time.time()\nfrom taunotebook.pane import LossPane\n"
@@ -292,12 +296,12 @@ class LiveRows:
         self.thread.join(timeout=60)
 
 
-def wide_pane(browser, lab, work: Path, width: int, steady: float) -> dict:
-    """One live run of ``width`` metrics in a pane: see the module docstring, item 3."""
+def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path | None = None) -> dict:
+    """One live run of ``width`` metrics in a pane (``bundle``: another build's pane.js): module docstring, item 3."""
     import httpx
 
-    run = f"wide-{width}"
-    store = work / f"store-{width}"
+    run = f"wide-{width}" + ("-base" if bundle else "")
+    store = work / f"store-{run}"
     names = wide_metric_names(width)
     built = time.monotonic()
     write_rows(store, run, names, range(20))
@@ -308,7 +312,8 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float) -> dict:
     cdp.send("Performance.enable")
     with ServerThread(log) as server, LiveRows(store, run, names, 20):
         portal = f"http://127.0.0.1:{server.port}"
-        (lab.root_dir / f"{run}.ipynb").write_text(json.dumps(notebook(run, portal, "proj")), encoding="utf-8")
+        (lab.root_dir / f"{run}.ipynb").write_text(json.dumps(notebook(run, portal, "proj", bundle=bundle)),
+                                                   encoding="utf-8")
         open_notebook(page, lab, f"{run}.ipynb")
         page.evaluate(WIDE_MARKS)
         run_cell(page, 0)
@@ -325,7 +330,7 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float) -> dict:
         loss1 = loss_points(page, "loss")
         metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
         pane = page.evaluate("""() => ({ nodes: document.querySelectorAll('.tau-pane *').length,
-            plots: document.querySelectorAll('.tau-pane-plot').length,
+            plots: document.querySelectorAll('.tau-pane-metric .tau-pane-plot').length,
             visible: document.querySelectorAll('.tau-pane .js-plotly-plot').length })""")
         long = page.evaluate("() => window.__long.filter((e) => e.at >= window.__firstDraw)")
         requests_steady = log.count(since=t_half) / (t1 - t_half)
@@ -335,7 +340,8 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float) -> dict:
         httpx.delete(f"{lab.base_url}/api/kernels/{k['id']}", timeout=30)
     page.context.close()
     over = [e["ms"] for e in long if e["ms"] > 100]
-    return {"metrics": width, "store_rows_written_s": round(built, 1), "first_loss_draw_ms": round(first),
+    return {"metrics": width, "code": "baseline" if bundle else "this branch",
+            "store_rows_written_s": round(built, 1), "first_loss_draw_ms": round(first),
             "long_tasks_over_100ms_after_first_draw": len(over), "long_task_max_ms": round(max(over, default=0)),
             "long_task_total_ms": round(sum(over)), "dom_nodes_page": int(metrics.get("Nodes", 0)),
             "dom_nodes_pane": pane["nodes"], "js_heap_mib": round(metrics.get("JSHeapUsedSize", 0) / 2**20, 1),
@@ -351,15 +357,27 @@ def _rss_mib(pid: int) -> tuple[float, float]:
     return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
 
 
-def stellar_wide(browser, work: Path, width: int) -> dict:
-    """The Stellar run page of the ``width`` run the pane benchmark wrote, from a Portal process of its own."""
+def baseline_package(work: Path, static: Path) -> Path:
+    """A copy of this checkout's ``taunotebook`` package serving another build's browser files (``static``)."""
+    root = work / "baseline-package"
+    if not root.exists():
+        shutil.copytree(ROOT / "taunotebook", root / "taunotebook", ignore=shutil.ignore_patterns("static"))
+        shutil.copytree(static, root / "taunotebook" / "static")
+    return root
+
+
+def stellar_wide(browser, work: Path, width: int, package: Path | None = None, timeout_s: float = 300) -> dict:
+    """The Stellar run page of the ``width`` run the pane benchmark wrote, from a Portal process of its own
+    (``package``: a directory holding the ``taunotebook`` package to serve it with, for a baseline)."""
     import httpx
 
-    store, run = work / f"store-{width}", f"wide-{width}"
+    store, run = work / f"store-wide-{width}", f"wide-{width}"
     port = free_port()
+    env = {**os.environ, "TAU_PORTAL_TOKEN": TOKEN}
+    if package is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(package), env.get("PYTHONPATH", "")])
     proc = subprocess.Popen([sys.executable, "-m", "taunotebook", "portal", "--store", str(store), "--port",
-                             str(port)], env={**os.environ, "TAU_PORTAL_TOKEN": TOKEN},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -375,8 +393,11 @@ def stellar_wide(browser, work: Path, width: int) -> dict:
         page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         t0 = time.monotonic()
         page.goto(f"http://127.0.0.1:{port}/stellar?target={run}&project=proj&token={TOKEN}")
-        page.wait_for_selector("#stellar[data-state=ready]", timeout=300_000)
-        ready = time.monotonic() - t0
+        try:
+            page.wait_for_selector("#stellar[data-state=ready]", timeout=timeout_s * 1000)
+            ready = time.monotonic() - t0
+        except PlaywrightTimeout:
+            ready = math.inf  # not ready within timeout_s: the figures below are at that moment
         reads = page.evaluate("() => window.__stellar.requests.filter((r) => r.path.endsWith('/series')).length")
         charts = page.evaluate("() => document.querySelectorAll('section.stellar-chart').length")
         rss, peak = _rss_mib(proc.pid)
@@ -384,13 +405,33 @@ def stellar_wide(browser, work: Path, width: int) -> dict:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    return {"metrics": width, "ready_s": round(ready, 2), "series_reads": reads, "charts_in_page": charts,
+    return {"metrics": width, "code": "baseline" if package else "this branch", "ready_s": round(ready, 2),
+            "series_reads": reads, "charts_in_page": charts,
             "portal_rss_idle_mib": round(rss_idle), "portal_rss_mib": round(rss), "portal_rss_peak_mib": round(peak)}
 
 
-def wide_main(widths: list[int], steady: float) -> None:
+def _print_pane(r: dict, steady: float) -> None:
+    print(f"W={r['metrics']:>6} ({r['code']}): first loss point {r['first_loss_draw_ms']} ms; long tasks > 100 ms "
+          f"after it {r['long_tasks_over_100ms_after_first_draw']} (max {r['long_task_max_ms']} ms, "
+          f"{r['long_task_total_ms']} ms in all); DOM nodes {r['dom_nodes_page']} (pane {r['dom_nodes_pane']}); "
+          f"JS heap {r['js_heap_mib']} MiB; plots {r['plots']} ({r['plots_drawn']} drawn); Portal "
+          f"{r['portal_requests_per_s_steady']} requests/s steady; kernel CPU {r['kernel_cpu_percent']} %; loss "
+          f"+{r['loss_points_growth_in_window']} points in {steady:g} s; load "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+
+
+def _print_stellar(s: dict) -> None:
+    print(f"Stellar run page, W={s['metrics']} ({s['code']}): ready in {s['ready_s']} s, {s['series_reads']} series "
+          f"reads, {s['charts_in_page']} charts in the page; Portal RSS {s['portal_rss_mib']} MiB "
+          f"(peak {s['portal_rss_peak_mib']}, idle {s['portal_rss_idle_mib']}); load "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+
+
+def wide_main(widths: list[int], steady: float, baseline: Path | None, baseline_max: int) -> None:
+    """``baseline``: another checkout's built ``taunotebook/static`` (its pane.js and Stellar pages), measured
+    in the same run for the widths up to ``baseline_max``."""
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    results: dict = {"panes": [], "stellar": None}
+    results: dict = {"panes": [], "stellar": []}
     with tempfile.TemporaryDirectory(prefix="bench-pane-wide-") as tmp:
         work = Path(tmp)
         lab_gen = start_lab(work / "lab", {"TAU_PORTAL_TOKEN": TOKEN})
@@ -400,19 +441,20 @@ def wide_main(widths: list[int], steady: float) -> None:
                 chromium = os.environ.get("TAU_CHROMIUM") or shutil.which("chromium")
                 browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
                 for width in widths:
-                    r = wide_pane(browser, lab, work, width, steady)
-                    results["panes"].append(r)
-                    print(f"W={width:>6}: first loss point {r['first_loss_draw_ms']} ms; long tasks > 100 ms after "
-                          f"it {r['long_tasks_over_100ms_after_first_draw']} (max {r['long_task_max_ms']} ms, "
-                          f"{r['long_task_total_ms']} ms in all); DOM nodes {r['dom_nodes_page']} (pane "
-                          f"{r['dom_nodes_pane']}); JS heap {r['js_heap_mib']} MiB; plots {r['plots']} "
-                          f"({r['plots_drawn']} drawn); Portal {r['portal_requests_per_s_steady']} requests/s "
-                          f"steady; kernel CPU {r['kernel_cpu_percent']} %; loss +{r['loss_points_growth_in_window']}"
-                          f" points in {steady:g} s; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-                results["stellar"] = s = stellar_wide(browser, work, max(widths))
-                print(f"Stellar run page, W={s['metrics']}: ready in {s['ready_s']} s, {s['series_reads']} series "
-                      f"reads, {s['charts_in_page']} charts in the page; Portal RSS {s['portal_rss_mib']} MiB "
-                      f"(peak {s['portal_rss_peak_mib']}, idle {s['portal_rss_idle_mib']})")
+                    results["panes"].append(r := wide_pane(browser, lab, work, width, steady))
+                    _print_pane(r, steady)
+                    if baseline is not None and width <= baseline_max:
+                        results["panes"].append(r := wide_pane(browser, lab, work, width, steady,
+                                                               bundle=baseline / "pane.js"))
+                        _print_pane(r, steady)
+                for width in sorted({max(widths), *(w for w in widths if baseline and w <= baseline_max)},
+                                    reverse=True):
+                    results["stellar"].append(s := stellar_wide(browser, work, width))
+                    _print_stellar(s)
+                    if baseline is not None and width <= baseline_max:
+                        package = baseline_package(work, baseline)
+                        results["stellar"].append(s := stellar_wide(browser, work, width, package, timeout_s=240))
+                        _print_stellar(s)
                 browser.close()
         finally:
             for _ in lab_gen:
@@ -433,11 +475,17 @@ def main() -> None:
                         help="instead: live runs of W metrics each in a pane, then the widest one's Stellar page")
     parser.add_argument("--steady-seconds", type=float, default=20.0,
                         help="with --metrics: how long each pane is watched after its first draw")
+    parser.add_argument("--baseline-static", type=Path, metavar="DIR",
+                        help="with --metrics: another checkout's built taunotebook/static, measured in the same run")
+    parser.add_argument("--baseline-max-metrics", type=int, default=1000, metavar="W",
+                        help="with --baseline-static: measure the baseline only up to this width (default 1000)")
     args = parser.parse_args()
     if args.metrics:
         if min(args.metrics) < 8:
             parser.error(f"--metrics: each W must be at least 8, got {min(args.metrics)}")
-        wide_main(args.metrics, args.steady_seconds)
+        if args.baseline_static is not None and not (args.baseline_static / "pane.js").is_file():
+            parser.error(f"--baseline-static: {args.baseline_static} holds no pane.js (build that checkout's js)")
+        wide_main(args.metrics, args.steady_seconds, args.baseline_static, args.baseline_max_metrics)
         return
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory(prefix="bench-pane-") as tmp:
