@@ -59,6 +59,7 @@ export class ChartSections {
           if (!chart) {
             chart = createChart(name, this.runIds, s.body);
             chart.section.dataset.state = "idle"; // created, not fetched: it fetches when it scrolls into view
+            chart.status.textContent = "read when it scrolls into view";
             this.charts.set(name, chart);
           }
           if (!chart.requested) this.io.observe(chart.section);
