@@ -310,7 +310,7 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     cdp = page.context.new_cdp_session(page)
     cdp.send("Performance.enable")
-    with ServerThread(log) as server, LiveRows(store, run, names, 20):
+    with ServerThread(log) as server, LiveRows(store, run, names, 20) as live:
         portal = f"http://127.0.0.1:{server.port}"
         (lab.root_dir / f"{run}.ipynb").write_text(json.dumps(notebook(run, portal, "proj", bundle=bundle)),
                                                    encoding="utf-8")
@@ -320,14 +320,14 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
         page.wait_for_function("() => window.__firstDraw !== null", timeout=300_000)
         first = page.evaluate("() => window.__firstDraw - window.__t0")
         cpu0 = float(page.evaluate(KERNEL, "import time as _t; print(_t.process_time())"))
-        loss0 = loss_points(page, "loss")
+        loss0, rows0 = loss_points(page, "loss"), live.step
         t0 = time.monotonic()
         page.wait_for_timeout(steady * 1000 / 2)
         t_half = time.monotonic()
         page.wait_for_timeout(steady * 1000 / 2)
         t1 = time.monotonic()
         cpu1 = float(page.evaluate(KERNEL, "import time as _t; print(_t.process_time())"))
-        loss1 = loss_points(page, "loss")
+        loss1, rows1 = loss_points(page, "loss"), live.step
         metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
         pane = page.evaluate("""() => ({ nodes: document.querySelectorAll('.tau-pane *').length,
             plots: document.querySelectorAll('.tau-pane-metric .tau-pane-plot').length,
@@ -349,7 +349,8 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
             "portal_requests_per_s_steady": round(requests_steady, 1),
             "portal_requests_per_s_window": round(requests_total, 1),
             "kernel_cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 1),
-            "loss_points_growth_in_window": loss1 - loss0, "steady_seconds": steady}
+            "loss_points_growth_in_window": loss1 - loss0, "rows_appended_in_window": rows1 - rows0,
+            "steady_seconds": steady}
 
 
 def _rss_mib(pid: int) -> tuple[float, float]:
@@ -377,7 +378,8 @@ def stellar_wide(browser, work: Path, width: int, package: Path | None = None, t
     if package is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(package), env.get("PYTHONPATH", "")])
     proc = subprocess.Popen([sys.executable, "-m", "taunotebook", "portal", "--store", str(store), "--port",
-                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=package or ROOT)  # `-m` puts the working directory first on sys.path
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -400,13 +402,16 @@ def stellar_wide(browser, work: Path, width: int, package: Path | None = None, t
             ready = math.inf  # not ready within timeout_s: the figures below are at that moment
         reads = page.evaluate("() => window.__stellar.requests.filter((r) => r.path.endsWith('/series')).length")
         charts = page.evaluate("() => document.querySelectorAll('section.stellar-chart').length")
+        # The run's catalog (every metric's summary), read first by the page: the Portal's share of the wait.
+        catalog = page.evaluate("""() => Math.max(0, ...performance.getEntriesByType('resource')
+            .filter((e) => /\\/runs\\/[^/]+\\/metrics/.test(e.name)).map((e) => e.duration)) / 1000""")
         rss, peak = _rss_mib(proc.pid)
         page.context.close()
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     return {"metrics": width, "code": "baseline" if package else "this branch", "ready_s": round(ready, 2),
-            "series_reads": reads, "charts_in_page": charts,
+            "series_reads": reads, "charts_in_page": charts, "catalog_read_cold_s": round(catalog, 2),
             "portal_rss_idle_mib": round(rss_idle), "portal_rss_mib": round(rss), "portal_rss_peak_mib": round(peak)}
 
 
@@ -416,13 +421,15 @@ def _print_pane(r: dict, steady: float) -> None:
           f"{r['long_task_total_ms']} ms in all); DOM nodes {r['dom_nodes_page']} (pane {r['dom_nodes_pane']}); "
           f"JS heap {r['js_heap_mib']} MiB; plots {r['plots']} ({r['plots_drawn']} drawn); Portal "
           f"{r['portal_requests_per_s_steady']} requests/s steady; kernel CPU {r['kernel_cpu_percent']} %; loss "
-          f"+{r['loss_points_growth_in_window']} points in {steady:g} s; load "
+          f"+{r['loss_points_growth_in_window']} points in {steady:g} s (+{r['rows_appended_in_window']} rows "
+          f"written); load "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
 def _print_stellar(s: dict) -> None:
     print(f"Stellar run page, W={s['metrics']} ({s['code']}): ready in {s['ready_s']} s, {s['series_reads']} series "
-          f"reads, {s['charts_in_page']} charts in the page; Portal RSS {s['portal_rss_mib']} MiB "
+          f"reads, {s['charts_in_page']} charts in the page (the catalog alone, cold: {s['catalog_read_cold_s']} s); "
+          f"Portal RSS {s['portal_rss_mib']} MiB "
           f"(peak {s['portal_rss_peak_mib']}, idle {s['portal_rss_idle_mib']}); load "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
