@@ -16,7 +16,9 @@ import { forgetMetric, storeFor, totalPoints } from "./store.js";
 import { PANE_CSS } from "./style.js";
 import { reportVisible } from "./visible.js";
 
-const SNAPSHOT_EVERY_MS = 5000;
+// The saved notebook's fallback image is re-rendered at most this often while the run goes on (plotly's toImage
+// is a long task of its own), and once more when the run ends.
+const SNAPSHOT_EVERY_MS = 30000;
 const PAGE = 12; // slots an open section shows before "show more"
 const LIST_MAX = 100; // names the list of matches shows
 const FILTER_DELAY_MS = 200;
@@ -366,20 +368,26 @@ export class Pane {
   schedule() {
     if (this.scheduled || this.disposed) return;
     this.scheduled = true;
-    requestAnimationFrame(() => {
-      this.scheduled = false;
-      if (this.disposed) return;
-      // Only the plots whose series changed since the last frame: the cost follows what is on screen.
-      const updates = [];
-      for (const name of this.dirty) {
-        const plot = this.plots.get(name);
-        if (plot) updates.push(plot.update());
-      }
-      this.dirty.clear();
-      this.root.setAttribute("data-points", String(totalPoints(this.store)));
-      this.snapshotDirty = true;
-      Promise.all(updates).then(() => this.maybeSnapshot());
-    });
+    requestAnimationFrame(() => this.drain());
+  }
+
+  /** Draw the plots whose series changed (only those: the cost follows what is on screen), one plot per task so
+   *  that no single task draws them all; what changes meanwhile is drawn in the next round. */
+  async drain() {
+    const names = [...this.dirty];
+    this.dirty.clear();
+    for (let i = 0; i < names.length && !this.disposed; i++) {
+      const plot = this.plots.get(names[i]);
+      if (!plot) continue;
+      await plot.update();
+      if (i < names.length - 1) await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+    this.scheduled = false;
+    if (this.disposed) return;
+    this.root.setAttribute("data-points", String(totalPoints(this.store)));
+    this.snapshotDirty = true;
+    this.maybeSnapshot();
+    if (this.dirty.size) this.schedule();
   }
 
   maybeSnapshot() {
@@ -390,10 +398,12 @@ export class Pane {
     if (!first) return;
     this.lastSnapshot = t;
     this.snapshotDirty = false;
-    first.snapshot().then((url) => {
+    const take = () => first.snapshot().then((url) => {
       if (this.disposed || !url) return;
       this.setTrait("snapshot", url);
     }).catch(() => {});
+    // When the page is idle, not in the frame that drew new points.
+    if (window.requestIdleCallback) window.requestIdleCallback(take, { timeout: 2000 }); else setTimeout(take, 0);
   }
 
   hideStaticFallback() {
