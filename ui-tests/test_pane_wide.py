@@ -233,6 +233,9 @@ def test_a_1000_metric_run_shows_sections_and_plots_only_what_is_on_screen(lab: 
     assert "train" not in [s[0] for s in state["sections"]]  # its one metric is pinned: no empty section
     traits = visible_in_kernel(page, set(state["plotted"]))
     assert traits["pinned"] == ["grad_norm/layer.0512", "train/lr"]
+    # Both pinned plots draw their points (a kernel that polls every metric reaches train/lr late: a long wait).
+    page.wait_for_function("() => [...document.querySelectorAll(\".tau-pane-section[data-section=Pinned] "
+                           ".tau-pane-metric\")].every((s) => Number(s.dataset.points) === 20)", timeout=240_000)
     assert "grad_norm/layer.0512" in traits["visible"]
     screenshot(page, "pane-wide-pinned")
 

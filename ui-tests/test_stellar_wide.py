@@ -81,9 +81,10 @@ def test_a_2000_metric_run_page_fetches_only_the_charts_in_view(page: Page, port
     # Scrolling down fetches what comes into view, and nothing else.
     page.locator('section.stellar-chart[data-metric="system/rss_mb"]').scroll_into_view_if_needed()
     page.wait_for_selector('section.stellar-chart[data-metric="system/rss_mb"][data-state=ready]', timeout=30_000)
+    served = log.metrics_read(RUN)  # before the page's own list: a chart may start its read in between
     state = charts_state(page)
     assert "system/rss_mb" in state["fetched"]
-    assert log.metrics_read(RUN) == set(state["fetched"])
+    assert served <= set(state["fetched"]) <= {m for m, _ in state["charts"]}
 
     # Opening the 1,793-metric section makes one page of charts; they fetch as they come into view.
     page.locator('section.stellar-section[data-section=grad_norm] .stellar-section-head').click()
@@ -93,12 +94,13 @@ def test_a_2000_metric_run_page_fetches_only_the_charts_in_view(page: Page, port
     page.locator('section.stellar-chart[data-metric="grad_norm/layer.0000"]').scroll_into_view_if_needed()
     page.wait_for_selector('section.stellar-chart[data-metric="grad_norm/layer.0000"][data-state=ready]',
                            timeout=30_000)
+    served = log.metrics_read(RUN)
     state = charts_state(page)
     grad = [m for m, _ in state["charts"] if m.startswith("grad_norm/")]
     assert len(grad) == 24
     fetched_grad = [m for m in state["fetched"] if m.startswith("grad_norm/")]
     assert 1 <= len(fetched_grad) < 24, fetched_grad
-    assert log.metrics_read(RUN) == set(state["fetched"])
+    assert served <= set(state["fetched"]) <= {m for m, _ in state["charts"]}
     screenshot(page, "stellar-wide-open-section")
 
     # Search: a regex over the names; the matching charts in their sections, fetched as they show.
