@@ -9,9 +9,18 @@
    first draw, then responsiveness while 100 points/s are appended for ``--append-seconds``: the
    lateness of a 50 ms ``setInterval`` probe in the page (p50/p95/max) and long tasks (> 50 ms).
 
+3. ``--metrics W [W ...]`` (instead of 1 and 2): a live run of W metrics (``ui-tests/wide_run.py``: loss,
+   eval/, train/, act/, grad_norm/ per layer, system/), 2 rows of all W appended per second, shown by
+   ``LossPane(run)`` with no ``metrics=``: the first ``loss`` point drawn after the cell started, browser long
+   tasks over 100 ms after that first draw, the page's DOM nodes and JS heap (Chrome DevTools' Performance
+   metrics), plots in the pane, the Portal's requests per second in steady state, the kernel's CPU (% of a
+   core), and whether loss kept growing; then the Stellar run page of the widest run, served by a Portal of
+   its own (a subprocess): ready time, per-metric reads made, the Portal's RSS (now and peak).
+
 Usage::
 
     .venv/bin/python bench/bench_pane.py [--points 250] [--rate 20] [--append-seconds 20]
+    .venv/bin/python bench/bench_pane.py --metrics 20 1000 10000 [--steady-seconds 20]
 
 Needs the built bundles (``npm --prefix js run build``, or ``pip install -e .``) and Debian ``chromium``.
 """
@@ -33,12 +42,14 @@ import time
 from pathlib import Path
 
 from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "ui-tests"), str(ROOT / "tests"), str(Path(__file__).resolve().parent)]
 from bench_expstore_read import BASE_NS, METRIC, RUN, build  # noqa: E402 - sibling script
 from jupyterlab import open_notebook, run_cell, start_lab  # noqa: E402 - the UI tests' JupyterLab helper
-from portal.conftest import TOKEN, ServerThread  # noqa: E402
+from portal.conftest import TOKEN, ServerThread, free_port  # noqa: E402
+from wide_run import RequestLog, wide_metric_names, write_rows  # noqa: E402 - the UI tests' wide run
 
 from tau_collector.expstore import open_store  # noqa: E402
 from tau_collector.expstore.writer import MetricWriter  # noqa: E402
@@ -62,9 +73,12 @@ TRAINER = textwrap.dedent(
 )
 
 
-def notebook(run: str, portal: str, project: str, times: Path | None = None, source: str | None = None) -> dict:
+def notebook(run: str, portal: str, project: str, times: Path | None = None, source: str | None = None,
+             bundle: Path | None = None) -> dict:
     create = f"pane = LossPane({run!r}, portal={portal!r}, project={project!r}, source={source!r})"
     src = f"from taunotebook.pane import LossPane\n\n{create}\npane"
+    if bundle is not None:  # a baseline's browser code (another checkout's built pane.js) in this kernel
+        src = f"import taunotebook.pane as _p\n_p._bundle_text = open({str(bundle)!r}).read()\n{src}"
     if times is not None:
         # The kernel's side of the first-draw timeline, in wall-clock ms like the page's marks.
         src = (f"import json as _json, time as _time\n_t0 = _time.time()\nfrom taunotebook.pane import LossPane\n"
@@ -233,12 +247,253 @@ def million(page: Page, lab, work: Path, append_seconds: float) -> dict:
             "long_task_max_ms": max(probe["long"], default=0.0)}
 
 
+WIDE_MARKS = """() => { const abs = () => performance.timeOrigin + performance.now();
+  window.__t0 = abs(); window.__firstDraw = null; window.__long = [];
+  new PerformanceObserver((l) => { for (const e of l.getEntries())
+      window.__long.push({ at: performance.timeOrigin + e.startTime, ms: e.duration }); })
+    .observe({ type: "longtask", buffered: false });
+  new MutationObserver((_, obs) => {
+    const p = document.querySelector(".tau-pane-metric[data-metric='loss']");
+    if (p && Number(p.dataset.points) > 0 && window.__firstDraw === null) {
+      window.__firstDraw = abs(); obs.disconnect(); }
+  }).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-points"] });
+}"""
+
+KERNEL = """async (code) => {
+  const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const f = k.requestExecute({ code, store_history: false });
+  let out = "";
+  f.onIOPub = (msg) => { if (msg.header.msg_type === "stream") out += msg.content.text; };
+  await f.done;
+  return out;
+}"""
+
+
+class LiveRows:
+    """Appends ``rate`` rows of every metric per second to a run, from a thread, until stopped."""
+
+    def __init__(self, store: Path, run: str, names: list[str], first: int, rate: float = 2.0) -> None:
+        import threading
+
+        self.store, self.run, self.names, self.step, self.rate = store, run, names, first, rate
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        started, written = time.monotonic(), 0
+        while not self.stop_event.is_set():
+            write_rows(self.store, self.run, self.names, range(self.step, self.step + 1), chunk=f"live-{self.step}")
+            self.step += 1
+            written += 1
+            self.stop_event.wait(max(0.0, started + written / self.rate - time.monotonic()))
+
+    def __enter__(self) -> LiveRows:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop_event.set()
+        self.thread.join(timeout=60)
+
+
+def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path | None = None) -> dict:
+    """One live run of ``width`` metrics in a pane (``bundle``: another build's pane.js): module docstring, item 3."""
+    import httpx
+
+    run = f"wide-{width}" + ("-base" if bundle else "")
+    store = work / f"store-{run}"
+    names = wide_metric_names(width)
+    built = time.monotonic()
+    write_rows(store, run, names, range(20))
+    built = time.monotonic() - built
+    log = RequestLog(create_app(store, token=TOKEN))
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    with ServerThread(log) as server, LiveRows(store, run, names, 20) as live:
+        portal = f"http://127.0.0.1:{server.port}"
+        (lab.root_dir / f"{run}.ipynb").write_text(json.dumps(notebook(run, portal, "proj", bundle=bundle)),
+                                                   encoding="utf-8")
+        open_notebook(page, lab, f"{run}.ipynb")
+        page.evaluate(WIDE_MARKS)
+        run_cell(page, 0)
+        page.wait_for_function("() => window.__firstDraw !== null", timeout=300_000)
+        first = page.evaluate("() => window.__firstDraw - window.__t0")
+        cpu0 = float(page.evaluate(KERNEL, "import time as _t; print(_t.process_time())"))
+        loss0, rows0 = loss_points(page, "loss"), live.step
+        t0 = time.monotonic()
+        page.wait_for_timeout(steady * 1000 / 2)
+        t_half = time.monotonic()
+        page.wait_for_timeout(steady * 1000 / 2)
+        t1 = time.monotonic()
+        cpu1 = float(page.evaluate(KERNEL, "import time as _t; print(_t.process_time())"))
+        loss1, rows1 = loss_points(page, "loss"), live.step
+        metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+        pane = page.evaluate("""() => ({ nodes: document.querySelectorAll('.tau-pane *').length,
+            plots: document.querySelectorAll('.tau-pane-metric .tau-pane-plot').length,
+            visible: document.querySelectorAll('.tau-pane .js-plotly-plot').length })""")
+        long = page.evaluate("() => window.__long.filter((e) => e.at >= window.__firstDraw)")
+        requests_steady = log.count(since=t_half) / (t1 - t_half)
+        requests_total = log.count(since=t0) / (t1 - t0)
+        page.evaluate(KERNEL, "pane.close()")
+    for k in httpx.get(f"{lab.base_url}/api/kernels", timeout=10).json():
+        httpx.delete(f"{lab.base_url}/api/kernels/{k['id']}", timeout=30)
+    page.context.close()
+    over = [e["ms"] for e in long if e["ms"] > 100]
+    return {"metrics": width, "code": "baseline" if bundle else "this branch",
+            "store_rows_written_s": round(built, 1), "first_loss_draw_ms": round(first),
+            "long_tasks_over_100ms_after_first_draw": len(over), "long_task_max_ms": round(max(over, default=0)),
+            "long_task_total_ms": round(sum(over)), "dom_nodes_page": int(metrics.get("Nodes", 0)),
+            "dom_nodes_pane": pane["nodes"], "js_heap_mib": round(metrics.get("JSHeapUsedSize", 0) / 2**20, 1),
+            "plots": pane["plots"], "plots_drawn": pane["visible"],
+            "portal_requests_per_s_steady": round(requests_steady, 1),
+            "portal_requests_per_s_window": round(requests_total, 1),
+            "kernel_cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 1),
+            "loss_points_growth_in_window": loss1 - loss0, "rows_appended_in_window": rows1 - rows0,
+            "steady_seconds": steady}
+
+
+def _rss_mib(pid: int) -> tuple[float, float]:
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
+
+
+def baseline_package(work: Path, static: Path) -> Path:
+    """A copy of this checkout's ``taunotebook`` package serving another build's browser files (``static``)."""
+    root = work / "baseline-package"
+    if not root.exists():
+        shutil.copytree(ROOT / "taunotebook", root / "taunotebook", ignore=shutil.ignore_patterns("static"))
+        shutil.copytree(static, root / "taunotebook" / "static")
+    return root
+
+
+def stellar_wide(browser, work: Path, width: int, package: Path | None = None, timeout_s: float = 300) -> dict:
+    """The Stellar run page of the ``width`` run the pane benchmark wrote, from a Portal process of its own
+    (``package``: a directory holding the ``taunotebook`` package to serve it with, for a baseline)."""
+    import httpx
+
+    store, run = work / f"store-wide-{width}", f"wide-{width}"
+    port = free_port()
+    env = {**os.environ, "TAU_PORTAL_TOKEN": TOKEN}
+    if package is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(package), env.get("PYTHONPATH", "")])
+    proc = subprocess.Popen([sys.executable, "-m", "taunotebook", "portal", "--store", str(store), "--port",
+                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=package or ROOT)  # `-m` puts the working directory first on sys.path
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit("the Portal for the Stellar page did not start")
+            time.sleep(0.2)
+        rss_idle = _rss_mib(proc.pid)[0]
+        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        t0 = time.monotonic()
+        page.goto(f"http://127.0.0.1:{port}/stellar?target={run}&project=proj&token={TOKEN}")
+        try:
+            page.wait_for_selector("#stellar[data-state=ready]", timeout=timeout_s * 1000)
+            ready = time.monotonic() - t0
+        except PlaywrightTimeout:
+            ready = math.inf  # not ready within timeout_s: the figures below are at that moment
+        reads = page.evaluate("() => window.__stellar.requests.filter((r) => r.path.endsWith('/series')).length")
+        charts = page.evaluate("() => document.querySelectorAll('section.stellar-chart').length")
+        # The run's catalog (every metric's summary), read first by the page: the Portal's share of the wait.
+        catalog = page.evaluate("""() => Math.max(0, ...performance.getEntriesByType('resource')
+            .filter((e) => /\\/runs\\/[^/]+\\/metrics/.test(e.name)).map((e) => e.duration)) / 1000""")
+        rss, peak = _rss_mib(proc.pid)
+        page.context.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return {"metrics": width, "code": "baseline" if package else "this branch", "ready_s": round(ready, 2),
+            "series_reads": reads, "charts_in_page": charts, "catalog_read_cold_s": round(catalog, 2),
+            "portal_rss_idle_mib": round(rss_idle), "portal_rss_mib": round(rss), "portal_rss_peak_mib": round(peak)}
+
+
+def _print_pane(r: dict, steady: float) -> None:
+    print(f"W={r['metrics']:>6} ({r['code']}): first loss point {r['first_loss_draw_ms']} ms; long tasks > 100 ms "
+          f"after it {r['long_tasks_over_100ms_after_first_draw']} (max {r['long_task_max_ms']} ms, "
+          f"{r['long_task_total_ms']} ms in all); DOM nodes {r['dom_nodes_page']} (pane {r['dom_nodes_pane']}); "
+          f"JS heap {r['js_heap_mib']} MiB; plots {r['plots']} ({r['plots_drawn']} drawn); Portal "
+          f"{r['portal_requests_per_s_steady']} requests/s steady; kernel CPU {r['kernel_cpu_percent']} %; loss "
+          f"+{r['loss_points_growth_in_window']} points in {steady:g} s (+{r['rows_appended_in_window']} rows "
+          f"written); load "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+
+
+def _print_stellar(s: dict) -> None:
+    print(f"Stellar run page, W={s['metrics']} ({s['code']}): ready in {s['ready_s']} s, {s['series_reads']} series "
+          f"reads, {s['charts_in_page']} charts in the page (the catalog alone, cold: {s['catalog_read_cold_s']} s); "
+          f"Portal RSS {s['portal_rss_mib']} MiB "
+          f"(peak {s['portal_rss_peak_mib']}, idle {s['portal_rss_idle_mib']}); load "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+
+
+def wide_main(widths: list[int], steady: float, baseline: Path | None, baseline_max: int) -> None:
+    """``baseline``: another checkout's built ``taunotebook/static`` (its pane.js and Stellar pages), measured
+    in the same run for the widths up to ``baseline_max``."""
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    results: dict = {"panes": [], "stellar": []}
+    with tempfile.TemporaryDirectory(prefix="bench-pane-wide-") as tmp:
+        work = Path(tmp)
+        lab_gen = start_lab(work / "lab", {"TAU_PORTAL_TOKEN": TOKEN})
+        lab = next(lab_gen)
+        try:
+            with sync_playwright() as p:
+                chromium = os.environ.get("TAU_CHROMIUM") or shutil.which("chromium")
+                browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+                for width in widths:
+                    results["panes"].append(r := wide_pane(browser, lab, work, width, steady))
+                    _print_pane(r, steady)
+                    if baseline is not None and width <= baseline_max:
+                        results["panes"].append(r := wide_pane(browser, lab, work, width, steady,
+                                                               bundle=baseline / "pane.js"))
+                        _print_pane(r, steady)
+                for width in sorted({max(widths), *(w for w in widths if baseline and w <= baseline_max)},
+                                    reverse=True):
+                    results["stellar"].append(s := stellar_wide(browser, work, width))
+                    _print_stellar(s)
+                    if baseline is not None and width <= baseline_max:
+                        package = baseline_package(work, baseline)
+                        results["stellar"].append(s := stellar_wide(browser, work, width, package, timeout_s=240))
+                        _print_stellar(s)
+                browser.close()
+        finally:
+            for _ in lab_gen:
+                pass
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    results["loadavg"] = os.getloadavg()
+    out = ROOT / "bench" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "pane_wide.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--points", type=int, default=250)
     parser.add_argument("--rate", type=float, default=20.0)
     parser.add_argument("--append-seconds", type=float, default=20.0)
+    parser.add_argument("--metrics", type=int, nargs="+", metavar="W",
+                        help="instead: live runs of W metrics each in a pane, then the widest one's Stellar page")
+    parser.add_argument("--steady-seconds", type=float, default=20.0,
+                        help="with --metrics: how long each pane is watched after its first draw")
+    parser.add_argument("--baseline-static", type=Path, metavar="DIR",
+                        help="with --metrics: another checkout's built taunotebook/static, measured in the same run")
+    parser.add_argument("--baseline-max-metrics", type=int, default=1000, metavar="W",
+                        help="with --baseline-static: measure the baseline only up to this width (default 1000)")
     args = parser.parse_args()
+    if args.metrics:
+        if min(args.metrics) < 8:
+            parser.error(f"--metrics: each W must be at least 8, got {min(args.metrics)}")
+        if args.baseline_static is not None and not (args.baseline_static / "pane.js").is_file():
+            parser.error(f"--baseline-static: {args.baseline_static} holds no pane.js (build that checkout's js)")
+        wide_main(args.metrics, args.steady_seconds, args.baseline_static, args.baseline_max_metrics)
+        return
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory(prefix="bench-pane-") as tmp:
         work = Path(tmp)

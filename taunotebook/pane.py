@@ -127,6 +127,11 @@ class LossPane(anywidget.AnyWidget):
     width = traitlets.Int(DEFAULT_WIDTH).tag(sync=True)
     snapshot = traitlets.Unicode("").tag(sync=True)
     pane_id = traitlets.Unicode("").tag(sync=True)
+    visible = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    pinned = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    filter = traitlets.Unicode("").tag(sync=True)
+    sections = traitlets.Dict().tag(sync=True)
+    total_metrics = traitlets.Int(0).tag(sync=True)
 
     def __init__(
         self,

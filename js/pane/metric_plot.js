@@ -1,5 +1,6 @@
 // One metric's plot in the pane: every run's raw and smoothed line and its non-finite marks, kept up to date
-// with extendTraces for appended points and a full redraw for anything else.
+// with extendTraces for appended points, a restyle of the marks trace for new non-finite marks, and a full
+// redraw for anything else. The pane creates one only while its metric is on screen (pane.js).
 import Plotly from "../plotly/index.js";
 import { h } from "../shared/dom.js";
 import { formatNumber } from "../shared/format.js";
@@ -14,15 +15,16 @@ const TRACES_PER_RUN = 3; // raw, smoothed, non-finite marks
 const EMPTY = { steps: [], values: [], nonFinite: { steps: [], values: [] }, wall: { steps: [], wall: [] }, version: 0 };
 
 export class MetricPlot {
-  constructor(pane, metric) {
+  /** `el` is the metric's slot in its section (pane.js), which the plot fills while it exists. */
+  constructor(pane, metric, el) {
     this.pane = pane;
     this.metric = metric;
-    this.title = h("span", { class: "tau-pane-metric-name" }, metric);
     this.badge = h("span", { class: "tau-pane-nonfinite", "data-nonfinite": "0" });
     this.latest = h("span", { class: "tau-pane-latest" });
     this.div = h("div", { class: "tau-pane-plot" });
-    this.el = h("div", { class: "tau-pane-metric", "data-metric": metric, "data-points": "0" },
-      h("div", { class: "tau-pane-metric-head" }, this.title, this.latest, this.badge), this.div);
+    this.el = el;
+    this.el.querySelector(".tau-pane-metric-head").append(this.latest, this.badge);
+    this.el.append(this.div);
     this.drawn = new Map(); // series key → {version, length, smoother}
     this.ready = false;
     this.zoomed = false;
@@ -36,7 +38,7 @@ export class MetricPlot {
 
   /** Run one drawing step after the ones before it; plotly calls on one figure must not interleave. */
   queue(step) {
-    this.busy = this.busy.then(step).catch((err) => this.pane.showError(err));
+    this.busy = this.busy.then(() => (this.destroyed ? undefined : step())).catch((err) => this.pane.showError(err));
     return this.busy;
   }
 
@@ -75,7 +77,8 @@ export class MetricPlot {
       const smoother = createSmoother(s.smoothing);
       const ys = [];
       smoothInto(smoother, series.values, ys);
-      this.drawn.set(seriesKey(run, this.metric), { version: series.version, length: series.steps.length, smoother });
+      this.drawn.set(seriesKey(run, this.metric), { version: series.version, marksVersion: series.marksVersion,
+        wallVersion: series.wallVersion, length: series.steps.length, smoother });
       // Named by what differs between the runs' configs (lr=0.1); a run the configs do not name keeps its id.
       const label = labels.get(run)?.label ?? run;
       const name = label !== run || i === 0 ? label : `${run} (compare)`;
@@ -85,13 +88,18 @@ export class MetricPlot {
         ...hover });
       traces.push({ type, mode: "lines", x: x.slice(), y: ys, name, legendgroup: run,
         showlegend: compare && s.smoothing > 0, line: { color, width: 2 }, visible: s.smoothing > 0, ...hover });
-      const nf = series.nonFinite;
-      traces.push({ type: "scatter", mode: "markers", x: this.xFor(series, nf.steps), y: nf.steps.map(() => 0.04),
-        yaxis: "y2", name: `${run} non-finite`, legendgroup: run, showlegend: false,
-        text: nf.steps.map((st, k) => `${formatNumber(nf.values[k])} at step ${formatNumber(st)}`), hoverinfo: "text",
+      traces.push({ type: "scatter", mode: "markers", ...this.marks(series), yaxis: "y2", name: `${run} non-finite`,
+        legendgroup: run, showlegend: false, hoverinfo: "text",
         marker: { symbol: "x-thin-open", size: 10, color: NON_FINITE_COLOR, line: { width: 2, color: NON_FINITE_COLOR } } });
     });
     return traces;
+  }
+
+  /** The non-finite marks trace's data: an ✕ on the x axis per mark, its value and step in the hover. */
+  marks(series) {
+    const nf = series.nonFinite;
+    return { x: this.xFor(series, nf.steps), y: nf.steps.map(() => 0.04),
+      text: nf.steps.map((st, k) => `${formatNumber(nf.values[k])} at step ${formatNumber(st)}`) };
   }
 
   xFor(series, steps) {
@@ -174,6 +182,8 @@ export class MetricPlot {
     }
     let needFull = !this.ready;
     const ext = { x: [], y: [], idx: [] };
+    const restyle = { x: [], y: [], text: [], idx: [] };
+    const wallAxis = this.pane.settings.axis === "wall";
     const marks = [];
     let big = false;
     runs.forEach((run, i) => {
@@ -184,6 +194,19 @@ export class MetricPlot {
       if (!drawn || drawn.version !== series.version || drawn.smoother.weight !== this.pane.settings.smoothing) {
         needFull = true;
         return;
+      }
+      // Wall times only move a wall-time axis; new non-finite marks restyle their own trace, not the lines.
+      if (drawn.wallVersion !== series.wallVersion) {
+        drawn.wallVersion = series.wallVersion;
+        if (wallAxis) needFull = true;
+      }
+      if (drawn.marksVersion !== series.marksVersion) {
+        drawn.marksVersion = series.marksVersion;
+        const m = this.marks(series);
+        restyle.x.push(m.x);
+        restyle.y.push(m.y);
+        restyle.text.push(m.text);
+        restyle.idx.push(TRACES_PER_RUN * i + 2);
       }
       if (series.steps.length > drawn.length) {
         const steps = series.steps.slice(drawn.length);
@@ -209,7 +232,12 @@ export class MetricPlot {
     if (needFull) {
       await this.full();
       await this.fit();
-    } else if (ext.idx.length) await Plotly.extendTraces(this.div, { x: ext.x, y: ext.y }, ext.idx);
+    } else {
+      if (restyle.idx.length) {
+        await Plotly.restyle(this.div, { x: restyle.x, y: restyle.y, text: restyle.text }, restyle.idx);
+      }
+      if (ext.idx.length) await Plotly.extendTraces(this.div, { x: ext.x, y: ext.y }, ext.idx);
+    }
     this.refreshHead();
     if (marks.length) {
       await new Promise((resolve) => requestAnimationFrame(() => resolve()));
@@ -244,8 +272,16 @@ export class MetricPlot {
     return Plotly.toImage(this.div, { format: "png", width: 800, height: 220 });
   }
 
+  /** Take the plot out of its slot (the metric scrolled away, its section closed, or the view ended). */
   destroy() {
+    this.destroyed = true;
     this.resizer.disconnect();
-    Plotly.purge(this.div);
+    // After any drawing step in flight: plotly must not draw into a purged div.
+    this.busy.then(() => {
+      Plotly.purge(this.div);
+      this.div.remove();
+      this.latest.remove();
+      this.badge.remove();
+    });
   }
 }

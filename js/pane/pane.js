@@ -1,23 +1,58 @@
-// The pane's view: header (run, state, Open in Stellar), status line, controls, and one MetricPlot per metric.
+// The pane's view: header (run, state, metric count, Open in Stellar), status line, controls (smoothing, log y,
+// x axis, the search box and its list of matches), then the metrics in sections (shared/sections.js).
+//
+// It stays instant at any width: a collapsed section is only its header; an open one holds at most a page of
+// slots (more on request); a slot gets a MetricPlot only while it is on screen (an IntersectionObserver), and the
+// names with a plot are the `visible` trait, the only metrics the kernel fetches and polls. Per frame, only the
+// plots whose series changed are drawn.
 import { h } from "../shared/dom.js";
 import { runLabels } from "../shared/differing.js";
+import { formatNumber } from "../shared/format.js";
 import { assignRunColors } from "../shared/palette.js";
 import { statusWords } from "../shared/run_status.js";
+import { buildSections, compileFilter, countText } from "../shared/sections.js";
 import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { MetricPlot } from "./metric_plot.js";
-import { storeFor, totalPoints } from "./store.js";
+import { forgetMetric, storeFor, totalPoints } from "./store.js";
 import { PANE_CSS } from "./style.js";
+import { reportVisible } from "./visible.js";
 
-const SNAPSHOT_EVERY_MS = 5000;
+// The saved notebook's fallback image is re-rendered at most this often while the run goes on (plotly's toImage
+// is a long task of its own), and once more when the run ends.
+const SNAPSHOT_EVERY_MS = 30000;
+const PAGE = 12; // slots an open section shows before "show more"
+const LIST_MAX = 100; // names the list of matches shows
+const FILTER_DELAY_MS = 200;
+const TERMINAL = ["succeeded", "failed", "cancelled", "completed"];
+// What the page keeps of metrics that left the screen, newest last: scrolling back draws them at once (the
+// kernel's fresh reset replaces them); beyond this many the oldest are dropped.
+const KEEP_HIDDEN = 64;
+
+function pinButton(name, pinned, onclick) {
+  return h("button", { type: "button", class: "tau-pane-pin", title: "pin (shown first, in Pinned)",
+    "aria-label": `pin ${name}`, "aria-pressed": String(pinned), onclick }, pinned ? "★" : "☆");
+}
+
+function setPinned(button, pinned) {
+  button.setAttribute("aria-pressed", String(pinned));
+  button.textContent = pinned ? "★" : "☆";
+}
 
 export class Pane {
   constructor(model, el) {
     this.model = model;
     this.el = el;
     this.store = storeFor(model);
-    this.settings = { smoothing: 0, logY: false, axis: "step", hidden: new Set() };
-    this.plots = new Map();
+    this.settings = { smoothing: 0, logY: false, axis: "step" };
+    this.plots = new Map(); // metric → MetricPlot, only for slots on screen
+    this.slots = new Map(); // metric → its slot element, for the slots in the page
+    this.sectionEls = new Map(); // section key → {el, head, count, body, more}
+    this.pages = new Map(); // section key → slots shown
+    this.onScreen = new Set();
+    this.order = []; // the shown metrics in display order
+    this.dirty = new Set();
     this.scheduled = false;
+    this.visibleQueued = false;
     this.lastSnapshot = 0;
     this.snapshotDirty = false;
     this.disposed = false;
@@ -56,6 +91,7 @@ export class Pane {
     this.root = h("div", { class: "tau-pane", "data-state": "", "data-status": "connecting", "data-points": "0" });
     this.stateBadge = h("span", { class: "tau-pane-state" });
     this.runLabel = h("span", { class: "tau-pane-run" });
+    this.metricCount = h("span", { class: "tau-pane-count" });
     this.link = h("a", { class: "tau-pane-stellar", target: "_blank", rel: "noopener" }, "Open in Stellar ↗");
     this.statusLine = h("div", { class: "tau-pane-status", role: "status" });
     const smoothingValue = h("span", { class: "tau-pane-smoothing-value" }, "0");
@@ -74,15 +110,32 @@ export class Pane {
       this.settings.axis = e.target.value;
       this.redrawAll();
     } }, h("option", { value: "step" }, "step"), h("option", { value: "wall" }, "wall time"));
-    this.toggles = h("span", { class: "tau-pane-toggles" });
-    this.grid = h("div", { class: "tau-pane-grid" });
-    const header = h("div", { class: "tau-pane-header" }, this.runLabel, this.stateBadge, this.link);
+    // The search box: TensorBoard's filter (a case-insensitive regex, else a substring), kept in the `filter` trait.
+    this.search = h("input", { type: "search", class: "tau-pane-search", "aria-label": "search metrics",
+      placeholder: "search metrics (regex)", value: this.model.get("filter") || "",
+      oninput: () => {
+        clearTimeout(this.filterTimer);
+        this.filterTimer = setTimeout(() => this.setTrait("filter", this.search.value), FILTER_DELAY_MS);
+      } });
+    this.filterNote = h("span", { class: "tau-pane-filter-note" });
+    this.listButton = h("button", { type: "button", class: "tau-pane-list-toggle", "aria-expanded": "false",
+      onclick: () => this.toggleList() }, "list ▾");
+    this.list = h("div", { class: "tau-pane-list", hidden: true });
+    this.sectionsBox = h("div", { class: "tau-pane-sections" });
+    const header = h("div", { class: "tau-pane-header" }, this.runLabel, this.stateBadge, this.metricCount, this.link);
     const controls = h("div", { class: "tau-pane-controls" },
       h("label", {}, "smoothing ", this.smoothingInput, " ", smoothingValue),
-      h("label", {}, this.logInput, " log y"), h("label", {}, "x: ", this.axisSelect), this.toggles);
+      h("label", {}, this.logInput, " log y"), h("label", {}, "x: ", this.axisSelect),
+      h("span", { class: "tau-pane-find" }, this.search, this.listButton, this.filterNote));
     this.errorLine = h("div", { class: "tau-pane-error" });
-    this.root.append(h("style", {}, PANE_CSS), header, this.statusLine, controls, this.grid, this.errorLine);
+    this.root.append(h("style", {}, PANE_CSS), header, this.statusLine, controls, this.list, this.sectionsBox,
+      this.errorLine);
     this.el.append(this.root);
+  }
+
+  setTrait(name, value) {
+    this.model.set(name, value);
+    this.model.save_changes();
   }
 
   showError(err) {
@@ -90,6 +143,7 @@ export class Pane {
     console.warn("tau loss pane:", err);
   }
 
+  /** Header and status line; the drawn plots' heads (latest value, non-finite count). Costs the visible plots. */
   syncMeta() {
     const state = this.model.get("state") || "";
     const status = this.model.get("status") || {};
@@ -98,42 +152,214 @@ export class Pane {
     this.runLabel.textContent = this.model.get("run_id");
     this.stateBadge.textContent = state || "state unknown";
     this.stateBadge.className = `tau-pane-state tau-pane-state-${state || "unknown"}`;
+    const total = this.model.get("total_metrics") || (this.model.get("metrics") || []).length;
+    this.metricCount.textContent = total ? `${formatNumber(total)} metric${total === 1 ? "" : "s"}` : "";
     const href = this.model.get("stellar_href");
     if (href) this.link.setAttribute("href", href); else this.link.removeAttribute("href");
-    const words = statusWords(state, status, (this.model.get("runs") || {})[this.model.get("run_id")]);
+    let words = statusWords(state, status, (this.model.get("runs") || {})[this.model.get("run_id")]);
+    // The run ended before the kernel's last read: say so, not "connected" beside a "succeeded" badge.
+    if (status.kind === "ok" && TERMINAL.includes(state) && /^connected\b/.test(words)) {
+      words = words.replace(/^connected/, `run ${state}: reading its last points`);
+    }
     this.statusLine.textContent = words;
     this.statusLine.className = `tau-pane-status tau-pane-status-${status.kind || "unknown"}`;
-    this.syncPlots();
     for (const plot of this.plots.values()) plot.refreshHead();
   }
 
-  syncPlots() {
+  // -- sections, slots and what is on screen
+
+  /** Lay out the sections for the metrics, pins, filter and open/closed state (not on every poll: on a change). */
+  render() {
     const metrics = this.model.get("metrics") || [];
-    for (const [name, plot] of this.plots) {
-      if (!metrics.includes(name)) {
-        plot.destroy();
-        plot.el.remove();
-        this.plots.delete(name);
+    const pinned = this.model.get("pinned") || [];
+    const filter = this.model.get("filter") || "";
+    const match = compileFilter(filter);
+    const sections = buildSections(metrics, { pinned, filter, open: this.model.get("sections") || {} });
+    const pinnedSet = new Set(pinned);
+    const used = new Set();
+    const keys = new Set();
+    const order = [];
+    let matched = 0;
+    for (const section of sections) {
+      keys.add(section.key);
+      matched += section.metrics.length;
+      const s = this.sectionEl(section.key);
+      s.el.dataset.open = String(section.open);
+      s.el.dataset.count = String(section.metrics.length);
+      s.title.textContent = section.title;
+      s.head.setAttribute("aria-expanded", String(section.open));
+      s.count.textContent = countText(section);
+      this.sectionsBox.append(s.el); // in display order
+      const slots = [];
+      if (section.open) {
+        const shown = Math.min(section.metrics.length, this.pages.get(section.key) || PAGE);
+        for (const name of section.metrics.slice(0, shown)) {
+          const slot = this.slotFor(name);
+          slot.dataset.pinned = String(pinnedSet.has(name));
+          setPinned(slot.querySelector(".tau-pane-pin"), pinnedSet.has(name));
+          slots.push(slot);
+          used.add(name);
+          order.push(name);
+        }
+        const left = section.metrics.length - shown;
+        s.more.hidden = left <= 0;
+        s.more.textContent = left > 0 ? `show ${Math.min(left, PAGE)} more (${formatNumber(left)} not shown)` : "";
+      } else {
+        s.more.hidden = true;
+      }
+      s.body.replaceChildren(...slots);
+      s.body.hidden = !section.open;
+    }
+    for (const [key, s] of this.sectionEls) {
+      if (!keys.has(key)) {
+        s.el.remove();
+        this.sectionEls.delete(key);
       }
     }
-    this.toggles.textContent = "";
-    metrics.forEach((name) => {
-      const box = h("input", { type: "checkbox", "data-metric": name, onchange: (e) => {
-        if (e.target.checked) this.settings.hidden.delete(name); else this.settings.hidden.add(name);
-        this.syncPlots();
-      } });
-      box.checked = !this.settings.hidden.has(name);
-      this.toggles.append(h("label", {}, box, ` ${name}`));
-      let plot = this.plots.get(name);
-      if (!plot) {
-        plot = new MetricPlot(this, name);
-        this.plots.set(name, plot);
-        plot.update();
-      }
-      plot.el.style.display = this.settings.hidden.has(name) ? "none" : "";
-      this.grid.append(plot.el); // keeps the catalog order: loss first
+    for (const [name, slot] of this.slots) {
+      if (used.has(name)) continue;
+      this.io.unobserve(slot);
+      slot.remove();
+      this.slots.delete(name);
+      this.onScreen.delete(name);
+    }
+    this.order = order;
+    this.filterNote.textContent = match.mode === "all" ? ""
+      : `${formatNumber(matched)} of ${formatNumber(metrics.length)} match${match.error ? " (not a valid regex: matched as text)" : ""}`;
+    this.filterNote.dataset.mode = match.mode;
+    if (this.search.value !== filter && document.activeElement !== this.search) this.search.value = filter;
+    if (!this.list.hidden) this.fillList();
+    this.queueVisible();
+  }
+
+  sectionEl(key) {
+    let s = this.sectionEls.get(key);
+    if (s) return s;
+    const title = h("span", { class: "tau-pane-section-title" });
+    const count = h("span", { class: "tau-pane-section-count" });
+    const head = h("button", { type: "button", class: "tau-pane-section-head", onclick: () => this.toggleSection(key) },
+      h("span", { class: "tau-pane-section-caret" }), title, count);
+    const body = h("div", { class: "tau-pane-grid" });
+    const more = h("button", { type: "button", class: "tau-pane-more", hidden: true, onclick: () => {
+      this.pages.set(key, (this.pages.get(key) || PAGE) + PAGE);
+      this.render();
+    } });
+    const el = h("section", { class: "tau-pane-section", "data-section": key }, head, body, more);
+    s = { el, head, title, count, body, more };
+    this.sectionEls.set(key, s);
+    return s;
+  }
+
+  slotFor(name) {
+    let slot = this.slots.get(name);
+    if (slot) return slot;
+    const pin = pinButton(name, false, () => this.togglePin(name));
+    slot = h("div", { class: "tau-pane-metric", "data-metric": name, "data-points": "0" },
+      h("div", { class: "tau-pane-metric-head" }, h("span", { class: "tau-pane-metric-name" }, name), pin));
+    this.slots.set(name, slot);
+    this.io.observe(slot);
+    return slot;
+  }
+
+  toggleSection(key) {
+    const section = this.sectionEls.get(key);
+    const open = section ? section.el.dataset.open !== "true" : true;
+    this.setTrait("sections", { ...(this.model.get("sections") || {}), [key]: open });
+  }
+
+  togglePin(name) {
+    const pinned = this.model.get("pinned") || [];
+    this.setTrait("pinned", pinned.includes(name) ? pinned.filter((n) => n !== name) : [...pinned, name]);
+  }
+
+  toggleList() {
+    this.list.hidden = !this.list.hidden;
+    this.listButton.setAttribute("aria-expanded", String(!this.list.hidden));
+    if (!this.list.hidden) this.fillList();
+  }
+
+  /** The searchable list: the names matching the search box (at most LIST_MAX), each to pin or to go to. */
+  fillList() {
+    const match = compileFilter(this.model.get("filter") || "");
+    const metrics = this.model.get("metrics") || [];
+    const pinned = new Set(this.model.get("pinned") || []);
+    const rows = [];
+    let n = 0;
+    for (const name of metrics) {
+      if (!match.test(name)) continue;
+      n += 1;
+      if (rows.length >= LIST_MAX) continue;
+      rows.push(h("li", { "data-metric": name },
+        pinButton(name, pinned.has(name), () => this.togglePin(name)),
+        h("button", { type: "button", class: "tau-pane-goto", onclick: () => this.goTo(name) }, name)));
+    }
+    const more = n > rows.length
+      ? h("p", { class: "tau-pane-list-more" }, `${formatNumber(n - rows.length)} more match: refine the search`) : null;
+    this.list.replaceChildren(h("ul", {}, ...rows), ...(more ? [more] : []));
+    this.list.dataset.matches = String(n);
+  }
+
+  /** Open the metric's section, show its slot and scroll it into view. */
+  goTo(name) {
+    const sections = buildSections(this.model.get("metrics") || [], { pinned: this.model.get("pinned") || [],
+      filter: this.model.get("filter") || "", open: this.model.get("sections") || {} });
+    const section = sections.find((s) => s.metrics.includes(name));
+    if (!section) return;
+    const index = section.metrics.indexOf(name);
+    if (index >= (this.pages.get(section.key) || PAGE)) this.pages.set(section.key, (Math.floor(index / PAGE) + 1) * PAGE);
+    if (!section.open) this.setTrait("sections", { ...(this.model.get("sections") || {}), [section.key]: true });
+    else this.render();
+    this.slots.get(name)?.scrollIntoView({ block: "center" });
+  }
+
+  onIntersect(entries) {
+    for (const entry of entries) {
+      const name = entry.target.dataset.metric;
+      if (entry.isIntersecting) this.onScreen.add(name); else this.onScreen.delete(name);
+    }
+    this.queueVisible();
+  }
+
+  queueVisible() {
+    if (this.visibleQueued || this.disposed) return;
+    this.visibleQueued = true;
+    requestAnimationFrame(() => {
+      this.visibleQueued = false;
+      if (!this.disposed) this.syncVisible();
     });
   }
+
+  /** Plots for the slots on screen, none for the others; the kernel is told which through `visible`. */
+  syncVisible() {
+    const names = this.order.filter((n) => this.onScreen.has(n) && this.slots.get(n)?.isConnected);
+    const wanted = new Set(names);
+    for (const [name, plot] of this.plots) {
+      if (wanted.has(name)) continue;
+      plot.destroy();
+      this.plots.delete(name);
+      this.dirty.delete(name);
+      this.slots.get(name)?.setAttribute("data-points", "0");
+    }
+    for (const name of names) {
+      if (this.plots.has(name)) continue;
+      const plot = new MetricPlot(this, name, this.slots.get(name));
+      this.plots.set(name, plot);
+      this.dirty.add(name);
+    }
+    this.root.dataset.plots = String(this.plots.size);
+    const gone = reportVisible(this.model, this, names);
+    const hidden = (this.store.hidden ??= new Set());
+    for (const name of names) hidden.delete(name);
+    for (const name of gone) hidden.add(name);
+    for (const name of hidden) {
+      if (hidden.size <= KEEP_HIDDEN) break;
+      hidden.delete(name);
+      forgetMetric(this.store, name);
+    }
+    if (this.dirty.size) this.schedule();
+  }
+
+  // -- drawing
 
   redrawAll() {
     for (const plot of this.plots.values()) plot.redraw();
@@ -142,29 +368,42 @@ export class Pane {
   schedule() {
     if (this.scheduled || this.disposed) return;
     this.scheduled = true;
-    requestAnimationFrame(() => {
-      this.scheduled = false;
-      if (this.disposed) return;
-      const updates = [...this.plots.values()].map((p) => p.update());
-      this.root.setAttribute("data-points", String(totalPoints(this.store)));
-      this.snapshotDirty = true;
-      Promise.all(updates).then(() => this.maybeSnapshot());
-    });
+    requestAnimationFrame(() => this.drain());
+  }
+
+  /** Draw the plots whose series changed (only those: the cost follows what is on screen), one plot per task so
+   *  that no single task draws them all; what changes meanwhile is drawn in the next round. */
+  async drain() {
+    const names = [...this.dirty];
+    this.dirty.clear();
+    for (let i = 0; i < names.length && !this.disposed; i++) {
+      const plot = this.plots.get(names[i]);
+      if (!plot) continue;
+      await plot.update();
+      if (i < names.length - 1) await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+    this.scheduled = false;
+    if (this.disposed) return;
+    this.root.setAttribute("data-points", String(totalPoints(this.store)));
+    this.snapshotDirty = true;
+    this.maybeSnapshot();
+    if (this.dirty.size) this.schedule();
   }
 
   maybeSnapshot() {
     const t = Date.now();
-    const terminal = ["succeeded", "failed", "cancelled", "completed"].includes(this.model.get("state"));
+    const terminal = TERMINAL.includes(this.model.get("state"));
     if (!this.snapshotDirty || (!terminal && t - this.lastSnapshot < SNAPSHOT_EVERY_MS)) return;
-    const first = [...this.plots.values()].find((p) => p.ready && !this.settings.hidden.has(p.metric));
+    const first = this.order.map((n) => this.plots.get(n)).find((p) => p && p.ready);
     if (!first) return;
     this.lastSnapshot = t;
     this.snapshotDirty = false;
-    first.snapshot().then((url) => {
+    const take = () => first.snapshot().then((url) => {
       if (this.disposed || !url) return;
-      this.model.set("snapshot", url);
-      this.model.save_changes();
+      this.setTrait("snapshot", url);
     }).catch(() => {});
+    // When the page is idle, not in the frame that drew new points.
+    if (window.requestIdleCallback) window.requestIdleCallback(take, { timeout: 2000 }); else setTimeout(take, 0);
   }
 
   hideStaticFallback() {
@@ -178,36 +417,51 @@ export class Pane {
   }
 
   start() {
+    // Slots within a screen's height of the viewport count as on screen: a plot is ready as it scrolls in.
+    this.io = new IntersectionObserver((entries) => this.onIntersect(entries), { rootMargin: "200px 0px" });
     this.syncMeta();
+    this.render();
     const onMeta = () => this.syncMeta();
-    const names = ["state", "status", "metrics", "runs", "stellar_href", "compare"];
-    for (const n of names) this.model.on(`change:${n}`, onMeta);
-    // The runs drawn, or their names, changed (compare= resolved, a sweep's new run, a config read): redraw.
-    const onRuns = () => {
-      for (const plot of this.plots.values()) plot.redraw();
+    const metaNames = ["state", "status", "runs", "stellar_href", "compare", "total_metrics"];
+    for (const n of metaNames) this.model.on(`change:${n}`, onMeta);
+    const onLayout = () => {
+      this.syncMeta();
+      this.render();
     };
+    const layoutNames = ["metrics", "pinned", "filter", "sections"];
+    for (const n of layoutNames) this.model.on(`change:${n}`, onLayout);
+    // The runs drawn, or their names, changed (compare= resolved, a sweep's new run, a config read): redraw.
+    const onRuns = () => this.redrawAll();
     for (const n of ["run_ids", "configs"]) this.model.on(`change:${n}`, onRuns);
-    const listener = () => this.schedule();
+    const listener = (series) => {
+      if (!this.plots.has(series.metric)) return; // not on screen: nothing to draw
+      this.dirty.add(series.metric);
+      this.schedule();
+    };
     this.store.listeners.add(listener);
     const hiddenStyle = this.hideStaticFallback();
     const reportWidth = () => {
       const w = Math.round(this.el.getBoundingClientRect().width);
-      if (w > 0 && Math.abs(w - (this.model.get("width") || 0)) > 50) {
-        this.model.set("width", w);
-        this.model.save_changes();
-      }
+      if (w > 0 && Math.abs(w - (this.model.get("width") || 0)) > 50) this.setTrait("width", w);
     };
     const ro = new ResizeObserver(reportWidth);
     ro.observe(this.el);
-    this.schedule();
     return () => {
       this.disposed = true;
       ro.disconnect();
+      this.io.disconnect();
+      clearTimeout(this.filterTimer);
       this.store.listeners.delete(listener);
-      for (const n of names) this.model.off(`change:${n}`, onMeta);
+      for (const n of metaNames) this.model.off(`change:${n}`, onMeta);
+      for (const n of layoutNames) this.model.off(`change:${n}`, onLayout);
       for (const n of ["run_ids", "configs"]) this.model.off(`change:${n}`, onRuns);
       for (const plot of this.plots.values()) plot.destroy();
       if (hiddenStyle) hiddenStyle.remove();
+      try {
+        reportVisible(this.model, this, null); // this view shows nothing any more
+      } catch {
+        // the model is closed already (the kernel went away): nothing to tell it
+      }
     };
   }
 }

@@ -11,9 +11,11 @@ export function seriesKey(run, metric) {
 }
 
 export function newSeries(run, metric) {
-  // version changes whenever held points change other than by a plain append (views then redraw fully).
-  return { run, metric, steps: [], values: [], version: 0, nonFinite: { steps: [], values: [] },
-           wall: { steps: [], wall: [] }, pendingMarks: [] };
+  // version changes whenever held points change other than by a plain append (views then redraw fully);
+  // marksVersion when the non-finite marks change (views restyle the marks trace alone) and wallVersion when
+  // wall times arrive (only a wall-time axis redraws): neither costs a full redraw of the lines.
+  return { run, metric, steps: [], values: [], version: 0, marksVersion: 0, wallVersion: 0,
+           nonFinite: { steps: [], values: [] }, wall: { steps: [], wall: [] }, pendingMarks: [] };
 }
 
 function readSteps(view, n) {
@@ -72,16 +74,16 @@ export function applyPoints(series, msg, steps, values) {
     }
     case "nonfinite":
       series.nonFinite = { steps, values };
-      series.version += 1;
-      return "full";
+      series.marksVersion += 1;
+      return "marks";
     case "walltime": {
       const merged = new Map();
       series.wall.steps.forEach((s, i) => merged.set(s, series.wall.wall[i]));
       steps.forEach((s, i) => merged.set(s, values[i]));
       const keys = [...merged.keys()].sort((a, b) => a - b);
       series.wall = { steps: keys, wall: keys.map((k) => merged.get(k)) };
-      series.version += 1;
-      return "full";
+      series.wallVersion += 1;
+      return "wall";
     }
     default:
       return "none";
@@ -118,6 +120,12 @@ export function storeFor(model) {
     for (const listener of store.listeners) listener(series, change);
   });
   return store;
+}
+
+/** Drop what the page holds of a metric no view shows any more (the kernel forgets it too, and sends a fresh
+ *  reset when it is shown again). */
+export function forgetMetric(store, metric) {
+  for (const [key, series] of store.series) if (series.metric === metric) store.series.delete(key);
 }
 
 export function totalPoints(store) {

@@ -13,8 +13,32 @@ export const PANE_CSS = `
 .tau-pane-status-unreachable, .tau-pane-status-unauthorized, .tau-pane-status-not_found,
 .tau-pane-status-error { color: #b00; font-weight: 600; }
 .tau-pane-controls { display: flex; flex-wrap: wrap; gap: 12px; align-items: center; margin: 2px 0 4px; }
+.tau-pane-count { color: var(--jp-ui-font-color2, #555); }
+.tau-pane-find { display: inline-flex; gap: 6px; align-items: center; }
+.tau-pane-search { width: 16em; }
+.tau-pane-filter-note { color: var(--jp-ui-font-color2, #555); }
+.tau-pane-list { max-height: 240px; overflow: auto; border: 1px solid var(--jp-border-color2, #ddd); margin: 2px 0 6px;
+  padding: 2px 6px; }
+.tau-pane-list ul { list-style: none; margin: 0; padding: 0; }
+.tau-pane-list li { display: flex; gap: 4px; align-items: center; }
+.tau-pane-goto { border: none; background: none; cursor: pointer; padding: 1px 2px; font: inherit; text-align: left;
+  color: var(--jp-content-link-color, #1a5fb4); }
+.tau-pane-section { margin: 2px 0 6px; }
+.tau-pane-section-head { display: flex; gap: 8px; align-items: baseline; width: 100%; border: none; cursor: pointer;
+  padding: 3px 4px; font: inherit; text-align: left; background: var(--jp-layout-color2, #f0f0f0);
+  color: inherit; }
+.tau-pane-section-title { font-weight: 600; }
+.tau-pane-section-count { color: var(--jp-ui-font-color2, #555); }
+.tau-pane-section-caret::before { content: "▸"; }
+.tau-pane-section[data-open=true] .tau-pane-section-caret::before { content: "▾"; }
+.tau-pane-more { margin: 4px 0; }
 .tau-pane-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(380px, 1fr)); gap: 6px; }
-.tau-pane-metric-head { display: flex; gap: 10px; }
+.tau-pane-grid[hidden] { display: none; }
+.tau-pane-metric { min-height: 244px; } /* a slot keeps its plot's height before and after: scrolling stays put */
+.tau-pane-metric-head { display: flex; gap: 10px; align-items: baseline; }
+.tau-pane-pin { border: none; background: none; cursor: pointer; padding: 0 2px; opacity: 0.3; font-size: 11px; }
+.tau-pane-pin[aria-pressed=true] { opacity: 1; }
+.tau-pane-metric-head .tau-pane-pin { margin-left: auto; order: 9; }
 .tau-pane-plot { min-height: 220px; contain: inline-size; } /* its drawn width never widens the pane */
 .tau-pane-metric-name { font-weight: 600; }
 .tau-pane-nonfinite { color: #b00; }

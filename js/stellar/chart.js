@@ -261,6 +261,7 @@ function onRelayout(chart, event) {
 
 export function redrawAll() {
   for (const chart of Object.values(state.charts)) {
+    if (!chart.drawn) continue; // not fetched yet (off screen): drawn with the settings when it is
     describe(chart);
     draw(chart);
   }

@@ -1,5 +1,6 @@
-// The run page (/stellar?target=a[&compare=b,c]): a card per run and a chart per metric, every run in its
-// palette colour and named by what differs between the runs (shared/differing.js: lr=0.1 vs lr=0.03).
+// The run page (/stellar?target=a[&compare=b,c]): a card per run and a chart per metric (in sections, fetched as
+// they scroll into view), every run in its palette colour and named by what differs between the runs
+// (shared/differing.js: lr=0.1 vs lr=0.03).
 import { differingKeys, runLabels, valueText } from "../shared/differing.js";
 import { h } from "../shared/dom.js";
 import { formatTime } from "../shared/format.js";
@@ -7,7 +8,8 @@ import { assignRunColors } from "../shared/palette.js";
 import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { id } from "../shared/urls.js";
 import { api, explain, pageData } from "./api.js";
-import { createChart, loadChart, redrawAll } from "./chart.js";
+import { redrawAll } from "./chart.js";
+import { ChartSections } from "./chart_sections.js";
 import { downloadControl } from "./download.js";
 import { errorBox, showError } from "./notices.js";
 import { main, state } from "./page.js";
@@ -111,8 +113,9 @@ async function runConfigs(runIds, box) {
 export async function runPage() {
   const box = errorBox();
   const runsBox = h("div", { class: "stellar-runs", id: "stellar-runs" });
-  const chartsBox = h("div", { class: "stellar-charts", id: "stellar-charts" });
-  main.append(controls(), runsBox, chartsBox);
+  const chartsBox = h("div", { class: "stellar-sections", id: "stellar-charts" });
+  const controlsBox = controls();
+  main.append(controlsBox, runsBox, chartsBox);
   // The listed order (target, then compare) is the order the pane lists the same runs in: same colours.
   const colors = assignRunColors(state.targets);
   const configsRead = runConfigs(state.targets, box);
@@ -151,11 +154,14 @@ export async function runPage() {
   if (ok.length && !names.size) {
     chartsBox.append(h("p", { class: "stellar-note", id: "stellar-no-metrics", text: "No metrics have been recorded for this run yet." }));
   }
-  const charts = [...names].sort(metricOrder).map((name) => createChart(name, ok, chartsBox));
-  const download = downloadControl(ok, [...names].sort(metricOrder));
+  // In sections, behind a search box; a chart is fetched when it scrolls into view (chart_sections.js).
+  const ordered = [...names].sort(metricOrder);
+  const sections = new ChartSections(ordered, ok, chartsBox);
+  if (names.size) controlsBox.insertBefore(sections.control, controlsBox.lastChild);
+  const download = downloadControl(ok, ordered);
   if (download) chartsBox.before(download);
   document.getElementById("stellar-loading")?.remove();
-  await Promise.all(charts.map((chart) => loadChart(chart, null)));
+  await sections.start();
   state.ready = true;
   main.dataset.state = ok.length ? "ready" : "error";
 }

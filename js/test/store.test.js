@@ -1,7 +1,7 @@
 // The pane's point store: every op of the kernel's points message, its edges, and the binary buffers.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { applyPoints, newSeries, seriesKey, storeFor, totalPoints } from "../pane/store.js";
+import { applyPoints, forgetMetric, newSeries, seriesKey, storeFor, totalPoints } from "../pane/store.js";
 
 function held(steps, values = steps.map((s) => s / 10)) {
   const series = newSeries("run", "loss");
@@ -85,19 +85,30 @@ test("a range without bounds is open at that end", () => {
   assert.deepEqual(series.steps, [5, 20, 30]);
 });
 
-test("non-finite marks replace the earlier marks and leave the points alone", () => {
+test("non-finite marks replace the earlier marks and leave the points alone (no full redraw of the lines)", () => {
   const series = held([1, 2, 3]);
+  const version = series.version;
   applyPoints(series, { op: "nonfinite" }, [4], [NaN]);
-  assert.equal(applyPoints(series, { op: "nonfinite" }, [2, 9], [Infinity, -Infinity]), "full");
+  assert.equal(applyPoints(series, { op: "nonfinite" }, [2, 9], [Infinity, -Infinity]), "marks");
   assert.deepEqual(series.nonFinite, { steps: [2, 9], values: [Infinity, -Infinity] });
   assert.deepEqual(series.steps, [1, 2, 3]);
+  assert.deepEqual([series.version, series.marksVersion], [version, 2]);
 });
 
 test("wall-time samples merge by step, sorted, a repeated step taking the newer time", () => {
   const series = held([1]);
   applyPoints(series, { op: "walltime" }, [10, 30], [1000, 3000]);
-  assert.equal(applyPoints(series, { op: "walltime" }, [20, 30], [2000, 3500]), "full");
+  const version = series.version;
+  assert.equal(applyPoints(series, { op: "walltime" }, [20, 30], [2000, 3500]), "wall");
   assert.deepEqual(series.wall, { steps: [10, 20, 30], wall: [1000, 2000, 3500] });
+  assert.deepEqual([series.version, series.wallVersion], [version, 2]); // the step axis keeps its drawing
+});
+
+test("forgetMetric drops every run's series of a metric no view shows", () => {
+  const store = { series: new Map() };
+  for (const [run, metric] of [["a", "x"], ["b", "x"], ["a", "y"]]) store.series.set(seriesKey(run, metric), newSeries(run, metric));
+  forgetMetric(store, "x");
+  assert.deepEqual([...store.series.keys()], [seriesKey("a", "y")]);
 });
 
 test("an unknown op changes nothing", () => {
