@@ -35,6 +35,8 @@ from .models import (
     RunMetrics,
     RunPage,
     Series,
+    Tail,
+    Tails,
 )
 from .table_models import MetricStats, RunTable, RunTableRow
 
@@ -69,6 +71,8 @@ __all__ = [
     "RunTable",
     "RunTableRow",
     "Series",
+    "Tail",
+    "Tails",
     "check_source",
     "stellar_link",
     "stellar_url",
