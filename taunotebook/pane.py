@@ -78,7 +78,7 @@ import anywidget
 import traitlets
 
 from taunotebook.client import PortalClient, check_source
-from taunotebook.pane_poller import DEFAULT_WIDTH, TERMINAL_STATES, Poller, loss_first, stellar_page_href
+from taunotebook.pane_poller import DEFAULT_WIDTH, TERMINAL_STATES, Poller, stellar_page_href
 
 __all__ = ["BUILD_HINT", "BUNDLE", "LossPane", "TERMINAL_STATES"]
 
@@ -127,6 +127,11 @@ class LossPane(anywidget.AnyWidget):
     width = traitlets.Int(DEFAULT_WIDTH).tag(sync=True)
     snapshot = traitlets.Unicode("").tag(sync=True)
     pane_id = traitlets.Unicode("").tag(sync=True)
+    total_metrics = traitlets.Int(0).tag(sync=True)
+    visible = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    pinned = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    filter = traitlets.Unicode("").tag(sync=True)
+    sections = traitlets.Dict(value_trait=traitlets.Bool()).tag(sync=True)
 
     def __init__(
         self,
@@ -149,14 +154,14 @@ class LossPane(anywidget.AnyWidget):
             # No client-level retries: the pane's own backoff retries, and says so in the pane meanwhile.
             client, owns = PortalClient(portal, project=project, source=source, retries=0, timeout=5.0), True
         source = source if source is not None else (client.source or "")
-        self._requested_metrics = list(metrics) if metrics else []
+        requested = list(dict.fromkeys(str(m) for m in metrics)) if metrics else []
         super().__init__(run_id=run_id.strip(), project=project or "", source=source,
-                         compare=[str(c) for c in compare],
-                         metrics=loss_first(self._requested_metrics) if self._requested_metrics else [])
+                         compare=[str(c) for c in compare], metrics=requested)
         self.stellar_href = stellar_page_href(client, self.run_id, project, self.compare, self.source)
         self.pane_id = self.model_id  # names the static fallback output this pane's live view hides
         self._static_display = None
-        self._poller = Poller(self, client, owns)
+        self._poller = Poller(_PaneOutput(self), client, owns, run_id=self.run_id, project=project,
+                              source=self.source, compare=self.compare, metrics=requested or None)
         self.on_msg(_on_msg_weak(self))
         self.observe(_on_width, names="width")
         self.observe(_on_snapshot, names="snapshot")
@@ -172,7 +177,13 @@ class LossPane(anywidget.AnyWidget):
         A drained pane's thread stays parked on an event, without timers, to answer a page's zoom or
         reload; ``close()`` ends it.
         """
-        return self._poller.thread.is_alive() and not self._poller.parked
+        return self._poller.polling
+
+    def set_state(self, sync_data: dict) -> None:
+        """A browser's update: its ``visible`` (even one equal to the last) decides what is polled from now on."""
+        super().set_state(sync_data)
+        if "visible" in sync_data:
+            self._poller.set_visible(self.visible)
 
     def close(self) -> None:
         """Stop polling (joins the thread) and close the widget."""
@@ -217,16 +228,34 @@ def _on_msg_weak(pane: LossPane):
     return handler
 
 
+class _PaneOutput:
+    """The poller's way to its pane (:class:`~taunotebook.pane_poller.PaneOutput`), through a weak reference:
+    a pane that is garbage collected stops its thread."""
+
+    def __init__(self, pane: LossPane) -> None:
+        self._pane = weakref.ref(pane)
+
+    def publish(self, **traits: Any) -> bool:
+        pane = self._pane()
+        if pane is None:
+            return False
+        changed = {k: v for k, v in traits.items() if getattr(pane, k) != v}
+        if changed:
+            with pane.hold_sync():
+                for key, value in changed.items():
+                    setattr(pane, key, value)
+        return True
+
+    def send(self, header: dict, buffers: list[bytes]) -> bool:
+        pane = self._pane()
+        if pane is None:
+            return False
+        pane.send(header, buffers=buffers)
+        return True
+
+
 def _on_width(change: dict) -> None:
-    pane: LossPane = change["owner"]
-    poller = pane._poller
-    new = max(1, int(change["new"]))
-    with poller.lock:
-        old, poller.width = poller.width, new
-        # A much wider or narrower pane gets a first read sized for it; small resizes keep what is drawn.
-        if abs(new - old) > 0.25 * old:
-            poller.resync_needed = True
-    poller.wake.set()
+    change["owner"]._poller.set_width(change["new"])
 
 
 def _on_snapshot(change: dict) -> None:

@@ -113,11 +113,12 @@ def test_first_read_is_reduced_to_the_pane_width_and_matches_the_portal(portal_s
         pane.close()
 
 
-def test_metrics_are_discovered_loss_first(portal_server, client):
+def test_metrics_are_discovered_in_catalog_order_with_their_total(portal_server, client):
     pane, rec = make_pane("run-a", client)
     try:
         wait_until(lambda: pane.metrics, "the metric catalog")
-        assert pane.metrics == ["train/loss", "eval/acc"]
+        assert pane.metrics == ["eval/acc", "train/loss"]  # the catalog's order; tau/ markers left out
+        assert pane.total_metrics == 2
         assert wait_until(lambda: rec.of("reset", "run-a", "eval/acc"), "eval/acc")[0]["n"] == 50
     finally:
         pane.close()

@@ -571,8 +571,7 @@ class Tail:
         values.extend(_float(v) for v in d.get("value") or ())
         if len(steps) != len(values):
             raise ValueError(f"metrics[] {d.get('name')!r}: {len(steps)} steps but {len(values)} values")
-        known = "count" in d and ("latest_step" in d or int(d.get("count") or 0) > 0)
-        return cls(name=str(d.get("name", "")), summary=MetricSummary.from_json(d) if known else None,
+        return cls(name=str(d.get("name", "")), summary=None if d.get("missing") else MetricSummary.from_json(d),
                    since=_opt_int(d, "since"), changed=bool(d.get("changed", True)),
                    source_points=int(d.get("source_points") or 0), steps=steps, values=values)
 

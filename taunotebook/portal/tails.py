@@ -116,8 +116,8 @@ def tails(api: StellarV2, q: Query, run_id: str):
     for name, start, count in zip(metrics, since, counts, strict=True):
         s = catalog.by_name.get(name)
         if s is None:
-            items.append({"name": name, "count": 0, "since": start, "changed": False, "step": RawJSON("[]"),
-                          "value": RawJSON("[]")})
+            items.append({"name": name, "missing": True, "since": start, "changed": False,
+                          "step": RawJSON("[]"), "value": RawJSON("[]")})
             continue
         item = _entry(s)
         item["since"] = start
