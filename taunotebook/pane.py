@@ -24,11 +24,15 @@ Synced traitlets (Python → browser unless noted):
 ``source``
     the Portal source every read names (``local``, ``kusto``, ``auto``; ``""`` for the Portal's default).
 ``metrics``
-    the metric names drawn, ``loss`` first (the ``metrics=`` argument, else every metric the run has).
+    every metric name the primary run (then the compared runs) has, in the catalog's order, without
+    ``tau/`` markers (the ``metrics=`` argument given: exactly those). Sent only when the set changes.
+``total_metrics``
+    how many metrics the primary run has (the header's "N metrics").
 ``runs``
-    ``{run_id: {"state": str, "metrics": {name: {"count", "last_step", "last_value",
-    "non_finite_count"}}}}`` — per run its state (pending/running/succeeded/failed/cancelled/…)
-    and, per metric, what the Portal's metric catalog says.
+    ``{run_id: {"state": str, "status_message": str, "warnings": [str], "metrics": {name: {"count",
+    "last_step", "last_value", "non_finite_count"}}}}`` — per run its state
+    (pending/running/succeeded/failed/cancelled/…) and, for the metrics in ``visible`` only (never all
+    of a wide run's), what the Portal's metric catalog says.
 ``state``
     the primary run's state (``""`` until known).
 ``status``
@@ -37,6 +41,15 @@ Synced traitlets (Python → browser unless noted):
 ``stellar_href``
     the "Open in Stellar" link (through Jupyter's proxy inside Jupyter, else the Portal's own URL); a pane
     comparing runs links the Stellar page comparing the runs ``compare`` resolved to (``&compare=b,c``).
+``visible`` (browser → Python)
+    the metric names whose plots exist in the browser (open section, in or near the viewport, or pinned
+    and on screen). Only these are fetched and polled, for every drawn run: a name entering gets a fresh
+    ``reset``, one leaving is no longer polled and what was sent for it is forgotten. Until the browser
+    sets it (no browser, nbclient, the first poll) the default set is polled: the loss-like metrics (name
+    contains "loss") then the first others in catalog order, at most 8 (``metrics=`` given: its first 8).
+``pinned``, ``filter``, ``sections`` (browser → Python)
+    what the user pinned, typed in the search box (a regex, else a substring) and opened or collapsed per
+    section; kept with the notebook's widget state, not read by Python.
 ``width`` (browser → Python)
     the plot width in CSS pixels; the first reduced request asks for ``4 × width`` points (M4).
 ``snapshot`` (browser → Python)
@@ -57,6 +70,10 @@ One binary message shape, Python → browser, via ``widget.send(header, buffers=
                 fidelity);
 - ``nonfinite`` replace the series' non-finite marks (values are NaN / ±Inf);
 - ``walltime``  merge (step → wall time µs, as float64) samples for the wall-time axis.
+
+Each poll reads, per drawn run, one ``/stellar/data/runs/{run}/tails`` answer for the visible metrics
+(their catalog entries and new points; the metric names only when they changed); against a Portal
+without that route (TauGrid's), the v2 catalog and one ``/series`` per changed metric.
 
 ``seq`` counts messages per widget; until the browser has said ``hello`` Python resends every series
 as ``reset`` every :data:`RESYNC_SECONDS` (a browser still loading the module drops messages, and while

@@ -31,7 +31,7 @@ from taunotebook.client import (
 from taunotebook.compare_runs import resolve_compare, run_configs
 
 __all__ = ["DEFAULT_VISIBLE", "DEFAULT_WIDTH", "PaneOutput", "Poller", "TERMINAL_STATES", "buffers",
-           "default_visible", "loss_first", "stellar_page_href"]
+           "default_visible", "stellar_page_href"]
 
 TERMINAL_STATES = frozenset({"succeeded", "completed", "failed", "cancelled", "canceled", "incomplete"})
 MIN_INTERVAL = 0.2  # seconds between polls while points keep arriving
@@ -44,16 +44,6 @@ ROUTE_NOT_FOUND = "route was not found"  # TauGrid's message for a path it does 
 DEFAULT_WIDTH = 800
 DEFAULT_VISIBLE = 8  # metrics polled before the browser says which it shows
 MAX_TAIL_METRICS = 256  # the Portal's cap on metrics per tails request
-
-
-def loss_first(names: Iterable[str]) -> list[str]:
-    """``loss`` itself, then other ``…loss`` metrics, then the rest; alphabetical within each; no ``tau/`` markers."""
-
-    def rank(name: str) -> tuple[int, str]:
-        leaf = name.rsplit("/", 1)[-1].lower()
-        return (0 if leaf == "loss" else 1 if "loss" in leaf else 2, name)
-
-    return sorted((n for n in names if not n.startswith("tau/")), key=rank)
 
 
 def _max_points(width: int) -> int:
