@@ -12,7 +12,8 @@ printed separately.
 **Load** (``--load``): many live panes. For each client count in ``--clients`` (default 200, 500,
 1000), that many clients each poll the 500-step tail of a run once a second for ``--duration``
 seconds, from a separate process (``portal_load.py``: asyncio, one keep-alive connection per
-client), against (a) a 1M-point run and (b) a 10M-point run that a writer process appends
+client), against a Portal of ``--workers`` processes (a list such as ``1,2`` measures each in one run),
+against (a) a 1M-point run and (b) a 10M-point run that a writer process appends
 ``--append-rate`` points to every second (the clients follow its moving tail). Reports p50/p95/p99
 and max latency from when each poll was due, errors, the Portal's CPU time per request, the load
 generator's own CPU, and the load average. Target: p95 < 50 ms at 500 clients on a 2-core machine.
@@ -22,8 +23,8 @@ Writes ``bench/out/portal_load.json``.
 directly (no sockets, no server): the server-side cost, least disturbed by a busy machine. Usage::
 
     .venv/bin/python bench/bench_portal.py [--points 10000000] [--files 100] [--store DIR] [--repeats 30]
-    .venv/bin/python bench/bench_portal.py --load [--clients 200,500,1000] [--duration 20]
-        [--store-1m DIR] [--store-10m DIR]
+    .venv/bin/python bench/bench_portal.py --load [--clients 200,500,1000] [--duration 20] [--workers 1,2]
+        [--cases 1m,10m] [--store-1m DIR] [--store-10m DIR]
     .venv/bin/python bench/bench_portal.py --app-cpu [--store-1m DIR]
 """
 
@@ -132,8 +133,9 @@ def append_forever(store: Path, rate: int) -> None:
         time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
 
 
-def load_case(label: str, store: Path, clients: list[int], args, *, live: bool) -> list[dict]:
-    proc, api = start_portal(store)
+def load_case(label: str, store: Path, clients: list[int], args, *, live: bool, workers: int = 1) -> list[dict]:
+    proc, api = start_portal(store, "--workers", str(workers))
+    label = f"{label}, {workers} worker{'s' if workers > 1 else ''}"
     appender = None
     rows: list[dict] = []
     try:
@@ -186,7 +188,8 @@ def load(args) -> None:
         label, points, live = LOAD_CASES[name]
         root, tmp = prepare_store(getattr(args, f"store_{name}"), points, 100, f"bench-portal-{name}-")
         try:
-            rows += load_case(label, root, clients, args, live=live)
+            for workers in [int(w) for w in args.workers.split(",")]:
+                rows += load_case(label, root, clients, args, live=live, workers=workers)
         finally:
             if tmp is not None:
                 tmp.cleanup()
@@ -213,24 +216,31 @@ def app_cpu(args) -> None:
     async def receive():
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    async def answer(n: int) -> None:
+    async def answer(n: int, distinct: bool = False) -> None:
         statuses = []
 
         async def send(message):
             if message["type"] == "http.response.start":
                 statuses.append(message["status"])
 
-        for _ in range(n):
-            await app(dict(scope), receive, send)
+        for i in range(n):
+            request = dict(scope)
+            if distinct:  # no two requests alike (the same 500 points): no kept answer to reuse
+                request["query_string"] = (f"target={RUN}&metric=train%2Floss&start_step={1_000_000 - 1 - TAIL}"
+                                           f"&max_points={8000 - i % 4000}").encode()
+            await app(request, receive, send)
         assert set(statuses) == {200}, statuses
 
     try:
         asyncio.run(answer(20))  # reads the files and fills the caches
         for _ in range(3):
-            cpu = time.process_time()
-            asyncio.run(answer(args.repeats * 100))
-            per = (time.process_time() - cpu) / (args.repeats * 100) * 1e6
-            print(f"tail answer through the ASGI app: {per:.0f} µs of CPU (load average {load_average()})")
+            for distinct, what in ((False, "the same tail (many panes on one run)"),
+                                   (True, "distinct queries (nothing kept to reuse)")):
+                cpu = time.process_time()
+                asyncio.run(answer(args.repeats * 100, distinct))
+                per = (time.process_time() - cpu) / (args.repeats * 100) * 1e6
+                print(f"tail answer through the ASGI app, {what}: {per:.0f} µs of CPU "
+                      f"(load average {load_average()})")
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -247,6 +257,8 @@ def main() -> int:
     parser.add_argument("--clients", default="200,500,1000", help="client counts of the load case")
     parser.add_argument("--cases", default="1m,10m", help="load cases: 1m (a 1M-point run), 10m (10M, appending)")
     parser.add_argument("--duration", type=float, default=20.0, help="measured seconds per client count")
+    parser.add_argument("--workers", default="1",
+                        help="Portal worker processes of the load case; a list (1,2) runs each, one after another")
     parser.add_argument("--append-rate", type=int, default=1000, help="points per second appended to the live run")
     parser.add_argument("--store-1m", type=Path, help="reuse or create the load case's 1M-point store here")
     parser.add_argument("--store-10m", type=Path, help="reuse or create the load case's 10M-point store here")

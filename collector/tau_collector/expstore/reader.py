@@ -177,6 +177,11 @@ class StoreReader:
         with self._index.pinned():
             yield
 
+    def generation(self) -> object:
+        """A token that stays the same object while the index is unchanged (as last checked): what a server
+        computed from the store under one token is still right while this returns it (an answer cache)."""
+        return self._index.get(("generation",), object)
+
     # -- runs -----------------------------------------------------------------------------
 
     def runs(
