@@ -4,9 +4,11 @@ A live pane polls this once per round instead of the v2 catalog plus one ``/seri
 run's state, the catalog entries of the metrics it names (never the whole catalog), and for each of
 them the finite points from a given step on (or the whole range, M4-reduced, for a metric it has not
 drawn yet). A metric whose catalog ``count`` and ``latest_step`` are what the client says it holds
-gets no points read at all. The full list of metric names comes only when it changed since the
-client's ``catalog_since`` cursor, so a run of thousands of metrics costs a poll what its visible
-metrics cost. Parameters and the answer are in ``docs/api.md``.
+gets no points read at all; of the run's summaries only the named metrics' rows are read
+(:meth:`~tau_collector.expstore.StoreReader.metric_summaries_named`), and its names once per change.
+The full list of metric names comes only when it changed since the client's ``catalog_since``
+cursor, so a run of thousands of metrics costs a poll what its visible metrics cost. Parameters and
+the answer are in ``docs/api.md``.
 """
 
 from __future__ import annotations
@@ -27,36 +29,30 @@ MAX_TAIL_METRICS = 256  # metrics named in one request; a pane showing more asks
 STATUS_MESSAGE_TAG = "tau.status.message"
 
 
-class _Catalog:
-    """One run's summaries as the reader cached them, by name, with the cursor of its name set."""
-
-    __slots__ = ("by_name", "cursor", "names", "rows")
-
-    def __init__(self, rows: list) -> None:
-        self.rows = rows
-        self.by_name = {s.metric_name: s for s in rows}
-        self.names = [s.metric_name for s in rows]  # the reader's order: by name, as the v2 catalog
-        self.cursor = hashlib.blake2b("\n".join(self.names).encode(), digest_size=8).hexdigest()
+# The cursor of the last name set seen per run: a store reader hands out the same tuple of names until the
+# store changes, so a poll of a 10,000-metric run hashes its names once per change, not once per poll.
+_cursors: dict[tuple[int, str], tuple[tuple[str, ...], str]] = {}
 
 
-# The reader hands out the same tuple of rows until the store changes; this keeps the by-name view of
-# the last one per run, so a poll of a 10,000-metric run looks up its few metrics in O(1).
-_catalogs: dict[tuple[int, str], tuple[object, _Catalog]] = {}
-
-
-def _catalog(reader: ExperimentReader, run_id: str) -> _Catalog:
-    rows = reader.metric_summaries(run_id)
+def _catalog(reader: ExperimentReader, run_id: str, wanted: list[str]) -> tuple[tuple[str, ...], dict, str]:
+    """(every metric name of the run, by name; the summaries of ``wanted`` it has; the cursor of the names)."""
+    named = getattr(reader, "metric_summaries_named", None)
+    if named is not None:  # the local store: only the named rows, not the whole catalog
+        names, by_name = named(run_id, wanted)
+    else:
+        rows = reader.metric_summaries(run_id)
+        names = tuple(s.metric_name for s in rows)
+        want = set(wanted)
+        by_name = {s.metric_name: s for s in rows if s.metric_name in want}
     key = (id(reader), run_id)
-    held = _catalogs.get(key)
-    # A reload makes every row anew: the same first and last row objects mean the same rows.
-    if held is not None and len(held[1].rows) == len(rows) and (
-            not rows or (held[1].rows[0] is rows[0] and held[1].rows[-1] is rows[-1])):
-        return held[1]
-    catalog = _Catalog(rows)
-    if len(_catalogs) >= 1024:
-        _catalogs.clear()
-    _catalogs[key] = (rows, catalog)
-    return catalog
+    held = _cursors.get(key)
+    if held is not None and held[0] is names:
+        return names, by_name, held[1]
+    cursor = hashlib.blake2b("\n".join(names).encode(), digest_size=8).hexdigest()
+    if len(_cursors) >= 1024:
+        _cursors.clear()
+    _cursors[key] = (names, cursor)
+    return names, by_name, cursor
 
 
 def _entry(s) -> dict:
@@ -109,12 +105,15 @@ def tails(api: StellarV2, q: Query, run_id: str):
             raise V2Error(400, "INVALID_ARGUMENT", f"max_points must be between 1 and {MAX_MAX_POINTS}")
     found = api.exact_run(q, source, workspace, run_id)
     reader, run = found.reader, found.run
-    catalog = _catalog(reader, run.run_id)
-    lifecycle = classify_run(run, catalog.rows)[0]
+    names, by_name, cursor = _catalog(reader, run.run_id, metrics)
+    # A live run's lifecycle needs no summaries; a finished one's success gates read them all (once: it no
+    # longer changes).
+    live = run.state.strip().lower() in ("pending", "running")
+    lifecycle = classify_run(run, [] if live else reader.metric_summaries(run.run_id))[0]
     partial = False
     items = []
     for name, start, count in zip(metrics, since, counts, strict=True):
-        s = catalog.by_name.get(name)
+        s = by_name.get(name)
         if s is None:
             items.append({"name": name, "missing": True, "since": start, "changed": False,
                           "step": RawJSON("[]"), "value": RawJSON("[]")})
@@ -137,9 +136,9 @@ def tails(api: StellarV2, q: Query, run_id: str):
         "run_id": run_id,
         "run": {"state": run.state, "lifecycle_state": lifecycle, "project": run.project,
                 "status_message": run.tags.get(STATUS_MESSAGE_TAG, "")},
-        "catalog": {"cursor": catalog.cursor, "total": len(catalog.names)},
+        "catalog": {"cursor": cursor, "total": len(names)},
         "metrics": items,
     }
-    if q.get("catalog_since") != catalog.cursor:
-        body["catalog"]["names"] = catalog.names
+    if q.get("catalog_since") != cursor:
+        body["catalog"]["names"] = list(names)
     return json_response(body)

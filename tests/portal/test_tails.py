@@ -106,3 +106,35 @@ def test_client_tails_reads_the_answer_into_columns(portal_server):
         assert quiet.names is None and not quiet["train/loss"].changed and len(quiet["train/loss"].steps) == 0
         with pytest.raises(NotFoundError):
             client.tails("no-such-run", {"train/loss": None})
+
+
+def test_the_store_reads_only_the_named_summaries_and_the_names(tmp_path, monkeypatch):
+    from tau_collector.expstore import StoreReader, open_store
+    from tau_collector.expstore.writer import MetricWriter
+    from taunotebook.portal.params import Query
+    from taunotebook.portal.serving import answer
+    from taunotebook.portal.sources import Sources
+    from taunotebook.portal.tails import tails
+    from taunotebook.portal.v2 import StellarV2
+
+    from .conftest import _event
+
+    store = open_store(tmp_path / "s", create=True)
+    names = [f"layer_{i:04d}/norm" for i in range(1200)]
+    MetricWriter(store).write_chunk("c0", [_event("wide", n, 0, float(i)) for i, n in enumerate(names)], [],
+                                    request_hash="c0")
+    reader = StoreReader(tmp_path / "s")
+    every = {s.metric_name: s for s in reader.metric_summaries("wide")}
+    got_names, rows = reader.metric_summaries_named("wide", [*names[::2], "nope"])  # > 500: read in parts
+    assert got_names == tuple(sorted(names)) and set(rows) == set(names[::2])
+    assert all(rows[n] == every[n] for n in rows)
+    assert reader.metric_summaries_named("wide", []) == (tuple(sorted(names)), {})
+    # A running run's poll never reads the whole catalog.
+    monkeypatch.setattr(StoreReader, "metric_summaries", lambda *a: pytest.fail("read every summary"))
+    api = StellarV2(Sources(reader))
+    with api.sources.pinned():
+        response = answer(lambda: tails(api, Query([("metric", names[7]), ("metric", names[9])]), "wide"))
+    body = httpx.Response(200, content=response.body).json()
+    assert [m["name"] for m in body["metrics"]] == [names[7], names[9]] and body["run"]["state"] == "running"
+    assert body["metrics"][0]["latest_value"] == 7.0 and body["catalog"]["total"] == 1200
+    store.close()
