@@ -181,6 +181,7 @@ class LossPane(anywidget.AnyWidget):
                               source=self.source, compare=self.compare, metrics=requested or None)
         self.on_msg(_on_msg_weak(self))
         self.observe(_on_width, names="width")
+        self.observe(_on_visible, names="visible")  # set from Python; a browser's update comes by set_state
         self.observe(_on_snapshot, names="snapshot")
         if start:
             self._poller.start()
@@ -273,6 +274,10 @@ class _PaneOutput:
 
 def _on_width(change: dict) -> None:
     change["owner"]._poller.set_width(change["new"])
+
+
+def _on_visible(change: dict) -> None:
+    change["owner"]._poller.set_visible(change["new"])
 
 
 def _on_snapshot(change: dict) -> None:
