@@ -19,6 +19,10 @@ and max latency from when each poll was due, errors, the Portal's CPU time per r
 generator's own CPU, and the load average. Target: p95 < 50 ms at 500 clients on a 2-core machine.
 Writes ``bench/out/portal_load.json``.
 
+**Pane poll** (``--pane-poll [--width 1000]``): a ``LossPane`` without a browser polling a live run of
+``--width`` metrics (every metric gets a step between rounds): requests, bytes and kernel CPU per poll
+round, the first and the steady ones.
+
 **App CPU** (``--app-cpu``): the CPU time of one tail answer through the Portal's ASGI app called
 directly (no sockets, no server): the server-side cost, least disturbed by a busy machine. Usage::
 
@@ -246,6 +250,82 @@ def app_cpu(args) -> None:
             tmp.cleanup()
 
 
+def pane_poll(args) -> None:
+    """A loss pane's poll of a wide live run: requests, bytes and kernel CPU per round (no browser)."""
+    import tempfile
+    import threading
+
+    import uvicorn
+
+    from tau_collector.expstore import open_store
+    from tau_collector.expstore.writer import MetricWriter
+    from tau_collector.metric_event import new_metric_event
+    from taunotebook.pane import LossPane
+    from taunotebook.portal.app import create_app
+
+    tmp = tempfile.TemporaryDirectory(prefix="bench-pane-poll-")
+    root = Path(tmp.name) / "store"
+    store = open_store(root, create=True)
+    writer = MetricWriter(store)
+    names = ["train/loss", "train/lr", *(f"grad_norm/layer_{i:05d}" for i in range(args.width - 2))]
+
+    def rows(steps):
+        return [new_metric_event(project="p", experiment_id="e", run_group_id="g", run_id="wide", metric_name=n,
+                                 step=s, wall_time=BASE_NS + s * 10**6, value=1.0 / (1 + s), exported_at=BASE_NS,
+                                 source="history") for s in steps for n in names]
+
+    writer.write_chunk("c0", rows(range(20)), [], request_hash="c0")
+    seen = {"requests": 0, "bytes": 0}
+    app = create_app(root, token=TOKEN)
+
+    async def counting(scope, receive, send):
+        if scope["type"] == "http":
+            seen["requests"] += 1
+
+            async def count_send(message):
+                if message["type"] == "http.response.body":
+                    seen["bytes"] += len(message.get("body", b""))
+                await send(message)
+
+            await app(scope, receive, count_send)
+            return
+        await app(scope, receive, send)
+
+    server = uvicorn.Server(uvicorn.Config(counting, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    pane = LossPane("wide", portal=f"http://127.0.0.1:{port}/?token={TOKEN}", start=False)
+    pane.send = lambda *a, **k: None
+    poller = pane._poller
+
+    def one_round() -> tuple[int, int, float]:
+        before = dict(seen)
+        cpu = time.thread_time()
+        try:
+            poller._poll()
+        except TypeError:  # a poller of before issue 20 takes the pane
+            poller._poll(pane)
+        return seen["requests"] - before["requests"], seen["bytes"] - before["bytes"], time.thread_time() - cpu
+
+    try:
+        n, b, cpu = one_round()
+        print(f"W = {args.width}: first round {n} requests, {b / 1024:.0f} KiB, {cpu * 1000:.0f} ms kernel CPU")
+        for step in range(20, 20 + args.rounds):
+            writer.write_chunk(f"c{step}", rows([step]), [], request_hash=f"c{step}")
+            n, b, cpu = one_round()
+            print(f"W = {args.width}: a round after one new step of every metric: {n} requests, "
+                  f"{b / 1024:.0f} KiB, {cpu * 1000:.1f} ms kernel CPU (load average {load_average()})")
+    finally:
+        pane.close()
+        server.should_exit = True
+        thread.join(timeout=10)
+        store.close()
+        tmp.cleanup()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--points", type=int, default=10_000_000)
@@ -264,6 +344,10 @@ def main() -> int:
     parser.add_argument("--store-10m", type=Path, help="reuse or create the load case's 10M-point store here")
     parser.add_argument("--app-cpu", action="store_true",
                         help="CPU per tail answer of the ASGI app called directly (no sockets)")
+    parser.add_argument("--pane-poll", action="store_true",
+                        help="a loss pane's poll rounds of a wide live run: requests, bytes, kernel CPU")
+    parser.add_argument("--width", type=int, default=1000, help="metrics of the --pane-poll run")
+    parser.add_argument("--rounds", type=int, default=3, help="steady rounds of --pane-poll")
     parser.add_argument("--append-to", type=Path, help=argparse.SUPPRESS)  # the live run's writer process
     args = parser.parse_args()
     if args.append_to is not None:
@@ -272,6 +356,8 @@ def main() -> int:
         load(args)
     elif args.app_cpu:
         app_cpu(args)
+    elif args.pane_poll:
+        pane_poll(args)
     else:
         latency(args)
     return 0
