@@ -464,7 +464,8 @@ class Poller:
             view.entries = {m: entries[m] for m in metrics if m in entries}
             self._publish_runs()  # the catalog before its points: the browser knows what it draws
             for tail in answer.metrics:
-                got_new |= self._apply(run, tail, since[tail.name] == (None, None), resync, width)
+                if tail.name in chunk:  # (a Portal answers what was asked; anything else is not drawn)
+                    got_new |= self._apply(run, tail, chunk[tail.name] == (None, None), resync, width)
         return got_new
 
     def _tails(self, run: str, view: _RunView, since: dict, max_points: int) -> Tails:
