@@ -148,7 +148,7 @@ class LossPane(anywidget.AnyWidget):
     visible = traitlets.List(traitlets.Unicode()).tag(sync=True)
     pinned = traitlets.List(traitlets.Unicode()).tag(sync=True)
     filter = traitlets.Unicode("").tag(sync=True)
-    sections = traitlets.Dict(value_trait=traitlets.Bool()).tag(sync=True)
+    sections = traitlets.Dict().tag(sync=True)  # {section: open}; not read by Python, kept as the page sends it
 
     def __init__(
         self,

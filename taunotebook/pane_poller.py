@@ -189,6 +189,7 @@ class Poller:
         self.extras_available = True  # the local Portal's page data (non-finite marks, wall times)
         self.parked = False
         self.requests = 0  # Portal reads made, for tests and benchmarks
+        self._later: list[tuple] = []  # page-data reads due after this answer's points are sent
         self.thread = threading.Thread(target=self._main, name=f"tau-loss-pane-{run_id}", daemon=True)
 
     # -- called from the kernel's main thread
@@ -463,9 +464,14 @@ class Poller:
             entries.update((t.name, _entry(t.summary)) for t in answer.metrics if t.summary is not None)
             view.entries = {m: entries[m] for m in metrics if m in entries}
             self._publish_runs()  # the catalog before its points: the browser knows what it draws
+            self._later = []
             for tail in answer.metrics:
                 if tail.name in chunk:  # (a Portal answers what was asked; anything else is not drawn)
                     got_new |= self._apply(run, tail, chunk[tail.name] == (None, None), resync, width)
+            # Every series' points first, then the page data that marks them (a read per metric whose
+            # non-finite count moved): the first plot is drawn without waiting for the others' marks.
+            for later in self._later:
+                self._extras(*later)
         return got_new
 
     def _tails(self, run: str, view: _RunView, since: dict, max_points: int) -> Tails:
@@ -520,7 +526,7 @@ class Poller:
             held.reset(tail.steps, tail.values)
             held.width = width
             self._send("reset", run, tail.name, *_chunk(held.steps, held.values))
-            self._extras(run, tail.name, held, tail.summary.non_finite_count, force=True)
+            self._later.append((run, tail.name, held, tail.summary.non_finite_count, True))
             got_new = True
         else:
             if tail.changed and tail.steps:
@@ -535,7 +541,7 @@ class Poller:
             if resync:  # a page that may have missed what was sent: everything again, from what is held
                 self._send("reset", run, tail.name, *_chunk(held.steps, held.values))
                 self._resend_extras(run, tail.name, held)
-            self._extras(run, tail.name, held, tail.summary.non_finite_count)
+            self._later.append((run, tail.name, held, tail.summary.non_finite_count, False))
         held.count = tail.summary.count
         return got_new
 
