@@ -502,9 +502,10 @@ def test_one_poll_round_of_a_wide_run_makes_a_bounded_number_of_requests(wide_po
     poller._poll()  # the first round: the catalog, then the default set's resets and their page data
     first = recording.count()
     assert first <= 2 + 2 * len(DEFAULT_WIDE)  # 2 tails reads + a point-details read per series
+    assert poller.requests == first  # the pane's own count of its reads agrees with the Portal's
     before = recording.count()
     poller._poll()  # steady state: one request, whatever the run's width
-    assert recording.count() - before == 1
+    assert recording.count() - before == 1 and poller.requests == first + 1
     path, query = recording.requests[-1]
     assert path == "/stellar/data/runs/wide/tails"
     assert sorted(v for k, v in query if k == "metric") == sorted(DEFAULT_WIDE)
@@ -593,4 +594,21 @@ def test_browser_state_traits_are_synced_and_kept(wide_portal):
     state = pane.get_state()
     assert state["pinned"] == ["train/lr"] and state["filter"] == "/layer_0[0-4]/"
     assert state["sections"] == {"grad_norm": True} and state["visible"] == [] and state["total_metrics"] == 0
+    pane.close()
+
+
+def test_compared_runs_are_polled_for_the_same_visible_metrics(portal_server, client):
+    pane = LossPane("run-b", portal=client, compare=["run-a"], start=False)
+    rec = Recorder()
+    pane.send = rec  # type: ignore[method-assign]
+    pane.set_state({"visible": ["train/loss"]})
+    pane._poller._poll()
+    assert {(m["run"], m["metric"]) for m in rec.of("reset")} == {("run-b", "train/loss"), ("run-a", "train/loss")}
+    assert pane.metrics == ["train/loss", "eval/acc"]  # run-b's names, then what only run-a has
+    assert pane.total_metrics == 1  # the primary run's
+    assert set(pane.runs) == {"run-a", "run-b"} and set(pane.runs["run-a"]["metrics"]) == {"train/loss"}
+    pane.set_state({"visible": ["eval/acc"]})  # a metric only the compared run has
+    pane._poller._poll()
+    assert {(m["run"], m["metric"]) for m in rec.of("reset")} >= {("run-a", "eval/acc")}
+    assert not rec.of("reset", "run-b", "eval/acc") and set(pane._poller.held) == {("run-a", "eval/acc")}
     pane.close()
