@@ -86,6 +86,30 @@ def test_workers_share_one_port_and_one_cursor_key_and_stop_together(portal_stor
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
 
 
+def test_a_worker_that_dies_is_started_again(portal_store):
+    import signal
+    import time
+
+    proc, _page, api = _start("--store", str(portal_store), "--token", "my-token", "--workers", "2")
+    try:
+        first = _children(proc.pid)
+        os.kill(first[0], signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while True:
+            now = _children(proc.pid)
+            if len(now) == 2 and first[0] not in now:
+                break
+            assert time.monotonic() < deadline, f"no worker started again: {now}"
+            time.sleep(0.05)
+        assert first[1] in now
+        for _ in range(6):
+            assert httpx.get(f"{api}/runs/run-a", headers={"Authorization": "Bearer my-token"}).status_code == 200
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=15) == 0
+    assert "exited (-9): starting it again" in proc.stderr.read()
+
+
 @pytest.mark.parametrize("args", [
     ["--host", "0.0.0.0"],
     ["--host", "192.168.1.10"],
