@@ -58,4 +58,3 @@ async def serve(scope: Scope, receive: Receive, send: Send, handle: Callable[[],
     if response is None:
         response = await anyio.to_thread.run_sync(answer, handle)
     await response(scope, receive, send)
-
