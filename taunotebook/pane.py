@@ -73,7 +73,8 @@ One binary message shape, Python → browser, via ``widget.send(header, buffers=
 
 Each poll reads, per drawn run, one ``/stellar/data/runs/{run}/tails`` answer for the visible metrics
 (their catalog entries and new points; the metric names only when they changed); against a Portal
-without that route (TauGrid's), the v2 catalog and one ``/series`` per changed metric.
+without that route (TauGrid's), the v2 catalog and one ``/series`` per changed metric
+(:mod:`taunotebook.pane_reads`).
 
 ``seq`` counts messages per widget; until the browser has said ``hello`` Python resends every series
 as ``reset`` every :data:`RESYNC_SECONDS` (a browser still loading the module drops messages, and while

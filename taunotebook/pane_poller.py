@@ -6,7 +6,6 @@ points as binary chunks (the message contract is in :mod:`taunotebook.pane`). Po
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import sys
 import threading
@@ -29,6 +28,7 @@ from taunotebook.client import (
     stellar_link,
 )
 from taunotebook.compare_runs import resolve_compare, run_configs
+from taunotebook.pane_reads import MAX_TAIL_METRICS, ROUTE_NOT_FOUND, TailReader
 
 __all__ = ["DEFAULT_VISIBLE", "DEFAULT_WIDTH", "PaneOutput", "Poller", "TERMINAL_STATES", "buffers",
            "default_visible", "stellar_page_href"]
@@ -40,10 +40,8 @@ FAIL_INTERVAL = 10.0  # the slowest retry while the Portal fails
 RESYNC_SECONDS = 2.0
 RESOLVE_SECONDS = 10.0  # how often an experiment or group in compare= is listed again (a sweep adds runs)
 MAX_POINTS = 12000  # TauGrid's cap for one series read
-ROUTE_NOT_FOUND = "route was not found"  # TauGrid's message for a path it does not serve
 DEFAULT_WIDTH = 800
 DEFAULT_VISIBLE = 8  # metrics polled before the browser says which it shows
-MAX_TAIL_METRICS = 256  # the Portal's cap on metrics per tails request
 
 
 def _max_points(width: int) -> int:
@@ -185,10 +183,10 @@ class Poller:
         self.interval = MIN_INTERVAL
         self.failures = 0
         self.terminal_polls = 0
-        self.tails_available = True  # the local Portal's batched tails route
         self.extras_available = True  # the local Portal's page data (non-finite marks, wall times)
         self.parked = False
-        self.requests = 0  # Portal reads made, for tests and benchmarks
+        self.reader = TailReader(client, self.source)  # each poll's one read per run
+        self.own_requests = 0  # zoomed and page-data reads
         self._later: list[tuple] = []  # page-data reads due after this answer's points are sent
         self.thread = threading.Thread(target=self._main, name=f"tau-loss-pane-{run_id}", daemon=True)
 
@@ -204,6 +202,11 @@ class Poller:
             self.thread.join(timeout=15)
         elif self.thread.ident is None and self.owns_client:
             self.client.close()  # never started: the thread would have closed it
+
+    @property
+    def requests(self) -> int:
+        """Portal reads made so far (for tests and benchmarks)."""
+        return self.reader.requests + self.own_requests
 
     @property
     def polling(self) -> bool:
@@ -475,43 +478,8 @@ class Poller:
         return got_new
 
     def _tails(self, run: str, view: _RunView, since: dict, max_points: int) -> Tails:
-        project = self.project if run == self.run_id else None
-        if self.tails_available:
-            self.requests += 1
-            try:
-                return self.client.tails(run, since, catalog_since=view.cursor, max_points=max_points,
-                                         project=project, source=self.source)
-            except NotFoundError as err:
-                if err.message != ROUTE_NOT_FOUND:
-                    raise
-                self.tails_available = False  # TauGrid's Portal: its v2 reads, one per series
-        return self._tails_v2(run, since, max_points, project)
-
-    def _tails_v2(self, run: str, since: dict, max_points: int, project: str | None) -> Tails:
-        """The same answer from TauGrid's v2 reads: the run, its whole catalog, one series per changed metric."""
-        info = self.client.run(run, source=self.source)
-        catalog = self.client.metrics(run, source=self.source)
-        self.requests += 2
-        by_name = {m.name: m for m in catalog}
-        tails = []
-        for name, (start, count) in since.items():
-            m = by_name.get(name)
-            if m is None:
-                tails.append(Tail(name, None, start, False, 0, array("q"), array("d")))
-                continue
-            if start is not None and count == m.count and start == m.latest_step:
-                tails.append(Tail(name, m, start, False, 0, array("q"), array("d")))
-                continue
-            self.requests += 1
-            series = self.client.series(run, name, start_step=start, max_points=max_points, project=project,
-                                        source=self.source)
-            tails.append(Tail(name, m, start, True, series.source_points, series.steps, series.values))
-        warnings = tuple(info.metadata.warnings if info.metadata else ()) + tuple(catalog.metadata.warnings)
-        names = [m.name for m in catalog]
-        return Tails(metadata=dataclasses.replace(catalog.metadata, warnings=warnings), run_id=run,
-                     state=info.state, lifecycle_state=info.lifecycle_state, project=info.project,
-                     status_message=info.tags.get("tau.status.message", ""), cursor="", total=len(names),
-                     names=tuple(names), metrics=tuple(tails))
+        return self.reader.read(run, since, catalog_since=view.cursor, max_points=max_points,
+                                project=self.project if run == self.run_id else None)
 
     def _apply(self, run: str, tail: Tail, full: bool, resync: bool, width: int) -> bool:
         """One metric of an answer: a reset, or an append with last-wins; marks when their count moved."""
@@ -556,7 +524,7 @@ class Poller:
         return text
 
     def _series(self, run: str, metric: str, **kw: Any) -> Series:
-        self.requests += 1
+        self.own_requests += 1
         return self.client.series(run, metric, project=self.project if run == self.run_id else None,
                                   source=self.source, **kw)
 
@@ -566,7 +534,7 @@ class Poller:
             return
         held.non_finite_count = non_finite_count
         try:
-            self.requests += 1
+            self.own_requests += 1
             details = self.client.point_details(run, metric, project=self.project if run == self.run_id else None,
                                                 source=self.source)
         except PortalError as err:
