@@ -167,6 +167,9 @@ class Poller:
         self.compare_notes: list[str] = []
         self.fixed_metrics = list(dict.fromkeys(metrics)) if metrics else None
         self.views: dict[str, _RunView] = {}
+        self._names: list[str] | None = None  # _all_names(), until a run's names change
+        self._names_changed = True
+        self._default: tuple[list[str] | None, list[str]] | None = None  # (names, their default visible set)
         self.held: dict[tuple[str, str], _Held] = {}
         self.stop_event = threading.Event()
         self.wake = threading.Event()
@@ -358,6 +361,7 @@ class Poller:
         if resolved.run_ids == self.runs and self.views:
             return
         self.runs = resolved.run_ids
+        self._names, self._names_changed = None, True  # the union of the runs' names may differ
         configs = run_configs(self.client, self.runs)
         self._publish(configs=configs, run_ids=list(self.runs),
                       stellar_href=stellar_page_href(self.client, self.run_id, self.given_project, self.runs[1:],
@@ -366,7 +370,10 @@ class Poller:
     # -- one poll
 
     def _all_names(self) -> list[str] | None:
-        """Every metric of the drawn runs: the primary run's in catalog order, then those only compared runs have."""
+        """Every metric of the drawn runs: the primary run's in catalog order, then those only compared runs have
+        (worked out again only when a run's names changed: a 10,000-metric run's poll does not walk them)."""
+        if self._names is not None:
+            return self._names
         primary = self.views.get(self.run_id)
         if primary is None or primary.names is None:
             return None
@@ -378,10 +385,14 @@ class Poller:
                 if n not in seen and not n.startswith("tau/"):
                     seen.add(n)
                     names.append(n)
+        self._names = names
         return names
 
     def _default_visible(self) -> list[str]:
-        return default_visible(self._all_names() or (), self.fixed_metrics)
+        names = self._all_names()
+        if self._default is None or self._default[0] is not names:
+            self._default = (names, default_visible(names or (), self.fixed_metrics))
+        return self._default[1]
 
     def _visible(self, browser: list[str] | None) -> list[str]:
         if browser is None:
@@ -428,13 +439,15 @@ class Poller:
         primary = self.views[self.run_id]
         traits: dict[str, Any] = {"runs": runs_info, "state": primary.state,
                                   "status": {"kind": "ok", "message": self._ok_message(runs_info), "retry_in": 0.0}}
-        names = self._all_names()
-        if self.fixed_metrics is not None:
-            traits["metrics"] = list(self.fixed_metrics)
-        elif names is not None:
-            traits["metrics"] = names
-        if primary.names is not None:
-            traits["total_metrics"] = sum(1 for n in primary.names if not n.startswith("tau/"))
+        if self._names_changed:  # the names go to the browser only when they change
+            names = self._all_names()
+            if self.fixed_metrics is not None:
+                traits["metrics"] = list(self.fixed_metrics)
+            elif names is not None:
+                traits["metrics"] = names
+            if primary.names is not None:
+                traits["total_metrics"] = sum(1 for n in primary.names if not n.startswith("tau/"))
+            self._names_changed = False
         self._publish(**traits)
 
     def _read_run(self, run: str, view: _RunView, visible: list[str], resync: bool, entering: set[str],
@@ -459,8 +472,9 @@ class Poller:
             view.state = answer.state or answer.lifecycle_state
             view.status_message = answer.status_message
             view.warnings = list(answer.metadata.warnings)
-            if answer.names is not None:
+            if answer.names is not None and list(answer.names) != view.names:
                 view.names = list(answer.names)
+                self._names, self._names_changed = None, True
             view.cursor = answer.cursor
             if run == self.run_id and self.project is None and answer.project:
                 self.project = answer.project
