@@ -46,7 +46,8 @@ Synced traitlets (Python → browser unless noted):
     and on screen). Only these are fetched and polled, for every drawn run: a name entering gets a fresh
     ``reset``, one leaving is no longer polled and what was sent for it is forgotten. Until the browser
     sets it (no browser, nbclient, the first poll) the default set is polled: the loss-like metrics (name
-    contains "loss") then the first others in catalog order, at most 8 (``metrics=`` given: its first 8).
+    contains "loss", any case) then the first others in catalog order, at most 8 (``metrics=`` given: its
+    first 8).
 ``pinned``, ``filter``, ``sections`` (browser → Python)
     what the user pinned, typed in the search box (a regex, else a substring) and opened or collapsed per
     section; kept with the notebook's widget state, not read by Python.
