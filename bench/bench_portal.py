@@ -12,18 +12,23 @@ printed separately.
 **Load** (``--load``): many live panes. For each client count in ``--clients`` (default 200, 500,
 1000), that many clients each poll the 500-step tail of a run once a second for ``--duration``
 seconds, from a separate process (``portal_load.py``: asyncio, one keep-alive connection per
-client), against (a) a 1M-point run and (b) a 10M-point run that a writer process appends
+client), against a Portal of ``--workers`` processes (a list such as ``1,2`` measures each in one run),
+against (a) a 1M-point run and (b) a 10M-point run that a writer process appends
 ``--append-rate`` points to every second (the clients follow its moving tail). Reports p50/p95/p99
 and max latency from when each poll was due, errors, the Portal's CPU time per request, the load
 generator's own CPU, and the load average. Target: p95 < 50 ms at 500 clients on a 2-core machine.
 Writes ``bench/out/portal_load.json``.
 
+**Pane poll** (``--pane-poll [--width 1000]``): a ``LossPane`` without a browser polling a live run of
+``--width`` metrics (every metric gets a step between rounds): requests, bytes and kernel CPU per poll
+round, the first and the steady ones.
+
 **App CPU** (``--app-cpu``): the CPU time of one tail answer through the Portal's ASGI app called
 directly (no sockets, no server): the server-side cost, least disturbed by a busy machine. Usage::
 
     .venv/bin/python bench/bench_portal.py [--points 10000000] [--files 100] [--store DIR] [--repeats 30]
-    .venv/bin/python bench/bench_portal.py --load [--clients 200,500,1000] [--duration 20]
-        [--store-1m DIR] [--store-10m DIR]
+    .venv/bin/python bench/bench_portal.py --load [--clients 200,500,1000] [--duration 20] [--workers 1,2]
+        [--cases 1m,10m] [--store-1m DIR] [--store-10m DIR]
     .venv/bin/python bench/bench_portal.py --app-cpu [--store-1m DIR]
 """
 
@@ -132,8 +137,9 @@ def append_forever(store: Path, rate: int) -> None:
         time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
 
 
-def load_case(label: str, store: Path, clients: list[int], args, *, live: bool) -> list[dict]:
-    proc, api = start_portal(store)
+def load_case(label: str, store: Path, clients: list[int], args, *, live: bool, workers: int = 1) -> list[dict]:
+    proc, api = start_portal(store, "--workers", str(workers))
+    label = f"{label}, {workers} worker{'s' if workers > 1 else ''}"
     appender = None
     rows: list[dict] = []
     try:
@@ -186,7 +192,8 @@ def load(args) -> None:
         label, points, live = LOAD_CASES[name]
         root, tmp = prepare_store(getattr(args, f"store_{name}"), points, 100, f"bench-portal-{name}-")
         try:
-            rows += load_case(label, root, clients, args, live=live)
+            for workers in [int(w) for w in args.workers.split(",")]:
+                rows += load_case(label, root, clients, args, live=live, workers=workers)
         finally:
             if tmp is not None:
                 tmp.cleanup()
@@ -213,27 +220,110 @@ def app_cpu(args) -> None:
     async def receive():
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    async def answer(n: int) -> None:
+    async def answer(n: int, distinct: bool = False) -> None:
         statuses = []
 
         async def send(message):
             if message["type"] == "http.response.start":
                 statuses.append(message["status"])
 
-        for _ in range(n):
-            await app(dict(scope), receive, send)
+        for i in range(n):
+            request = dict(scope)
+            if distinct:  # no two requests alike (the same 500 points): no kept answer to reuse
+                request["query_string"] = (f"target={RUN}&metric=train%2Floss&start_step={1_000_000 - 1 - TAIL}"
+                                           f"&max_points={8000 - i % 4000}").encode()
+            await app(request, receive, send)
         assert set(statuses) == {200}, statuses
 
     try:
         asyncio.run(answer(20))  # reads the files and fills the caches
         for _ in range(3):
-            cpu = time.process_time()
-            asyncio.run(answer(args.repeats * 100))
-            per = (time.process_time() - cpu) / (args.repeats * 100) * 1e6
-            print(f"tail answer through the ASGI app: {per:.0f} µs of CPU (load average {load_average()})")
+            for distinct, what in ((False, "the same tail (many panes on one run)"),
+                                   (True, "distinct queries (nothing kept to reuse)")):
+                cpu = time.process_time()
+                asyncio.run(answer(args.repeats * 100, distinct))
+                per = (time.process_time() - cpu) / (args.repeats * 100) * 1e6
+                print(f"tail answer through the ASGI app, {what}: {per:.0f} µs of CPU "
+                      f"(load average {load_average()})")
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def pane_poll(args) -> None:
+    """A loss pane's poll of a wide live run: requests, bytes and kernel CPU per round (no browser)."""
+    import tempfile
+    import threading
+
+    import uvicorn
+
+    from tau_collector.expstore import open_store
+    from tau_collector.expstore.writer import MetricWriter
+    from tau_collector.metric_event import new_metric_event
+    from taunotebook.pane import LossPane
+    from taunotebook.portal.app import create_app
+
+    tmp = tempfile.TemporaryDirectory(prefix="bench-pane-poll-")
+    root = Path(tmp.name) / "store"
+    store = open_store(root, create=True)
+    writer = MetricWriter(store)
+    names = ["train/loss", "train/lr", *(f"grad_norm/layer_{i:05d}" for i in range(args.width - 2))]
+
+    def rows(steps):
+        return [new_metric_event(project="p", experiment_id="e", run_group_id="g", run_id="wide", metric_name=n,
+                                 step=s, wall_time=BASE_NS + s * 10**6, value=1.0 / (1 + s), exported_at=BASE_NS,
+                                 source="history") for s in steps for n in names]
+
+    writer.write_chunk("c0", rows(range(20)), [], request_hash="c0")
+    seen = {"requests": 0, "bytes": 0}
+    app = create_app(root, token=TOKEN)
+
+    async def counting(scope, receive, send):
+        if scope["type"] == "http":
+            seen["requests"] += 1
+
+            async def count_send(message):
+                if message["type"] == "http.response.body":
+                    seen["bytes"] += len(message.get("body", b""))
+                await send(message)
+
+            await app(scope, receive, count_send)
+            return
+        await app(scope, receive, send)
+
+    server = uvicorn.Server(uvicorn.Config(counting, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    pane = LossPane("wide", portal=f"http://127.0.0.1:{port}/?token={TOKEN}", start=False)
+    pane.send = lambda *a, **k: None
+    poller = pane._poller
+
+    def one_round() -> tuple[int, int, float]:
+        before = dict(seen)
+        cpu = time.thread_time()
+        try:
+            poller._poll()
+        except TypeError:  # a poller of before issue 20 takes the pane
+            poller._poll(pane)
+        return seen["requests"] - before["requests"], seen["bytes"] - before["bytes"], time.thread_time() - cpu
+
+    try:
+        n, b, cpu = one_round()
+        print(f"W = {args.width}: first round {n} requests, {b / 1024:.0f} KiB, {cpu * 1000:.0f} ms kernel CPU")
+        for step in range(20, 20 + args.rounds):
+            writer.write_chunk(f"c{step}", rows([step]), [], request_hash=f"c{step}")
+            n, b, cpu = one_round()
+            print(f"W = {args.width}: a round after one new step of every metric: {n} requests, "
+                  f"{b / 1024:.0f} KiB, {cpu * 1000:.1f} ms kernel CPU (load average {load_average()})")
+    finally:
+        pane.close()
+        server.should_exit = True
+        thread.join(timeout=10)
+        store.close()
+        tmp.cleanup()
 
 
 def main() -> int:
@@ -247,11 +337,17 @@ def main() -> int:
     parser.add_argument("--clients", default="200,500,1000", help="client counts of the load case")
     parser.add_argument("--cases", default="1m,10m", help="load cases: 1m (a 1M-point run), 10m (10M, appending)")
     parser.add_argument("--duration", type=float, default=20.0, help="measured seconds per client count")
+    parser.add_argument("--workers", default="1",
+                        help="Portal worker processes of the load case; a list (1,2) runs each, one after another")
     parser.add_argument("--append-rate", type=int, default=1000, help="points per second appended to the live run")
     parser.add_argument("--store-1m", type=Path, help="reuse or create the load case's 1M-point store here")
     parser.add_argument("--store-10m", type=Path, help="reuse or create the load case's 10M-point store here")
     parser.add_argument("--app-cpu", action="store_true",
                         help="CPU per tail answer of the ASGI app called directly (no sockets)")
+    parser.add_argument("--pane-poll", action="store_true",
+                        help="a loss pane's poll rounds of a wide live run: requests, bytes, kernel CPU")
+    parser.add_argument("--width", type=int, default=1000, help="metrics of the --pane-poll run")
+    parser.add_argument("--rounds", type=int, default=3, help="steady rounds of --pane-poll")
     parser.add_argument("--append-to", type=Path, help=argparse.SUPPRESS)  # the live run's writer process
     args = parser.parse_args()
     if args.append_to is not None:
@@ -260,6 +356,8 @@ def main() -> int:
         load(args)
     elif args.app_cpu:
         app_cpu(args)
+    elif args.pane_poll:
+        pane_poll(args)
     else:
         latency(args)
     return 0

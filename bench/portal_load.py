@@ -116,10 +116,21 @@ async def _client(index: int, args, shared: Shared, host: str, port: int, path: 
 
 
 def _cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, from /proc."""
+    """utime + stime of a process and its live children (a Portal's worker processes), from /proc."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(c) for c in f.read().split()]
+    except OSError:
+        children = []
+    for child in children:
+        try:
+            total += _cpu_seconds(child)
+        except OSError:
+            pass  # a worker that just exited
+    return total
 
 
 def _percentile(sorted_ms: list[float], q: float) -> float:

@@ -24,11 +24,15 @@ Synced traitlets (Python → browser unless noted):
 ``source``
     the Portal source every read names (``local``, ``kusto``, ``auto``; ``""`` for the Portal's default).
 ``metrics``
-    the metric names drawn, ``loss`` first (the ``metrics=`` argument, else every metric the run has).
+    every metric name the primary run (then the compared runs) has, in the catalog's order, without
+    ``tau/`` markers (the ``metrics=`` argument given: exactly those). Sent only when the set changes.
+``total_metrics``
+    how many metrics the primary run has (the header's "N metrics").
 ``runs``
-    ``{run_id: {"state": str, "metrics": {name: {"count", "last_step", "last_value",
-    "non_finite_count"}}}}`` — per run its state (pending/running/succeeded/failed/cancelled/…)
-    and, per metric, what the Portal's metric catalog says.
+    ``{run_id: {"state": str, "status_message": str, "warnings": [str], "metrics": {name: {"count",
+    "last_step", "last_value", "non_finite_count"}}}}`` — per run its state
+    (pending/running/succeeded/failed/cancelled/…) and, for the metrics in ``visible`` only (never all
+    of a wide run's), what the Portal's metric catalog says.
 ``state``
     the primary run's state (``""`` until known).
 ``status``
@@ -37,6 +41,16 @@ Synced traitlets (Python → browser unless noted):
 ``stellar_href``
     the "Open in Stellar" link (through Jupyter's proxy inside Jupyter, else the Portal's own URL); a pane
     comparing runs links the Stellar page comparing the runs ``compare`` resolved to (``&compare=b,c``).
+``visible`` (browser → Python)
+    the metric names whose plots exist in the browser (open section, in or near the viewport, or pinned
+    and on screen). Only these are fetched and polled, for every drawn run: a name entering gets a fresh
+    ``reset``, one leaving is no longer polled and what was sent for it is forgotten. Until the browser
+    sets it (no browser, nbclient, the first poll) the default set is polled: the loss-like metrics (name
+    contains "loss", any case) then the first others in catalog order, at most 8 (``metrics=`` given: its
+    first 8).
+``pinned``, ``filter``, ``sections`` (browser → Python)
+    what the user pinned, typed in the search box (a regex, else a substring) and opened or collapsed per
+    section; kept with the notebook's widget state, not read by Python.
 ``width`` (browser → Python)
     the plot width in CSS pixels; the first reduced request asks for ``4 × width`` points (M4).
 ``snapshot`` (browser → Python)
@@ -58,6 +72,11 @@ One binary message shape, Python → browser, via ``widget.send(header, buffers=
 - ``nonfinite`` replace the series' non-finite marks (values are NaN / ±Inf);
 - ``walltime``  merge (step → wall time µs, as float64) samples for the wall-time axis.
 
+Each poll reads, per drawn run, one ``/stellar/data/runs/{run}/tails`` answer for the visible metrics
+(their catalog entries and new points; the metric names only when they changed); against a Portal
+without that route (TauGrid's), the v2 catalog and one ``/series`` per changed metric
+(:mod:`taunotebook.pane_reads`).
+
 ``seq`` counts messages per widget; until the browser has said ``hello`` Python resends every series
 as ``reset`` every :data:`RESYNC_SECONDS` (a browser still loading the module drops messages, and while
 a cell runs the kernel cannot read the browser's ``hello``).
@@ -78,7 +97,7 @@ import anywidget
 import traitlets
 
 from taunotebook.client import PortalClient, check_source
-from taunotebook.pane_poller import DEFAULT_WIDTH, TERMINAL_STATES, Poller, loss_first, stellar_page_href
+from taunotebook.pane_poller import DEFAULT_WIDTH, TERMINAL_STATES, Poller, stellar_page_href
 
 __all__ = ["BUILD_HINT", "BUNDLE", "LossPane", "TERMINAL_STATES"]
 
@@ -127,11 +146,11 @@ class LossPane(anywidget.AnyWidget):
     width = traitlets.Int(DEFAULT_WIDTH).tag(sync=True)
     snapshot = traitlets.Unicode("").tag(sync=True)
     pane_id = traitlets.Unicode("").tag(sync=True)
+    total_metrics = traitlets.Int(0).tag(sync=True)
     visible = traitlets.List(traitlets.Unicode()).tag(sync=True)
     pinned = traitlets.List(traitlets.Unicode()).tag(sync=True)
     filter = traitlets.Unicode("").tag(sync=True)
-    sections = traitlets.Dict().tag(sync=True)
-    total_metrics = traitlets.Int(0).tag(sync=True)
+    sections = traitlets.Dict().tag(sync=True)  # {section: open}; not read by Python, kept as the page sends it
 
     def __init__(
         self,
@@ -154,16 +173,17 @@ class LossPane(anywidget.AnyWidget):
             # No client-level retries: the pane's own backoff retries, and says so in the pane meanwhile.
             client, owns = PortalClient(portal, project=project, source=source, retries=0, timeout=5.0), True
         source = source if source is not None else (client.source or "")
-        self._requested_metrics = list(metrics) if metrics else []
+        requested = list(dict.fromkeys(str(m) for m in metrics)) if metrics else []
         super().__init__(run_id=run_id.strip(), project=project or "", source=source,
-                         compare=[str(c) for c in compare],
-                         metrics=loss_first(self._requested_metrics) if self._requested_metrics else [])
+                         compare=[str(c) for c in compare], metrics=requested)
         self.stellar_href = stellar_page_href(client, self.run_id, project, self.compare, self.source)
         self.pane_id = self.model_id  # names the static fallback output this pane's live view hides
         self._static_display = None
-        self._poller = Poller(self, client, owns)
+        self._poller = Poller(_PaneOutput(self), client, owns, run_id=self.run_id, project=project,
+                              source=self.source, compare=self.compare, metrics=requested or None)
         self.on_msg(_on_msg_weak(self))
         self.observe(_on_width, names="width")
+        self.observe(_on_visible, names="visible")  # set from Python; a browser's update comes by set_state
         self.observe(_on_snapshot, names="snapshot")
         if start:
             self._poller.start()
@@ -177,7 +197,13 @@ class LossPane(anywidget.AnyWidget):
         A drained pane's thread stays parked on an event, without timers, to answer a page's zoom or
         reload; ``close()`` ends it.
         """
-        return self._poller.thread.is_alive() and not self._poller.parked
+        return self._poller.polling
+
+    def set_state(self, sync_data: dict) -> None:
+        """A browser's update: its ``visible`` (even one equal to the last) decides what is polled from now on."""
+        super().set_state(sync_data)
+        if "visible" in sync_data:
+            self._poller.set_visible(self.visible)
 
     def close(self) -> None:
         """Stop polling (joins the thread) and close the widget."""
@@ -222,16 +248,38 @@ def _on_msg_weak(pane: LossPane):
     return handler
 
 
+class _PaneOutput:
+    """The poller's way to its pane (:class:`~taunotebook.pane_poller.PaneOutput`), through a weak reference:
+    a pane that is garbage collected stops its thread."""
+
+    def __init__(self, pane: LossPane) -> None:
+        self._pane = weakref.ref(pane)
+
+    def publish(self, **traits: Any) -> bool:
+        pane = self._pane()
+        if pane is None:
+            return False
+        changed = {k: v for k, v in traits.items() if getattr(pane, k) != v}
+        if changed:
+            with pane.hold_sync():
+                for key, value in changed.items():
+                    setattr(pane, key, value)
+        return True
+
+    def send(self, header: dict, buffers: list[bytes]) -> bool:
+        pane = self._pane()
+        if pane is None:
+            return False
+        pane.send(header, buffers=buffers)
+        return True
+
+
 def _on_width(change: dict) -> None:
-    pane: LossPane = change["owner"]
-    poller = pane._poller
-    new = max(1, int(change["new"]))
-    with poller.lock:
-        old, poller.width = poller.width, new
-        # A much wider or narrower pane gets a first read sized for it; small resizes keep what is drawn.
-        if abs(new - old) > 0.25 * old:
-            poller.resync_needed = True
-    poller.wake.set()
+    change["owner"]._poller.set_width(change["new"])
+
+
+def _on_visible(change: dict) -> None:
+    change["owner"]._poller.set_visible(change["new"])
 
 
 def _on_snapshot(change: dict) -> None:

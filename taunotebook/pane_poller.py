@@ -10,27 +10,28 @@ import math
 import sys
 import threading
 import time
-import weakref
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from taunotebook.client import (
     AuthorizationError,
+    MetricSummary,
     NotFoundError,
     PortalClient,
     PortalError,
     PortalUnreachable,
     Series,
+    Tail,
+    Tails,
     stellar_link,
 )
 from taunotebook.compare_runs import resolve_compare, run_configs
+from taunotebook.pane_reads import MAX_TAIL_METRICS, ROUTE_NOT_FOUND, TailReader
 
-if TYPE_CHECKING:
-    from taunotebook.pane import LossPane
-
-__all__ = ["DEFAULT_WIDTH", "Poller", "TERMINAL_STATES", "buffers", "loss_first", "stellar_page_href"]
+__all__ = ["DEFAULT_VISIBLE", "DEFAULT_WIDTH", "PaneOutput", "Poller", "TERMINAL_STATES", "buffers",
+           "default_visible", "stellar_page_href"]
 
 TERMINAL_STATES = frozenset({"succeeded", "completed", "failed", "cancelled", "canceled", "incomplete"})
 MIN_INTERVAL = 0.2  # seconds between polls while points keep arriving
@@ -39,18 +40,8 @@ FAIL_INTERVAL = 10.0  # the slowest retry while the Portal fails
 RESYNC_SECONDS = 2.0
 RESOLVE_SECONDS = 10.0  # how often an experiment or group in compare= is listed again (a sweep adds runs)
 MAX_POINTS = 12000  # TauGrid's cap for one series read
-ROUTE_NOT_FOUND = "route was not found"  # TauGrid's message for a path it does not serve
 DEFAULT_WIDTH = 800
-
-
-def loss_first(names: Iterable[str]) -> list[str]:
-    """``loss`` itself, then other ``…loss`` metrics, then the rest; alphabetical within each; no ``tau/`` markers."""
-
-    def rank(name: str) -> tuple[int, str]:
-        leaf = name.rsplit("/", 1)[-1].lower()
-        return (0 if leaf == "loss" else 1 if "loss" in leaf else 2, name)
-
-    return sorted((n for n in names if not n.startswith("tau/")), key=rank)
+DEFAULT_VISIBLE = 8  # metrics polled before the browser says which it shows
 
 
 def _max_points(width: int) -> int:
@@ -68,6 +59,8 @@ class _Held:
     non_finite_count: int = 0
     last_step: int | None = None
     width: int = 0  # the pane width the last full-range read was sized for
+    marks: tuple[array, array] | None = None  # the non-finite marks last sent, for a resend
+    walls: tuple[array, array] | None = None  # the wall-time samples last sent, for a resend
 
     def reset(self, steps: Iterable[int], values: Iterable[float]) -> None:
         self.steps = array("q", steps)
@@ -110,31 +103,82 @@ def buffers(steps: array, values: array) -> list[bytes]:
     return [steps.tobytes(), values.tobytes()]
 
 
+class PaneOutput(Protocol):
+    """What the poller calls on its pane (:class:`~taunotebook.pane.LossPane` gives it one): ``publish`` sets the
+    named synced traits that changed, in one message; ``send`` is one binary "points" message. Each returns
+    False once the pane is gone (garbage collected): the thread then ends."""
+
+    def publish(self, **traits: Any) -> bool: ...
+
+    def send(self, header: dict, buffers: list[bytes]) -> bool: ...
+
+
+@dataclass
+class _RunView:
+    """What the polls have learned about one drawn run."""
+
+    state: str = ""
+    status_message: str = ""
+    warnings: list[str] = field(default_factory=list)
+    names: list[str] | None = None  # every metric of the run, in the catalog's order; None before the first answer
+    cursor: str | None = None  # the Portal's name for ``names``: they come again only when they change
+    entries: dict[str, dict] = field(default_factory=dict)  # catalog entries of the visible metrics
+
+
+def default_visible(names: Iterable[str], fixed: list[str] | None) -> list[str]:
+    """The metrics polled before the browser says which it shows: ``metrics=`` (the first
+    :data:`DEFAULT_VISIBLE`), else the loss-like ones (name contains "loss") then the first others, catalog order."""
+    if fixed:
+        return fixed[:DEFAULT_VISIBLE]
+    names = [n for n in names if not n.startswith("tau/")]
+    lossy = [n for n in names if "loss" in n.lower()]
+    others = [n for n in names if "loss" not in n.lower()]
+    return (lossy + others)[:DEFAULT_VISIBLE]
+
+
+def _entry(m: MetricSummary) -> dict:
+    value = m.latest_value if m.latest_value is None or math.isfinite(m.latest_value) else None
+    return {"count": m.count, "last_step": m.latest_step, "last_value": value, "non_finite_count": m.non_finite_count}
+
+
 class Poller:
     """The background thread's job: read the Portal, mirror what the browser holds, send chunks.
 
-    It keeps only a weak reference to the widget, so a pane that is garbage collected stops its thread.
+    Its state is its own; the pane reaches it only through :meth:`start`, :meth:`stop`, :meth:`on_message`,
+    :meth:`set_width` and :meth:`set_visible` (any thread), and it reaches the pane only through its
+    :class:`PaneOutput`. Each poll reads, per drawn run, one :meth:`PortalClient.tails` answer for the visible
+    metrics (a Portal without that route: the v2 catalog and one series read per changed metric).
     """
 
-    def __init__(self, pane: LossPane, client: PortalClient, owns_client: bool) -> None:
-        self._pane = weakref.ref(pane)
+    def __init__(self, out: PaneOutput, client: PortalClient, owns_client: bool, *, run_id: str,
+                 project: str | None = None, source: str | None = None, compare: Iterable[str] = (),
+                 metrics: Iterable[str] | None = None) -> None:
+        self.out = out
         self.client = client
         self.owns_client = owns_client
-        self.source = pane.source or None  # named on every read, whatever the client's own default
-        self.run_id = pane.run_id
-        self.project = pane.project or None
-        self.runs = [pane.run_id]  # then the runs compare= resolves to, on the first poll
-        self.compare_entries = [c for c in pane.compare if c != pane.run_id]
+        self.source = source or None  # named on every read, whatever the client's own default
+        self.run_id = run_id
+        self.given_project = project or None
+        self.project = project or None  # then the run's own, once read
+        self.runs = [run_id]  # then the runs compare= resolves to, on the first poll
+        self.compare_entries = [c for c in compare if c != run_id]
         self.resolved_at: float | None = None
         self.compare_grows = False
         self.compare_notes: list[str] = []
-        self.fixed_metrics = list(pane._requested_metrics) if pane._requested_metrics else None
+        self.fixed_metrics = list(dict.fromkeys(metrics)) if metrics else None
+        self.views: dict[str, _RunView] = {}
+        self._names: list[str] | None = None  # _all_names(), until a run's names change
+        self._names_changed = True
+        self._default: tuple[list[str] | None, list[str]] | None = None  # (names, their default visible set)
+        self.held: dict[tuple[str, str], _Held] = {}
         self.stop_event = threading.Event()
         self.wake = threading.Event()
+        # Guards what the kernel's thread hands over: width, resync, zooms, visible.
         self.lock = threading.Lock()
-        self.held: dict[tuple[str, str], _Held] = {}
         self.width = DEFAULT_WIDTH
         self.resync_needed = True  # reduced full-range reads for every series before the next tail
+        self.browser_visible: list[str] | None = None  # None until the browser says
+        self.entering: set[str] = set()  # metrics that became visible since the last poll: a fresh reset each
         self.hello = False
         self.last_resync = 0.0
         self.zooms: list[dict] = []
@@ -142,9 +186,12 @@ class Poller:
         self.interval = MIN_INTERVAL
         self.failures = 0
         self.terminal_polls = 0
-        self.extras_available = True
-        self.parked = False  # the local Portal's page data (non-finite marks, wall times)
-        self.thread = threading.Thread(target=self._main, name=f"tau-loss-pane-{pane.run_id}", daemon=True)
+        self.extras_available = True  # the local Portal's page data (non-finite marks, wall times)
+        self.parked = False
+        self.reader = TailReader(client, self.source)  # each poll's one read per run
+        self.own_requests = 0  # zoomed and page-data reads
+        self._later: list[tuple] = []  # page-data reads due after this answer's points are sent
+        self.thread = threading.Thread(target=self._main, name=f"tau-loss-pane-{run_id}", daemon=True)
 
     # -- called from the kernel's main thread
 
@@ -158,6 +205,15 @@ class Poller:
             self.thread.join(timeout=15)
         elif self.thread.ident is None and self.owns_client:
             self.client.close()  # never started: the thread would have closed it
+
+    @property
+    def requests(self) -> int:
+        """Portal reads made so far (for tests and benchmarks)."""
+        return self.reader.requests + self.own_requests
+
+    @property
+    def polling(self) -> bool:
+        return self.thread.is_alive() and not self.parked
 
     def on_message(self, content: dict) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
@@ -176,31 +232,46 @@ class Poller:
                 return
         self.wake.set()
 
+    def set_width(self, width: int) -> None:
+        new = max(1, int(width))
+        with self.lock:
+            old, self.width = self.width, new
+            # A much wider or narrower pane gets a first read sized for it; small resizes keep what is drawn.
+            if abs(new - old) > 0.25 * old:
+                self.resync_needed = True
+        self.wake.set()
+
+    def set_visible(self, names: Iterable[str]) -> None:
+        """The browser's ``visible``: only these are polled; each one entering gets a fresh ``reset``."""
+        new = list(dict.fromkeys(str(n) for n in names))
+        with self.lock:
+            before = set(self.browser_visible if self.browser_visible is not None else self._default_visible())
+            self.browser_visible = new
+            self.entering |= set(new) - before
+        self.wake.set()
+
     # -- the thread
 
     def _main(self) -> None:
         try:
             relist_only = False
             while not self.stop_event.is_set():
-                pane = self._pane()
-                if pane is None:
-                    return
                 if relist_only:
-                    relist_only = not self._grew(pane)
+                    relist_only = not self._grew()
                 if not relist_only:
                     try:
-                        got_new = self._poll(pane)
-                    except PortalError as err:
-                        self._failed(pane, err)
+                        got_new = self._poll()
+                    except _PaneGone:
+                        return
                     except Exception as err:  # the pane must say what broke, never die silently
-                        self._failed(pane, err)
+                        if not self._failed(err):
+                            return
                     else:
                         self.failures = 0
-                        self.parked = self._drained(pane, got_new)
-                        if self.parked:
-                            self._status(pane, "ok", self._done_message(pane))
+                        self.parked = self._drained(got_new)
+                        if self.parked and not self._status("ok", self._done_message()):
+                            return
                         self.interval = MIN_INTERVAL if got_new else min(IDLE_INTERVAL, self.interval * 1.5)
-                del pane
                 # Parked (terminal and drained): no more polling; only a page's hello, a zoom or close() wakes
                 # the thread again, and, when compare= names an experiment or group, a timer to list it again
                 # (a sweep's next trial joins the plot and polling resumes).
@@ -213,21 +284,30 @@ class Poller:
             if self.owns_client:
                 self.client.close()
 
-    def _drained(self, pane: LossPane, got_new: bool) -> bool:
-        states = [pane.runs.get(r, {}).get("state", "") for r in self.runs]
-        if not all(s in TERMINAL_STATES for s in states) or got_new or self.resync_needed or self.zooms:
+    def _publish(self, **traits: Any) -> None:
+        if not self.out.publish(**traits):
+            raise _PaneGone
+
+    def _drained(self, got_new: bool) -> bool:
+        states = [self.views[r].state if r in self.views else "" for r in self.runs]
+        if not all(s in TERMINAL_STATES for s in states) or got_new or self.resync_needed or self.zooms \
+                or self.entering:
             self.terminal_polls = 0
             return False
         # One more quiet poll after the terminal state: the last chunks may land just after the status marker.
         self.terminal_polls += 1
         return self.terminal_polls >= 2
 
-    def _done_message(self, pane: LossPane) -> str:
+    def _primary_state(self) -> str:
+        view = self.views.get(self.run_id)
+        return view.state if view else ""
+
+    def _done_message(self) -> str:
         total = sum(len(h.steps) for h in self.held.values())
         notes = "".join(f" — {note}" for note in self.compare_notes)
-        return f"run {pane.state or 'finished'}: all points loaded ({total} drawn); polling stopped{notes}"
+        return f"run {self._primary_state() or 'finished'}: all points loaded ({total} drawn); polling stopped{notes}"
 
-    def _failed(self, pane: LossPane, err: Exception) -> None:
+    def _failed(self, err: Exception) -> bool:
         self.failures += 1
         self.interval = min(FAIL_INTERVAL, 0.5 * 2 ** (self.failures - 1))
         wait = f"retrying in {self.interval:.0f} s…" if self.interval >= 1 else "retrying…"
@@ -245,32 +325,32 @@ class Poller:
             kind, text = "error", f"the Portal answered {err.status or ''} {err.code}: {err.message} ({wait})"
         else:
             kind, text = "error", f"the pane failed: {type(err).__name__}: {err} ({wait})"
-        self._status(pane, kind, text, retry_in=self.interval)
+        return self._status(kind, text, retry_in=self.interval)
 
-    def _status(self, pane: LossPane, kind: str, message: str, retry_in: float = 0.0) -> None:
-        new = {"kind": kind, "message": message, "retry_in": round(retry_in, 3)}
-        if pane.status != new:
-            pane.status = new
+    def _status(self, kind: str, message: str, retry_in: float = 0.0) -> bool:
+        return self.out.publish(status={"kind": kind, "message": message, "retry_in": round(retry_in, 3)})
 
-    def _send(self, pane: LossPane, op: str, run: str, metric: str, steps: array, values: array,
-              **extra: Any) -> None:
+    def _send(self, op: str, run: str, metric: str, steps: array, values: array, **extra: Any) -> None:
         self.seq += 1
         header = {"type": "points", "seq": self.seq, "op": op, "run": run, "metric": metric, "n": len(steps),
                   "start_step": extra.get("start_step"), "end_step": extra.get("end_step"),
                   "sent_at": time.time() * 1000.0}
-        pane.send(header, buffers=buffers(steps, values))
+        if not self.out.send(header, buffers(steps, values)):
+            raise _PaneGone
 
-    def _grew(self, pane: LossPane) -> bool:
+    def _grew(self) -> bool:
         """A parked pane's timer: whether listing ``compare=``'s experiment or group again found new runs (or
         failed: then a full poll says what is wrong, in words, and retries)."""
         before = list(self.runs)
         try:
-            self._resolve(pane)
+            self._resolve()
+        except _PaneGone:
+            raise
         except Exception:
             return True
         return self.runs != before
 
-    def _resolve(self, pane: LossPane) -> None:
+    def _resolve(self) -> None:
         """The runs ``compare=`` names (once; every :data:`RESOLVE_SECONDS` while an experiment or group may grow)."""
         now = time.monotonic()
         if self.resolved_at is not None and (not self.compare_grows or now - self.resolved_at < RESOLVE_SECONDS):
@@ -278,90 +358,173 @@ class Poller:
         resolved = resolve_compare(self.client, self.run_id, self.compare_entries)
         self.resolved_at = now
         self.compare_grows, self.compare_notes = resolved.grows, resolved.notes
-        if resolved.run_ids == self.runs and pane.run_ids:
+        if resolved.run_ids == self.runs and self.views:
             return
         self.runs = resolved.run_ids
+        self._names, self._names_changed = None, True  # the union of the runs' names may differ
         configs = run_configs(self.client, self.runs)
-        with pane.hold_sync():
-            pane.configs = configs
-            pane.run_ids = list(self.runs)
-            pane.stellar_href = stellar_page_href(self.client, self.run_id, pane.project or None, self.runs[1:],
-                                              pane.source)
+        self._publish(configs=configs, run_ids=list(self.runs),
+                      stellar_href=stellar_page_href(self.client, self.run_id, self.given_project, self.runs[1:],
+                                                     self.source or ""))
 
-    def _poll(self, pane: LossPane) -> bool:
-        """One round: states, catalogs, then reduced reads (on resync), zoomed reads, tails. True if new points."""
-        self._resolve(pane)
-        runs_info: dict[str, dict] = {}
-        names_seen: list[str] = []
-        catalogs = {}
-        for run in self.runs:
-            info = self.client.run(run, source=self.source)
-            catalog = self.client.metrics(run, source=self.source)
-            catalogs[run] = {m.name: m for m in catalog}
-            runs_info[run] = {
-                "state": info.state or info.lifecycle_state,
-                "status_message": info.tags.get("tau.status.message", ""),
-                "warnings": list(info.metadata.warnings if info.metadata else ()) + list(catalog.metadata.warnings),
-                "metrics": {m.name: {"count": m.count, "last_step": m.latest_step,
-                                     "last_value": m.latest_value if m.latest_value is None
-                                     or math.isfinite(m.latest_value) else None,
-                                     "non_finite_count": m.non_finite_count} for m in catalog},
-            }
-            if run == self.run_id:
-                names_seen = [m.name for m in catalog]
-                if self.project is None and info.project:
-                    self.project = info.project
-        metrics = self.fixed_metrics or loss_first(names_seen)
-        with pane.hold_sync():
-            if pane.runs != runs_info:
-                pane.runs = runs_info
-            state = runs_info[self.run_id]["state"]
-            if pane.state != state:
-                pane.state = state
-            if list(pane.metrics) != metrics:
-                pane.metrics = metrics
-        self._status(pane, "ok", self._ok_message(runs_info))
+    # -- one poll
 
+    def _all_names(self) -> list[str] | None:
+        """Every metric of the drawn runs: the primary run's in catalog order, then those only compared runs have
+        (worked out again only when a run's names changed: a 10,000-metric run's poll does not walk them)."""
+        if self._names is not None:
+            return self._names
+        primary = self.views.get(self.run_id)
+        if primary is None or primary.names is None:
+            return None
+        names = [n for n in primary.names if not n.startswith("tau/")]
+        seen = set(names)
+        for run in self.runs[1:]:
+            view = self.views.get(run)
+            for n in (view.names or ()) if view else ():
+                if n not in seen and not n.startswith("tau/"):
+                    seen.add(n)
+                    names.append(n)
+        self._names = names
+        return names
+
+    def _default_visible(self) -> list[str]:
+        names = self._all_names()
+        if self._default is None or self._default[0] is not names:
+            self._default = (names, default_visible(names or (), self.fixed_metrics))
+        return self._default[1]
+
+    def _visible(self, browser: list[str] | None) -> list[str]:
+        if browser is None:
+            return self._default_visible()
+        return [m for m in browser if self.fixed_metrics is None or m in self.fixed_metrics]
+
+    def _poll(self) -> bool:
+        """One round: per run one read of its visible metrics (reduced full range on resync or on entering,
+        tails otherwise), then zoomed reads. True if new points came."""
+        self._resolve()
         with self.lock:
             resync, self.resync_needed = self.resync_needed, False
             zooms, self.zooms = self.zooms, []
             width = self.width
+            browser = None if self.browser_visible is None else list(self.browser_visible)
+            entering, self.entering = self.entering, set()
         now = time.monotonic()
         if not self.hello and now - self.last_resync >= RESYNC_SECONDS:
             resync = True
         got_new = False
+        visible = self._visible(browser)
         for run in self.runs:
-            for metric in metrics:
-                summary = catalogs[run].get(metric)
-                if summary is None:
-                    continue
-                key = (run, metric)
-                held = self.held.setdefault(key, _Held())
-                if resync or held.count < 0:
-                    if held.count < 0 or summary.count != held.count or held.width != width:
-                        series = self._series(run, metric, max_points=_max_points(width))
-                        held.reset(series.steps, series.values)
-                        held.width = width
-                        got_new = True
-                    self._send(pane, "reset", run, metric, *_chunk(held.steps, held.values))
-                    self._extras(pane, run, metric, held, summary.non_finite_count, force=True)
-                elif summary.count != held.count or (summary.latest_step or 0) != (held.last_step or 0):
-                    start = held.last_step
-                    series = self._series(run, metric, start_step=start)
-                    steps, values = _chunk(series.steps, series.values)
-                    if start is not None and steps and steps[0] == start and len(held.values) \
-                            and values[0] == held.values[-1]:
-                        steps, values = steps[1:], values[1:]  # the point we already have, unchanged
-                    if steps:
-                        held.append(steps, values)
-                        self._send(pane, "append", run, metric, steps, values)
-                        got_new = True
-                    self._extras(pane, run, metric, held, summary.non_finite_count)
-                held.count = summary.count
+            view = self.views.setdefault(run, _RunView())
+            first = view.names is None
+            got_new |= self._read_run(run, view, visible, resync, entering, width)
+            if first and run == self.run_id and self._visible(browser) != visible:
+                # The first answer named the run's metrics: now the default set can be read.
+                visible = self._visible(browser)
+                got_new |= self._read_run(run, view, visible, resync, entering, width)
+        # Metrics that left the view: stop polling them and forget what was sent.
+        shown = set(visible)
+        for key in [k for k in self.held if k[1] not in shown or k[0] not in self.views]:
+            del self.held[key]
         if resync:
             self.last_resync = now
         for zoom in zooms:
-            self._zoom(pane, zoom, metrics, width)
+            self._zoom(zoom, shown, width)
+        return got_new
+
+    def _publish_runs(self) -> None:
+        runs_info = {run: {"state": v.state, "status_message": v.status_message, "warnings": v.warnings,
+                           "metrics": dict(v.entries)}
+                     for run in self.runs if (v := self.views.get(run)) is not None}
+        primary = self.views[self.run_id]
+        traits: dict[str, Any] = {"runs": runs_info, "state": primary.state,
+                                  "status": {"kind": "ok", "message": self._ok_message(runs_info), "retry_in": 0.0}}
+        if self._names_changed:  # the names go to the browser only when they change
+            names = self._all_names()
+            if self.fixed_metrics is not None:
+                traits["metrics"] = list(self.fixed_metrics)
+            elif names is not None:
+                traits["metrics"] = names
+            if primary.names is not None:
+                traits["total_metrics"] = sum(1 for n in primary.names if not n.startswith("tau/"))
+            self._names_changed = False
+        self._publish(**traits)
+
+    def _read_run(self, run: str, view: _RunView, visible: list[str], resync: bool, entering: set[str],
+                  width: int) -> bool:
+        """Read the run's visible metrics (one request per :data:`MAX_TAIL_METRICS`) and send what is new."""
+        if view.names is not None:
+            present = set(view.names)
+            visible = [m for m in visible if m in present]
+        since: dict[str, tuple[int | None, int | None]] = {}
+        for metric in visible:
+            held = self.held.get((run, metric))
+            if held is None or metric in entering or (resync and held.width != width):
+                since[metric] = (None, None)  # a reduced full-range read: a reset
+            else:
+                since[metric] = (held.last_step, held.count)
+        got_new = False
+        metrics = list(since)
+        entries: dict[str, dict] = {}
+        for i in range(0, max(1, len(metrics)), MAX_TAIL_METRICS):
+            chunk = {m: since[m] for m in metrics[i:i + MAX_TAIL_METRICS]}
+            answer = self._tails(run, view, chunk, _max_points(width))
+            view.state = answer.state or answer.lifecycle_state
+            view.status_message = answer.status_message
+            view.warnings = list(answer.metadata.warnings)
+            if answer.names is not None and list(answer.names) != view.names:
+                view.names = list(answer.names)
+                self._names, self._names_changed = None, True
+            view.cursor = answer.cursor
+            if run == self.run_id and self.project is None and answer.project:
+                self.project = answer.project
+            entries.update((t.name, _entry(t.summary)) for t in answer.metrics if t.summary is not None)
+            view.entries = {m: entries[m] for m in metrics if m in entries}
+            self._publish_runs()  # the catalog before its points: the browser knows what it draws
+            self._later = []
+            for tail in answer.metrics:
+                if tail.name in chunk:  # (a Portal answers what was asked; anything else is not drawn)
+                    got_new |= self._apply(run, tail, chunk[tail.name] == (None, None), resync, width)
+            # Every series' points first, then the page data that marks them (a read per metric whose
+            # non-finite count moved): the first plot is drawn without waiting for the others' marks.
+            for later in self._later:
+                self._extras(*later)
+        return got_new
+
+    def _tails(self, run: str, view: _RunView, since: dict, max_points: int) -> Tails:
+        return self.reader.read(run, since, catalog_since=view.cursor, max_points=max_points,
+                                project=self.project if run == self.run_id else None)
+
+    def _apply(self, run: str, tail: Tail, full: bool, resync: bool, width: int) -> bool:
+        """One metric of an answer: a reset, or an append with last-wins; marks when their count moved."""
+        key = (run, tail.name)
+        if tail.summary is None:
+            self.held.pop(key, None)
+            return False
+        got_new = False
+        held = self.held.get(key)
+        if full or held is None:
+            held = self.held[key] = _Held()
+            held.reset(tail.steps, tail.values)
+            held.width = width
+            self._send("reset", run, tail.name, *_chunk(held.steps, held.values))
+            self._later.append((run, tail.name, held, tail.summary.non_finite_count, True))
+            got_new = True
+        else:
+            if tail.changed and tail.steps:
+                steps, values = _chunk(tail.steps, tail.values)
+                start = tail.since
+                if start is not None and steps[0] == start and len(held.values) and values[0] == held.values[-1]:
+                    steps, values = steps[1:], values[1:]  # the point we already have, unchanged
+                if steps:
+                    held.append(steps, values)
+                    self._send("append", run, tail.name, steps, values)
+                    got_new = True
+            if resync:  # a page that may have missed what was sent: everything again, from what is held
+                self._send("reset", run, tail.name, *_chunk(held.steps, held.values))
+                self._resend_extras(run, tail.name, held)
+            self._later.append((run, tail.name, held, tail.summary.non_finite_count, False))
+        held.count = tail.summary.count
         return got_new
 
     def _ok_message(self, runs_info: dict) -> str:
@@ -375,16 +538,17 @@ class Poller:
         return text
 
     def _series(self, run: str, metric: str, **kw: Any) -> Series:
+        self.own_requests += 1
         return self.client.series(run, metric, project=self.project if run == self.run_id else None,
                                   source=self.source, **kw)
 
-    def _extras(self, pane: LossPane, run: str, metric: str, held: _Held, non_finite_count: int,
-                force: bool = False) -> None:
+    def _extras(self, run: str, metric: str, held: _Held, non_finite_count: int, force: bool = False) -> None:
         """Non-finite marks and wall-time samples from the local Portal's page data (TauGrid's v2 has neither)."""
         if not self.extras_available or not (force or non_finite_count != held.non_finite_count):
             return
         held.non_finite_count = non_finite_count
         try:
+            self.own_requests += 1
             details = self.client.point_details(run, metric, project=self.project if run == self.run_id else None,
                                                 source=self.source)
         except PortalError as err:
@@ -394,18 +558,24 @@ class Poller:
             self.extras_available = False
             return
         marks = details.non_finite
-        self._send(pane, "nonfinite", run, metric, *_chunk([m.step for m in marks], [m.value for m in marks]))
-        if details.wall_time_steps:
-            self._send(pane, "walltime", run, metric,
-                       *_chunk(details.wall_time_steps, [float(w) for w in details.wall_times]))
+        held.marks = _chunk([m.step for m in marks], [m.value for m in marks])
+        held.walls = _chunk(details.wall_time_steps, [float(w) for w in details.wall_times]) \
+            if details.wall_time_steps else None
+        self._resend_extras(run, metric, held)
 
-    def _zoom(self, pane: LossPane, zoom: dict, metrics: list[str], width: int) -> None:
+    def _resend_extras(self, run: str, metric: str, held: _Held) -> None:
+        if held.marks is not None:
+            self._send("nonfinite", run, metric, *held.marks)
+        if held.walls is not None:
+            self._send("walltime", run, metric, *held.walls)
+
+    def _zoom(self, zoom: dict, shown: set[str], width: int) -> None:
         metric = zoom.get("metric")
         try:
             start, end = int(zoom["start_step"]), int(zoom["end_step"])
         except (KeyError, TypeError, ValueError):
             return
-        if metric not in metrics or end < start:
+        if metric not in shown or end < start:
             return
         for run in self.runs:
             held = self.held.get((run, metric))
@@ -414,7 +584,11 @@ class Poller:
             series = self._series(run, metric, start_step=start, end_step=end, max_points=_max_points(width))
             steps, values = _chunk(series.steps, series.values)
             held.splice(start, end, steps, values)
-            self._send(pane, "range", run, metric, steps, values, start_step=start, end_step=end)
+            self._send("range", run, metric, steps, values, start_step=start, end_step=end)
+
+
+class _PaneGone(Exception):
+    """The pane was garbage collected: the thread ends."""
 
 
 def stellar_page_href(client: PortalClient, run_id: str, project: str | None, compare: Iterable[str] = (),

@@ -113,11 +113,12 @@ def test_first_read_is_reduced_to_the_pane_width_and_matches_the_portal(portal_s
         pane.close()
 
 
-def test_metrics_are_discovered_loss_first(portal_server, client):
+def test_metrics_are_discovered_in_catalog_order_with_their_total(portal_server, client):
     pane, rec = make_pane("run-a", client)
     try:
         wait_until(lambda: pane.metrics, "the metric catalog")
-        assert pane.metrics == ["train/loss", "eval/acc"]
+        assert pane.metrics == ["eval/acc", "train/loss"]  # the catalog's order; tau/ markers left out
+        assert pane.total_metrics == 2
         assert wait_until(lambda: rec.of("reset", "run-a", "eval/acc"), "eval/acc")[0]["n"] == 50
     finally:
         pane.close()
@@ -400,3 +401,214 @@ def test_against_a_portal_without_page_data_the_pane_draws_without_marks(portal_
             assert pane.runs["run-b"]["metrics"]["train/loss"]["non_finite_count"] == 2  # the catalog still counts
         finally:
             pane.close()
+
+
+# -- issue 20's contract: only the visible metrics are fetched and polled (see /docs and pane.py's docstring)
+
+WIDE = 1000  # metrics of the wide run
+
+
+def wide_names() -> list[str]:
+    """1,000 metrics as a small language model logs them: per-layer norms, then train/loss and train/lr."""
+    names = [f"grad_norm/layer_{i:03d}" for i in range(WIDE - 4)]
+    return [*names, "train/loss", "train/lr", "eval/loss", "system/gpu_util"]
+
+
+class Recording:
+    """An ASGI wrapper that records every request's path and decoded query, then serves it."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.requests: list[tuple[str, list[tuple[str, str]]]] = []
+        self.lock = threading.Lock()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            from urllib.parse import parse_qsl
+
+            with self.lock:
+                self.requests.append((scope["path"], parse_qsl(scope["query_string"].decode(),
+                                                               keep_blank_values=True)))
+        await self.app(scope, receive, send)
+
+    def metrics_named(self) -> set[str]:
+        with self.lock:
+            return {v for _, q in self.requests for k, v in q if k == "metric"}
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.requests)
+
+
+@pytest.fixture(scope="module")
+def wide_store(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("wide") / "store"
+    store = open_store(root, create=True)
+    writer = MetricWriter(store)
+    names = wide_names()
+    events = [_event("wide", name, s, float(i + s)) for s in range(3) for i, name in enumerate(names)]
+    writer.write_chunk("w0", events, [], request_hash="w0")
+    store.close()
+    return root
+
+
+@pytest.fixture
+def wide_portal(wide_store):
+    recording = Recording(create_app(wide_store, token=TOKEN))
+    with ServerThread(recording) as server:
+        with PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0) as c:
+            yield c, recording
+
+
+DEFAULT_WIDE = ["eval/loss", "train/loss", "grad_norm/layer_000", "grad_norm/layer_001", "grad_norm/layer_002",
+                "grad_norm/layer_003", "grad_norm/layer_004", "grad_norm/layer_005"]
+
+
+def test_default_visible_set_is_loss_like_then_the_first_others_at_most_8():
+    from taunotebook.pane_poller import default_visible
+
+    names = wide_names()
+    names.sort()  # the catalog's order
+    assert default_visible(names, None) == ["eval/loss", "train/loss", "grad_norm/layer_000", "grad_norm/layer_001",
+                                            "grad_norm/layer_002", "grad_norm/layer_003", "grad_norm/layer_004",
+                                            "grad_norm/layer_005"]
+    assert default_visible(["a", "LossScale", "tau/run_status", "b"], None) == ["LossScale", "a", "b"]
+    assert default_visible(names, [f"m{i}" for i in range(12)]) == [f"m{i}" for i in range(8)]
+
+
+def test_a_wide_run_without_a_browser_fetches_only_the_default_visible_set(wide_portal):
+    client, recording = wide_portal
+    pane, rec = make_pane("wide", client)
+    try:
+        expected = set(DEFAULT_WIDE)
+        wait_until(lambda: {m["metric"] for m in rec.of("reset")} == expected, "the default set's resets")
+        seen = recording.count()
+        wait_until(lambda: recording.count() >= seen + 3, "three more polls")
+        assert {m["metric"] for m in rec.messages} == expected
+        assert recording.metrics_named() == expected  # the other 992 metrics were never asked for
+        assert len(pane.metrics) == WIDE and pane.total_metrics == WIDE  # every name, for the picker
+        assert set(pane.runs["wide"]["metrics"]) == expected  # catalog entries of the visible ones only
+        assert not any(path.endswith("/metrics") for path, _ in recording.requests)  # never the whole catalog
+    finally:
+        pane.close()
+
+
+def test_one_poll_round_of_a_wide_run_makes_a_bounded_number_of_requests(wide_portal):
+    client, recording = wide_portal
+    pane = LossPane("wide", portal=client, start=False)
+    rec = Recorder()
+    pane.send = rec  # type: ignore[method-assign]
+    poller = pane._poller
+    poller._poll()  # the first round: the catalog, then the default set's resets and their page data
+    first = recording.count()
+    assert first <= 2 + 2 * len(DEFAULT_WIDE)  # 2 tails reads + a point-details read per series
+    assert poller.requests == first  # the pane's own count of its reads agrees with the Portal's
+    before = recording.count()
+    poller._poll()  # steady state: one request, whatever the run's width
+    assert recording.count() - before == 1 and poller.requests == first + 1
+    path, query = recording.requests[-1]
+    assert path == "/stellar/data/runs/wide/tails"
+    assert sorted(v for k, v in query if k == "metric") == sorted(DEFAULT_WIDE)
+    assert dict(query)["catalog_since"]  # the names are not sent again
+    pane.close()
+
+
+def test_a_metric_entering_visible_gets_a_reset_and_one_leaving_is_no_longer_polled(wide_portal):
+    client, recording = wide_portal
+    pane = LossPane("wide", portal=client, start=False)
+    rec = Recorder()
+    pane.send = rec  # type: ignore[method-assign]
+    poller = pane._poller
+    poller._poll()
+    assert not rec.of("reset", metric="train/lr")
+    pane.set_state({"visible": ["train/loss", "train/lr"]})  # what the browser sends
+    poller._poll()
+    lr = rec.of("reset", "wide", "train/lr")
+    assert len(lr) == 1 and lr[0]["steps"] == [0, 1, 2]
+    assert set(pane.runs["wide"]["metrics"]) == {"train/loss", "train/lr"}
+    assert set(k[1] for k in poller.held) == {"train/loss", "train/lr"}  # the rest is forgotten
+    before = recording.count()
+    poller._poll()
+    assert recording.count() - before == 1
+    assert sorted(v for k, v in recording.requests[-1][1] if k == "metric") == ["train/loss", "train/lr"]
+    # train/loss stays visible: no second reset; train/lr leaves, then comes back: a fresh reset
+    pane.set_state({"visible": ["train/loss"]})
+    poller._poll()
+    assert [k[1] for k in poller.held] == ["train/loss"]
+    pane.set_state({"visible": ["train/loss", "train/lr"]})
+    poller._poll()
+    assert len(rec.of("reset", "wide", "train/lr")) == 2
+    assert len([m for m in rec.of("reset", "wide", "train/loss") if m["seq"] > lr[0]["seq"]]) == 0
+    pane.close()
+
+
+def test_a_browser_showing_nothing_polls_no_metric(wide_portal):
+    client, recording = wide_portal
+    pane = LossPane("wide", portal=client, start=False)
+    pane.send = Recorder()  # type: ignore[method-assign]
+    pane.set_state({"visible": []})  # equal to the default: still the browser's word
+    pane._poller._poll()
+    assert recording.metrics_named() == set() and pane._poller.held == {}
+    assert pane.runs["wide"]["metrics"] == {} and pane.total_metrics == WIDE
+    pane.close()
+
+
+def test_metrics_is_resent_only_when_the_set_changes(live_store):
+    store, writer = live_store
+    write(writer, "c0", "grow", range(5))
+    with serve(store) as server:
+        pane = LossPane("grow", portal=PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0),
+                        start=False)
+        pane.send = Recorder()  # type: ignore[method-assign]
+        changes = []
+        pane.observe(lambda change: changes.append(change["new"]), names="metrics")
+        pane._poller._poll()
+        write(writer, "c1", "grow", range(5, 10))
+        pane._poller._poll()
+        pane._poller._poll()
+        assert changes == [["loss"]]
+        write(writer, "c2", "grow", range(10, 12), metric="lr")
+        pane._poller._poll()
+        assert changes == [["loss"], ["loss", "lr"]]
+        pane.close()
+
+
+def test_metrics_given_are_exactly_the_metrics_and_the_first_8_are_polled(wide_portal):
+    client, recording = wide_portal
+    chosen = [f"grad_norm/layer_{i:03d}" for i in range(10)]
+    pane = LossPane("wide", chosen, portal=client, start=False)
+    pane.send = Recorder()  # type: ignore[method-assign]
+    pane._poller._poll()
+    assert pane.metrics == chosen
+    assert recording.metrics_named() == set(chosen[:8])
+    pane.set_state({"visible": [chosen[9], "train/loss"]})  # a name outside metrics= is not drawn
+    pane._poller._poll()
+    assert {k[1] for k in pane._poller.held} == {chosen[9]}
+    pane.close()
+
+
+def test_browser_state_traits_are_synced_and_kept(wide_portal):
+    client, _ = wide_portal
+    pane = LossPane("wide", portal=client, start=False)
+    pane.set_state({"pinned": ["train/lr"], "filter": "/layer_0[0-4]/", "sections": {"grad_norm": True}})
+    state = pane.get_state()
+    assert state["pinned"] == ["train/lr"] and state["filter"] == "/layer_0[0-4]/"
+    assert state["sections"] == {"grad_norm": True} and state["visible"] == [] and state["total_metrics"] == 0
+    pane.close()
+
+
+def test_compared_runs_are_polled_for_the_same_visible_metrics(portal_server, client):
+    pane = LossPane("run-b", portal=client, compare=["run-a"], start=False)
+    rec = Recorder()
+    pane.send = rec  # type: ignore[method-assign]
+    pane.set_state({"visible": ["train/loss"]})
+    pane._poller._poll()
+    assert {(m["run"], m["metric"]) for m in rec.of("reset")} == {("run-b", "train/loss"), ("run-a", "train/loss")}
+    assert pane.metrics == ["train/loss", "eval/acc"]  # run-b's names, then what only run-a has
+    assert pane.total_metrics == 1  # the primary run's
+    assert set(pane.runs) == {"run-a", "run-b"} and set(pane.runs["run-a"]["metrics"]) == {"train/loss"}
+    pane.set_state({"visible": ["eval/acc"]})  # a metric only the compared run has
+    pane._poller._poll()
+    assert {(m["run"], m["metric"]) for m in rec.of("reset")} >= {("run-a", "eval/acc")}
+    assert not rec.of("reset", "run-b", "eval/acc") and set(pane._poller.held) == {("run-a", "eval/acc")}
+    pane.close()

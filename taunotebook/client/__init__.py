@@ -35,6 +35,8 @@ from .models import (
     RunMetrics,
     RunPage,
     Series,
+    Tail,
+    Tails,
 )
 from .series_columns import SeriesColumns
 from .table_models import MetricStats, RunTable, RunTableRow
@@ -71,6 +73,8 @@ __all__ = [
     "RunTableRow",
     "Series",
     "SeriesColumns",
+    "Tail",
+    "Tails",
     "check_source",
     "stellar_link",
     "stellar_url",

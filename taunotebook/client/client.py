@@ -25,7 +25,7 @@ from .errors import (
     retry_after,
 )
 from .links import API_PATH, PAGE_DATA_PATH, path_segment, portal_root, stellar_url
-from .models import ExperimentList, PointDetails, Run, RunMetrics, RunPage, Series
+from .models import ExperimentList, PointDetails, Run, RunMetrics, RunPage, Series, Tails
 from .series_columns import SeriesColumns, read_export_csv
 from .table_models import RunTable
 
@@ -328,6 +328,36 @@ class PortalClient:
         except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             raise PortalUnreachable(None, "UNREACHABLE", f"{type(exc).__name__}: {exc}", "unreachable", True,
                                     url=self.base_url + path.lstrip("/")) from exc
+
+    def tails(
+        self,
+        run_id: str,
+        since: Mapping[str, tuple[int | None, int | None] | int | None],
+        *,
+        catalog_since: str | None = None,
+        max_points: int | None = None,
+        project: str | None = None,
+        source: str | None = None,
+    ) -> Tails:
+        """``GET /stellar/data/runs/{run_id}/tails``: several metrics' new points of one run in one request.
+
+        ``since`` maps each metric to the step its new points start at (inclusive; ``None``: the whole range,
+        M4-reduced to ``max_points``), or to ``(step, count)`` where ``count`` is the catalog count the caller
+        holds: a metric whose count and latest step are unchanged has no points read. ``catalog_since`` is
+        the ``cursor`` of an earlier answer: the run's metric names come only when they changed since.
+        A TauGrid Portal answers 404 (``route was not found``): read the v2 catalog and series instead.
+        """
+        params = self._common(source)
+        for metric, held in since.items():
+            step, count = held if isinstance(held, tuple) else (held, None)
+            params += [("metric", metric), ("since", "" if step is None else str(int(step))),
+                       ("count", "" if count is None else str(int(count)))]
+        for key, value in (("catalog_since", catalog_since), ("max_points", max_points),
+                           ("project", project if project is not None else self.project)):
+            if value is not None:
+                params.append((key, _query_value(value)))
+        path = f"{PAGE_DATA_PATH}/runs/{path_segment(run_id, 'run_id')}/tails"
+        return self._get(path, params, Tails.from_json)
 
     def experiments(self, *, project: str | None = None, source: str | None = None) -> ExperimentList:
         """``GET /stellar/data/experiments``: the served workspace's experiments with their run counts."""

@@ -41,12 +41,14 @@ def create_app(
     default_source: str | None = None,
     kusto: KustoSettings | ExperimentReader | None = None,
     allow_hosts: Iterable[str] = (),
+    cursor_key: bytes | None = None,
 ) -> ASGIApp:
     """The Portal for one store and/or one Kusto database: every route but ``/openapi.json`` needs ``token``.
 
     ``kusto`` (settings, or a reader) serves ``source=kusto`` and joins ``source=auto``. ``default_source``
     answers requests that name none: ``local``, or ``kusto`` for a Portal without a store.
     ``allow_hosts`` are the names besides loopback names and IP addresses it answers (:mod:`.hosts`).
+    ``cursor_key`` signs listing cursors (default: random per process; worker processes share one).
     """
     if isinstance(kusto, KustoSettings):
         from .kusto import KustoConnection, KustoReader
@@ -55,7 +57,7 @@ def create_app(
     reader = StoreReader(store) if store is not None else None
     default_source = default_source or ("local" if reader is not None else "kusto")
     sources = Sources(reader, default_source=default_source, kusto=kusto)
-    api = StellarV2(sources, workspace=workspace)
+    api = StellarV2(sources, workspace=workspace, cursor_key=cursor_key)
     page_data = PageData(api)
     document = openapi_document()
 

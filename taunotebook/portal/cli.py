@@ -15,6 +15,7 @@ import argparse
 import logging
 import os
 import re
+import secrets
 import socket
 import sys
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from ..kusto_env import AUTH_MODES, DEFAULT_DATABASE, ENV_AUTH, ENV_CLUSTER, ENV
 from ..loopback import is_loopback_host
 from .auth import generate_token
 from .hosts import ENV_ALLOW_HOSTS, allowed_hosts_from_env
+from .workers import MAX_WORKERS, serve_workers
 
 log = logging.getLogger("taunotebook.portal")
 
@@ -76,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also answer requests for this host name (repeatable; '.example.com' allows the "
                              "domain and its subdomains, '*' any name); localhost and IP addresses are always "
                              f"answered (default: ${ENV_ALLOW_HOSTS}, comma-separated)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help=f"processes answering requests, all on one port (1-{MAX_WORKERS}; default: 1). One "
+                             "answers about a thousand live-pane polls a second; each keeps its own read cache")
     kusto = parser.add_argument_group("ADX (source=kusto)")
     kusto.add_argument("--kusto-cluster", default=None, metavar="URI",
                        help=f"the ADX cluster's query URI, https://<name>.<region>.kusto.windows.net "
@@ -131,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.configure_from(args)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port {args.port}: must be between 0 and 65535")
+    if not 1 <= args.workers <= MAX_WORKERS:
+        parser.error(f"--workers {args.workers}: must be between 1 and {MAX_WORKERS}")
     if not is_loopback_host(args.host) and not args.token:
         parser.error(f"--host {args.host} is not a loopback address: pass --token explicitly to listen there "
                      "(anyone who can reach the port needs only the token)")
@@ -167,32 +174,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     port = sock.getsockname()[1]
     allow_hosts = args.allow_host if args.allow_host is not None else allowed_hosts_from_env()
-    app = create_app(store, token=token, workspace=args.workspace, kusto=kusto, allow_hosts=allow_hosts)
+    cursor_key = secrets.token_bytes(32)  # one for all workers: a cursor from one is valid at another
     page, api = portal_urls(args.host, port, token)
     served = " and ".join(([str(store)] if store is not None else [])
                           + ([f"Kusto database {kusto.database} at {kusto.cluster}"] if kusto else []))
-    print(f"Serving {served} (workspace {args.workspace!r}). To open Stellar, visit:\n"
-          f"    {page}\n"
-          f"API base: {api}  (send 'Authorization: Bearer {token}')", flush=True)
     # uvicorn's records go through our handler (log_config=None): same format, quiet by default
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, _RedactTokens) for f in logger.filters):
             logger.addFilter(_RedactTokens())
-    log.info("portal listening", extra={"store": str(store or ""), "kusto": kusto.cluster if kusto else "",
-                                        "host": args.host, "port": port,
-                                        "workspace": args.workspace})
-    # One access-log line per request only when asked for (-v): formatting it costs as much as a tail read.
-    config = uvicorn.Config(app, log_config=None, log_level=logs.level_for(args.verbose), lifespan="off",
-                            access_log=args.verbose > 0)
-    server = uvicorn.Server(config)
+
+    def make_server():
+        # Built in each worker (after the fork): its own store reader, SQLite connections and caches.
+        app = create_app(store, token=token, workspace=args.workspace, kusto=kusto, allow_hosts=allow_hosts,
+                         cursor_key=cursor_key)
+        # One access-log line per request only when asked for (-v): formatting it costs as much as a tail read.
+        config = uvicorn.Config(app, log_config=None, log_level=logs.level_for(args.verbose), lifespan="off",
+                                access_log=args.verbose > 0)
+        server = uvicorn.Server(config)
+        return lambda: server.run(sockets=[sock])
+
+    def started() -> None:
+        print(f"Serving {served} (workspace {args.workspace!r}). To open Stellar, visit:\n"
+              f"    {page}\n"
+              f"API base: {api}  (send 'Authorization: Bearer {token}')", flush=True)
+        log.info("portal listening", extra={"store": str(store or ""), "kusto": kusto.cluster if kusto else "",
+                                            "host": args.host, "port": port,
+                                            "workspace": args.workspace, "workers": args.workers})
+
     try:
-        server.run(sockets=[sock])
+        return serve_workers(make_server, args.workers, started)
     except KeyboardInterrupt:
-        pass
+        return 0
     finally:
         sock.close()
-    return 0
 
 
 if __name__ == "__main__":

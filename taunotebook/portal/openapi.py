@@ -10,6 +10,7 @@ from .page_data import NON_FINITE_LIMIT, PAGE_DATA_BASE
 from .params import CONFIG_FILTERS_LIMIT, DEFAULT_LIMIT, DEFAULT_MAX_POINTS, MAX_LIMIT, MAX_MAX_POINTS
 from .run_configs import CONFIG_KEYS_LIMIT, CONFIG_VALUES_LIMIT
 from .run_table import METRIC_NAMES_LIMIT, METRICS_LIMIT, RUN_IDS_LIMIT, RUNS_LIMIT
+from .tails import MAX_TAIL_METRICS
 from .v2 import API_BASE
 
 __all__ = ["openapi_document"]
@@ -205,6 +206,25 @@ def openapi_document() -> dict:
                                              "wall_time": {"type": "array", "items": _INT64}}},
             },
         },
+        "Tails": {
+            "type": "object", "additionalProperties": False,
+            "required": ["metadata", "run_id", "run", "catalog", "metrics"],
+            "properties": {
+                "metadata": _ref("Metadata"), "run_id": {"type": "string"},
+                "run": {"type": "object", "required": ["state", "lifecycle_state", "project", "status_message"],
+                        "properties": {k: {"type": "string"}
+                                       for k in ("state", "lifecycle_state", "project", "status_message")}},
+                "catalog": {"type": "object", "additionalProperties": False, "required": ["cursor", "total"],
+                            "properties": {"cursor": {"type": "string"}, "total": nonneg, "names": string_list}},
+                "metrics": {"type": "array", "maxItems": MAX_TAIL_METRICS, "items": {
+                    "type": "object", "required": ["name", "since", "changed", "step", "value"],
+                    "description": "the metric's v2 catalog entry (or missing: true) and its points from since on",
+                    "properties": {"name": {"type": "string"}, "since": {**_INT64, "nullable": True},
+                                   "changed": {"type": "boolean"}, "missing": {"type": "boolean"},
+                                   "step": {"type": "array", "items": _INT64},
+                                   "value": {"type": "array", "items": {"type": "number"}}}}},
+            },
+        },
         "RunTable": {
             "type": "object", "additionalProperties": False,
             "required": ["metadata", "metric_names", "metrics", "run_count", "runs"],
@@ -306,6 +326,21 @@ def openapi_document() -> dict:
         _q("start_step", _INT64, "First step (inclusive); start_step <= end_step."),
         _q("end_step", _INT64, "Last step (inclusive)."),
     ]
+    tails_params = [
+        run_id, *_COMMON,
+        _q("metric", {**string_list, "maxItems": MAX_TAIL_METRICS},
+           f"Metrics to read; repeatable, each once, at most {MAX_TAIL_METRICS}.", style="form", explode=True),
+        _q("since", {"type": "array", "items": {"type": "string"}},
+           "Per metric, by position: the first step wanted (int64; blank: the whole range, reduced).", style="form",
+           explode=True),
+        _q("count", {"type": "array", "items": {"type": "string"}},
+           "Per metric, by position: the catalog count held; unchanged with since = latest_step reads no points.",
+           style="form", explode=True),
+        _q("catalog_since", {"type": "string"}, "The cursor of an earlier answer: names only when changed."),
+        _q("max_points", {"type": "integer", "minimum": 1, "maximum": MAX_MAX_POINTS, "default": DEFAULT_MAX_POINTS},
+           "Each metric's points are M4-reduced to this many."),
+        _q("target", {"type": "string"}, "If given, the run's id, experiment id or run group id."),
+    ]
     table_params = [
         *_COMMON,
         _q("experiment", {"type": "string"}, "Only this experiment's runs."),
@@ -345,6 +380,9 @@ def openapi_document() -> dict:
             f"{PAGE_DATA_BASE}/runs/{{run_id}}/points": _operation(
                 "getPointDetails", "Page data: a metric's non-finite observations and wall-time samples",
                 points_params, "PointDetails"),
+            f"{PAGE_DATA_BASE}/runs/{{run_id}}/tails": _operation(
+                "getRunTails", "Page data: several metrics' new points, their catalog entries and the run's state "
+                "in one answer (a live pane's poll)", tails_params, "Tails"),
             f"{PAGE_DATA_BASE}/runs": _operation(
                 "listRunTable", f"Page data: every run of the workspace (at most {RUNS_LIMIT}, newest first) with "
                 "its config fields and chosen metrics' latest/min/max", table_params, "RunTable"),

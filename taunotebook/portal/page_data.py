@@ -5,7 +5,9 @@
 - ``GET /stellar/data/runs``: every run of the workspace with its config fields and a chosen metric's
   latest/min/max, in one bounded answer (:mod:`.run_table`: the runs table, the compare page's names);
 - ``GET /stellar/data/runs/{run_id}/points?metric=``: where a metric's non-finite values sit (v2
-  points are finite by contract) and (step, wall time) samples for a wall-time axis.
+  points are finite by contract) and (step, wall time) samples for a wall-time axis;
+- ``GET /stellar/data/runs/{run_id}/tails?metric=&since=&count=``: several metrics' new points in one
+  answer, with the run's state and those metrics' catalog entries (:mod:`.tails`: a live pane's poll).
 
 The same checks as the v2 reads, in the same order, with the same envelope: ``source``,
 ``workspace``, the path id read once (:mod:`.identity`), the workspace filter, ``int64`` step
@@ -27,6 +29,7 @@ from .params import Query, parse_query, step_range
 from .run_table import run_table
 from .serving import serve
 from .sources import served_sources
+from .tails import tails
 from .v2 import SCAN_LIMIT, StellarV2, require_get
 
 __all__ = ["NON_FINITE_LIMIT", "PAGE_DATA_BASE", "WALL_TIME_SAMPLES", "PageData"]
@@ -69,6 +72,10 @@ class PageData:
             run_id = decode_path_id(parts[1])
             require_get(method)
             return self.points(q, run_id)
+        if parts and len(parts) == 3 and parts[0] == b"runs" and parts[2] == b"tails":
+            run_id = decode_path_id(parts[1])
+            require_get(method)
+            return tails(self.api, q, run_id)
         raise V2Error(404, "NOT_FOUND", "route was not found")
 
     def experiments(self, q: Query) -> Response:

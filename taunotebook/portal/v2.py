@@ -26,8 +26,9 @@ from tau_collector.expstore import RunRow
 from tau_collector.expstore.run_events import SOURCE_PROBLEM
 from tau_collector.ids import is_valid_id
 
+from .answer_cache import AnswerCache
 from .auth import resolve_workspace, run_in_workspace
-from .errors import RawJSON, V2Error, go_float, json_response, metadata, metadata_json
+from .errors import RawJSON, V2Error, go_float, json_response, metadata, metadata_json, rfc3339_now
 from .experiment_search import experiments_json, search_experiments
 from .identity import decode_path_id, miss, raw_segments
 from .params import (
@@ -162,6 +163,7 @@ class StellarV2:
         self.workspace = workspace
         # Per process unless given: a cursor from another server (or an edited one) fails its signature.
         self._cursor_key = cursor_key or secrets.token_bytes(32)
+        self._answers = AnswerCache()
 
     # -- routing --------------------------------------------------------------------------
 
@@ -287,6 +289,18 @@ class StellarV2:
 
     def series(self, q: Query, run_id: str) -> Response:
         source, workspace = self.source_and_workspace(q)
+        # Many panes polling one run ask the same tail: a local store's answer is kept while its index and
+        # the second its metadata names are unchanged (:mod:`.answer_cache`).
+        generation = getattr(self.sources.local, "generation", None) if source == "local" else None
+        if generation is None:
+            return self._series(q, run_id, source, workspace)
+        epoch, key = (generation(), rfc3339_now()), (run_id, tuple(q.pairs))
+        hit = self._answers.get(epoch, key)
+        if hit is not None:
+            return hit
+        return self._answers.put(epoch, key, self._series(q, run_id, source, workspace))
+
+    def _series(self, q: Query, run_id: str, source: str, workspace: str) -> Response:
         target, metric = q.get("target"), q.get("metric")
         if not target or not metric:
             raise V2Error(400, "EXACT_SERIES_REQUIRED", "target and metric query parameters are required")

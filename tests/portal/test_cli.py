@@ -57,10 +57,65 @@ def test_a_given_token_and_workspace_are_used(portal_store):
         proc.wait(timeout=10)
 
 
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_workers_share_one_port_and_one_cursor_key_and_stop_together(portal_store):
+    proc, _page, api = _start("--store", str(portal_store), "--token", "my-token", "--workers", "2")
+    try:
+        workers = _children(proc.pid)
+        assert len(workers) == 2
+        headers = {"Authorization": "Bearer my-token"}
+        first = httpx.get(f"{api}/experiments/exp-page/runs", params={"limit": 2}, headers=headers).json()
+        cursor = first["next_cursor"]
+        # Each request on a new connection: the kernel hands them to either worker; a cursor one signed
+        # is valid at the other.
+        pages = []
+        for _ in range(12):
+            r = httpx.get(f"{api}/experiments/exp-page/runs", params={"limit": 2, "cursor": cursor},
+                          headers=headers)
+            assert r.status_code == 200, r.text
+            pages.append([run["run_id"] for run in r.json()["runs"]])
+        first_ids = [run["run_id"] for run in first["runs"]]
+        assert len(pages[0]) == 2 and not set(pages[0]) & set(first_ids) and pages == [pages[0]] * 12
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=15) == 0
+    for pid in workers:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+
+
+def test_a_worker_that_dies_is_started_again(portal_store):
+    import signal
+    import time
+
+    proc, _page, api = _start("--store", str(portal_store), "--token", "my-token", "--workers", "2")
+    try:
+        first = _children(proc.pid)
+        os.kill(first[0], signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while True:
+            now = _children(proc.pid)
+            if len(now) == 2 and first[0] not in now:
+                break
+            assert time.monotonic() < deadline, f"no worker started again: {now}"
+            time.sleep(0.05)
+        assert first[1] in now
+        for _ in range(6):
+            assert httpx.get(f"{api}/runs/run-a", headers={"Authorization": "Bearer my-token"}).status_code == 200
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=15) == 0
+    assert "exited (-9): starting it again" in proc.stderr.read()
+
+
 @pytest.mark.parametrize("args", [
     ["--host", "0.0.0.0"],
     ["--host", "192.168.1.10"],
     ["--port", "70000"],
+    ["--workers", "0"],
+    ["--workers", "17"],
     ["--token", "  "],
     ["--bogus"],
 ])

@@ -17,7 +17,8 @@ from schemathesis.specs.openapi.checks import (
 V2_READS = ["/api/v2/stellar/runs/{run_id}", "/api/v2/stellar/runs/{run_id}/metrics",
             "/api/v2/stellar/runs/{run_id}/series", "/api/v2/stellar/experiments/{experiment_id}/runs",
             "/api/v2/stellar/runs/{run_id}/config", "/api/v2/stellar/experiments/search"]
-PAGE_DATA = ["/stellar/data/runs/{run_id}/points", "/stellar/data/experiments", "/stellar/data/runs"]
+PAGE_DATA = ["/stellar/data/runs/{run_id}/points", "/stellar/data/runs/{run_id}/tails", "/stellar/data/experiments",
+             "/stellar/data/runs"]
 
 
 @pytest.fixture(scope="session")

@@ -177,6 +177,11 @@ class StoreReader:
         with self._index.pinned():
             yield
 
+    def generation(self) -> object:
+        """A token that stays the same object while the index is unchanged (as last checked): what a server
+        computed from the store under one token is still right while this returns it (an answer cache)."""
+        return self._index.get(("generation",), object)
+
     # -- runs -----------------------------------------------------------------------------
 
     def runs(
@@ -256,6 +261,30 @@ class StoreReader:
 
     def metric_summaries(self, run_id: str) -> list[MetricSummaryRow]:
         return list(self._summaries(run_id))
+
+    def metric_summaries_named(self, run_id: str, names: Iterable[str]) -> tuple[tuple[str, ...],
+                                                                                 dict[str, MetricSummaryRow]]:
+        """(every metric name the run has, by name; the summaries of those of ``names`` it has), without reading
+        every summary row: a live pane polls a few of a wide run's thousands of metrics, and a live run's
+        every commit would make :meth:`metric_summaries` read them all again (10,000 rows: ~100 ms)."""
+        wanted = tuple(sorted(set(names)))
+
+        def load_names() -> tuple[str, ...]:
+            return tuple(n for (n,) in self.store.connection().execute(
+                "SELECT metric_name FROM metric_summaries WHERE run_id = ? ORDER BY metric_name", (run_id,)))
+
+        def load_rows() -> dict[str, MetricSummaryRow]:
+            out: dict[str, MetricSummaryRow] = {}
+            conn = self.store.connection()
+            for i in range(0, len(wanted), 500):  # under SQLite's limit of bound variables
+                chunk = wanted[i:i + 500]
+                for row in conn.execute(f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = ? "
+                                        f"AND metric_name IN ({','.join('?' * len(chunk))})", (run_id, *chunk)):
+                    out[row[1]] = MetricSummaryRow(*row)
+            return out
+
+        names_now = self._index.get(("summary_names", run_id), load_names)
+        return names_now, dict(self._index.get(("summaries_named", run_id, wanted), load_rows) if wanted else {})
 
     def metric_summary(self, run_id: str, metric: str) -> MetricSummaryRow | None:
         return next((s for s in self._summaries(run_id) if s.metric_name == metric), None)
