@@ -104,6 +104,33 @@ def _points(reader: ExperimentReader, run_id: str, metric: str,
     return series.step, series.value, series.source_points, series.partial
 
 
+def _truncation_warning(reader: ExperimentReader, workspace: str, target: str) -> str | None:
+    """TauGrid's local series path (``expcockpit.BuildSeries``) loads at most one run of its target and warns
+    ``runs truncated to 1 of N matching runs`` when the workspace holds two or more of them.
+
+    As TauGrid's ``Store.Status``: a run group of that id wins over a run, a run over an experiment; a run
+    target never truncates; ``project`` does not narrow. One difference: TauGrid's N counts the target's
+    runs in every workspace, ours only the served workspace's (another workspace's runs stay invisible).
+    """
+    runs = reader.runs(workspace)
+    grouped = [r for r in runs if r.run_group_id == target]
+    if grouped:
+        matching = grouped
+    elif any(r.run_id == target for r in runs):
+        return None
+    else:
+        matching = [r for r in runs if r.experiment_id == target]
+    return f"runs truncated to 1 of {len(matching)} matching runs" if len(matching) > 1 else None
+
+
+def _has_non_finite(reader: ExperimentReader, run_id: str, metric: str, p: SeriesParams) -> bool:
+    """Whether NaN/±Inf rows lie in range: TauGrid counts them as matched points (we leave them out of ``points``)."""
+    if reader.metric_summary(run_id, metric) is None:
+        return False
+    count, _ = reader.non_finite(run_id, metric, p.start_step, p.end_step, limit=0)
+    return count > 0
+
+
 def classify_run(run: RunRow, summaries: list) -> tuple[str, bool, list[str]]:
     """(lifecycle_state, successful, success_reasons) by TauGrid's ``ClassifyRun`` rules."""
     state = run.state.strip().lower()
@@ -297,12 +324,12 @@ class StellarV2:
         run, reader, warnings = found.run, found.reader, found.warnings
         params = series_params(q)
         if target != run.run_id:
-            # TauGrid's local path loads one run for an experiment/group target and says so.
-            matching = [r for r in reader.runs(workspace, project=q.get("project") or None)
-                        if target in (r.experiment_id, r.run_group_id)]
-            if len(matching) > 1:
-                warnings = [*warnings, f"runs truncated to 1 of {len(matching)} matching runs"]
+            truncated = _truncation_warning(reader, workspace, target)
+            if truncated:
+                warnings = [*warnings, truncated]
         steps, values, source_points, partial = _points(reader, run.run_id, metric, params)
+        if source_points == 0 and not _has_non_finite(reader, run.run_id, metric, params):
+            warnings = [*warnings, "no scalar metric points matched the series query"]
         body: dict = {
             "metadata": metadata_json(source, [found.served], partial, warnings),
             "target": target, "run_id": run_id, "metric": metric,
