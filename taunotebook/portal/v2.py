@@ -23,6 +23,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from tau_collector.expstore import RunRow
+from tau_collector.expstore.lifecycle import classify
 from tau_collector.expstore.run_events import SOURCE_PROBLEM
 from tau_collector.ids import is_valid_id
 
@@ -49,11 +50,7 @@ __all__ = ["API_BASE", "Found", "StellarV2", "classify_run", "require_get"]
 
 API_BASE = "/api/v2/stellar"
 SCAN_LIMIT = 1000  # runs considered per listing; more marks the page partial, as TauGrid's scan limit does
-FAILURE_METRIC_TOKENS = ("collapse_bad_steps", "bad_steps", "nan_steps", "inf_steps", "oom", "failed", "failure",
-                         "error_count", "errors")
-MIN_STEP_TAGS = ("tau.success.min_step", "success.min_step", "expected_max_step", "max_step")
 _MAX_PROBLEM_WARNINGS = 5  # a file of bad rows must not bury the metadata block
-_INT = re.compile(r"[+-]?[0-9]+")
 
 
 def _points_json(steps: np.ndarray, values: np.ndarray) -> RawJSON:
@@ -132,43 +129,8 @@ def _has_non_finite(reader: ExperimentReader, run_id: str, metric: str, p: Serie
 
 
 def classify_run(run: RunRow, summaries: list) -> tuple[str, bool, list[str]]:
-    """(lifecycle_state, successful, success_reasons) by TauGrid's ``ClassifyRun`` rules."""
-    state = run.state.strip().lower()
-    if state in ("pending", "running"):
-        return state, False, [f"run is {state}"]
-    if state == "failed":
-        return "failed", False, ["run state is failed"]
-    if state not in ("succeeded", "completed"):
-        if not (run.completed_at or "").strip():
-            return "pending", False, ["run has not reached a terminal state"]
-        return "incomplete", False, ["run state is not recognized as succeeded"]
-    reasons = []
-    steps = [s.max_step for s in summaries if s.max_step is not None]
-    max_step = max(steps) if steps else None
-    min_step = None
-    for key in MIN_STEP_TAGS:
-        raw = run.tags.get(key, "").strip()
-        if _INT.fullmatch(raw):
-            min_step = int(raw)
-            break
-    if min_step is not None and (max_step is None or max_step < min_step):
-        got = "none" if max_step is None else str(max_step)
-        reasons.append(f"max step {got} is below required step {min_step}")
-    for s in summaries:
-        if s.non_finite_count > 0:
-            reasons.append(f"{s.metric_name} has {s.non_finite_count} non-finite values")
-        name = s.metric_name.lower()
-        if (any(t in name for t in FAILURE_METRIC_TOKENS) and s.finite_count > 0 and s.max_value is not None
-                and s.max_value > 0):
-            reasons.append(f"{s.metric_name} indicates failure with max value {_go_g6(s.max_value)}")
-    if reasons:
-        return "incomplete", False, reasons
-    return "succeeded", True, ["run state succeeded and success gates passed"]
-
-
-def _go_g6(value: float) -> str:
-    # strconv.FormatFloat(v, 'g', 6, 64): like %g, but Go writes exponents with at least two digits too.
-    return f"{value:.6g}"
+    """(lifecycle_state, successful, success_reasons) by TauGrid's ``ClassifyRun`` (``expstore.lifecycle``)."""
+    return classify(run.state, run.completed_at, run.tags, summaries)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,8 +30,10 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import listing
 from .config_rows import read_run_configs
 from .configs import RunConfig
+from .listing import WORKSPACE_TAG
 from .m4 import M4Index, m4_indices
 from .read_cache import LRU, QUICK_FILE_ROWS, IndexCache, WouldBlock, may_block, no_blocking
 from .run_events import RunEvent, read_run_events
@@ -41,7 +43,6 @@ from .summaries import SUMMARY_COLUMNS, MetricSummaryRow
 __all__ = ["WORKSPACE_TAG", "ExperimentRow", "MetricSummaryRow", "ReducedSeries", "Rows", "RunConfig", "RunRow",
            "StoreReader", "WouldBlock", "no_blocking"]
 
-WORKSPACE_TAG = "tau_workspace"
 DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
 _MISSING_FILE_RETRIES = 3
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -240,6 +241,44 @@ class StoreReader:
                     "FROM experiments ORDER BY experiment_id")]
 
         return list(self._index.get(("experiments",), load))
+
+    # -- listings: searches and windows answered from the index's run listing (listing.py) ----
+
+    def has_listings(self) -> bool:
+        """Whether the store's run listings exist and cover every run (else list from :meth:`runs`)."""
+        def load() -> bool:
+            with self.store.read_transaction() as conn:
+                return listing.listing_ready(conn)
+
+        return self._index.get(("listing_ready",), load)
+
+    def search_experiments(self, workspace: str, **filters) -> list[listing.ExperimentListingRow]:
+        """:func:`.listing.search_experiments` (filters, order and limit in SQL); needs :meth:`has_listings`."""
+        with self.store.read_transaction() as conn:
+            return listing.search_experiments(conn, workspace, **filters)
+
+    def experiment_details(self, workspace: str, experiment_ids: list[str]) -> dict[str, listing.ExperimentDetails]:
+        with self.store.read_transaction() as conn:
+            return listing.experiment_details(conn, workspace, experiment_ids)
+
+    def run_window(self, workspace: str, **query) -> tuple[int, list[RunRow]]:
+        """(how many runs match, the runs of the window): :func:`.listing.run_window` with the rows read."""
+        with self.store.read_transaction() as conn:
+            total, ids = listing.run_window(conn, workspace, **query)
+        runs = [self.run(run_id) for run_id in ids]
+        return total, [r for r in runs if r is not None]
+
+    def listing_metric_names(self, workspace: str, experiment: str = "") -> list[str]:
+        with self.store.read_transaction() as conn:
+            return listing.metric_names(conn, workspace, experiment)
+
+    def runs_per_metric(self, workspace: str, experiment: str = "") -> dict[str, int]:
+        """How many runs have each metric (cached until the store changes: it counts every summary row)."""
+        def load() -> dict[str, int]:
+            with self.store.read_transaction() as conn:
+                return listing.runs_per_metric(conn, workspace, experiment)
+
+        return dict(self._index.get(("runs_per_metric", workspace, experiment), load))
 
     def run_config(self, run_id: str) -> RunConfig | None:
         """The run's configuration (hyperparameters), or None when it has none."""
