@@ -350,7 +350,7 @@ class StellarV2:
         if len(found) > limit:
             found = found[:limit]
             next_cursor = self._encode_cursor(filter_hash, found[-1].sort_at, found[-1].experiment_id)
-        bodies, cut = experiments_json(reader, found, "config" in include)
+        bodies, cut = experiments_json(reader, found, "config" in include, workspace)
         body: dict = {"metadata": metadata(source, [served], truncated, warnings + cut), "experiments": bodies}
         if next_cursor:
             body["next_cursor"] = next_cursor
