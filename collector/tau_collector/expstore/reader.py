@@ -262,11 +262,27 @@ class StoreReader:
             return listing.experiment_details(conn, workspace, experiment_ids)
 
     def run_window(self, workspace: str, **query) -> tuple[int, list[RunRow]]:
-        """(how many runs match, the runs of the window): :func:`.listing.run_window` with the rows read."""
+        """(how many runs match, the runs of the window): :func:`.listing.run_window` with the rows read in two
+        queries. These rows carry no ``metric_names`` (a table row does not show them; :meth:`run` has them)."""
         with self.store.read_transaction() as conn:
             total, ids = listing.run_window(conn, workspace, **query)
-        runs = [self.run(run_id) for run_id in ids]
-        return total, [r for r in runs if r is not None]
+            if not ids:
+                return total, []
+            marks = ",".join("?" * len(ids))
+            rows = {r[0]: r for r in conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id IN ({marks})", ids)}
+            tags = _group(conn.execute(
+                f"SELECT scope_id, key, value FROM tags WHERE scope_type = 'run' AND scope_id IN ({marks})", ids))
+        return total, [RunRow(*rows[i], tags=tags.get(i, {})) for i in ids if i in rows]
+
+    def summaries_of(self, run_ids: list[str], metrics: list[str]) -> dict[tuple[str, str], MetricSummaryRow]:
+        """The summaries of these metrics of these runs, in one query: ``(run_id, metric) -> row``."""
+        if not run_ids or not metrics:
+            return {}
+        sql = (f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id IN ({','.join('?' * len(run_ids))}) "
+               f"AND metric_name IN ({','.join('?' * len(metrics))})")
+        with self.store.read_transaction() as conn:
+            rows = [MetricSummaryRow(*row) for row in conn.execute(sql, [*run_ids, *metrics])]
+        return {(r.run_id, r.metric_name): r for r in rows}
 
     def listing_metric_names(self, workspace: str, experiment: str = "") -> list[str]:
         with self.store.read_transaction() as conn:
