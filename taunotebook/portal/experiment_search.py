@@ -64,8 +64,7 @@ class Experiment:
             out["description"] = self.description
         d = self.details
         if d is not None:
-            run_count, groups, states, lifecycles = (len(d.run_ids), d.run_group_count, d.state_counts,
-                                                     d.lifecycle_counts)
+            run_count, groups, states, lifecycles = d.run_count, d.run_group_count, d.state_counts, d.lifecycle_counts
             names = d.metric_names
         else:
             run_count, groups, lifecycles = len(self.runs), len({r.run_group_id for r in self.runs}), \
@@ -88,7 +87,9 @@ class Experiment:
 
     @property
     def run_ids(self) -> list[str]:
-        return self.details.run_ids if self.details is not None else [r.run_id for r in self.runs]
+        if self.details is not None:
+            return self.details.run_ids or []
+        return [r.run_id for r in self.runs]
 
 
 def _run_time(run: RunRow) -> str:
@@ -181,7 +182,8 @@ def experiments_json(reader: ExperimentReader, page: list[Experiment], include_c
     (every config key of its runs with the distinct values), and warnings for what that cut."""
     listed = [e for e in page if e.indexed_latest is not None and e.details is None]
     if listed:
-        details = reader.experiment_details(workspace, [e.experiment_id for e in listed])  # type: ignore[attr-defined]
+        details = reader.experiment_details(  # type: ignore[attr-defined]
+            workspace, [e.experiment_id for e in listed], with_run_ids=include_config)
         for e in listed:
             e.details = details[e.experiment_id]
     bodies = [e.to_json() for e in page]

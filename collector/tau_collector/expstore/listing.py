@@ -250,37 +250,44 @@ def search_experiments(conn: sqlite3.Connection, workspace: str, *, project: str
 class ExperimentDetails:
     """What a listed experiment's answer counts over its runs in the workspace."""
 
-    run_ids: list[str]
+    run_count: int
     run_group_count: int
     state_counts: dict[str, int]
     lifecycle_counts: dict[str, int]
     metric_names: list[str]
+    run_ids: list[str] | None = None  # only when asked for (a config space needs them)
 
 
-def experiment_details(conn: sqlite3.Connection, workspace: str,
-                       experiment_ids: Sequence[str]) -> dict[str, ExperimentDetails]:
-    """Each experiment's runs, group count, state and lifecycle counts and metric names in ``workspace``."""
-    out = {e: ExperimentDetails([], 0, {}, {}, []) for e in experiment_ids}
+def experiment_details(conn: sqlite3.Connection, workspace: str, experiment_ids: Sequence[str],
+                       with_run_ids: bool = False) -> dict[str, ExperimentDetails]:
+    """Each experiment's run and group counts, state and lifecycle counts and metric names in ``workspace``,
+    counted by SQLite (a few rows per experiment reach Python)."""
+    out = {e: ExperimentDetails(0, 0, {}, {}, [], [] if with_run_ids else None) for e in experiment_ids}
     if not out:
         return out
     marks = ",".join("?" * len(out))
-    groups: dict[str, set[str]] = {e: set() for e in out}
-    for experiment_id, run_id, group, state, lifecycle in conn.execute(
-            f"SELECT experiment_id, run_id, run_group_id, state, lifecycle_state FROM run_listing "
-            f"WHERE experiment_id IN ({marks}) AND {_IN_WORKSPACE} ORDER BY created_at DESC, run_id",
-            [*out, workspace]):
+    scope = f"experiment_id IN ({marks}) AND {_IN_WORKSPACE}"
+    for experiment_id, state, lifecycle, n in conn.execute(
+            f"SELECT experiment_id, state, lifecycle_state, count(*) FROM run_listing WHERE {scope} "
+            "GROUP BY experiment_id, state, lifecycle_state", [*out, workspace]):
         d = out[experiment_id]
-        d.run_ids.append(run_id)
-        groups[experiment_id].add(group)
+        d.run_count += n
         key = state.strip().lower()
-        d.state_counts[key] = d.state_counts.get(key, 0) + 1
-        d.lifecycle_counts[lifecycle] = d.lifecycle_counts.get(lifecycle, 0) + 1
+        d.state_counts[key] = d.state_counts.get(key, 0) + n
+        d.lifecycle_counts[lifecycle] = d.lifecycle_counts.get(lifecycle, 0) + n
+    for experiment_id, n in conn.execute(
+            f"SELECT experiment_id, count(DISTINCT run_group_id) FROM run_listing WHERE {scope} GROUP BY experiment_id",
+            [*out, workspace]):
+        out[experiment_id].run_group_count = n
     for experiment_id, name in conn.execute(
-            f"SELECT DISTINCT experiment_id, metric_name FROM experiment_metrics WHERE experiment_id IN ({marks}) "
-            f"AND {_IN_WORKSPACE} ORDER BY experiment_id, metric_name", [*out, workspace]):
+            f"SELECT DISTINCT experiment_id, metric_name FROM experiment_metrics WHERE {scope} "
+            "ORDER BY experiment_id, metric_name", [*out, workspace]):
         out[experiment_id].metric_names.append(name)
-    for experiment_id, d in out.items():
-        d.run_group_count = len(groups[experiment_id])
+    if with_run_ids:
+        for experiment_id, run_id in conn.execute(
+                f"SELECT experiment_id, run_id FROM run_listing WHERE {scope} ORDER BY created_at DESC, run_id",
+                [*out, workspace]):
+            out[experiment_id].run_ids.append(run_id)  # type: ignore[union-attr]
     return out
 
 
@@ -335,12 +342,21 @@ def run_window(conn: sqlite3.Connection, workspace: str, *, project: str = "", e
     conn.create_function("tau_lower", 1, lambda s: s.lower() if isinstance(s, str) else s, deterministic=True)
     where, args = _run_filters(workspace, project=project, experiment=experiment, group=group, run_ids=run_ids,
                                state=state, tag=tag, query=query)
-    total = conn.execute(f"SELECT count(*) FROM run_listing rl WHERE {where}", args).fetchone()[0]
+    unfiltered = not (project or experiment or group or run_ids or state or tag or query)
+    if unfiltered:  # the workspace's runs: counted per experiment already
+        total = conn.execute(f"SELECT coalesce(sum(run_count), 0) FROM experiment_listing WHERE {_IN_WORKSPACE}",
+                             [workspace]).fetchone()[0]
+    else:
+        total = conn.execute(f"SELECT count(*) FROM run_listing rl WHERE {where}", args).fetchone()[0]
     direction = "DESC" if descending else "ASC"
     join = ""
     join_args: list = []
     if sort == "created_at":
         order = f"rl.created_at {direction}, rl.run_id"
+        if unfiltered:
+            # Walk the (created_at, run_id, workspace) index in order and stop at the window: "+" keeps SQLite
+            # from choosing the workspace index and sorting every run instead.
+            where = where.replace(f"rl.{_IN_WORKSPACE}", f"+rl.{_IN_WORKSPACE}", 1)
     elif sort in _STAT_COLUMN:
         if not metric:
             raise ValueError("sorting by a metric statistic needs a metric")

@@ -257,9 +257,10 @@ class StoreReader:
         with self.store.read_transaction() as conn:
             return listing.search_experiments(conn, workspace, **filters)
 
-    def experiment_details(self, workspace: str, experiment_ids: list[str]) -> dict[str, listing.ExperimentDetails]:
+    def experiment_details(self, workspace: str, experiment_ids: list[str],
+                           with_run_ids: bool = False) -> dict[str, listing.ExperimentDetails]:
         with self.store.read_transaction() as conn:
-            return listing.experiment_details(conn, workspace, experiment_ids)
+            return listing.experiment_details(conn, workspace, experiment_ids, with_run_ids)
 
     def run_window(self, workspace: str, **query) -> tuple[int, list[RunRow]]:
         """(how many runs match, the runs of the window): :func:`.listing.run_window` with the rows read in two

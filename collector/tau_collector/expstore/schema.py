@@ -269,7 +269,7 @@ CREATE TABLE IF NOT EXISTS run_listing (
   run_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_run_listing_experiment ON run_listing(experiment_id, workspace, lifecycle_state);
-CREATE INDEX IF NOT EXISTS idx_run_listing_created ON run_listing(created_at DESC, run_id);
+CREATE INDEX IF NOT EXISTS idx_run_listing_created ON run_listing(created_at DESC, run_id, workspace);
 CREATE INDEX IF NOT EXISTS idx_run_listing_workspace ON run_listing(workspace, project, experiment_id, run_group_id);
 CREATE TABLE IF NOT EXISTS experiment_listing (
   experiment_id TEXT NOT NULL,
