@@ -266,7 +266,8 @@ def experiment_details(conn: sqlite3.Connection, workspace: str, experiment_ids:
     if not out:
         return out
     marks = ",".join("?" * len(out))
-    scope = f"experiment_id IN ({marks}) AND {_IN_WORKSPACE}"
+    # "+": find the runs through the experiment index (a page's runs), never by scanning the workspace's.
+    scope = f"experiment_id IN ({marks}) AND +{_IN_WORKSPACE}"
     for experiment_id, state, lifecycle, n in conn.execute(
             f"SELECT experiment_id, state, lifecycle_state, count(*) FROM run_listing WHERE {scope} "
             "GROUP BY experiment_id, state, lifecycle_state", [*out, workspace]):

@@ -268,7 +268,8 @@ CREATE TABLE IF NOT EXISTS run_listing (
   created_at TEXT NOT NULL,
   run_at TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS idx_run_listing_experiment ON run_listing(experiment_id, workspace, lifecycle_state);
+CREATE INDEX IF NOT EXISTS idx_run_listing_experiment ON run_listing(experiment_id, workspace, lifecycle_state, state,
+  run_group_id);
 CREATE INDEX IF NOT EXISTS idx_run_listing_created ON run_listing(created_at DESC, run_id, workspace);
 CREATE INDEX IF NOT EXISTS idx_run_listing_workspace ON run_listing(workspace, project, experiment_id, run_group_id);
 CREATE TABLE IF NOT EXISTS experiment_listing (
@@ -280,13 +281,13 @@ CREATE TABLE IF NOT EXISTS experiment_listing (
   first_created_at TEXT NOT NULL,
   last_created_at TEXT NOT NULL,
   PRIMARY KEY (experiment_id, workspace)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS experiment_metrics (
   experiment_id TEXT NOT NULL,
   workspace TEXT NOT NULL,
   metric_name TEXT NOT NULL,
   PRIMARY KEY (experiment_id, workspace, metric_name)
-);
+) WITHOUT ROWID;
 """
 
 
