@@ -151,8 +151,8 @@ export async function listingPage() {
   const view = createTableView(tableBox, {
     onSort(column) {
       if (t.remote && !SERVER_SORTS.includes(column)) {
-        remoteNote.textContent = `${column.slice(7)} sorts only when ${LOCAL_LIMIT_TEXT} runs or fewer are listed: `
-          + "filter first";
+        remoteNote.textContent = `${column.slice(7)} sorts only when ${LOCAL_LIMIT_TEXT} runs or fewer are in the page: `
+          + "open the table of one project (?project=)";
         return;
       }
       const same = t.sort.column === column;
@@ -247,7 +247,7 @@ export async function listingPage() {
     if (!remoteNote.textContent.includes("sorts only")) {
       remoteNote.textContent = `${plural(t.total, "run")}: more than one read holds (${LOCAL_LIMIT_TEXT}), so the Portal `
         + "searches, filters, sorts and sends the rows as you scroll. Grouping, config filters and parallel coordinates "
-        + `need ${LOCAL_LIMIT_TEXT} runs or fewer: filter first.`;
+        + `need ${LOCAL_LIMIT_TEXT} runs or fewer in the page: open the table of one project (?project=).`;
     }
     main.dataset.listed = String(t.total);
     main.dataset.remote = "1";
@@ -405,7 +405,7 @@ export async function listingPage() {
   if (t.remote) {
     for (const node of [groupBy, configInput, parallelButton]) {
       node.disabled = true;
-      node.title = `needs ${LOCAL_LIMIT_TEXT} runs or fewer: filter first`;
+      node.title = `needs ${LOCAL_LIMIT_TEXT} runs or fewer in the page: open the table of one project (?project=)`;
     }
     t.groupBy = "";
     t.parallel = false;
