@@ -126,25 +126,38 @@ def _summary(values: list[float]) -> dict:
             "p95": round(ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))], 1), "n": len(ordered)}
 
 
-def measure(base: str, runs: int, requests: int, seed: int) -> dict:
+def cpu_ms(pid: int) -> float:
+    """The process's user + system CPU time so far, in ms (a figure a shared machine's load disturbs less)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def measure(base: str, pid: int, runs: int, requests: int, seed: int) -> dict:
     rng = random.Random(seed)
     out: dict = {}
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=600) as client:
         first, body = _ms(client, "/api/v2/stellar/experiments/search", {"limit": 50})
         out["search_first_ms"] = round(first, 1)
         out["experiments_listed"] = len(body["experiments"])
+        cpu = cpu_ms(pid)
         out["search"] = _summary([_ms(client, "/api/v2/stellar/experiments/search", {"limit": 50})[0]
                                   for _ in range(requests)])
+        out["search"]["server_cpu_ms_per_request"] = round((cpu_ms(pid) - cpu) / requests, 1)
         windows, sorted_windows, counts = [], [], set()
-        for _ in range(requests):
-            offset = rng.randrange(0, max(1, runs - 200))
+        offsets = [rng.randrange(0, max(1, runs - 200)) for _ in range(requests)]
+        cpu = cpu_ms(pid)
+        for offset in offsets:
             ms, body = _ms(client, "/stellar/data/runs", {"offset": offset, "limit": 200, "metric": "train/loss"})
             windows.append(ms)
             counts.add(body["run_count"])
+        window_cpu = (cpu_ms(pid) - cpu) / requests
+        cpu = cpu_ms(pid)
+        for offset in offsets:
             by_loss = {"offset": offset, "limit": 200, "metric": "train/loss", "sort": "metric:latest"}
             sorted_windows.append(_ms(client, "/stellar/data/runs", by_loss)[0])
-        out["table_window"] = _summary(windows)
-        out["table_window_sorted"] = _summary(sorted_windows)
+        out["table_window"] = {**_summary(windows), "server_cpu_ms_per_request": round(window_cpu, 1)}
+        out["table_window_sorted"] = {**_summary(sorted_windows),
+                                      "server_cpu_ms_per_request": round((cpu_ms(pid) - cpu) / requests, 1)}
         out["run_count"] = sorted(counts)
     return out
 
@@ -208,16 +221,18 @@ def main() -> int:
             for label, store, requests in cases:
                 proc, base = start_portal(store)
                 try:
-                    entry[label] = measure(base, size, requests, seed=size)
+                    entry[label] = measure(base, proc.pid, size, requests, seed=size)
                     entry[label]["load_average"] = load_average()
                 finally:
                     proc.terminate()
                     proc.wait(timeout=30)
-                print(f"{size:>7} runs  {label:<9} search p50/p95 {entry[label]['search']['p50']}/"
-                      f"{entry[label]['search']['p95']} ms (first {entry[label]['search_first_ms']} ms)  "
-                      f"window p50/p95 {entry[label]['table_window']['p50']}/{entry[label]['table_window']['p95']} ms"
-                      f"  sorted {entry[label]['table_window_sorted']['p50']}/"
-                      f"{entry[label]['table_window_sorted']['p95']} ms  load {entry[label]['load_average']}",
+                e = entry[label]
+                print(f"{size:>7} runs  {label:<9} search p50/p95 {e['search']['p50']}/{e['search']['p95']} ms "
+                      f"(cpu {e['search']['server_cpu_ms_per_request']}, first {e['search_first_ms']} ms)  "
+                      f"window {e['table_window']['p50']}/{e['table_window']['p95']} ms "
+                      f"(cpu {e['table_window']['server_cpu_ms_per_request']})  sorted "
+                      f"{e['table_window_sorted']['p50']}/{e['table_window_sorted']['p95']} ms "
+                      f"(cpu {e['table_window_sorted']['server_cpu_ms_per_request']})  load {e['load_average']}",
                       flush=True)
             if "old_path" in entry:
                 old_p95, new_p95 = entry["old_path"]["search"]["p95"], entry["listings"]["search"]["p95"]

@@ -99,3 +99,17 @@ def test_a_run_window_is_the_filtered_sorted_slice_with_a_true_total(store):
     assert reader.run_window("default", query="R0", limit=100)[0] == sum("r0" in r.run_id for r in visible)
     assert reader.run_window("default", tag=("team", "a"), limit=100)[0] == sum(
         r.tags.get("team") == "a" for r in visible)
+
+
+def test_a_kept_sorted_order_follows_the_store_when_it_changes(store):
+    from tau_collector.expstore.writer import MetricWriter
+    from tests.portal.listing_store import _event
+
+    reader = StoreReader(store)
+    before = reader.run_window("default", sort="metric:max", metric="errors", descending=True, limit=3)
+    again = reader.run_window("default", sort="metric:max", metric="errors", descending=True, offset=1, limit=2)
+    assert [r.run_id for r in again[1]] == [r.run_id for r in before[1][1:3]]  # a slice of the same order
+    writer = MetricWriter(open_store(store, writable=True))
+    writer.write_chunk("late", [_event(99, "errors", 1, 1e9, {"tau_workspace": "default"})], [], request_hash="h")
+    total, window = reader.run_window("default", sort="metric:max", metric="errors", descending=True, limit=3)
+    assert total == before[0] + 1 and window[0].run_id == "r99"
