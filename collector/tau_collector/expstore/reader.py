@@ -46,6 +46,7 @@ __all__ = ["WORKSPACE_TAG", "ExperimentRow", "MetricSummaryRow", "ReducedSeries"
 
 DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
 _KEPT_ORDERS = 4  # sorted orders of a workspace's runs kept for windows (100,000 ids: about 7 MB each)
+_WALKED_ROWS = 5000  # a window of the newest runs within this is read by walking the index, not kept
 _MISSING_FILE_RETRIES = 3
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 @dataclass(frozen=True, slots=True)
@@ -278,15 +279,18 @@ class StoreReader:
         return total, [RunRow(*rows[i], tags=tags.get(i, {})) for i in ids if i in rows]
 
     def _window_ids(self, conn, workspace: str, query: dict) -> tuple[int, list[str]]:
-        # Sorting every run by a column other than creation time costs a sort of the workspace in SQLite: for
-        # the unfiltered table (what scrolling a sorted view asks again and again) the order is kept until the
-        # store changes, at most _KEPT_ORDERS of them, and each window is a slice of it.
+        # Sorting every run by a column other than creation time costs a sort of the workspace in SQLite, and a
+        # deep window of the newest-first order a walk of that many index entries: for the unfiltered table
+        # (what scrolling asks again and again) the order is kept until the store changes, at most
+        # _KEPT_ORDERS of them, and each window is a slice of it.
         filtered = any(query.get(k) for k in ("project", "experiment", "group", "run_ids", "state", "tag", "query"))
-        if filtered or query.get("sort", "created_at") == "created_at":
+        if filtered:
             return listing.run_window(conn, workspace, **query)
         orders = self._index.get(("window_orders",), OrderedDict)
-        key = (workspace, query.get("sort"), query.get("descending", True), query.get("metric"))
+        key = (workspace, query.get("sort", "created_at"), query.get("descending", True), query.get("metric"))
         ids = orders.get(key)
+        if ids is None and key[1] == "created_at" and query.get("offset", 0) + query["limit"] <= _WALKED_ROWS:
+            return listing.run_window(conn, workspace, **query)  # the newest runs: a short walk of the index
         if ids is None:
             _, ids = listing.run_window(conn, workspace, **{**query, "offset": 0, "limit": -1})
             with self._latest_lock:

@@ -113,3 +113,14 @@ def test_a_kept_sorted_order_follows_the_store_when_it_changes(store):
     writer.write_chunk("late", [_event(99, "errors", 1, 1e9, {"tau_workspace": "default"})], [], request_hash="h")
     total, window = reader.run_window("default", sort="metric:max", metric="errors", descending=True, limit=3)
     assert total == before[0] + 1 and window[0].run_id == "r99"
+
+
+def test_deep_windows_of_the_newest_first_order_are_slices_of_the_kept_order(store, monkeypatch):
+    from tau_collector.expstore import reader as reader_module
+
+    monkeypatch.setattr(reader_module, "_WALKED_ROWS", 2)
+    reader = StoreReader(store)
+    newest_first = [r.run_id for r in reader.runs("default")]
+    for offset in (0, 3, 9):
+        total, window = reader.run_window("default", offset=offset, limit=4)
+        assert total == len(newest_first) and [r.run_id for r in window] == newest_first[offset:offset + 4]
