@@ -18,6 +18,8 @@ from portal.conftest import TOKEN, PortalServer, serve
 from portal.sweep_store import LRS, build_sweep_store, final_loss, trial_config, trial_id
 from ui_pages import ARTIFACTS, CHROMIUM_ARGS, chromium_path, open_ready, screenshot
 
+from taunotebook.portal import run_table
+
 TRIALS = 12
 MANY = 1000
 
@@ -257,6 +259,49 @@ def test_a_thousand_runs_are_drawn_a_window_at_a_time(page: Page, many: PortalSe
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "runs-table-1000.json").write_text(json.dumps(figures, indent=2) + "\n")
     print(f"runs table, {total} runs: {figures}")
+    assert page.console_errors == []
+
+
+def test_more_runs_than_one_read_holds_are_all_reached_through_the_portals_windows(page: Page, many: PortalServer,
+                                                                                   monkeypatch):
+    # One read holds 300 rows here (5,000 in use): the 1,002 runs make the table a server-side view.
+    monkeypatch.setattr(run_table, "RUNS_LIMIT", 300)
+    open_ready(page, table_url(many))
+    total = MANY + 2
+    assert page.locator("#stellar-count").inner_text() == f"{total:,} runs"
+    assert page.locator("#stellar").get_attribute("data-remote") == "1"
+    assert "the Portal searches, filters, sorts" in page.locator("#stellar-remote").inner_text()
+    assert page.locator("#stellar-group-by").is_disabled()
+    assert page.locator("#stellar-parallel-toggle").is_disabled()
+    first = listed(page)
+    assert 0 < len(first) < 100
+
+    # Scroll to the very end: the windows below the first read are asked for and drawn (no run is hidden).
+    page.locator("#stellar-table-scroll").evaluate("(el) => { el.scrollTop = el.scrollHeight; }")
+    page.wait_for_function("(n) => window.__stellar.tableStats.window[1] === n", arg=total, timeout=10_000)
+    page.wait_for_function("() => !document.querySelector('tr.stellar-pending-row')", timeout=10_000)
+    bottom = listed(page)
+    assert bottom and not set(bottom) & set(first)
+    windows = [r["query"] for r in page.evaluate("() => window.__stellar.requests")
+               if r["path"].endswith("stellar/data/runs") and "offset" in r["query"]]
+    assert windows and max(int(q["offset"]) for q in windows) >= 900
+    assert all(int(q["limit"]) == 300 for q in windows)
+
+    # The Portal sorts every run by the metric: ascending, ref-1's 2.0 is the last of all 1,002.
+    page.locator('th[data-column="metric:latest"] button').click()
+    page.wait_for_selector('th[data-column="metric:latest"][aria-sort=ascending]')
+    page.locator("#stellar-table-scroll").evaluate("(el) => { el.scrollTop = el.scrollHeight; }")
+    page.wait_for_function("(n) => window.__stellar.tableStats.window[1] === n", arg=total, timeout=10_000)
+    page.wait_for_function("() => !document.querySelector('tr.stellar-pending-row')", timeout=10_000)
+    assert listed(page)[-1] == "ref-1"
+    assert address(page)["sort"] == ["metric:latest"]
+
+    # The Portal searches all of them too, and counts what it keeps.
+    page.locator("#stellar-search").fill("trial-99")
+    wait_listed(page, 10)
+    page.wait_for_function("() => document.querySelectorAll('tr.stellar-run-row').length === 10", timeout=10_000)
+    assert sorted(listed(page)) == [trial_id(990 + i) for i in range(10)]
+    assert page.locator("#stellar-count").inner_text() == "10 runs"
     assert page.console_errors == []
 
 

@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
+import orjson
+
 __all__ = [
     "GoJSONError",
     "encode_float",
@@ -27,6 +29,8 @@ __all__ = [
     "GoMap",
     "RawJSON",
     "decode_go_utf8",
+    "dumps_fast",
+    "go_number",
     "marshal",
     "unix_seconds_to_ns",
 ]
@@ -343,3 +347,53 @@ def _marshal_into(value: object, out: list[str], indent: str | None, depth: int,
         out.append("]")
     else:
         raise TypeError(f"cannot marshal {type(value).__name__}")
+
+
+# ---------------------------------------------------------------------------------------
+# The same bytes from orjson (C) where they agree: large answers (the runs table) without Python per value
+
+
+class _GoSpelled(float):
+    """A float whose Go spelling orjson does not write: it sends the whole value to :func:`marshal`."""
+
+
+_INT_EXACT = 2.0**53
+
+
+def go_number(value: float) -> int | float:
+    """``value`` as :func:`dumps_fast` must receive it to write Go's spelling: an int for a whole number
+    (Go writes ``1``, orjson ``1.0``), the float itself where orjson's digits are Go's (non-whole, 1e-5 to 1e16,
+    measured), else a marker that makes :func:`dumps_fast` use :func:`marshal`. Non-finite: Go's error."""
+    if value != value or value in (math.inf, -math.inf):
+        raise GoJSONError(f"json: unsupported value: {value!r}")
+    magnitude = abs(value)
+    if value.is_integer():
+        if magnitude < _INT_EXACT and (value != 0 or math.copysign(1.0, value) > 0):
+            return int(value)
+        return _GoSpelled(value)  # -0 and whole numbers past 2^53 (Go writes shortest digits, then zeros)
+    if 1e-5 <= magnitude < 1e16:
+        return value
+    return _GoSpelled(value)
+
+
+def _refuse(value: object) -> object:
+    raise TypeError(type(value).__name__)
+
+
+def dumps_fast(value: object) -> bytes:
+    """``marshal(value, escape_html=False) + b"\\n"`` (Go's ``json.Encoder`` with ``SetEscapeHTML(false)``),
+    written by orjson when it writes the same bytes.
+
+    Every float in ``value`` must have passed :func:`go_number` (orjson spells the rest otherwise). Anything
+    orjson does not write as Go does -- :class:`GoMap` (sorted keys), :class:`RawJSON`, subclasses, lone
+    surrogates, floats :func:`go_number` marked -- sends the whole value to :func:`marshal`; U+2028/2029,
+    which Go always escapes, are escaped in orjson's output (they only occur inside strings).
+    """
+    try:
+        out = orjson.dumps(value, default=_refuse,
+                           option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_PASSTHROUGH_SUBCLASS)
+    except orjson.JSONEncodeError:
+        return marshal(value, escape_html=False) + b"\n"
+    if b"\xe2\x80\xa8" in out or b"\xe2\x80\xa9" in out:
+        out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
+    return out

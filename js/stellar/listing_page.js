@@ -3,6 +3,11 @@
 // and max too), the hyperparameter columns that vary across the listed runs, grouping by experiment or group,
 // a parallel-coordinates view of the listed runs, and a way to open one run or compare several.
 //
+// A workspace of more runs than one read holds (LOCAL_LIMIT) is a server-side view: the Portal filters
+// (search, state, project, experiment, group, tag), sorts (fixed and metric columns) and counts, and the
+// table asks for the windows of rows it scrolls to, so every run can be reached. Grouping, config filters
+// and the parallel coordinates need the runs in the page: they work once filters leave LOCAL_LIMIT or fewer.
+//
 // What the user chose is kept in the address (?q=…&experiment=…&sort=…), so a view can be shared or reloaded.
 import { valueText } from "../shared/differing.js";
 import { h } from "../shared/dom.js";
@@ -11,7 +16,10 @@ import { stellarUrl } from "../shared/urls.js";
 import { explain, pageData } from "./api.js";
 import { errorBox, showError } from "./notices.js";
 import { main, root, state } from "./page.js";
-import { configColumns, filterChoices, filterRuns, parseConfigFilter, sortRuns, tableRows } from "./runs_table.js";
+import {
+  configColumns, filterChoices, filterRuns, PAGE_ROWS, pagesFor, parseConfigFilter, remoteRows, SERVER_SORTS, serverQuery,
+  sortRuns, tableRows,
+} from "./runs_table.js";
 import { columnsFor, createTableView } from "./table_view.js";
 
 export const MAX_COMPARE = 50; // runs one compare page draws (its address carries their ids)
@@ -51,9 +59,9 @@ function writeAddress(t) {
   window.history.replaceState(null, "", window.location.pathname + (query ? `?${query}` : ""));
 }
 
-async function fetchTable(metric) {
+async function fetchTable(metric, query = null) {
   const started = performance.now();
-  const body = await pageData(["runs"], { project: state.project, metric: metric || null });
+  const body = await pageData(["runs"], query || { project: state.project, metric: metric || null });
   state.timings.fetchMs = performance.now() - started;
   for (const warning of body.metadata?.warnings || []) {
     errorBox().append(h("p", { class: "stellar-note stellar-warning", text: warning }));
@@ -90,6 +98,16 @@ export async function listingPage() {
   t.all = body.runs || [];
   t.metricNames = body.metric_names || [];
   t.metric = body.metrics?.[0] || "";
+  // More runs than one read holds: the Portal filters, sorts and windows them (a server-side view).
+  t.remote = (body.run_count || 0) > t.all.length;
+  t.total = body.run_count || 0;
+  t.pages = new Map(); // window number -> runs (server-side view)
+  t.loading = new Set();
+  t.generation = 0; // answers of an older query are dropped
+  t.pageRows = Math.max(1, Math.min(PAGE_ROWS, t.all.length)); // a window is never more than one read holds
+  if (t.remote) {
+    for (let p = 0; p * t.pageRows < t.all.length; p++) t.pages.set(p, t.all.slice(p * t.pageRows, (p + 1) * t.pageRows));
+  }
 
   // -- controls
   const search = h("input", { type: "search", id: "stellar-search", value: t.search, placeholder: "search runs, tags, config values",
@@ -132,9 +150,18 @@ export async function listingPage() {
   let parallel = null; // the lazily loaded parallel-coordinates view
   const view = createTableView(tableBox, {
     onSort(column) {
+      if (t.remote && !SERVER_SORTS.includes(column)) {
+        remoteNote.textContent = `${column.slice(7)} sorts only when ${LOCAL_LIMIT_TEXT} runs or fewer are in the page: `
+          + "open the table of one project (?project=)";
+        return;
+      }
       const same = t.sort.column === column;
       t.sort = { column, direction: same ? (t.sort.direction === "asc" ? "desc" : "asc") : column === "created_at" ? "desc" : "asc" };
-      refresh();
+      if (t.remote) reload();
+      else refresh();
+    },
+    onWindow(start, end) {
+      if (t.remote) for (const page of pagesFor(start, end, t.pageRows)) loadPage(page);
     },
     onSelect(runId, checked) {
       if (checked) t.selected.add(runId);
@@ -152,6 +179,43 @@ export async function listingPage() {
       refresh({ keepScroll: true });
     },
   });
+  const remoteNote = h("p", { class: "stellar-note", id: "stellar-remote", hidden: true });
+  tableBox.before(remoteNote);
+  const LOCAL_LIMIT_TEXT = t.all.length.toLocaleString("en");
+  const known = new Map(); // run id -> run, of every window seen (the compare button opens them)
+
+  function query() {
+    return serverQuery({ project: state.project, search: t.search, filters: t.filters, metric: t.metric, sort: t.sort });
+  }
+
+  /** A server-side view: one window of the current query, then the table redrawn with it. */
+  async function loadPage(page, generation = t.generation) {
+    if (t.pages.has(page) || t.loading.has(page) || page * t.pageRows >= Math.max(t.total, 1)) return;
+    t.loading.add(page);
+    try {
+      const next = await pageData(["runs"], { ...query(), offset: page * t.pageRows, limit: t.pageRows });
+      if (generation !== t.generation) return;
+      t.total = next.run_count;
+      t.pages.set(page, next.runs || []);
+      refresh({ keepScroll: true });
+    } catch (err) {
+      if (generation === t.generation) showError(explain(err, "More runs could not be listed"), err, box);
+    } finally {
+      if (generation === t.generation) t.loading.delete(page);
+    }
+  }
+
+  /** A server-side view after a filter or sort changed: its first window again, from the top. */
+  function reload() {
+    t.generation += 1;
+    t.pages = new Map();
+    t.loading = new Set();
+    main.dataset.state = "loading";
+    loadPage(0, t.generation).finally(() => {
+      main.dataset.state = "ready";
+    });
+    refresh();
+  }
 
   state.tableStats = view.stats; // rows drawn and the window (the UI tests read them)
 
@@ -167,7 +231,36 @@ export async function listingPage() {
     return filterRuns(t.all, { search: t.search, ...t.filters, config: t.config });
   }
 
+  function refreshRemote(keepScroll) {
+    const loaded = [...t.pages.values()].flat();
+    for (const run of loaded) known.set(run.run_id, run);
+    const { varying, constant } = configColumns(loaded);
+    listed = loaded;
+    const rows = remoteRows(t.total, t.pages, t.pageRows);
+    const nonFinite = loaded.some((r) => Number(r.metrics?.[t.metric]?.non_finite_count || 0) > 0);
+    const columns = columnsFor({ metric: t.metric, varying, constant, showConstant: t.showConstant, nonFinite });
+    if (!keepScroll) view.element.scrollTop = 0;
+    view.update({ rows, columns, metric: t.metric, sort: t.sort, selected: t.selected,
+      allSelected: loaded.length > 0 && loaded.every((r) => t.selected.has(r.run_id)) });
+    count.textContent = plural(t.total, "run");
+    remoteNote.hidden = false;
+    if (!remoteNote.textContent.includes("sorts only")) {
+      remoteNote.textContent = `${plural(t.total, "run")}: more than one read holds (${LOCAL_LIMIT_TEXT}), so the Portal `
+        + "searches, filters, sorts and sends the rows as you scroll. Grouping, config filters and parallel coordinates "
+        + `need ${LOCAL_LIMIT_TEXT} runs or fewer in the page: open the table of one project (?project=).`;
+    }
+    main.dataset.listed = String(t.total);
+    main.dataset.remote = "1";
+    main.dataset.varying = varying.join(",");
+    compareButton();
+    writeAddress(t);
+  }
+
   function refresh({ keepScroll = false, redrawParallel = false } = {}) {
+    if (t.remote) {
+      refreshRemote(keepScroll);
+      return;
+    }
     const started = performance.now();
     const base = filtered();
     const { varying, constant } = configColumns(base);
@@ -241,11 +334,17 @@ export async function listingPage() {
   const filterChanged = () => {
     t.only = null;
     brushLine.hidden = true;
-    refresh({ redrawParallel: true });
+    if (t.remote) reload();
+    else refresh({ redrawParallel: true });
   };
+  let typing = 0; // a server-side view asks the Portal once the typing pauses
   search.addEventListener("input", () => {
     t.search = search.value.trim();
-    filterChanged();
+    if (!t.remote) filterChanged();
+    else {
+      clearTimeout(typing);
+      typing = setTimeout(filterChanged, 250);
+    }
   });
   for (const f of FILTERS) {
     menus[f].addEventListener("change", () => {
@@ -272,6 +371,11 @@ export async function listingPage() {
     refresh({ redrawParallel: true });
   });
   metricSelect.addEventListener("change", async () => {
+    if (t.remote) {
+      t.metric = metricSelect.value;
+      reload();
+      return;
+    }
     // The table's metric values come with the listing: read it again for the new metric.
     metricSelect.disabled = true;
     main.dataset.state = "loading";
@@ -290,13 +394,26 @@ export async function listingPage() {
     }
   });
   compare.addEventListener("click", () => {
-    const picked = t.all.filter((r) => t.selected.has(r.run_id));
+    const picked = t.remote ? [...t.selected].map((id) => known.get(id)).filter(Boolean)
+      : t.all.filter((r) => t.selected.has(r.run_id));
     const projects = new Set(picked.map((r) => r.project));
     window.location.href = stellarUrl(root, picked.map((r) => r.run_id), projects.size === 1 ? [...projects][0] : null, undefined, state.source).href;
   });
 
   readConfig();
   document.getElementById("stellar-loading")?.remove();
+  if (t.remote) {
+    for (const node of [groupBy, configInput, parallelButton]) {
+      node.disabled = true;
+      node.title = `needs ${LOCAL_LIMIT_TEXT} runs or fewer in the page: open the table of one project (?project=)`;
+    }
+    t.groupBy = "";
+    t.parallel = false;
+    // The first read listed the newest runs unfiltered: an address that asks for more asks the Portal.
+    if (t.search || FILTERS.some((f) => t.filters[f]) || t.sort.column !== "created_at" || t.sort.direction !== "desc") {
+      reload();
+    }
+  }
   refresh({ redrawParallel: true });
   state.timings.firstDrawMs = performance.now() - firstDraw;
   state.ready = true;

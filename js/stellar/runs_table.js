@@ -242,3 +242,51 @@ export function visibleWindow({ scrollTop, viewportHeight, rowHeight, rowCount, 
   const end = Math.min(rowCount, first + shown + overscan);
   return { start, end, top: start * rowHeight, bottom: (rowCount - end) * rowHeight };
 }
+
+// -- the Portal's windows: a workspace of more runs than the page holds ---------------------------------
+
+/** The most runs the page lists, filters, sorts and groups itself; beyond, the Portal does it in windows. */
+export const LOCAL_LIMIT = 5000;
+/** Rows per window the page asks for as the table scrolls. */
+export const PAGE_ROWS = 500;
+/** The columns the Portal sorts by (config columns only sort among the runs the page holds). */
+export const SERVER_SORTS = [...FIXED_COLUMNS.map((c) => c.key), ...METRIC_STATS.map(metricColumn)];
+
+/**
+ * The page-data query of a server-side view: the page's project, the search text, the state, project,
+ * experiment, group and tag filters, the metric, and the sort when the Portal can sort by that column.
+ */
+export function serverQuery({ project = "", search = "", filters = {}, metric = "", sort = null }) {
+  const q = {};
+  if (filters.project || project) q.project = filters.project || project;
+  if (search) q.q = search;
+  for (const key of ["state", "experiment", "group", "tag"]) if (filters[key]) q[key] = filters[key];
+  if (metric) q.metric = metric;
+  if (sort && SERVER_SORTS.includes(sort.column)) {
+    q.sort = sort.column;
+    q.order = sort.direction === "asc" ? "asc" : "desc";
+  }
+  return q;
+}
+
+/** The windows (page numbers) that rows [start, end) fall in. */
+export function pagesFor(start, end, pageRows = PAGE_ROWS) {
+  if (!(end > start)) return [];
+  const pages = [];
+  for (let p = Math.floor(start / pageRows); p <= Math.floor((end - 1) / pageRows); p++) pages.push(p);
+  return pages;
+}
+
+/**
+ * The rows of a server-side view of `total` runs: each run of a loaded window (`pages`: page number → runs),
+ * and a pending row (its index) wherever a window is not loaded yet, so the scrollbar spans every run.
+ */
+export function remoteRows(total, pages, pageRows = PAGE_ROWS) {
+  const rows = new Array(Math.max(0, total));
+  for (let i = 0; i < rows.length; i++) {
+    const page = pages.get(Math.floor(i / pageRows));
+    const run = page ? page[i % pageRows] : undefined;
+    rows[i] = run ? { type: "run", run } : { type: "pending", index: i };
+  }
+  return rows;
+}

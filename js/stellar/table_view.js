@@ -53,9 +53,11 @@ function cell(run, column, metric) {
 /**
  * A virtualised table in `container`. `view.update({rows, columns, metric, sort, selected})` redraws it;
  * `onSort(columnKey)`, `onSelect(runId, checked)`, `onToggleGroup(key)` and `onSelectAll(checked)` report
- * what the user did. `stats` counts rows drawn (the UI tests read it).
+ * what the user did, `onWindow(start, end)` which rows it drew (a server-side view loads their windows;
+ * a `{type: "pending"}` row holds the place of a run not loaded yet). `stats` counts rows drawn (the UI
+ * tests read it).
  */
-export function createTableView(container, { onSort, onSelect, onToggleGroup, onSelectAll }) {
+export function createTableView(container, { onSort, onSelect, onToggleGroup, onSelectAll, onWindow }) {
   const scroller = h("div", { class: "stellar-table-scroll", id: "stellar-table-scroll", tabindex: "0" });
   const table = h("table", { class: "stellar-table", id: "stellar-run-table" });
   const thead = h("thead");
@@ -90,6 +92,11 @@ export function createTableView(container, { onSort, onSelect, onToggleGroup, on
   }
 
   function rowElement(row) {
+    if (row.type === "pending") {
+      // A run of a window the Portal has not sent yet (a server-side view): its row holds the place.
+      return h("tr", { class: "stellar-pending-row", "data-index": String(row.index) },
+        h("td", { colSpan: view.columns.length + 1, class: "stellar-note", text: "loading…" }));
+    }
     if (row.type === "group") {
       const toggle = h("button", { type: "button", class: "stellar-group-toggle", "aria-expanded": String(!row.collapsed),
         text: `${row.collapsed ? "▸" : "▾"} ${row.key || "(none)"} · ${formatNumber(row.count)} run${row.count === 1 ? "" : "s"}` });
@@ -119,6 +126,7 @@ export function createTableView(container, { onSort, onSelect, onToggleGroup, on
     view.stats.renders += 1;
     view.stats.drawnRows = rows.length;
     view.stats.window = [w.start, w.end];
+    onWindow?.(w.start, w.end);
   }
 
   const later = () => {

@@ -142,3 +142,33 @@ test("the window at the top, at the bottom, past the end and for tiny tables", (
   assert.deepEqual(visibleWindow({ scrollTop: -20, viewportHeight: 90, rowHeight: 30, rowCount: 100, overscan: 0 }),
     { start: 0, end: 4, top: 0, bottom: 96 * 30 });
 });
+
+// -- the Portal's windows ---------------------------------------------------------------------------------
+
+test("a server-side view asks the Portal for its filters and the sorts it can do", async () => {
+  const { serverQuery } = await import("../stellar/runs_table.js");
+  const filters = { state: "failed", project: "", experiment: "sweep", group: "", tag: "owner=ann" };
+  assert.deepEqual(serverQuery({ project: "p", search: "lr", filters, metric: "loss",
+    sort: { column: "metric:min", direction: "asc" } }),
+  { project: "p", q: "lr", state: "failed", experiment: "sweep", tag: "owner=ann", metric: "loss",
+    sort: "metric:min", order: "asc" });
+  // A config column is not sorted by the Portal: the query says nothing about order, the Portal's default applies.
+  assert.deepEqual(serverQuery({ filters: {}, sort: { column: "config:lr", direction: "desc" } }), {});
+  assert.deepEqual(serverQuery({ project: "p", filters: { project: "q" } }), { project: "q" });
+});
+
+test("the windows a drawn range needs", async () => {
+  const { pagesFor } = await import("../stellar/runs_table.js");
+  assert.deepEqual(pagesFor(0, 10, 500), [0]);
+  assert.deepEqual(pagesFor(490, 1010, 500), [0, 1, 2]);
+  assert.deepEqual(pagesFor(500, 1000, 500), [1]);
+  assert.deepEqual(pagesFor(5, 5, 500), []);
+});
+
+test("rows of windows not loaded yet are pending, so the table spans every run", async () => {
+  const { remoteRows } = await import("../stellar/runs_table.js");
+  const pages = new Map([[0, [run("a"), run("b")]], [2, [run("e")]]]);
+  const rows = remoteRows(6, pages, 2);
+  assert.deepEqual(rows.map((r) => (r.type === "run" ? r.run.run_id : `…${r.index}`)), ["a", "b", "…2", "…3", "e", "…5"]);
+  assert.equal(remoteRows(0, pages, 2).length, 0);
+});

@@ -27,6 +27,7 @@ from .pages import page_routes
 from .series_export import EXPORT_BASE, SeriesExport
 from .sources import ExperimentReader, Sources
 from .v2 import API_BASE, StellarV2
+from .workspaces import workspaces_route
 
 __all__ = ["create_app", "openapi_document"]
 
@@ -64,7 +65,8 @@ def create_app(
     def openapi(request: Request) -> Response:
         return json_response(document)
 
-    routes = [Route("/openapi.json", openapi, methods=["GET"]), *page_routes()]
+    routes = [Route("/openapi.json", openapi, methods=["GET"]), *page_routes(),
+              workspaces_route(workspace, default_source)]
     pages = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, Exception: _internal_error})
     # Slash redirects would answer unknown API paths with 307 instead of TauGrid's 404 envelope.
     pages.router.redirect_slashes = False

@@ -8,6 +8,11 @@ updated since then or with a run started (else completed, else created) since th
 the same over a range; ``lifecycle`` keeps those with at least one run in that lifecycle state. The
 summary counts every workspace run of the experiment. Our addition: ``config.<key>=<value>`` keeps
 experiments with a run whose config matches every config filter.
+
+A local store with run listings (``expstore/listing.py``) is searched in SQL: filters, order and the
+scan limit in the query, the summaries read for the page's experiments only, so a search costs what
+its answer holds, whatever the workspace's size. Text search (``q``) and config filters, and sources
+without listings (Kusto, ``source=auto``, a store last written by TauGrid), classify every run as before.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tau_collector.expstore import RunRow
+from tau_collector.expstore.listing import ExperimentDetails
 
 from .params import ExperimentFilters
 from .run_configs import config_space, matches, read_configs
@@ -34,9 +40,13 @@ class Experiment:
     updated_at: str
     runs: list[RunRow]
     lifecycle_counts: dict[str, int]
+    indexed_latest: str | None = None  # from the run listing (then ``runs`` stays empty)
+    details: ExperimentDetails | None = None  # the listing's counts, read for the page only
 
     @property
     def latest_run_at(self) -> str:
+        if self.indexed_latest is not None:
+            return self.indexed_latest
         return max((_run_time(r) for r in self.runs), default="")
 
     @property
@@ -52,20 +62,34 @@ class Experiment:
         out: dict = {"experiment_id": self.experiment_id, "project": self.project, "name": self.name}
         if self.description:
             out["description"] = self.description
-        out.update(created_at=self.created_at, updated_at=self.updated_at, run_count=len(self.runs),
-                   run_group_count=len({r.run_group_id for r in self.runs}))
-        states: dict[str, int] = {}
-        for run in self.runs:
-            state = run.state.strip().lower()
-            states[state] = states.get(state, 0) + 1
+        d = self.details
+        if d is not None:
+            run_count, groups, states, lifecycles = d.run_count, d.run_group_count, d.state_counts, d.lifecycle_counts
+            names = d.metric_names
+        else:
+            run_count, groups, lifecycles = len(self.runs), len({r.run_group_id for r in self.runs}), \
+                self.lifecycle_counts
+            states = {}
+            for run in self.runs:
+                state = run.state.strip().lower()
+                states[state] = states.get(state, 0) + 1
+            names = sorted({n for r in self.runs for n in r.metric_names})
+        out.update(created_at=self.created_at, updated_at=self.updated_at, run_count=run_count,
+                   run_group_count=groups)
         if states:
             out["state_counts"] = dict(sorted(states.items()))
-        if self.lifecycle_counts:
-            out["lifecycle_counts"] = dict(sorted(self.lifecycle_counts.items()))
+        if lifecycles:
+            out["lifecycle_counts"] = dict(sorted(lifecycles.items()))
         if self.latest_run_at:
             out["latest_run_at"] = self.latest_run_at
-        out["metric_names"] = sorted({n for r in self.runs for n in r.metric_names})
+        out["metric_names"] = names
         return out
+
+    @property
+    def run_ids(self) -> list[str]:
+        if self.details is not None:
+            return self.details.run_ids or []
+        return [r.run_id for r in self.runs]
 
 
 def _run_time(run: RunRow) -> str:
@@ -110,6 +134,13 @@ def _experiments(reader: ExperimentReader, workspace: str) -> list[Experiment]:
 def search_experiments(reader: ExperimentReader, workspace: str, f: ExperimentFilters,
                        lifecycle_of: Callable[[RunRow], str], scan_limit: int) -> tuple[list[Experiment], bool]:
     """(the matching experiments, newest first, at most ``scan_limit``; whether there were more)."""
+    if not f.query and not f.config and _has_listings(reader):
+        rows = reader.search_experiments(  # type: ignore[attr-defined]
+            workspace, project=f.project, tags=f.tags, metric_names=f.metric_names, since=f.since, start=f.start,
+            end=f.end, lifecycle=f.lifecycle, limit=scan_limit + 1)
+        listed = [Experiment(r.experiment_id, r.project, r.name, r.description, r.created_at, r.updated_at, [], {},
+                             indexed_latest=r.latest_run_at) for r in rows]
+        return listed[:scan_limit], len(listed) > scan_limit
     found = _experiments(reader, workspace)
     if f.project:
         found = [e for e in found if e.project == f.project]
@@ -140,16 +171,27 @@ def search_experiments(reader: ExperimentReader, workspace: str, f: ExperimentFi
     return found[:scan_limit], len(found) > scan_limit
 
 
-def experiments_json(reader: ExperimentReader, page: list[Experiment],
-                     include_config: bool) -> tuple[list[dict], list[str]]:
+def _has_listings(reader: ExperimentReader) -> bool:
+    has = getattr(reader, "has_listings", None)
+    return callable(has) and bool(has())
+
+
+def experiments_json(reader: ExperimentReader, page: list[Experiment], include_config: bool,
+                     workspace: str = "") -> tuple[list[dict], list[str]]:
     """The page's experiments as TauGrid's ``v2Experiment``; with ``include_config``, each one's config space
     (every config key of its runs with the distinct values), and warnings for what that cut."""
+    listed = [e for e in page if e.indexed_latest is not None and e.details is None]
+    if listed:
+        details = reader.experiment_details(  # type: ignore[attr-defined]
+            workspace, [e.experiment_id for e in listed], with_run_ids=include_config)
+        for e in listed:
+            e.details = details[e.experiment_id]
     bodies = [e.to_json() for e in page]
     warnings: list[str] = []
     if include_config:
-        configs = read_configs(reader, [r.run_id for e in page for r in e.runs])
+        configs = read_configs(reader, [r for e in page for r in e.run_ids])
         for e, body in zip(page, bodies, strict=True):
-            space, cut = config_space(configs[r.run_id] for r in e.runs if r.run_id in configs)
+            space, cut = config_space(configs[r] for r in e.run_ids if r in configs)
             body["config"] = space
             warnings += [f"experiment {e.experiment_id}: {c}" for c in cut]
     return bodies, warnings

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .page_data import NON_FINITE_LIMIT, PAGE_DATA_BASE
 from .params import CONFIG_FILTERS_LIMIT, DEFAULT_LIMIT, DEFAULT_MAX_POINTS, MAX_LIMIT, MAX_MAX_POINTS
 from .run_configs import CONFIG_KEYS_LIMIT, CONFIG_VALUES_LIMIT
-from .run_table import METRIC_NAMES_LIMIT, METRICS_LIMIT, RUN_IDS_LIMIT, RUNS_LIMIT
+from .run_table import METRIC_NAMES_LIMIT, METRICS_LIMIT, RUN_IDS_LIMIT, RUN_SORTS, RUNS_LIMIT
 from .tails import MAX_TAIL_METRICS
 from .v2 import API_BASE
 
@@ -233,6 +233,7 @@ def openapi_document() -> dict:
                 "metric_names": {**string_list, "maxItems": METRIC_NAMES_LIMIT},
                 "metrics": {**string_list, "maxItems": METRICS_LIMIT},
                 "run_count": nonneg,
+                "offset": nonneg,
                 "runs": {"type": "array", "maxItems": RUNS_LIMIT, "items": _ref("RunTableRow")},
             },
         },
@@ -350,6 +351,17 @@ def openapi_document() -> dict:
         _q("metric", {**string_list, "maxItems": METRICS_LIMIT},
            f"Metrics whose latest/min/max each run carries; repeatable, at most {METRICS_LIMIT}. Default: loss, "
            "else a metric named like a loss, else the one most runs have.", style="form", explode=True),
+        _q("offset", {"type": "integer", "minimum": 0}, "The window's first row (0 = the first matching run)."),
+        _q("limit", {"type": "integer", "minimum": 1, "maximum": RUNS_LIMIT},
+           f"Rows in the window, at most {RUNS_LIMIT} (the default)."),
+        _q("sort", {"type": "string", "enum": list(RUN_SORTS)},
+           "Order of the rows: a column, or the first metric's latest/min/max (runs without it last)."),
+        _q("order", {"type": "string", "enum": ["asc", "desc"]},
+           "asc or desc; default desc for created_at (newest first), asc otherwise."),
+        _q("state", {"type": "string"}, "Only runs in this state."),
+        _q("tag", {"type": "string"}, "Only runs with this tag, as key=value."),
+        _q("q", {"type": "string"}, "Only runs whose ids, state, tags (key=value) or config fields contain this "
+           "text, in any case."),
     ]
     return {
         "openapi": "3.0.3",
@@ -384,8 +396,9 @@ def openapi_document() -> dict:
                 "getRunTails", "Page data: several metrics' new points, their catalog entries and the run's state "
                 "in one answer (a live pane's poll)", tails_params, "Tails"),
             f"{PAGE_DATA_BASE}/runs": _operation(
-                "listRunTable", f"Page data: every run of the workspace (at most {RUNS_LIMIT}, newest first) with "
-                "its config fields and chosen metrics' latest/min/max", table_params, "RunTable"),
+                "listRunTable", f"Page data: a window (at most {RUNS_LIMIT} rows, newest first unless sorted) of the "
+                "workspace's runs that pass the filters, with their config fields and chosen metrics' latest/min/max, "
+                "and how many runs match", table_params, "RunTable"),
             f"{PAGE_DATA_BASE}/experiments": _operation(
                 "listExperiments", "Page data: the workspace's experiments with their run counts", _COMMON,
                 "ExperimentList"),

@@ -1,11 +1,17 @@
-"""The runs table's data (``GET /stellar/data/runs``): every run of the workspace in one bounded answer.
+"""The runs table's data (``GET /stellar/data/runs``): any window of the workspace's runs, the total always true.
 
 Each run with its ids, state, tags and creation time, its config's flattened fields (what the table's
 hyperparameter columns, the compare page's names and the parallel coordinates show), and a chosen
-metric's latest, min and max from the run's metric summaries (no metric file is read). Bounds:
-:data:`RUNS_LIMIT` runs (newest first; more marks the answer partial), :data:`METRICS_LIMIT` metrics,
-:data:`RUN_IDS_LIMIT` ``run_id`` filters, :data:`CONFIG_FIELDS_LIMIT` fields per run and
-:data:`CONFIG_TEXT_LIMIT` characters per text value (both said in a warning when cut).
+metric's latest, min and max from the run's metric summaries (no metric file is read).
+
+The rows are a window (``offset``, ``limit`` up to :data:`RUNS_LIMIT`, newest first unless ``sort``/``order``
+say otherwise) of the runs that pass the filters (``project``, ``experiment``, ``group``, ``run_id``,
+``state``, ``tag``, ``q``); ``run_count`` counts every matching run, so a client pages through all of
+them. A store with run listings (``expstore/listing.py``) filters, sorts and windows in SQL and reads
+summaries and configs for the window only; other sources (Kusto, ``source=auto``) do the same in Python
+over their runs. Bounds: :data:`METRICS_LIMIT` metrics, :data:`RUN_IDS_LIMIT` ``run_id`` filters,
+:data:`CONFIG_FIELDS_LIMIT` fields per run and :data:`CONFIG_TEXT_LIMIT` characters per text value (both
+said in a warning when cut). The answer is encoded by orjson in Go's bytes (``gojson.dumps_fast``).
 """
 
 from __future__ import annotations
@@ -16,9 +22,11 @@ from typing import Any
 
 from tau_collector.completion import RUN_STATUS_METRIC
 from tau_collector.expstore import RunRow
+from tau_collector.expstore.listing import RUN_SORTS
+from tau_collector.gojson import go_number
 
 from .errors import V2Error
-from .params import Query
+from .params import Query, parse_int
 from .sources import ExperimentReader
 
 __all__ = [
@@ -28,6 +36,7 @@ __all__ = [
     "METRIC_NAMES_LIMIT",
     "RUNS_LIMIT",
     "RUN_IDS_LIMIT",
+    "RUN_SORTS",
     "default_metric",
     "run_table",
 ]
@@ -72,7 +81,9 @@ def _field_value(value: Any) -> tuple[Any, bool]:
     """A config field as JSON can carry it (non-finite numbers as text), and whether it was cut."""
     if isinstance(value, float) and not math.isfinite(value):
         return ("NaN" if math.isnan(value) else "+Inf" if value > 0 else "-Inf"), False
-    if value is None or isinstance(value, bool | int | float):
+    if isinstance(value, float):
+        return go_number(value), False
+    if value is None or isinstance(value, bool | int):
         return value, False
     text = value if isinstance(value, str) else str(value)
     if len(text) > CONFIG_TEXT_LIMIT:
@@ -103,8 +114,77 @@ def _stats(summary) -> dict[str, Any]:
         for key in ("latest_value", "min_value", "max_value"):
             value = getattr(summary, key)
             if value is not None and math.isfinite(value):
-                out[key] = float(value)
+                out[key] = go_number(float(value))
     return out
+
+
+def _window_params(q: Query) -> tuple[int, int, bool, str, bool]:
+    """(offset, limit, whether a window was asked for, sort column, descending) with their checks."""
+    offset = parse_int(q.get("offset"), "offset") if q.get("offset") else 0
+    if offset < 0:
+        raise V2Error(400, "INVALID_ARGUMENT", "offset must be a non-negative integer")
+    limit = parse_int(q.get("limit"), "limit") if q.get("limit") else RUNS_LIMIT
+    if not 1 <= limit <= RUNS_LIMIT:
+        raise V2Error(400, "INVALID_ARGUMENT", f"limit must be an integer between 1 and {RUNS_LIMIT}")
+    sort = q.get("sort") or "created_at"
+    if sort not in RUN_SORTS:
+        raise V2Error(400, "INVALID_ARGUMENT", f"sort must be one of {', '.join(RUN_SORTS)}")
+    order = q.get("order").lower()
+    if order not in ("", "asc", "desc"):
+        raise V2Error(400, "INVALID_ARGUMENT", "order must be asc or desc")
+    descending = order == "desc" or (not order and sort == "created_at")
+    return offset, limit, bool(q.get("offset") or q.get("limit")), sort, descending
+
+
+def _tag_param(q: Query) -> tuple[str, str] | None:
+    raw = q.get("tag")
+    if not raw:
+        return None
+    key, sep, value = raw.partition("=")
+    if not sep or not key.strip():
+        raise V2Error(400, "INVALID_ARGUMENT", "tag filters must be key=value")
+    return key.strip(), value.strip()
+
+
+def _stat(summary, sort: str) -> float | None:
+    """The value a run sorts by for a metric statistic: finite values only."""
+    if summary is None or summary.finite_count <= 0:
+        return None
+    value = getattr(summary, {"metric:latest": "latest_value", "metric:min": "min_value",
+                              "metric:max": "max_value"}[sort])
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _matches_text(run: RunRow, config, needle: str) -> bool:
+    fields = [run.run_id, run.project, run.experiment_id, run.run_group_id, run.state,
+              *(f"{k}={v}" for k, v in run.tags.items())]
+    if config is not None:
+        fields.append(config.indexed_fields or "")
+    return any(needle in f.lower() for f in fields)
+
+
+def _window_python(reader: ExperimentReader, runs: list[RunRow], q: Query, metric: str | None, offset: int,
+                   limit: int, sort: str, descending: bool) -> tuple[int, list[RunRow]]:
+    """The window by the listings' rules, over a source's runs (newest first, then run id)."""
+    state, tag, needle = q.get("state"), _tag_param(q), q.get("q").lower()
+    runs = [r for r in runs if (not state or r.state == state) and (tag is None or r.tags.get(tag[0]) == tag[1])]
+    if needle:
+        configs = _configs(reader, [r.run_id for r in runs])
+        runs = [r for r in runs if _matches_text(r, configs.get(r.run_id), needle)]
+    if sort == "created_at":
+        if not descending:
+            runs = sorted(runs, key=lambda r: r.run_id)
+            runs.sort(key=lambda r: r.created_at)
+    else:
+        if sort.startswith("metric:"):
+            values = {r.run_id: _stat(reader.metric_summary(r.run_id, metric) if metric else None, sort) for r in runs}
+            value_of = lambda r: values[r.run_id]  # noqa: E731
+        else:
+            value_of = lambda r: getattr(r, sort) or None  # noqa: E731
+        have = [r for r in runs if value_of(r) is not None]
+        have.sort(key=value_of, reverse=descending)  # stable: ties stay newest first, then run id
+        runs = have + [r for r in runs if value_of(r) is None]
+    return len(runs), runs[offset:offset + limit]
 
 
 def _selected(runs: Iterable[RunRow], q: Query, run_ids: list[str]) -> list[RunRow]:
@@ -116,25 +196,62 @@ def _selected(runs: Iterable[RunRow], q: Query, run_ids: list[str]) -> list[RunR
             and (not group or r.run_group_id == group)]
 
 
+def _has_listings(reader: ExperimentReader) -> bool:
+    has = getattr(reader, "has_listings", None)
+    return callable(has) and bool(has())
+
+
+def _listed_names(reader: ExperimentReader, workspace: str, q: Query, window: list[RunRow],
+                  indexed: bool) -> dict[str, int]:
+    """Runs per metric name: of the workspace's runs (of the experiment, when one is named) from the listings,
+    else of the window's runs."""
+    if indexed:
+        return reader.runs_per_metric(workspace, q.get("experiment"))  # type: ignore[attr-defined]
+    counts: dict[str, int] = {}
+    for run in window:
+        for s in reader.metric_summaries(run.run_id):
+            counts[s.metric_name] = counts.get(s.metric_name, 0) + 1
+    return counts
+
+
 def run_table(reader: ExperimentReader, workspace: str, q: Query) -> tuple[dict[str, Any], bool, list[str]]:
-    """(the body's ``metric_names``, ``metrics``, ``run_count`` and ``runs``; partial; warnings) for a checked query."""
+    """(the body's ``metric_names``, ``metrics``, ``run_count``, ``offset`` and ``runs``; partial; warnings)."""
     metrics = _metrics_param(q)
     run_ids = _run_ids_param(q)
-    matching = _selected(reader.runs(workspace, project=q.get("project") or None), q, run_ids)
-    listed = matching[:RUNS_LIMIT]
+    offset, limit, windowed, sort, descending = _window_params(q)
+    tag = _tag_param(q)
+    indexed = _has_listings(reader)
     warnings: list[str] = []
-    partial = len(matching) > RUNS_LIMIT
-    if partial:
-        warnings.append(f"the {RUNS_LIMIT} newest of {len(matching)} runs are listed; filter by project, "
-                        "experiment or group to see the others")
-    summaries = {r.run_id: {s.metric_name: s for s in reader.metric_summaries(r.run_id)} for r in listed}
-    runs_per_metric: dict[str, int] = {}
-    for by_name in summaries.values():
-        for name in by_name:
-            runs_per_metric[name] = runs_per_metric.get(name, 0) + 1
-    if not metrics:
-        chosen = default_metric(runs_per_metric)
+    if indexed and not metrics:
+        chosen = default_metric(reader.runs_per_metric(workspace, q.get("experiment")))  # type: ignore[attr-defined]
         metrics = [chosen] if chosen else []
+    if sort.startswith("metric:") and not metrics:
+        raise V2Error(400, "INVALID_ARGUMENT", "sort by a metric statistic needs a metric")
+    if indexed:
+        total, listed = reader.run_window(  # type: ignore[attr-defined]
+            workspace, project=q.get("project"), experiment=q.get("experiment"), group=q.get("group"),
+            run_ids=run_ids, state=q.get("state"), tag=tag, query=q.get("q"), sort=sort, descending=descending,
+            metric=metrics[0] if metrics else None, offset=offset, limit=limit)
+        runs_per_metric = _listed_names(reader, workspace, q, listed, True)
+    else:
+        matching = _selected(reader.runs(workspace, project=q.get("project") or None), q, run_ids)
+        if not metrics:
+            # Without listings the default metric comes from the first window's runs, as it always did.
+            first = matching[:RUNS_LIMIT]
+            chosen = default_metric(_listed_names(reader, workspace, q, first, False))
+            metrics = [chosen] if chosen else []
+        total, listed = _window_python(reader, matching, q, metrics[0] if metrics else None, offset, limit, sort,
+                                       descending)
+        runs_per_metric = _listed_names(reader, workspace, q, listed, False)
+    partial = offset + len(listed) < total or (offset > 0 and total > 0)
+    if partial and not windowed:
+        warnings.append(f"the first {len(listed)} of {total} runs are listed; ask with offset= and limit= for "
+                        "the others, or filter by project, experiment or group")
+    if indexed:
+        found = reader.summaries_of([r.run_id for r in listed], metrics)  # type: ignore[attr-defined]
+        summaries = {r.run_id: {m: found.get((r.run_id, m)) for m in metrics} for r in listed}
+    else:
+        summaries = {r.run_id: {m: reader.metric_summary(r.run_id, m) for m in metrics} for r in listed}
     names = sorted((n for n in runs_per_metric if not n.startswith(_MARKER_PREFIX)),
                    key=lambda n: (_metric_rank(n), n))
     if len(names) > METRIC_NAMES_LIMIT:
@@ -156,11 +273,11 @@ def run_table(reader: ExperimentReader, workspace: str, q: Query) -> tuple[dict[
             row["config"], cut = _config_json(config.fields)
             if cut:
                 cut_configs.append(run.run_id)
-        row["metrics"] = {m: _stats(summaries[run.run_id][m]) for m in metrics if m in summaries[run.run_id]}
+        row["metrics"] = {m: _stats(s) for m, s in summaries[run.run_id].items() if s is not None}
         rows.append(row)
     if cut_configs:
         shown = ", ".join(cut_configs[:5]) + (f" and {len(cut_configs) - 5} more" if len(cut_configs) > 5 else "")
         warnings.append(f"configs cut to {CONFIG_FIELDS_LIMIT} fields of at most {CONFIG_TEXT_LIMIT} characters: "
                         f"{shown}")
-    body = {"metric_names": names, "metrics": metrics, "run_count": len(matching), "runs": rows}
+    body = {"metric_names": names, "metrics": metrics, "run_count": total, "offset": offset, "runs": rows}
     return body, partial, warnings

@@ -23,12 +23,14 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from tau_collector.expstore import RunRow
+from tau_collector.expstore.lifecycle import classify
 from tau_collector.expstore.run_events import SOURCE_PROBLEM
+from tau_collector.gojson import dumps_fast
 from tau_collector.ids import is_valid_id
 
 from .answer_cache import AnswerCache
 from .auth import resolve_workspace, run_in_workspace
-from .errors import RawJSON, V2Error, go_float, json_response, metadata, metadata_json, rfc3339_now
+from .errors import SECURITY_HEADERS, RawJSON, V2Error, go_float, json_response, metadata, metadata_json, rfc3339_now
 from .experiment_search import experiments_json, search_experiments
 from .identity import decode_path_id, miss, raw_segments
 from .params import (
@@ -50,11 +52,7 @@ __all__ = ["API_BASE", "Found", "StellarV2", "classify_run", "require_get"]
 
 API_BASE = "/api/v2/stellar"
 SCAN_LIMIT = 1000  # runs considered per listing; more marks the page partial, as TauGrid's scan limit does
-FAILURE_METRIC_TOKENS = ("collapse_bad_steps", "bad_steps", "nan_steps", "inf_steps", "oom", "failed", "failure",
-                         "error_count", "errors")
-MIN_STEP_TAGS = ("tau.success.min_step", "success.min_step", "expected_max_step", "max_step")
 _MAX_PROBLEM_WARNINGS = 5  # a file of bad rows must not bury the metadata block
-_INT = re.compile(r"[+-]?[0-9]+")
 
 
 def _points_json(steps: np.ndarray, values: np.ndarray) -> RawJSON:
@@ -105,44 +103,36 @@ def _points(reader: ExperimentReader, run_id: str, metric: str,
     return series.step, series.value, series.source_points, series.partial
 
 
+def _truncation_warning(reader: ExperimentReader, workspace: str, target: str) -> str | None:
+    """TauGrid's local series path (``expcockpit.BuildSeries``) loads at most one run of its target and warns
+    ``runs truncated to 1 of N matching runs`` when the workspace holds two or more of them.
+
+    As TauGrid's ``Store.Status``: a run group of that id wins over a run, a run over an experiment; a run
+    target never truncates; ``project`` does not narrow. One difference: TauGrid's N counts the target's
+    runs in every workspace, ours only the served workspace's (another workspace's runs stay invisible).
+    """
+    runs = reader.runs(workspace)
+    grouped = [r for r in runs if r.run_group_id == target]
+    if grouped:
+        matching = grouped
+    elif any(r.run_id == target for r in runs):
+        return None
+    else:
+        matching = [r for r in runs if r.experiment_id == target]
+    return f"runs truncated to 1 of {len(matching)} matching runs" if len(matching) > 1 else None
+
+
+def _has_non_finite(reader: ExperimentReader, run_id: str, metric: str, p: SeriesParams) -> bool:
+    """Whether NaN/±Inf rows lie in range: TauGrid counts them as matched points (we leave them out of ``points``)."""
+    if reader.metric_summary(run_id, metric) is None:
+        return False
+    count, _ = reader.non_finite(run_id, metric, p.start_step, p.end_step, limit=0)
+    return count > 0
+
+
 def classify_run(run: RunRow, summaries: list) -> tuple[str, bool, list[str]]:
-    """(lifecycle_state, successful, success_reasons) by TauGrid's ``ClassifyRun`` rules."""
-    state = run.state.strip().lower()
-    if state in ("pending", "running"):
-        return state, False, [f"run is {state}"]
-    if state == "failed":
-        return "failed", False, ["run state is failed"]
-    if state not in ("succeeded", "completed"):
-        if not (run.completed_at or "").strip():
-            return "pending", False, ["run has not reached a terminal state"]
-        return "incomplete", False, ["run state is not recognized as succeeded"]
-    reasons = []
-    steps = [s.max_step for s in summaries if s.max_step is not None]
-    max_step = max(steps) if steps else None
-    min_step = None
-    for key in MIN_STEP_TAGS:
-        raw = run.tags.get(key, "").strip()
-        if _INT.fullmatch(raw):
-            min_step = int(raw)
-            break
-    if min_step is not None and (max_step is None or max_step < min_step):
-        got = "none" if max_step is None else str(max_step)
-        reasons.append(f"max step {got} is below required step {min_step}")
-    for s in summaries:
-        if s.non_finite_count > 0:
-            reasons.append(f"{s.metric_name} has {s.non_finite_count} non-finite values")
-        name = s.metric_name.lower()
-        if (any(t in name for t in FAILURE_METRIC_TOKENS) and s.finite_count > 0 and s.max_value is not None
-                and s.max_value > 0):
-            reasons.append(f"{s.metric_name} indicates failure with max value {_go_g6(s.max_value)}")
-    if reasons:
-        return "incomplete", False, reasons
-    return "succeeded", True, ["run state succeeded and success gates passed"]
-
-
-def _go_g6(value: float) -> str:
-    # strconv.FormatFloat(v, 'g', 6, 64): like %g, but Go writes exponents with at least two digits too.
-    return f"{value:.6g}"
+    """(lifecycle_state, successful, success_reasons) by TauGrid's ``ClassifyRun`` (``expstore.lifecycle``)."""
+    return classify(run.state, run.completed_at, run.tags, summaries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,12 +301,12 @@ class StellarV2:
         run, reader, warnings = found.run, found.reader, found.warnings
         params = series_params(q)
         if target != run.run_id:
-            # TauGrid's local path loads one run for an experiment/group target and says so.
-            matching = [r for r in reader.runs(workspace, project=q.get("project") or None)
-                        if target in (r.experiment_id, r.run_group_id)]
-            if len(matching) > 1:
-                warnings = [*warnings, f"runs truncated to 1 of {len(matching)} matching runs"]
+            truncated = _truncation_warning(reader, workspace, target)
+            if truncated:
+                warnings = [*warnings, truncated]
         steps, values, source_points, partial = _points(reader, run.run_id, metric, params)
+        if source_points == 0 and not _has_non_finite(reader, run.run_id, metric, params):
+            warnings = [*warnings, "no scalar metric points matched the series query"]
         body: dict = {
             "metadata": metadata_json(source, [found.served], partial, warnings),
             "target": target, "run_id": run_id, "metric": metric,
@@ -375,11 +365,14 @@ class StellarV2:
         if len(found) > limit:
             found = found[:limit]
             next_cursor = self._encode_cursor(filter_hash, found[-1].sort_at, found[-1].experiment_id)
-        bodies, cut = experiments_json(reader, found, "config" in include)
+        bodies, cut = experiments_json(reader, found, "config" in include, workspace)
         body: dict = {"metadata": metadata(source, [served], truncated, warnings + cut), "experiments": bodies}
         if next_cursor:
             body["next_cursor"] = next_cursor
-        return json_response(body)
+        if "config" in include:  # config values hold floats: the Go encoder spells them
+            return json_response(body)
+        # Ids, names, counts and times only: orjson writes Go's bytes for them (gojson.dumps_fast).
+        return Response(dumps_fast(body), media_type="application/json", headers=SECURITY_HEADERS)
 
     def run_list(self, q: Query, target: str) -> Response:
         source, workspace = self.source_and_workspace(q)

@@ -9,7 +9,7 @@ import pytest
 from taunotebook.client import NotFoundError, PortalClient
 from taunotebook.portal import run_table
 
-from .conftest import LOSS_POINTS, PAGE_RUNS, TOKEN, loss_value, serve
+from .conftest import LOSS_POINTS, NOTE, PAGE_RUNS, TOKEN, loss_value, serve
 from .sweep_store import build_sweep_store, final_loss
 
 RUNS = "/stellar/data/runs"
@@ -83,7 +83,56 @@ def test_more_runs_than_the_limit_list_the_newest_and_say_so(api, monkeypatch):
     assert len(body["runs"]) == 3 and body["run_count"] == 9
     assert body["metadata"]["partial"] is True
     assert body["metadata"]["warnings"] == [
-        "the 3 newest of 9 runs are listed; filter by project, experiment or group to see the others"]
+        "the first 3 of 9 runs are listed; ask with offset= and limit= for the others, or filter by project, "
+        "experiment or group"]
+
+
+def test_windows_reach_every_run_and_the_count_stays_true(api):
+    everything = [r["run_id"] for r in api.get(RUNS).json()["runs"]]
+    seen = []
+    for offset in range(0, 9, 4):
+        body = api.get(RUNS, params={"offset": offset, "limit": 4}).json()
+        assert body["run_count"] == 9 and body["offset"] == offset
+        assert "warnings" not in body["metadata"]  # a window asked for is not a surprise
+        assert body["metadata"]["partial"] is True
+        seen += [r["run_id"] for r in body["runs"]]
+    assert seen == everything and len(everything) == 9
+    past = api.get(RUNS, params={"offset": 50, "limit": 4}).json()
+    assert past["runs"] == [] and past["run_count"] == 9
+
+
+def test_sort_and_order_are_applied_before_the_window(api):
+    asc = api.get(RUNS, params={"sort": "run_id", "order": "asc", "limit": 3}).json()
+    assert [r["run_id"] for r in asc["runs"]] == ["page-00", "page-01", "page-02"]
+    desc = api.get(RUNS, params={"sort": "metric:latest", "order": "desc", "metric": "train/loss", "limit": 2})
+    rows = desc.json()["runs"]
+    assert [r["run_id"] for r in rows] == ["page-06", "page-05"]  # latest loss 6.0, 5.0 beat run-a's ~0.7
+    oldest = api.get(RUNS, params={"order": "asc", "limit": 1}).json()["runs"][0]
+    newest = api.get(RUNS, params={"limit": 1}).json()["runs"][0]
+    assert oldest["created_at"] <= newest["created_at"]
+
+
+def test_filters_by_state_tag_and_text_count_what_they_keep(api):
+    assert api.get(RUNS, params={"state": "succeeded"}).json()["run_count"] == 1
+    tagged = api.get(RUNS, params={"tag": "note=" + NOTE}).json()
+    assert [r["run_id"] for r in tagged["runs"]] == ["run-b"] and tagged["run_count"] == 1
+    found = api.get(RUNS, params={"q": "PAGE-0"}).json()
+    assert found["run_count"] == 7 and all(r["run_id"].startswith("page-") for r in found["runs"])
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"offset": "-1"}, "offset must be a non-negative integer"),
+    ({"offset": "x"}, "offset must be an integer"),
+    ({"limit": "0"}, "limit must be an integer between 1 and 5000"),
+    ({"limit": "5001"}, "limit must be an integer between 1 and 5000"),
+    ({"sort": "color"}, "sort must be one of created_at, run_id, state, project, experiment_id, run_group_id, "
+                        "metric:latest, metric:min, metric:max"),
+    ({"order": "up"}, "order must be asc or desc"),
+    ({"tag": "novalue"}, "tag filters must be key=value"),
+])
+def test_bad_window_parameters_are_400_in_words(api, params, message):
+    r = api.get(RUNS, params=params)
+    assert r.status_code == 400 and r.json()["error"]["message"] == message
 
 
 @pytest.mark.parametrize(("params", "expected"), [
@@ -174,3 +223,36 @@ def test_a_long_text_value_is_cut_to_the_limit():
     assert cut and len(text) == run_table.CONFIG_TEXT_LIMIT and text.endswith("…")
     assert run_table._field_value(float("nan")) == ("NaN", False)
     assert run_table._field_value(0.5) == (0.5, False)
+
+
+# -- the same windows without run listings (a store TauGrid wrote, Kusto, source=auto) -------------------
+
+
+@pytest.fixture(scope="module")
+def unlisted(portal_store, tmp_path_factory):
+    import shutil
+    import sqlite3
+
+    root = tmp_path_factory.mktemp("unlisted") / "store"
+    shutil.copytree(portal_store, root)
+    with sqlite3.connect(root / "index.sqlite") as db:
+        for table in ("run_listing", "experiment_listing", "experiment_metrics"):
+            db.execute(f"DROP TABLE {table}")
+        db.execute("DELETE FROM schema_meta WHERE key = 'listing_version'")
+    with serve(root) as server, httpx.Client(base_url=f"http://127.0.0.1:{server.port}",
+                                            headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        yield client
+
+
+@pytest.mark.parametrize("params", [
+    {}, {"offset": 2, "limit": 3}, {"sort": "run_id", "order": "desc"}, {"sort": "state", "limit": 4},
+    {"sort": "metric:max", "metric": "train/loss"}, {"sort": "metric:min", "order": "desc", "metric": "eval/acc"},
+    {"order": "asc"}, {"state": "running", "limit": 2}, {"q": "note"}, {"tag": "tau_workspace=default"},
+    {"experiment": "exp-page", "offset": 5}, {"metric": "eval/acc", "sort": "experiment_id"},
+])
+def test_without_listings_the_windows_are_the_same(api, unlisted, params):
+    def window(client):
+        body = client.get(RUNS, params=params).json()
+        return body["run_count"], body["offset"], body["metrics"], body["runs"], body["metadata"]["partial"]
+
+    assert window(unlisted) == window(api)

@@ -165,15 +165,42 @@ def test_an_experiment_target_warns_that_runs_were_truncated(api):
     assert body["target"] == "exp-1" and body["run_id"] == "run-b"
 
 
-def test_a_group_target_is_accepted(api):
+def test_a_group_target_is_accepted_and_warns_like_an_experiment(api):
     r = api.get(f"{V2}/runs/run-b/series", params={"target": "g1", "metric": "train/loss"})
     assert r.status_code == 200 and r.json()["returned_points"] == 8
+    assert r.json()["metadata"]["warnings"] == ["runs truncated to 1 of 2 matching runs"]
 
 
-def test_an_unknown_metric_is_an_empty_series(api):
+def test_a_project_filter_does_not_narrow_the_truncation_count(api):
+    # TauGrid's loadRuns ignores project: N counts the target's runs in the workspace.
+    body = api.get(f"{V2}/runs/run-b/series",
+                   params={"target": "exp-1", "metric": "train/loss", "project": "proj"}).json()
+    assert body["metadata"]["warnings"] == ["runs truncated to 1 of 2 matching runs"]
+
+
+def test_a_run_target_and_a_single_run_experiment_do_not_warn(api):
+    for target, run in (("run-b", "run-b"), ("page-00", "page-00")):
+        body = api.get(f"{V2}/runs/{run}/series", params={"target": target, "metric": "train/loss"}).json()
+        assert "warnings" not in body["metadata"] and body["metadata"]["availability"] == {"state": "available"}
+    # exp-page holds 7 runs: every one of its series says so, as TauGrid's local path does.
+    body = api.get(f"{V2}/runs/page-03/series", params={"target": "exp-page", "metric": "train/loss"}).json()
+    assert body["metadata"]["warnings"] == ["runs truncated to 1 of 7 matching runs"]
+    assert body["returned_points"] == 1
+
+
+def test_an_unknown_metric_is_an_empty_series_said_in_taugrids_words(api):
     body = api.get(f"{V2}/runs/run-b/series", params={"target": "run-b", "metric": "nope"}).json()
     assert (body["source_points"], body["returned_points"], body["points"]) == (0, 0, [])
     assert body["metadata"]["partial"] is False
+    assert body["metadata"]["warnings"] == ["no scalar metric points matched the series query"]
+    assert body["metadata"]["availability"]["state"] == "degraded"
+
+
+def test_a_range_of_only_non_finite_points_is_not_said_to_match_nothing(api):
+    # run-b's step 3 is NaN: TauGrid reads it as a matched point; we leave it out of points, silently.
+    body = api.get(f"{V2}/runs/run-b/series",
+                   params={"target": "run-b", "metric": "train/loss", "start_step": 3, "end_step": 3}).json()
+    assert body["returned_points"] == 0 and "warnings" not in body["metadata"]
 
 
 def test_source_is_case_insensitive_and_auto_reads_local(api):

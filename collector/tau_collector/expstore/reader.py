@@ -23,6 +23,7 @@ import contextlib
 import itertools
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -30,8 +31,10 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import listing
 from .config_rows import read_run_configs
 from .configs import RunConfig
+from .listing import WORKSPACE_TAG
 from .m4 import M4Index, m4_indices
 from .read_cache import LRU, QUICK_FILE_ROWS, IndexCache, WouldBlock, may_block, no_blocking
 from .run_events import RunEvent, read_run_events
@@ -41,8 +44,9 @@ from .summaries import SUMMARY_COLUMNS, MetricSummaryRow
 __all__ = ["WORKSPACE_TAG", "ExperimentRow", "MetricSummaryRow", "ReducedSeries", "Rows", "RunConfig", "RunRow",
            "StoreReader", "WouldBlock", "no_blocking"]
 
-WORKSPACE_TAG = "tau_workspace"
 DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
+_KEPT_ORDERS = 4  # sorted orders of a workspace's runs kept for windows (100,000 ids: about 7 MB each)
+_WALKED_ROWS = 5000  # a window of the newest runs within this is read by walking the index, not kept
 _MISSING_FILE_RETRIES = 3
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 @dataclass(frozen=True, slots=True)
@@ -245,6 +249,83 @@ class StoreReader:
                     "FROM experiments ORDER BY experiment_id")]
 
         return list(self._index.get(("experiments",), load))
+
+    # -- listings: searches and windows answered from the index's run listing (listing.py) ----
+
+    def has_listings(self) -> bool:
+        """Whether the store's run listings exist and cover every run (else list from :meth:`runs`)."""
+        def load() -> bool:
+            with self.store.read_transaction() as conn:
+                return listing.listing_ready(conn)
+
+        return self._index.get(("listing_ready",), load)
+
+    def search_experiments(self, workspace: str, **filters) -> list[listing.ExperimentListingRow]:
+        """:func:`.listing.search_experiments` (filters, order and limit in SQL); needs :meth:`has_listings`."""
+        with self.store.read_transaction() as conn:
+            return listing.search_experiments(conn, workspace, **filters)
+
+    def experiment_details(self, workspace: str, experiment_ids: list[str],
+                           with_run_ids: bool = False) -> dict[str, listing.ExperimentDetails]:
+        with self.store.read_transaction() as conn:
+            return listing.experiment_details(conn, workspace, experiment_ids, with_run_ids)
+
+    def run_window(self, workspace: str, **query) -> tuple[int, list[RunRow]]:
+        """(how many runs match, the runs of the window): :func:`.listing.run_window` with the rows read in two
+        queries. These rows carry no ``metric_names`` (a table row does not show them; :meth:`run` has them)."""
+        with self.store.read_transaction() as conn:
+            total, ids = self._window_ids(conn, workspace, query)
+            if not ids:
+                return total, []
+            marks = ",".join("?" * len(ids))
+            rows = {r[0]: r for r in conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id IN ({marks})", ids)}
+            tags = _group(conn.execute(
+                f"SELECT scope_id, key, value FROM tags WHERE scope_type = 'run' AND scope_id IN ({marks})", ids))
+        return total, [RunRow(*rows[i], tags=tags.get(i, {})) for i in ids if i in rows]
+
+    def _window_ids(self, conn, workspace: str, query: dict) -> tuple[int, list[str]]:
+        # Sorting every run by a column other than creation time costs a sort of the workspace in SQLite, and a
+        # deep window of the newest-first order a walk of that many index entries: for the unfiltered table
+        # (what scrolling asks again and again) the order is kept until the store changes, at most
+        # _KEPT_ORDERS of them, and each window is a slice of it.
+        filtered = any(query.get(k) for k in ("project", "experiment", "group", "run_ids", "state", "tag", "query"))
+        if filtered:
+            return listing.run_window(conn, workspace, **query)
+        orders = self._index.get(("window_orders",), OrderedDict)
+        key = (workspace, query.get("sort", "created_at"), query.get("descending", True), query.get("metric"))
+        ids = orders.get(key)
+        if ids is None and key[1] == "created_at" and query.get("offset", 0) + query["limit"] <= _WALKED_ROWS:
+            return listing.run_window(conn, workspace, **query)  # the newest runs: a short walk of the index
+        if ids is None:
+            _, ids = listing.run_window(conn, workspace, **{**query, "offset": 0, "limit": -1})
+            with self._latest_lock:
+                while len(orders) >= _KEPT_ORDERS:
+                    orders.popitem(last=False)
+                orders[key] = ids
+        offset, limit = query.get("offset", 0), query["limit"]
+        return len(ids), ids[offset:offset + limit]
+
+    def summaries_of(self, run_ids: list[str], metrics: list[str]) -> dict[tuple[str, str], MetricSummaryRow]:
+        """The summaries of these metrics of these runs, in one query: ``(run_id, metric) -> row``."""
+        if not run_ids or not metrics:
+            return {}
+        sql = (f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id IN ({','.join('?' * len(run_ids))}) "
+               f"AND metric_name IN ({','.join('?' * len(metrics))})")
+        with self.store.read_transaction() as conn:
+            rows = [MetricSummaryRow(*row) for row in conn.execute(sql, [*run_ids, *metrics])]
+        return {(r.run_id, r.metric_name): r for r in rows}
+
+    def listing_metric_names(self, workspace: str, experiment: str = "") -> list[str]:
+        with self.store.read_transaction() as conn:
+            return listing.metric_names(conn, workspace, experiment)
+
+    def runs_per_metric(self, workspace: str, experiment: str = "") -> dict[str, int]:
+        """How many runs have each metric (cached until the store changes: it counts every summary row)."""
+        def load() -> dict[str, int]:
+            with self.store.read_transaction() as conn:
+                return listing.runs_per_metric(conn, workspace, experiment)
+
+        return dict(self._index.get(("runs_per_metric", workspace, experiment), load))
 
     def run_config(self, run_id: str) -> RunConfig | None:
         """The run's configuration (hyperparameters), or None when it has none."""

@@ -240,9 +240,12 @@ CREATE INDEX IF NOT EXISTS idx_events_run_time ON events(run_id, time);
 CREATE INDEX IF NOT EXISTS idx_observations_scope ON observations(scope_type, scope_id);
 """
 
-# Ours, added beside TauGrid's tables (never changing them): compaction retires metric files in
+# Ours, added beside TauGrid's tables (never changing them). Compaction retires metric files in
 # the same transaction that registers their replacement, and deletes them from disk only after a
-# grace period because a reader may still hold the old file list. TauGrid ignores this table.
+# grace period because a reader may still hold the old file list. The run and experiment listings
+# (``listing.py``) are derived from the runs, tags and summaries, kept by the writer in the same
+# transaction, so that a search or a runs table of 100,000 runs is answered from indexes. TauGrid
+# ignores these tables.
 EXTENSION_SQL = """
 CREATE TABLE IF NOT EXISTS metric_file_retirements (
   file_id TEXT PRIMARY KEY,
@@ -253,6 +256,38 @@ CREATE TABLE IF NOT EXISTS metric_file_retirements (
   retired_unix REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_metric_file_retirements_time ON metric_file_retirements(retired_unix);
+""" + """
+CREATE TABLE IF NOT EXISTS run_listing (
+  run_id TEXT PRIMARY KEY,
+  workspace TEXT NOT NULL,
+  project TEXT NOT NULL,
+  experiment_id TEXT NOT NULL,
+  run_group_id TEXT NOT NULL,
+  state TEXT NOT NULL,
+  lifecycle_state TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  run_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_run_listing_experiment ON run_listing(experiment_id, workspace, lifecycle_state, state,
+  run_group_id);
+CREATE INDEX IF NOT EXISTS idx_run_listing_created ON run_listing(created_at DESC, run_id, workspace);
+CREATE INDEX IF NOT EXISTS idx_run_listing_workspace ON run_listing(workspace, project, experiment_id, run_group_id);
+CREATE TABLE IF NOT EXISTS experiment_listing (
+  experiment_id TEXT NOT NULL,
+  workspace TEXT NOT NULL,
+  project TEXT NOT NULL,
+  run_count INTEGER NOT NULL,
+  latest_run_at TEXT NOT NULL,
+  first_created_at TEXT NOT NULL,
+  last_created_at TEXT NOT NULL,
+  PRIMARY KEY (experiment_id, workspace)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS experiment_metrics (
+  experiment_id TEXT NOT NULL,
+  workspace TEXT NOT NULL,
+  metric_name TEXT NOT NULL,
+  PRIMARY KEY (experiment_id, workspace, metric_name)
+) WITHOUT ROWID;
 """
 
 

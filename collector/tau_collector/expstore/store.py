@@ -32,6 +32,7 @@ import orjson
 
 from ..durable import fsync_directory
 from . import schema
+from .listing import ensure_listings
 
 __all__ = ["ExpStore", "StoreError", "StoreNotFoundError", "StoreReadOnlyError", "open_store", "utc_now_rfc3339"]
 
@@ -179,6 +180,7 @@ class ExpStore:
                 conn.executemany(
                     "INSERT OR REPLACE INTO schema_meta(key, value) VALUES (?, ?)", schema.schema_meta_rows()
                 )
+                ensure_listings(tx)  # a store from before the run listings gets them once, here
         except sqlite3.OperationalError as exc:
             self.close()
             # e.g. a -wal file of another user beside a writable index: SQLite says "readonly database"

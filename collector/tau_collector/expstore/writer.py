@@ -27,6 +27,7 @@ from .compaction import CompactionPolicy, compact_quietly
 from .compaction_process import CompactionProcess
 from .config_rows import ConfigConflictError, put_run_config, run_config_hash
 from .configs import RunConfig
+from .listing import refresh_runs
 from .metric_files import metric_file_path
 from .parquet_encoder import Coded, Column, TextValues, encode_parquet
 from .store import ExpStore, StoreError, utc_now_rfc3339
@@ -170,6 +171,7 @@ class MetricWriter:
                 if raced is None:
                     for rf in run_files:
                         self._register(tx, rf, now)
+                    refresh_runs(tx, {rf.run_id for rf in run_files})
                     tx.execute(
                         "INSERT INTO idempotency_keys(key, command, target_type, target_id, request_hash, "
                         "created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -223,6 +225,7 @@ class MetricWriter:
             completed = format_time(newest * 1000) if newest is not None else utc_now_rfc3339()
             tx.execute("UPDATE runs SET state = ?, completed_at = ? WHERE run_id = ? AND state IN (?, ?)",
                        (RUN_STATE_COMPLETED, completed, run_id, RUN_STATE_RUNNING, RUN_STATE_COMPLETED))
+            refresh_runs(tx, [run_id])
 
     def keys_with_prefix(self, prefix: str) -> list[tuple[str, str, str]]:
         """``(key, request_hash, target_id)`` of every recorded key that starts with ``prefix``."""

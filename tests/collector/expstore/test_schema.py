@@ -106,6 +106,7 @@ def test_schema_meta_rows_and_wal_mode(tmp_path):
         "schema_version": "expstore.v5",
         "metric_schema_version": "tau.metrics.scalar.v2",
         "metric_schema_columns": "project,run_group_id,run_id,metric_name,step,wall_time,value,unit,source,split,tags",
+        "listing_version": "1",  # ours: the run listings are built (listing.py); TauGrid reads only its keys
     }
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
