@@ -41,6 +41,10 @@ Synced traitlets (Python → browser unless noted):
 ``stellar_href``
     the "Open in Stellar" link (through Jupyter's proxy inside Jupyter, else the Portal's own URL); a pane
     comparing runs links the Stellar page comparing the runs ``compare`` resolved to (``&compare=b,c``).
+``aggregate``, ``band`` (both ways)
+    how compared runs are drawn: ``""`` each its own line, ``"mean"`` or ``"median"`` one line with a band
+    (``band``: ``"minmax"``, ``"std"`` for ±1 standard deviation, ``"none"``), computed in the browser by
+    ``js/shared/aggregate.js`` at the union of the runs' steps (docs/comparing-runs.md says the rule).
 ``visible`` (browser → Python)
     the metric names whose plots exist in the browser (open section, in or near the viewport, or pinned
     and on screen). Only these are fetched and polled, for every drawn run: a name entering gets a fresh
@@ -102,6 +106,8 @@ from taunotebook.pane_poller import DEFAULT_WIDTH, TERMINAL_STATES, Poller, stel
 __all__ = ["BUILD_HINT", "BUNDLE", "LossPane", "TERMINAL_STATES"]
 
 BUNDLE = Path(__file__).resolve().parent / "static" / "pane.js"
+AGGREGATES = ("", "mean", "median")  # compared runs: each its line, or one line with a band around it
+BANDS = ("minmax", "std", "none")
 BUILD_HINT = "npm --prefix js ci && npm --prefix js run build   (or: pip install -e .)"
 
 _bundle_text: str | None = None
@@ -126,9 +132,10 @@ class LossPane(anywidget.AnyWidget):
     or the URL's ``?token=``), or ``None`` for ``TAU_PORTAL_URL``/``TAU_PORTAL_TOKEN``. ``metrics``
     limits the metrics drawn (default: all the run has). ``compare`` adds other runs to every plot: run
     ids, or an experiment or run group id for all of its runs (:mod:`taunotebook.compare_runs`; a run
-    id wins when an id names both). ``source`` (``local``, ``kusto`` or ``auto``; default: the client's,
-    else the Portal's default) is named on every read and carried by "Open in Stellar". ``close()`` stops
-    the thread.
+    id wins when an id names both); ``aggregate="mean"`` (or ``"median"``) draws them as one line with a
+    ``band`` (``"minmax"``, ``"std"``, ``"none"``), the seeds of one configuration as W&B groups them.
+    ``source`` (``local``, ``kusto`` or ``auto``; default: the client's, else the Portal's default) is
+    named on every read and carried by "Open in Stellar". ``close()`` stops the thread.
     """
 
     run_id = traitlets.Unicode().tag(sync=True)
@@ -151,6 +158,8 @@ class LossPane(anywidget.AnyWidget):
     pinned = traitlets.List(traitlets.Unicode()).tag(sync=True)
     filter = traitlets.Unicode("").tag(sync=True)
     sections = traitlets.Dict().tag(sync=True)  # {section: open}; not read by Python, kept as the page sends it
+    aggregate = traitlets.Enum(AGGREGATES, "").tag(sync=True)
+    band = traitlets.Enum(BANDS, "minmax").tag(sync=True)
 
     def __init__(
         self,
@@ -161,10 +170,16 @@ class LossPane(anywidget.AnyWidget):
         project: str | None = None,
         compare: Iterable[str] = (),
         source: str | None = None,
+        aggregate: str = "",
+        band: str = "minmax",
         start: bool = True,
     ) -> None:
         if not isinstance(run_id, str) or not run_id.strip():
             raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
+        if aggregate not in AGGREGATES:
+            raise ValueError(f"aggregate must be one of {', '.join(map(repr, AGGREGATES))}, got {aggregate!r}")
+        if band not in BANDS:
+            raise ValueError(f"band must be one of {', '.join(map(repr, BANDS))}, got {band!r}")
         source = check_source(source)
         self._esm = _bundle()
         if isinstance(portal, PortalClient):
@@ -175,7 +190,7 @@ class LossPane(anywidget.AnyWidget):
         source = source if source is not None else (client.source or "")
         requested = list(dict.fromkeys(str(m) for m in metrics)) if metrics else []
         super().__init__(run_id=run_id.strip(), project=project or "", source=source,
-                         compare=[str(c) for c in compare], metrics=requested)
+                         compare=[str(c) for c in compare], metrics=requested, aggregate=aggregate, band=band)
         self.stellar_href = stellar_page_href(client, self.run_id, project, self.compare, self.source)
         self.pane_id = self.model_id  # names the static fallback output this pane's live view hides
         self._static_display = None

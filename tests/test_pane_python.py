@@ -7,6 +7,7 @@ its two binary buffers), decoded exactly as the page decodes them (int64 / float
 from __future__ import annotations
 
 import math
+import re
 import struct
 import threading
 import time
@@ -612,3 +613,28 @@ def test_compared_runs_are_polled_for_the_same_visible_metrics(portal_server, cl
     assert {(m["run"], m["metric"]) for m in rec.of("reset")} >= {("run-a", "eval/acc")}
     assert not rec.of("reset", "run-b", "eval/acc") and set(pane._poller.held) == {("run-a", "eval/acc")}
     pane.close()
+
+
+def test_compared_runs_can_be_drawn_as_one_line_with_a_band():
+    pane = LossPane("run-a", portal="http://127.0.0.1:9", compare=["seeds"], aggregate="median", band="std",
+                    start=False)
+    try:
+        assert (pane.aggregate, pane.band) == ("median", "std")
+        pane.aggregate = "mean"  # the pane's own control sets the trait the same way
+        assert pane.aggregate == "mean"
+    finally:
+        pane.close()
+    plain = LossPane("run-a", portal="http://127.0.0.1:9", start=False)
+    try:
+        assert (plain.aggregate, plain.band) == ("", "minmax")
+    finally:
+        plain.close()
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"aggregate": "mode"}, "aggregate must be one of '', 'mean', 'median', got 'mode'"),
+    ({"band": "iqr"}, "band must be one of 'minmax', 'std', 'none', got 'iqr'"),
+])
+def test_an_unknown_aggregate_or_band_is_refused_by_name(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        LossPane("run-a", portal="http://127.0.0.1:9", start=False, **kwargs)

@@ -443,3 +443,50 @@ def test_compare_an_experiment_and_the_legend_names_runs_by_what_differs(lab: Ju
     assert "target=ui-sweep-a" in href and sorted(href.split("compare=")[1].split(",")) == ["ui-sweep-b", "ui-sweep-c"]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.locator(PANE).first.screenshot(path=str(ARTIFACTS / "pane-compare-by-config.png"))
+
+
+def test_seeds_drawn_as_their_mean_with_a_band_and_on_relative_time(lab: JupyterLab, page: Page, store: Path,
+                                                                     portal: str, tmp_path):
+    seeds = {"ui-seed-0": 1.0, "ui-seed-1": 1.3, "ui-seed-2": 0.8}
+    trainers = [Trainer(tmp_path / run, store, run, points=20, delay=0.0, gated=False, experiment="ui-seeds",
+                        config={"lr": 0.1, "seed": i}, speed=speed) for i, (run, speed) in enumerate(seeds.items())]
+    assert all(t.wait() == 0 for t in trainers)
+    name = lab.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "seeds.ipynb", RUN_ID="ui-seed-0", PORTAL_URL=portal)
+    notebook = lab.root_dir / name
+    notebook.write_text(notebook.read_text().replace(
+        'project=\\"proj\\")', 'project=\\"proj\\", compare=[\\"ui-seeds\\"], aggregate=\\"mean\\")'))
+    open_notebook(page, lab, name)
+    run_all(page)
+    page.wait_for_function("""() => {
+        const gd = document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot');
+        return gd && gd.data && gd.data.some((t) => t.showlegend && String(t.name).includes('mean of 3 runs')
+            && t.x.length === 20);
+    }""", timeout=60_000)
+    band = loss_traces(page)
+    lower, upper, center = band[0], band[1], band[2]
+    assert center["name"] == "loss (mean of 3 runs, min–max)"
+    assert all(lo <= c <= hi for lo, c, hi in zip(lower["y"], center["y"], upper["y"], strict=True))
+    assert upper["y"][-1] > lower["y"][-1]  # the seeds differ: the band has a width
+
+    # Each run its line again: the mean drawn was the mean of these lines, step for step.
+    page.locator(f"{PANE} select[aria-label='runs as']").select_option("")
+    page.wait_for_function("""() => document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot')
+        .data.filter((t) => t.mode === 'lines' && t.visible !== false && t.x.length === 20).length === 3""",
+                           timeout=10_000)
+    lines = [t for t in loss_traces(page) if t["mode"] == "lines" and t["visible"] is not False]
+    assert center["y"] == pytest.approx([sum(ys) / 3 for ys in zip(*(t["y"] for t in lines), strict=True)], rel=1e-12)
+    assert lower["y"] == pytest.approx([min(ys) for ys in zip(*(t["y"] for t in lines), strict=True)], rel=1e-12)
+
+    # Relative time: every run starts at 0, whenever it ran.
+    page.locator(f"{PANE} select[aria-label='x axis']").select_option("relative")
+    page.wait_for_function("""() => document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot')
+        ._fullLayout.xaxis.title.text.startsWith('relative time')""", timeout=10_000)
+    lines = [t for t in loss_traces(page) if t["mode"] == "lines" and t["visible"] is not False]
+    assert [t["x"][0] for t in lines] == [0, 0, 0]
+    assert all(t["x"] == sorted(t["x"]) for t in lines)
+    page.locator(f"{PANE} select[aria-label='runs as']").select_option("mean")
+    page.wait_for_function("""() => document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot')
+        .data.some((t) => String(t.name).includes('mean of 3 runs'))""", timeout=10_000)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.locator(PANE).first.screenshot(path=str(ARTIFACTS / "pane-seeds-mean-band.png"))
+    page.locator(f"{PANE} select[aria-label='x axis']").select_option("step")  # the browser's choice is kept

@@ -435,3 +435,56 @@ def test_the_portal_is_reachable_through_jupyter_server_proxy_with_jupyters_auth
     assert int(chart(page, "eval/acc").get_attribute("data-points")) == 50
     assert chart(page, "train/loss").get_attribute("data-non-finite") == "0"
     screenshot(page, "through-jupyter-server-proxy")
+
+
+# -- runs as one line with a band, and the time axes (issue 21) --------------------------------------
+
+
+def test_compared_runs_drawn_as_their_mean_with_a_band_say_how_many_runs_and_what_was_left_out(
+        page: Page, portal_server: PortalServer):
+    open_ready(page, url(portal_server, "/stellar?target=run-a&target=run-b&project=proj"))
+    page.locator("#stellar-aggregate").select_option("mean")
+    page.wait_for_function("""() => document.querySelector('section[data-metric="train/loss"] .stellar-plot')
+                                      .data.some((t) => t.meta.role === 'aggregate')""")
+    traces = plotted(page, "train/loss")
+    roles = [t["role"] for t in traces]
+    center = next(t for t in traces if t["role"] == "aggregate")
+    lower = next(t for t in traces if t["role"] == "band-lower")
+    upper = next(t for t in traces if t["role"] == "band-upper")
+    counts = page.evaluate("""() => document.querySelector('section[data-metric="train/loss"] .stellar-plot')
+                                     .data.find((t) => t.meta.role === 'aggregate').text""")
+
+    assert "raw" not in roles  # the runs are the band now, not a line each
+    # run-b logged steps 0..9 (NaN at 3, +Inf at 7): both runs count there, run-a alone after.
+    assert center["name"] == "train/loss (mean of 2 runs, min–max, 2 non-finite left out)"
+    assert counts[0].startswith("2 of 2 runs") and counts[-1].startswith("1 of 2 runs")
+    assert all(lo <= c <= hi for lo, c, hi in zip(lower["y"], center["y"], upper["y"], strict=True))
+    assert chart(page, "train/loss").get_attribute("data-traces") == "1"
+    screenshot(page, "compare-mean-band")
+
+    page.locator("#stellar-band").select_option("std")
+    page.wait_for_function("""() => document.querySelector('section[data-metric="train/loss"] .stellar-plot')
+                                      .data.find((t) => t.meta.role === 'aggregate').name.includes('±1 std')""")
+    page.locator("#stellar-aggregate").select_option("")
+    page.wait_for_function("""() => !document.querySelector('section[data-metric="train/loss"] .stellar-plot')
+                                      .data.some((t) => t.meta.role === 'aggregate')""")
+    assert [t["run"] for t in plotted(page, "train/loss") if t["role"] == "raw"] == ["run-a", "run-b"]
+
+
+def test_relative_time_starts_at_zero_and_the_axis_is_kept_across_reloads(page: Page, portal_server: PortalServer):
+    target = url(portal_server, "/stellar?target=run-a&project=proj")
+    open_ready(page, target)
+    page.locator("#stellar-x-axis").select_option("relative")
+    gd = "document.querySelector('section[data-metric=\"eval/acc\"] .stellar-plot')"
+    page.wait_for_function(f"() => {gd}.layout.xaxis.title.text.startsWith('relative time')")
+    raw = next(t for t in plotted(page, "eval/acc") if t["role"] == "raw")
+
+    # The fixture writes step s at BASE + s ms: eval/acc's steps 0..490 span 0.49 s from its first point.
+    assert raw["x"][0] == 0
+    assert raw["x"][-1] == pytest.approx(0.49, abs=1e-3)
+    assert page.evaluate(f"() => {gd}.layout.xaxis.title.text") == "relative time (seconds)"
+
+    open_ready(page, target)
+    assert page.locator("#stellar-x-axis").input_value() == "relative"
+    page.wait_for_function(f"() => {gd}.layout.xaxis.title.text.startsWith('relative time')")
+    page.locator("#stellar-x-axis").select_option("step")  # leave the browser's choice as the other tests expect

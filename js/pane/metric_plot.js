@@ -4,8 +4,10 @@
 import Plotly from "../plotly/index.js";
 import { h } from "../shared/dom.js";
 import { formatNumber } from "../shared/format.js";
+import { aggregateRuns, bandLabel } from "../shared/aggregate.js";
 import { NON_FINITE_COLOR } from "../shared/palette.js";
-import { createSmoother, smoothInto } from "../shared/smoothing.js";
+import { createSmoother, smooth, smoothInto } from "../shared/smoothing.js";
+import { axisTitle, relativeUnit } from "../shared/time_axis.js";
 import { interpolate, stepsBetween } from "../shared/walltime.js";
 import { markDrawn } from "./marks.js";
 import { seriesKey } from "./store.js";
@@ -61,8 +63,72 @@ export class MetricPlot {
     return this.pane.store.series.get(seriesKey(run, this.metric));
   }
 
+  /** The axis drawn: a time axis only when the points carry wall times (TauGrid's v2 reads carry none). */
+  axis() {
+    const axis = this.pane.settings.axis;
+    return axis !== "step" && this.hasWall() ? axis : "step";
+  }
+
+  /** The unit of a relative-time axis, from the longest drawn series' span. */
+  relativeUnit() {
+    let seconds = 0;
+    for (const run of this.runs()) {
+      const wall = this.series(run)?.wall;
+      if (wall && wall.wall.length) seconds = Math.max(seconds, (wall.wall[wall.wall.length - 1] - wall.wall[0]) / 1e6);
+    }
+    return relativeUnit(seconds);
+  }
+
+  /**
+   * The runs as one line and a band (shared/aggregate.js), aligned on the axis drawn; each run smoothed first
+   * when smoothing is on. The non-finite marks of every run stay, each on its own trace after the band's.
+   */
+  aggregateTraces(agg) {
+    const runs = this.runs();
+    const color = this.pane.colors().get(runs[0]);
+    const labels = this.pane.labels();
+    const s = this.pane.settings;
+    const input = [];
+    for (const run of runs) {
+      const series = this.series(run);
+      if (!series) continue;
+      const x = this.xFor(series, series.steps).map((v) => (v instanceof Date ? v.getTime() : v));
+      input.push({ id: run, steps: x, values: s.smoothing > 0 ? smooth(series.values, s.smoothing) : series.values });
+    }
+    const result = aggregateRuns(input, agg);
+    // Non-finite observations come as marks, not values: the band left them out, and says how many.
+    for (const r of input) result.nonFinite[r.id] += this.series(r.id).nonFinite.steps.length;
+    const wall = this.axis() === "wall";
+    const x = [...result.steps].map((v) => (wall ? new Date(v) : v));
+    const names = input.map((r) => labels.get(r.id)?.label ?? r.id).join(", ");
+    const edge = { type: "scatter", mode: "lines", x, line: { width: 0, color }, hoverinfo: "skip", showlegend: false };
+    const traces = [];
+    if (agg.spread !== "none") {
+      traces.push({ ...edge, y: result.lower });
+      traces.push({ ...edge, y: result.upper, fill: "tonexty", fillcolor: `${color}33` });
+    }
+    traces.push({ type: "scatter", mode: "lines", x, y: result.center, line: { color, width: 2 },
+      name: bandLabel(this.metric, result, agg), showlegend: true, hoverinfo: "x+y+text",
+      text: result.count.map((n) => `${n} of ${input.length} runs: ${names}`) });
+    runs.forEach((run) => {
+      traces.push({ type: "scatter", mode: "markers", ...this.marks(this.series(run) || EMPTY), yaxis: "y2",
+        name: `${run} non-finite`, showlegend: false, hoverinfo: "text",
+        marker: { symbol: "x-thin-open", size: 10, color: NON_FINITE_COLOR, line: { width: 2, color: NON_FINITE_COLOR } } });
+    });
+    for (const run of runs) {
+      const series = this.series(run) || EMPTY;
+      this.drawn.set(seriesKey(run, this.metric), { version: series.version, marksVersion: series.marksVersion,
+        wallVersion: series.wallVersion, length: series.steps.length, smoother: createSmoother(s.smoothing) });
+    }
+    return traces;
+  }
+
   traces() {
     const s = this.pane.settings;
+    this.unit = this.axis() === "relative" ? this.relativeUnit() : null;
+    const agg = this.pane.aggregate();
+    this.aggregated = !!agg;
+    if (agg) return this.aggregateTraces(agg);
     const runs = this.runs();
     const colors = this.pane.colors();
     const labels = this.pane.labels();
@@ -103,9 +169,14 @@ export class MetricPlot {
   }
 
   xFor(series, steps) {
-    if (this.pane.settings.axis === "wall" && this.hasWall()) {
-      const wall = series.wall;
-      if (wall.steps.length) return interpolate(steps, wall.steps, wall.wall).map((us) => new Date(us / 1000));
+    const axis = this.axis();
+    const wall = series.wall;
+    if (axis !== "step" && wall.steps.length) {
+      const us = interpolate(steps, wall.steps, wall.wall);
+      if (axis === "wall") return us.map((t) => new Date(t / 1000));
+      // Relative time: since the series' first point (its earliest wall-time sample), so compared runs start at 0.
+      const unit = this.unit || this.relativeUnit();
+      return us.map((t) => (t - wall.wall[0]) / 1e6 / unit.seconds);
     }
     return steps.slice();
   }
@@ -118,15 +189,16 @@ export class MetricPlot {
   layout() {
     const s = this.pane.settings;
     // A Portal without wall times (TauGrid's v2 reads carry none) keeps the step axis.
-    const wall = s.axis === "wall" && this.hasWall();
+    const axis = this.axis();
+    const wall = axis === "wall";
     return {
-      height: 220, margin: { l: 55, r: 10, t: 8, b: 32 }, showlegend: this.runs().length > 1,
+      height: 220, margin: { l: 55, r: 10, t: 8, b: 32 }, showlegend: this.runs().length > 1 || this.aggregated,
       legend: { orientation: "h", y: 1.15, x: 0 },
-      xaxis: { title: { text: wall ? "wall time" : "step", standoff: 4 }, type: wall ? "date" : "linear",
+      xaxis: { title: { text: axisTitle(axis, this.unit), standoff: 4 }, type: wall ? "date" : "linear",
         autorange: true },
       yaxis: { type: s.logY ? "log" : "linear", autorange: true, zeroline: false },
       yaxis2: { overlaying: "y", range: [0, 1], visible: false, fixedrange: true },
-      uirevision: `${s.axis}|${s.logY}`,
+      uirevision: `${axis}|${s.logY}|${this.aggregated}`,
       datarevision: Date.now(),
     };
   }
@@ -154,10 +226,14 @@ export class MetricPlot {
     if (lo === undefined && Array.isArray(ev["xaxis.range"])) [lo, hi] = ev["xaxis.range"];
     if (lo === undefined || hi === undefined) return;
     let range;
-    if (this.pane.settings.axis === "wall") {
+    const axis = this.axis();
+    if (axis !== "step") {
+      // A time window maps to the steps of the pane's own run that cover it.
       const wall = this.series(this.runs()[0])?.wall;
-      range = wall && stepsBetween(wall.steps, wall.wall.map((us) => us / 1000), new Date(lo).getTime(),
-        new Date(hi).getTime());
+      if (!wall || !wall.steps.length) return;
+      const ms = axis === "wall" ? [new Date(lo).getTime(), new Date(hi).getTime()]
+        : [lo, hi].map((v) => wall.wall[0] / 1000 + Number(v) * (this.unit || this.relativeUnit()).seconds * 1000);
+      range = stepsBetween(wall.steps, wall.wall.map((us) => us / 1000), ms[0], ms[1]);
       if (!range) return;
     } else {
       range = [Math.floor(Number(lo)), Math.ceil(Number(hi))];
@@ -180,10 +256,12 @@ export class MetricPlot {
       this.refreshHead();
       return;
     }
-    let needFull = !this.ready;
+    // One line with a band is recomputed whole; a relative axis whose unit changed is drawn anew.
+    let needFull = !this.ready || this.aggregated !== !!this.pane.aggregate()
+      || (this.axis() === "relative" && this.relativeUnit().seconds !== this.unit?.seconds);
     const ext = { x: [], y: [], idx: [] };
     const restyle = { x: [], y: [], text: [], idx: [] };
-    const wallAxis = this.pane.settings.axis === "wall";
+    const wallAxis = this.axis() !== "step";
     const marks = [];
     let big = false;
     runs.forEach((run, i) => {
@@ -193,6 +271,11 @@ export class MetricPlot {
       if (series.steps.length > GL_THRESHOLD) big = true;
       if (!drawn || drawn.version !== series.version || drawn.smoother.weight !== this.pane.settings.smoothing) {
         needFull = true;
+        return;
+      }
+      if (this.aggregated) {
+        if (series.steps.length !== drawn.length || drawn.marksVersion !== series.marksVersion
+          || (wallAxis && drawn.wallVersion !== series.wallVersion)) needFull = true;
         return;
       }
       // Wall times only move a wall-time axis; new non-finite marks restyle their own trace, not the lines.
@@ -221,7 +304,7 @@ export class MetricPlot {
         drawn.length = series.steps.length;
       }
     });
-    if (big !== !!this.gl) needFull = true;
+    if (!this.aggregated && big !== !!this.gl) needFull = true;
     for (const run of runs) {
       const series = this.series(run);
       if (series) {

@@ -12,6 +12,7 @@ import { assignRunColors } from "../shared/palette.js";
 import { statusWords } from "../shared/run_status.js";
 import { buildSections, compileFilter, countText } from "../shared/sections.js";
 import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
+import { loadAxis, saveAxis } from "../shared/time_axis.js";
 import { MetricPlot } from "./metric_plot.js";
 import { forgetMetric, storeFor, totalPoints } from "./store.js";
 import { PANE_CSS } from "./style.js";
@@ -27,6 +28,7 @@ const TERMINAL = ["succeeded", "failed", "cancelled", "completed"];
 // What the page keeps of metrics that left the screen, newest last: scrolling back draws them at once (the
 // kernel's fresh reset replaces them); beyond this many the oldest are dropped.
 const KEEP_HIDDEN = 64;
+const RUN_TRAITS = ["run_ids", "configs", "aggregate", "band"];
 
 function pinButton(name, pinned, onclick) {
   return h("button", { type: "button", class: "tau-pane-pin", title: "pin (shown first, in Pinned)",
@@ -43,7 +45,7 @@ export class Pane {
     this.model = model;
     this.el = el;
     this.store = storeFor(model);
-    this.settings = { smoothing: 0, logY: false, axis: "step" };
+    this.settings = { smoothing: 0, logY: false, axis: loadAxis() };
     this.plots = new Map(); // metric → MetricPlot, only for slots on screen
     this.slots = new Map(); // metric → its slot element, for the slots in the page
     this.sectionEls = new Map(); // section key → {el, head, count, body, more}
@@ -108,8 +110,20 @@ export class Pane {
     } });
     this.axisSelect = h("select", { "aria-label": "x axis", onchange: (e) => {
       this.settings.axis = e.target.value;
+      saveAxis(this.settings.axis); // kept across reloads, and the same on the Stellar pages
       this.redrawAll();
-    } }, h("option", { value: "step" }, "step"), h("option", { value: "wall" }, "wall time"));
+    } }, h("option", { value: "step" }, "step"), h("option", { value: "relative" }, "relative time"),
+    h("option", { value: "wall" }, "wall time"));
+    this.axisSelect.value = this.settings.axis;
+    // Compared runs as one line with a band (the `aggregate` and `band` traits; shared/aggregate.js).
+    this.aggregateSelect = h("select", { "aria-label": "runs as", onchange: (e) => this.setTrait("aggregate", e.target.value) },
+      h("option", { value: "" }, "each run"), h("option", { value: "mean" }, "mean"),
+      h("option", { value: "median" }, "median"));
+    this.bandSelect = h("select", { "aria-label": "band", onchange: (e) => this.setTrait("band", e.target.value) },
+      h("option", { value: "minmax" }, "min–max"), h("option", { value: "std" }, "±1 std"),
+      h("option", { value: "none" }, "no band"));
+    this.aggregateLabel = h("label", { class: "tau-pane-aggregate", hidden: true }, "runs as ", this.aggregateSelect,
+      " ", this.bandSelect);
     // The search box: TensorBoard's filter (a case-insensitive regex, else a substring), kept in the `filter` trait.
     this.search = h("input", { type: "search", class: "tau-pane-search", "aria-label": "search metrics",
       placeholder: "search metrics (regex)", value: this.model.get("filter") || "",
@@ -125,12 +139,25 @@ export class Pane {
     const header = h("div", { class: "tau-pane-header" }, this.runLabel, this.stateBadge, this.metricCount, this.link);
     const controls = h("div", { class: "tau-pane-controls" },
       h("label", {}, "smoothing ", this.smoothingInput, " ", smoothingValue),
-      h("label", {}, this.logInput, " log y"), h("label", {}, "x: ", this.axisSelect),
+      h("label", {}, this.logInput, " log y"), h("label", {}, "x: ", this.axisSelect), this.aggregateLabel,
       h("span", { class: "tau-pane-find" }, this.search, this.listButton, this.filterNote));
     this.errorLine = h("div", { class: "tau-pane-error" });
     this.root.append(h("style", {}, PANE_CSS), header, this.statusLine, controls, this.list, this.sectionsBox,
       this.errorLine);
     this.el.append(this.root);
+  }
+
+  /** How compared runs are drawn: null (each its line), else {center, spread} (one line with a band). */
+  aggregate() {
+    const center = this.model.get("aggregate") || "";
+    if (!center || this.runIds().length < 2) return null;
+    return { center, spread: this.model.get("band") || "minmax" };
+  }
+
+  syncAggregate() {
+    this.aggregateLabel.hidden = this.runIds().length < 2;
+    this.aggregateSelect.value = this.model.get("aggregate") || "";
+    this.bandSelect.value = this.model.get("band") || "minmax";
   }
 
   setTrait(name, value) {
@@ -430,9 +457,14 @@ export class Pane {
     };
     const layoutNames = ["metrics", "pinned", "filter", "sections"];
     for (const n of layoutNames) this.model.on(`change:${n}`, onLayout);
-    // The runs drawn, or their names, changed (compare= resolved, a sweep's new run, a config read): redraw.
-    const onRuns = () => this.redrawAll();
-    for (const n of ["run_ids", "configs"]) this.model.on(`change:${n}`, onRuns);
+    // The runs drawn, or their names, changed (compare= resolved, a sweep's new run, a config read), or how they
+    // are drawn (one line with a band): redraw.
+    const onRuns = () => {
+      this.syncAggregate();
+      this.redrawAll();
+    };
+    this.syncAggregate();
+    for (const n of RUN_TRAITS) this.model.on(`change:${n}`, onRuns);
     const listener = (series) => {
       if (!this.plots.has(series.metric)) return; // not on screen: nothing to draw
       this.dirty.add(series.metric);
@@ -454,7 +486,7 @@ export class Pane {
       this.store.listeners.delete(listener);
       for (const n of metaNames) this.model.off(`change:${n}`, onMeta);
       for (const n of layoutNames) this.model.off(`change:${n}`, onLayout);
-      for (const n of ["run_ids", "configs"]) this.model.off(`change:${n}`, onRuns);
+      for (const n of RUN_TRAITS) this.model.off(`change:${n}`, onRuns);
       for (const plot of this.plots.values()) plot.destroy();
       if (hiddenStyle) hiddenStyle.remove();
       try {

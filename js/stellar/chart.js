@@ -3,8 +3,10 @@
 import Plotly from "../plotly/index.js";
 import { h } from "../shared/dom.js";
 import { formatNumber, plural } from "../shared/format.js";
+import { aggregateRuns, bandLabel } from "../shared/aggregate.js";
 import { NON_FINITE_COLOR } from "../shared/palette.js";
 import { smooth } from "../shared/smoothing.js";
+import { axisTitle, relativeUnit, timeValues } from "../shared/time_axis.js";
 import { id } from "../shared/urls.js";
 import { api, explain, pageData } from "./api.js";
 import { state } from "./page.js";
@@ -30,7 +32,7 @@ export function createChart(metric, runIds, container) {
     plot,
   );
   container.append(section);
-  const chart = { metric, section, plot, status, nonFinite, summaries, runIds: Object.keys(summaries), series: {}, view: null, generation: 0, fetches: 0, drawn: false };
+  const chart = { metric, section, plot, status, nonFinite, summaries, runIds: Object.keys(summaries), series: {}, origins: {}, view: null, generation: 0, fetches: 0, drawn: false };
   state.charts[metric] = chart;
   return chart;
 }
@@ -44,10 +46,15 @@ function maxPoints(chart) {
 function stepRange(chart, runId, view) {
   if (!view) return null;
   if (view.axis === "step") return [Math.floor(view.range[0]), Math.ceil(view.range[1])];
-  // A wall-time window maps to steps through the points this run already has.
+  // A wall-time (or relative-time) window maps to steps through the points this run already has.
   const series = chart.series[runId];
   if (!series || !series.hasWallTime) return null;
-  const [lo, hi] = view.range.map((d) => (typeof d === "number" ? d : Date.parse(String(d).replace(" ", "T"))));
+  let [lo, hi] = view.range.map((d) => (typeof d === "number" ? d : Date.parse(String(d).replace(" ", "T"))));
+  if (view.axis === "relative") {
+    const origin = chart.origins[runId];
+    if (!Number.isFinite(origin)) return null;
+    [lo, hi] = [origin + Number(view.range[0]) * view.unitSeconds * 1000, origin + Number(view.range[1]) * view.unitSeconds * 1000];
+  }
   let start = null;
   let end = null;
   for (let i = 0; i < series.step.length; i++) {
@@ -89,6 +96,8 @@ export async function loadChart(chart, view) {
   for (const [runId, result] of results) {
     if (result.error) problems.push(explain(result.error, `${chart.metric} of ${runId} could not be loaded`));
     else chart.series[runId] = result;
+    // Relative time counts from the series' first point, taken from the full range (a zoom keeps it).
+    if (!view && result.hasWallTime && result.wall.length) chart.origins[runId] = result.wall[0];
   }
   chart.section.querySelectorAll(".stellar-error").forEach((node) => node.remove());
   for (const text of problems) {
@@ -142,10 +151,85 @@ function runName(runId) {
   return state.runs[runId].label || runId;
 }
 
+/** The x axis a chart is drawn on: a time axis only when its runs' points carry wall times. */
+function chartAxis(chart) {
+  const anyWall = chart.runIds.some((runId) => chart.series[runId]?.hasWallTime);
+  return state.xAxis !== "step" && anyWall ? state.xAxis : "step";
+}
+
+/** The unit of a relative-time axis: what keeps the longest series' numbers readable. */
+function relativeUnitOf(chart) {
+  let seconds = 0;
+  for (const runId of chart.runIds) {
+    const series = chart.series[runId];
+    const origin = chart.origins[runId];
+    if (series?.hasWallTime && series.wall.length && Number.isFinite(origin)) {
+      seconds = Math.max(seconds, (series.wall[series.wall.length - 1] - origin) / 1000);
+    }
+  }
+  return relativeUnit(seconds);
+}
+
+/** x of points at `steps` with wall times `wallMs` (ms, null where unknown) on the chart's axis. */
+function xValues(chart, axis, unit, runId, steps, wallMs) {
+  if (axis === "step") return steps;
+  const origin = chart.origins[runId];
+  return wallMs.map((ms, i) => {
+    if (ms === null || ms === undefined) return axis === "wall" ? steps[i] : null;
+    return axis === "wall" ? new Date(ms) : timeValues("relative", [ms], origin, unit)?.[0] ?? null;
+  });
+}
+
+/** "#1f77b4" → "rgba(31,119,180,a)": a band in its run's colour, light enough to see the lines through. */
+function translucent(hex, alpha) {
+  const n = Number.parseInt(hex.slice(1), 16);
+  return `rgba(${(n >> 16) & 255},${(n >> 8) & 255},${n & 255},${alpha})`;
+}
+
+/**
+ * The runs as one line and a band (shared/aggregate.js), aligned on the chart's axis: by step, or on relative
+ * or wall time. Each run is smoothed first when smoothing is on; non-finite values stay out and are counted.
+ */
+function aggregateTraces(chart, axis, unit) {
+  const runs = [];
+  for (const runId of chart.runIds) {
+    const series = chart.series[runId];
+    if (!series) continue;
+    let x = series.step;
+    if (axis === "wall") x = series.wall;
+    else if (axis === "relative") x = series.wall.map((ms) => (ms - chart.origins[runId]) / 1000 / unit.seconds);
+    const values = state.smoothing > 0 ? smooth(series.value, state.smoothing) : series.value;
+    runs.push({ id: runId, steps: x, values });
+  }
+  const agg = aggregateRuns(runs, { center: state.aggregate, spread: state.band });
+  // The v2 points are finite; the page data's non-finite marks are what the band left out.
+  for (const r of runs) agg.nonFinite[r.id] += chart.series[r.id].nonFiniteCount ?? chart.series[r.id].nonFinite.length;
+  const x = [...agg.steps].map((v) => (axis === "wall" ? new Date(v) : v));
+  const color = state.runs[chart.runIds[0]].color;
+  const names = runs.map((r) => runName(r.id));
+  const text = agg.count.map((n) => `${n} of ${runs.length} runs: ${names.join(", ")}`);
+  const edge = { type: "scatter", mode: "lines", x, line: { width: 0, color }, hoverinfo: "skip", showlegend: false,
+    legendgroup: "aggregate" };
+  const out = [];
+  if (state.band !== "none") {
+    out.push({ ...edge, y: agg.lower, meta: { role: "band-lower" } });
+    out.push({ ...edge, y: agg.upper, fill: "tonexty", fillcolor: translucent(color, 0.2), meta: { role: "band-upper" } });
+  }
+  out.push({ type: "scatter", mode: x.length === 1 ? "markers" : "lines", x, y: agg.center, text,
+    name: bandLabel(chart.metric, agg, { center: state.aggregate, spread: state.band }), legendgroup: "aggregate",
+    line: { color, width: 2 }, marker: { color, size: 5 }, showlegend: true,
+    hovertemplate: `${state.aggregate} %{y:.6g}<br>%{text}<extra></extra>`, meta: { role: "aggregate" } });
+  return { data: out, drawnPoints: x.length, rawTraces: 1 };
+}
+
 function traces(chart) {
   const out = [];
-  const useWall = state.xAxis === "wall";
-  let drawnPoints = 0;
+  const axis = chartAxis(chart);
+  const unit = axis === "relative" ? relativeUnitOf(chart) : null;
+  const aggregate = state.aggregate && chart.runIds.length > 1;
+  const base = aggregate ? aggregateTraces(chart, axis, unit) : null;
+  if (base) out.push(...base.data);
+  let drawnPoints = base ? base.drawnPoints : 0;
   let rawTraces = 0;
   for (const runId of chart.runIds) {
     const series = chart.series[runId];
@@ -153,10 +237,10 @@ function traces(chart) {
     const color = state.runs[runId].color;
     const name = runName(runId);
     const who = name === runId ? runId : `${name}<br>${runId}`;
-    const x = useWall && series.hasWallTime ? series.wall.map((ms) => new Date(ms)) : series.step;
+    const x = series.hasWallTime ? xValues(chart, axis, unit, runId, series.step, series.wall) : series.step;
     const y = series.value.map((v) => (Number.isFinite(v) ? v : null));
     const smoothing = state.smoothing > 0;
-    out.push({
+    if (!aggregate) out.push({
       type: "scatter",
       mode: x.length === 1 ? "markers" : "lines",
       name,
@@ -172,9 +256,11 @@ function traces(chart) {
       hovertemplate: `${who}<br>step %{customdata}<br>%{y:.6g}<extra></extra>`,
       meta: { role: "raw", runId },
     });
-    drawnPoints += x.length;
-    rawTraces += 1;
-    if (smoothing) {
+    if (!aggregate) {
+      drawnPoints += x.length;
+      rawTraces += 1;
+    }
+    if (smoothing && !aggregate) {
       const smoothed = smooth(series.value, state.smoothing).map((v) => (Number.isFinite(v) ? v : null));
       out.push({
         type: "scatter",
@@ -198,7 +284,7 @@ function traces(chart) {
         name: `${name} non-finite`,
         legendgroup: runId,
         showlegend: false,
-        x: series.nonFinite.map((p) => (useWall && p.wallMs !== null ? new Date(p.wallMs) : p.step)),
+        x: xValues(chart, axis, unit, runId, series.nonFinite.map((p) => p.step), series.nonFinite.map((p) => p.wallMs)),
         y: series.nonFinite.map(() => 0),
         yaxis: "y2",
         cliponaxis: false,
@@ -209,16 +295,16 @@ function traces(chart) {
       });
     }
   }
-  return { data: out, drawnPoints, rawTraces };
+  return { data: out, drawnPoints, rawTraces: base ? base.rawTraces : rawTraces };
 }
 
 function draw(chart) {
   const { data, drawnPoints, rawTraces } = traces(chart);
-  const anyWall = chart.runIds.some((id) => chart.series[id]?.hasWallTime);
-  const useWall = state.xAxis === "wall" && anyWall;
+  const axis = chartAxis(chart);
+  const unit = axis === "relative" ? relativeUnitOf(chart) : null;
   const layout = {
     margin: { l: 60, r: 16, t: 8, b: 44 },
-    xaxis: { title: { text: useWall ? "wall time" : "step" }, type: useWall ? "date" : "linear", zeroline: false },
+    xaxis: { title: { text: axisTitle(axis, unit) }, type: axis === "wall" ? "date" : "linear", zeroline: false },
     yaxis: { type: state.logY ? "log" : "linear", exponentformat: "e", zeroline: false },
     yaxis2: { overlaying: "y", range: [0, 1], visible: false, fixedrange: true },
     showlegend: chart.runIds.length > 1,
@@ -226,7 +312,7 @@ function draw(chart) {
     legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" },
     hovermode: "closest",
     // Keeps the user's zoom across redraws; a new x axis kind starts a new view.
-    uirevision: `${chart.metric}:${useWall ? "wall" : "step"}`,
+    uirevision: `${chart.metric}:${axis}:${state.aggregate}`,
   };
   if (!chart.drawn) {
     Plotly.newPlot(chart.plot, data, layout, { responsive: true, displaylogo: false });
@@ -237,7 +323,7 @@ function draw(chart) {
   }
   chart.section.dataset.points = String(drawnPoints);
   chart.section.dataset.traces = String(rawTraces);
-  if (state.xAxis === "wall" && !anyWall) {
+  if (state.xAxis !== "step" && axis === "step") {
     chart.status.textContent += " · this Portal sends no wall times with the points, so the axis stays on steps";
   }
   if (state.logY) {
@@ -255,8 +341,10 @@ function onRelayout(chart, event) {
   if ("xaxis.range[0]" in event && "xaxis.range[1]" in event) range = [event["xaxis.range[0]"], event["xaxis.range[1]"]];
   else if (Array.isArray(event["xaxis.range"])) range = event["xaxis.range"];
   if (!range) return;
-  const axis = state.xAxis === "wall" && chart.runIds.some((id) => chart.series[id]?.hasWallTime) ? "wall" : "step";
-  loadChart(chart, { axis, range });
+  const axis = chartAxis(chart);
+  // A relative-time window is each run's own: its origin plus the window (stepRange).
+  const unitSeconds = axis === "relative" ? relativeUnitOf(chart).seconds : undefined;
+  loadChart(chart, { axis, range, unitSeconds });
 }
 
 export function redrawAll() {

@@ -1,5 +1,6 @@
 // What every Stellar page starts from: the config the Portal put in the page, the Portal's root URL, the
 // token from the address, and the page's state (window.__stellar, which the UI tests read).
+import { loadAxis } from "../shared/time_axis.js";
 
 export const config = JSON.parse(document.getElementById("stellar-config").textContent);
 /** The Portal's root, relative to the page (so the pages work at the Portal's origin and behind Jupyter's proxy). */
@@ -28,7 +29,9 @@ export const state = {
   charts: {},
   smoothing: 0,
   logY: false,
-  xAxis: "step",
+  xAxis: loadAxis(), // step | relative | wall, as last chosen in this browser
+  aggregate: "", // "" (each run its line) | mean | median: compared runs as one line with a band
+  band: "minmax", // minmax | std | none
   requests: [],
 };
 window.__stellar = state;

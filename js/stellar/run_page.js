@@ -6,6 +6,7 @@ import { h } from "../shared/dom.js";
 import { formatTime } from "../shared/format.js";
 import { assignRunColors } from "../shared/palette.js";
 import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
+import { saveAxis } from "../shared/time_axis.js";
 import { id } from "../shared/urls.js";
 import { api, explain, pageData } from "./api.js";
 import { redrawAll } from "./chart.js";
@@ -30,17 +31,40 @@ function controls() {
     redrawAll();
   });
   const xAxis = h("select", { id: "stellar-x-axis" });
-  xAxis.append(h("option", { value: "step", text: "step" }), h("option", { value: "wall", text: "wall time" }));
+  xAxis.append(h("option", { value: "step", text: "step" }), h("option", { value: "relative", text: "relative time" }),
+    h("option", { value: "wall", text: "wall time" }));
+  xAxis.value = state.xAxis;
   xAxis.addEventListener("change", () => {
     state.xAxis = xAxis.value;
+    saveAxis(state.xAxis); // kept for the next page and the next visit
     redrawAll();
   });
+  // Compared runs (seeds of one configuration) as one line with a band: shared/aggregate.js.
+  const aggregate = h("select", { id: "stellar-aggregate" });
+  aggregate.append(h("option", { value: "", text: "each run" }), h("option", { value: "mean", text: "mean" }),
+    h("option", { value: "median", text: "median" }));
+  const band = h("select", { id: "stellar-band" });
+  band.append(h("option", { value: "minmax", text: "min–max" }), h("option", { value: "std", text: "±1 std" }),
+    h("option", { value: "none", text: "no band" }));
+  aggregate.addEventListener("change", () => {
+    state.aggregate = aggregate.value;
+    redrawAll();
+  });
+  band.addEventListener("change", () => {
+    state.band = band.value;
+    redrawAll();
+  });
+  const aggregateLabel = state.targets.length > 1
+    ? h("label", { title: "draw the compared runs as one line (mean or median) with a band; steps are aligned as docs/comparing-runs.md says" },
+      "runs as", aggregate, band)
+    : null;
   return h(
     "div",
     { class: "stellar-controls" },
     h("label", {}, "Smoothing", slider, shown),
     h("label", {}, logY, "log y"),
     h("label", {}, "x axis", xAxis),
+    aggregateLabel,
     h("span", { class: "stellar-note", text: "Drag on a chart to zoom: the visible steps are fetched in full; double-click to reset." }),
   );
 }
