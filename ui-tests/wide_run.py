@@ -95,6 +95,13 @@ class RequestLog:
         return {m for _, path, ms in entries if path.endswith(SERIES_PATHS) and (run is None or f"/{run}/" in path)
                 for m in ms}
 
+    def metrics_asked(self, run: str) -> set[str]:
+        """Every metric of ``run`` any read asked for: the per-metric reads and the kernel's batched tails."""
+        with self.lock:
+            entries = list(self.entries)
+        return {m for _, path, ms in entries if path.endswith((*SERIES_PATHS, "/tails")) and f"/{run}/" in path
+                for m in ms}
+
     def count(self, since: float = 0.0) -> int:
         with self.lock:
             return sum(1 for t, _, _ in self.entries if t >= since)

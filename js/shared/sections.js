@@ -5,8 +5,8 @@
 // Sections come in this order: "Pinned" (the metrics the user pinned), "Loss" (every other loss-like metric: its
 // name contains "loss"), then the name sections alphabetically, "system" last. A metric is in exactly one
 // section (Pinned before Loss before its name's), so it has one plot. A section of more than SECTION_OPEN_MAX
-// metrics starts collapsed unless the user opened it; "system" (the sidecar's system metrics) always starts
-// collapsed, as W&B's and MLflow's system charts sit apart from the model's.
+// metrics starts collapsed unless the user opened it; "system" (the sidecar's system metrics) starts collapsed
+// whatever its size, as W&B's and MLflow's system charts sit apart from the model's (a search opens it as any).
 
 import { formatNumber } from "./format.js";
 
@@ -93,7 +93,8 @@ export function buildSections(metrics, { pinned = [], filter = "", open = {} } =
   for (const key of order) {
     const g = groups.get(key);
     if (match.mode !== "all" && !g.shown.length) continue;
-    const isOpen = typeof open[key] === "boolean" ? open[key] : key !== "system" && g.shown.length <= SECTION_OPEN_MAX;
+    const isOpen = typeof open[key] === "boolean" ? open[key]
+      : g.shown.length <= SECTION_OPEN_MAX && (key !== "system" || match.mode !== "all");
     out.push({ key, title: key === PINNED || key === LOSS ? key : sectionTitle(key), metrics: g.shown,
       total: g.all.length, open: isOpen });
   }

@@ -35,6 +35,7 @@ test("order: Pinned, Loss, sections by name, system last; each metric in exactly
   // The sidecar's system metrics sit apart, collapsed even when few, until the user opens them.
   assert.deepEqual(sections.map((s) => s.open), [true, true, true, true, true, false]);
   assert.equal(buildSections(metrics, { open: { system: true } }).at(-1).open, true);
+  assert.equal(buildSections(metrics, { filter: "cpu" }).at(-1).open, true); // a search shows what it found
 });
 
 test("no pinned metric, no Pinned section; a pinned name the run lacks is not shown", () => {
