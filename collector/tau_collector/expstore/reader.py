@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from .config_rows import read_run_configs
 from .configs import RunConfig
+from .level_reads import LevelReads
 from .m4 import M4Index, m4_indices
 from .read_cache import LRU, QUICK_FILE_ROWS, IndexCache, WouldBlock, may_block, no_blocking
 from .run_events import RunEvent, read_run_events
@@ -166,6 +167,7 @@ class StoreReader:
         self._latest_lock = threading.Lock()
         self._loading: dict[tuple, threading.Lock] = {}  # file slices being read, one lock each
         self._loading_lock = threading.Lock()
+        self._levels = LevelReads(self)
 
     @contextlib.contextmanager
     def pinned(self) -> Iterator[None]:
@@ -318,6 +320,14 @@ class StoreReader:
             raise ValueError("max_points must be at least 1")
         if step_interval is not None and step_interval < 1:
             raise ValueError("step_interval must be at least 1")
+        if step_interval is None or step_interval == 1:
+            # A long range is reduced from the series levels, without reading its points.
+            found = self._levels.series(run_id, metric, _clamp(start_step), _clamp(end_step), max_points,
+                                        finite_only=finite_only)
+            if found is not None:
+                step, wall, value, source_points = found
+                return ReducedSeries(step, wall, value, ~np.isfinite(value), source_points,
+                                     int(step.size) < source_points)
         merged, lo, hi = self._range(run_id, metric, start_step, end_step)
         if finite_only and merged.non_finite().size:
             merged = merged.finite()

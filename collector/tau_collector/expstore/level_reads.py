@@ -1,0 +1,175 @@
+"""The store reader's long-series path: a reduced series from the series levels of its files.
+
+For a request over more than :data:`LEVELS_MIN_POINTS` points (after dedupe) the reader does not
+merge the series: each file wholly inside the range gives its level records (its levels file,
+:mod:`.levels`, or -- for a file without one, e.g. written before levels existed or compacted --
+levels computed once from that file's rows and cached), a file cut by the range's ends gives its
+points in range, and :mod:`.level_series` reduces the lot. Memory and work follow the answer's
+resolution and the size of a file, not the length of the series.
+
+The path applies when the metric's files do not overlap in steps (each step comes from one file,
+so the last-wins rule never has to choose between files). Otherwise -- and for a short range, a
+``step_interval``, or a range too narrow for the coarsest level -- the reader merges the points as
+before (``None`` from :meth:`LevelReads.series`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import levels as lv
+from .level_series import choose_base, reduce_records, snapped_edges
+from .read_cache import may_block
+
+if TYPE_CHECKING:
+    from .reader import StoreReader
+
+__all__ = ["LEVELS_MIN_POINTS", "LevelReads"]
+
+LEVELS_MIN_POINTS = 1 << 20  # below this a range is merged point by point (the exact, cached path)
+
+
+class _Levels:
+    """A file's levels: from its levels file (members read when first asked) or computed in memory."""
+
+    __slots__ = ("bases", "index", "members", "path", "stats")
+
+    def __init__(self, index: dict[str, int], stats: np.ndarray, path=None, members: dict | None = None,
+                 bases: tuple[int, ...] = ()) -> None:
+        self.index, self.stats, self.path, self.members = index, stats, path, members or {}
+        self.bases = tuple(sorted(self.members)) if members else bases
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.stats.nbytes + sum(m.nbytes for m in self.members.values())) + 64 * len(self.index)
+
+
+def _metric_slice(records: np.ndarray, metric: int) -> np.ndarray:
+    m = records["metric"]
+    return records[np.searchsorted(m, metric, side="left"):np.searchsorted(m, metric, side="right")]
+
+
+class LevelReads:
+    """Reduced series from levels, for one :class:`~.reader.StoreReader` (its file list and cache)."""
+
+    def __init__(self, reader: StoreReader, *, min_points: int = LEVELS_MIN_POINTS) -> None:
+        self.reader = reader
+        self.min_points = min_points
+
+    def series(self, run_id: str, metric: str, start: int | None, end: int | None, max_points: int, *,
+               finite_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
+        """(step, wall, value, points in range) of the M4 answer, or None: merge the points instead."""
+        reader = self.reader
+        files = reader._files(run_id).overlapping(start, end)
+        pieces = []  # (first step, last step, levels, metric index, file row)
+        for row in files:
+            levels, idx = self._levels(row, metric)
+            if levels is None:
+                continue
+            stat = levels.stats[np.searchsorted(levels.stats["metric"], idx)]
+            pieces.append((int(stat["first_step"]), int(stat["last_step"]), levels, idx, row))
+        if not pieces:
+            return None
+        pieces.sort(key=lambda p: p[0])
+        if any(a[1] >= b[0] for a, b in itertools.pairwise(pieces)):
+            return None  # files overlap in steps: only a merge applies the last-wins rule between them
+        lo_step = -(2**63) if start is None else start
+        hi_step = 2**63 - 1 if end is None else end
+        parts = []  # per piece: its stats record and either its levels or its points in range
+        for first, last, levels, idx, row in pieces:
+            if lo_step <= first and last <= hi_step:
+                parts.append((levels.stats[levels.stats["metric"] == idx], (levels, idx)))
+                continue
+            points = reader._file_slice(row[0], row[1], metric, row[4])
+            a = int(np.searchsorted(points.step, lo_step, side="left"))
+            b = int(np.searchsorted(points.step, hi_step, side="right"))
+            if b <= a:
+                continue
+            cut = (points.step[a:b], points.wall_time[a:b], points.value[a:b])
+            parts.append((lv.summarize(np.zeros(b - a, np.int64), *cut, None), cut))
+        if not parts:
+            return None
+        total = lv.combine(_as_one_metric(np.concatenate([p[0] for p in parts])), None)[0]
+        count = int(total["count_finite"] if finite_only else total["count"])
+        if count <= max(max_points, self.min_points):
+            return None
+        head, tail = ("first_finite", "last_finite") if finite_only else ("first", "last")
+        first_step, last_step = int(total[f"{head}_step"]), int(total[f"{tail}_step"])
+        if max_points == 1:
+            return (np.array([last_step]), np.array([total[f"{tail}_wall"]]), np.array([total[f"{tail}_value"]]),
+                    count)
+        base = choose_base(lv.BASES, first_step, last_step, max_points)
+        if base is None:
+            return None
+        records = []
+        for _, source in parts:
+            if isinstance(source, tuple) and len(source) == 3:
+                records.append(lv.summarize(np.zeros(source[0].size, np.int64), *source, base))
+            else:
+                records.append(self._records(*source, base))
+        merged = lv.combine(_as_one_metric(np.concatenate(records)), 1)  # a bucket two files share
+        edges = snapped_edges(first_step, last_step, max_points, base)
+        step, wall, value = reduce_records(merged, edges, max_points, finite_only=finite_only)
+        return step, wall, value, count
+
+    # -- a file's levels ---------------------------------------------------------------------------
+
+    def _levels(self, row: tuple, metric: str) -> tuple[_Levels | None, int]:
+        """The levels of ``metric`` in the file ``row`` and its index there; None when the file lacks it."""
+        file_id, path, _, _, row_count = row
+        cache = self.reader._cache
+        key = ("levels", file_id)
+        found = cache.get(key)
+        if found is None:
+            may_block()
+            read = lv.read_levels(self.reader.store.absolute(lv.levels_path(path)), file_id, row_count)
+            found = _Levels(read.index, read.stats, path=read.path, bases=read.bases) if read is not None else False
+            cache.put(key, found, found.nbytes if found else 64)
+        if found is not False:
+            idx = found.index.get(metric)
+            return (found, idx) if idx is not None else (None, -1)
+        # No levels file (written before levels, or a compacted file): computed from the file's rows once.
+        key = ("levels-of-rows", file_id, metric)
+        computed = cache.get(key)
+        if computed is None:
+            points = self.reader._file_slice(file_id, path, metric, row_count)
+            if points.step.size == 0:
+                computed = _Levels({}, np.zeros(0, lv.RECORD))
+            else:
+                built = lv.file_levels(np.zeros(points.step.size, np.int64), points.step, points.wall_time,
+                                       points.value)
+                computed = _Levels({metric: 0}, built.pop("all"), members={int(k[1:]): v for k, v in built.items()})
+            cache.put(key, computed, computed.nbytes)
+        return (computed, 0) if metric in computed.index else (None, -1)
+
+    def _records(self, levels: _Levels, idx: int, base: int) -> np.ndarray:
+        """The metric's records at ``base``: stored, or combined from the coarsest stored finer level."""
+        if base in levels.bases:
+            return _metric_slice(self._member(levels, base), idx)
+        finer = [b for b in levels.bases if b < base and base % b == 0]
+        if not finer:
+            raise ValueError(f"levels file {levels.path} has no level finer than {base} steps")
+        return lv.combine(_metric_slice(self._member(levels, finer[-1]), idx), base // finer[-1])
+
+    def _member(self, levels: _Levels, base: int) -> np.ndarray:
+        if base in levels.members:
+            return levels.members[base]
+        key = ("level", str(levels.path), base)
+        cached = self.reader._cache.get(key)
+        if cached is None:
+            may_block()
+            with np.load(levels.path, allow_pickle=False) as npz:
+                cached = npz[f"b{base}"]
+            if cached.dtype != lv.RECORD:
+                raise ValueError(f"levels file {levels.path}: member b{base} is not a level")
+            self.reader._cache.put(key, cached, cached.nbytes)
+        return cached
+
+
+def _as_one_metric(records: np.ndarray) -> np.ndarray:
+    records = records.copy()
+    records["metric"] = 0
+    return records
