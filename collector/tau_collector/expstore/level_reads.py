@@ -104,16 +104,27 @@ class LevelReads:
         base = choose_base(lv.BASES, first_step, last_step, max_points)
         if base is None:
             return None
-        records = []
-        for _, source in parts:
-            if isinstance(source, tuple) and len(source) == 3:
-                records.append(lv.summarize(np.zeros(source[0].size, np.int64), *source, base))
-            else:
-                records.append(self._records(*source, base))
-        merged = lv.combine(_as_one_metric(np.concatenate(records)), 1)  # a bucket two files share
+        merged = self._level_records(run_id, metric, parts, base)
         edges = snapped_edges(first_step, last_step, max_points, base)
         step, wall, value = reduce_records(merged, edges, max_points, finite_only=finite_only)
         return step, wall, value, count
+
+    def _level_records(self, run_id: str, metric: str, parts: list, base: int) -> np.ndarray:
+        """The range's records at ``base`` in step order; kept when every file lies wholly inside the range
+        (a repeated full-range read then only groups them into columns)."""
+        whole = all(not _is_points(source) for _, source in parts)
+        key = ("level-records", run_id, metric, base, tuple(id(source[0]) for _, source in parts)) if whole else None
+        if key is not None:
+            cached = self.reader._cache.get(key)
+            if cached is not None:
+                return cached[1]
+        records = [lv.summarize(np.zeros(source[0].size, np.int64), *source, base) if _is_points(source)
+                   else self._records(*source, base) for _, source in parts]
+        merged = _merge_shared_buckets(np.concatenate(records))
+        if key is not None:
+            # The levels objects in the key are kept alive with the value, so their ids cannot be reused.
+            self.reader._cache.put(key, ([source[0] for _, source in parts], merged), merged.nbytes)
+        return merged
 
     # -- a file's levels ---------------------------------------------------------------------------
 
@@ -167,6 +178,22 @@ class LevelReads:
                 raise ValueError(f"levels file {levels.path}: member b{base} is not a level")
             self.reader._cache.put(key, cached, cached.nbytes)
         return cached
+
+
+def _is_points(source: tuple) -> bool:
+    return len(source) == 3  # (step, wall, value) of a file cut by the range; else (levels, metric index)
+
+
+def _merge_shared_buckets(records: np.ndarray) -> np.ndarray:
+    """Records of consecutive pieces in step order, where a bucket cut by a file boundary appears in both."""
+    bucket = records["bucket"]
+    shared = np.flatnonzero(bucket[1:] == bucket[:-1])
+    if shared.size == 0:
+        return records
+    involved = np.zeros(records.size, dtype=bool)
+    involved[shared] = involved[shared + 1] = True
+    out = np.concatenate([records[~involved], lv.combine(_as_one_metric(records[involved]), 1)])
+    return out[np.argsort(out["bucket"], kind="stable")]
 
 
 def _as_one_metric(records: np.ndarray) -> np.ndarray:
