@@ -30,10 +30,11 @@ import zipfile
 
 import numpy as np
 
+from .schema import METRICS_DIR
 from .store import ExpStore
 
 __all__ = ["BASES", "LEVELS_DIR", "POINT_FIELDS", "RECORD", "FileLevels", "combine", "levels_path",
-           "publish_chunk_levels", "publish_write_levels", "read_levels", "summarize"]
+           "publish_chunk_levels", "publish_table_levels", "publish_write_levels", "read_levels", "summarize"]
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +53,9 @@ RECORD = np.dtype(
 
 def levels_path(metric_relative_path: str) -> str:
     """Where the levels of a metric file live (store-relative, ``/``-separated)."""
-    stem = metric_relative_path[: -len(".parquet")] if metric_relative_path.endswith(".parquet") \
-        else metric_relative_path
-    return f"{LEVELS_DIR}/{stem}.npz"
+    stem = metric_relative_path.removesuffix(".parquet")
+    # Under series_levels/ instead of metrics/: TauGrid's tree holds only TauGrid's files.
+    return f"{LEVELS_DIR}/{stem.removeprefix(METRICS_DIR + '/')}.npz"
 
 
 # -- building ---------------------------------------------------------------------------------
@@ -159,13 +160,20 @@ def file_levels(metric: np.ndarray, step: np.ndarray, wall: np.ndarray, value: n
 
 
 def dedupe_file_rows(names_rank: np.ndarray, step: np.ndarray, wall: np.ndarray, wall_valid: np.ndarray | None,
-                     value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Rows in arrival order -> the points a reader keeps from the file the writer makes of them.
+                     value: np.ndarray, *, in_file_order: bool = False
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows in arrival order (or, ``in_file_order``, as a file holds them) -> the points a reader keeps
+    from the file the writer makes of them.
 
     The writer's file order is (metric, step, wall_time, arrival); the reader reads a missing wall
     time as ``INT64_MIN`` and keeps, per (metric, step), the last row by (wall_time, file position).
     """
-    file_order = np.lexsort((wall, step, names_rank))
+    if step.size > 1:
+        later = names_rank[1:] > names_rank[:-1]
+        ordered = later | ((names_rank[1:] == names_rank[:-1]) & (step[1:] > step[:-1]))
+        if ordered.all():  # already one row per step in file order (a bulk importer's chunk): nothing to sort
+            return names_rank, step, wall if wall_valid is None else np.where(wall_valid, wall, _I64_MIN), value
+    file_order = np.lexsort((wall, step, names_rank)) if in_file_order is False else np.arange(step.size)
     wall_read = wall if wall_valid is None else np.where(wall_valid, wall, _I64_MIN)
     wall_read = wall_read[file_order]
     metric_f, step_f, value_f = names_rank[file_order], step[file_order], value[file_order]
@@ -212,6 +220,29 @@ def publish_write_levels(store: ExpStore, runs: list, run_files: list) -> list:
         published += publish_chunk_levels(store, rf.relative_path, rf.file_id, rf.row_count, run.names, run.metric,
                                           run.step, run.wall_time, run.wall_valid, run.value)
     return published
+
+
+def publish_table_levels(store: ExpStore, relative_path: str, file_id: str, table) -> list:
+    """Compaction's hook: the levels of a merged file, from its pyarrow table (rows in file order)."""
+    try:
+        names_col = table.column("metric_name").combine_chunks()
+        if names_col.null_count or table.column("step").null_count:
+            return []  # rows a reader skips: leave it to the reader, which computes levels from what it keeps
+        if hasattr(names_col, "dictionary"):
+            names_col = names_col.cast("string")
+        names, codes = np.unique(np.asarray(names_col.to_pylist(), dtype=object), return_inverse=True)
+        wall_col = table.column("wall_time").cast("int64")
+        valid = None if wall_col.null_count == 0 else np.asarray(wall_col.is_valid())
+        wall = wall_col.fill_null(0).to_numpy()
+        step = table.column("step").to_numpy()
+        value = table.column("value").cast("double").fill_null(float("nan")).to_numpy()
+        m, s, w, v = dedupe_file_rows(codes.astype(np.int64), step.astype(np.int64), wall.astype(np.int64), valid,
+                                      value.astype(np.float64), in_file_order=True)
+        data = levels_bytes(file_id, table.num_rows, [str(n) for n in names], file_levels(m, s, w, v))
+        return [store.publish_file(levels_path(relative_path), lambda p: p.write_bytes(data))]
+    except Exception:  # derived data: readers compute missing levels themselves
+        log.exception("series levels of %s not written; readers compute them when asked", relative_path)
+        return []
 
 
 class FileLevels:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore import levels as lv
-from tau_collector.expstore.compaction import compact_run
+from tau_collector.expstore.compaction import CompactionPolicy, compact_run, delete_retired
 from tau_collector.expstore.level_series import choose_base, snapped_edges
 from tau_collector.expstore.m4 import m4_indices
 from tau_collector.expstore.read_cache import WouldBlock, no_blocking
@@ -212,19 +212,32 @@ def test_files_without_levels_are_summarized_from_their_rows(tmp_path):
     assert_same(fresh.series(RUN, METRIC, 100, None, 400), want)
 
 
-def test_compacted_files_are_read_through_levels_of_their_rows(tmp_path):
+def test_compaction_writes_the_merged_files_levels_and_retires_the_old_ones(tmp_path):
     store = open_store(tmp_path / "s", create=True)
     writer = MetricWriter(store)
     rng = np.random.default_rng(11)
     for i in range(5):
         part = np.arange(i * 2000, (i + 1) * 2000)
-        writer.write_columns(f"k{i}", [columns(part, rng.normal(size=part.size))], request_hash="h")
+        value = rng.normal(size=part.size)
+        value[::97] = np.nan
+        wall = part * 1000
+        writer.write_columns(f"k{i}", [columns(part, value, wall, wall_valid=part % 5 != 0)], request_hash="h")
+    writer.write_columns("dup", [columns([4000, 4001], [5.0, -5.0])], request_hash="h")  # re-sent steps, later file
     _, plain = readers(store, min_points=1000)
-    want = expected(plain, None, None, 40, False, snapped=True)
-    assert compact_run(store, RUN, force=True) is not None
-    fresh, _ = readers(store, min_points=1000)
-    assert fresh._levels.series(RUN, METRIC, None, None, 40, finite_only=False) is not None
-    assert_same(fresh.series(RUN, METRIC, max_points=40), want)
+    want = {fo: expected(plain, None, None, 40, fo, snapped=True) for fo in (False, True)}
+    result = compact_run(store, RUN, force=True, policy=CompactionPolicy(grace_seconds=0))
+    assert result is not None
+    (new_path,) = store.connection().execute("SELECT path FROM metric_files").fetchone()
+    made = tmp_path / "s" / lv.levels_path(new_path)
+    assert made.exists()
+    for _ in range(2):  # from the compacted file's levels, then from its rows
+        fresh, _ = readers(store, min_points=1000)
+        for fo in (False, True):
+            assert fresh._levels.series(RUN, METRIC, None, None, 40, finite_only=fo) is not None
+            assert_same(fresh.series(RUN, METRIC, max_points=40, finite_only=fo), want[fo])
+        made.unlink(missing_ok=True)
+    delete_retired(store, grace_seconds=0)
+    assert [p.name for p in (tmp_path / "s" / lv.LEVELS_DIR).rglob("*.npz")] == []
 
 
 def test_a_wide_file_keeps_each_metrics_levels_apart(tmp_path):
