@@ -62,6 +62,62 @@ class LevelReads:
     def series(self, run_id: str, metric: str, start: int | None, end: int | None, max_points: int, *,
                finite_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
         """(step, wall, value, points in range) of the M4 answer, or None: merge the points instead."""
+        parts = self._parts(run_id, metric, start, end)
+        if parts is None:
+            return None
+        total = lv.combine(_as_one_metric(np.concatenate([p[0] for p in parts])), None)[0]
+        count = int(total["count_finite"] if finite_only else total["count"])
+        if count <= max(max_points, self.min_points):
+            return None
+        head, tail = ("first_finite", "last_finite") if finite_only else ("first", "last")
+        first_step, last_step = int(total[f"{head}_step"]), int(total[f"{tail}_step"])
+        if max_points == 1:
+            return (np.array([last_step]), np.array([total[f"{tail}_wall"]]), np.array([total[f"{tail}_value"]]),
+                    count)
+        base = choose_base(lv.BASES, first_step, last_step, max_points)
+        if base is None:
+            return None
+        merged = self._level_records(run_id, metric, parts, base)
+        edges = snapped_edges(first_step, last_step, max_points, base)
+        step, wall, value = reduce_records(merged, edges, max_points, finite_only=finite_only)
+        return step, wall, value, count
+
+    def non_finite(self, run_id: str, metric: str, start: int | None, end: int | None, limit: int | None
+                   ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
+        """(non-finite points in range, step/wall/value of the first ``limit``), or None: merge instead.
+
+        The count comes from the levels; the points from the files that hold any, in step order, until
+        ``limit`` are found.
+        """
+        parts = self._parts(run_id, metric, start, end) if limit is not None else None
+        if parts is None:
+            return None
+        stats = np.concatenate([p[0] for p in parts])
+        if int(stats["count"].sum()) <= self.min_points:
+            return None
+        bad = stats["count"] - stats["count_finite"]
+        found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        wanted = limit
+        for (_, source), n in zip(parts, bad.tolist(), strict=True):
+            if wanted <= 0:
+                break
+            if n == 0:
+                continue
+            if not _is_points(source):
+                row = source[2]
+                points = self.reader._file_slice(row[0], row[1], metric, row[4])
+                source = (points.step, points.wall_time, points.value)
+            at = np.flatnonzero(~np.isfinite(source[2]))[:wanted]
+            found.append(tuple(a[at] for a in source))
+            wanted -= at.size
+        if not found:
+            return int(bad.sum()), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64)
+        return (int(bad.sum()), *(np.concatenate([f[i] for f in found]) for i in range(3)))
+
+    def _parts(self, run_id: str, metric: str, start: int | None, end: int | None) -> list | None:
+        """Per file holding ``metric`` in range, in step order: (its stats record for the range, and either
+        (levels, metric index) for a file wholly inside or (step, wall, value) of its points in range).
+        None when no file holds it or files overlap in steps."""
         reader = self.reader
         files = reader._files(run_id).overlapping(start, end)
         pieces = []  # (first step, last step, levels, metric index, file row)
@@ -81,7 +137,7 @@ class LevelReads:
         parts = []  # per piece: its stats record and either its levels or its points in range
         for first, last, levels, idx, row in pieces:
             if lo_step <= first and last <= hi_step:
-                parts.append((levels.stats[levels.stats["metric"] == idx], (levels, idx)))
+                parts.append((levels.stats[levels.stats["metric"] == idx], (levels, idx, row)))
                 continue
             points = reader._file_slice(row[0], row[1], metric, row[4])
             a = int(np.searchsorted(points.step, lo_step, side="left"))
@@ -90,24 +146,7 @@ class LevelReads:
                 continue
             cut = (points.step[a:b], points.wall_time[a:b], points.value[a:b])
             parts.append((lv.summarize(np.zeros(b - a, np.int64), *cut, None), cut))
-        if not parts:
-            return None
-        total = lv.combine(_as_one_metric(np.concatenate([p[0] for p in parts])), None)[0]
-        count = int(total["count_finite"] if finite_only else total["count"])
-        if count <= max(max_points, self.min_points):
-            return None
-        head, tail = ("first_finite", "last_finite") if finite_only else ("first", "last")
-        first_step, last_step = int(total[f"{head}_step"]), int(total[f"{tail}_step"])
-        if max_points == 1:
-            return (np.array([last_step]), np.array([total[f"{tail}_wall"]]), np.array([total[f"{tail}_value"]]),
-                    count)
-        base = choose_base(lv.BASES, first_step, last_step, max_points)
-        if base is None:
-            return None
-        merged = self._level_records(run_id, metric, parts, base)
-        edges = snapped_edges(first_step, last_step, max_points, base)
-        step, wall, value = reduce_records(merged, edges, max_points, finite_only=finite_only)
-        return step, wall, value, count
+        return parts or None
 
     def _level_records(self, run_id: str, metric: str, parts: list, base: int) -> np.ndarray:
         """The range's records at ``base`` in step order; kept when every file lies wholly inside the range
@@ -119,7 +158,7 @@ class LevelReads:
             if cached is not None:
                 return cached[1]
         records = [lv.summarize(np.zeros(source[0].size, np.int64), *source, base) if _is_points(source)
-                   else self._records(*source, base) for _, source in parts]
+                   else self._records(source[0], source[1], base) for _, source in parts]
         merged = _merge_shared_buckets(np.concatenate(records))
         if key is not None:
             # The levels objects in the key are kept alive with the value, so their ids cannot be reused.
@@ -181,7 +220,8 @@ class LevelReads:
 
 
 def _is_points(source: tuple) -> bool:
-    return len(source) == 3  # (step, wall, value) of a file cut by the range; else (levels, metric index)
+    # (step, wall, value) of a file cut by the range; else (levels, metric index, file row)
+    return isinstance(source[0], np.ndarray)
 
 
 def _merge_shared_buckets(records: np.ndarray) -> np.ndarray:

@@ -293,6 +293,10 @@ class StoreReader:
         limit: int | None = None,
     ) -> tuple[int, Rows]:
         """(how many NaN/±Inf observations lie in range, the first ``limit`` of them)."""
+        found = self._levels.non_finite(run_id, metric, _clamp(start_step), _clamp(end_step), limit)
+        if found is not None:  # a long range: counted from the series levels, listed from the files holding any
+            count, step, wall, value = found
+            return count, Rows(step, wall, value)
         merged, lo, hi = self._range(run_id, metric, start_step, end_step)
         bad = merged.non_finite()
         bad = bad[np.searchsorted(bad, lo):np.searchsorted(bad, hi)]

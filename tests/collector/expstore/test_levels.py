@@ -139,6 +139,13 @@ def test_levels_answer_equals_m4_of_the_raw_rows(data, query):
             got = fast.series(RUN, METRIC, start, end, max_points, finite_only=finite_only)
             assert_same(got, expected(plain, start, end, max_points, finite_only, snapped=used))
             assert_same(plain.series(RUN, METRIC, start, end, max_points, finite_only=finite_only), want_plain)
+            limit = query.draw(st.integers(0, 5))
+            count, rows = fast.non_finite(RUN, METRIC, start, end, limit=limit)
+            want_count, want_rows = plain.non_finite(RUN, METRIC, start, end, limit=limit)
+            assert count == want_count
+            assert rows.step.tolist() == want_rows.step.tolist()
+            assert rows.wall_time.tolist() == want_rows.wall_time.tolist()
+            assert np.array_equal(rows.value, want_rows.value, equal_nan=True)
 
 
 def _write_long(store, n: int, files: int, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -161,6 +168,20 @@ def test_a_full_range_read_from_default_levels_equals_m4_of_the_rows(tmp_path):
         got = fast.series(RUN, METRIC, max_points=2000, finite_only=finite_only)
         assert_same(got, expected(plain, None, None, 2000, finite_only, snapped=True))
     assert got.source_points == steps.size and got.non_finite.any()
+
+
+def test_non_finite_observations_of_a_long_range_are_counted_from_levels(tmp_path):
+    store = open_store(tmp_path / "s", create=True)
+    _write_long(store, 90_000, 3, np.random.default_rng(9))
+    fast, plain = readers(store, min_points=1000)
+    for start, end, limit in ((None, None, 1000), (None, None, 3), (40_000, 200_000, 7), (1, 2, 5)):
+        assert (fast._levels.non_finite(RUN, METRIC, start, end, limit) is not None) == (end != 2)  # short: merged
+        count, rows = fast.non_finite(RUN, METRIC, start, end, limit=limit)
+        want_count, want_rows = plain.non_finite(RUN, METRIC, start, end, limit=limit)
+        assert count == want_count and (count > 0 or end == 2)
+        assert rows.step.tolist() == want_rows.step.tolist()
+        assert rows.wall_time.tolist() == want_rows.wall_time.tolist()
+        assert np.array_equal(rows.value, want_rows.value, equal_nan=True)
 
 
 def test_a_spike_is_kept_at_every_zoom(tmp_path):
