@@ -83,6 +83,9 @@ def bucket_edges(first_step: int, last_step: int, buckets: int) -> np.ndarray:
     Python integers: ``k * span`` can overflow int64.
     """
     span = last_step - first_step + 1
+    if span < 2**62 // (buckets + 1) and abs(first_step) < 2**62:  # no int64 overflow: in numpy
+        k = np.arange(buckets + 1, dtype=np.int64)
+        return first_step + (k * span + buckets - 1) // buckets
     return np.array(
         [first_step + (k * span + buckets - 1) // buckets for k in range(buckets + 1)], dtype=np.int64
     )

@@ -7,6 +7,8 @@ Files are immutable and keyed by file_id, so decoded slices are cached (bounded 
 the merged full series of a (run, metric) is cached too, keyed by the exact set of files it was
 built from, with an :class:`~.m4.M4Index` so that reducing 10M points costs milliseconds. When a
 live run appends files, the cached series and its index are extended rather than rebuilt.
+A series request over a long range (more than 2^20 points) never merges the series: it is reduced
+from the files' series levels (:mod:`.level_reads`), so its cost follows the answer's resolution.
 
 What the index says (runs, summaries, events, file lists) is cached too, for as long as SQLite's
 ``PRAGMA data_version`` says no other connection has committed: a Portal answering hundreds of live
