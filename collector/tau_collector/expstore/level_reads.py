@@ -62,7 +62,7 @@ class LevelReads:
     def series(self, run_id: str, metric: str, start: int | None, end: int | None, max_points: int, *,
                finite_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
         """(step, wall, value, points in range) of the M4 answer, or None: merge the points instead."""
-        found = self._whole_or_cut(run_id, metric, start, end)
+        found = self._whole_or_cut(run_id, metric, start, end, max(max_points, self.min_points))
         if found is None:
             return None
         parts, total = found
@@ -89,7 +89,7 @@ class LevelReads:
         The count comes from the levels; the points from the files that hold any, in step order, until
         ``limit`` are found.
         """
-        parts = self._parts(run_id, metric, start, end) if limit is not None else None
+        parts = self._parts(run_id, metric, start, end, self.min_points) if limit is not None else None
         if parts is None:
             return None
         stats = _cat([p[0] for p in parts])
@@ -108,21 +108,22 @@ class LevelReads:
                 points = self.reader._file_slice(row[0], row[1], metric, row[4])
                 source = (points.step, points.wall_time, points.value)
             at = np.flatnonzero(~np.isfinite(source[2]))[:wanted]
-            found.append(tuple(a[at] for a in source))
+            found.append(tuple(a[at] for a in source[:3]))
             wanted -= at.size
         if not found:
             return int(bad.sum()), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64)
         return (int(bad.sum()), *(np.concatenate([f[i] for f in found]) for i in range(3)))
 
-    def _whole_or_cut(self, run_id: str, metric: str, start: int | None, end: int | None) -> tuple | None:
+    def _whole_or_cut(self, run_id: str, metric: str, start: int | None, end: int | None, at_least: int
+                      ) -> tuple | None:
         """(:meth:`_parts`, their combined stats record); kept while the file list holds and every file
         lies wholly inside the range (so a repeated read skips the per-file work)."""
         ids = self.reader._files(run_id).ids
-        key = ("level-parts", run_id, metric, start, end, ids)
+        key = ("level-parts", run_id, metric, start, end, at_least, ids)
         cached = self.reader._cache.get(key)
         if cached is not None:
             return cached
-        parts = self._parts(run_id, metric, start, end)
+        parts = self._parts(run_id, metric, start, end, at_least)
         if parts is None:
             return None
         found = (parts, lv.combine(_as_one_metric(_cat([p[0] for p in parts])), None)[0])
@@ -130,10 +131,10 @@ class LevelReads:
             self.reader._cache.put(key, found, 1024 + 64 * len(parts))
         return found
 
-    def _parts(self, run_id: str, metric: str, start: int | None, end: int | None) -> list | None:
+    def _parts(self, run_id: str, metric: str, start: int | None, end: int | None, at_least: int) -> list | None:
         """Per file holding ``metric`` in range, in step order: (its stats record for the range, and either
         (levels, metric index) for a file wholly inside or (step, wall, value) of its points in range).
-        None when no file holds it or files overlap in steps."""
+        None when no file holds it, files overlap in steps, or the range holds at most ``at_least`` points."""
         reader = self.reader
         files = reader._files(run_id).overlapping(start, end)
         pieces = []  # (first step, last step, levels, metric index, file row)
@@ -150,19 +151,34 @@ class LevelReads:
             return None  # files overlap in steps: only a merge applies the last-wins rule between them
         lo_step = -(2**63) if start is None else start
         hi_step = 2**63 - 1 if end is None else end
-        parts = []  # per piece: its stats record and either its levels or its points in range
+        parts: list = []  # per piece: its stats record (None: not yet) and either its levels or its points in range
+        points_in_range = 0
         for first, last, levels, idx, row in pieces:
             if lo_step <= first and last <= hi_step:
-                parts.append((levels.stats[levels.stats["metric"] == idx], (levels, idx, row)))
+                stat = levels.stats[levels.stats["metric"] == idx]
+                parts.append((stat, (levels, idx, row)))
+                points_in_range += int(stat["count"][0])
                 continue
             points = reader._file_slice(row[0], row[1], metric, row[4])
             a = int(np.searchsorted(points.step, lo_step, side="left"))
             b = int(np.searchsorted(points.step, hi_step, side="right"))
             if b <= a:
                 continue
-            cut = (points.step[a:b], points.wall_time[a:b], points.value[a:b])
-            parts.append((lv.summarize(np.zeros(b - a, np.int64), *cut, None), cut))
-        return parts or None
+            parts.append((None, (points.step[a:b], points.wall_time[a:b], points.value[a:b], (row[0], a, b))))
+            points_in_range += b - a
+        if not parts or points_in_range <= at_least:
+            return None  # a short range: merging its points is cheap and exact
+        return [(self._cut_records(metric, source, None)[0] if stat is None else stat, source)
+                for stat, source in parts]
+
+    def _cut_records(self, metric: str, source: tuple, base: int | None) -> np.ndarray:
+        """Records of a file's points in range (kept: a zoomed pane repeats its range)."""
+        key = ("level-cut", metric, source[3], base)
+        cached = self.reader._cache.get(key)
+        if cached is None:
+            cached = lv.summarize(np.zeros(source[0].size, np.int64), *source[:3], base)
+            self.reader._cache.put(key, cached, cached.nbytes)
+        return cached
 
     def _level_records(self, run_id: str, metric: str, parts: list, base: int, finite_only: bool
                        ) -> dict[str, np.ndarray]:
@@ -176,7 +192,7 @@ class LevelReads:
             cached = self.reader._cache.get(key)
             if cached is not None:
                 return cached[1]
-        records = [lv.summarize(np.zeros(source[0].size, np.int64), *source, base) if _is_points(source)
+        records = [self._cut_records(metric, source, base) if _is_points(source)
                    else self._records(source[0], source[1], base) for _, source in parts]
         merged = _merge_shared_buckets(_cat(records))
         if finite_only:
