@@ -7,15 +7,14 @@ levels computed once from that file's rows and cached), a file cut by the range'
 points in range, and :mod:`.level_series` reduces the lot. Memory and work follow the answer's
 resolution and the size of a file, not the length of the series.
 
-The path applies when the metric's files do not overlap in steps (each step comes from one file,
-so the last-wins rule never has to choose between files). Otherwise -- and for a short range, a
-``step_interval``, or a range too narrow for the coarsest level -- the reader merges the points as
-before (``None`` from :meth:`LevelReads.series`).
+Files whose steps overlap (a step written twice, e.g. by a run resumed from a checkpoint) are merged
+together by the reader's last-wins rule and enter as points; the others still come from their
+levels. A short range, a ``step_interval``, or a range too narrow for the coarsest level is merged
+point by point as before (``None`` from :meth:`LevelReads.series`).
 """
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -147,29 +146,47 @@ class LevelReads:
         if not pieces:
             return None
         pieces.sort(key=lambda p: p[0])
-        if any(a[1] >= b[0] for a, b in itertools.pairwise(pieces)):
-            return None  # files overlap in steps: only a merge applies the last-wins rule between them
         lo_step = -(2**63) if start is None else start
         hi_step = 2**63 - 1 if end is None else end
         parts: list = []  # per piece: its stats record (None: not yet) and either its levels or its points in range
         points_in_range = 0
-        for first, last, levels, idx, row in pieces:
-            if lo_step <= first and last <= hi_step:
+        for cluster in _clusters(pieces):
+            first, last, levels, idx, row = cluster[0]
+            if len(cluster) == 1 and lo_step <= first and last <= hi_step:
                 stat = levels.stats[levels.stats["metric"] == idx]
                 parts.append((stat, (levels, idx, row)))
                 points_in_range += int(stat["count"][0])
                 continue
-            points = reader._file_slice(row[0], row[1], metric, row[4])
+            if len(cluster) == 1:
+                points, key = reader._file_slice(row[0], row[1], metric, row[4]), row[0]
+            else:  # files overlapping in steps: merged (last wins between them), the rest still from levels
+                points, key = self._merged_cluster(files, cluster, metric)
             a = int(np.searchsorted(points.step, lo_step, side="left"))
             b = int(np.searchsorted(points.step, hi_step, side="right"))
             if b <= a:
                 continue
-            parts.append((None, (points.step[a:b], points.wall_time[a:b], points.value[a:b], (row[0], a, b))))
+            parts.append((None, (points.step[a:b], points.wall_time[a:b], points.value[a:b], (key, a, b))))
             points_in_range += b - a
         if not parts or points_in_range <= at_least:
             return None  # a short range: merging its points is cheap and exact
         return [(self._cut_records(metric, source, None)[0] if stat is None else stat, source)
                 for stat, source in parts]
+
+    def _merged_cluster(self, files: list[tuple], cluster: list[tuple], metric: str) -> tuple:
+        """The merged points of files whose steps overlap, by the reader's last-wins rule (kept)."""
+        from .reader import _merge  # the reader's own merge: one last-wins rule
+
+        ids = tuple(p[4][0] for p in cluster)
+        key = ("level-cluster", metric, ids)
+        merged = self.reader._cache.get(key)
+        if merged is None:
+            in_cluster = set(ids)
+            # Rank = registration order among the run's files, as the reader's merge of the full list has it.
+            slices = [(rank, self.reader._file_slice(row[0], row[1], metric, row[4]))
+                      for rank, row in enumerate(files) if row[0] in in_cluster]
+            merged = _merge([(rank, sl) for rank, sl in slices if sl.step.size])
+            self.reader._cache.put(key, merged, merged.nbytes)
+        return merged, ids
 
     def _cut_records(self, metric: str, source: tuple, base: int | None) -> np.ndarray:
         """Records of a file's points in range (kept: a zoomed pane repeats its range)."""
@@ -256,6 +273,20 @@ class LevelReads:
                 raise ValueError(f"levels file {levels.path}: member b{base} is not a level")
             self.reader._cache.put(key, cached, cached.nbytes)
         return cached
+
+
+def _clusters(pieces: list[tuple]) -> list[list[tuple]]:
+    """Pieces (sorted by first step) grouped where their step ranges overlap."""
+    out: list[list[tuple]] = []
+    reach = None
+    for piece in pieces:
+        if reach is not None and piece[0] <= reach:
+            out[-1].append(piece)
+            reach = max(reach, piece[1])
+        else:
+            out.append([piece])
+            reach = piece[1]
+    return out
 
 
 def _cat(records: list[np.ndarray]) -> np.ndarray:
