@@ -180,6 +180,7 @@ class LevelReads:
         key = ("level-cluster", metric, ids)
         merged = self.reader._cache.get(key)
         if merged is None:
+            may_block()
             in_cluster = set(ids)
             # Rank = registration order among the run's files, as the reader's merge of the full list has it.
             slices = [(rank, self.reader._file_slice(row[0], row[1], metric, row[4]))
@@ -193,6 +194,7 @@ class LevelReads:
         key = ("level-cut", metric, source[3], base)
         cached = self.reader._cache.get(key)
         if cached is None:
+            may_block(source[0].size)  # summarizing a cut costs its points
             cached = lv.summarize(np.zeros(source[0].size, np.int64), *source[:3], base)
             self.reader._cache.put(key, cached, cached.nbytes)
         return cached
@@ -209,6 +211,7 @@ class LevelReads:
             cached = self.reader._cache.get(key)
             if cached is not None:
                 return cached[1]
+        may_block(sum(int(stat["count"].sum()) for stat, _ in parts) // base)  # about the records to group
         records = [self._cut_records(metric, source, base) if _is_points(source)
                    else self._records(source[0], source[1], base) for _, source in parts]
         merged = _merge_shared_buckets(_cat(records))
