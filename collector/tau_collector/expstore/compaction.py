@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ..process_memory import release_arrow_memory
 from . import schema
+from .levels import levels_path, publish_table_levels
 from .metric_files import metric_file_path
 from .store import ExpStore, StoreError, utc_now_rfc3339
 
@@ -192,6 +193,7 @@ def _merge(store: ExpStore, run_id: str, files: list[tuple]) -> CompactionResult
     except BaseException:
         path.unlink(missing_ok=True)
         raise
+    publish_table_levels(store, relative, file_id, merged)  # derived, after the swap: a reader computes them till then
     return CompactionResult(file_id, retired, merged.num_rows)
 
 
@@ -207,6 +209,7 @@ def delete_retired(store: ExpStore, *, grace_seconds: float, now: float | None =
     ).fetchall()
     for _, path in due:
         store.absolute(path).unlink(missing_ok=True)
+        store.absolute(levels_path(path)).unlink(missing_ok=True)
     if due:
         with store.write_transaction() as tx:
             tx.executemany("DELETE FROM metric_file_retirements WHERE file_id = ?", [(f,) for f, _ in due])

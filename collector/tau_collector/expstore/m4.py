@@ -83,6 +83,9 @@ def bucket_edges(first_step: int, last_step: int, buckets: int) -> np.ndarray:
     Python integers: ``k * span`` can overflow int64.
     """
     span = last_step - first_step + 1
+    if span < 2**62 // (buckets + 1) and abs(first_step) < 2**62:  # no int64 overflow: in numpy
+        k = np.arange(buckets + 1, dtype=np.int64)
+        return first_step + (k * span + buckets - 1) // buckets
     return np.array(
         [first_step + (k * span + buckets - 1) // buckets for k in range(buckets + 1)], dtype=np.int64
     )
@@ -160,13 +163,16 @@ def m4_indices(
     index: M4Index | None = None,
     lo: int = 0,
     hi: int | None = None,
+    edges: np.ndarray | None = None,
 ) -> np.ndarray:
     """Sorted unique indices of the points M4 keeps from ``[lo, hi)`` for ``max_points``.
 
     Steps ascending and unique. Indices are positions in the full arrays, so a cached
     :class:`M4Index` of the whole series serves any sub-range. n <= max_points: everything.
     max_points == 1: the last point (TauGrid). max_points 2 or 3: one bucket's first and last,
-    plus its maximum when 3 fit. Otherwise ``max_points // 4`` buckets.
+    plus its maximum when 3 fit. Otherwise ``max_points // 4`` buckets, or the columns between
+    ``edges`` when given (ascending steps; the first at or below the range's first step, the last
+    above its last: :mod:`.level_series` snaps the inner ones to a level's grid).
     """
     hi = steps.size if hi is None else hi
     n = hi - lo
@@ -178,8 +184,8 @@ def m4_indices(
         return np.array([hi - 1], dtype=np.int64)
     if index is None or index.n != steps.size:
         index = M4Index(values)
-    buckets = max(1, max_points // 4)
-    edges = bucket_edges(int(steps[lo]), int(steps[hi - 1]), buckets)
+    if edges is None:
+        edges = bucket_edges(int(steps[lo]), int(steps[hi - 1]), max(1, max_points // 4))
     pos = np.searchsorted(steps[lo:hi], edges, side="left") + lo
     starts, ends = pos[:-1], pos[1:]
     nonempty = ends > starts

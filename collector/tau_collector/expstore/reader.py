@@ -7,6 +7,8 @@ Files are immutable and keyed by file_id, so decoded slices are cached (bounded 
 the merged full series of a (run, metric) is cached too, keyed by the exact set of files it was
 built from, with an :class:`~.m4.M4Index` so that reducing 10M points costs milliseconds. When a
 live run appends files, the cached series and its index are extended rather than rebuilt.
+A series request over a long range (more than 2^20 points) never merges the series: it is reduced
+from the files' series levels (:mod:`.level_reads`), so its cost follows the answer's resolution.
 
 What the index says (runs, summaries, events, file lists) is cached too, for as long as SQLite's
 ``PRAGMA data_version`` says no other connection has committed: a Portal answering hundreds of live
@@ -35,6 +37,7 @@ from . import listing
 from .config_rows import read_run_configs
 from .configs import RunConfig
 from .listing import WORKSPACE_TAG
+from .level_reads import LevelReads
 from .m4 import M4Index, m4_indices
 from .read_cache import LRU, QUICK_FILE_ROWS, IndexCache, WouldBlock, may_block, no_blocking
 from .run_events import RunEvent, read_run_events
@@ -170,6 +173,7 @@ class StoreReader:
         self._latest_lock = threading.Lock()
         self._loading: dict[tuple, threading.Lock] = {}  # file slices being read, one lock each
         self._loading_lock = threading.Lock()
+        self._levels = LevelReads(self)
 
     @contextlib.contextmanager
     def pinned(self) -> Iterator[None]:
@@ -401,6 +405,10 @@ class StoreReader:
         limit: int | None = None,
     ) -> tuple[int, Rows]:
         """(how many NaN/±Inf observations lie in range, the first ``limit`` of them)."""
+        found = self._levels.non_finite(run_id, metric, _clamp(start_step), _clamp(end_step), limit)
+        if found is not None:  # a long range: counted from the series levels, listed from the files holding any
+            count, step, wall, value = found
+            return count, Rows(step, wall, value)
         merged, lo, hi = self._range(run_id, metric, start_step, end_step)
         bad = merged.non_finite()
         bad = bad[np.searchsorted(bad, lo):np.searchsorted(bad, hi)]
@@ -428,6 +436,14 @@ class StoreReader:
             raise ValueError("max_points must be at least 1")
         if step_interval is not None and step_interval < 1:
             raise ValueError("step_interval must be at least 1")
+        if step_interval is None or step_interval == 1:
+            # A long range is reduced from the series levels, without reading its points.
+            found = self._levels.series(run_id, metric, _clamp(start_step), _clamp(end_step), max_points,
+                                        finite_only=finite_only)
+            if found is not None:
+                step, wall, value, source_points = found
+                return ReducedSeries(step, wall, value, ~np.isfinite(value), source_points,
+                                     int(step.size) < source_points)
         merged, lo, hi = self._range(run_id, metric, start_step, end_step)
         if finite_only and merged.non_finite().size:
             merged = merged.finite()

@@ -28,6 +28,7 @@ from .compaction_process import CompactionProcess
 from .config_rows import ConfigConflictError, put_run_config, run_config_hash
 from .configs import RunConfig
 from .listing import refresh_runs
+from .levels import publish_write_levels
 from .metric_files import metric_file_path
 from .parquet_encoder import Coded, Column, TextValues, encode_parquet
 from .store import ExpStore, StoreError, utc_now_rfc3339
@@ -164,6 +165,7 @@ class MetricWriter:
         try:
             for rf in run_files:
                 published.append(self.store.publish_file(rf.relative_path, _writer_of(rf.data)))
+            published.extend(publish_write_levels(self.store, [run for run in runs if len(run)], run_files))
             with self.store.write_transaction() as tx:
                 raced = tx.execute(
                     "SELECT request_hash FROM idempotency_keys WHERE key = ?", (idempotency_key,)

@@ -1,0 +1,187 @@
+"""Benchmark: one very long series (default 100M points) read through the real Portal over HTTP.
+
+Builds the store through ``MetricWriter.write_columns`` (``--files`` chunks of equal size, each
+with its series levels; 8 single-step spikes planted) unless ``--store`` already holds one, starts
+``taunotebook portal`` as its own process on 127.0.0.1, and times with a keep-alive httpx client
+(end to end: request, JSON body, parse), each as p50/p95 over ``--repeats`` requests after one
+warm-up: the full range (``max_points`` 2000 and 8000), a zoom (the middle 10%), the tail (last 1%)
+and a live-pane tail (last 500 steps). Checks that every spike is in the full-range answer. Reports
+the Portal's resident memory (VmRSS now, VmHWM peak).
+
+**Baseline, same run**: the read path without levels (``StoreReader`` merging every point, as before
+levels existed) in a child process, over the first ``--baseline-points`` steps of the same store
+(default 16M: past the ~11.2M-point cliff where the merged series no longer fits the 512 MiB cache),
+against the same range read through the Portal (levels). Usage::
+
+    .venv/bin/python bench/bench_long_series.py [--points 100000000] [--files 100] [--store DIR]
+        [--repeats 30] [--baseline-points 16000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_portal import TOKEN, load_average, start_portal  # a sibling script, not a package
+
+METRIC = "train/loss"
+RUN = "bench-run"
+SPIKES = 8
+
+
+def spike_steps(points: int) -> list[int]:
+    return [int(points * (k + 0.5) / SPIKES) + 7 * k for k in range(SPIKES)]
+
+
+def build(root: Path, points: int, files: int) -> None:
+    from tau_collector.expstore import open_store
+    from tau_collector.expstore.writer import MetricWriter, RunColumns
+
+    store = open_store(root, create=True)
+    writer = MetricWriter(store)
+    per_file = points // files
+    rng = np.random.default_rng(0)
+    spikes = spike_steps(points)
+    started = time.perf_counter()
+    for f in range(files):
+        steps = np.arange(f * per_file, (f + 1) * per_file, dtype=np.int64)
+        values = 2.0 * np.exp(-steps / (points / 4)) + rng.normal(0, 0.01, per_file)
+        for k, s in enumerate(spikes):
+            if steps[0] <= s <= steps[-1]:
+                values[s - steps[0]] = 50.0 if k % 2 == 0 else -50.0
+        n = steps.size
+        writer.write_columns(f"bench-{f}", [RunColumns(
+            project="bench", experiment_id="bench", run_group_id="g", run_id=RUN, names=[METRIC],
+            metric=np.zeros(n, np.int64), step=steps, wall_time=1_760_000_000_000_000 + steps * 1000, value=values,
+            tags=["{}"] * n, tag_sets=[{}], source="history", first_wall_ns=1_760_000_000_000_000_000)],
+            request_hash="h")
+        print(f"  wrote file {f + 1}/{files}", end="\r", file=sys.stderr)
+    secs = time.perf_counter() - started
+    store.close()
+    du = {d: sum(p.stat().st_size for p in (root / d).rglob("*") if p.is_file()) for d in ("metrics", "series_levels")}
+    print(f"build: {points:,} points in {files} files, {secs:.0f} s ({points / secs:,.0f} points/s through the writer,"
+          f" levels included); metric files {du['metrics'] / 2**20:,.0f} MiB, levels {du['series_levels'] / 2**20:,.0f}"
+          f" MiB")
+
+
+def proc_memory(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) in MiB."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]) // 1024, int(fields["VmHWM"].split()[0]) // 1024
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    samples = sorted(samples)
+    return statistics.median(samples), samples[min(len(samples) - 1, math.ceil(0.95 * len(samples)) - 1)]
+
+
+def baseline(store: Path, end_step: int, max_points: int, repeats: int) -> None:
+    """Child process: the read path without levels over steps [0, end_step]; prints one JSON line."""
+    from tau_collector.expstore import StoreReader
+
+    reader = StoreReader(store)
+    reader._levels.min_points = 2**62  # every range merged point by point, as before levels
+    samples = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        got = reader.series(RUN, METRIC, 0, end_step, max_points, finite_only=True)
+        samples.append((time.perf_counter() - t) * 1000)
+    p50, p95 = percentiles(samples)
+    print(json.dumps({"p50": p50, "p95": p95, "first": samples[0], "points": got.source_points,
+                      "hwm_mib": proc_memory(os.getpid())[1]}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--points", type=int, default=100_000_000)
+    ap.add_argument("--files", type=int, default=100)
+    ap.add_argument("--store", type=Path)
+    ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--baseline-points", type=int, default=16_000_000)
+    ap.add_argument("--baseline-repeats", type=int, default=3)
+    ap.add_argument("--baseline-child", nargs=3, metavar=("STORE", "END_STEP", "MAX_POINTS"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.baseline_child:
+        baseline(Path(args.baseline_child[0]), int(args.baseline_child[1]), int(args.baseline_child[2]),
+                 args.baseline_repeats)
+        return
+    tmp = None
+    root = args.store
+    if root is None:
+        tmp = tempfile.TemporaryDirectory(prefix="bench-long-series-")
+        root = Path(tmp.name) / "store"
+    if not (root / "manifest.json").exists():
+        print(f"building {args.points:,} points in {args.files} files ...", file=sys.stderr)
+        build(root, args.points, args.files)
+    print(f"load average before reads: {load_average()} (2-core machine, shared)")
+    proc, api = start_portal(root)
+    try:
+        with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=600) as client:
+            url = f"{api}/runs/{RUN}/series"
+
+            def series(max_points: int, **extra) -> dict:
+                r = client.get(url, params={"target": RUN, "metric": METRIC, "max_points": max_points, **extra})
+                r.raise_for_status()
+                return r.json()
+
+            def report(label: str, max_points: int, **extra) -> dict:
+                body = series(max_points, **extra)  # warm-up
+                samples = []
+                for _ in range(args.repeats):
+                    t = time.perf_counter()
+                    body = series(max_points, **extra)
+                    samples.append((time.perf_counter() - t) * 1000)
+                p50, p95 = percentiles(samples)
+                print(f"HTTP {label}: p50 {p50:.1f} ms  p95 {p95:.1f} ms "
+                      f"({body['source_points']:,} -> {body['returned_points']} points)")
+                return body
+
+            t = time.perf_counter()
+            body = series(2000)
+            print(f"first request of a fresh Portal (full range, max_points=2000): "
+                  f"{(time.perf_counter() - t) * 1000:.0f} ms, {body['source_points']:,} -> "
+                  f"{body['returned_points']} points")
+            n = body["source_points"]
+            body = report("full range max_points=2000", 2000)
+            kept = {p["step"] for p in body["points"]}
+            spikes = spike_steps(n)  # the store holds steps 0..n-1, as built
+            print(f"spikes kept in the full-range answer: {sum(s in kept for s in spikes)}/{len(spikes)}")
+            report("full range max_points=8000", 8000)
+            report("zoom: middle 10%", 2000, start_step=int(n * 0.45), end_step=int(n * 0.55))
+            report("tail: last 1%", 2000, start_step=n - n // 100)
+            report("live tail: last 500 steps", 2000, start_step=n - 500)
+            rss, hwm = proc_memory(proc.pid)
+            print(f"Portal memory after the reads: RSS {rss} MiB, peak (VmHWM) {hwm} MiB")
+            end = min(args.baseline_points, n) - 1
+            levels = report(f"baseline range [0, {end}] through the Portal (levels)", 2000, start_step=0,
+                            end_step=end)
+        out = subprocess.run([sys.executable, __file__, "--baseline-child", str(root), str(end), "2000",
+                              "--baseline-repeats", str(args.baseline_repeats)],
+                             check=True, capture_output=True, text=True).stdout
+        old = json.loads(out.strip().splitlines()[-1])
+        print(f"baseline, no levels (in process, merging every point), range [0, {end}] "
+              f"({old['points']:,} points): first {old['first']:.0f} ms, p50 {old['p50']:.0f} ms, "
+              f"p95 {old['p95']:.0f} ms over {args.baseline_repeats}; peak memory {old['hwm_mib']} MiB")
+        print(f"load average after: {load_average()}")
+        assert levels["source_points"] == old["points"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if tmp is not None:
+            tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
