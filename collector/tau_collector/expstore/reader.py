@@ -36,8 +36,8 @@ import pyarrow.parquet as pq
 from . import listing
 from .config_rows import read_run_configs
 from .configs import RunConfig
-from .listing import WORKSPACE_TAG
 from .level_reads import LevelReads
+from .listing import WORKSPACE_TAG
 from .m4 import M4Index, m4_indices
 from .read_cache import LRU, QUICK_FILE_ROWS, IndexCache, WouldBlock, may_block, no_blocking
 from .run_events import RunEvent, read_run_events

@@ -27,8 +27,8 @@ from .compaction import CompactionPolicy, compact_quietly
 from .compaction_process import CompactionProcess
 from .config_rows import ConfigConflictError, put_run_config, run_config_hash
 from .configs import RunConfig
-from .listing import refresh_runs
 from .levels import publish_write_levels
+from .listing import refresh_runs
 from .metric_files import metric_file_path
 from .parquet_encoder import Coded, Column, TextValues, encode_parquet
 from .store import ExpStore, StoreError, utc_now_rfc3339
