@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from .checkpoint import Checkpoint, SourceCheckpoint, SpoolError, valid_digest
+from .complete_through import marks
 from .durable import remove_durable, write_file_atomic
 from .gojson import RawJSON, format_time, marshal, parse_time
 from .metric_event import MetricEvent, NotCanonicalError, decode_canonical_ndjson
@@ -416,11 +417,16 @@ def advance(checkpoint: Checkpoint, manifest: Manifest) -> None:
     checkpoint.next_sequence += 1
 
 
+def _folded(checkpoint: Checkpoint, path: str) -> bool:
+    mark = marks(checkpoint).get(os.path.dirname(path))
+    return mark is not None and mark.covers(path)
+
+
 def _validate_acknowledged(checkpoint: Checkpoint, manifest: Manifest) -> None:
     if manifest.kind == "history":
         for r in (manifest, *manifest.more_sources):
             source = checkpoint.sources.get(r.source_path)
-            if source is None and checkpoint.completes(r.source_path):
+            if source is None and _folded(checkpoint, r.source_path):
                 continue  # acknowledged, and since folded into a complete-through entry
             if source is None or source.sequence != manifest.sequence or \
                     source.chunk_digest != manifest.chunk_digest or source.offset < r.end_offset:

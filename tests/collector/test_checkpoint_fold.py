@@ -129,6 +129,31 @@ def test_a_several_file_manifest_round_trips_and_advances_every_file():
     assert again.compute_manifest_digest() == manifest.manifest_digest
 
 
+def test_an_acknowledged_pending_chunk_whose_files_were_folded_since_is_dropped_on_start(tmp_path):
+    from tau_collector.checkpoint import Checkpoint, SourceCheckpoint
+    from tau_collector.metric_event import new_metric_event
+    from tau_collector.spool import Spool, replay
+
+    event = new_metric_event(project="p", experiment_id="e", run_group_id="g", run_id="r", metric_name="loss",
+                             step=0, wall_time=1_790_000_000_000_000_000, value=1.0,
+                             exported_at=1_790_000_000_000_000_000, source="s")
+    hist = str(tmp_path / "hist")
+    manifest = Manifest(
+        config_identity="c" * 64, kind="history", sequence=3, source_path=f"{hist}/chunk-1.jsonl",
+        source_file_id="1:1", ndjson=event.to_ndjson(), event_count=1, start_offset=0, end_offset=30,
+        start_lines=0, end_lines=1, prefix_sha256="ab" * 32,
+        more_sources=(SourceRange(f"{hist}/chunk-2.jsonl", "1:2", 0, 30, 0, 1, "", "cd" * 32),),
+    ).seal()
+    spool = Spool(str(tmp_path / "out"))
+    path = spool.write_pending(manifest)
+    key = COMPLETE_THROUGH_PREFIX + f"{hist}/chunk-2.jsonl"
+    checkpoint = Checkpoint("c" * 64, 4, {key: SourceCheckpoint(key, COMPLETE_THROUGH_FILE_ID, 2, "", 3,
+                                                                manifest.chunk_digest, 2, "2026-01-01T00:00:00Z")})
+    delivered = []
+    replay(spool, checkpoint, "c" * 64, delivered.append)
+    assert delivered == [] and not os.path.exists(path)
+
+
 COLLECTOR = textwrap.dedent(
     """
     import dataclasses, json, os, sys
