@@ -107,6 +107,11 @@ class CollectorOptions:
 
 MAX_BUDGET_WAIT = 1.0  # seconds: the CPU budget never delays a drain longer than this
 NEW_FILES_MAX_WAIT = 0.3  # seconds: nor one after a drain of new files only (the pane's latency)
+# Batches of several files join one chunk up to these source sizes (and the batch bounds): small closed files
+# (TauGrid's trainers write one per step, a few kB) share a chunk, a larger file stays a chunk of its own, so a
+# chunk's pending manifest (~10x its source bytes as NDJSON, base64) stays as large as one file's was.
+GROUP_MAX_BYTES = 64 * 1024
+GROUP_MAX_ROWS = 2_000
 
 
 @dataclass(slots=True)
@@ -511,8 +516,9 @@ class Collector:
     def _add(self, checkpoint: Checkpoint, part: _Part) -> None:
         """Join ``part`` to the chunk being gathered, committing that first when ``part`` cannot join it.
 
-        Batches of different files read in one drain make one chunk while they fit the batch bounds
-        together; a batch that filled the bounds (its file has more) is a chunk of its own.
+        Batches of different files read in one drain make one chunk while they fit GROUP_MAX_BYTES /
+        GROUP_MAX_ROWS (and the batch bounds) together; a batch that filled the bounds (its file has more)
+        is a chunk of its own.
         """
         self._report(part.projected.problems)
         group, limits = self._group, self.options.limits
@@ -522,8 +528,8 @@ class Collector:
             batch = part.projected.batch
             if group[0].source is not part.source or batch.more \
                     or any(p.source_input.path == part.source_input.path for p in group) \
-                    or rows + batch.end.records - batch.start.records > limits.batch_records \
-                    or size + batch.end.offset - batch.start.offset > limits.batch_bytes:
+                    or rows + batch.end.records - batch.start.records > min(limits.batch_records, GROUP_MAX_ROWS) \
+                    or size + batch.end.offset - batch.start.offset > min(limits.batch_bytes, GROUP_MAX_BYTES):
                 self._flush(checkpoint)
         self._group.append(part)
         if part.projected.batch.more:
