@@ -3,7 +3,9 @@
 1. latency  — from a history chunk's rename (and from a tfevents append+flush) to the point being
    visible through the expstore read API, p50/p95 over N points, collector in ``--watch`` mode.
 2. footprint — the collector's RSS and CPU (and, apart, its compaction children's) while a job writes 1,000 events/s
-   as 10 or 2 new history files a second, as 10 or 2 appends a second to one history file, or row by row
+   as 10 or 2 new history files a second (``new files``: 50 rows x 2 metrics; ``taugrid chunks``: TauGrid's
+   trainers' house format, 25 rows x 4 metrics, each a closed file: dotfile, fsync, rename), as 10 or 2
+   appends a second to one history file, or row by row
    through the normalizer's writer (``HistoryWriter``, as ``tau-collector wrap`` runs a job).
 3. ingest   — sustained events/s of a one-shot collector over pre-written history.
 4. sink     — CPU per chunk of the expstore sink alone (in-process, 100 events a chunk), the share of
@@ -150,7 +152,8 @@ def children_rss(pid: int) -> int:
     return total
 
 
-PATTERNS = ("new files", "appends to one file", "normalizer")
+PATTERNS = ("new files", "taugrid chunks", "appends to one file", "normalizer")
+TAUGRID_METRICS = ("loss", "acc", "lr", "grad_norm")
 
 
 def footprint(seconds: float, chunks_per_s: float, pattern: str) -> dict[str, float]:
@@ -166,7 +169,8 @@ def footprint(seconds: float, chunks_per_s: float, pattern: str) -> dict[str, fl
         wait_ready(root)
         stop = threading.Event()
 
-        per_chunk = int(500 / chunks_per_s)  # rows x 2 metrics, chunks_per_s times a second = 1,000 events/s
+        # rows x 2 metrics (x 4 for TauGrid's trainers), chunks_per_s times a second = 1,000 events/s
+        per_chunk = int((250 if pattern == "taugrid chunks" else 500) / chunks_per_s)
 
         def job() -> None:
             step, index = 0, 0
@@ -176,6 +180,9 @@ def footprint(seconds: float, chunks_per_s: float, pattern: str) -> dict[str, fl
                     {"_step": s, "_timestamp": time.time(), "loss": 1 / (s + 1), "acc": s * 1e-6}
                     for s in range(step, step + per_chunk)
                 ]
+                if pattern == "taugrid chunks":  # TauGrid's trainers: 4 metrics a row, a closed file a step
+                    rows = [{"_step": r["_step"], "_timestamp": r["_timestamp"],
+                             **{m: r["loss"] * (i + 1) for i, m in enumerate(TAUGRID_METRICS)}} for r in rows]
                 if pattern == "normalizer":
                     for row in rows:
                         writer.write(row)

@@ -39,7 +39,7 @@ def _source_fragment(source: SourceCheckpoint) -> bytes:
     key = tuple(getattr(source, name) for name in source.__slots__)
     fragment = _FRAGMENTS.get(key)
     if fragment is None:
-        if len(_FRAGMENTS) > 65536:
+        if len(_FRAGMENTS) > 4096:  # the checkpoint holds a bounded number of entries (complete_through)
             _FRAGMENTS.clear()
         fragment = _FRAGMENTS[key] = marshal(source.to_go(), indent="  ", depth=2)
     return fragment

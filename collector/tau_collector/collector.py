@@ -5,7 +5,10 @@ them, or those a :class:`~.watcher.ChangeWatcher` saw change), reads each input 
 in bounded batches, projects each batch (:mod:`.pipeline`), spools it as TauGrid's pending
 manifest, delivers it to every sink (:mod:`.delivery`) and only then advances ``checkpoint.json``
 (:mod:`.spool`) -- one chunk per batch, so a backlog of any size is a sequence of bounded chunks,
-one pending manifest at a time. Which file is which is :mod:`.fingerprint`'s business. When the
+one pending manifest at a time. Small batches of several files read in one drain (closed chunk files
+that arrived together) make one chunk, within the same bounds. Which file is which is
+:mod:`.fingerprint`'s business; files closed and completely read are folded out of the checkpoint by
+:mod:`.complete_through`, so a drain costs the same on a job's first day and on its hundredth. When the
 completion file appears the collector drains once more including unterminated tails, emits the
 ``tau/run_status`` marker, writes the done file and stops.
 
@@ -24,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .checkpoint import Checkpoint, SourceCheckpoint
+from .complete_through import ClosedFiles, Mark, is_mark, marks
 from .completion import (
     RUN_STATUS_METRIC,
     TERMINAL_DRAIN_GRACE,
@@ -38,7 +42,7 @@ from .fingerprint import FingerprintError, Fingerprints, signature
 from .gojson import GoMap, format_time, marshal
 from .limits import DEFAULT_LIMITS, Limits
 from .metric_event import METRIC_EVENT_SCHEMA_V1, MetricEvent, new_metric_event
-from .pipeline import Pipeline, ProjectedBatch
+from .pipeline import Pipeline, ProjectedBatch, merge_points
 from .projection import ProjectionConfig
 from .records import ProblemKind, SourceProblem
 from .sinks.base import Chunk, Sink
@@ -46,7 +50,7 @@ from .sources.base import Position, Source, SourceInput
 from .sources.history import HistorySource
 from .sources.jsonl import HistoryPathError, complete_lines
 from .sources.tensorboard import TensorBoardSource
-from .spool import COMPLETION_SOURCE_PREFIX, MANIFEST_SCHEMA_V1, Manifest, Spool, advance, replay
+from .spool import COMPLETION_SOURCE_PREFIX, MANIFEST_SCHEMA_V1, Manifest, SourceRange, Spool, advance, replay
 from .watcher import ChangeWatcher
 
 __all__ = ["CollectorError", "CollectorOptions", "CollectorResult", "Collector"]
@@ -78,7 +82,8 @@ class CollectorOptions:
     # no sooner than max(batch_wait, min(MAX_BUDGET_WAIT, C / cpu_budget)) after it; changes meanwhile join
     # it. A job appending ten times a second is then read in fewer, larger chunks and draining it stays near
     # ``cpu_budget`` of a core, while a cheap drain (a few rows) waits only a few tens of milliseconds. New
-    # files are not waited for: each is a chunk of its own however long one waits.
+    # files wait too, at most NEW_FILES_MAX_WAIT: closed files that arrive meanwhile are read together, as one
+    # chunk.
     batch_wait: float = 0.0
     cpu_budget: float = 0.03  # the CLI's default too (--cpu-budget 3%)
     baseline_existing_history: bool = False
@@ -95,9 +100,37 @@ class CollectorOptions:
     limits: Limits = DEFAULT_LIMITS  # batch bounds and input size limits (not part of the config identity)
     run_config: str = ""  # the run's configuration file (JSON or YAML), e.g. what %%tau_submit --config wrote
     on_delivered: Callable[[Chunk], object] | None = None  # sees each delivered chunk (stop rules); not in identity
+    # A history file unchanged this long, completely read and followed by ``keep_entries`` later-named files is
+    # folded into its directory's complete-through checkpoint entry (see complete_through).
+    closed_after: float = 60.0
+    keep_entries: int = 64
 
 
 MAX_BUDGET_WAIT = 1.0  # seconds: the CPU budget never delays a drain longer than this
+NEW_FILES_MAX_WAIT = 0.3  # seconds: nor one after a drain of new files only (the pane's latency)
+# Batches of several files join one chunk up to these source sizes (and the batch bounds): small closed files
+# (TauGrid's trainers write one per step, a few kB) share a chunk, a larger file stays a chunk of its own, so a
+# chunk's pending manifest (~10x its source bytes as NDJSON, base64) stays as large as one file's was.
+GROUP_MAX_BYTES = 64 * 1024
+GROUP_MAX_ROWS = 2_000
+
+
+@dataclass(slots=True)
+class _Part:
+    """One batch read in a drain, waiting to be committed with the others of its chunk."""
+
+    source: Source
+    source_input: SourceInput
+    file_id: str
+    prefix: hashlib._Hash  # the file's digest up to the batch's start
+    running: hashlib._Hash  # ... and up to its end
+    projected: ProjectedBatch
+
+    def range(self) -> SourceRange:
+        batch = self.projected.batch
+        return SourceRange(self.source_input.path, self.file_id, batch.start.offset, batch.end.offset,
+                           batch.start.records, batch.end.records,
+                           self.prefix.hexdigest() if batch.start.offset else "", self.running.hexdigest())
 
 
 @dataclass(slots=True)
@@ -169,6 +202,9 @@ class Collector:
         self._fingerprints = Fingerprints()
         self._stopped: dict[str, tuple[str, int, int]] = {}
         self._reported: set[tuple[str, int | None, int | None, str]] = set()
+        self._closed = ClosedFiles(keep=options.keep_entries, closed_after=options.closed_after)
+        self._marks_checked = False  # covered files were checked once against their complete-through entry
+        self._group: list[_Part] = []
         self._config_settled = False  # the run's configuration was stored, or found in conflict
 
     # -- identities --------------------------------------------------------------------
@@ -234,10 +270,11 @@ class Collector:
             while True:
                 iteration += 1
                 started = time.monotonic()
-                appended_cpu = self._drain(checkpoint, final=False, changed=changed)
+                appended_cpu, drain_cpu = self._drain(checkpoint, final=False, changed=changed)
                 wait = o.batch_wait
                 if o.cpu_budget > 0:
-                    wait = max(wait, min(MAX_BUDGET_WAIT, appended_cpu / o.cpu_budget))
+                    wait = max(wait, min(MAX_BUDGET_WAIT, appended_cpu / o.cpu_budget),
+                               min(NEW_FILES_MAX_WAIT, drain_cpu / o.cpu_budget))
                 if self._completion_exists():
                     self._finish(checkpoint)
                     return self.result
@@ -303,32 +340,102 @@ class Collector:
         except HistoryPathError as exc:
             raise CollectorError(str(exc)) from None
 
-    def _drain(self, checkpoint: Checkpoint, *, final: bool, changed: set[str] | None = None) -> float:
+    def _drain(self, checkpoint: Checkpoint, *, final: bool, changed: set[str] | None = None) -> tuple[float, float]:
         """Read every source (``changed`` None), or only the files a watch event named; returns the CPU
-        seconds spent on files read before (appends: what waiting would have gathered into fewer chunks).
+        seconds spent on files read before (appends: what waiting would have gathered into fewer chunks)
+        and on the whole drain.
 
-        A full drain lists and stats every file, which grows with the run (a chunk file per
-        step is common); targeted drains keep a long run's cost proportional to what is new.
+        A full drain lists every file, which grows with the run (a chunk file per step is common), but
+        stats only those not folded as completely read; targeted drains keep a long run's cost
+        proportional to what is new.
         """
+        drain_cpu = time.process_time()
         pipeline = Pipeline(self._projection_config())
+        current = marks(checkpoint)
+        known = None
+        if current:
+            def known(path: str) -> bool:
+                mark = current.get(os.path.dirname(path))
+                return mark is not None and mark.covers(path)
+        for source in self.sources:
+            if isinstance(source, HistorySource):
+                source.known = known
         inputs = [(source, self._inputs(source, changed)) for source in self.sources]
+        if current:
+            inputs = [(source, self._uncovered(found, current, full=changed is None) if source.strict else found)
+                      for source, found in inputs]
         if changed is None:
             present = {i.path for source, found in inputs if source.strict for i in found}
             for path, source_checkpoint in checkpoint.sources.items():
-                if source_checkpoint.file_id.startswith(COMPLETION_SOURCE_PREFIX):
+                if source_checkpoint.file_id.startswith(COMPLETION_SOURCE_PREFIX) or is_mark(path):
                     continue
                 if path not in present and not any(s.owns(path) for s in self.sources if not s.strict):
                     raise CollectorError(f"checkpointed history source disappeared: {path}")
         appended_cpu = 0.0
         for source, found in inputs:
             for source_input in found:
-                known, cpu = source_input.path in checkpoint.sources, time.process_time()
+                if source.strict:
+                    self._closed.note(source_input.path)
+                known_input, cpu = source_input.path in checkpoint.sources, time.process_time()
                 self._drain_input(checkpoint, pipeline, source, source_input, final)
-                if known:
+                if known_input:
                     appended_cpu += time.process_time() - cpu
+        self._flush(checkpoint)
+        if self._closed.ready():
+            self._fold(checkpoint)
         if not self._config_settled:
             self._store_config()
-        return appended_cpu
+        return appended_cpu, time.process_time() - drain_cpu
+
+    def _uncovered(self, found: list[SourceInput], current: dict[str, Mark], *, full: bool) -> list[SourceInput]:
+        """``found`` without the files folded as completely read, checking that none of those changed.
+
+        A full scan counts them against the number folded (more means a file appeared behind the
+        mark); the first after a start, and any watch event naming one, also checks that none was
+        modified after it was folded. Either would be data the mark hides: an error, never a skip.
+        """
+        kept: list[SourceInput] = []
+        counts: dict[str, int] = {}
+        check_times = not full or not self._marks_checked
+        for source_input in found:
+            path = source_input.path
+            mark = current.get(os.path.dirname(path))
+            if mark is None or not mark.covers(path):
+                kept.append(source_input)
+                continue
+            counts[mark.directory] = counts.get(mark.directory, 0) + 1
+            if check_times:
+                try:
+                    modified = os.stat(path).st_mtime_ns
+                except FileNotFoundError:
+                    continue  # a folded file removed: everything in it was delivered
+                if modified > mark.newest_mtime_ns:
+                    raise CollectorError(
+                        f"history file {path} was written after the checkpoint recorded every file up to "
+                        f"{mark.name} in its directory as completely read ({mark.key}); its new rows would be "
+                        "missed. Write new rows to files named after the newest one")
+        if full:
+            self._marks_checked = True
+            for directory, count in counts.items():
+                mark = current[directory]
+                if count > mark.files:
+                    raise CollectorError(
+                        f"{count} history files in {directory} are named at or before {mark.name}, but the "
+                        f"checkpoint folded {mark.files} as completely read ({mark.key}); a file appeared "
+                        "behind the mark and would be missed. Write new rows to files named after the newest one")
+        return kept
+
+    def _fold(self, checkpoint: Checkpoint) -> None:
+        """Fold the oldest closed, completely read history files into complete-through entries."""
+        following = checkpoint.copy()
+        folded = self._closed.fold(following)
+        if not folded:
+            return
+        following.save(self.spool.checkpoint_path)
+        checkpoint.adopt(following)
+        for path in folded:
+            self._fingerprints.forget(path)
+            self._stopped.pop(path, None)
 
     def _store_config(self) -> None:
         """Store the run's configuration once: ``--run-config`` when given, else the first a source has.
@@ -402,21 +509,39 @@ class Collector:
                 return
             projected = pipeline.project(source, batch)
             self.result.rejected_rows += projected.bad_rows
-            self._commit(checkpoint, source_input, now[0], prefix, running, projected)
+            self._add(checkpoint, _Part(source, source_input, now[0], prefix, running, projected))
             prefix, position = running, batch.end
             if not batch.more:
                 return
 
-    def _commit(self, checkpoint: Checkpoint, source_input: SourceInput, source_file_id: str,
-                prefix: hashlib._Hash, running: hashlib._Hash, projected: ProjectedBatch) -> None:
-        """Spool, deliver and checkpoint one batch, in TauGrid's order."""
-        path = source_input.path
-        batch = projected.batch
-        start, end = batch.start, batch.end
-        non_finite = projected.non_finite
-        self._report(projected.problems)
-        start_prefix = prefix.hexdigest() if start.offset else ""
-        end_prefix = running.hexdigest()
+    def _add(self, checkpoint: Checkpoint, part: _Part) -> None:
+        """Join ``part`` to the chunk being gathered, committing that first when ``part`` cannot join it.
+
+        Batches of different files read in one drain make one chunk while they fit GROUP_MAX_BYTES /
+        GROUP_MAX_ROWS (and the batch bounds) together; a batch that filled the bounds (its file has more)
+        is a chunk of its own.
+        """
+        self._report(part.projected.problems)
+        group, limits = self._group, self.options.limits
+        if group:
+            rows = sum(p.projected.batch.end.records - p.projected.batch.start.records for p in group)
+            size = sum(p.projected.batch.end.offset - p.projected.batch.start.offset for p in group)
+            batch = part.projected.batch
+            if group[0].source is not part.source or batch.more \
+                    or any(p.source_input.path == part.source_input.path for p in group) \
+                    or rows + batch.end.records - batch.start.records > min(limits.batch_records, GROUP_MAX_ROWS) \
+                    or size + batch.end.offset - batch.start.offset > min(limits.batch_bytes, GROUP_MAX_BYTES):
+                self._flush(checkpoint)
+        self._group.append(part)
+        if part.projected.batch.more:
+            self._flush(checkpoint)
+
+    def _flush(self, checkpoint: Checkpoint) -> None:
+        """Spool, deliver and checkpoint the gathered batches as one chunk, in TauGrid's order."""
+        parts, self._group = self._group, []
+        if not parts:
+            return
+        non_finite = [event for part in parts for event in part.projected.non_finite]
         nonfinite_path = None
         if non_finite:
             self._note_non_finite(non_finite)
@@ -424,32 +549,43 @@ class Collector:
             self._deliver(Chunk(0, "non_finite", key, b"", 0, tuple(non_finite)))
         pending_path = None
         following = checkpoint.copy()
-        if projected.event_count:
+        with_events = [part for part in parts if part.projected.event_count]
+        event_count = sum(part.projected.event_count for part in with_events)
+        if with_events:
+            ranges = [part.range() for part in with_events]
+            head = ranges[0]
+            ndjson = b"".join(part.projected.take_ndjson() for part in with_events)
             manifest = Manifest(
                 config_identity=self.config_identity, kind="history", sequence=checkpoint.next_sequence,
-                source_path=path, source_file_id=source_file_id, ndjson=projected.take_ndjson(),
-                event_count=projected.event_count,
-                start_offset=start.offset, end_offset=end.offset, start_lines=start.records, end_lines=end.records,
-                start_prefix_sha256=start_prefix, prefix_sha256=end_prefix,
+                source_path=head.source_path, source_file_id=head.source_file_id, ndjson=ndjson,
+                event_count=event_count, start_offset=head.start_offset, end_offset=head.end_offset,
+                start_lines=head.start_lines, end_lines=head.end_lines,
+                start_prefix_sha256=head.start_prefix_sha256, prefix_sha256=head.prefix_sha256,
+                more_sources=tuple(ranges[1:]),
             ).seal()
             pending_path = self.spool.write_pending(manifest)
             self._deliver(Chunk(manifest.sequence, "history", manifest.chunk_digest, manifest.ndjson,
-                                manifest.event_count, points=projected.points))
+                                manifest.event_count,
+                                points=merge_points([part.projected.points for part in with_events])))
             advance(following, manifest)
-        else:
+        for part in parts:
+            if part.projected.event_count:
+                continue
             # Zero-event reads still advance the checkpoint (TauGrid), keeping the last chunk reference.
-            old = checkpoint.sources.get(path)
+            path, end = part.source_input.path, part.projected.batch.end
+            old = following.sources.get(path)
             following.sources[path] = SourceCheckpoint(
-                path, source_file_id, end.offset, end_prefix, old.sequence if old else 0,
+                path, part.file_id, end.offset, part.running.hexdigest(), old.sequence if old else 0,
                 old.chunk_digest if old else "", end.records, format_time(time.time_ns()),
             )
         following.save(self.spool.checkpoint_path)
         checkpoint.adopt(following)
-        self._fingerprints.advance(path, running)
+        for part in parts:
+            self._fingerprints.advance(part.source_input.path, part.running)
         if pending_path:
             remove_durable(pending_path)
             self.result.chunks += 1
-            self.result.events += projected.event_count
+            self.result.events += event_count
         if nonfinite_path:
             remove_durable(nonfinite_path)
 

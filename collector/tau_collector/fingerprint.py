@@ -95,6 +95,11 @@ class Fingerprints:
         self._prefix[path] = digest
         return digest
 
+    def forget(self, path: str) -> None:
+        """``path`` was folded into a complete-through entry: it is never read again."""
+        self._prefix.pop(path, None)
+        self.seen.pop(path, None)
+
     def advance(self, path: str, digest: hashlib._Hash) -> None:
         """The file was consumed further: ``digest`` now covers its checkpoint."""
         self._prefix[path] = digest

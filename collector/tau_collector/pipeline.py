@@ -14,13 +14,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .metric_event import MetricEvent
 from .projection import ProjectionConfig, Projector
 from .projection_columns import PointColumns, point_columns, project_scalar_columns
 from .records import ProblemKind, SourceProblem
 from .sources.base import Batch, Source, SourceInput
 
-__all__ = ["Pipeline", "ProjectedBatch"]
+__all__ = ["Pipeline", "ProjectedBatch", "merge_points"]
 
 
 @dataclass(slots=True)
@@ -83,3 +85,31 @@ class Pipeline:
                     for row, exc in errors]
         assert projected.ndjson is not None
         return ProjectedBatch(batch, projected.ndjson, projected.line_count, projected.non_finite, points, rejected)
+
+
+def merge_points(parts: list[PointColumns | None]) -> PointColumns | None:
+    """One run's points from several batches (several files read together) as one set of columns.
+
+    None when some batch has no columns (the sink then reads the chunk's NDJSON instead).
+    """
+    if not parts or any(p is None for p in parts):
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    columns: list[PointColumns] = parts  # type: ignore[assignment]
+    first = columns[0]
+    offsets, at = [], 0
+    for p in columns:
+        offsets.append(at)
+        at += len(p.names)
+    return PointColumns(
+        first.project, first.experiment_id, first.run_group_id, first.run_id, first.source,
+        names=[n for p in columns for n in p.names],
+        tag_texts=[t for p in columns for t in p.tag_texts],
+        tag_sets=[t for p in columns for t in p.tag_sets],
+        key=np.concatenate([p.key + off for p, off in zip(columns, offsets, strict=True)]).astype(np.int32),
+        step=np.concatenate([p.step for p in columns]),
+        wall_us=np.concatenate([p.wall_us for p in columns]),
+        value=np.concatenate([p.value for p in columns]),
+        line=np.concatenate([p.line for p in columns]),
+    )

@@ -11,6 +11,12 @@ non-finite observations are spooled beside it in ``nonfinite/<key>.ndjson`` befo
 and deleted after the checkpoint. Their key hashes event ids and values but not the export
 time, so re-reading the same rows after a crash yields the same key and sinks stay idempotent.
 TauGrid's collector never looks in ``nonfinite/``.
+
+Our addition (issue 22): closed history files that arrive together are read together, one chunk
+for several files. Such a chunk's manifest names its first file in TauGrid's fields and the others
+in ``more_sources`` (each with TauGrid's range fields); a chunk of one file has no such field and
+is TauGrid's manifest byte for byte. TauGrid's collector, which refuses unknown fields, refuses to
+replay a several-file manifest rather than deliver it differently (see docs/data-path.md).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from .checkpoint import Checkpoint, SourceCheckpoint, SpoolError, valid_digest
+from .complete_through import marks
 from .durable import remove_durable, write_file_atomic
 from .gojson import RawJSON, format_time, marshal, parse_time
 from .metric_event import MetricEvent, NotCanonicalError, decode_canonical_ndjson
@@ -38,6 +45,7 @@ __all__ = [
     "Manifest",
     "Replayed",
     "SpoolError",
+    "SourceRange",
     "Spool",
     "advance",
 ]
@@ -58,8 +66,36 @@ _PAYLOAD_PIECE = 3 << 20
 _MANIFEST_FIELDS = (
     "schema_version", "manifest_digest", "chunk_digest", "config_identity", "kind", "sequence",
     "source_path", "source_file_id", "start_offset", "end_offset", "start_lines", "end_lines",
-    "start_prefix_sha256", "prefix_sha256", "event_count", "ndjson",
+    "start_prefix_sha256", "prefix_sha256", "more_sources", "event_count", "ndjson",
 )
+_RANGE_FIELDS = ("source_path", "source_file_id", "start_offset", "end_offset", "start_lines", "end_lines",
+                 "start_prefix_sha256", "prefix_sha256")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRange:
+    """One more file's part of a several-file chunk (``more_sources``): TauGrid's range fields."""
+
+    source_path: str
+    source_file_id: str
+    start_offset: int
+    end_offset: int
+    start_lines: int
+    end_lines: int
+    start_prefix_sha256: str = ""
+    prefix_sha256: str = ""
+
+    def to_go(self) -> dict[str, object]:
+        doc: dict[str, object] = {
+            "source_path": self.source_path, "source_file_id": self.source_file_id,
+            "start_offset": self.start_offset, "end_offset": self.end_offset,
+            "start_lines": self.start_lines, "end_lines": self.end_lines,
+        }
+        if self.start_prefix_sha256:
+            doc["start_prefix_sha256"] = self.start_prefix_sha256
+        if self.prefix_sha256:
+            doc["prefix_sha256"] = self.prefix_sha256
+        return doc
 
 
 @dataclass(slots=True)
@@ -81,6 +117,7 @@ class Manifest:
     prefix_sha256: str = ""
     chunk_digest: str = ""
     manifest_digest: str = ""
+    more_sources: tuple[SourceRange, ...] = ()
     payload_pieces: list[bytes] | None = field(default=None, repr=False, compare=False)
 
     def _document(self, manifest_digest: str) -> dict[str, object]:
@@ -102,6 +139,8 @@ class Manifest:
             doc["start_prefix_sha256"] = self.start_prefix_sha256
         if self.prefix_sha256:
             doc["prefix_sha256"] = self.prefix_sha256
+        if self.more_sources:
+            doc["more_sources"] = [r.to_go() for r in self.more_sources]
         doc["event_count"] = self.event_count
         doc["ndjson"] = _PAYLOAD_SLOT
         return doc
@@ -167,7 +206,12 @@ class Manifest:
             raise SpoolError(f"spool manifest {where} has schema {doc.get('schema_version')!r}")
         try:
             ndjson = base64.b64decode(doc.get("ndjson") or "", validate=True)
+            more = doc.get("more_sources", [])
+            if not isinstance(more, list) or not all(isinstance(r, dict) and not set(r) - set(_RANGE_FIELDS)
+                                                     for r in more):
+                raise TypeError("more_sources must be a list of source ranges")
             return cls(
+                more_sources=tuple(SourceRange(**r) for r in more),
                 config_identity=doc["config_identity"], kind=doc["kind"], sequence=doc["sequence"],
                 source_path=doc["source_path"], source_file_id=doc["source_file_id"], ndjson=ndjson,
                 event_count=doc["event_count"], start_offset=doc["start_offset"], end_offset=doc["end_offset"],
@@ -201,11 +245,17 @@ class Manifest:
         if len(events) != self.event_count:
             raise SpoolError(f"spool manifest {where} has invalid events: count={len(events)}")
         if self.kind == "history":
-            if not self.source_path or not self.source_file_id or self.start_offset < 0 \
-                    or self.end_offset <= self.start_offset or self.start_lines < 0 \
-                    or self.end_lines <= self.start_lines or not self.prefix_sha256:
-                raise SpoolError(f"spool manifest {where} has invalid history range")
-        elif self.kind == "terminal":
+            paths = [self.source_path] + [r.source_path for r in self.more_sources]
+            if len(set(paths)) != len(paths):
+                raise SpoolError(f"spool manifest {where} names a source twice")
+            for r in (self, *self.more_sources):
+                counters = (r.start_offset, r.end_offset, r.start_lines, r.end_lines)
+                if not all(isinstance(v, int) and not isinstance(v, bool) for v in counters) \
+                        or not r.source_path or not r.source_file_id or r.start_offset < 0 \
+                        or r.end_offset <= r.start_offset or r.start_lines < 0 \
+                        or r.end_lines <= r.start_lines or not r.prefix_sha256:
+                    raise SpoolError(f"spool manifest {where} has invalid history range")
+        elif self.kind == "terminal" and not self.more_sources:
             observation = self.source_file_id.removeprefix(COMPLETION_SOURCE_PREFIX)
             if not self.source_path or not self.source_file_id.startswith(COMPLETION_SOURCE_PREFIX) \
                     or not valid_digest(observation) or self.start_offset or self.end_offset \
@@ -345,20 +395,20 @@ class Spool:
 def advance(checkpoint: Checkpoint, manifest: Manifest) -> None:
     """Move ``checkpoint`` past ``manifest`` (TauGrid's ``advanceCheckpoint``), checking that it continues it."""
     if manifest.kind == "history":
-        source = checkpoint.sources.get(manifest.source_path)
-        if source is not None and (source.file_id != manifest.source_file_id or
-                                   source.offset != manifest.start_offset or
-                                   source.lines != manifest.start_lines or
-                                   source.prefix_sha256 != manifest.start_prefix_sha256):
-            raise SpoolError(f"durable manifest start does not match source checkpoint for "
-                             f"{manifest.source_path}")
-        if source is None and (manifest.start_offset or manifest.start_lines or manifest.start_prefix_sha256):
-            raise SpoolError(f"durable manifest starts after missing source checkpoint for "
-                             f"{manifest.source_path}")
-        checkpoint.sources[manifest.source_path] = SourceCheckpoint(
-            manifest.source_path, manifest.source_file_id, manifest.end_offset, manifest.prefix_sha256,
-            manifest.sequence, manifest.chunk_digest, manifest.end_lines, format_time(time.time_ns()),
-        )
+        now = format_time(time.time_ns())
+        for r in (manifest, *manifest.more_sources):
+            source = checkpoint.sources.get(r.source_path)
+            if source is not None and (source.file_id != r.source_file_id or
+                                       source.offset != r.start_offset or
+                                       source.lines != r.start_lines or
+                                       source.prefix_sha256 != r.start_prefix_sha256):
+                raise SpoolError(f"durable manifest start does not match source checkpoint for {r.source_path}")
+            if source is None and (r.start_offset or r.start_lines or r.start_prefix_sha256):
+                raise SpoolError(f"durable manifest starts after missing source checkpoint for {r.source_path}")
+            checkpoint.sources[r.source_path] = SourceCheckpoint(
+                r.source_path, r.source_file_id, r.end_offset, r.prefix_sha256,
+                manifest.sequence, manifest.chunk_digest, r.end_lines, now,
+            )
     else:
         observation = manifest.source_file_id.removeprefix(COMPLETION_SOURCE_PREFIX)
         if observation in checkpoint.terminals:
@@ -367,12 +417,20 @@ def advance(checkpoint: Checkpoint, manifest: Manifest) -> None:
     checkpoint.next_sequence += 1
 
 
+def _folded(checkpoint: Checkpoint, path: str) -> bool:
+    mark = marks(checkpoint).get(os.path.dirname(path))
+    return mark is not None and mark.covers(path)
+
+
 def _validate_acknowledged(checkpoint: Checkpoint, manifest: Manifest) -> None:
     if manifest.kind == "history":
-        source = checkpoint.sources.get(manifest.source_path)
-        if source is None or source.sequence != manifest.sequence or \
-                source.chunk_digest != manifest.chunk_digest or source.offset < manifest.end_offset:
-            raise SpoolError(f"checkpoint does not acknowledge pending history chunk {manifest.sequence}")
+        for r in (manifest, *manifest.more_sources):
+            source = checkpoint.sources.get(r.source_path)
+            if source is None and _folded(checkpoint, r.source_path):
+                continue  # acknowledged, and since folded into a complete-through entry
+            if source is None or source.sequence != manifest.sequence or \
+                    source.chunk_digest != manifest.chunk_digest or source.offset < r.end_offset:
+                raise SpoolError(f"checkpoint does not acknowledge pending history chunk {manifest.sequence}")
     else:
         observation = manifest.source_file_id.removeprefix(COMPLETION_SOURCE_PREFIX)
         if checkpoint.terminals.get(observation) != (manifest.sequence, manifest.chunk_digest):

@@ -69,27 +69,49 @@ def options(tmp_path: Path, sinks, **changes) -> CollectorOptions:
     return CollectorOptions(**base)
 
 
-def test_one_shot_delivers_each_new_file_as_one_chunk_and_checkpoints(tmp_path):
+def test_one_shot_delivers_new_files_read_together_as_one_chunk_and_checkpoints_each(tmp_path):
     write_chunk(tmp_path / "hist", 0, [row(0, loss=1.0, acc=0.1), row(1, loss=0.5)])
     write_chunk(tmp_path / "hist", 1, [row(2, loss=0.25)])
     sink = RecordingSink()
     result = Collector(options(tmp_path, [sink])).run()
-    assert (result.chunks, result.events, result.completed) == (2, 4, False)
-    assert [c.sequence for c in sink.chunks] == [1, 2]
+    assert (result.chunks, result.events, result.completed) == (1, 4, False)
+    assert [c.sequence for c in sink.chunks] == [1]
     assert [(e.metric_name, e.step, e.value) for e in sink.events()] == [
         ("acc", 0, 0.1), ("loss", 0, 1.0), ("loss", 1, 0.5), ("loss", 2, 0.25)]
     checkpoint = json.loads((tmp_path / "out" / "checkpoint.json").read_text())
     assert list(checkpoint) == ["schema_version", "config_identity", "next_sequence", "sources", "terminals",
                                 "updated_at"]
-    assert checkpoint["next_sequence"] == 3
-    source = checkpoint["sources"][str(tmp_path / "hist" / "chunk-000000-1790000000000.jsonl")]
-    data = (tmp_path / "hist" / "chunk-000000-1790000000000.jsonl").read_bytes()
-    assert source["offset"] == len(data) and source["lines"] == 2
-    assert source["prefix_sha256"] == hashlib.sha256(data).hexdigest()
-    assert source["chunk_digest"] == hashlib.sha256(sink.chunks[0].ndjson).hexdigest()
-    assert list(source) == ["path", "file_id", "offset", "prefix_sha256", "sequence", "chunk_digest", "lines",
-                            "updated_at"]
+    assert checkpoint["next_sequence"] == 2
+    for index, lines in ((0, 2), (1, 1)):
+        name = f"chunk-{index:06d}-{1_790_000_000_000 + index}.jsonl"
+        source = checkpoint["sources"][str(tmp_path / "hist" / name)]
+        data = (tmp_path / "hist" / name).read_bytes()
+        assert source["offset"] == len(data) and source["lines"] == lines
+        assert source["prefix_sha256"] == hashlib.sha256(data).hexdigest()
+        assert source["sequence"] == 1
+        assert source["chunk_digest"] == hashlib.sha256(sink.chunks[0].ndjson).hexdigest()
+        assert list(source) == ["path", "file_id", "offset", "prefix_sha256", "sequence", "chunk_digest", "lines",
+                                "updated_at"]
     assert os.listdir(tmp_path / "out" / "pending") == []
+
+
+def test_a_single_new_file_is_a_chunk_of_its_own_in_taugrids_exact_manifest(tmp_path, monkeypatch):
+    from tau_collector import spool
+
+    written = []
+    real = spool.Spool.write_pending
+    monkeypatch.setattr(spool.Spool, "write_pending", lambda self, m: written.append(m.to_bytes()) or real(self, m))
+    write_chunk(tmp_path / "hist", 0, [row(0, loss=1.0)])
+    Collector(options(tmp_path, [RecordingSink()])).run()
+    write_chunk(tmp_path / "hist", 1, [row(1, loss=0.5)])
+    write_chunk(tmp_path / "hist", 2, [row(2, loss=0.25)])
+    Collector(options(tmp_path, [RecordingSink()])).run()
+    single, several = (json.loads(raw) for raw in written)
+    assert "more_sources" not in single
+    assert several["source_path"].endswith("chunk-000001-1790000000001.jsonl")
+    assert [r["source_path"].rsplit("/", 1)[1] for r in several["more_sources"]] == ["chunk-000002-1790000000002.jsonl"]
+    assert list(several["more_sources"][0]) == ["source_path", "source_file_id", "start_offset", "end_offset",
+                                                "start_lines", "end_lines", "prefix_sha256"]
 
 
 def test_a_second_pass_reads_only_what_was_appended_and_stops_at_the_last_newline(tmp_path):

@@ -151,6 +151,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                             "(at most 1s) before the next, so that reading them uses about BUDGET of a core (ours; "
                             "default 3%%; "
                             "0 drains at every change) [$TAU_COLLECTOR_CPU_BUDGET]")
+    spool.add_argument("--closed-after", type=parse_duration,
+                       help="a history file unchanged this long, completely read and followed by 64 later-named "
+                            "files is folded into one complete-through checkpoint entry for its directory, so "
+                            "checkpoint.json stays bounded (ours; default 1m) [$TAU_COLLECTOR_CLOSED_AFTER]")
     spool.add_argument("--max-iterations", type=int, default=0, help="stop watching after N drains")
     spool.add_argument("--ready-file", default="", help="written with 'ready' once the spool is replayed")
     spool.add_argument("--done-file", default="", help="written with 'done' after the terminal marker")
@@ -262,6 +266,9 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
     if batch_wait < 0:
         raise UsageError(f"--batch-wait must be 0 or more, got {batch_wait:g}s")
     cpu_budget = _ours(args.cpu_budget, "TAU_COLLECTOR_CPU_BUDGET", DEFAULT_CPU_BUDGET, _percent)
+    closed_after = _ours(args.closed_after, "TAU_COLLECTOR_CLOSED_AFTER", "1m", parse_duration)
+    if closed_after < 0:
+        raise UsageError(f"--closed-after must be 0 or more, got {closed_after:g}s")
     if args.max_iterations < 0:
         raise UsageError(f"--max-iterations must be 0 (no limit) or more, got {args.max_iterations}")
     if args.baseline_existing_history and not args.ready_file.strip():
@@ -298,7 +305,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
         status_artifact_uri=str(_pick(args.status_artifact_uri, "ARTIFACT_URI", "")),
         status_checkpoint_uri=str(_pick(args.status_checkpoint_uri, "CHECKPOINT_URI", "")),
         watch=args.watch, max_iterations=args.max_iterations, step_field=args.step_field,
-        time_field=args.time_field, limits=limits, run_config=args.run_config,
+        time_field=args.time_field, limits=limits, run_config=args.run_config, closed_after=closed_after,
         on_delivered=StopWatch(rules, out, log=log.warning).check if rules else None,
     )
     return options, sinks

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Callable
 from typing import Any
 
 from ..limits import DEFAULT_LIMITS, Limits
@@ -46,11 +47,13 @@ class HistorySource(Source):
         self._absolute = [os.path.abspath(p) for p in patterns]
         self.step_field = step_field
         self.time_field = time_field
+        # Files the collector has folded as completely read: listed by a full scan, never stat'ed.
+        self.known: Callable[[str], bool] | None = None
 
     def inputs(self, changed: set[str] | None = None) -> list[SourceInput]:
         """Raises :class:`.jsonl.HistoryPathError` for a pattern naming a directory."""
         if changed is None:
-            paths = expand_history(self.patterns)
+            paths = expand_history(self.patterns, known=self.known)
         else:
             paths = sorted(p for p in changed if self.owns(p) and os.path.isfile(p))
         return [history_input(path) for path in paths]

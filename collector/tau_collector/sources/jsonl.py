@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
@@ -505,11 +506,13 @@ def history_metric_file_id(path: str) -> str:
     return "history-" + hashlib.sha256(clean.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
-def expand_history(patterns: list[str] | tuple[str, ...]) -> list[str]:
+def expand_history(patterns: list[str] | tuple[str, ...], *,
+                   known: Callable[[str], bool] | None = None) -> list[str]:
     """Expand ``--history`` arguments as TauGrid does: sorted unique absolute paths.
 
     An argument with ``*``, ``?`` or ``[`` is a glob (matching dotfiles too, like Go's
     ``filepath.Glob``); a path that does not exist (yet) is ignored; a directory is an error.
+    Paths ``known`` accepts (files already completely read) are listed without being stat'ed again.
     """
     found: set[str] = set()
     for pattern in patterns:
@@ -519,6 +522,9 @@ def expand_history(patterns: list[str] | tuple[str, ...]) -> list[str]:
             candidates = [pattern]
         for candidate in candidates:
             absolute = os.path.normpath(os.path.abspath(candidate))
+            if known is not None and known(absolute):
+                found.add(absolute)
+                continue
             if os.path.isdir(absolute):
                 raise HistoryPathError(
                     f"history path {absolute} (from {pattern!r}) is a directory; pass the history file "
