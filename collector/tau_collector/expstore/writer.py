@@ -27,7 +27,7 @@ from .compaction import CompactionPolicy, compact_quietly
 from .compaction_process import CompactionProcess
 from .config_rows import ConfigConflictError, put_run_config, run_config_hash
 from .configs import RunConfig
-from .metric_files import metric_file_path
+from .metric_files import metric_file_path, metric_row_groups
 from .parquet_encoder import Coded, Column, TextValues, encode_parquet
 from .store import ExpStore, StoreError, utc_now_rfc3339
 from .summaries import read_summary, store_summary, summarize_sorted, upsert_summaries
@@ -287,7 +287,7 @@ class MetricWriter:
             Column("source", "string", True, text(run.source)),
             Column("split", "string", False, text(run.split)),
             Column("tags", "json", True, text(run.tags)),
-        ], n)
+        ], n, metric_row_groups(_slice_starts(metric_sorted), n))
         file_id = "metrics-" + uuid.uuid4().hex
         return _RunFile(
             project=run.project,
@@ -386,6 +386,11 @@ class MetricWriter:
         collector should not leave work running behind it)."""
         if self._compaction_process is not None:
             self._compaction_process.close()
+
+
+def _slice_starts(sorted_codes: np.ndarray) -> list[int]:
+    """Where each run of equal codes starts (rows sorted by metric: each metric's first row)."""
+    return [0, *(np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1).tolist()]
 
 
 def run_status_of(values: np.ndarray, wall_ns: list[int | None]) -> tuple[str, int | None] | None:
