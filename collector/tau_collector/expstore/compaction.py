@@ -161,6 +161,7 @@ def _merge(store: ExpStore, run_id: str, files: list[tuple]) -> CompactionResult
             if still != len(retired):
                 raise _Lost()
             tx.execute(f"DELETE FROM metric_files WHERE file_id IN ({marks})", retired)
+            tx.execute(f"DELETE FROM metric_file_metrics WHERE file_id IN ({marks})", retired)
             # The replacement takes the newest original's rowid: its place in registration order,
             # which the last-wins rule of the reader uses, stays where its newest rows were.
             tx.execute(
@@ -176,6 +177,10 @@ def _merge(store: ExpStore, run_id: str, files: list[tuple]) -> CompactionResult
                 "INSERT INTO metric_summary_files(file_id, run_id, summarized_at) VALUES (?, ?, ?)",
                 (file_id, run_id, now),
             )
+            if merged.num_rows:
+                names = merged.column("metric_name")  # sorted: its first and last row
+                tx.execute("INSERT INTO metric_file_metrics(file_id, run_id, first_metric, last_metric) "
+                           "VALUES (?, ?, ?, ?)", (file_id, run_id, names[0].as_py(), names[-1].as_py()))
             tx.execute(
                 "UPDATE metric_summaries SET latest_file_id = ? "
                 f"WHERE run_id = ? AND latest_file_id IN ({marks})",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -447,6 +448,9 @@ class StoreReader:
         cached = self._cache.get(key)
         if cached is not None:
             return cached  # type: ignore[return-value]
+        held = self._file_metrics(file_id)
+        if held is not None and not held[0] <= metric <= held[1]:
+            return _Merged(_EMPTY_I, _EMPTY_I, _EMPTY_F)  # the index says the file holds no row of it
         may_block(row_count, QUICK_FILE_ROWS)  # a live run's new chunk is small: read it where it is asked for
         # One reader per file: when a new chunk lands, every pane polling the tail asks for it at once.
         with self._loading_lock:
@@ -460,6 +464,19 @@ class StoreReader:
             if self._loading.get(key) is lock:
                 del self._loading[key]
         return cached  # type: ignore[return-value]
+
+    def _file_metrics(self, file_id: str) -> tuple[str, str] | None:
+        """The first and last metric name the file holds (``metric_file_metrics``); None when not known."""
+
+        def load() -> tuple[str, str] | None:
+            try:
+                return self.store.connection().execute(
+                    "SELECT first_metric, last_metric FROM metric_file_metrics WHERE file_id = ?", (file_id,)
+                ).fetchone()
+            except sqlite3.OperationalError:
+                return None  # a store written before the table, opened read-only
+
+        return self._index.get(("file_metrics", file_id), load)
 
     def _read_slice(self, path: str, metric: str) -> _Merged:
         table = pq.read_table(

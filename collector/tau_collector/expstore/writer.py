@@ -116,6 +116,7 @@ class _RunFile:
     tags: dict[str, str]
     status: tuple[str, int | None] | None
     first_wall_ns: int
+    metrics: tuple[str, str]  # the first and last metric name of its rows
 
 
 def _tags_json(tags: dict[str, str]) -> str:
@@ -307,6 +308,7 @@ class MetricWriter:
             tags=_common_tags(run.tag_sets),
             status=run.status,
             first_wall_ns=run.first_wall_ns,
+            metrics=(names_sorted[int(metric_sorted[0])], names_sorted[int(metric_sorted[-1])]),
         )
 
     # -- index ----------------------------------------------------------------------------
@@ -368,6 +370,8 @@ class MetricWriter:
              schema.METRIC_SCHEMA_HASH, rf.project, rf.run_group_id, rf.run_id, rf.row_count, rf.digest,
              rf.min_step, rf.max_step, now),
         )
+        tx.execute("INSERT INTO metric_file_metrics(file_id, run_id, first_metric, last_metric) VALUES (?, ?, ?, ?)",
+                   (rf.file_id, rf.run_id, *rf.metrics))
         upsert_summaries(tx, rf.summaries)  # one statement for every metric of the file
         tx.execute(
             "INSERT INTO metric_summary_files(file_id, run_id, summarized_at) VALUES (?, ?, ?)",
