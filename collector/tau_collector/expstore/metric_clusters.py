@@ -32,7 +32,7 @@ from .store import ExpStore, StoreError, utc_now_rfc3339
 __all__ = ["CLUSTER_ROWS", "cluster_quietly", "cluster_run", "metric_ranges"]
 
 # Rows of one clustered file: what a clustering holds in memory at once (read, sorted, encoded).
-CLUSTER_ROWS = 1_000_000
+CLUSTER_ROWS = 262_144
 
 
 def metric_ranges(counts: list[tuple[str, int]], max_rows: int) -> list[tuple[str, str, int]] | None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tau_collector.expstore import StoreReader
 from tau_collector.expstore.compaction import CompactionPolicy, compact_run
+from tau_collector.expstore.metric_clusters import cluster_run, metric_ranges
 from tau_collector.expstore.metric_files import metric_row_groups
 from tau_collector.expstore.writer import RunColumns
 
@@ -104,3 +105,73 @@ def test_wide_chunks_summarize_every_metric(tmp_path):
                                                                               2 * STEPS - 1, 2 * STEPS - 1)
     assert (s.min_value, s.max_value, s.latest_value) == (42_000.0, 42_000.0 + 2 * STEPS - 1,
                                                           42_000.0 + 2 * STEPS - 1)
+
+
+def test_metric_ranges_cut_whole_metrics_by_rows():
+    counts = [("a", 3), ("b", 3), ("c", 5), ("d", 1)]
+    assert metric_ranges(counts, 6) == [("a", "b", 6), ("c", "d", 6)]
+    assert metric_ranges(counts, 100) == [("a", "d", 12)]
+    assert metric_ranges(counts, 4) is None  # "c" alone is longer: a long metric is not clustered
+
+
+def test_clustering_puts_each_metric_in_one_file_and_keeps_every_row(tmp_path):
+    store, writer = new_store(tmp_path)
+    for c in range(4):
+        writer.write_columns(f"k{c}", [_wide("r", c * STEPS, STEPS)], request_hash="h")
+    # a redelivered step with a later wall time: last wins, before and after
+    again = _wide("r", STEPS, 1)
+    again.value = again.value + 0.5
+    again.wall_time = again.wall_time + 1
+    writer.write_columns("k-again", [again], request_hash="h")
+    names = ("layer0000/grad_norm", "layer0123/grad_norm", "layer0299/grad_norm")
+    before = {m: StoreReader(store).rows("r", m) for m in names}
+    summaries = StoreReader(store).metric_summaries("r")
+    new_ids = cluster_run(store, "r", max_rows=4 * STEPS * 100 + 100)
+    assert new_ids is not None and len(new_ids) == 3  # 300 metrics of 161 rows, 16,100 rows a file
+    files = store.connection().execute(
+        "SELECT f.file_id, m.first_metric, m.last_metric FROM metric_files f "
+        "JOIN metric_file_metrics m USING (file_id) WHERE f.run_id = 'r' ORDER BY f.rowid").fetchall()
+    assert [f[0] for f in files] == new_ids
+    assert [(f[1], f[2]) for f in files] == [("layer0000/grad_norm", "layer0099/grad_norm"),
+                                             ("layer0100/grad_norm", "layer0199/grad_norm"),
+                                             ("layer0200/grad_norm", "layer0299/grad_norm")]
+    reader = StoreReader(store)
+    for m in names:
+        after = reader.rows("r", m)
+        assert after.step.tolist() == before[m].step.tolist()
+        assert np.array_equal(after.value, before[m].value) and np.array_equal(after.wall_time, before[m].wall_time)
+    assert after.value[STEPS] == 299_000.0 + STEPS + 0.5  # the redelivered row won
+    assert [(s.metric_name, s.count, s.latest_value) for s in reader.metric_summaries("r")] == \
+        [(s.metric_name, s.count, s.latest_value) for s in summaries]
+    assert {s.latest_file_id for s in reader.metric_summaries("r")} == set(new_ids)
+    # the reader opens only the file that holds the metric
+    opened = []
+    original = StoreReader._read_slice
+
+    def spy(self, path, metric):
+        opened.append(path)
+        return original(self, path, metric)
+
+    StoreReader._read_slice = spy
+    try:
+        StoreReader(store).rows("r", "layer0150/grad_norm")
+    finally:
+        StoreReader._read_slice = original
+    assert len(opened) == 1 and new_ids[1] in opened[0]
+
+
+def test_clustering_leaves_long_metrics_and_single_files_alone(tmp_path):
+    store, writer = new_store(tmp_path)
+    writer.write_columns("k0", [_wide("r", 0, STEPS)], request_hash="h")
+    assert cluster_run(store, "r") is None  # one file
+    writer.write_columns("k1", [_wide("r", STEPS, STEPS)], request_hash="h")
+    assert cluster_run(store, "r", max_rows=STEPS) is None  # a metric of 80 rows is longer than 40
+    assert len(_paths(store, "r")) == 2
+
+
+def test_a_store_without_the_file_metrics_table_is_read(tmp_path):
+    store, writer = new_store(tmp_path)
+    writer.write_columns("k0", [_wide("r", 0, STEPS)], request_hash="h")
+    with store.write_transaction() as tx:
+        tx.execute("DROP TABLE metric_file_metrics")  # as a store written before it
+    assert StoreReader(store).rows("r", "layer0042/grad_norm").step.tolist() == list(range(STEPS))
