@@ -479,11 +479,13 @@ class StoreReader:
         return self._index.get(("file_metrics", file_id), load)
 
     def _read_slice(self, path: str, metric: str) -> _Merged:
-        table = pq.read_table(
-            self.store.absolute(path),
-            columns=["step", "wall_time", "value"],
-            filters=[("metric_name", "=", metric)],
-        )
+        parquet = pq.ParquetFile(self.store.absolute(path))
+        # Only the row groups whose metric_name statistics can hold the metric (files are cut at metric
+        # boundaries: one metric of a wide file is one group), read without the dataset layer's thread
+        # pool: a cold read of one metric costs its group, not the file.
+        table = parquet.read_row_groups(_groups_holding(parquet.metadata, metric),
+                                        columns=["metric_name", "step", "wall_time", "value"], use_threads=False)
+        table = table.filter(pc.equal(table.column("metric_name"), metric))
         step_col = table.column("step")
         if step_col.null_count:
             table = table.filter(pc.is_valid(step_col))  # a row without a step has no place on the axis
@@ -519,6 +521,18 @@ class _FileList:
                 self._ranges.clear()
             found = self._ranges[(start_step, end_step)] = [self.rows[i] for i in np.flatnonzero(keep)]
         return found
+
+
+def _groups_holding(meta, metric: str) -> list[int]:
+    """The row groups whose ``metric_name`` min/max statistics do not rule ``metric`` out (a group without
+    statistics, as another writer may leave it, is kept)."""
+    column = meta.schema.names.index("metric_name")
+    groups = []
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(column).statistics
+        if stats is None or not stats.has_min_max or stats.min <= metric <= stats.max:
+            groups.append(g)
+    return groups
 
 
 def _clamp(step: int | None) -> int | None:
