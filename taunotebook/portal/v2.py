@@ -24,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from tau_collector.expstore import RunRow
 from tau_collector.expstore.run_events import SOURCE_PROBLEM
+from tau_collector.gojson import marshal
 from tau_collector.ids import is_valid_id
 
 from .auth import resolve_workspace, run_in_workspace
@@ -54,6 +55,25 @@ FAILURE_METRIC_TOKENS = ("collapse_bad_steps", "bad_steps", "nan_steps", "inf_st
 MIN_STEP_TAGS = ("tau.success.min_step", "success.min_step", "expected_max_step", "max_step")
 _MAX_PROBLEM_WARNINGS = 5  # a file of bad rows must not bury the metadata block
 _INT = re.compile(r"[+-]?[0-9]+")
+
+
+def _catalog_json(summaries) -> tuple[int, RawJSON]:
+    """The ``metrics`` array of ``/runs/{id}/metrics``, encoded, and how many metrics it holds."""
+    metrics = []
+    for s in sorted(summaries, key=lambda s: s.metric_name):
+        item: dict = {"name": s.metric_name, "count": s.count, "finite_count": s.finite_count,
+                      "non_finite_count": s.non_finite_count}
+        for key in ("min_step", "max_step", "latest_step", "latest_wall_time"):
+            if getattr(s, key) is not None:
+                item[key] = getattr(s, key)
+        if s.finite_count > 0:
+            # Values only with a finite observation; a NULL column still reads as 0 in Go.
+            for key in ("latest_value", "min_value", "max_value"):
+                item[key] = float(getattr(s, key) or 0.0)
+        if s.updated_at:
+            item["updated_at"] = s.updated_at
+        metrics.append(item)
+    return len(metrics), RawJSON(marshal(metrics, escape_html=False).decode())
 
 
 def _points_json(steps: np.ndarray, values: np.ndarray) -> RawJSON:
@@ -265,22 +285,14 @@ class StellarV2:
     def metric_catalog(self, q: Query, run_id: str) -> Response:
         source, workspace = self.source_and_workspace(q)
         found = self.exact_run(q, source, workspace, run_id)
-        metrics = []
-        for s in sorted(found.reader.metric_summaries(found.run.run_id), key=lambda s: s.metric_name):
-            item: dict = {"name": s.metric_name, "count": s.count, "finite_count": s.finite_count,
-                          "non_finite_count": s.non_finite_count}
-            for key in ("min_step", "max_step", "latest_step", "latest_wall_time"):
-                if getattr(s, key) is not None:
-                    item[key] = getattr(s, key)
-            if s.finite_count > 0:
-                # Values only with a finite observation; a NULL column still reads as 0 in Go.
-                for key in ("latest_value", "min_value", "max_value"):
-                    item[key] = float(getattr(s, key) or 0.0)
-            if s.updated_at:
-                item["updated_at"] = s.updated_at
-            metrics.append(item)
+        reader, stored_id = found.reader, found.run.run_id
+        # The encoded catalog is built once per change of the index (a run of 10,000 metrics costs its
+        # encoding once, not on every request); a reader without ``derived`` (Kusto) builds it each time.
+        derived = getattr(reader, "derived", None)
+        build = lambda: _catalog_json(reader.metric_summaries(stored_id))  # noqa: E731
+        count, metrics = derived(("v2 metric catalog", stored_id), build) if derived is not None else build()
         meta = metadata(source, [found.served], False, found.warnings)
-        if not metrics:
+        if not count:
             meta["availability"] = {"state": "unavailable",
                                     "reasons": ["no indexed scalar metrics are available for this run"]}
         return json_response({"metadata": meta, "run_id": run_id, "metrics": metrics})

@@ -276,6 +276,11 @@ class StoreReader:
         return list(self._index.get(("events", run_id, type),
                                     lambda: tuple(read_run_events(self.store, run_id, type=type))))
 
+    def derived(self, key: tuple, build):
+        """A value derived from what the index says (an encoded answer, a listing), built by ``build()`` once and
+        kept until the index changes: a catalog of 10,000 metrics is not rebuilt on every request."""
+        return self._index.get(("derived", *key), build)
+
     def metric_names(self, run_id: str) -> list[str]:
         return [s.metric_name for s in self._summaries(run_id)]
 
