@@ -175,3 +175,20 @@ def test_a_store_without_the_file_metrics_table_is_read(tmp_path):
     with store.write_transaction() as tx:
         tx.execute("DROP TABLE metric_file_metrics")  # as a store written before it
     assert StoreReader(store).rows("r", "layer0042/grad_norm").step.tolist() == list(range(STEPS))
+
+
+def test_clustering_files_in_step_order_gives_the_same_rows_as_a_full_sort(tmp_path):
+    import pyarrow as pa
+
+    store, writer = new_store(tmp_path)
+    for c in range(4):  # ascending, disjoint step ranges: the stable sort by metric alone
+        chunk = _wide("r", c * STEPS, STEPS)
+        chunk.tags = [f'{{"line":"{i}"}}' for i in range(len(chunk))]  # rows told apart beyond their values
+        writer.write_columns(f"k{c}", [chunk], request_hash="h")
+    before = pa.concat_tables(pq.read_table(p) for p in _paths(store, "r"))
+    expected = before.sort_by([("metric_name", "ascending"), ("step", "ascending")])
+    assert len(cluster_run(store, "r", max_rows=20_000)) == 3
+    after = pa.concat_tables(pq.read_table(p) for p in _paths(store, "r"))
+    assert after.num_rows == expected.num_rows == 4 * WIDTH * STEPS
+    for column in ("metric_name", "step", "value", "tags"):
+        assert after.column(column).to_pylist() == expected.column(column).to_pylist(), column
