@@ -20,7 +20,7 @@ Targets (issue 19): wide-row import >= 250k points/s; cold read within 3x of the
 p95 < 20 ms at 2,000 metrics. Usage::
 
     .venv/bin/python bench/bench_wide_run.py [--width 2000] [--steps 1000] [--width2 10000] [--steps2 200]
-        [--repeats 30] [--dir DIR]
+        [--repeats 30] [--dir DIR [--reuse]]
 
 Prints a table with the load average beside it and writes ``bench/out/wide_run.json``.
 """
@@ -84,18 +84,23 @@ def import_one(path: Path, store: Path) -> tuple[float, int, float]:
         store_import.cluster_quietly = real
 
 
-def cold_reads(store: Path, run_id: str, metric: str, repeats: int) -> list[float]:
+def cold_reads(store: Path, metric: str, repeats: int) -> dict[str, list[float]]:
+    """Milliseconds of ``repeats`` cold reads of ``metric`` from the wide run and from the run holding it alone,
+    interleaved (wide, alone, wide, ...) so that a busy moment of the shared machine hits both alike."""
     from tau_collector.expstore import StoreReader
 
-    times = []
-    for _ in range(repeats + 1):
-        reader = StoreReader(store)
-        started = time.perf_counter()
-        rows = reader.rows(run_id, metric)
-        times.append((time.perf_counter() - started) * 1000)
-        assert len(rows) > 0
-        reader.store.close()
-    return times[1:]  # the first read of the process also pays pyarrow's first use
+    times: dict[str, list[float]] = {"wide": [], "alone": []}
+    for i in range(repeats + 1):
+        for run_id in ("wide", "alone"):
+            reader = StoreReader(store)
+            started = time.perf_counter()
+            rows = reader.rows(run_id, metric)
+            elapsed = (time.perf_counter() - started) * 1000
+            assert len(rows) > 0
+            reader.store.close()
+            if i:  # the first round also pays pyarrow's first use
+                times[run_id].append(elapsed)
+    return times
 
 
 def pct(values: list[float], q: float) -> float:
@@ -110,6 +115,7 @@ def main() -> None:
     parser.add_argument("--steps2", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--dir", type=Path)
+    parser.add_argument("--reuse", action="store_true", help="read the store an earlier run left in --dir (no imports)")
     args = parser.parse_args()
     tmp = None
     if args.dir is None:
@@ -117,7 +123,8 @@ def main() -> None:
         args.dir = Path(tmp)
     args.dir.mkdir(parents=True, exist_ok=True)
     store = args.dir / "store"
-    shutil.rmtree(store, ignore_errors=True)
+    if not args.reuse:
+        shutil.rmtree(store, ignore_errors=True)
     names = metric_names(args.width)
     metric = names[len(names) // 2 + 3]
     histories = {  # run id (the file's stem) -> (path, metrics, points)
@@ -132,14 +139,16 @@ def main() -> None:
             if not path.exists():
                 write_history(path, run_names, steps)
         for run_id, (path, run_names, _) in histories.items():
+            if args.reuse:
+                break
             seconds, points, clustering = import_one(path, store)
             results[f"import_{run_id}"] = {"seconds": seconds, "points": points, "metrics": len(run_names),
                                            "points_per_s": points / seconds, "clustering_seconds": clustering}
             print(f"import {run_id:8s} {len(run_names):6d} metrics {points:>10,} points {seconds:7.2f} s "
                   f"{points / seconds:>10,.0f} points/s (of which clustering {clustering:.2f} s)   "
                   f"(load {load_average()})")
-        wide_ms = cold_reads(store, "wide", metric, args.repeats)
-        alone_ms = cold_reads(store, "alone", metric, args.repeats)
+        reads = cold_reads(store, metric, max(args.repeats, 50))
+        wide_ms, alone_ms = reads["wide"], reads["alone"]
         results["cold_read"] = {"metric": metric, "wide_ms_p50": statistics.median(wide_ms),
                                 "wide_ms_p95": pct(wide_ms, 95), "alone_ms_p50": statistics.median(alone_ms),
                                 "alone_ms_p95": pct(alone_ms, 95),
@@ -175,6 +184,8 @@ def main() -> None:
         out = HERE / "out"
         out.mkdir(exist_ok=True)
         (out / "wide_run.json").write_text(json.dumps(results, indent=2))
+        if args.reuse:
+            return
         wide, narrow = results["import_wide"], results["import_narrow"]
         print(f"\nwide-row import {wide['points_per_s']:,.0f} points/s = "
               f"{wide['points_per_s'] / narrow['points_per_s']:.2f}x the narrow rows' "
