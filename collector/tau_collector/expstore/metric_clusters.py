@@ -86,8 +86,8 @@ def cluster_run(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROWS) -
                 None, None)
             written.append((file_id, relative, table.num_rows, low, high, hashlib.sha256(data).hexdigest(),
                             first, last))
-            del table, data
-            release_arrow_memory()
+            del table, data  # the pool keeps the pages for the next range: mapping them afresh costs more
+        release_arrow_memory()
         if not _swap(store, run_id, files, written, project, group):
             for path in published:
                 path.unlink(missing_ok=True)
