@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from tau_collector.expstore import RunRow
 from tau_collector.expstore.run_events import SOURCE_PROBLEM
-from tau_collector.gojson import marshal
+from tau_collector.gojson import encode_string
 from tau_collector.ids import is_valid_id
 
 from .auth import resolve_workspace, run_in_workspace
@@ -58,22 +58,29 @@ _INT = re.compile(r"[+-]?[0-9]+")
 
 
 def _catalog_json(summaries) -> tuple[int, RawJSON]:
-    """The ``metrics`` array of ``/runs/{id}/metrics``, encoded, and how many metrics it holds."""
-    metrics = []
+    """The ``metrics`` array of ``/runs/{id}/metrics``, encoded, and how many metrics it holds: one f-string a
+    metric (no dict, no generic encoder), the keys in TauGrid's order and omitted as Go's omitempty does."""
+    parts = []
     for s in sorted(summaries, key=lambda s: s.metric_name):
-        item: dict = {"name": s.metric_name, "count": s.count, "finite_count": s.finite_count,
-                      "non_finite_count": s.non_finite_count}
-        for key in ("min_step", "max_step", "latest_step", "latest_wall_time"):
-            if getattr(s, key) is not None:
-                item[key] = getattr(s, key)
+        text = (f'{{"name":{encode_string(s.metric_name)},"count":{s.count},"finite_count":{s.finite_count},'
+                f'"non_finite_count":{s.non_finite_count}')
+        if s.min_step is not None:
+            text += f',"min_step":{s.min_step}'
+        if s.max_step is not None:
+            text += f',"max_step":{s.max_step}'
+        if s.latest_step is not None:
+            text += f',"latest_step":{s.latest_step}'
+        if s.latest_wall_time is not None:
+            text += f',"latest_wall_time":{s.latest_wall_time}'
         if s.finite_count > 0:
             # Values only with a finite observation; a NULL column still reads as 0 in Go.
-            for key in ("latest_value", "min_value", "max_value"):
-                item[key] = float(getattr(s, key) or 0.0)
+            text += (f',"latest_value":{go_float(float(s.latest_value or 0.0))}'
+                     f',"min_value":{go_float(float(s.min_value or 0.0))}'
+                     f',"max_value":{go_float(float(s.max_value or 0.0))}')
         if s.updated_at:
-            item["updated_at"] = s.updated_at
-        metrics.append(item)
-    return len(metrics), RawJSON(marshal(metrics, escape_html=False).decode())
+            text += f',"updated_at":{encode_string(s.updated_at)}'
+        parts.append(text + "}")
+    return len(parts), RawJSON("[" + ",".join(parts) + "]")
 
 
 def _points_json(steps: np.ndarray, values: np.ndarray) -> RawJSON:
