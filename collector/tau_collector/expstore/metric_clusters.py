@@ -29,7 +29,7 @@ from .compaction import COMPACTED_PREFIX, parquet_bytes
 from .metric_files import metric_file_path
 from .store import ExpStore, StoreError, utc_now_rfc3339
 
-__all__ = ["CLUSTER_ROWS", "cluster_quietly", "cluster_run", "metric_ranges"]
+__all__ = ["CLUSTER_ROWS", "SLICE_ROWS", "cluster_quietly", "cluster_run", "metric_ranges"]
 
 # Rows of one clustered file: what a clustering holds in memory at once (read, sorted, encoded).
 CLUSTER_ROWS = 262_144
@@ -149,27 +149,41 @@ def _rows_between(store: ExpStore, files: list[tuple], first: str, last: str):
     return merged.cast(schema.metric_arrow_schema())
 
 
+# Below this many rows per (metric, file) slice on average, one stable sort of the rows by metric beats
+# gathering the slices one by one (10,000 metrics of a few rows a file).
+SLICE_ROWS = 32
+
+
 def _by_metric(pieces: list, first: str, last: str):
     """Files whose steps ascend file after file, each sorted by (metric, step, wall time, row): each metric's
-    slice of each file, metric after metric and file after file, is the full order: the rows are gathered by
-    slices (no filter, no sort, no take) and copied once into contiguous columns for the writer."""
+    slice of each file, metric after metric and file after file, is the full order. The rows are gathered by
+    slices when they are long (no filter, sort or take), else put in that order by one stable integer sort."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    slices: dict[str, list] = {}
+    cuts = []  # (table, names, first row of each metric's run) of each file
     for table in pieces:
         names = table.column("metric_name").combine_chunks()
         n = len(names)
-        if n == 0:
-            continue
-        starts = np.concatenate(([0], np.flatnonzero(
-            pc.not_equal(names.slice(1), names.slice(0, n - 1)).to_numpy(zero_copy_only=False)) + 1))
-        ends = [*starts[1:].tolist(), n]
-        for start, end, name in zip(starts.tolist(), ends, names.take(starts).to_pylist(), strict=True):
-            if first <= name <= last:
-                slices.setdefault(name, []).append(table.slice(start, end - start))
-    return pa.concat_tables([piece for name in sorted(slices) for piece in slices[name]]).combine_chunks()
+        if n:
+            cuts.append((table, names, np.concatenate(([0], np.flatnonzero(
+                pc.not_equal(names.slice(1), names.slice(0, n - 1)).to_numpy(zero_copy_only=False)) + 1))))
+    if sum(len(c[1]) for c in cuts) >= SLICE_ROWS * sum(len(c[2]) for c in cuts):
+        by_name: dict[str, list] = {}
+        for table, names, starts in cuts:
+            ends = [*starts[1:].tolist(), len(names)]
+            for start, end, name in zip(starts.tolist(), ends, names.take(starts).to_pylist(), strict=True):
+                if first <= name <= last:
+                    by_name.setdefault(name, []).append(table.slice(start, end - start))
+        return pa.concat_tables([piece for name in sorted(by_name) for piece in by_name[name]]).combine_chunks()
+    merged = pa.concat_tables([c[0] for c in cuts])
+    names = merged.column("metric_name")
+    merged = merged.filter(pc.and_(pc.greater_equal(names, first), pc.less_equal(names, last)))
+    coded = pc.dictionary_encode(merged.column("metric_name")).combine_chunks()
+    rank = np.empty(len(coded.dictionary), dtype=np.int64)
+    rank[np.argsort(np.array(coded.dictionary.to_pylist(), dtype=object), kind="stable")] = np.arange(rank.size)
+    return merged.take(np.argsort(rank[coded.indices.to_numpy()], kind="stable"))
 
 
 def _steps_ascend(files: list[tuple]) -> bool:

@@ -7,10 +7,11 @@ import itertools
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tau_collector.expstore import StoreReader
+from tau_collector.expstore import StoreReader, metric_clusters
 from tau_collector.expstore.compaction import CompactionPolicy, compact_run
 from tau_collector.expstore.metric_clusters import cluster_run, metric_ranges
 from tau_collector.expstore.metric_files import metric_row_groups
@@ -177,9 +178,11 @@ def test_a_store_without_the_file_metrics_table_is_read(tmp_path):
     assert StoreReader(store).rows("r", "layer0042/grad_norm").step.tolist() == list(range(STEPS))
 
 
-def test_clustering_files_in_step_order_gives_the_same_rows_as_a_full_sort(tmp_path):
+@pytest.mark.parametrize("slice_rows", [1, 10_000])  # gathered by slices / by one stable sort
+def test_clustering_files_in_step_order_gives_the_same_rows_as_a_full_sort(tmp_path, monkeypatch, slice_rows):
     import pyarrow as pa
 
+    monkeypatch.setattr(metric_clusters, "SLICE_ROWS", slice_rows)
     store, writer = new_store(tmp_path)
     for c in range(4):  # ascending, disjoint step ranges: the stable sort by metric alone
         chunk = _wide("r", c * STEPS, STEPS)
