@@ -75,8 +75,9 @@ def cluster_run(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROWS) -
     written: list[tuple[str, str, int, int | None, int | None, str, str, str]] = []
     published = []
     try:
+        footers: dict[str, object] = {}  # each file's footer, parsed once for all the ranges
         for first, last, _ in ranges:
-            table = _rows_between(store, files, first, last)
+            table = _rows_between(store, files, first, last, footers)
             data = parquet_bytes(table)
             file_id = COMPACTED_PREFIX + uuid.uuid4().hex
             relative = metric_file_path(project, experiment[0] if experiment else "", group, run_id, file_id)
@@ -113,7 +114,7 @@ def cluster_quietly(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROW
         return None
 
 
-def _rows_between(store: ExpStore, files: list[tuple], first: str, last: str):
+def _rows_between(store: ExpStore, files: list[tuple], first: str, last: str, footers: dict[str, object]):
     """The rows of metrics ``first``..``last`` from every file, sorted as a written file's: metric, step, wall
     time, then registration order (file, row) -- the order the last-wins rule reads ties in."""
     import pyarrow as pa
@@ -122,8 +123,8 @@ def _rows_between(store: ExpStore, files: list[tuple], first: str, last: str):
 
     pieces = []  # each file's row groups that can hold the range, in registration order
     for f in files:
-        parquet = pq.ParquetFile(store.absolute(f[2]))
-        meta = parquet.metadata
+        parquet = pq.ParquetFile(store.absolute(f[2]), metadata=footers.get(f[1]))
+        meta = footers[f[1]] = parquet.metadata
         column = meta.schema.names.index("metric_name")
         groups = []
         for g in range(meta.num_row_groups):
