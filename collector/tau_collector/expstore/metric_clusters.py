@@ -123,17 +123,21 @@ def _rows_between(store: ExpStore, files: list[tuple], first: str, last: str, fo
 
     pieces = []  # each file's row groups that can hold the range, in registration order
     for f in files:
-        parquet = pq.ParquetFile(store.absolute(f[2]), metadata=footers.get(f[1]))
-        meta = footers[f[1]] = parquet.metadata
-        column = meta.schema.names.index("metric_name")
-        groups = []
-        for g in range(meta.num_row_groups):
-            stats = meta.row_group(g).column(column).statistics
-            # A group whose statistics are missing (a file written by another writer) is read and filtered.
-            if stats is None or not stats.has_min_max or (stats.min <= last and stats.max >= first):
-                groups.append(g)
-        if groups:
-            pieces.append(parquet.read_row_groups(groups))
+        path = store.absolute(f[2])
+        try:
+            parquet = pq.ParquetFile(path, metadata=footers.get(f[1]))
+            meta = footers[f[1]] = parquet.metadata
+            column = meta.schema.names.index("metric_name")
+            groups = []
+            for g in range(meta.num_row_groups):
+                stats = meta.row_group(g).column(column).statistics
+                # A group without statistics (a file written by another writer) is read and filtered.
+                if stats is None or not stats.has_min_max or (stats.min <= last and stats.max >= first):
+                    groups.append(g)
+            if groups:
+                pieces.append(parquet.read_row_groups(groups))
+        except (pa.ArrowException, ValueError) as exc:
+            raise StoreError(f"{path}: cannot be read for clustering by metric: {exc}") from None
     if _steps_ascend(files):
         merged = _by_metric(pieces, first, last)
     else:

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from tau_collector.expstore import StoreReader, metric_clusters
 from tau_collector.expstore.compaction import CompactionPolicy, compact_run
-from tau_collector.expstore.metric_clusters import cluster_run, metric_ranges
+from tau_collector.expstore.metric_clusters import cluster_quietly, cluster_run, metric_ranges
 from tau_collector.expstore.metric_files import metric_row_groups
+from tau_collector.expstore.store import StoreError
 from tau_collector.expstore.writer import RunColumns
 
 from .events import new_store
@@ -195,3 +196,17 @@ def test_clustering_files_in_step_order_gives_the_same_rows_as_a_full_sort(tmp_p
     assert after.num_rows == expected.num_rows == 4 * WIDTH * STEPS
     for column in ("metric_name", "step", "value", "tags"):
         assert after.column(column).to_pylist() == expected.column(column).to_pylist(), column
+
+
+def test_a_damaged_file_leaves_the_run_as_it_was(tmp_path):
+    store, writer = new_store(tmp_path)
+    for c in range(3):
+        writer.write_columns(f"k{c}", [_wide("r", c * STEPS, STEPS)], request_hash="h")
+    paths = _paths(store, "r")
+    paths[-1].write_bytes(paths[-1].read_bytes()[:100])  # cut: not a Parquet file any more
+    files_before = sorted(p.name for p in (store.root / "metrics").rglob("*.parquet"))
+    assert cluster_quietly(store, "r", max_rows=100_000) is None
+    assert _paths(store, "r") == paths  # the index still names the written files
+    assert sorted(p.name for p in (store.root / "metrics").rglob("*.parquet")) == files_before  # nothing left
+    with pytest.raises(StoreError, match=rf"{paths[-1].name}: cannot be read for clustering by metric: .*[Pp]arquet"):
+        cluster_run(store, "r", max_rows=100_000)  # the error names the file and says what is wrong
