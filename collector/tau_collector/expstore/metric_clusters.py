@@ -72,6 +72,8 @@ def cluster_run(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROWS) -
         return None
     experiment = conn.execute("SELECT experiment_id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     project, group = files[-1][3] or "", files[-1][4] or ""
+    import pyarrow.compute as pc
+
     written: list[tuple[str, str, int, int | None, int | None, str, str, str]] = []
     published = []
     try:
@@ -82,9 +84,8 @@ def cluster_run(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROWS) -
             file_id = COMPACTED_PREFIX + uuid.uuid4().hex
             relative = metric_file_path(project, experiment[0] if experiment else "", group, run_id, file_id)
             published.append(store.publish_file(relative, lambda p, data=data: p.write_bytes(data)))
-            steps = table.column("step")
-            low, high = (steps.to_numpy().min().item(), steps.to_numpy().max().item()) if table.num_rows else (
-                None, None)
+            bounds = pc.min_max(table.column("step"))  # a null step (another writer's row) is no bound
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
             written.append((file_id, relative, table.num_rows, low, high, hashlib.sha256(data).hexdigest(),
                             first, last))
             del table, data  # the pool keeps the pages for the next range: mapping them afresh costs more
