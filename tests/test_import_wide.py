@@ -33,6 +33,8 @@ def test_a_wide_import_keeps_every_point_and_clusters_the_run_by_metric(tmp_path
                          "LEFT JOIN metric_file_metrics m USING (file_id) ORDER BY f.rowid").fetchall()
     assert len(files) == 1 and files[0][0].startswith("compacted-")  # 24,000 rows fit one clustered file
     assert files[0][1:] == ("blocks.000/grad_norm", f"blocks.{WIDTH - 1:03d}/grad_norm")
+    assert conn.execute("SELECT row_count, min_step, max_step FROM metric_files").fetchone() == (WIDTH * STEPS, 0,
+                                                                                             STEPS - 1)
     rows = reader.rows(run.run_id, "blocks.123/grad_norm")
     assert rows.step.tolist() == list(range(STEPS))
     assert rows.value.tolist() == [123_000.0 + s for s in range(STEPS)]
