@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--group", metavar="G", help="run group id (default: the experiment, else 'imported')")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar (same as --no-progress)")
     progress.add_argument(parser)
-    input_limits.add_arguments(parser.add_argument_group("memory bounds"))
+    input_limits.add_arguments(parser.add_argument_group("memory bounds"), input_limits.IMPORT_LIMITS)
     logs.add_arguments(parser)
     return parser
 
@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except ValueError as exc:
                 parser.error(str(exc))
     try:
-        limits = input_limits.from_args(args)
+        limits = input_limits.from_args(args, defaults=input_limits.IMPORT_LIMITS)
     except input_limits.LimitsError as exc:
         parser.error(str(exc))
     missing = [p for p in args.paths if not os.path.exists(p)]

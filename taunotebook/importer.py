@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 
 from tau_collector import progress as progress_line
 from tau_collector.ids import derive_id
-from tau_collector.limits import DEFAULT_LIMITS, Limits
+from tau_collector.limits import IMPORT_LIMITS, Limits
 from tau_collector.sources.discover import Found, discover
 from tau_collector.store_import import ImportRun, ImportSummary, StoreImport
 
@@ -51,7 +51,7 @@ def derive_run_ids(found: list[Found]) -> list[str]:
             for run_id, f in zip(ids, found, strict=True)]
 
 
-def discover_sources(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> list[ImportRun]:
+def discover_sources(paths: Iterable[str], limits: Limits = IMPORT_LIMITS) -> list[ImportRun]:
     """Every source under ``paths`` as a run to import, in a stable order, with unique valid run ids."""
     found = discover(paths, limits)
     return [ImportRun(f.kind, run_id, f.location, f.source) for f, run_id in zip(found, derive_run_ids(found),
@@ -67,7 +67,7 @@ def import_paths(
     group: str | None = None,
     progress: bool = False,
     on_source: Callable[[ImportRun], None] | None = None,
-    limits: Limits = DEFAULT_LIMITS,
+    limits: Limits = IMPORT_LIMITS,
 ) -> ImportSummary:
     """Import every source under ``paths`` into the store at ``store_dir``; returns what was imported.
 

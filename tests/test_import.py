@@ -194,7 +194,9 @@ def test_small_batches_and_a_grown_run_adds_only_its_new_points(sources, tmp_pat
     summary = import_paths([str(train)], tmp_path / "store", limits=Limits(batch_bytes=300))
     size = sum(p.stat().st_size for p in train.iterdir())
     before = _table_counts(tmp_path / "store")
-    blocks = before["metric_files"]
+    # every batch is delivered under its own block key (the run's files are then clustered into one)
+    with sqlite3.connect(tmp_path / "store" / "index.sqlite") as conn:
+        blocks = conn.execute("SELECT count(*) FROM idempotency_keys WHERE key LIKE 'import-block-%'").fetchone()[0]
     assert summary.points == 40 and blocks >= size // 300
     assert before["summaries"][0][2:5] == (40, 40, 0)
     # The run goes on in a new event file: importing again reads the run, finds the blocks of the first
@@ -372,7 +374,10 @@ def _stored(store: Path) -> tuple[list, list, list]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.concat_tables(pq.read_table(p) for p in sorted((store / "metrics").rglob("*.parquet")))
+    with sqlite3.connect(store / "index.sqlite") as conn:
+        # the registered files (a clustered run's retired ones stay on disk for a grace period)
+        paths = [store / p for (p,) in conn.execute("SELECT path FROM metric_files ORDER BY path")]
+    table = pa.concat_tables(pq.read_table(p) for p in paths)
     rows = sorted(tuple(repr(v) for v in row.values()) for row in table.to_pylist())
     with sqlite3.connect(store / "index.sqlite") as conn:
         summaries = conn.execute(
@@ -408,7 +413,8 @@ def _rows_and_summaries(store: Path) -> tuple[dict, list]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.concat_tables(pq.read_table(p) for p in sorted((store / "metrics").rglob("*.parquet")))
+    with sqlite3.connect(store / "index.sqlite") as conn:  # registered files: retired ones wait on disk a while
+        table = pa.concat_tables(pq.read_table(store / p) for (p,) in conn.execute("SELECT path FROM metric_files"))
     rows: dict = {}
     for row in table.select(["run_id", "metric_name", "step", "wall_time", "value"]).to_pylist():
         rows.setdefault((row["run_id"], row["metric_name"]), []).append(

@@ -8,7 +8,9 @@ record) longer than ``max_line_bytes`` is skipped without being held; nested val
 than ``max_depth`` are dropped and counted.
 
 Each limit has a flag on ``collect``, ``dump`` and ``taunotebook import`` and an environment
-variable (used when the flag is absent); see ``docs/configuration.md``.
+variable (used when the flag is absent); see ``docs/configuration.md``. ``taunotebook import`` starts
+from :data:`IMPORT_LIMITS`: it reads a finished backlog in a process of its own, not beside a training
+job, and a batch's fixed costs (a file, a transaction, a pass of the projection) are paid per batch.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
-__all__ = ["DEFAULT_LIMITS", "Limits", "LimitsError", "add_arguments", "from_args"]
+__all__ = ["DEFAULT_LIMITS", "IMPORT_LIMITS", "Limits", "LimitsError", "add_arguments", "from_args"]
 
 class LimitsError(ValueError):
     """A limit given on the command line or in the environment is not a positive integer."""
@@ -41,6 +43,10 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+# A wide row (2,000 metrics: ~85 KB of JSON) filled a 512 KiB batch with 6 rows, 12,000 points a chunk;
+# 4 MiB hold ~50 such rows (~100,000 points), while narrow lines stay bounded by ``batch_records``.
+# Memory follows the points a batch holds: 4 MiB of JSON is some tens of MB decoded, once, in the importer.
+IMPORT_LIMITS = Limits(batch_bytes=4 * 1024 * 1024)
 
 _FLAGS = {  # field: (flag, environment variable, help)
     "batch_bytes": ("--batch-bytes", "TAU_COLLECTOR_BATCH_BYTES",
@@ -67,16 +73,17 @@ def _positive(text: str) -> int:
     return value
 
 
-def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """The limit flags; each falls back to ``TAU_COLLECTOR_<NAME>`` and then its default."""
+def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, defaults: Limits = DEFAULT_LIMITS) -> None:
+    """The limit flags; each falls back to ``TAU_COLLECTOR_<NAME>`` and then its value in ``defaults``."""
     for field in fields(Limits):
         flag, env, text = _FLAGS[field.name]
         parser.add_argument(flag, type=_positive, metavar="N", dest=field.name,
-                            help=f"{text} (default {field.default}) [${env}]")
+                            help=f"{text} (default {getattr(defaults, field.name)}) [${env}]")
 
 
-def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Limits:
-    """The limits the flags in ``args`` give, with the environment where a flag is absent."""
+def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None, *,
+              defaults: Limits = DEFAULT_LIMITS) -> Limits:
+    """The limits the flags in ``args`` give, with the environment where a flag is absent, else ``defaults``."""
     environ = os.environ if environ is None else environ
     values = {}
     for field in fields(Limits):
@@ -91,4 +98,4 @@ def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None
                     raise LimitsError(f"${env}: {exc}") from None
         if value is not None:
             values[field.name] = value
-    return Limits(**values)
+    return replace(defaults, **values)

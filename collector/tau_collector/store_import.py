@@ -32,6 +32,7 @@ import orjson
 
 from .expstore.config_rows import ConfigConflictError
 from .expstore.configs import ConfigError
+from .expstore.metric_clusters import cluster_quietly
 from .expstore.writer import MetricWriter
 from .pipeline import Pipeline, ProjectedBatch
 from .projection import ProjectionConfig
@@ -180,6 +181,9 @@ class StoreImport:
             self.summary.runs += 1
             self.summary.run_ids.append(run.run_id)
             self.summary.metrics += len(metrics)
+            # The run's history is all written: its files are rewritten by metric (a wide run's metric is
+            # then read from one file, not from every batch's).
+            cluster_quietly(self.sink.store, run.run_id)
             # Imported history has ended: the Portal and panes show it done, not running forever.
             self.keys.mark_completed(run.run_id)
         if key is not None and not any(p.kind == ProblemKind.UNREADABLE for p in problems):

@@ -25,7 +25,7 @@ from starlette.types import Receive, Scope, Send
 from tau_collector.expstore import RunRow
 from tau_collector.expstore.lifecycle import classify
 from tau_collector.expstore.run_events import SOURCE_PROBLEM
-from tau_collector.gojson import dumps_fast
+from tau_collector.gojson import dumps_fast, encode_string
 from tau_collector.ids import is_valid_id
 
 from .answer_cache import AnswerCache
@@ -53,6 +53,32 @@ __all__ = ["API_BASE", "Found", "StellarV2", "classify_run", "require_get"]
 API_BASE = "/api/v2/stellar"
 SCAN_LIMIT = 1000  # runs considered per listing; more marks the page partial, as TauGrid's scan limit does
 _MAX_PROBLEM_WARNINGS = 5  # a file of bad rows must not bury the metadata block
+
+
+def _catalog_json(summaries) -> tuple[int, RawJSON]:
+    """The ``metrics`` array of ``/runs/{id}/metrics``, encoded, and how many metrics it holds: one f-string a
+    metric (no dict, no generic encoder), the keys in TauGrid's order and omitted as Go's omitempty does."""
+    parts = []
+    for s in sorted(summaries, key=lambda s: s.metric_name):
+        text = (f'{{"name":{encode_string(s.metric_name)},"count":{s.count},"finite_count":{s.finite_count},'
+                f'"non_finite_count":{s.non_finite_count}')
+        if s.min_step is not None:
+            text += f',"min_step":{s.min_step}'
+        if s.max_step is not None:
+            text += f',"max_step":{s.max_step}'
+        if s.latest_step is not None:
+            text += f',"latest_step":{s.latest_step}'
+        if s.latest_wall_time is not None:
+            text += f',"latest_wall_time":{s.latest_wall_time}'
+        if s.finite_count > 0:
+            # Values only with a finite observation; a NULL column still reads as 0 in Go.
+            text += (f',"latest_value":{go_float(float(s.latest_value or 0.0))}'
+                     f',"min_value":{go_float(float(s.min_value or 0.0))}'
+                     f',"max_value":{go_float(float(s.max_value or 0.0))}')
+        if s.updated_at:
+            text += f',"updated_at":{encode_string(s.updated_at)}'
+        parts.append(text + "}")
+    return len(parts), RawJSON("[" + ",".join(parts) + "]")
 
 
 def _points_json(steps: np.ndarray, values: np.ndarray) -> RawJSON:
@@ -257,22 +283,14 @@ class StellarV2:
     def metric_catalog(self, q: Query, run_id: str) -> Response:
         source, workspace = self.source_and_workspace(q)
         found = self.exact_run(q, source, workspace, run_id)
-        metrics = []
-        for s in sorted(found.reader.metric_summaries(found.run.run_id), key=lambda s: s.metric_name):
-            item: dict = {"name": s.metric_name, "count": s.count, "finite_count": s.finite_count,
-                          "non_finite_count": s.non_finite_count}
-            for key in ("min_step", "max_step", "latest_step", "latest_wall_time"):
-                if getattr(s, key) is not None:
-                    item[key] = getattr(s, key)
-            if s.finite_count > 0:
-                # Values only with a finite observation; a NULL column still reads as 0 in Go.
-                for key in ("latest_value", "min_value", "max_value"):
-                    item[key] = float(getattr(s, key) or 0.0)
-            if s.updated_at:
-                item["updated_at"] = s.updated_at
-            metrics.append(item)
+        reader, stored_id = found.reader, found.run.run_id
+        # The encoded catalog is built once per change of the index (a run of 10,000 metrics costs its
+        # encoding once, not on every request); a reader without ``derived`` (Kusto) builds it each time.
+        derived = getattr(reader, "derived", None)
+        build = lambda: _catalog_json(reader.metric_summaries(stored_id))  # noqa: E731
+        count, metrics = derived(("v2 metric catalog", stored_id), build) if derived is not None else build()
         meta = metadata(source, [found.served], False, found.warnings)
-        if not metrics:
+        if not count:
             meta["availability"] = {"state": "unavailable",
                                     "reasons": ["no indexed scalar metrics are available for this run"]}
         return json_response({"metadata": meta, "run_id": run_id, "metrics": metrics})

@@ -6,23 +6,35 @@ path: an id whose component would be longer than :data:`MAX_ID_COMPONENT_BYTES` 
 readable prefix, ``~`` and 32 hex digits of its SHA-256 (``~`` never occurs in a valid id, so a
 shortened component never looks like a real one). The directory name is only for people: readers
 find files through ``metric_files.path`` and take the full ids from the index and the Parquet rows.
+
+Inside a file rows are sorted by metric name, then step, and cut into row groups at metric
+boundaries (:func:`metric_row_groups`): a group holds whole metrics until it has at least
+:data:`METRIC_GROUP_ROWS` rows, and no group holds more than :data:`MAX_GROUP_ROWS`. A reader that
+filters by metric name skips, by the groups' min/max statistics, every group that does not hold the
+metric: one metric of a 2,000-metric chunk costs a group of a few thousand rows, not the chunk.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from urllib.parse import quote
 
 from . import schema
 
-__all__ = ["MAX_ID_COMPONENT_BYTES", "id_component", "metric_file_path"]
+__all__ = ["MAX_GROUP_ROWS", "MAX_ID_COMPONENT_BYTES", "METRIC_GROUP_ROWS", "id_component", "metric_file_path",
+           "metric_row_groups"]
 
 # 8 bytes of "project=" and this stay far below NAME_MAX (255); four of them and a file name keep a
 # relative path under 600 bytes, whatever the ids.
 MAX_ID_COMPONENT_BYTES = 120
 _DIGEST_HEX = 32
 _PARTIAL_ESCAPE = re.compile(r"%[0-9A-F]?\Z")
+# A row group's least rows (whole metrics are added until it has them) and most rows. Fewer rows per
+# group prune more finely; each group costs ~1 KiB of footer that every reader of the file parses.
+METRIC_GROUP_ROWS = 4096
+MAX_GROUP_ROWS = 131_072
 
 
 def id_component(value: str) -> str:
@@ -52,3 +64,17 @@ def metric_file_path(project: str, experiment_id: str, run_group_id: str, run_id
             file_id + ".parquet",
         ]
     )
+
+
+def metric_row_groups(metric_starts: Sequence[int], rows: int, *, least: int = METRIC_GROUP_ROWS,
+                      most: int = MAX_GROUP_ROWS) -> list[int]:
+    """The first row of each row group of a file of ``rows`` rows sorted by metric, whose metrics start at
+    ``metric_starts`` (ascending, the first 0): groups end at a metric boundary once they hold ``least``
+    rows; a group longer than ``most`` (one long metric) is cut every ``most`` rows."""
+    starts = [0]
+    for boundary in [*metric_starts[1:], rows]:
+        while boundary - starts[-1] > most:
+            starts.append(starts[-1] + most)
+        if boundary - starts[-1] >= least and boundary < rows:
+            starts.append(boundary)
+    return starts

@@ -5,7 +5,8 @@ than half a sidecar's budget (DESIGN §3, issue 11). The rows a sink writes have
 (``tau.metrics.scalar.v2``, :func:`.schema.metric_arrow_schema`), so this module writes exactly
 that shape and nothing else, from numpy arrays and Python strings:
 
-* Parquet format 2 files, one row group per ``ROW_GROUP_ROWS`` rows and v1 data pages of at most
+* Parquet format 2 files, row groups starting where the caller says (by default one per
+  ``ROW_GROUP_ROWS`` rows; the writer cuts them at metric boundaries) and v1 data pages of at most
   ``PAGE_ROWS`` values, RLE definition levels, GZIP pages (``zlib``, level 1; column chunks under
   1 KiB stay uncompressed); numbers and per-row text PLAIN, text of one or few values (project, run,
   metric name, source...) dictionary-encoded with RLE runs of indices;
@@ -20,6 +21,7 @@ compaction (which merges and re-encodes with Snappy) does too, in the process th
 
 from __future__ import annotations
 
+import itertools
 import struct
 import zlib
 from collections.abc import Sequence
@@ -304,15 +306,19 @@ _SCHEMAS: dict[tuple, list[bytes]] = {}  # the schema elements of a column layou
 _TYPE_ORDER = b"\x1c\x00\x00"  # ColumnOrder{TYPE_ORDER: TypeDefinedOrder{}}
 
 
-def encode_parquet(columns: list[Column], rows: int) -> bytes:
-    """The file's bytes: ``columns`` (each of ``rows`` rows) in order."""
+def encode_parquet(columns: list[Column], rows: int, group_starts: Sequence[int] | None = None) -> bytes:
+    """The file's bytes: ``columns`` (each of ``rows`` rows) in order. ``group_starts``: the first row of
+    each row group (ascending, from 0); by default every ``ROW_GROUP_ROWS`` rows."""
     for column in columns:
         if column.kind not in _PHYSICAL:
             raise ValueError(f"column {column.name}: unknown kind {column.kind!r}")
     out = bytearray(_MAGIC)
     row_groups = []
-    for group_start in range(0, rows, ROW_GROUP_ROWS):
-        group_stop = min(rows, group_start + ROW_GROUP_ROWS)
+    starts = list(range(0, rows, ROW_GROUP_ROWS)) if group_starts is None else list(group_starts)
+    if starts and (starts[0] != 0 or any(b <= a for a, b in itertools.pairwise(starts))
+                   or starts[-1] >= rows):
+        raise ValueError(f"row groups must start at 0 and ascend below {rows} rows, got {starts[:8]}...")
+    for group_start, group_stop in zip(starts, [*starts[1:], rows], strict=True):
         chunks, group_bytes = [], 0
         for column in columns:
             dictionary, pages, present, nulls = _pages(column, group_start, group_stop)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -389,6 +390,11 @@ class StoreReader:
         return list(self._index.get(("events", run_id, type),
                                     lambda: tuple(read_run_events(self.store, run_id, type=type))))
 
+    def derived(self, key: tuple, build):
+        """A value derived from what the index says (an encoded answer, a listing), built by ``build()`` once and
+        kept until the index changes: a catalog of 10,000 metrics is not rebuilt on every request."""
+        return self._index.get(("derived", *key), build)
+
     def metric_names(self, run_id: str) -> list[str]:
         return [s.metric_name for s in self._summaries(run_id)]
 
@@ -573,6 +579,9 @@ class StoreReader:
         cached = self._cache.get(key)
         if cached is not None:
             return cached  # type: ignore[return-value]
+        held = self._file_metrics(file_id)
+        if held is not None and not held[0] <= metric <= held[1]:
+            return _Merged(_EMPTY_I, _EMPTY_I, _EMPTY_F)  # the index says the file holds no row of it
         may_block(row_count, QUICK_FILE_ROWS)  # a live run's new chunk is small: read it where it is asked for
         # One reader per file: when a new chunk lands, every pane polling the tail asks for it at once.
         with self._loading_lock:
@@ -587,12 +596,27 @@ class StoreReader:
                 del self._loading[key]
         return cached  # type: ignore[return-value]
 
+    def _file_metrics(self, file_id: str) -> tuple[str, str] | None:
+        """The first and last metric name the file holds (``metric_file_metrics``); None when not known."""
+
+        def load() -> tuple[str, str] | None:
+            try:
+                return self.store.connection().execute(
+                    "SELECT first_metric, last_metric FROM metric_file_metrics WHERE file_id = ?", (file_id,)
+                ).fetchone()
+            except sqlite3.OperationalError:
+                return None  # a store written before the table, opened read-only
+
+        return self._index.get(("file_metrics", file_id), load)
+
     def _read_slice(self, path: str, metric: str) -> _Merged:
-        table = pq.read_table(
-            self.store.absolute(path),
-            columns=["step", "wall_time", "value"],
-            filters=[("metric_name", "=", metric)],
-        )
+        parquet = pq.ParquetFile(self.store.absolute(path))
+        # Only the row groups whose metric_name statistics can hold the metric (files are cut at metric
+        # boundaries: one metric of a wide file is one group), read without the dataset layer's thread
+        # pool: a cold read of one metric costs its group, not the file.
+        table = parquet.read_row_groups(_groups_holding(parquet.metadata, metric),
+                                        columns=["metric_name", "step", "wall_time", "value"], use_threads=False)
+        table = table.filter(pc.equal(table.column("metric_name"), metric))
         step_col = table.column("step")
         if step_col.null_count:
             table = table.filter(pc.is_valid(step_col))  # a row without a step has no place on the axis
@@ -628,6 +652,18 @@ class _FileList:
                 self._ranges.clear()
             found = self._ranges[(start_step, end_step)] = [self.rows[i] for i in np.flatnonzero(keep)]
         return found
+
+
+def _groups_holding(meta, metric: str) -> list[int]:
+    """The row groups whose ``metric_name`` min/max statistics do not rule ``metric`` out (a group without
+    statistics, as another writer may leave it, is kept)."""
+    column = meta.schema.names.index("metric_name")
+    groups = []
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(column).statistics
+        if stats is None or not stats.has_min_max or stats.min <= metric <= stats.max:
+            groups.append(g)
+    return groups
 
 
 def _clamp(step: int | None) -> int | None:

@@ -288,6 +288,16 @@ CREATE TABLE IF NOT EXISTS experiment_metrics (
   metric_name TEXT NOT NULL,
   PRIMARY KEY (experiment_id, workspace, metric_name)
 ) WITHOUT ROWID;
+-- Ours too: the first and last metric name a metric file holds (its rows are sorted by name), so a reader
+-- of one metric skips the files that cannot hold it without opening them. A file without a row here
+-- (written by TauGrid or before this table) is opened, as before.
+CREATE TABLE IF NOT EXISTS metric_file_metrics (
+  file_id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL,
+  first_metric TEXT NOT NULL,
+  last_metric TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_metric_file_metrics_run ON metric_file_metrics(run_id);
 """
 
 

@@ -29,10 +29,10 @@ from .config_rows import ConfigConflictError, put_run_config, run_config_hash
 from .configs import RunConfig
 from .levels import publish_write_levels
 from .listing import refresh_runs
-from .metric_files import metric_file_path
+from .metric_files import metric_file_path, metric_row_groups
 from .parquet_encoder import Coded, Column, TextValues, encode_parquet
 from .store import ExpStore, StoreError, utc_now_rfc3339
-from .summaries import MetricSummaryRow, merge_summaries, read_summary, store_summary, summarize_metric
+from .summaries import read_summary, store_summary, summarize_sorted, upsert_summaries
 
 __all__ = [
     "RUN_STATUS_METRIC",
@@ -114,10 +114,11 @@ class _RunFile:
     max_step: int
     digest: str
     data: bytes
-    summaries: list[MetricSummaryRow]
+    summaries: list[tuple]  # metric_summaries rows of this file (summaries.summarize_sorted)
     tags: dict[str, str]
     status: tuple[str, int | None] | None
     first_wall_ns: int
+    metrics: tuple[str, str]  # the first and last metric name of its rows
 
 
 def _tags_json(tags: dict[str, str]) -> str:
@@ -292,7 +293,7 @@ class MetricWriter:
             Column("source", "string", True, text(run.source)),
             Column("split", "string", False, text(run.split)),
             Column("tags", "json", True, text(run.tags)),
-        ], n)
+        ], n, metric_row_groups(_slice_starts(metric_sorted), n))
         file_id = "metrics-" + uuid.uuid4().hex
         return _RunFile(
             project=run.project,
@@ -306,11 +307,13 @@ class MetricWriter:
             max_step=int(steps.max()),
             digest=hashlib.sha256(data).hexdigest(),
             data=data,
-            summaries=_summaries_of(run.project, run.run_group_id, run.run_id, names_sorted, metric_sorted,
-                                    steps, walls, values, file_id, now),
+            summaries=summarize_sorted(run_id=run.run_id, names=names_sorted, metric=metric_sorted,
+                                       project=run.project, run_group_id=run.run_group_id, steps=steps,
+                                       wall_times=walls, values=values, file_id=file_id, updated_at=now),
             tags=_common_tags(run.tag_sets),
             status=run.status,
             first_wall_ns=run.first_wall_ns,
+            metrics=(names_sorted[int(metric_sorted[0])], names_sorted[int(metric_sorted[-1])]),
         )
 
     # -- index ----------------------------------------------------------------------------
@@ -372,8 +375,9 @@ class MetricWriter:
              schema.METRIC_SCHEMA_HASH, rf.project, rf.run_group_id, rf.run_id, rf.row_count, rf.digest,
              rf.min_step, rf.max_step, now),
         )
-        for summary in rf.summaries:
-            store_summary(tx, merge_summaries(read_summary(tx, summary.run_id, summary.metric_name), summary))
+        tx.execute("INSERT INTO metric_file_metrics(file_id, run_id, first_metric, last_metric) VALUES (?, ?, ?, ?)",
+                   (rf.file_id, rf.run_id, *rf.metrics))
+        upsert_summaries(tx, rf.summaries)  # one statement for every metric of the file
         tx.execute(
             "INSERT INTO metric_summary_files(file_id, run_id, summarized_at) VALUES (?, ?, ?)",
             (rf.file_id, rf.run_id, now),
@@ -393,20 +397,9 @@ class MetricWriter:
             self._compaction_process.close()
 
 
-def _summaries_of(project: str, group: str, run_id: str, names: list[str], metric: np.ndarray, steps: np.ndarray,
-                  walls: np.ndarray, values: np.ndarray, file_id: str, now: str) -> list[MetricSummaryRow]:
-    # Rows are sorted by metric: each metric is one contiguous slice.
-    bounds = np.flatnonzero(np.diff(metric)) + 1
-    starts = np.concatenate(([0], bounds)).tolist()
-    ends = np.concatenate((bounds, [len(metric)])).tolist()
-    return [
-        summarize_metric(
-            run_id=run_id, metric_name=names[int(metric[start])], project=project, run_group_id=group,
-            steps=steps[start:end], wall_times=walls[start:end], values=values[start:end],
-            file_id=file_id, updated_at=now,
-        )
-        for start, end in zip(starts, ends, strict=True)
-    ]
+def _slice_starts(sorted_codes: np.ndarray) -> list[int]:
+    """Where each run of equal codes starts (rows sorted by metric: each metric's first row)."""
+    return [0, *(np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1).tolist()]
 
 
 def run_status_of(values: np.ndarray, wall_ns: list[int | None]) -> tuple[str, int | None] | None:

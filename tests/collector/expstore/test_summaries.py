@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tau_collector.expstore import StoreReader
-from tau_collector.expstore.summaries import merge_summaries, summarize_metric
+from tau_collector.expstore.summaries import (
+    SUMMARY_COLUMNS,
+    MetricSummaryRow,
+    merge_summaries,
+    summarize_metric,
+    summarize_sorted,
+    upsert_summaries,
+)
 
 from .events import BASE_NS, event, new_store, non_finite
 
@@ -92,3 +102,46 @@ def test_summaries_are_per_metric_and_name_sorted(tmp_path):
     writer.write_chunk("a", [event(0, 1.0, metric="z"), event(0, 2.0, metric="a")], [], request_hash="h")
     assert [s.metric_name for s in StoreReader(store).metric_summaries("seed-1")] == ["a", "z"]
     assert StoreReader(store).metric_names("seed-1") == ["a", "z"]
+
+
+_ROWS = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 6), st.integers(0, 3),
+                           st.sampled_from([0.0, -1.5, 2.0, 7.25, NAN, INF, -INF])), max_size=25)
+
+
+def _columnar(store, files):
+    """Each file's rows summarized in columns and upserted, as the writer does."""
+    with store.write_transaction() as tx:
+        for file_id, updated_at, rows in files:
+            rows = sorted(rows, key=lambda r: (r[0], r[1], r[2]))  # file order: metric, step, wall, arrival
+            upsert_summaries(tx, summarize_sorted(
+                run_id="r", names=["a", "b", "c", "d"], metric=np.array([r[0] for r in rows], dtype=np.int64),
+                project="p", run_group_id="g", steps=np.array([r[1] for r in rows], dtype=np.int64),
+                wall_times=np.array([r[2] for r in rows], dtype=np.int64),
+                values=np.array([r[3] for r in rows], dtype=np.float64), file_id=file_id, updated_at=updated_at))
+    return {row[1]: row for row in store.connection().execute(
+        f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = 'r'")}
+
+
+def _reference(files):
+    """The same files summarized one metric at a time and merged in Python."""
+    out: dict[str, MetricSummaryRow] = {}
+    for file_id, updated_at, rows in files:
+        rows = sorted(rows, key=lambda r: (r[0], r[1], r[2]))
+        for code in sorted({r[0] for r in rows}):
+            mine = [r for r in rows if r[0] == code]
+            name = "abcd"[code]
+            s = summarize_metric(run_id="r", metric_name=name, project="p", run_group_id="g",
+                                 steps=np.array([r[1] for r in mine]), wall_times=np.array([r[2] for r in mine]),
+                                 values=np.array([r[3] for r in mine]), file_id=file_id, updated_at=updated_at)
+            out[name] = merge_summaries(out.get(name), s)
+    return {name: dataclasses.astuple(s) for name, s in out.items()}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=_ROWS, second=_ROWS, third=_ROWS, same_time=st.booleans())
+def test_columnar_summaries_equal_the_per_metric_rules(tmp_path_factory, first, second, third, same_time):
+    """summarize_sorted + the SQL upsert give, for any files, what summarize_metric + merge_summaries give."""
+    store, _ = new_store(tmp_path_factory.mktemp("s"))
+    times = ["2026-01-01T00:00:00Z"] * 3 if same_time else [f"2026-01-01T00:00:0{i}Z" for i in range(3)]
+    files = [("f1", times[0], first), ("f2", times[1], second), ("f0", times[2], third)]
+    assert _columnar(store, files) == _reference(files)
