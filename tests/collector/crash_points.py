@@ -13,7 +13,8 @@ numbered 1, 2, ... in the order the process meets them. At point N:
   flush of Python buffers);
 - ``pause``: append the point to LOG and block until the test kills the process, so a test can kill
   on observed progress rather than after a guessed sleep;
-- ``count`` (N ignored): run to the end and append the number of points met to LOG.
+- ``count`` (N ignored): run to the end and append the number of points met to LOG;
+- ``trace`` (N ignored): run to the end, appending every point to LOG (to read the order).
 
 ``sweep`` does, for each N in 1..TOTAL, an ``exit`` at N and then a restart without stops, each in a
 process forked from this one (``{work}`` in the arguments becomes ``LOG``'s directory ``/stop-NNN``):
@@ -40,7 +41,10 @@ def _install(mode: str, stop_at: int, log: str) -> None:
         global _seen
         with _lock:
             _seen += 1
-            if mode == "count" or _seen != stop_at:
+            if mode == "trace":
+                with open(log, "a") as handle:
+                    handle.write(f"{_seen} {when} {name} {arg}\n")
+            if mode in ("count", "trace") or _seen != stop_at:
                 return
             with open(log, "a") as handle:
                 handle.write(f"{_seen} {when} {name} {arg}\n")
@@ -133,7 +137,7 @@ def main() -> int:
         return _sweep(n, log, argv)
     _install(mode, n, log)
     code = _run(argv)
-    if mode == "count":
+    if mode in ("count", "trace"):
         with open(log, "a") as handle:
             handle.write(f"{_seen}\n")
     return code
