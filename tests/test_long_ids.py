@@ -27,6 +27,8 @@ from tau_collector.metric_event import new_metric_event
 from taunotebook.importer import MAX_DERIVED_ID
 from taunotebook.portal.identity import MAX_PATH_ID
 
+from .polling import DEADLINE
+
 LONG_IDS = {"300": "seed-" + "a" * 289 + "-00001", "512": "sweep." + "b" * 500 + "-00001"}
 TOO_LONG = {"513": "r" * 513, "600": "r" * 600, "5000": "sweep." + "b" * 4988 + "-00001"}
 TAU = [sys.executable, "-m", "tau_collector"]
@@ -178,7 +180,7 @@ def _portal(store: Path) -> Iterator[httpx.Client]:
             yield client
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=DEADLINE)
 
 
 @pytest.mark.parametrize("depth", [2, 19])
