@@ -134,6 +134,17 @@ def test_import_refuses_an_option_one_byte_over_the_limit(tmp_path):
         assert not (tmp_path / "store").exists()
 
 
+def test_submit_refuses_a_name_whose_run_id_would_be_over_the_limit(tmp_path, monkeypatch):
+    from taunotebook.submit import new_run_id, submit
+
+    monkeypatch.setenv("TAU_HOME", str(tmp_path / "home"))
+    assert len(new_run_id("n" * 505, "default", tmp_path / "home")) == MAX_ID_BYTES  # the longest name fits
+    with pytest.raises(ValueError, match=r"name is 506 bytes long: the run id it makes \(<name>-<6 hex>\) must be "
+                                         r"at most 512 bytes, so a name at most 505"):
+        submit(code="print(1)", name="n" * 506)
+    assert not (tmp_path / "home" / "projects").exists()
+
+
 def _event(run: str, experiment: str = "exp"):
     return new_metric_event(project="proj", experiment_id=experiment, run_group_id="g", run_id=run,
                             metric_name="loss", step=1, wall_time=1_760_000_000_000_000_000, value=0.5,
