@@ -19,6 +19,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from tau_collector.ids import MAX_ID_BYTES
 from tau_collector.stop_rules import parse_stop_if, parse_stop_on_nan
 
 from .backends import (
@@ -40,6 +41,7 @@ from .submit_config import RUN_CONFIG_FILE, build_config, write_config
 __all__ = ["BackendError", "BackendUnavailable", "SubmittedRun", "attach", "new_run_id", "runs", "submit"]
 
 CELL_SCRIPT = "train.py"
+RUN_ID_SUFFIX = 7  # "-" and 6 hex digits
 
 
 def new_run_id(name: str, workspace: str, home: Path | None = None) -> str:
@@ -127,6 +129,9 @@ def submit(
     for value, what in ((name, "name"), (project, "project"), (group, "group"), (experiment, "experiment"),
                         (workspace, "workspace")):
         validate_id(value, what)
+    if len(name) > MAX_ID_BYTES - RUN_ID_SUFFIX:  # the run id <name>-<6 hex> is within the one id limit too
+        raise ValueError(f"name is {len(name)} bytes long: the run id it makes (<name>-<6 hex>) must be at most "
+                         f"{MAX_ID_BYTES} bytes, so a name at most {MAX_ID_BYTES - RUN_ID_SUFFIX}")
     if dry_run and backend != "tau":
         raise ValueError("--dry-run is only for the tau backend (it prints the TauGrid run config)")
     run_config = build_config(config, config_file, config_items)

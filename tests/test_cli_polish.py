@@ -9,7 +9,7 @@ import os
 import re
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import httpx
@@ -18,6 +18,7 @@ import pytest
 from taunotebook import cli
 from taunotebook.portal.cli import main as portal_main
 
+from .polling import DEADLINE, wait_until
 from .terminal import run_on_a_terminal
 
 TAUNOTEBOOK = [sys.executable, "-m", "taunotebook"]
@@ -132,15 +133,21 @@ def test_portal_request_log_with_v_redacts_the_token(tmp_path):
     proc = subprocess.Popen([*TAUNOTEBOOK, "portal", "--store", str(tmp_path / "store"), "-v"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "TAU_PORTAL_TOKEN": token, "PYTHONUNBUFFERED": "1"})
+    err_lines: list[str] = []
+    # stderr read as it comes, so the test waits for the access log line itself, not a guessed time
+    drain = threading.Thread(target=lambda: err_lines.extend(iter(proc.stderr.readline, "")), daemon=True)
+    drain.start()
     try:
         lines = [proc.stdout.readline() for _ in range(3)]
         page = lines[1].strip()
         assert page.endswith(f"/stellar?token={token}"), lines
-        assert httpx.get(page, timeout=10).status_code in (200, 302)
-        time.sleep(0.5)  # the access log line is written as the response completes
+        assert httpx.get(page, timeout=DEADLINE).status_code in (200, 302)
+        wait_until(lambda: any("uvicorn.access" in line for line in err_lines), "the request's access log line")
     finally:
         proc.terminate()
-        _, err = proc.communicate(timeout=30)
+        proc.wait(timeout=DEADLINE)
+        drain.join(timeout=DEADLINE)
+    err = "".join(err_lines)
     records = logfmt(err)
     assert token not in err
     assert any(r["logger"] == "taunotebook.portal" and r["msg"] == "portal listening" for r in records)

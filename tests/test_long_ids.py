@@ -1,7 +1,9 @@
-"""Ids of any length TauGrid allows: collected and imported into the store, read back by every reader.
+"""One id rule, one length limit: what ``collect``, ``wrap``, ``project``, ``import`` and the store accept, the API serves.
 
-A run id of 300 and 5000 bytes is longer than a file name may be (255 bytes); the store keeps the
-full id in its index and Parquet rows and a bounded name on disk (``expstore/metric_files.py``).
+TauGrid's v2 handlers refuse a path id over 512 bytes (``decodeV2PathID``); :data:`tau_collector.ids.MAX_ID_BYTES`
+is that limit, applied at ingest too, so no run is stored that no API call can reach. A run id of 300 and
+512 bytes is longer than a file name may be (255 bytes); the store keeps the full id in its index and
+Parquet rows and a bounded name on disk (``expstore/metric_files.py``).
 """
 
 from __future__ import annotations
@@ -17,11 +19,23 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tau_collector.expstore import StoreReader
+from tau_collector.expstore import StoreReader, open_store
+from tau_collector.expstore.store import StoreError
+from tau_collector.expstore.writer import MetricWriter
+from tau_collector.ids import MAX_ID_BYTES
+from tau_collector.metric_event import new_metric_event
 from taunotebook.importer import MAX_DERIVED_ID
+from taunotebook.portal.identity import MAX_PATH_ID
 
-LONG_IDS = {"300": "seed-" + "a" * 289 + "-00001", "5000": "sweep." + "b" * 4988 + "-00001"}
+from .polling import DEADLINE
+
+LONG_IDS = {"300": "seed-" + "a" * 289 + "-00001", "512": "sweep." + "b" * 500 + "-00001"}
+TOO_LONG = {"513": "r" * 513, "600": "r" * 600, "5000": "sweep." + "b" * 4988 + "-00001"}
 TAU = [sys.executable, "-m", "tau_collector"]
+
+
+def test_one_limit_is_the_apis_path_limit():
+    assert MAX_ID_BYTES == MAX_PATH_ID == 512 and MAX_DERIVED_ID <= MAX_ID_BYTES
 
 
 def _history(directory: Path) -> Path:
@@ -32,22 +46,22 @@ def _history(directory: Path) -> Path:
     return path
 
 
-def _collect(tmp_path: Path, run: str, store: Path) -> None:
+def _collect(tmp_path: Path, run: str, store: Path, experiment: str = "exp") -> subprocess.CompletedProcess:
     history = _history(tmp_path / "hist")
     (tmp_path / "completion.json").write_text("")
-    result = subprocess.run([*TAU, "collect", "--run", run, "--project", "proj", "--experiment", "exp",
-                             "--group", "g" * 400, "--out", str(tmp_path / "out"), "--history", str(history),
-                             "--completion-file", str(tmp_path / "completion.json"), "--store", str(store)],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["completed"] is True
+    return subprocess.run([*TAU, "collect", "--run", run, "--project", "proj", "--experiment", experiment,
+                           "--group", "g" * 400, "--out", str(tmp_path / "out"), "--history", str(history),
+                           "--completion-file", str(tmp_path / "completion.json"), "--store", str(store)],
+                          capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.parametrize("size", list(LONG_IDS))
 def test_a_long_run_id_is_collected_and_read_back_by_every_reader(tmp_path, size):
     run, store = LONG_IDS[size], tmp_path / "store"
     assert len(run) == int(size)
-    _collect(tmp_path, run, store)
+    result = _collect(tmp_path, run, store)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["completed"] is True
 
     reader = StoreReader(store)
     assert reader.run(run).state == "succeeded" and reader.run(run).run_group_id == "g" * 400
@@ -66,25 +80,96 @@ def test_a_long_run_id_is_collected_and_read_back_by_every_reader(tmp_path, size
     with _portal(store) as api:
         listed = api.get("/experiments/exp/runs", params={"target": "exp"}).json()
         assert [r["run_id"] for r in listed["runs"]] == [run]
-        if len(run) <= MAX_PATH_ID:
-            assert api.get(f"/runs/{run}").json()["run"]["run_id"] == run
-            metrics = api.get(f"/runs/{run}/metrics").json()["metrics"]
-            assert [m["name"] for m in metrics] == ["loss", "tau/run_status"]
-            series = api.get(f"/runs/{run}/series", params={"target": run, "metric": "loss"}).json()
-            assert series["run_id"] == run and series["source_points"] == 30
-        else:
-            _refused_as_taugrid_does(api, run)
+        assert api.get(f"/runs/{run}").json()["run"]["run_id"] == run
+        metrics = api.get(f"/runs/{run}/metrics").json()["metrics"]
+        assert [m["name"] for m in metrics] == ["loss", "tau/run_status"]
+        series = api.get(f"/runs/{run}/series", params={"target": run, "metric": "loss"}).json()
+        assert series["run_id"] == run and series["source_points"] == 30
+        # one byte more is the API's INVALID_PATH, as in TauGrid; such a run cannot be stored (below)
+        if len(run) == MAX_ID_BYTES:
+            for path in (f"/runs/{run}x", f"/runs/{run}x/metrics", f"/runs/{run}x/series?target=x&metric=loss",
+                         f"/experiments/{run}x/runs"):
+                answer = api.get(path)
+                assert answer.status_code == 400 and answer.json()["error"]["code"] == "INVALID_PATH", path
 
 
-# TauGrid's Portal refuses a path id over 512 bytes (TAUGRID-REFERENCE §3.1): such a run is listed, and its
-# own routes answer TauGrid's INVALID_PATH, as they would there.
-MAX_PATH_ID = 512
+@pytest.mark.parametrize("size", list(TOO_LONG))
+@pytest.mark.parametrize("flag", ["run", "experiment"])
+def test_collect_refuses_an_id_the_api_could_not_serve_naming_the_flag(tmp_path, size, flag):
+    value, store = TOO_LONG[size], tmp_path / "store"
+    result = _collect(tmp_path, value if flag == "run" else "r1", store, experiment=value if flag == "experiment"
+                      else "exp")
+    assert result.returncode == 2, result.stderr
+    kind = {"run": "run_id", "experiment": "experiment_id"}[flag]
+    assert (f'--{flag}: {kind} "{value[:40]}..." is invalid ({size} bytes; at most 512, the longest id '
+            "TauGrid's v2 API serves in a path)") in result.stderr
+    assert not store.exists() and not (tmp_path / "out").exists()
 
 
-def _refused_as_taugrid_does(api: httpx.Client, run: str) -> None:
-    for path in (f"/runs/{run}", f"/runs/{run}/metrics", f"/runs/{run}/series?target=x&metric=loss"):
-        answer = api.get(path)
-        assert answer.status_code == 400 and answer.json()["error"]["code"] == "INVALID_PATH"
+def test_project_and_wrap_refuse_one_byte_over_the_limit(tmp_path):
+    history = _history(tmp_path / "hist")
+    identity = ["--project", "proj", "--experiment", "exp", "--group", "g"]
+    project = subprocess.run([*TAU, "project", str(history), "--run", "r" * 513, *identity],
+                             capture_output=True, text=True, timeout=120)
+    assert project.returncode == 2 and "--run: run_id" in project.stderr and "(513 bytes; at most 512" in project.stderr
+    assert project.stdout == ""
+    wrap = subprocess.run([*TAU, "wrap", "--run-dir", str(tmp_path / "rd"), "--run", "r" * 513, *identity, "--",
+                           sys.executable, "-c", f"open({str(tmp_path / 'started')!r}, 'w')"],
+                          capture_output=True, text=True, timeout=120)
+    assert wrap.returncode == 2 and "--run: run_id" in wrap.stderr and "(513 bytes; at most 512" in wrap.stderr
+    assert not (tmp_path / "started").exists()
+    ok = subprocess.run([*TAU, "project", str(history), "--run", "r" * 512, *identity],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert {json.loads(line)["run_id"] for line in ok.stdout.splitlines()} == {"r" * 512}
+
+
+def test_import_refuses_an_option_one_byte_over_the_limit(tmp_path):
+    history = _history(tmp_path / "hist")
+    for flag in ("--project", "--experiment", "--group"):
+        result = subprocess.run([sys.executable, "-m", "taunotebook", "import", str(history), flag, "p" * 513,
+                                 "--store", str(tmp_path / "store"), "--no-progress"],
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2 and f"{flag} " in result.stderr and "(513 bytes; at most 512" in result.stderr
+        assert not (tmp_path / "store").exists()
+
+
+def test_submit_refuses_a_name_whose_run_id_would_be_over_the_limit(tmp_path, monkeypatch):
+    from taunotebook.submit import new_run_id, submit
+
+    monkeypatch.setenv("TAU_HOME", str(tmp_path / "home"))
+    assert len(new_run_id("n" * 505, "default", tmp_path / "home")) == MAX_ID_BYTES  # the longest name fits
+    with pytest.raises(ValueError, match=r"name is 506 bytes long: the run id it makes \(<name>-<6 hex>\) must be "
+                                         r"at most 512 bytes, so a name at most 505"):
+        submit(code="print(1)", name="n" * 506)
+    assert not (tmp_path / "home" / "projects").exists()
+
+
+def _event(run: str, experiment: str = "exp"):
+    return new_metric_event(project="proj", experiment_id=experiment, run_group_id="g", run_id=run,
+                            metric_name="loss", step=1, wall_time=1_760_000_000_000_000_000, value=0.5,
+                            exported_at=1_760_000_000_000_000_000, source="history", tags={})
+
+
+@pytest.mark.parametrize(("run", "experiment", "problem"), [
+    ("r" * 513, "exp", "run_id \"rrrr"),
+    ("r1", "e" * 513, "experiment_id \"eeee"),
+    ("a/b", "exp", 'run_id "a/b" cannot be named in an API path'),
+    ("..", "exp", 'run_id ".." cannot be named in an API path'),
+    (" r1", "exp", 'run_id " r1" cannot be named in an API path'),
+])
+def test_the_store_refuses_a_run_no_api_call_could_reach(tmp_path, run, experiment, problem):
+    # MetricEvents need not follow the ID rule (TauGrid's validation does not apply it), so the store checks
+    # what the API can name: a refused chunk stores nothing, a servable one beside it is stored.
+    store = open_store(tmp_path / "store", create=True)
+    writer = MetricWriter(store)
+    with pytest.raises(StoreError) as raised:
+        writer.write_chunk("bad", [_event(run, experiment)], [], request_hash="h1")
+    assert problem in str(raised.value)
+    assert not writer.recorded("bad") and StoreReader(tmp_path / "store").runs() == []
+    writer.write_chunk("good", [_event("r" * 512), _event("Run A")], [], request_hash="h2")  # the limit itself; an id off the rule
+    assert {r.run_id for r in StoreReader(tmp_path / "store").runs()} == {"r" * 512, "Run A"}
+    writer.close()
 
 
 def pq_run_ids(path: Path) -> set[str]:
@@ -106,7 +191,7 @@ def _portal(store: Path) -> Iterator[httpx.Client]:
             yield client
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=DEADLINE)
 
 
 @pytest.mark.parametrize("depth", [2, 19])

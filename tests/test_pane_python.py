@@ -24,12 +24,14 @@ from taunotebook.client import PortalClient
 from taunotebook.pane import LossPane
 from taunotebook.portal.app import create_app
 
+from .polling import DEADLINE
+
 # The real Portal over the shared store (see tests/portal/conftest.py), as fixtures of this module too.
 portal_store = portal_fixtures.portal_store
 portal_server = portal_fixtures.portal_server
 
 
-def wait_until(predicate, what: str, timeout: float = 30.0):
+def wait_until(predicate, what: str, timeout: float = DEADLINE):
     """Poll ``predicate`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:

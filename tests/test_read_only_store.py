@@ -18,6 +18,7 @@ from tau_collector.expstore import open_store
 from tau_collector.expstore.writer import MetricWriter
 from tau_collector.metric_event import new_metric_event
 
+from .polling import DEADLINE
 from .read_only_mount import read_only, require_root, run_read_only, snapshot
 
 BASE_NS = 1_760_000_000_000_000_000
@@ -55,7 +56,7 @@ def test_the_portal_serves_a_read_only_store(store):
         assert body["source_points"] == 100 and body["points"][-1] == {"step": 99, "value": 0.01}
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=DEADLINE)
     assert "Traceback" not in proc.stderr.read()
     assert snapshot(store) == before
 

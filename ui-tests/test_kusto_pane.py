@@ -8,7 +8,6 @@ it the Portal's default, the store, would have no such run.
 
 from __future__ import annotations
 
-import itertools
 import os
 import subprocess
 import sys
@@ -19,8 +18,9 @@ import pytest
 from jupyterlab import JupyterLab, cell_running, open_notebook, run_cell, start_lab
 from kusto.conftest import reader_for
 from playwright.sync_api import Page
+from polling import DEADLINE
 from portal.conftest import TOKEN, ServerThread
-from test_pane import LOSS_PLOT, PANE, TRAINER, points, wait_points
+from test_pane import DEADLINE_MS, LOSS_PLOT, PANE, TRAINER, points, wait_points
 from ui_pages import screenshot
 
 from services.kusto_cluster import KustoCluster
@@ -52,7 +52,7 @@ def lab(tmp_path_factory, portal: str) -> Iterator[JupyterLab]:
     yield from start_lab(tmp_path_factory.mktemp("kusto-lab"), {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal})
 
 
-def streaming_trainer(workdir: Path, cluster: KustoCluster, run: str, points: int, delay: float):
+def streaming_trainer(workdir: Path, cluster: KustoCluster, run: str, points: int, delay: float, stage: int = 0):
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "train.py").write_text(TRAINER, encoding="utf-8")
     env = {**os.environ, "TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI": cluster.uri,
@@ -61,34 +61,38 @@ def streaming_trainer(workdir: Path, cluster: KustoCluster, run: str, points: in
     cmd = [str(Path(sys.executable).with_name("tau-collector")), "wrap", "--run-dir", str(workdir / "run"),
            "--interval", "0.5s", "--run", run, "--project", "proj", "--experiment", "ui", "--group", "ui",
            "--tag", "tau_workspace=default", "--sink", "adx-streaming", "--",
-           sys.executable, str(workdir / "train.py"), str(workdir / "go"), str(points), str(delay), "-1"]
+           sys.executable, str(workdir / "train.py"), str(workdir / "go"), str(points), str(delay), "-1", str(stage)]
     log = open(workdir / "wrap.log", "wb")
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, env=env), log
 
 
 def test_a_kusto_pane_draws_a_streamed_run_as_it_grows(lab: JupyterLab, page: Page, cluster: KustoCluster,
                                                        portal: str, tmp_path):
-    proc, log = streaming_trainer(tmp_path / "t", cluster, "ui-kusto", points=40, delay=0.3)
+    # The trainer streams its 40 points in four stages of 10, each once the test has seen the pane draw the
+    # stage before, and the other cell runs until the test ends it: growth observed, not timed.
+    proc, log = streaming_trainer(tmp_path / "t", cluster, "ui-kusto", points=40, delay=0.05, stage=10)
     try:
         name = lab.copy_notebook(NOTEBOOKS / "kusto_pane.ipynb", "kusto.ipynb", RUN_ID="ui-kusto",
-                                 PORTAL_URL=portal, SLEEP="40")
+                                 PORTAL_URL=portal, STOP=str(tmp_path / "stop"))
         open_notebook(page, lab, name)
         run_cell(page, 0)
         wait_points(page, 1)  # step 0, streamed before the trainer waits for the go file
         run_cell(page, 1)
         page.wait_for_function("() => document.querySelectorAll('.jp-Cell')[1]"
-                               ".querySelector('.jp-InputPrompt').textContent.includes('*')", timeout=30_000)
-        (tmp_path / "t" / "go").touch()
+                               ".querySelector('.jp-InputPrompt').textContent.includes('*')", timeout=DEADLINE_MS)
         seen = [points(page)]
-        while cell_running(page, 1) and seen[-1] < 40:
-            page.wait_for_timeout(500)
+        (tmp_path / "t" / "go").touch()
+        for stage_end in (10, 20, 30, 40):
+            wait_points(page, stage_end)
             seen.append(points(page))
-            if len(seen) == 6:
+            if stage_end == 20:
                 screenshot(page, "pane-kusto-growing")
-        growth = [b for a, b in itertools.pairwise(seen) if b > a]
-        assert len(growth) >= 3, f"the point count should grow step by step while the cell sleeps: {seen}"
-        assert seen[-1] == 40, f"every point drawn: {seen}"
-        assert proc.wait(timeout=120) == 0
+            if stage_end < 40:
+                (tmp_path / "t" / f"go-{stage_end}").touch()
+        assert cell_running(page, 1), f"the other cell ended before the test let it: counts {seen}"
+        assert seen == [1, 10, 20, 30, 40], f"the point count should grow stage by stage while the cell runs: {seen}"
+        (tmp_path / "stop").touch()
+        assert proc.wait(timeout=DEADLINE) == 0
         page.wait_for_function("() => document.querySelector('.jp-OutputArea-output .tau-pane')"
                                ".dataset.state === 'succeeded'", timeout=60_000)
         pane = page.locator(PANE).first

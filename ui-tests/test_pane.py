@@ -9,7 +9,6 @@ the tests marked for both run in each) started by the test whose kernel runs
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import subprocess
@@ -23,6 +22,7 @@ import pytest
 from jupyterlab import JupyterLab, cell_running, execute, open_notebook, run_all, run_cell, start_lab
 from playwright.sync_api import Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from polling import DEADLINE
 from portal.conftest import TOKEN, ServerThread, free_port
 from ui_pages import ARTIFACTS, screenshot
 
@@ -36,10 +36,13 @@ TRAINER = textwrap.dedent(
     """
     import json, math, os, sys, time
     go, n, delay, nan_at = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+    stage = int(sys.argv[5]) if len(sys.argv) > 5 else 0  # wait for go-<step> before each multiple of stage
     print(json.dumps({"step": 0, "loss": 2.0}), flush=True)
     while go != "-" and not os.path.exists(go):
         time.sleep(0.05)
     for step in range(1, n):
+        while stage and step % stage == 0 and not os.path.exists(f"{go}-{step}"):
+            time.sleep(0.05)
         speed = float(os.environ.get("UI_TRAINER_SPEED", "1"))  # how fast the loss falls (a sweep's lr)
         value = float("nan") if step == nan_at else 2.0 * math.exp(-step * speed / 15) + 0.02 * math.sin(step)
         print(json.dumps({"step": step, "loss": value, "lr": 0.1 / (1 + step)}), flush=True)
@@ -91,7 +94,7 @@ class Trainer:
 
     def __init__(self, workdir: Path, store: Path, run: str, *, points: int, delay: float, nan_at: int = -1,
                  gated: bool = True, experiment: str = "ui", config: dict | None = None,
-                 speed: float = 1.0) -> None:
+                 speed: float = 1.0, stage: int = 0) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / "train.py").write_text(TRAINER, encoding="utf-8")
         self.go = workdir / "go"
@@ -103,13 +106,14 @@ class Trainer:
         cmd = [str(collector), "wrap", "--run-dir", str(workdir / "run"), "--run", run, "--project", "proj",
                "--experiment", experiment, "--group", experiment, "--store", str(store), *extra, "--",
                sys.executable, str(workdir / "train.py"), str(self.go) if gated else "-", str(points), str(delay),
-               str(nan_at)]
+               str(nan_at), str(stage)]
         self.log = open(workdir / "wrap.log", "wb")
         env = {**os.environ, "UI_TRAINER_SPEED": str(speed)}
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=workdir, env=env)
 
-    def release(self) -> None:
-        self.go.touch()
+    def release(self, step: int | None = None) -> None:
+        """Let the trainer start (or, with ``stage``, write from ``step`` on)."""
+        (self.go if step is None else self.go.with_name(f"go-{step}")).touch()
 
     def wait(self, timeout: float = 120) -> int:
         try:
@@ -124,6 +128,7 @@ class Trainer:
 
 
 LOSS_PLOT = f"{PANE} .tau-pane-metric[data-metric=loss]"
+DEADLINE_MS = DEADLINE * 1000  # Playwright counts milliseconds
 
 
 def points(page: Page) -> int:
@@ -132,7 +137,7 @@ def points(page: Page) -> int:
     return int(plot.get_attribute("data-points") or 0) if plot.count() else 0
 
 
-def wait_points(page: Page, at_least: int, timeout: float = 60_000) -> None:
+def wait_points(page: Page, at_least: int, timeout: float = DEADLINE_MS) -> None:
     page.wait_for_function(
         "([sel, n]) => { const p = document.querySelector(sel); return p && Number(p.dataset.points) >= n; }",
         arg=[LOSS_PLOT, at_least], timeout=timeout)
@@ -141,10 +146,13 @@ def wait_points(page: Page, at_least: int, timeout: float = 60_000) -> None:
 def test_points_grow_while_another_cell_sleeps(jupyter: JupyterLab, page: Page, store: Path, portal: str,
                                                tmp_path):
     run = f"ui-live-{jupyter.app}"
-    trainer = Trainer(tmp_path / "t", store, run, points=60, delay=10 / 60)
+    # The trainer writes its 60 points in four stages of 15, each once the test has seen the pane draw the
+    # one before, and the other cell runs until the test ends it: the growth is observed, not timed, so a
+    # slow machine neither misses it nor ends the cell first.
+    trainer = Trainer(tmp_path / "t", store, run, points=60, delay=0.02, stage=15)
     try:
         name = jupyter.copy_notebook(NOTEBOOKS / "live_pane.ipynb", "live.ipynb", RUN_ID=run, PORTAL_URL=portal,
-                                     SLEEP="20")
+                                     STOP=str(tmp_path / "stop"))
         open_notebook(page, jupyter, name)
         t0 = time.monotonic()
         run_cell(page, 0)
@@ -152,19 +160,20 @@ def test_points_grow_while_another_cell_sleeps(jupyter: JupyterLab, page: Page, 
         t1 = time.monotonic()
         run_cell(page, 1)
         page.wait_for_function("() => document.querySelectorAll('.jp-Cell')[1]"
-                               ".querySelector('.jp-InputPrompt').textContent.includes('*')", timeout=30_000)
+                               ".querySelector('.jp-InputPrompt').textContent.includes('*')", timeout=DEADLINE_MS)
         print(f"pane drew its first point {t1 - t0:.1f} s after its cell started")
-        trainer.release()
         seen = [points(page)]
-        while cell_running(page, 1) and seen[-1] < 60:
-            page.wait_for_timeout(500)
+        trainer.release()
+        for stage_end in (15, 30, 45, 60):
+            wait_points(page, stage_end, timeout=DEADLINE_MS)
             seen.append(points(page))
-            if len(seen) in (4, 8):
-                screenshot(page, f"pane-{jupyter.app}-growing-{len(seen)}")
-        assert cell_running(page, 1), f"the sleep cell ended before the pane had every point: counts {seen}"
-        growth = [b for a, b in itertools.pairwise(seen) if b > a]
-        assert len(growth) >= 3, f"the point count should grow step by step while the cell sleeps: {seen}"
-        assert seen[-1] == 60, f"every point drawn: {seen}"
+            if stage_end in (15, 45):
+                screenshot(page, f"pane-{jupyter.app}-growing-{stage_end}")
+            if stage_end < 60:
+                trainer.release(stage_end)
+        assert cell_running(page, 1), f"the other cell ended before the test let it: counts {seen}"
+        assert seen == [1, 15, 30, 45, 60], f"the point count should grow stage by stage while the cell runs: {seen}"
+        (tmp_path / "stop").touch()
         assert trainer.wait() == 0
         pane = page.locator(PANE).first
         page.wait_for_function("() => document.querySelector('.jp-OutputArea-output .tau-pane')"

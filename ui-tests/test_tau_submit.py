@@ -6,7 +6,6 @@ collector and the local Portal on demand, exactly as on a first-time user's lapt
 
 from __future__ import annotations
 
-import itertools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,9 @@ NOTEBOOKS = Path(__file__).resolve().parent / "submit_notebooks"
 LOSS_PLOT = ".jp-OutputArea-output .tau-pane .tau-pane-metric[data-metric=loss]"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from backends.processes import stop_processes_mentioning  # noqa: E402
+from polling import DEADLINE  # noqa: E402
+
+DEADLINE_MS = DEADLINE * 1000  # Playwright counts milliseconds
 
 
 @pytest.fixture(scope="module")
@@ -39,22 +41,27 @@ def points(page: Page) -> int:
     return int(plot.get_attribute("data-points") or 0) if plot.count() else 0
 
 
-def test_tau_submit_draws_a_growing_curve_while_another_cell_sleeps(lab: JupyterLab, page: Page):
-    name = lab.copy_notebook(NOTEBOOKS / "tau_submit.ipynb", "submit.ipynb")
+def test_tau_submit_draws_a_growing_curve_while_another_cell_sleeps(lab: JupyterLab, page: Page, tmp_path: Path):
+    # The job writes its 150 points in stages (0..39, then 40.., 80.., 120..), each once the test has seen the
+    # pane draw the stage before, and the other cell runs until the test ends it: growth observed, not timed.
+    go, stop = tmp_path / "go", tmp_path / "stop"
+    name = lab.copy_notebook(NOTEBOOKS / "tau_submit.ipynb", "submit.ipynb", GO=str(go), STOP=str(stop))
     open_notebook(page, lab, name)
     run_all(page)
-    page.wait_for_function(
-        "(sel) => { const p = document.querySelector(sel); return p && Number(p.dataset.points) >= 1; }",
-        arg=LOSS_PLOT, timeout=120_000)
     page.wait_for_function("() => document.querySelectorAll('.jp-Cell')[2]"
-                           ".querySelector('.jp-InputPrompt').textContent.includes('*')", timeout=60_000)
-    seen = [points(page)]
-    while cell_running(page, 2) and seen[-1] < 150:
-        page.wait_for_timeout(700)
+                           ".querySelector('.jp-InputPrompt').textContent.includes('*')", timeout=DEADLINE_MS)
+    seen = []
+    for stage_end in (40, 80, 120, 150):
+        page.wait_for_function(
+            "([sel, n]) => { const p = document.querySelector(sel); return p && Number(p.dataset.points) >= n; }",
+            arg=[LOSS_PLOT, stage_end], timeout=DEADLINE_MS)
         seen.append(points(page))
-        if len(seen) == 5:
+        if stage_end == 80:
             screenshot(page, "tau-submit-growing")
-    growth = [b for a, b in itertools.pairwise(seen) if b > a]
-    assert len(growth) >= 3, f"the curve should grow while the other cell sleeps: {seen}"
+        if stage_end < 150:
+            go.with_name(f"go-{stage_end}").touch()
+    assert cell_running(page, 2), f"the other cell ended before the test let it: counts {seen}"
+    assert seen == [40, 80, 120, 150], f"the curve should grow stage by stage while the other cell runs: {seen}"
+    stop.touch()
     output = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea").inner_text()
     assert "ui-submit-" in output  # the magic printed the run id

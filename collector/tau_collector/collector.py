@@ -37,7 +37,7 @@ from .completion import (
     read_completion,
 )
 from .delivery import Delivery, DeliveryError
-from .durable import remove_durable, write_file_atomic
+from .durable import make_dirs, remove_durable, write_file_atomic
 from .fingerprint import FingerprintError, Fingerprints, signature
 from .gojson import GoMap, format_time, marshal
 from .limits import DEFAULT_LIMITS, Limits
@@ -255,7 +255,7 @@ class Collector:
 
     def run(self) -> CollectorResult:
         o = self.options
-        os.makedirs(o.out, exist_ok=True)
+        make_dirs(o.out)  # durable in its parent: the spool in it holds unacknowledged chunks
         checkpoint, existed = Checkpoint.load(self.spool.checkpoint_path, self.config_identity)
         replayed = replay(self.spool, checkpoint, self.config_identity, self._deliver)
         self.result.chunks += replayed.chunks

@@ -1,8 +1,15 @@
 """TauGrid's identifier rule (``ValidateID``, ``core/exptelemetry/names.go``) and the id we derive from a name.
 
 Run, project, experiment, group and workspace ids that cross into a store, a path or a URL follow one rule:
-only ``[a-z0-9._-]``, a letter or digit first and last, no surrounding space, no ``/`` or ``\\``. TauGrid sets
-no length limit, so neither do we: whatever stores an id on a filesystem must fit long ones itself.
+only ``[a-z0-9._-]``, a letter or digit first and last, no surrounding space, no ``/`` or ``\\``.
+
+**Length.** TauGrid's ``ValidateID`` sets no length limit, but its v2 Stellar handlers refuse a path id
+(``/runs/{run_id}``, ``/experiments/{experiment_id}/runs``) longer than 512 bytes (``decodeV2PathID``,
+``portal/internal/expapi/v2.go``): TauGrid's collector would store a run its own API cannot reach. Here
+one limit, :data:`MAX_ID_BYTES`, serves both sides: :func:`validate_id` (every flag of ``collect``,
+``wrap``, ``project``, the notebook's ``%%tau_submit``, ``import``'s options) refuses a longer id, the
+store refuses to register a run or experiment the API could not name (:func:`unreachable_id`), and the
+Portal's path rule is :func:`unreachable_id` itself. Ids derived from names (``import``) are shorter.
 """
 
 from __future__ import annotations
@@ -10,7 +17,10 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["InvalidID", "derive_id", "is_valid_id", "validate_id"]
+__all__ = ["MAX_ID_BYTES", "InvalidID", "derive_id", "is_valid_id", "unreachable_id", "validate_id"]
+
+# TauGrid's decodeV2PathID: the longest path id (in bytes) the v2 Stellar API serves.
+MAX_ID_BYTES = 512
 
 _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
 _EDGE = frozenset("-_.")
@@ -38,7 +48,30 @@ def validate_id(kind: str, value: str) -> str:
             raise InvalidID(invalid)
         if (i == 0 or i == len(value) - 1) and c in _EDGE:
             raise InvalidID(f"{kind} {_quote(value)} is invalid (must start and end with an alphanumeric)")
+    if len(value) > MAX_ID_BYTES:  # ASCII by now: characters are bytes
+        raise InvalidID(_too_long(kind, value))
     return value
+
+
+def _too_long(kind: str, value: str) -> str:
+    # The id itself is not quoted whole: it is long enough to bury the message.
+    return (f"{kind} {_quote(value[:40] + '...')} is invalid ({len(value.encode('utf-8', 'surrogatepass'))} bytes; "
+            f"at most {MAX_ID_BYTES}, the longest id TauGrid's v2 API serves in a path)")
+
+
+def unreachable_id(kind: str, value: str) -> str | None:
+    """Why the v2 API could not name ``value`` in a path (TauGrid's ``decodeV2PathID`` after unescaping), or None.
+
+    Looser than :func:`validate_id` (stores may hold ids that break the ID rule; they are served by exact
+    equality) but with the same length limit: empty or blank, ``.``, ``..``, ``/``, ``\\``, NUL, surrounding
+    space (the handlers trim it away), more than :data:`MAX_ID_BYTES` bytes.
+    """
+    if not value or value.strip() != value or value in (".", "..") or any(c in value for c in "/\\\x00"):
+        return (f"{kind} {_quote(value)} cannot be named in an API path "
+                "(empty, '.', '..', '/', '\\', NUL or surrounding space)")
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+        return _too_long(kind, value)
+    return None
 
 
 def is_valid_id(value: str) -> bool:

@@ -7,7 +7,8 @@ reads back the same id. TauGrid's Go handlers unescape the already-decoded ``r.U
 time; for the ids TauGrid can hold (its ID rule admits no ``%``) both readings agree.
 
 **The path rule** (``decodeV2PathID``): unescape, trim; empty, ``.``, ``..``, ``/``, ``\\``, NUL or more
-than 512 bytes is ``400 INVALID_PATH``.
+than 512 bytes is ``400 INVALID_PATH`` (:func:`tau_collector.ids.unreachable_id`, whose limit the collector's
+flags and the store's writer apply too, so that every stored run can be named here).
 
 **The ID rule** (``ValidateID``, :mod:`tau_collector.ids`) decides how a miss is answered. An id
 that breaks it cannot name anything TauGrid stores, so asking for one that names nothing here is
@@ -25,13 +26,13 @@ from urllib.parse import quote, unquote_to_bytes
 
 from starlette.types import Scope
 
-from tau_collector.ids import InvalidID, validate_id
+from tau_collector.ids import MAX_ID_BYTES, InvalidID, unreachable_id, validate_id
 
 from .errors import V2Error
 
 __all__ = ["MAX_PATH_ID", "NOT_FOUND_MESSAGE", "decode_path_id", "miss", "raw_segments"]
 
-MAX_PATH_ID = 512
+MAX_PATH_ID = MAX_ID_BYTES  # one limit for what is collected, stored and served (tau_collector.ids)
 NOT_FOUND_MESSAGE = "requested experiment data was not found"
 _BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
 
@@ -59,8 +60,7 @@ def decode_path_id(raw: bytes | str) -> str:
     except UnicodeDecodeError:
         raise V2Error(400, "INVALID_PATH", "path identifier is invalid") from None
     value = value.strip()
-    if (not value or value in (".", "..") or any(c in value for c in "/\\\x00")
-            or len(value.encode("utf-8")) > MAX_PATH_ID):
+    if unreachable_id("path identifier", value):
         raise V2Error(400, "INVALID_PATH", "path identifier is invalid")
     return value
 

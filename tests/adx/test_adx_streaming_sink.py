@@ -7,7 +7,6 @@ land where the reader queries them either way.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -46,16 +45,15 @@ def reader(cluster: KustoCluster) -> KustoReader:
 def test_a_streamed_chunk_is_queryable_when_deliver_returns(cluster, adx_env):
     sink = streaming_sink(cluster, adx_env)
     try:
-        started = time.monotonic()
         sink.deliver(metric_chunk(1, range(5)))
-        elapsed = time.monotonic() - started
     finally:
         sink.close()
     assert sink.last_ack.final_status == "Streamed" and sink.streamed == 1
     series = reader(cluster).series("seed-1", "train/loss")
     assert series.step.tolist() == [0, 1, 2, 3, 4] and series.value.tolist() == [2.0 / (s + 1) for s in range(5)]
-    assert adx_env.worker.ingestions == []  # nothing went through the queued path
-    assert elapsed < 30
+    # Nothing went through the queued path (whose ingestion is polled for), so deliver waited for nothing but
+    # the streaming call: said by what was ingested where, not by a wall-clock bound that a loaded machine misses.
+    assert adx_env.worker.ingestions == []
 
 
 def test_a_redelivered_chunk_is_two_copies_in_the_table_and_one_in_every_read(cluster, adx_env):

@@ -17,6 +17,7 @@ from taunotebook.backends.local import process_alive, start_ticks_of
 from taunotebook.local_portal import ensure_portal, record_file, stop_portal
 from taunotebook.submit import attach, runs, submit
 
+from ..polling import DEADLINE
 from .processes import stop_processes_mentioning
 
 
@@ -92,11 +93,11 @@ def test_a_job_killed_without_an_outcome_is_failed_and_its_orphaned_collector_fi
         assert run.state in ("pending", "running")
         time.sleep(0.2)
     os.killpg(run.record["pid"], signal.SIGKILL)  # wrapper and trainer; the collector has its own session
-    assert run.wait(60) == "failed"
+    assert run.wait(DEADLINE) == "failed"
     completion = json.loads((run.run_dir / "completion.json").read_text())
     assert (completion["state"], completion["reason"]) == ("failed", "workload-wrapper-lost")
     done = run.run_dir / "collector" / "done"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + DEADLINE
     while not done.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert done.read_text() == "done\n"  # the collector saw the outcome, published it and stopped

@@ -8,7 +8,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,12 @@ import pytest
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
+from ..polling import wait_until
 from .test_hostile_inputs import measured
 
 T0 = 1_790_000_000.0
+KILLS = 5
+CRASH_POINTS = str(Path(__file__).with_name("crash_points.py"))
 
 
 def write_backlog(path: Path, rows: int) -> None:
@@ -62,23 +64,34 @@ def test_kill_9_in_the_middle_of_a_many_chunk_backlog_loses_and_duplicates_nothi
     rows = 30_000
     history = tmp_path / "hist" / "history.jsonl"
     write_backlog(history, rows)
-    # 64 KiB batches: the backlog is ~70 chunks, and each kill lands inside a run of them.
-    args = [sys.executable, "-m", *collect_args(tmp_path, history, "--batch-bytes", "65536")]
+    # 64 KiB batches: the backlog is ~70 chunks. Each round pauses the collector at a random one of its
+    # first 30..80 durability points (crash_points.py: before or after an fsync, rename, unlink or
+    # COMMIT; a chunk makes about 24), i.e. inside its first few chunks, and kill -9s it there: the kills
+    # follow the collector's own progress, not a clock, so however fast the machine, every round kills it
+    # in the middle of the backlog.
+    argv = collect_args(tmp_path, history, "--batch-bytes", "65536")[1:]
     rng = random.Random(20261201)
-    kills = 0
-    for _ in range(12):
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.3, 2.5))
-        if proc.poll() is not None:
-            _, err = proc.communicate()
-            assert proc.returncode == 0, err
-            break
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        kills += 1
+    for kill in range(KILLS):
+        paused = tmp_path / f"paused-{kill}"
+        stop_at = rng.randint(30, 80)
+        with open(tmp_path / f"stderr-{kill}", "w+") as err:  # a file, not a pipe: a paused child never fills it
+            proc = subprocess.Popen([sys.executable, CRASH_POINTS, "pause", str(stop_at), str(paused), "--", *argv],
+                                    stdout=subprocess.DEVNULL, stderr=err)
+            try:
+                wait_until(lambda paused=paused, proc=proc: paused.exists() or proc.poll() is not None,
+                           f"the collector to reach its durability point {stop_at}")
+                assert proc.poll() is None, f"the collector ended before point {stop_at}: {err.read()}"
+            finally:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+            assert proc.returncode == -signal.SIGKILL
+    # Every kill landed before the end of the backlog, after some progress.
+    reader = StoreReader(ExpStore(tmp_path / "store"))
+    stored = {s.metric_name: s.count for s in reader.metric_summaries("r")}.get("loss", 0)
+    assert 0 < stored < rows
+    args = [sys.executable, "-m", *collect_args(tmp_path, history, "--batch-bytes", "65536")]
     final = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert final.returncode == 0, final.stderr
-    assert kills >= 3
     reader = StoreReader(ExpStore(tmp_path / "store"))
     summaries = {s.metric_name: s.count for s in reader.metric_summaries("r")}
     # Summaries add up every stored row: a chunk stored twice, or one lost, would show here.

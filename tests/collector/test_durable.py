@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from tau_collector import durable
 from tau_collector.durable import fsync_directory
 
 
@@ -46,3 +47,23 @@ def test_an_io_error_while_syncing_is_raised(tmp_path, monkeypatch):
     with pytest.raises(OSError) as info:
         fsync_directory(tmp_path)
     assert info.value.errno == errno.EIO
+
+
+def test_make_dirs_syncs_each_new_directory_into_its_parent(tmp_path, monkeypatch):
+    synced = []
+    real = durable.fsync_directory
+    monkeypatch.setattr(durable, "fsync_directory", lambda d: (synced.append(str(d)), real(d)))
+    durable.make_dirs(tmp_path / "a" / "b" / "c")
+    assert (tmp_path / "a" / "b" / "c").is_dir()
+    assert synced == [str(tmp_path), str(tmp_path / "a"), str(tmp_path / "a" / "b")]
+    synced.clear()
+    durable.make_dirs(tmp_path / "a" / "b")  # exists: nothing to sync
+    assert synced == []
+
+
+def test_make_dirs_refuses_a_file_in_the_way_as_os_makedirs_does(tmp_path):
+    (tmp_path / "f").write_text("")
+    with pytest.raises(FileExistsError):
+        durable.make_dirs(tmp_path / "f")
+    with pytest.raises(NotADirectoryError):
+        durable.make_dirs(tmp_path / "f" / "sub")

@@ -17,6 +17,8 @@ import pytest
 from tau_collector.history_writer import CHUNK_NAME, HistoryWriter, encode_row, log
 from tau_collector.sources.jsonl import read_history_file
 
+from ..polling import DEADLINE
+
 
 def chunk_names(directory) -> list[str]:
     return sorted(name for name in os.listdir(directory) if not name.startswith("."))
@@ -31,7 +33,7 @@ def rows_in(directory) -> list[dict]:
     return rows
 
 
-def wait_for(predicate, *, limit: float = 30.0) -> None:
+def wait_for(predicate, *, limit: float = DEADLINE) -> None:
     """Poll until ``predicate()``; the limit only keeps a broken build from hanging forever."""
     deadline = time.monotonic() + limit
     while not predicate() and time.monotonic() < deadline:

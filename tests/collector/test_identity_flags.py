@@ -18,6 +18,7 @@ BAD = {
     "my run": "is invalid (use lowercase alphanumerics with internal '-', '_' or '.')",
     "a\\b": "is invalid (use lowercase alphanumerics with internal '-', '_' or '.')",
     "r1-": "is invalid (must start and end with an alphanumeric)",
+    "r" * 513: "is invalid (513 bytes; at most 512, the longest id TauGrid's v2 API serves in a path)",
 }
 
 
@@ -76,7 +77,7 @@ def test_a_flag_wins_over_a_bad_variable(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("flag", list(GOOD))
-@pytest.mark.parametrize("value", ["a/b", "..", "Seed-1"])
+@pytest.mark.parametrize("value", ["a/b", "..", "Seed-1", "r" * 513])
 def test_wrap_refuses_a_bad_id_before_starting_anything(flag, value, capsys, tmp_path):
     argv = ["wrap", "--run-dir", "rd", *_identity(**{flag: value}), "--store", "store", "--",
             "python", "-c", "open('started', 'w')"]
@@ -98,7 +99,7 @@ def test_wrap_without_a_run_is_a_usage_error(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("flag", list(GOOD))
-@pytest.mark.parametrize("value", ["a/b", "<b>x</b>", "Seed-1"])
+@pytest.mark.parametrize("value", ["a/b", "<b>x</b>", "Seed-1", "r" * 513])
 def test_project_refuses_a_bad_id(flag, value, capsys):
     assert _run(["project", "h.jsonl", *_identity(**{flag: value})]) == 2
     _expect_usage_error(capsys, "project", f"--{flag}", value, KIND[flag])

@@ -6,12 +6,24 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tau_collector.ids import InvalidID, derive_id, is_valid_id, validate_id
+from tau_collector.ids import MAX_ID_BYTES, InvalidID, derive_id, is_valid_id, unreachable_id, validate_id
 
 
-@pytest.mark.parametrize("good", ["a", "0", "seed-1", "lr.0_1", "a" * 5000])
-def test_valid_ids_pass_unchanged_at_any_length(good):
+@pytest.mark.parametrize("good", ["a", "0", "seed-1", "lr.0_1", "a" * MAX_ID_BYTES])
+def test_valid_ids_pass_unchanged_up_to_the_apis_path_limit(good):
     assert validate_id("run", good) == good
+    assert unreachable_id("run", good) is None
+
+
+@pytest.mark.parametrize("size", [MAX_ID_BYTES + 1, 5000])
+def test_an_id_longer_than_the_api_serves_is_refused_by_both_rules(size):
+    message = (f'run "{"a" * 40}..." is invalid ({size} bytes; at most 512, the longest id TauGrid\'s v2 API '
+               "serves in a path)")
+    with pytest.raises(InvalidID) as raised:
+        validate_id("run", "a" * size)
+    assert str(raised.value) == message
+    assert unreachable_id("run", "a" * size) == message
+    assert unreachable_id("run", "é" * 257) is not None  # bytes, not characters (514 bytes)
 
 
 @pytest.mark.parametrize(("bad", "message"), [

@@ -13,6 +13,8 @@ from pathlib import Path
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
+from ..polling import DEADLINE
+
 
 def wrap(tmp_path: Path, script: str, *extra: str, run: str = "r1", **popen) -> subprocess.Popen:
     (tmp_path / "train.py").write_text(textwrap.dedent(script))
@@ -41,7 +43,7 @@ ENDLESS = """
 def start_endless_run(tmp_path: Path) -> subprocess.Popen:
     """A wrapped trainer that never ends, returned once its first points are in the store."""
     proc = wrap(tmp_path, ENDLESS)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + DEADLINE
     while time.monotonic() < deadline:
         if (tmp_path / "store" / "manifest.json").exists() and reader(tmp_path).run("r1") is not None:
             return proc
@@ -133,7 +135,7 @@ def test_a_killed_wrapper_takes_its_trainer_and_collector_with_it_and_the_run_en
     assert len(children) == 2  # the collector sidecar and the trainer
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + DEADLINE
     while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in children):
         time.sleep(0.2)
     assert not any(Path(f"/proc/{pid}").exists() for pid in children)

@@ -10,7 +10,7 @@ Portal) is stopped.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -43,9 +43,18 @@ def example_environment(tmp_path: Path, monkeypatch, extra: Mapping[str, str] | 
         stop_processes_mentioning(home)
 
 
-def execute(name: str, cwd: Path, *, timeout: int = 240) -> nbformat.NotebookNode:
-    """Execute ``examples/<name>.ipynb`` in a fresh ``python3`` kernel (the venv's) from ``cwd``; the executed copy."""
+def execute(name: str, cwd: Path, *, timeout: int = 240, after: Sequence[str] = ()) -> nbformat.NotebookNode:
+    """Execute ``examples/<name>.ipynb`` in a fresh ``python3`` kernel (the venv's) from ``cwd``; the executed copy.
+
+    ``after``: code cells of the test's own, run in the same kernel after the notebook's (ids ``after-0``,
+    ``after-1``, ...), to print what the kernel holds -- the state of a pane's thread, say, which the copy of
+    widget state nbclient keeps may miss.
+    """
     nb = nbformat.read(EXAMPLES / f"{name}.ipynb", as_version=4)
+    for i, source in enumerate(after):
+        extra = nbformat.v4.new_code_cell(source)
+        extra["id"] = f"after-{i}"
+        nb.cells.append(extra)
     # The kernel inherits this process's environment (TAU_HOME etc., set by example_environment).
     NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
     return nb

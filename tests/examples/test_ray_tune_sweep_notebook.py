@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from ..backends.processes import _running, processes_mentioning, stop_processes_mentioning
+from ..polling import DEADLINE
 from .notebooks import (
     cell,
     displayed_widgets,
@@ -43,7 +44,7 @@ def test_ray_tune_sweep_notebook_compares_every_trial_in_one_pane(tmp_path, monk
             link = summary[1].removeprefix("Open in Stellar: ")
             page = fetch_with_local_portal_token(home, link)
         # The notebook shut its Ray down itself (ray.shutdown() after the sweep).
-        assert _ray_processes_gone(ray_tmp, timeout=30), processes_mentioning(ray_tmp)
+        assert _ray_processes_gone(ray_tmp, timeout=DEADLINE), processes_mentioning(ray_tmp)
     finally:
         stop_processes_mentioning(ray_tmp)
         shutil.rmtree(ray_tmp, ignore_errors=True)

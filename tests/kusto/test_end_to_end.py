@@ -25,6 +25,7 @@ from tau_collector.sinks.adx_streaming import AdxStreamingSink
 from taunotebook.client import PortalClient
 from taunotebook.portal.app import create_app
 
+from ..polling import DEADLINE
 from .conftest import reader_for
 
 NOW = "2026-12-31T00:00:00Z"
@@ -109,9 +110,9 @@ def test_a_live_pane_polling_the_tail_sees_streamed_points_within_seconds(tmp_pa
             steps = range(batch * 10, batch * 10 + 10)
             written = time.monotonic()
             write_chunk(tmp_path / "hist", batch, steps, base=time.time())
-            deadline = written + 60
+            deadline = written + DEADLINE  # only a broken build meets it; the latencies are printed, not asserted
             while seen < steps[-1]:
-                assert time.monotonic() < deadline, f"step {steps[-1]} not readable within 60 s"
+                assert time.monotonic() < deadline, f"step {steps[-1]} not readable within {DEADLINE:.0f} s"
                 polls += 1
                 tail = reader.series("seed-1", "loss", start_step=seen + 1)
                 if tail.step.size:

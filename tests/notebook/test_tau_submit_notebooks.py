@@ -142,11 +142,13 @@ def test_a_run_outlives_a_kernel_restart_and_is_reattached_by_id(tau_home, tmp_p
         "%load_ext taunotebook",
         """
         %%tau_submit --name survivor --no-pane
-        import json, time
+        import json, os, time
         for step in range(150):
             print(json.dumps({"step": step, "loss": 0.5 ** (step / 50)}), flush=True)
             time.sleep(0.04)
-        """,
+        while not os.path.exists(RELEASE):  # ends once the test saw it running after the restart, however slow
+            time.sleep(0.05)
+        """.replace("RELEASE", repr(str(tmp_path / "release"))),
         """
         import time
         while tau_run.state != "running":
@@ -172,6 +174,8 @@ def test_a_run_outlives_a_kernel_restart_and_is_reattached_by_id(tau_home, tmp_p
         for index in range(3, len(nb.cells)):
             nb.cells[index].source = nb.cells[index].source.replace("RUN_ID", run_id)
             client.execute_cell(nb.cells[index], index)
+            if index == 5:  # the new kernel has seen the job running: let it end
+                (tmp_path / "release").write_text("")
     assert run_id in text(nb.cells[4])
     assert text(nb.cells[5]).strip() == "running"  # the job did not die with the kernel
     assert text(nb.cells[7]).strip() == "succeeded"

@@ -14,6 +14,7 @@ import pytest
 from taunotebook.cli import main as taunotebook_main
 from taunotebook.portal.cli import main as portal_main
 
+from ..polling import DEADLINE
 from .conftest import TOKEN
 
 
@@ -43,7 +44,7 @@ def test_it_prints_a_page_url_with_a_generated_token_and_serves_it(portal_store)
         assert opened.status_code == 302 and opened.headers["location"] == "./stellar"
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=DEADLINE)
 
 
 def test_a_given_token_and_workspace_are_used(portal_store):
@@ -54,7 +55,7 @@ def test_a_given_token_and_workspace_are_used(portal_store):
         assert r.status_code == 200
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=DEADLINE)
 
 
 def _children(pid: int) -> list[int]:
@@ -167,7 +168,7 @@ def test_a_cluster_from_the_environment_serves_source_kusto_without_a_store():
             assert r.status_code == 503 and "--store" in r.json()["error"]["message"]
         finally:
             proc.terminate()
-            proc.wait(timeout=10)
+            proc.wait(timeout=DEADLINE)
 
 
 def test_help_shows_examples(capsys):

@@ -12,6 +12,7 @@ import pytest
 
 from taunotebook.portal.hosts import ENV_ALLOW_HOSTS, host_name
 
+from ..polling import DEADLINE
 from .conftest import TOKEN, serve
 
 RUN = "/api/v2/stellar/runs/run-a"
@@ -91,7 +92,7 @@ def test_the_cli_flag_is_repeatable_and_replaces_the_environment(portal_store):
         assert _get(base, "env.example").status_code == 400
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=DEADLINE)
 
 
 def test_the_environment_variable_allows_names_when_no_flag_is_given(portal_store):
@@ -102,4 +103,4 @@ def test_the_environment_variable_allows_names_when_no_flag_is_given(portal_stor
         assert _get(base, "other.example").status_code == 400
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=DEADLINE)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import orjson
 
-from ..durable import fsync_directory
+from ..durable import fsync_directory, make_dirs
 from . import schema
 from .listing import ensure_listings
 
@@ -125,7 +125,7 @@ class ExpStore:
 
     def _create_layout(self) -> None:
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.root)  # its name durable too: the index acknowledges chunks
         except OSError as exc:
             if exc.errno in READ_ONLY_ERRNOS:
                 raise StoreReadOnlyError(self.root, f"cannot create it: {exc.strerror}") from None
@@ -210,7 +210,11 @@ class ExpStore:
         # WAL is persistent in the file; setting it on every open is cheap and covers a store
         # created by a tool that left the default rollback journal.
         conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
+        # FULL, not NORMAL: in WAL mode NORMAL syncs only at checkpoints, so a COMMIT can return -- and
+        # the collector acknowledge the chunk it records, deleting its spooled copy -- before the commit
+        # is on disk; a power loss would then lose the chunk from both. FULL syncs the WAL at every
+        # COMMIT (one fsync per chunk; docs/data-path.md "Durability", bench/bench_durability.py).
+        conn.execute("PRAGMA synchronous = FULL")
         return conn
 
     def _cannot_open(self, exc: sqlite3.Error) -> str:
@@ -297,7 +301,7 @@ class ExpStore:
         """
         self._require_writable()
         final = self.root / relative_path
-        final.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(final.parent)  # a new run's directories durable before a file in them is registered
         tmp = final.parent / f".{final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
             write(tmp)

@@ -21,6 +21,7 @@ import orjson
 
 from ..completion import RUN_STATUS_METRIC
 from ..gojson import format_time
+from ..ids import unreachable_id
 from ..metric_event import MetricEvent
 from . import schema
 from .compaction import CompactionPolicy, compact_quietly
@@ -160,6 +161,10 @@ class MetricWriter:
         return self._write(idempotency_key, runs, request_hash)
 
     def _write(self, idempotency_key: str, runs: list[RunColumns], request_hash: str) -> WriteResult:
+        for run in runs:  # a stored run is always reachable: refuse what the v2 API could not name
+            for kind, value in (("run_id", run.run_id), ("experiment_id", run.experiment_id)):
+                if problem := unreachable_id(kind, value):
+                    raise StoreError(problem)
         now = utc_now_rfc3339()
         run_files = [self._run_file(run, now) for run in runs if len(run)]
         published = []
