@@ -14,11 +14,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from polling import DEADLINE, wait_until
 
 from taunotebook import cli
 from taunotebook.portal.cli import main as portal_main
 
-from .polling import DEADLINE, wait_until
 from .terminal import run_on_a_terminal
 
 TAUNOTEBOOK = [sys.executable, "-m", "taunotebook"]

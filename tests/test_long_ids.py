@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from polling import DEADLINE
 
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore.store import StoreError
@@ -26,8 +27,6 @@ from tau_collector.ids import MAX_ID_BYTES
 from tau_collector.metric_event import new_metric_event
 from taunotebook.importer import MAX_DERIVED_ID
 from taunotebook.portal.identity import MAX_PATH_ID
-
-from .polling import DEADLINE
 
 LONG_IDS = {"300": "seed-" + "a" * 289 + "-00001", "512": "sweep." + "b" * 500 + "-00001"}
 TOO_LONG = {"513": "r" * 513, "600": "r" * 600, "5000": "sweep." + "b" * 4988 + "-00001"}

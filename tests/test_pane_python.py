@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from polling import DEADLINE
 from portal import conftest as portal_fixtures
 from portal.conftest import LOSS_POINTS, TOKEN, ServerThread, _event, _non_finite, free_port, serve
 
@@ -23,8 +24,6 @@ from taunotebook import pane as pane_module
 from taunotebook.client import PortalClient
 from taunotebook.pane import LossPane
 from taunotebook.portal.app import create_app
-
-from .polling import DEADLINE
 
 # The real Portal over the shared store (see tests/portal/conftest.py), as fixtures of this module too.
 portal_store = portal_fixtures.portal_store

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from polling import DEADLINE
 
 from tau_collector.expstore import open_store
 from tau_collector.expstore.writer import MetricWriter
 from tau_collector.metric_event import new_metric_event
 
-from .polling import DEADLINE
 from .read_only_mount import read_only, require_root, run_read_only, snapshot
 
 BASE_NS = 1_760_000_000_000_000_000
