@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tau_collector.expstore import RunConfig
 from tau_collector.gojson import marshal
+from tau_collector.run_config import RunConfig
 
 from .sources import ExperimentReader
 

@@ -12,13 +12,11 @@ from typing import TYPE_CHECKING
 
 __all__ = [
     "ConfigConflictError",
-    "ConfigError",
     "ExpStore",
     "IdempotencyConflictError",
     "MetricSummaryRow",
     "ReducedSeries",
     "Rows",
-    "RunConfig",
     "RunRow",
     "StoreError",
     "StoreNotFoundError",
@@ -32,14 +30,12 @@ _HOME = {
     "ExpStore": "store", "StoreError": "store", "StoreNotFoundError": "store", "StoreReadOnlyError": "store",
     "open_store": "store",
     "IdempotencyConflictError": "writer", "WriteResult": "writer", "ConfigConflictError": "config_rows",
-    "ConfigError": "configs", "RunConfig": "configs",
     "MetricSummaryRow": "reader", "ReducedSeries": "reader", "Rows": "reader", "RunRow": "reader",
     "StoreReader": "reader",
 }
 
 if TYPE_CHECKING:
     from .config_rows import ConfigConflictError
-    from .configs import ConfigError, RunConfig
     from .reader import MetricSummaryRow, ReducedSeries, Rows, RunRow, StoreReader
     from .store import ExpStore, StoreError, StoreNotFoundError, StoreReadOnlyError, open_store
     from .writer import IdempotencyConflictError, WriteResult

@@ -34,9 +34,9 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..run_config import RunConfig
 from . import listing
 from .config_rows import read_run_configs
-from .configs import RunConfig
 from .level_reads import LevelReads
 from .listing import WORKSPACE_TAG
 from .m4 import M4Index, m4_indices
