@@ -14,7 +14,8 @@ What the index says (runs, summaries, events, file lists) is cached too, for as 
 ``PRAGMA data_version`` says no other connection has committed: a Portal answering hundreds of live
 panes a second re-reads it once per change of the store, not once per request.
 
-Inside :func:`no_blocking` a read raises :class:`WouldBlock` instead of doing slow work (reading a
+Inside :func:`~tau_collector.reads.no_blocking` (the read contract's rule) a read raises
+:class:`~tau_collector.reads.WouldBlock` instead of doing slow work (reading a
 Parquet file, merging or indexing a large series, reducing a large range): a server answers what is
 cached on its event loop and hands the rest to a worker thread.
 """
@@ -34,19 +35,20 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..reads.blocking import QUICK_FILE_ROWS, may_block
 from ..run_config import RunConfig
 from . import listing
 from .config_rows import read_run_configs
 from .level_reads import LevelReads
 from .listing import WORKSPACE_TAG
 from .m4 import M4Index, m4_indices
-from .read_cache import LRU, QUICK_FILE_ROWS, IndexCache, WouldBlock, may_block, no_blocking
+from .read_cache import LRU, IndexCache
 from .run_events import RunEvent, read_run_events
 from .store import ExpStore
 from .summaries import SUMMARY_COLUMNS, MetricSummaryRow
 
 __all__ = ["WORKSPACE_TAG", "ExperimentRow", "MetricSummaryRow", "ReducedSeries", "Rows", "RunConfig", "RunRow",
-           "StoreReader", "WouldBlock", "no_blocking"]
+           "StoreReader"]
 
 DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
 _KEPT_ORDERS = 4  # sorted orders of a workspace's runs kept for windows (100,000 ids: about 7 MB each)

@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 
 from tau_collector.expstore import reader as store_reader
-from tau_collector.expstore.read_cache import may_block
 from tau_collector.gojson import format_time
+from tau_collector.reads import may_block
 
 from .connection import KustoConnection
 from .errors import AmbiguousRunError, KustoUpstreamError
@@ -130,7 +130,7 @@ class KustoReader:
     live pane asks for a run, its metrics and a tail within milliseconds; the Portal then sends two
     queries, not six). A run listing is one query, the summaries of the runs it lists one more per
     :data:`~.queries.MAX_RUNS_PER_QUERY` runs. A series read is always one fresh query. Inside
-    :func:`~tau_collector.expstore.reader.no_blocking` a read that would query raises ``WouldBlock``,
+    :func:`~tau_collector.reads.no_blocking` a read that would query raises ``WouldBlock``,
     so the Portal sends it from a worker thread, never from its event loop.
     """
 
