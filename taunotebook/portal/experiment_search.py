@@ -20,8 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tau_collector.expstore import RunRow
-from tau_collector.expstore.listing import ExperimentDetails
+from tau_collector.reads import ExperimentDetails, RunRow
 
 from .params import ExperimentFilters
 from .run_configs import config_space, matches, read_configs

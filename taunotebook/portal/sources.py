@@ -24,10 +24,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol, TypeVar
 
-from tau_collector.expstore import ReducedSeries, Rows, RunRow
-from tau_collector.expstore.run_events import RunEvent
-from tau_collector.expstore.summaries import MetricSummaryRow
-from tau_collector.reads import WouldBlock
+from tau_collector.reads import MetricSummaryRow, ReducedSeries, Rows, RunEvent, RunRow, WouldBlock
 
 from .errors import V2Error
 from .kusto.errors import AmbiguousRunError, KustoError

@@ -22,11 +22,10 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from tau_collector.expstore import RunRow
 from tau_collector.expstore.lifecycle import classify
-from tau_collector.expstore.run_events import SOURCE_PROBLEM
 from tau_collector.gojson import dumps_fast, encode_string
 from tau_collector.ids import is_valid_id
+from tau_collector.reads import SOURCE_PROBLEM, RunRow
 
 from .answer_cache import AnswerCache
 from .auth import resolve_workspace, run_in_workspace
