@@ -22,10 +22,10 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from tau_collector.expstore.lifecycle import classify
 from tau_collector.gojson import dumps_fast, encode_string
 from tau_collector.ids import is_valid_id
 from tau_collector.reads import SOURCE_PROBLEM, RunRow
+from tau_collector.reads.lifecycle import classify
 
 from .answer_cache import AnswerCache
 from .auth import resolve_workspace, run_in_workspace
@@ -156,7 +156,7 @@ def _has_non_finite(reader: ExperimentReader, run_id: str, metric: str, p: Serie
 
 
 def classify_run(run: RunRow, summaries: list) -> tuple[str, bool, list[str]]:
-    """(lifecycle_state, successful, success_reasons) by TauGrid's ``ClassifyRun`` (``expstore.lifecycle``)."""
+    """(lifecycle_state, successful, success_reasons) by TauGrid's ``ClassifyRun`` (``reads.lifecycle``)."""
     return classify(run.state, run.completed_at, run.tags, summaries)
 
 

@@ -4,7 +4,7 @@ Three tables of ours beside TauGrid's (``schema.EXTENSION_SQL``), derived from `
 ``metric_summaries`` and kept by the writer in the transaction that changes those (:func:`refresh_runs`):
 
 - ``run_listing``: per run its workspace (the ``tau_workspace`` tag, ``''`` when untagged), ids,
-  state, TauGrid's lifecycle state (:mod:`.lifecycle`), creation time and "run time" (started, else
+  state, TauGrid's lifecycle state (:mod:`tau_collector.reads.lifecycle`), creation time and "run time" (started, else
   completed, else created: TauGrid's ``latestRunTimestamp``);
 - ``experiment_listing``: per (experiment, workspace) its run count, latest run time, first and last
   creation time and the project of its newest run;
@@ -23,8 +23,8 @@ import sqlite3
 from collections import namedtuple
 from collections.abc import Iterable, Sequence
 
+from ..reads.lifecycle import classify
 from ..reads.rows import RUN_SORTS, WORKSPACE_TAG, ExperimentDetails, ExperimentListingRow
-from .lifecycle import classify
 
 __all__ = [
     "LISTING_VERSION",
