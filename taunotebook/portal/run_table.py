@@ -22,11 +22,10 @@ from typing import Any
 
 from tau_collector.completion import RUN_STATUS_METRIC
 from tau_collector.gojson import go_number
-from tau_collector.reads import RUN_SORTS, RunRow
+from tau_collector.reads import RUN_SORTS, ExperimentReader, RunRow
 
 from .errors import V2Error
 from .params import Query, parse_int
-from .sources import ExperimentReader
 
 __all__ = [
     "CONFIG_FIELDS_LIMIT",

@@ -56,7 +56,7 @@ def build_config_store(root: Path) -> Path:
 
 
 class RunsOnlyReader:
-    """Only :class:`~taunotebook.portal.sources.ExperimentReader`'s methods of a store reader."""
+    """Only :class:`~tau_collector.reads.ExperimentReader`'s methods of a store reader."""
 
     def __init__(self, reader: StoreReader) -> None:
         self._reader = reader

@@ -102,7 +102,8 @@ class _Merged:
 
 
 class StoreReader:
-    """Reads one store. Safe to share between threads; see the module doc for the last-wins rule."""
+    """Reads one store: the local :class:`~tau_collector.reads.ExperimentReader`, with the store's indexed
+    listings besides. Safe to share between threads; see the module doc for the last-wins rule."""
 
     def __init__(
         self, store: ExpStore | str | os.PathLike[str], *, cache_bytes: int = DEFAULT_CACHE_BYTES

@@ -1,7 +1,8 @@
-"""Runs, metric summaries and reduced series read from ADX, as the same result types the local store reader returns.
+"""Runs, metric summaries and reduced series read from ADX: the read contract's second implementation.
 
-The reads mirror :class:`tau_collector.expstore.reader.StoreReader` so the v2 routes can serve either
-source. A run and its metric summaries are one query, a run listing one, a series one
+:class:`KustoReader` is an :class:`~tau_collector.reads.ExperimentReader` answering with the contract's
+rows (:mod:`tau_collector.reads.rows`), as the local store's ``StoreReader`` does, so the v2 routes can
+serve either source. A run and its metric summaries are one query, a run listing one, a series one
 (``queries.py``; :class:`KustoReader` says when an answer is reused); a fault raises a
 :class:`~.errors.KustoError` and nothing partial is returned. Differences from the local source, all on
 purpose (also in ``collector/kql/README.md``):
@@ -43,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from tau_collector.gojson import format_time
-from tau_collector.reads import MetricSummaryRow, ReducedSeries, Rows, RunRow, may_block
+from tau_collector.reads import MetricSummaryRow, ReducedSeries, Rows, RunEvent, RunRow, may_block
 
 from .connection import KustoConnection
 from .errors import AmbiguousRunError, KustoUpstreamError
@@ -279,7 +280,7 @@ class KustoReader:
         run = self.run(run_id)
         return [] if run is None else list(run.metric_names)
 
-    def run_events(self, run_id: str, *, type: str | None = None) -> list:
+    def run_events(self, run_id: str, *, type: str | None = None) -> list[RunEvent]:
         """The collector's source problems live beside the job, not in ADX: always none here."""
         return []
 
