@@ -360,7 +360,8 @@ def test_a_much_wider_pane_rereads_the_full_range_for_its_width(portal_server, c
 
 
 def test_a_corrupt_source_reported_by_the_collector_is_said_in_words(live_store):
-    from tau_collector.expstore.run_events import SOURCE_PROBLEM, RunEvent, record_run_events
+    from tau_collector.expstore.run_events import record_run_events
+    from tau_collector.reads import SOURCE_PROBLEM, RunEvent
 
     store, writer = live_store
     write(writer, "c0", "bumpy", range(5))

@@ -444,7 +444,7 @@ class Collector:
         reported like any source problem; the metrics go on either way.
         """
         from .expstore.config_rows import ConfigConflictError
-        from .expstore.configs import ConfigError, read_config_file
+        from .run_config import ConfigError, read_config_file
 
         candidates: list[tuple[str, Callable]] = []
         if self.options.run_config:

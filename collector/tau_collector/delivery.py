@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from .expstore.configs import RunConfig
 from .records import SourceProblem
+from .run_config import RunConfig
 from .sinks.base import Chunk, Sink, SinkError
 
 __all__ = ["Delivery", "DeliveryError"]

@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 import orjson
 
 from .expstore.config_rows import ConfigConflictError
-from .expstore.configs import ConfigError
 from .expstore.metric_clusters import cluster_quietly
 from .expstore.writer import MetricWriter
 from .pipeline import Pipeline, ProjectedBatch
 from .projection import ProjectionConfig
 from .records import ProblemKind, SourceProblem
+from .run_config import ConfigError
 from .sinks.base import Chunk
 from .sinks.expstore import ExpstoreSink
 from .sources.base import Batch, Position, Source, SourceInput

@@ -16,6 +16,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tau_collector.expstore import StoreReader
+from tau_collector.reads import ExperimentReader
 
 from .auth import TokenGate
 from .errors import SECURITY_HEADERS, error_response, json_response
@@ -25,7 +26,7 @@ from .openapi import openapi_document
 from .page_data import PAGE_DATA_BASE, PageData
 from .pages import page_routes
 from .series_export import EXPORT_BASE, SeriesExport
-from .sources import ExperimentReader, Sources
+from .sources import Sources
 from .v2 import API_BASE, StellarV2
 from .workspaces import workspaces_route
 

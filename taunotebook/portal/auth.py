@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from starlette.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tau_collector.expstore.reader import WORKSPACE_TAG, RunRow
+from tau_collector.reads import WORKSPACE_TAG, RunRow
 
 from .errors import V2Error, error_response
 from .params import parse_query

@@ -20,12 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tau_collector.expstore import RunRow
-from tau_collector.expstore.listing import ExperimentDetails
+from tau_collector.reads import ExperimentDetails, ExperimentReader, RunRow
 
 from .params import ExperimentFilters
 from .run_configs import config_space, matches, read_configs
-from .sources import ExperimentReader
 
 __all__ = ["Experiment", "experiments_json", "search_experiments"]
 

@@ -21,13 +21,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tau_collector.completion import RUN_STATUS_METRIC
-from tau_collector.expstore import RunRow
-from tau_collector.expstore.listing import RUN_SORTS
 from tau_collector.gojson import go_number
+from tau_collector.reads import RUN_SORTS, ExperimentReader, RunRow
 
 from .errors import V2Error
 from .params import Query, parse_int
-from .sources import ExperimentReader
 
 __all__ = [
     "CONFIG_FIELDS_LIMIT",

@@ -2,7 +2,7 @@
 
 A live pane's poll is answered from what the store reader has cached, in a fraction of a
 millisecond: handing it to a thread would cost more than the answer. So a handler first runs on
-the event loop inside :func:`~tau_collector.expstore.reader.no_blocking`; where it would read a
+the event loop inside :func:`~tau_collector.reads.no_blocking`; where it would read a
 file or reduce a large range the reader raises ``WouldBlock`` and the handler runs again, from the
 start, in a worker thread (reads have no side effects, so running twice is safe). Either way the
 answer is a TauGrid envelope on error, never a stack trace.
@@ -17,7 +17,7 @@ import anyio.to_thread
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from tau_collector.expstore.reader import WouldBlock, no_blocking
+from tau_collector.reads import WouldBlock, no_blocking
 
 from .errors import V2Error, error_response
 from .kusto.errors import AmbiguousRunError, KustoError

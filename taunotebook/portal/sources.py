@@ -1,9 +1,11 @@
-"""Where a request's data comes from: the reader interface every route reads through, and TauGrid's ``source``.
+"""Where a request's data comes from: TauGrid's ``source`` parameter resolved to a reader.
 
-TauGrid's ``source`` parameter (``local | kusto | auto``, case-insensitive, empty for the server's
-default) picks a reader. ``local`` is the expstore's :class:`~tau_collector.expstore.StoreReader`;
-``kusto`` the Portal's :class:`~.kusto.KustoReader` (``503 SOURCE_UNAVAILABLE`` when the Portal has no
-cluster, or no store for ``local``). ``auto`` is TauGrid's merge (``expapi/search_sources.go``,
+Every reader keeps the read contract (:mod:`tau_collector.reads`:
+:class:`~tau_collector.reads.ExperimentReader`, its rows and the non-blocking rule). TauGrid's
+``source`` parameter (``local | kusto | auto``, case-insensitive, empty for the server's default)
+picks a reader. ``local`` is the store's :class:`~tau_collector.expstore.StoreReader`; ``kusto`` the
+Portal's :class:`~.kusto.KustoReader` (``503 SOURCE_UNAVAILABLE`` when the Portal has no cluster, or
+no store for ``local``). ``auto`` is TauGrid's merge (``expapi/search_sources.go``,
 ``v2ExactRun``), one :class:`AutoReader` per request:
 
 * runs are read from both sources; a run id both hold is the local record ("source=auto kept local
@@ -22,43 +24,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
-from tau_collector.expstore import ReducedSeries, Rows, RunRow
-from tau_collector.expstore.read_cache import WouldBlock
-from tau_collector.expstore.run_events import RunEvent
-from tau_collector.expstore.summaries import MetricSummaryRow
+from tau_collector.reads import ExperimentReader, MetricSummaryRow, ReducedSeries, Rows, RunEvent, RunRow, WouldBlock
 
 from .errors import V2Error
 from .kusto.errors import AmbiguousRunError, KustoError
 from .kusto.queries import RUN_LIMIT
 
-__all__ = ["SOURCES", "AutoReader", "ExperimentReader", "Sources", "served_by", "served_sources"]
+__all__ = ["SOURCES", "AutoReader", "Sources", "served_by", "served_sources"]
 
 SOURCES = ("local", "kusto", "auto")
 _T = TypeVar("_T")
-
-
-class ExperimentReader(Protocol):
-    """What the routes read; :class:`~tau_collector.expstore.StoreReader` is the local one."""
-
-    def runs(self, workspace: str | None = None, *, project: str | None = None, experiment_id: str | None = None,
-             run_group_id: str | None = None) -> list[RunRow]: ...
-
-    def run(self, run_id: str, project: str | None = None) -> RunRow | None: ...
-
-    def metric_summaries(self, run_id: str) -> list[MetricSummaryRow]: ...
-
-    def metric_summary(self, run_id: str, metric: str) -> MetricSummaryRow | None: ...
-
-    def run_events(self, run_id: str, *, type: str | None = None) -> list[RunEvent]: ...
-
-    def series(self, run_id: str, metric: str, start_step: int | None = None, end_step: int | None = None,
-               max_points: int = 8000, *, step_interval: int | None = None,
-               finite_only: bool = False) -> ReducedSeries: ...
-
-    def non_finite(self, run_id: str, metric: str, start_step: int | None = None, end_step: int | None = None,
-                   limit: int | None = None) -> tuple[int, Rows]: ...
 
 
 class AutoReader:

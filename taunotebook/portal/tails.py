@@ -18,9 +18,10 @@ import hashlib
 import numpy as np
 import orjson
 
+from tau_collector.reads import ExperimentReader
+
 from .errors import RawJSON, V2Error, json_response, metadata_json
 from .params import DEFAULT_MAX_POINTS, MAX_MAX_POINTS, Query, parse_int
-from .sources import ExperimentReader
 from .v2 import StellarV2, classify_run
 
 __all__ = ["MAX_TAIL_METRICS", "tails"]

@@ -4,7 +4,7 @@ Shapes, parameters, defaults, limits, check order and error codes follow TAUGRID
 (``portal/internal/expapi/v2.go``). Where TauGrid's local path has quirks that would lose data
 (LTTB instead of M4; non-finite values that Go cannot encode) we keep the wire shape and say so
 in the module's functions. Handlers hold no SQL: they read through a source's
-:class:`~.sources.ExperimentReader`; ids are read by :mod:`.identity`, parameters by :mod:`.params`.
+:class:`~tau_collector.reads.ExperimentReader`; ids are read by :mod:`.identity`, parameters by :mod:`.params`.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from tau_collector.expstore import RunRow
-from tau_collector.expstore.lifecycle import classify
-from tau_collector.expstore.run_events import SOURCE_PROBLEM
 from tau_collector.gojson import dumps_fast, encode_string
 from tau_collector.ids import is_valid_id
+from tau_collector.reads import SOURCE_PROBLEM, ExperimentReader, RunRow
+from tau_collector.reads.lifecycle import classify
 
 from .answer_cache import AnswerCache
 from .auth import resolve_workspace, run_in_workspace
@@ -46,7 +45,7 @@ from .params import (
 )
 from .run_configs import fields_json, matches, read_configs, reads_configs
 from .serving import serve
-from .sources import ExperimentReader, Sources, served_by, served_sources
+from .sources import Sources, served_by, served_sources
 
 __all__ = ["API_BASE", "Found", "StellarV2", "classify_run", "require_get"]
 
@@ -157,7 +156,7 @@ def _has_non_finite(reader: ExperimentReader, run_id: str, metric: str, p: Serie
 
 
 def classify_run(run: RunRow, summaries: list) -> tuple[str, bool, list[str]]:
-    """(lifecycle_state, successful, success_reasons) by TauGrid's ``ClassifyRun`` (``expstore.lifecycle``)."""
+    """(lifecycle_state, successful, success_reasons) by TauGrid's ``ClassifyRun`` (``reads.lifecycle``)."""
     return classify(run.state, run.completed_at, run.tags, summaries)
 
 

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from tau_collector.expstore import StoreReader, open_store
-from tau_collector.expstore.configs import run_config
 from tau_collector.expstore.writer import MetricWriter
 from tau_collector.metric_event import new_metric_event
+from tau_collector.run_config import run_config
 
 BASE_NS = 1_760_000_000_000_000_000
 SWEEP = {"lr-0.1": 0.1, "lr-0.03": 0.03, "lr-1e-05": 1e-05}
@@ -56,7 +56,7 @@ def build_config_store(root: Path) -> Path:
 
 
 class RunsOnlyReader:
-    """Only :class:`~taunotebook.portal.sources.ExperimentReader`'s methods of a store reader."""
+    """Only :class:`~tau_collector.reads.ExperimentReader`'s methods of a store reader."""
 
     def __init__(self, reader: StoreReader) -> None:
         self._reader = reader

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.read_cache import QUICK_FILE_ROWS
 from tau_collector.expstore.writer import MetricWriter
+from tau_collector.reads import QUICK_FILE_ROWS
 from taunotebook.portal import serving
 
 from .conftest import TOKEN, _event, build_store, serve

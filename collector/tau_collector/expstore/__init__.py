@@ -1,4 +1,7 @@
-"""The local experiment store (TauGrid's expstore layout): schema, writer, summaries, compaction, read API.
+"""The local experiment store (TauGrid's expstore layout): schema, writer, summaries, compaction, the store's reader.
+
+The rows its reader answers with and the non-blocking rule are the read contract's
+(:mod:`tau_collector.reads`); run configurations are :mod:`tau_collector.run_config`'s.
 
 The names below are imported on first use: opening a store or catching its errors does not load
 pyarrow and numpy, which only reading and writing metric files need (a sidecar that delivers to
@@ -12,14 +15,8 @@ from typing import TYPE_CHECKING
 
 __all__ = [
     "ConfigConflictError",
-    "ConfigError",
     "ExpStore",
     "IdempotencyConflictError",
-    "MetricSummaryRow",
-    "ReducedSeries",
-    "Rows",
-    "RunConfig",
-    "RunRow",
     "StoreError",
     "StoreNotFoundError",
     "StoreReadOnlyError",
@@ -32,15 +29,12 @@ _HOME = {
     "ExpStore": "store", "StoreError": "store", "StoreNotFoundError": "store", "StoreReadOnlyError": "store",
     "open_store": "store",
     "IdempotencyConflictError": "writer", "WriteResult": "writer", "ConfigConflictError": "config_rows",
-    "ConfigError": "configs", "RunConfig": "configs",
-    "MetricSummaryRow": "reader", "ReducedSeries": "reader", "Rows": "reader", "RunRow": "reader",
     "StoreReader": "reader",
 }
 
 if TYPE_CHECKING:
     from .config_rows import ConfigConflictError
-    from .configs import ConfigError, RunConfig
-    from .reader import MetricSummaryRow, ReducedSeries, Rows, RunRow, StoreReader
+    from .reader import StoreReader
     from .store import ExpStore, StoreError, StoreNotFoundError, StoreReadOnlyError, open_store
     from .writer import IdempotencyConflictError, WriteResult
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from .configs import RunConfig, combined_config_hash, run_config_from_row
+from ..run_config import RunConfig, combined_config_hash, run_config_from_row
 from .store import ExpStore, StoreError
 
 __all__ = ["ConfigConflictError", "put_run_config", "read_run_configs", "run_config_hash"]

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..reads.blocking import may_block
 from . import levels as lv
 from .level_series import choose_base, columns, reduce_records, snapped_edges
-from .read_cache import may_block
 
 if TYPE_CHECKING:
     from .reader import StoreReader

@@ -4,7 +4,7 @@ Three tables of ours beside TauGrid's (``schema.EXTENSION_SQL``), derived from `
 ``metric_summaries`` and kept by the writer in the transaction that changes those (:func:`refresh_runs`):
 
 - ``run_listing``: per run its workspace (the ``tau_workspace`` tag, ``''`` when untagged), ids,
-  state, TauGrid's lifecycle state (:mod:`.lifecycle`), creation time and "run time" (started, else
+  state, TauGrid's lifecycle state (:mod:`tau_collector.reads.lifecycle`), creation time and "run time" (started, else
   completed, else created: TauGrid's ``latestRunTimestamp``);
 - ``experiment_listing``: per (experiment, workspace) its run count, latest run time, first and last
   creation time and the project of its newest run;
@@ -22,15 +22,12 @@ from __future__ import annotations
 import sqlite3
 from collections import namedtuple
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
-from .lifecycle import classify
+from ..reads.lifecycle import classify
+from ..reads.rows import RUN_SORTS, WORKSPACE_TAG, ExperimentDetails, ExperimentListingRow
 
 __all__ = [
     "LISTING_VERSION",
-    "RUN_SORTS",
-    "WORKSPACE_TAG",
-    "ExperimentListingRow",
     "experiment_details",
     "listing_ready",
     "metric_names",
@@ -41,7 +38,6 @@ __all__ = [
     "search_experiments",
 ]
 
-WORKSPACE_TAG = "tau_workspace"
 LISTING_VERSION = "1"
 _META_KEY = "listing_version"
 _Summary = namedtuple("_Summary", "metric_name max_step non_finite_count finite_count max_value")
@@ -172,20 +168,6 @@ def listing_ready(conn: sqlite3.Connection) -> bool:
             == conn.execute("SELECT count(*) FROM run_listing").fetchone()[0])
 
 
-@dataclass(frozen=True, slots=True)
-class ExperimentListingRow:
-    """An experiment as a search lists it, before its page details are read."""
-
-    experiment_id: str
-    project: str
-    name: str
-    description: str
-    created_at: str
-    updated_at: str
-    latest_run_at: str
-    sort_at: str
-
-
 # TauGrid's v2ExperimentSortAt: latest run, else updated, else created time (each only when not blank).
 _SORT_AT = ("CASE WHEN trim(latest) <> '' THEN latest WHEN trim(updated) <> '' THEN updated "
             "WHEN trim(created) <> '' THEN created ELSE '0001-01-01T00:00:00Z' END")
@@ -246,18 +228,6 @@ def search_experiments(conn: sqlite3.Connection, workspace: str, *, project: str
             for r in rows]
 
 
-@dataclass(slots=True)
-class ExperimentDetails:
-    """What a listed experiment's answer counts over its runs in the workspace."""
-
-    run_count: int
-    run_group_count: int
-    state_counts: dict[str, int]
-    lifecycle_counts: dict[str, int]
-    metric_names: list[str]
-    run_ids: list[str] | None = None  # only when asked for (a config space needs them)
-
-
 def experiment_details(conn: sqlite3.Connection, workspace: str, experiment_ids: Sequence[str],
                        with_run_ids: bool = False) -> dict[str, ExperimentDetails]:
     """Each experiment's run and group counts, state and lifecycle counts and metric names in ``workspace``,
@@ -294,8 +264,6 @@ def experiment_details(conn: sqlite3.Connection, workspace: str, experiment_ids:
 
 # -- the runs table ------------------------------------------------------------------------------------
 
-RUN_SORTS = ("created_at", "run_id", "state", "project", "experiment_id", "run_group_id",
-             "metric:latest", "metric:min", "metric:max")
 _STAT_COLUMN = {"metric:latest": "latest_value", "metric:min": "min_value", "metric:max": "max_value"}
 
 

@@ -1,11 +1,12 @@
-"""The store reader's caches: decoded data by bytes (LRU), index reads per store change, and the no-blocking mode.
+"""The store reader's caches: decoded data by bytes (LRU) and index reads per store change.
 
 - :class:`LRU`: file slices and merged series, bounded by bytes; files are immutable, so an entry
   never goes stale (a changed file list makes a new key).
 - :class:`IndexCache`: what ``index.sqlite`` said, kept while SQLite's ``PRAGMA data_version`` says
   no other connection has committed. :meth:`IndexCache.pinned` makes one request check once.
-- :func:`no_blocking`: inside it, reads that would touch files or many points raise
-  :class:`WouldBlock` (:func:`may_block` marks those places).
+
+The no-blocking rule the reader keeps (:func:`~tau_collector.reads.no_blocking`) is the read
+contract's, in :mod:`tau_collector.reads.blocking`.
 """
 
 from __future__ import annotations
@@ -19,33 +20,7 @@ from collections.abc import Iterator
 
 from .store import ExpStore
 
-__all__ = ["QUICK_FILE_ROWS", "QUICK_POINTS", "IndexCache", "LRU", "WouldBlock", "may_block", "no_blocking"]
-
-QUICK_POINTS = 50_000  # points a read may touch inside no_blocking(): well under a millisecond of numpy
-QUICK_FILE_ROWS = 10_000  # rows of a Parquet file read inside no_blocking(): a live run's new chunk, ~1 ms
-
-
-class WouldBlock(Exception):
-    """Raised inside :func:`no_blocking` where a read would do slow work; run it again outside."""
-
-
-_NO_BLOCKING: contextvars.ContextVar[bool] = contextvars.ContextVar("expstore_no_blocking", default=False)
-
-
-@contextlib.contextmanager
-def no_blocking() -> Iterator[None]:
-    """Within: reads of large files, or touching more than :data:`QUICK_POINTS` points, raise :class:`WouldBlock`."""
-    token = _NO_BLOCKING.set(True)
-    try:
-        yield
-    finally:
-        _NO_BLOCKING.reset(token)
-
-
-def may_block(amount: int | None = None, quick: int = QUICK_POINTS) -> None:
-    """Inside :func:`no_blocking`, raise :class:`WouldBlock` unless ``amount`` is known and at most ``quick``."""
-    if (amount is None or amount > quick) and _NO_BLOCKING.get():
-        raise WouldBlock
+__all__ = ["IndexCache", "LRU"]
 
 
 class LRU:

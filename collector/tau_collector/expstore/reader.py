@@ -1,4 +1,8 @@
-"""The read API over a store (runs, metric summaries, raw rows, reduced series): the only SQL readers use.
+"""The store's reader (runs, metric summaries, raw rows, reduced series): the only SQL readers use.
+
+:class:`StoreReader` is the local implementation of the read contract (:mod:`tau_collector.reads`:
+:class:`~tau_collector.reads.ExperimentReader`, its row types and the non-blocking rule); the Kusto
+reader (``taunotebook/portal/kusto/reader.py``) is the other.
 
 Rows of a metric come from every registered file of the run whose step range overlaps the
 request. Equal steps are deduplicated, **last wins**: the row with the latest wall_time, then
@@ -14,7 +18,8 @@ What the index says (runs, summaries, events, file lists) is cached too, for as 
 ``PRAGMA data_version`` says no other connection has committed: a Portal answering hundreds of live
 panes a second re-reads it once per change of the store, not once per request.
 
-Inside :func:`no_blocking` a read raises :class:`WouldBlock` instead of doing slow work (reading a
+Inside :func:`~tau_collector.reads.no_blocking` (the read contract's rule) a read raises
+:class:`~tau_collector.reads.WouldBlock` instead of doing slow work (reading a
 Parquet file, merging or indexing a large series, reducing a large range): a server answers what is
 cached on its event loop and hands the rest to a worker thread.
 """
@@ -28,95 +33,31 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..reads.blocking import QUICK_FILE_ROWS, may_block
+from ..reads.rows import WORKSPACE_TAG, ExperimentRow, MetricSummaryRow, ReducedSeries, Rows, RunEvent, RunRow
+from ..run_config import RunConfig
 from . import listing
 from .config_rows import read_run_configs
-from .configs import RunConfig
 from .level_reads import LevelReads
-from .listing import WORKSPACE_TAG
 from .m4 import M4Index, m4_indices
-from .read_cache import LRU, QUICK_FILE_ROWS, IndexCache, WouldBlock, may_block, no_blocking
-from .run_events import RunEvent, read_run_events
+from .read_cache import LRU, IndexCache
+from .run_events import read_run_events
 from .store import ExpStore
-from .summaries import SUMMARY_COLUMNS, MetricSummaryRow
+from .summaries import SUMMARY_COLUMNS
 
-__all__ = ["WORKSPACE_TAG", "ExperimentRow", "MetricSummaryRow", "ReducedSeries", "Rows", "RunConfig", "RunRow",
-           "StoreReader", "WouldBlock", "no_blocking"]
+__all__ = ["StoreReader"]
 
 DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
 _KEPT_ORDERS = 4  # sorted orders of a workspace's runs kept for windows (100,000 ids: about 7 MB each)
 _WALKED_ROWS = 5000  # a window of the newest runs within this is read by walking the index, not kept
 _MISSING_FILE_RETRIES = 3
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-@dataclass(frozen=True, slots=True)
-class RunRow:
-    """One row of the store's ``runs`` table, with its tags and metric names."""
-
-    run_id: str
-    project: str
-    experiment_id: str
-    run_group_id: str
-    parent_run_id: str | None
-    state: str
-    owner: str | None
-    created_at: str
-    started_at: str | None
-    completed_at: str | None
-    config_hash: str | None
-    code_sha: str | None
-    image_digest: str | None
-    tau_command: str | None
-    result_uri: str | None
-    tags: dict[str, str] = field(default_factory=dict)
-    metric_names: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ExperimentRow:
-    """One row of the store's ``experiments`` table."""
-
-    experiment_id: str
-    project: str
-    name: str
-    description: str | None
-    source: str
-    created_at: str
-    updated_at: str
-
-
-@dataclass(frozen=True, slots=True)
-class Rows:
-    """Columnar points sorted by step, one per step. ``wall_time`` in µs since the epoch, UTC."""
-
-    step: np.ndarray  # int64
-    wall_time: np.ndarray  # int64
-    value: np.ndarray  # float64; may hold NaN/±Inf (non-finite observations)
-
-    def __len__(self) -> int:
-        return int(self.step.size)
-
-
-@dataclass(frozen=True, slots=True)
-class ReducedSeries:
-    """A reduced series: ``source_points`` in range after dedupe, ``partial`` when fewer were returned."""
-
-    step: np.ndarray
-    wall_time: np.ndarray
-    value: np.ndarray
-    non_finite: np.ndarray  # bool per returned point, for the caller to mark
-    source_points: int
-    partial: bool
-
-    @property
-    def returned_points(self) -> int:
-        return int(self.step.size)
-
-
 _RUN_COLUMNS = (
     "run_id, project, experiment_id, run_group_id, parent_run_id, state, owner, created_at, started_at, "
     "completed_at, config_hash, code_sha, image_digest, tau_command, result_uri"
@@ -161,7 +102,8 @@ class _Merged:
 
 
 class StoreReader:
-    """Reads one store. Safe to share between threads; see the module doc for the last-wins rule."""
+    """Reads one store: the local :class:`~tau_collector.reads.ExperimentReader`, with the store's indexed
+    listings besides. Safe to share between threads; see the module doc for the last-wins rule."""
 
     def __init__(
         self, store: ExpStore | str | os.PathLike[str], *, cache_bytes: int = DEFAULT_CACHE_BYTES

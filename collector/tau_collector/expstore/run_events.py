@@ -6,34 +6,12 @@ bad history rows) here, so that the Portal and the loss pane can say them in wor
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
-
 import orjson
 
+from ..reads.rows import RunEvent
 from .store import ExpStore
 
-__all__ = ["SOURCE_PROBLEM", "RunEvent", "read_run_events", "record_run_events"]
-
-SOURCE_PROBLEM = "collector.source_problem"
-
-
-@dataclass(frozen=True, slots=True)
-class RunEvent:
-    run_id: str
-    time: str  # RFC3339
-    type: str
-    source: str
-    severity: str  # "error" | "warning" | "info"
-    message: str
-    payload: dict | None = None
-
-    @property
-    def event_id(self) -> str:
-        """Stable for the same occurrence, so recording it again (a restarted collector) is a no-op."""
-        key = orjson.dumps([self.run_id, self.type, self.source, self.message, self.payload],
-                           option=orjson.OPT_SORT_KEYS)
-        return "event-" + hashlib.sha256(key).hexdigest()
+__all__ = ["read_run_events", "record_run_events"]
 
 
 def record_run_events(store: ExpStore, events: list[RunEvent]) -> None:

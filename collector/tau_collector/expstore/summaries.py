@@ -18,34 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SUMMARY_COLUMNS", "MetricSummaryRow", "merge_summaries", "read_summary", "store_summary",
+from ..reads.rows import MetricSummaryRow
+
+__all__ = ["SUMMARY_COLUMNS", "merge_summaries", "read_summary", "store_summary",
            "summarize_metric", "summarize_sorted", "upsert_summaries"]
-
-
-@dataclass(frozen=True, slots=True)
-class MetricSummaryRow:
-    """One ``metric_summaries`` row (``latest_wall_time`` in microseconds since the epoch, UTC)."""
-
-    run_id: str
-    metric_name: str
-    project: str | None
-    run_group_id: str | None
-    count: int
-    finite_count: int
-    non_finite_count: int
-    min_step: int | None
-    max_step: int | None
-    latest_step: int | None
-    latest_wall_time: int | None
-    latest_value: float | None
-    min_value: float | None
-    max_value: float | None
-    updated_at: str
-    latest_file_id: str | None
 
 
 # The ``metric_summaries`` columns in the order of :class:`MetricSummaryRow`'s fields.

@@ -23,11 +23,11 @@ from ..completion import RUN_STATUS_METRIC
 from ..gojson import format_time
 from ..ids import unreachable_id
 from ..metric_event import MetricEvent
+from ..run_config import RunConfig
 from . import schema
 from .compaction import CompactionPolicy, compact_quietly
 from .compaction_process import CompactionProcess
 from .config_rows import ConfigConflictError, put_run_config, run_config_hash
-from .configs import RunConfig
 from .levels import publish_write_levels
 from .listing import refresh_runs
 from .metric_files import metric_file_path, metric_row_groups

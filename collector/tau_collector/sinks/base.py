@@ -10,8 +10,8 @@ from ..metric_event import MetricEvent
 from ..records import SourceProblem
 
 if TYPE_CHECKING:
-    from ..expstore.configs import RunConfig
     from ..projection_columns import PointColumns
+    from ..run_config import RunConfig
 
 __all__ = ["Chunk", "Sink", "SinkError"]
 

@@ -22,12 +22,13 @@ import sqlite3
 import orjson
 
 from ..expstore.compaction import CompactionPolicy
-from ..expstore.configs import RunConfig
-from ..expstore.run_events import SOURCE_PROBLEM, RunEvent, record_run_events
+from ..expstore.run_events import record_run_events
 from ..expstore.store import ExpStore, StoreError, unwritable_reason, utc_now_rfc3339
 from ..expstore.writer import IdempotencyConflictError, MetricWriter
 from ..metric_event import MetricEvent, NotCanonicalError
+from ..reads import SOURCE_PROBLEM, RunEvent
 from ..records import ProblemKind, SourceProblem
+from ..run_config import RunConfig
 from .base import Chunk, Sink, SinkError
 
 __all__ = ["ExpstoreSink", "chunk_idempotency_key", "chunk_request_hash"]

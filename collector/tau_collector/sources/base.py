@@ -23,7 +23,7 @@ from ..limits import DEFAULT_LIMITS, Limits
 from ..records import HistoryRow, SourceProblem
 
 if TYPE_CHECKING:
-    from ..expstore.configs import RunConfig
+    from ..run_config import RunConfig
     from .event_columns import ScalarColumns
     from .run import SessionRestart
 
@@ -124,7 +124,7 @@ class Source(abc.ABC):
         """The run's configuration (hyperparameters) as far as the source can tell now, or None.
 
         Reads at most a small, bounded file (or the first records of event files); raises
-        :class:`~tau_collector.expstore.configs.ConfigError` for a configuration it cannot read,
+        :class:`~tau_collector.run_config.ConfigError` for a configuration it cannot read,
         naming the file and the place, and ``OSError`` when the file cannot be read at all.
         """
         return None

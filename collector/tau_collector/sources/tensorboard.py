@@ -17,9 +17,9 @@ import dataclasses
 import os
 from typing import Any
 
-from ..expstore.configs import ConfigError, RunConfig, run_config
 from ..limits import DEFAULT_LIMITS, Limits
 from ..records import ProblemKind
+from ..run_config import ConfigError, RunConfig, run_config
 from .base import Batch, Position, Source, SourceInput
 from .event_columns import read_block_columns
 from .hparams import HPARAMS_FORMAT, HParamsScan, scan_hparams

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ..expstore.configs import RunConfig, read_config_file
 from ..limits import DEFAULT_LIMITS, Limits
 from ..records import HistoryRow
+from ..run_config import RunConfig, read_config_file
 from .base import Batch, Position, Source, SourceInput
 from .event_columns import read_block_columns
 from .flatten import NESTED_TOO_DEEP, flatten_rows

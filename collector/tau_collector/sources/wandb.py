@@ -6,7 +6,7 @@ skipped. The file is read in bounded batches like any history file (:mod:`.jsonl
 
 The run's configuration is ``files/config.yaml``: W&B writes each key as ``{desc, value}`` beside
 its bookkeeping (``wandb_version``, ``_wandb``); the configuration stored is the values (what
-``wandb.config`` held), read by TauGrid's YAML rules (:mod:`tau_collector.expstore.config_yaml`),
+``wandb.config`` held), read by TauGrid's YAML rules (:mod:`tau_collector.config_yaml`),
 with the file as its ``uri``.
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..expstore.configs import ConfigError, RunConfig, parse_config, read_config_bytes, run_config
 from ..limits import DEFAULT_LIMITS, Limits
+from ..run_config import ConfigError, RunConfig, parse_config, read_config_bytes, run_config
 from .base import Batch, Position, Source, SourceInput
 from .flatten import NESTED_TOO_DEEP, flatten_rows
 from .history import history_input, read_history_batch

@@ -1,7 +1,8 @@
-"""Runs, metric summaries and reduced series read from ADX, as the same result types the local store reader returns.
+"""Runs, metric summaries and reduced series read from ADX: the read contract's second implementation.
 
-The reads mirror :class:`tau_collector.expstore.reader.StoreReader` so the v2 routes can serve either
-source. A run and its metric summaries are one query, a run listing one, a series one
+:class:`KustoReader` is an :class:`~tau_collector.reads.ExperimentReader` answering with the contract's
+rows (:mod:`tau_collector.reads.rows`), as the local store's ``StoreReader`` does, so the v2 routes can
+serve either source. A run and its metric summaries are one query, a run listing one, a series one
 (``queries.py``; :class:`KustoReader` says when an answer is reused); a fault raises a
 :class:`~.errors.KustoError` and nothing partial is returned. Differences from the local source, all on
 purpose (also in ``collector/kql/README.md``):
@@ -42,9 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from tau_collector.expstore import reader as store_reader
-from tau_collector.expstore.read_cache import may_block
 from tau_collector.gojson import format_time
+from tau_collector.reads import MetricSummaryRow, ReducedSeries, Rows, RunEvent, RunRow, may_block
 
 from .connection import KustoConnection
 from .errors import AmbiguousRunError, KustoUpstreamError
@@ -109,8 +109,8 @@ def _names(value: Any) -> tuple[str, ...]:
 class _Entry:
     """One run as ADX holds it: its row and its metric summaries (one query answers both)."""
 
-    run: store_reader.RunRow
-    summaries: tuple[store_reader.MetricSummaryRow, ...]
+    run: RunRow
+    summaries: tuple[MetricSummaryRow, ...]
 
 
 @dataclass
@@ -130,7 +130,7 @@ class KustoReader:
     live pane asks for a run, its metrics and a tail within milliseconds; the Portal then sends two
     queries, not six). A run listing is one query, the summaries of the runs it lists one more per
     :data:`~.queries.MAX_RUNS_PER_QUERY` runs. A series read is always one fresh query. Inside
-    :func:`~tau_collector.expstore.reader.no_blocking` a read that would query raises ``WouldBlock``,
+    :func:`~tau_collector.reads.no_blocking` a read that would query raises ``WouldBlock``,
     so the Portal sends it from a worker thread, never from its event loop.
     """
 
@@ -161,11 +161,11 @@ class KustoReader:
 
     # -- runs -----------------------------------------------------------------------------
 
-    def _run(self, row: dict[str, Any], metric_names: tuple[str, ...]) -> store_reader.RunRow:
+    def _run(self, row: dict[str, Any], metric_names: tuple[str, ...]) -> RunRow:
         state = str(row.get("terminal_state") or "") or RUNNING
         tags = {str(k): str(v) for k, v in _object(row.get("tags")).items() if k not in PER_POINT_TAGS}
         first = _time_text(row.get("first_metric_at"))
-        return store_reader.RunRow(
+        return RunRow(
             run_id=str(row["run_id"]), project=str(row["project"]), experiment_id=str(row["experiment_id"]),
             run_group_id=str(row["run_group_id"]), parent_run_id=None, state=state, owner=None,
             created_at=first or "", started_at=first, completed_at=_time_text(row.get("terminal_at")),
@@ -173,10 +173,10 @@ class KustoReader:
             tags=dict(sorted(tags.items())), metric_names=metric_names,
         )  # fmt: skip
 
-    def _summary(self, row: dict[str, Any]) -> store_reader.MetricSummaryRow:
+    def _summary(self, row: dict[str, Any]) -> MetricSummaryRow:
         count = int(row["count"])
         latest_ns = _ns(row.get("latest_wall_time"))
-        return store_reader.MetricSummaryRow(
+        return MetricSummaryRow(
             run_id=str(row["run_id"]), metric_name=str(row["metric_name"]), project=str(row["project"]),
             run_group_id=str(row["run_group_id"]), count=count, finite_count=count, non_finite_count=0,
             min_step=int(row["min_step"]), max_step=int(row["max_step"]), latest_step=int(row["latest_step"]),
@@ -241,7 +241,7 @@ class KustoReader:
         experiment_id: str | None = None,
         run_group_id: str | None = None,
         state: str | None = None,
-    ) -> tuple[list[store_reader.RunRow], bool]:
+    ) -> tuple[list[RunRow], bool]:
         """(runs newest first, truncated): at most ``RUN_LIMIT`` runs; ``truncated`` when more matched."""
         runs = self.runs(workspace, run_id=run_id, project=project, experiment_id=experiment_id,
                          run_group_id=run_group_id, state=state)
@@ -249,7 +249,7 @@ class KustoReader:
 
     def runs(self, workspace: str | None = None, *, run_id: str | None = None, project: str | None = None,
              experiment_id: str | None = None, run_group_id: str | None = None,
-             state: str | None = None) -> list[store_reader.RunRow]:
+             state: str | None = None) -> list[RunRow]:
         """Runs, newest first (``StoreReader.runs``' signature), at most ``RUN_LIMIT + 1``: a run beyond
         ``RUN_LIMIT`` says more matched (the v2 listing's scan limit is the same, and it marks its page partial)."""
         query = runs_query(
@@ -264,7 +264,7 @@ class KustoReader:
             request.listed.update(dict.fromkeys(r.run_id for r in runs))
         return runs
 
-    def run(self, run_id: str, project: str | None = None) -> store_reader.RunRow | None:
+    def run(self, run_id: str, project: str | None = None) -> RunRow | None:
         """The run, or None. Raises :class:`AmbiguousRunError` when several projects hold the id."""
         runs = [e.run for e in self._entries(run_id) if project is None or e.run.project == project]
         if len(runs) > 1:
@@ -280,26 +280,26 @@ class KustoReader:
         run = self.run(run_id)
         return [] if run is None else list(run.metric_names)
 
-    def run_events(self, run_id: str, *, type: str | None = None) -> list:
+    def run_events(self, run_id: str, *, type: str | None = None) -> list[RunEvent]:
         """The collector's source problems live beside the job, not in ADX: always none here."""
         return []
 
     # -- metrics --------------------------------------------------------------------------
 
-    def metric_summaries(self, run_id: str, project: str | None = None) -> list[store_reader.MetricSummaryRow]:
+    def metric_summaries(self, run_id: str, project: str | None = None) -> list[MetricSummaryRow]:
         """The run's metrics by name; without ``project``, the run this request resolved (or every project's)."""
         project = self._resolved_project(run_id, project)
         return [s for e in self._entries(run_id) if project is None or e.run.project == project for s in e.summaries]
 
-    def metric_summary(self, run_id: str, metric: str) -> store_reader.MetricSummaryRow | None:
+    def metric_summary(self, run_id: str, metric: str) -> MetricSummaryRow | None:
         return next((s for s in self.metric_summaries(run_id) if s.metric_name == metric), None)
 
     # -- points ---------------------------------------------------------------------------
 
     def non_finite(self, run_id: str, metric: str, start_step: int | None = None, end_step: int | None = None,
-                   limit: int | None = None) -> tuple[int, store_reader.Rows]:
+                   limit: int | None = None) -> tuple[int, Rows]:
         """None, ever: a non-finite observation never becomes a MetricEvent, so ADX holds none."""
-        return 0, store_reader.Rows(_EMPTY_I, _EMPTY_I, _EMPTY_F)
+        return 0, Rows(_EMPTY_I, _EMPTY_I, _EMPTY_F)
 
     def series(
         self,
@@ -312,7 +312,7 @@ class KustoReader:
         step_interval: int | None = None,
         finite_only: bool = False,
         project: str | None = None,
-    ) -> store_reader.ReducedSeries:
+    ) -> ReducedSeries:
         """The series reduced in KQL (M4 + milestones); a live pane's tail poll passes ``start_step``.
 
         Every value is finite (``finite_only`` changes nothing); without ``project``, the run this request
@@ -334,5 +334,5 @@ class KustoReader:
                 keep.append(int(np.argmax(value)))
             idx = np.unique(np.array(keep, dtype=np.int64))
             step, value, wall = step[idx], value[idx], wall[idx]
-        return store_reader.ReducedSeries(step, wall, value, np.zeros(step.size, dtype=bool), source_points,
+        return ReducedSeries(step, wall, value, np.zeros(step.size, dtype=bool), source_points,
                                           int(step.size) < source_points)

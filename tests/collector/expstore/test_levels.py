@@ -17,8 +17,8 @@ from tau_collector.expstore import levels as lv
 from tau_collector.expstore.compaction import CompactionPolicy, compact_run, delete_retired
 from tau_collector.expstore.level_series import choose_base, snapped_edges
 from tau_collector.expstore.m4 import m4_indices
-from tau_collector.expstore.read_cache import WouldBlock, no_blocking
 from tau_collector.expstore.writer import MetricWriter, RunColumns
+from tau_collector.reads import WouldBlock, no_blocking
 
 RUN, METRIC = "r", "m"
 SMALL_BASES = (2, 4, 8, 16, 32)  # levels a few dozen points can exercise

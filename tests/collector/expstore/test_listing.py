@@ -7,8 +7,8 @@ import sqlite3
 import pytest
 
 from tau_collector.expstore import StoreReader, open_store
-from tau_collector.expstore.lifecycle import classify
-from tau_collector.expstore.listing import WORKSPACE_TAG
+from tau_collector.reads import WORKSPACE_TAG
+from tau_collector.reads.lifecycle import classify
 from tests.portal.listing_store import RUNS, build_listing_store
 
 

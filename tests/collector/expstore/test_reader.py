@@ -160,7 +160,7 @@ def test_step_bounds_beyond_int64_select_as_the_range_end_would(tmp_path, start,
 
 
 def test_inside_no_blocking_a_cold_read_would_block_and_a_cached_tail_does_not(tmp_path):
-    from tau_collector.expstore.read_cache import QUICK_POINTS, WouldBlock, no_blocking
+    from tau_collector.reads import QUICK_POINTS, WouldBlock, no_blocking
 
     store, writer = new_store(tmp_path)
     n = QUICK_POINTS + 10_000

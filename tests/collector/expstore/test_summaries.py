@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from tau_collector.expstore import StoreReader
 from tau_collector.expstore.summaries import (
     SUMMARY_COLUMNS,
-    MetricSummaryRow,
     merge_summaries,
     summarize_metric,
     summarize_sorted,
     upsert_summaries,
 )
+from tau_collector.reads import MetricSummaryRow
 
 from .events import BASE_NS, event, new_store, non_finite
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from ..gojson import decode_go_utf8, encode_float
-from .configs import ConfigError
+from .config_limits import ConfigBudget, ConfigError
+from .gojson import decode_go_utf8, encode_float
 
 __all__ = ["go_sprint", "parse_yaml", "resolve_plain"]
 
@@ -156,7 +156,7 @@ def _key_text(key: Any, where: str, line: int) -> str:
     return key if isinstance(key, str) else go_sprint(key)
 
 
-def parse_yaml(raw: bytes, where: str, *, budget) -> Any:
+def parse_yaml(raw: bytes, where: str, *, budget: ConfigBudget) -> Any:
     """The first document of ``raw`` as ``yaml.v3`` decodes it into ``any`` (see the module docstring)."""
     text = decode_go_utf8(raw)
     stack: list[_Node] = []

@@ -2,7 +2,7 @@
 
 One rule for everyone who needs it: the Portal's run answers (``lifecycle_state``, ``successful``,
 ``success_reasons``) and the writer, which keeps each run's lifecycle in the index's run listing
-(:mod:`.listing`) so that listings filter and count by it without reading summaries.
+(``tau_collector.expstore.listing``) so that listings filter and count by it without reading summaries.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ _INT = re.compile(r"[+-]?[0-9]+")
 def classify(state: str, completed_at: str | None, tags: Mapping[str, str],
              summaries: Iterable[Any]) -> tuple[str, bool, list[str]]:
     """(lifecycle_state, successful, success_reasons); ``summaries`` have ``metric_name``, ``max_step``,
-    ``non_finite_count``, ``finite_count`` and ``max_value`` (e.g. :class:`~.summaries.MetricSummaryRow`)."""
+    ``non_finite_count``, ``finite_count`` and ``max_value`` (e.g. :class:`~.rows.MetricSummaryRow`)."""
     state = state.strip().lower()
     if state in ("pending", "running"):
         return state, False, [f"run is {state}"]

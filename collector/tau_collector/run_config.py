@@ -14,7 +14,11 @@ written here and TauGrid's agree on every hash.
 ``fields`` the indexed fields with a list shown as its JSON text, so every field is a scalar a
 runs table can show and filter on. Nothing a file says sizes an allocation: a config file is read
 up to :data:`MAX_CONFIG_BYTES`, nesting is bounded by :data:`MAX_DEPTH` and the number of values by
-:data:`MAX_VALUES` (YAML aliases cannot multiply it).
+:data:`MAX_VALUES` (YAML aliases cannot multiply it); those bounds and :class:`ConfigError` live in
+:mod:`.config_limits`, YAML decoding in :mod:`.config_yaml` (loaded only for a YAML file).
+
+A run configuration is part of what readers answer (:mod:`tau_collector.reads`), and what sources hand
+to sinks; the store keeps it in its ``configs`` table (:mod:`tau_collector.expstore.config_rows`).
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..gojson import GoJSONError, GoMap, decode_go_utf8, marshal
+from .config_limits import MAX_CONFIG_BYTES, MAX_DEPTH, MAX_VALUES, ConfigBudget, ConfigError
+from .gojson import GoJSONError, GoMap, decode_go_utf8, marshal
 
 __all__ = [
     "MAX_CONFIG_BYTES",
@@ -48,14 +53,7 @@ __all__ = [
     "run_config_from_row",
 ]
 
-MAX_CONFIG_BYTES = 1024 * 1024
-MAX_DEPTH = 32
-MAX_VALUES = 100_000
 _MAX_LIST_FIELD = 8  # TauGrid indexes a list of at most 8 scalars as one field
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot be stored; the message names the file (or source) and where in it."""
 
 
 Scalar = str | int | float | bool | None
@@ -174,23 +172,7 @@ def config_format(path: str) -> str:
     return {".json": "json", ".yaml": "yaml", ".yml": "yaml"}.get(ext, "raw")
 
 
-class _Budget:
-    """Counts the values a parse builds; a config past :data:`MAX_VALUES` or :data:`MAX_DEPTH` is refused."""
-
-    def __init__(self, where: str) -> None:
-        self.where = where
-        self.values = 0
-
-    def take(self, depth: int, count: int = 1) -> None:
-        self.values += count
-        if self.values > MAX_VALUES:
-            raise ConfigError(f"{self.where}: more than {MAX_VALUES} values; a configuration this large is "
-                              "not stored (keep hyperparameters, not data, in it)")
-        if depth > MAX_DEPTH:
-            raise ConfigError(f"{self.where}: nested deeper than {MAX_DEPTH} levels")
-
-
-def _check_json(value: Any, budget: _Budget, depth: int = 0) -> None:
+def _check_json(value: Any, budget: ConfigBudget, depth: int = 0) -> None:
     budget.take(depth)
     if isinstance(value, dict):
         for item in value.values():
@@ -222,7 +204,7 @@ def _parse_json(raw: bytes, where: str) -> Any:
                           f"(byte {exc.pos}): {exc.msg}") from None
     except (ValueError, RecursionError) as exc:
         raise ConfigError(f"{where}: not valid JSON: {exc}") from None
-    _check_json(value, _Budget(where))
+    _check_json(value, ConfigBudget(where))
     return value
 
 
@@ -233,7 +215,7 @@ def parse_config(raw: bytes, format: str, where: str) -> Any:
     if format == "yaml":
         from .config_yaml import parse_yaml
 
-        return parse_yaml(raw, where, budget=_Budget(where))
+        return parse_yaml(raw, where, budget=ConfigBudget(where))
     raise ConfigError(f"{where}: a {format!r} config is not read; use a .json, .yaml or .yml file")
 
 

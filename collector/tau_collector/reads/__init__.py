@@ -1,0 +1,52 @@
+"""The read contract: what every reader of experiments answers, in the Portal's words rather than a store's.
+
+- :mod:`.contract`: :class:`ExperimentReader`, the interface every Portal route reads through; the local
+  store's ``StoreReader`` (``tau_collector.expstore.reader``) and the Kusto reader
+  (``taunotebook/portal/kusto/reader.py``) are its two implementations;
+- :mod:`.rows`: the rows readers answer with (:class:`RunRow`, :class:`MetricSummaryRow`, :class:`Rows`,
+  :class:`ReducedSeries`, :class:`RunEvent`, ...) and the names they carry (:data:`WORKSPACE_TAG`,
+  :data:`SOURCE_PROBLEM`, :data:`RUN_SORTS`);
+- :mod:`.blocking`: the non-blocking rule (:class:`WouldBlock`, :func:`may_block`, :func:`no_blocking`);
+- :mod:`.lifecycle`: TauGrid's ``ClassifyRun`` over a run's row and summaries.
+
+Nothing here loads pyarrow or numpy, and nothing here imports the expstore: the store is one
+implementation of this contract, not its home.
+"""
+
+from __future__ import annotations
+
+from .blocking import QUICK_FILE_ROWS, QUICK_POINTS, WouldBlock, may_block, no_blocking
+from .contract import ExperimentReader
+from .rows import (
+    RUN_SORTS,
+    SOURCE_PROBLEM,
+    WORKSPACE_TAG,
+    ExperimentDetails,
+    ExperimentListingRow,
+    ExperimentRow,
+    MetricSummaryRow,
+    ReducedSeries,
+    Rows,
+    RunEvent,
+    RunRow,
+)
+
+__all__ = [
+    "QUICK_FILE_ROWS",
+    "QUICK_POINTS",
+    "RUN_SORTS",
+    "SOURCE_PROBLEM",
+    "WORKSPACE_TAG",
+    "ExperimentDetails",
+    "ExperimentListingRow",
+    "ExperimentReader",
+    "ExperimentRow",
+    "MetricSummaryRow",
+    "ReducedSeries",
+    "Rows",
+    "RunEvent",
+    "RunRow",
+    "WouldBlock",
+    "may_block",
+    "no_blocking",
+]

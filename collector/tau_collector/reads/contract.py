@@ -1,0 +1,46 @@
+"""The reader interface every Portal route reads through: :class:`ExperimentReader`.
+
+Two implementations: the local store's :class:`~tau_collector.expstore.StoreReader`
+(``tau_collector/expstore/reader.py``) and the Portal's Kusto reader (``taunotebook/portal/kusto/reader.py``);
+``source=auto`` (``taunotebook/portal/sources.py``) merges the two behind the same interface. Both answer
+with the rows of :mod:`.rows` and keep the non-blocking rule of :mod:`.blocking`.
+
+Readers may offer more, and the Portal asks for it by name (``getattr``) and answers without it where
+it is missing: ``pinned()`` (one view of the source for a request), ``generation()`` (a token that
+changes with the data, for answer caches), ``run_configs(run_ids)`` (each run's
+:class:`~tau_collector.run_config.RunConfig`), ``metric_summaries_named(run_id, names)``, ``derived(key,
+build)`` (a value cached until the data changes), and the indexed listings of a store
+(``has_listings()``, ``search_experiments``, ``experiment_details`` → :class:`~.rows.ExperimentDetails`,
+``run_window`` sorted by one of :data:`~.rows.RUN_SORTS`, ``summaries_of``, ``runs_per_metric``,
+``experiments()`` → :class:`~.rows.ExperimentRow`).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from .rows import MetricSummaryRow, ReducedSeries, Rows, RunEvent, RunRow
+
+__all__ = ["ExperimentReader"]
+
+
+class ExperimentReader(Protocol):
+    """What the routes read; :class:`~tau_collector.expstore.StoreReader` is the local one."""
+
+    def runs(self, workspace: str | None = None, *, project: str | None = None, experiment_id: str | None = None,
+             run_group_id: str | None = None) -> list[RunRow]: ...
+
+    def run(self, run_id: str, project: str | None = None) -> RunRow | None: ...
+
+    def metric_summaries(self, run_id: str) -> list[MetricSummaryRow]: ...
+
+    def metric_summary(self, run_id: str, metric: str) -> MetricSummaryRow | None: ...
+
+    def run_events(self, run_id: str, *, type: str | None = None) -> list[RunEvent]: ...
+
+    def series(self, run_id: str, metric: str, start_step: int | None = None, end_step: int | None = None,
+               max_points: int = 8000, *, step_interval: int | None = None,
+               finite_only: bool = False) -> ReducedSeries: ...
+
+    def non_finite(self, run_id: str, metric: str, start_step: int | None = None, end_step: int | None = None,
+                   limit: int | None = None) -> tuple[int, Rows]: ...
