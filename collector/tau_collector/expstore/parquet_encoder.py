@@ -55,6 +55,12 @@ class Coded:
 
     values: list[str]
     codes: np.ndarray
+    pieces: list[bytes] | None = None  # each value PLAIN-encoded, made once for all the row groups
+
+    def plain(self) -> list[bytes]:
+        if self.pieces is None:
+            self.pieces = [_LENGTH.pack(len(b)) + b for b in map(str.encode, self.values)]
+        return self.pieces
 
 
 # Below this many rows a segment on average, building text pieces row by row in Python is the cheaper way.
@@ -291,10 +297,13 @@ def _text_rows(column: Column, start: int, stop: int) -> tuple[np.ndarray, list[
     if isinstance(values, PlainTexts):  # the pieces are ``values`` itself: _pages slices it by page
         return np.ones(n, dtype=bool), None, None, []
     if isinstance(values, Coded):
-        codes = values.codes[start:stop]
-        used = [values.values[c] for c in np.unique(codes).tolist()]
-        pieces = [pack(len(b)) + b for b in map(str.encode, values.values)]
-        return np.ones(n, dtype=bool), pieces, codes, used
+        # The row group's dictionary holds the values its rows use, not every value of the file: a file of a
+        # row group per metric would otherwise repeat all its metric names in every group (W groups x W names).
+        used_codes, codes = np.unique(values.codes[start:stop], return_inverse=True)
+        plain = values.plain()
+        used_list = used_codes.tolist()
+        return (np.ones(n, dtype=bool), [plain[c] for c in used_list], codes.astype(np.int64, copy=False),
+                [values.values[c] for c in used_list])
     rows = values[start:stop]  # type: ignore[index]
     if None in rows:
         valid = np.fromiter((v is not None for v in rows), dtype=bool, count=n)
@@ -405,7 +414,7 @@ def encode_parquet(columns: list[Column], rows: int, group_starts: Sequence[int]
             if dictionary is not None:
                 packed = _gzip(dictionary) if codec == _GZIP else dictionary
                 header = _Struct().i32(1, _DICTIONARY_PAGE).i32(2, len(dictionary)).i32(3, len(packed)).struct(
-                    7, _Struct().i32(1, len(column.values.values) if isinstance(column.values, Coded) else 1)
+                    7, _Struct().i32(1, len(present))  # type: ignore[arg-type]  # the dictionary's values
                     .i32(2, _PLAIN_DICTIONARY)).end()
                 out += header
                 out += packed
