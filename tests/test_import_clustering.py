@@ -168,3 +168,18 @@ def test_a_clustering_child_killed_at_any_point_leaves_the_store_right(imported,
     assert metric_clusters.main(["--store", str(imported), "--run", "wide", "--max-rows", str(MAX_ROWS)]) == 0
     assert len(_files(imported)) == 5
     assert _state(imported) == _expected()
+
+
+def test_no_child_for_a_run_in_one_file_or_with_a_metric_too_long_to_cluster(tmp_path):
+    history = tmp_path / "wide.jsonl"
+    _history(history)
+    one_file = import_paths([str(history)], tmp_path / "one")  # 3,000 points: one batch, one file
+    assert one_file.points == WIDTH * STEPS and one_file.clustering is None
+    from tau_collector.expstore.store import ExpStore
+
+    import_paths([str(history)], tmp_path / "store", limits=Limits(batch_bytes=4096), clustering="off")
+    store = ExpStore(tmp_path / "store", writable=True)
+    assert metric_clusters.clustering_due(store, ["wide"]) == ["wide"]
+    assert metric_clusters.clustering_due(store, ["wide"], max_rows=STEPS - 1) == []  # 50 rows a metric
+    assert metric_clusters.clustering_due(store, ["nothing-here"]) == []
+    store.close()

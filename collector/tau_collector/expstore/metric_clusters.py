@@ -123,13 +123,19 @@ def cluster_quietly(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROW
         return None
 
 
-def clustering_due(store: ExpStore, run_ids: Sequence[str]) -> list[str]:
-    """Those of ``run_ids`` that :func:`cluster_run` may rewrite (two files or more): one indexed count each, so
-    a run imported in one file starts no child."""
+def clustering_due(store: ExpStore, run_ids: Sequence[str], max_rows: int = CLUSTER_ROWS) -> list[str]:
+    """Those of ``run_ids`` that :func:`cluster_run` may rewrite (two files or more, no metric longer than
+    ``max_rows``): two indexed queries each, so a run imported in one file, or a long narrow run, starts no
+    child."""
     conn = store.connection()
-    return [run_id for run_id in run_ids if conn.execute(
-        "SELECT COUNT(*) FROM metric_files WHERE run_id = ? AND format = ?",
-        (run_id, schema.METRIC_FILE_FORMAT)).fetchone()[0] > 1]
+    due = []
+    for run_id in run_ids:
+        files = conn.execute("SELECT COUNT(*) FROM metric_files WHERE run_id = ? AND format = ?",
+                             (run_id, schema.METRIC_FILE_FORMAT)).fetchone()[0]
+        longest = conn.execute("SELECT MAX(count) FROM metric_summaries WHERE run_id = ?", (run_id,)).fetchone()[0]
+        if files > 1 and longest is not None and longest <= max_rows:
+            due.append(run_id)
+    return due
 
 
 def start_clustering(store: ExpStore, run_ids: Sequence[str], *,
@@ -139,7 +145,7 @@ def start_clustering(store: ExpStore, run_ids: Sequence[str], *,
     (stopping it would be harmless: see the module doc)."""
     from .compaction_process import _child_environment
 
-    due = clustering_due(store, run_ids)
+    due = clustering_due(store, run_ids, max_rows)
     if not due:
         return None
     command = [sys.executable, "-m", __name__, "--store", str(store.root), "--max-rows", str(max_rows)]
