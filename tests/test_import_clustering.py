@@ -164,9 +164,10 @@ def test_a_clustering_child_killed_at_any_point_leaves_the_store_right(imported,
     # all of the old files or all of the new ones, never a mix
     assert after == before if mode != "committed" else (len(after) == 5 and not set(after) & set(before))
     assert _state(imported) == _expected()
-    # a later clustering (the next import's child) finishes the job
-    assert metric_clusters.main(["--store", str(imported), "--run", "wide", "--max-rows", str(MAX_ROWS)]) == 0
-    assert len(_files(imported)) == 5
+    # the next import of the run, even of the same bytes (nothing to add), starts a child that finishes the job
+    again = import_paths([str(tmp_path / "wide.jsonl")], imported)
+    assert again.unchanged == 1 and again.clustering is not None and again.clustering.wait(timeout=120) == 0
+    assert len(_files(imported)) == 1
     assert _state(imported) == _expected()
 
 
@@ -182,4 +183,9 @@ def test_no_child_for_a_run_in_one_file_or_with_a_metric_too_long_to_cluster(tmp
     assert metric_clusters.clustering_due(store, ["wide"]) == ["wide"]
     assert metric_clusters.clustering_due(store, ["wide"], max_rows=STEPS - 1) == []  # 50 rows a metric
     assert metric_clusters.clustering_due(store, ["nothing-here"]) == []
+    assert metric_clusters.clustering_due(store, ["wide"], max_rows=STEPS * WIDTH // 2) == ["wide"]
+    assert metric_clusters.main(["--store", str(tmp_path / "store"), "--run", "wide",
+                                 "--max-rows", str(STEPS * WIDTH // 2)]) == 0
+    assert len(_files(tmp_path / "store")) == 2
+    assert metric_clusters.clustering_due(store, ["wide"], max_rows=STEPS * WIDTH // 2) == []  # clustered
     store.close()

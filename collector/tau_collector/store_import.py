@@ -141,6 +141,7 @@ class StoreImport:
         if clustering not in ("background", "wait", "off"):
             raise ValueError(f"clustering: {clustering!r} is none of 'background', 'wait', 'off'")
         self.clustering = clustering
+        self._to_cluster: list[str] = []
         self.sink = ExpstoreSink(store_dir, source_id="taunotebook-import")
         self.keys = MetricWriter(self.sink.store)
         self.project = project
@@ -151,9 +152,9 @@ class StoreImport:
 
     def close(self) -> None:
         try:
-            if self.clustering == "background" and self.summary.run_ids:
+            if self.clustering == "background" and self._to_cluster:
                 # Every imported row is committed: the child only rewrites files already readable.
-                self.summary.clustering = start_clustering(self.sink.store, self.summary.run_ids)
+                self.summary.clustering = start_clustering(self.sink.store, self._to_cluster)
         finally:
             self.sink.close()
 
@@ -178,6 +179,7 @@ class StoreImport:
             key = "import-source-" + hashlib.sha256(payload).hexdigest()
         if key is not None and self.keys.recorded(key):
             self.summary.unchanged += 1
+            self._to_cluster.append(run.run_id)  # in case an earlier import's clustering was stopped
             for source_input in inputs:
                 self._file_done(source_input.path, 0)
             problems = self._store_config(run)
@@ -195,6 +197,7 @@ class StoreImport:
             self.sink.report(run.run_id, problems)
             self.summary.problems.extend(str(p) for p in problems)
         if metrics:
+            self._to_cluster.append(run.run_id)
             self.summary.runs += 1
             self.summary.run_ids.append(run.run_id)
             self.summary.metrics += len(metrics)

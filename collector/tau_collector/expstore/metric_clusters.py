@@ -124,16 +124,17 @@ def cluster_quietly(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROW
 
 
 def clustering_due(store: ExpStore, run_ids: Sequence[str], max_rows: int = CLUSTER_ROWS) -> list[str]:
-    """Those of ``run_ids`` that :func:`cluster_run` may rewrite (two files or more, no metric longer than
-    ``max_rows``): two indexed queries each, so a run imported in one file, or a long narrow run, starts no
-    child."""
+    """Those of ``run_ids`` that :func:`cluster_run` may rewrite: more files than its rows need at ``max_rows``
+    a file, and no metric longer than that. Two indexed queries each, so a run imported in one file, a long
+    narrow run or a run clustered already starts no child."""
     conn = store.connection()
     due = []
     for run_id in run_ids:
         files = conn.execute("SELECT COUNT(*) FROM metric_files WHERE run_id = ? AND format = ?",
                              (run_id, schema.METRIC_FILE_FORMAT)).fetchone()[0]
-        longest = conn.execute("SELECT MAX(count) FROM metric_summaries WHERE run_id = ?", (run_id,)).fetchone()[0]
-        if files > 1 and longest is not None and longest <= max_rows:
+        rows, longest = conn.execute("SELECT SUM(count), MAX(count) FROM metric_summaries WHERE run_id = ?",
+                                     (run_id,)).fetchone()
+        if longest is not None and longest <= max_rows and files > max(1, -(-rows // max_rows)):
             due.append(run_id)
     return due
 
