@@ -131,6 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{run.location} -> {run.run_id}")
     print(summary.text())
     print(f"store: {store}")
+    if summary.clustering is not None:
+        log.info(f"rewriting the imported runs' files by metric in the background (pid {summary.clustering.pid}); "
+                 "the runs read right meanwhile")
     if summary.corrupt_files or summary.rejected_rows:
         print("some rows or files could not be read; run with -v to list them (the rest was imported)")
     if summary.config_conflicts:

@@ -68,11 +68,16 @@ def import_paths(
     progress: bool = False,
     on_source: Callable[[ImportRun], None] | None = None,
     limits: Limits = IMPORT_LIMITS,
+    clustering: str = "background",
 ) -> ImportSummary:
     """Import every source under ``paths`` into the store at ``store_dir``; returns what was imported.
 
     ``points`` counts the finite points read (including ones a previous import already stored:
     a re-import delivers batches the store acknowledges as already present and changes nothing).
+
+    ``clustering`` (see :class:`~tau_collector.store_import.StoreImport`): by default the imported runs are
+    rewritten by metric in a child process left running (``summary.clustering``; wait on it to see the final
+    layout); the store reads right meanwhile.
     """
     runs = discover_sources(paths, limits)
     sizes = {path: _size(path) for run in runs for path in run.files()}
@@ -85,7 +90,8 @@ def import_paths(
         bar.update(f"{done[1]}/{len(runs)} sources, {progress_line.human_bytes(done[0])}/"
                    f"{progress_line.human_bytes(total)}, {importer.summary.points} points")
 
-    importer = StoreImport(store_dir, project=project, experiment=experiment, group=group, on_bytes=moved)
+    importer = StoreImport(store_dir, project=project, experiment=experiment, group=group, on_bytes=moved,
+                           clustering=clustering)
     try:
         for run in runs:
             if on_source is not None:

@@ -26,6 +26,8 @@ def test_a_wide_import_keeps_every_point_and_clusters_the_run_by_metric(tmp_path
     # small batches: many files of every metric, then one clustering pass when the run is read
     summary = import_paths([str(history)], tmp_path / "store", limits=Limits(batch_bytes=64 * 1024))
     assert (summary.metrics, summary.points) == (WIDTH, WIDTH * STEPS)
+    # the clustering runs in a child the import did not wait for
+    assert summary.clustering is not None and summary.clustering.wait(timeout=120) == 0
     reader = StoreReader(tmp_path / "store")
     (run,) = reader.runs()
     conn = reader.store.connection()
@@ -42,5 +44,5 @@ def test_a_wide_import_keeps_every_point_and_clusters_the_run_by_metric(tmp_path
     assert (s.count, s.latest_step, s.latest_value, s.latest_file_id) == (STEPS, STEPS - 1, 123_059.0, files[0][0])
     # a second import of the same bytes changes nothing
     again = import_paths([str(history)], tmp_path / "store", limits=Limits(batch_bytes=64 * 1024))
-    assert again.unchanged == 1
+    assert again.unchanged == 1 and again.clustering is None  # nothing imported: no child
     assert conn.execute("SELECT COUNT(*) FROM metric_files").fetchone()[0] == 1

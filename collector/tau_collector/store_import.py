@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
 
 from .expstore.config_rows import ConfigConflictError
-from .expstore.metric_clusters import cluster_quietly
+from .expstore.metric_clusters import cluster_quietly, start_clustering
 from .expstore.writer import MetricWriter
 from .pipeline import Pipeline, ProjectedBatch
 from .projection import ProjectionConfig
@@ -83,6 +84,9 @@ class ImportSummary:
     config_conflicts: list[str] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # The child clustering the imported runs by metric (``clustering="background"``), not waited for; None
+    # when no run needed it. Reads are right whether it has finished or not.
+    clustering: subprocess.Popen | None = None
 
     def text(self) -> str:
         text = (f"imported {self.runs} runs, {self.metrics} metrics, {self.points} points "
@@ -125,10 +129,19 @@ class StoreImport:
     """Imports runs into the store at ``store_dir`` under one project/experiment/group.
 
     ``on_bytes(n)`` is told as each batch's bytes are read (and the bytes of skipped files).
+
+    ``clustering`` says when the imported runs' files are rewritten by metric (:mod:`.expstore.metric_clusters`):
+    ``"background"`` in a child started by :meth:`close` and not waited for (``summary.clustering``), ``"wait"``
+    at the end of each run, in this process, ``"off"`` never.
     """
 
     def __init__(self, store_dir: str | os.PathLike[str], *, project: str, experiment: str | None,
-                 group: str | None, on_bytes: Callable[[int], None] | None = None) -> None:
+                 group: str | None, on_bytes: Callable[[int], None] | None = None,
+                 clustering: str = "background") -> None:
+        if clustering not in ("background", "wait", "off"):
+            raise ValueError(f"clustering: {clustering!r} is none of 'background', 'wait', 'off'")
+        self.clustering = clustering
+        self._to_cluster: list[str] = []
         self.sink = ExpstoreSink(store_dir, source_id="taunotebook-import")
         self.keys = MetricWriter(self.sink.store)
         self.project = project
@@ -138,7 +151,12 @@ class StoreImport:
         self._on_bytes = on_bytes or (lambda n: None)
 
     def close(self) -> None:
-        self.sink.close()
+        try:
+            if self.clustering == "background" and self._to_cluster:
+                # Every imported row is committed: the child only rewrites files already readable.
+                self.summary.clustering = start_clustering(self.sink.store, self._to_cluster)
+        finally:
+            self.sink.close()
 
     def config(self, run: ImportRun) -> ProjectionConfig:
         return ProjectionConfig(
@@ -161,6 +179,7 @@ class StoreImport:
             key = "import-source-" + hashlib.sha256(payload).hexdigest()
         if key is not None and self.keys.recorded(key):
             self.summary.unchanged += 1
+            self._to_cluster.append(run.run_id)  # in case an earlier import's clustering was stopped
             for source_input in inputs:
                 self._file_done(source_input.path, 0)
             problems = self._store_config(run)
@@ -178,12 +197,14 @@ class StoreImport:
             self.sink.report(run.run_id, problems)
             self.summary.problems.extend(str(p) for p in problems)
         if metrics:
+            self._to_cluster.append(run.run_id)
             self.summary.runs += 1
             self.summary.run_ids.append(run.run_id)
             self.summary.metrics += len(metrics)
             # The run's history is all written: its files are rewritten by metric (a wide run's metric is
-            # then read from one file, not from every batch's).
-            cluster_quietly(self.sink.store, run.run_id)
+            # then read from one file, not from every batch's), here or by the child :meth:`close` starts.
+            if self.clustering == "wait":
+                cluster_quietly(self.sink.store, run.run_id)
             # Imported history has ended: the Portal and panes show it done, not running forever.
             self.keys.mark_completed(run.run_id)
         if key is not None and not any(p.kind == ProblemKind.UNREADABLE for p in problems):

@@ -8,8 +8,10 @@ metrics are cut into consecutive name ranges by their row counts (``metric_summa
 file. The rows, their order and the last-wins rule are kept (ties in registration order, as compaction
 keeps them: :mod:`.compaction`); the files keep TauGrid's schema and metric-boundary row groups.
 
-It is an optimisation for runs whose history is written at once (``taunotebook import`` runs it when a
-run's files are read): a run with a metric longer than ``max_rows`` rows (a long narrow run, whose files
+It is an optimisation for runs whose history is written at once: ``taunotebook import`` starts it in a
+child process when its runs' files are all written (:func:`start_clustering`, ``python -m`` this module)
+and does not wait for it -- the run reads right before, during and after, and a child killed at any point
+leaves it as it was or clustered. A run with a metric longer than ``max_rows`` rows (a long narrow run, whose files
 already hold few metrics each) or that would not come out in fewer files is left alone. One transaction
 swaps the files, as compaction does: the replacements take the retired files' newest rowids (their place
 in registration order), the retired files stay on disk for the grace period.
@@ -17,11 +19,14 @@ in registration order), the retired files stay on disk for the grace period.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import sqlite3
+import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 
 from ..process_memory import release_arrow_memory
 from . import schema
@@ -30,7 +35,8 @@ from .levels import publish_table_levels
 from .metric_files import metric_file_path
 from .store import ExpStore, StoreError, utc_now_rfc3339
 
-__all__ = ["CLUSTER_ROWS", "SLICE_ROWS", "cluster_quietly", "cluster_run", "metric_ranges"]
+__all__ = ["CLUSTER_ROWS", "SLICE_ROWS", "cluster_quietly", "cluster_run", "clustering_due", "main", "metric_ranges",
+           "start_clustering"]
 
 # Rows of one clustered file: what a clustering holds in memory at once (read, sorted, encoded).
 CLUSTER_ROWS = 262_144
@@ -115,6 +121,63 @@ def cluster_quietly(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROW
         if arrow is None or not isinstance(exc, arrow.ArrowException):
             raise
         return None
+
+
+def clustering_due(store: ExpStore, run_ids: Sequence[str], max_rows: int = CLUSTER_ROWS) -> list[str]:
+    """Those of ``run_ids`` that :func:`cluster_run` may rewrite: more files than its rows need at ``max_rows``
+    a file, and no metric longer than that. Two indexed queries each, so a run imported in one file, a long
+    narrow run or a run clustered already starts no child."""
+    conn = store.connection()
+    due = []
+    for run_id in run_ids:
+        files = conn.execute("SELECT COUNT(*) FROM metric_files WHERE run_id = ? AND format = ?",
+                             (run_id, schema.METRIC_FILE_FORMAT)).fetchone()[0]
+        rows, longest = conn.execute("SELECT SUM(count), MAX(count) FROM metric_summaries WHERE run_id = ?",
+                                     (run_id,)).fetchone()
+        if longest is not None and longest <= max_rows and files > max(1, -(-rows // max_rows)):
+            due.append(run_id)
+    return due
+
+
+def start_clustering(store: ExpStore, run_ids: Sequence[str], *,
+                     max_rows: int = CLUSTER_ROWS) -> subprocess.Popen | None:
+    """Start a child that clusters those of ``run_ids`` that are due, and return it without waiting (None when
+    none is due). It runs in its own session: a Ctrl-C meant for the import that started it does not stop it
+    (stopping it would be harmless: see the module doc)."""
+    from .compaction_process import _child_environment
+
+    due = clustering_due(store, run_ids, max_rows)
+    if not due:
+        return None
+    command = [sys.executable, "-m", __name__, "--store", str(store.root), "--max-rows", str(max_rows)]
+    for run_id in due:
+        command += ["--run", run_id]
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            env=_child_environment(), start_new_session=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tau_collector.expstore.metric_clusters --store DIR --run ID [--run ID ...]``: cluster each run
+    (:func:`cluster_quietly`: a run that cannot be clustered now is left as it is); 1 when the store cannot be
+    opened."""
+    from ..process_memory import bound_process_memory, pandas_kept_out
+
+    parser = argparse.ArgumentParser(prog="python -m " + __name__, description="cluster runs' files by metric")
+    parser.add_argument("--store", required=True)
+    parser.add_argument("--run", action="append", required=True)
+    parser.add_argument("--max-rows", type=int, default=CLUSTER_ROWS)
+    args = parser.parse_args(argv)
+    bound_process_memory()
+    try:
+        store = ExpStore(args.store, writable=True)
+        with pandas_kept_out():
+            for run_id in args.run:
+                cluster_quietly(store, run_id, max_rows=args.max_rows)
+        store.close()
+    except (StoreError, OSError, sqlite3.Error) as exc:
+        sys.stderr.write(f"taunotebook: clustering the runs of {args.store} by metric: {exc}\n")
+        return 1
+    return 0
 
 
 def _rows_between(store: ExpStore, files: list[tuple], first: str, last: str, footers: dict[str, object]):
@@ -233,12 +296,20 @@ def _swap(store: ExpStore, run_id: str, files: list[tuple], written: list[tuple]
         # Already counted in metric_summaries: the replacements are marked summarized, never merged again.
         tx.executemany("INSERT INTO metric_summary_files(file_id, run_id, summarized_at) VALUES (?, ?, ?)",
                        [(w[0], run_id, now) for w in written])
-        tx.executemany(
-            "UPDATE metric_summaries SET latest_file_id = ? WHERE run_id = ? AND metric_name >= ? "
-            "AND metric_name <= ? AND latest_file_id IS NOT NULL",
-            [(w[0], run_id, w[6], w[7]) for w in written])
+        # Only a latest row held by a retired file moved: one a concurrent import wrote meanwhile (a newer
+        # file, not among these) stays where it is.
+        for at in range(0, len(retired), 500):
+            part = retired[at:at + 500]
+            tx.executemany(
+                "UPDATE metric_summaries SET latest_file_id = ? WHERE run_id = ? AND metric_name >= ? "
+                f"AND metric_name <= ? AND latest_file_id IN ({','.join('?' * len(part))})",
+                [(w[0], run_id, w[6], w[7], *part) for w in written])
         tx.executemany(
             "INSERT OR REPLACE INTO metric_file_retirements(file_id, path, run_id, replaced_by, retired_at, "
             "retired_unix) VALUES (?, ?, ?, ?, ?, ?)",
             [(f[1], f[2], run_id, ",".join(w[0] for w in written), now, time.time()) for f in files])
     return True
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PAGE_ROWS", "ROW_GROUP_ROWS", "Coded", "Column", "TextValues", "encode_parquet"]
+__all__ = ["PAGE_ROWS", "ROW_GROUP_ROWS", "Coded", "Column", "PlainTexts", "TextValues", "encode_parquet"]
 
 ROW_GROUP_ROWS = 131_072  # as the pyarrow writer of the compaction
 PAGE_ROWS = 16_384
@@ -55,10 +55,86 @@ class Coded:
 
     values: list[str]
     codes: np.ndarray
+    pieces: list[bytes] | None = None  # each value PLAIN-encoded, made once for all the row groups
+
+    def plain(self) -> list[bytes]:
+        if self.pieces is None:
+            self.pieces = [_LENGTH.pack(len(b)) + b for b in map(str.encode, self.values)]
+        return self.pieces
 
 
-# A text column: a value per row (None: null), coded values, one value for every row, or None for all null.
-TextValues = list[str | None] | list[str] | Coded | str | None
+# Below this many rows a segment on average, building text pieces row by row in Python is the cheaper way.
+_SEGMENT_ROWS = 8
+
+
+@dataclass(slots=True)
+class PlainTexts:
+    """A text column's rows already PLAIN-encoded in one buffer (no nulls): row ``i`` is
+    ``data[bounds[i]:bounds[i + 1]]``, its 4-byte little-endian length then its UTF-8 bytes -- what a data
+    page holds, so pages are slices of it, with no ``str`` or ``bytes`` object per row."""
+
+    data: np.ndarray  # uint8
+    bounds: np.ndarray  # int64, one more than the rows
+
+    def __len__(self) -> int:
+        return len(self.bounds) - 1
+
+    def rows(self) -> list[str]:
+        """Each row as text (tests, and the rare caller that needs strings)."""
+        data = self.data.tobytes()
+        return [data[a + 4:b].decode() for a, b in itertools.pairwise(self.bounds.tolist())]
+
+    def take(self, order: np.ndarray) -> PlainTexts:
+        data = self.data.tobytes()
+        pieces = [data[a:b] for a, b in zip(self.bounds[order].tolist(), self.bounds[order + 1].tolist(),
+                                             strict=True)]
+        return PlainTexts(np.frombuffer(b"".join(pieces), dtype=np.uint8),
+                          np.concatenate(([0], np.cumsum([len(p) for p in pieces], dtype=np.int64))))
+
+    @classmethod
+    def around_numbers(cls, parts: Sequence[tuple[str, str]], key: np.ndarray,
+                       numbers: np.ndarray) -> PlainTexts | None:
+        """Row ``i`` is ``parts[key[i]][0] + str(numbers[i]) + parts[key[i]][1]`` (a point's tags JSON around
+        its history line), built by segments of rows of one key and one digit count: in such a segment
+        every row has the same length, so its rows are one 2-D block of the buffer filled by broadcasting.
+        None when the rows make short segments or a number is negative (row by row is then as cheap)."""
+        n = len(key)
+        if not n or int(numbers.min()) < 0:
+            return None
+        numbers = numbers.astype(np.int64, copy=False)
+        digits = np.ones(n, dtype=np.int64)
+        for power in range(1, 19):
+            bigger = numbers >= 10 ** power
+            if not bigger.any():
+                break
+            digits += bigger
+        cuts = np.flatnonzero((key[1:] != key[:-1]) | (digits[1:] != digits[:-1])) + 1
+        if n < _SEGMENT_ROWS * (len(cuts) + 1):
+            return None
+        heads = [head.encode() for head, _ in parts]
+        tails = [tail.encode() for _, tail in parts]
+        head_len = np.array([len(b) for b in heads], dtype=np.int64)
+        tail_len = np.array([len(b) for b in tails], dtype=np.int64)
+        length = head_len[key] + digits + tail_len[key]
+        bounds = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(length + 4, out=bounds[1:])
+        data = np.empty(int(bounds[-1]), dtype=np.uint8)
+        starts = [0, *cuts.tolist()]
+        for first, last in zip(starts, [*cuts.tolist(), n], strict=True):
+            k, d = int(key[first]), int(digits[first])
+            h, width = len(heads[k]), int(length[first])
+            block = data[bounds[first]:bounds[last]].reshape(last - first, width + 4)
+            block[:, :4] = np.frombuffer(_LENGTH.pack(width), dtype=np.uint8)
+            block[:, 4:4 + h] = np.frombuffer(heads[k], dtype=np.uint8)
+            powers = 10 ** np.arange(d - 1, -1, -1, dtype=np.int64)
+            block[:, 4 + h:4 + h + d] = numbers[first:last, None] // powers % 10 + 48
+            block[:, 4 + h + d:] = np.frombuffer(tails[k], dtype=np.uint8)
+        return cls(data, bounds)
+
+
+# A text column: a value per row (None: null), coded values, rows already PLAIN-encoded, one value for every
+# row, or None for all null.
+TextValues = list[str | None] | list[str] | Coded | PlainTexts | str | None
 
 
 @dataclass(slots=True)
@@ -218,11 +294,16 @@ def _text_rows(column: Column, start: int, stop: int) -> tuple[np.ndarray, list[
     if isinstance(values, str):
         data = values.encode()
         return np.ones(n, dtype=bool), [pack(len(data)) + data], np.zeros(n, dtype=np.int64), [values]
+    if isinstance(values, PlainTexts):  # the pieces are ``values`` itself: _pages slices it by page
+        return np.ones(n, dtype=bool), None, None, []
     if isinstance(values, Coded):
-        codes = values.codes[start:stop]
-        used = [values.values[c] for c in np.unique(codes).tolist()]
-        pieces = [pack(len(b)) + b for b in map(str.encode, values.values)]
-        return np.ones(n, dtype=bool), pieces, codes, used
+        # The row group's dictionary holds the values its rows use, not every value of the file: a file of a
+        # row group per metric would otherwise repeat all its metric names in every group (W groups x W names).
+        used_codes, codes = np.unique(values.codes[start:stop], return_inverse=True)
+        plain = values.plain()
+        used_list = used_codes.tolist()
+        return (np.ones(n, dtype=bool), [plain[c] for c in used_list], codes.astype(np.int64, copy=False),
+                [values.values[c] for c in used_list])
     rows = values[start:stop]  # type: ignore[index]
     if None in rows:
         valid = np.fromiter((v is not None for v in rows), dtype=bool, count=n)
@@ -274,6 +355,9 @@ def _pages(column: Column, start: int, stop: int) -> tuple[bytes | None, list[tu
         count = int(page_valid.sum())
         if not text:
             body = np.ascontiguousarray(present[at:at + count], dtype=dtype).tobytes()  # type: ignore[index]
+        elif pieces is None:  # PlainTexts: this page's rows are one slice of its buffer
+            plain = column.values
+            body = plain.data[plain.bounds[start + at]:plain.bounds[start + at + count]].tobytes()  # type: ignore[union-attr]
         elif codes is None:
             body = b"".join(pieces[at:at + count])
         else:
@@ -330,7 +414,7 @@ def encode_parquet(columns: list[Column], rows: int, group_starts: Sequence[int]
             if dictionary is not None:
                 packed = _gzip(dictionary) if codec == _GZIP else dictionary
                 header = _Struct().i32(1, _DICTIONARY_PAGE).i32(2, len(dictionary)).i32(3, len(packed)).struct(
-                    7, _Struct().i32(1, len(column.values.values) if isinstance(column.values, Coded) else 1)
+                    7, _Struct().i32(1, len(present))  # type: ignore[arg-type]  # the dictionary's values
                     .i32(2, _PLAIN_DICTIONARY)).end()
                 out += header
                 out += packed

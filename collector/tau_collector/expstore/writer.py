@@ -31,7 +31,7 @@ from .config_rows import ConfigConflictError, put_run_config, run_config_hash
 from .levels import publish_write_levels
 from .listing import refresh_runs
 from .metric_files import metric_file_path, metric_row_groups
-from .parquet_encoder import Coded, Column, TextValues, encode_parquet
+from .parquet_encoder import Coded, Column, PlainTexts, TextValues, encode_parquet
 from .store import ExpStore, StoreError, utc_now_rfc3339
 from .summaries import read_summary, store_summary, summarize_sorted, upsert_summaries
 
@@ -73,7 +73,8 @@ class RunColumns:
 
     ``metric`` indexes ``names``; ``wall_time`` is in microseconds (0 where ``wall_valid`` is
     False; ``wall_valid`` None means every row has one); ``tags`` holds each row's tags as a JSON
-    object with sorted keys, and ``tag_sets`` the distinct tag maps behind them (the run's tags
+    object with sorted keys (as text, or already PLAIN-encoded: :class:`.parquet_encoder.PlainTexts`),
+    and ``tag_sets`` the distinct tag maps behind them (the run's tags
     are what all of them share). ``source``/``unit``/``split`` are one value for every row or an
     array per row. ``first_wall_ns`` (the earliest wall time, ns) and ``status`` (the newest
     ``tau/run_status`` row as ``(state, completed_at ns or None)``) keep the precision of the
@@ -89,7 +90,7 @@ class RunColumns:
     step: np.ndarray
     wall_time: np.ndarray
     value: np.ndarray
-    tags: list[str]
+    tags: list[str] | PlainTexts
     tag_sets: list[dict[str, str]]
     source: TextValues
     unit: TextValues = None
@@ -283,6 +284,8 @@ class MetricWriter:
         def text(value: TextValues) -> TextValues:
             if isinstance(value, list) and listed is not None:
                 return [value[i] for i in listed]
+            if isinstance(value, PlainTexts) and order is not None:
+                return value.take(order)
             return value
 
         data = encode_parquet([

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..completion import RUN_STATUS_METRIC
+from ..expstore.parquet_encoder import PlainTexts
 from ..expstore.writer import RunColumns, run_status_of
 from ..projection_columns import PointColumns
 
@@ -28,8 +29,11 @@ def run_columns(points: PointColumns) -> RunColumns:
     step = points.step[order]
     value = points.value[order]
     texts = points.tag_texts
-    lines = points.line[order].tolist()
-    tags = [f"{texts[k][0]}{line}{texts[k][1]}" for k, line in zip(key.tolist(), lines, strict=True)]
+    line = points.line[order]
+    # In bulk where rows come in runs of one key (a wide row's metrics, each over many lines), else row by row.
+    tags = PlainTexts.around_numbers(texts, key, line)
+    if tags is None:
+        tags = [f"{texts[k][0]}{n}{texts[k][1]}" for k, n in zip(key.tolist(), line.tolist(), strict=True)]
     metric = name_of_key[key]
     status = None
     status_code = unique.get(RUN_STATUS_METRIC)
