@@ -19,7 +19,7 @@ same event file in this process, in the same run, as the throughput baseline. ``
 commands from another checkout (``DIR/collector`` and ``DIR`` first on ``PYTHONPATH``), for a
 before/after comparison on the same machine state.
 
-    .venv/bin/python bench/bench_collector_memory.py [--rows 200000] [--scalars 400000] [--hostile] [--code DIR]
+    .venv/bin/python bench/bench_collector_memory.py [--rows 200000] [--scalars 400000] [--hostile] [--code DIR] [--only collect]
 
 Prints a table and writes ``bench/out/collector_memory.json`` (``collector_memory_<label>.json`` with ``--label``).
 """
@@ -201,6 +201,7 @@ def main() -> None:
                         help="also an event file of about this many GB (collect, import, dump)")
     parser.add_argument("--code", type=Path, help="run the commands from this checkout (before/after)")
     parser.add_argument("--label", default="", help="suffix of the JSON file written")
+    parser.add_argument("--only", default="", help="run only the cases whose name starts with this (e.g. collect)")
     args = parser.parse_args()
     env = dict(os.environ)
     if args.code:
@@ -250,6 +251,8 @@ def main() -> None:
                 if "W&B" not in name:
                     cases[f"dump {name}"] = (["tau_collector", "dump", str(path)], 0)
         for name, (command, events) in cases.items():
+            if not name.startswith(args.only):
+                continue
             result = run(command, work, env)
             if events:
                 result["events_per_s"] = events / result["seconds"]
