@@ -19,7 +19,8 @@ same event file in this process, in the same run, as the throughput baseline. ``
 commands from another checkout (``DIR/collector`` and ``DIR`` first on ``PYTHONPATH``), for a
 before/after comparison on the same machine state.
 
-    .venv/bin/python bench/bench_collector_memory.py [--rows 200000] [--scalars 400000] [--hostile] [--code DIR] [--only collect]
+    .venv/bin/python bench/bench_collector_memory.py [--rows 200000] [--scalars 400000] [--hostile] [--code DIR]
+                                                     [--only collect]
 
 Prints a table and writes ``bench/out/collector_memory.json`` (``collector_memory_<label>.json`` with ``--label``).
 """

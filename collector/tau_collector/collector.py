@@ -554,7 +554,7 @@ class Collector:
         if with_events:
             ranges = [part.range() for part in with_events]
             head = ranges[0]
-            ndjson = b"".join(part.projected.take_ndjson() for part in with_events)
+            ndjson = b"".join([block for part in with_events for block in part.projected.take_ndjson()])
             manifest = Manifest(
                 config_identity=self.config_identity, kind="history", sequence=checkpoint.next_sequence,
                 source_path=head.source_path, source_file_id=head.source_file_id, ndjson=ndjson,

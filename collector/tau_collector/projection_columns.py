@@ -101,7 +101,7 @@ def project_scalar_columns(projector: Projector, cols: ScalarColumns, *, points:
     ``joined``); ``points`` also returns the finite points as columns.
     """
     if not len(cols):
-        return Projected([], [], [], None, bytearray() if joined else None), [], None
+        return Projected([], [], [], None, [] if joined else None), [], None
     ordinary = (cols.step >= 0) & (cols.wall_time > _MIN_WALL) & (cols.wall_time < _MAX_WALL)
     if not ordinary.all():
         rows = [HistoryRow({"_step": step, "_timestamp": wall, cols.names[metric]: value}, record, offset)
@@ -115,7 +115,7 @@ def project_scalar_columns(projector: Projector, cols: ScalarColumns, *, points:
     finite = np.isfinite(cols.value)
     keep = np.flatnonzero(is_metric[cols.metric] & finite)
     odd = np.flatnonzero(is_metric[cols.metric] & ~finite)
-    out = Projected([], [], [], None, bytearray() if joined else None)
+    out = Projected([], [], [], None, [] if joined else None)
     wall_us = (cols.wall_time * 1e6).astype(np.int64)  # int(seconds * 1e6), as the projection
     if odd.size:
         # Non-finite values become observations through the row path (rare; they need event ids).
