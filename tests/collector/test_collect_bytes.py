@@ -13,11 +13,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tau_collector.gojson import marshal
+from tau_collector.gojson import encode_float, format_time, marshal
 from tau_collector.metric_event import decode_canonical_ndjson
 from tau_collector.pipeline import Pipeline
 from tau_collector.projection import ProjectionConfig, Projector
-from tau_collector.projection_columns import project_scalar_columns
+from tau_collector.projection_columns import float_texts, project_scalar_columns, time_texts
 from tau_collector.records import HistoryRow
 from tau_collector.sinks.base import Chunk
 from tau_collector.sinks.expstore import _non_finite_digest, chunk_request_hash
@@ -37,6 +37,33 @@ rows_strategy = st.lists(
     st.tuples(st.integers(min_value=0, max_value=2**40), st.floats(min_value=0, max_value=4e9),
               st.dictionaries(st.sampled_from(["loss", "acc", "a/b", "_x", " lr ", "x<y"]), values, max_size=4)),
     max_size=40)
+
+
+EDGES = [0.0, -0.0, 1.0, -42.0, 1e-6, 1e-5, 1e-4, 9.999999999999999e-6, 9.99999999999999e-7, 1e16, 1e21,
+         9.999999999999999e15, 9.999999999999998e20, 5e-324, 1.7976931348623157e308, 123456789012345680.0,
+         2.5e-06, 0.1 + 0.2]
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.floats(allow_nan=False, allow_infinity=False)
+                       | st.floats(width=32, allow_nan=False, allow_infinity=False)
+                       | st.sampled_from(EDGES), max_size=50))
+def test_a_columns_float_texts_are_go_s(values):
+    assert float_texts(np.array(values, dtype=np.float64)) == [encode_float(v) for v in values]
+
+
+def test_float_texts_across_every_magnitude():
+    rng = np.random.default_rng(7)
+    values = rng.standard_normal(20_000) * 10.0 ** rng.integers(-30, 30, 20_000)
+    values = np.concatenate([values, values.astype(np.float32).astype(np.float64), EDGES, np.negative(EDGES)])
+    assert float_texts(values) == [encode_float(v) for v in values.tolist()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(ns=st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1)
+                   | st.integers(min_value=0, max_value=3 * 10**9).map(lambda n: n + int(T0) * 10**9), max_size=30))
+def test_a_columns_time_texts_are_go_s(ns):
+    assert time_texts(np.array(ns, dtype=np.int64)) == [format_time(t) for t in ns]
 
 
 def _plain_lines(rows: list[HistoryRow]) -> bytes:
