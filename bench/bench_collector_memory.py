@@ -20,7 +20,7 @@ commands from another checkout (``DIR/collector`` and ``DIR`` first on ``PYTHONP
 before/after comparison on the same machine state.
 
     .venv/bin/python bench/bench_collector_memory.py [--rows 200000] [--scalars 400000] [--hostile] [--code DIR]
-                                                     [--only collect]
+                                                     [--only collect] [--before DIR]
 
 Prints a table and writes ``bench/out/collector_memory.json`` (``collector_memory_<label>.json`` with ``--label``).
 """
@@ -202,6 +202,8 @@ def main() -> None:
                         help="also an event file of about this many GB (collect, import, dump)")
     parser.add_argument("--code", type=Path, help="run the commands from this checkout (before/after)")
     parser.add_argument("--label", default="", help="suffix of the JSON file written")
+    parser.add_argument("--before", type=Path,
+                        help="also run the collect cases from this checkout, in the same run (before/after)")
     parser.add_argument("--only", default="", help="run only the cases whose name starts with this (e.g. collect)")
     args = parser.parse_args()
     env = dict(os.environ)
@@ -251,10 +253,16 @@ def main() -> None:
                                             str(work / f"i-{name.replace(' ', '_')}"), "-q"], 0)
                 if "W&B" not in name:
                     cases[f"dump {name}"] = (["tau_collector", "dump", str(path)], 0)
+        if args.before:  # each collect case followed by the same from the other checkout
+            cases = {key: case for name, (command, events) in cases.items() for key, case in (
+                [(name, (command, events))] + ([(f"{name} (before)", (
+                    [c.replace("out-", "before-out-").replace("store-", "before-store-") for c in command],
+                    events))] if name.startswith("collect") else []))}
+            env_before = dict(env, PYTHONPATH=os.pathsep.join([str(args.before / "collector"), str(args.before)]))
         for name, (command, events) in cases.items():
             if not name.startswith(args.only):
                 continue
-            result = run(command, work, env)
+            result = run(command, work, env_before if name.endswith("(before)") else env)
             if events:
                 result["events_per_s"] = events / result["seconds"]
                 result["vs_event_file_loader"] = result["events_per_s"] / results["event_file_loader"]["scalars_per_s"]
