@@ -20,6 +20,7 @@ commands from another checkout (``DIR/collector`` and ``DIR`` first on ``PYTHONP
 before/after comparison on the same machine state.
 
     .venv/bin/python bench/bench_collector_memory.py [--rows 200000] [--scalars 400000] [--hostile] [--code DIR]
+                                                     [--only collect] [--before DIR]
 
 Prints a table and writes ``bench/out/collector_memory.json`` (``collector_memory_<label>.json`` with ``--label``).
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import struct
 import subprocess
 import sys
@@ -56,13 +58,15 @@ sys.exit(code)
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str]) -> dict:
-    start = time.perf_counter()
+    start, children = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     dump = args[:2] == ["tau_collector", "dump"]  # its output is points: thrown away, not kept here
     proc = subprocess.run([sys.executable, "-c", WRAPPER, *args], cwd=cwd, text=True, env=env,
                           stdout=subprocess.DEVNULL if dump else subprocess.PIPE, stderr=subprocess.PIPE)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # CPU: a fairer before/after on a shared machine
+    cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
     err, _, peak = proc.stderr.rpartition("peak-rss-kib ")
-    return {"exit": proc.returncode, "seconds": seconds, "peak_rss_mb": int(peak or 0) / 1024,
+    return {"exit": proc.returncode, "seconds": seconds, "cpu_s": cpu, "peak_rss_mb": int(peak or 0) / 1024,
             "stdout_tail": (proc.stdout or "")[-300:], "stderr_tail": err.strip()[-300:]}
 
 
@@ -143,13 +147,13 @@ def write_hostile(root: Path) -> dict[str, Path]:
 def event_file_loader(path: Path) -> tuple[float, int]:
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     count = 0
     for event in EventFileLoader(str(path)).Load():
         for value in event.summary.value:
             count += 1
             _ = (value.tag, event.step, event.wall_time, value.simple_value)
-    return time.perf_counter() - start, count
+    return time.perf_counter() - start, count, time.process_time() - cpu
 
 
 def spool_floor(work: Path, backlog: Path, events: int, env: dict[str, str]) -> dict[str, float]:
@@ -201,6 +205,9 @@ def main() -> None:
                         help="also an event file of about this many GB (collect, import, dump)")
     parser.add_argument("--code", type=Path, help="run the commands from this checkout (before/after)")
     parser.add_argument("--label", default="", help="suffix of the JSON file written")
+    parser.add_argument("--before", type=Path,
+                        help="also run the collect cases from this checkout, in the same run (before/after)")
+    parser.add_argument("--only", default="", help="run only the cases whose name starts with this (e.g. collect)")
     args = parser.parse_args()
     env = dict(os.environ)
     if args.code:
@@ -214,8 +221,8 @@ def main() -> None:
         write_backlog(backlog, args.rows)
         event_file = write_event_file(work / "tb", args.scalars)
         results["backlog_bytes"], results["event_file_bytes"] = backlog.stat().st_size, event_file.stat().st_size
-        efl_s, efl_n = event_file_loader(event_file)
-        results["event_file_loader"] = {"seconds": efl_s, "scalars_per_s": efl_n / efl_s}
+        efl_s, efl_n, efl_cpu = event_file_loader(event_file)
+        results["event_file_loader"] = {"seconds": efl_s, "cpu_s": efl_cpu, "scalars_per_s": efl_n / efl_s}
         floor = results["spool_floor"] = spool_floor(work, backlog, args.rows * 4, env)
         budget = floor["events"] / (15 * efl_n / efl_s)  # seconds a 15x-EventFileLoader collect may take
         print(f"spool alone ({floor['events']:,} lines of {floor['line_bytes']} B): {floor['spool_s']:.1f} s "
@@ -249,17 +256,29 @@ def main() -> None:
                                             str(work / f"i-{name.replace(' ', '_')}"), "-q"], 0)
                 if "W&B" not in name:
                     cases[f"dump {name}"] = (["tau_collector", "dump", str(path)], 0)
+        if args.before:  # each collect case followed by the same from the other checkout
+            cases = {key: case for name, (command, events) in cases.items() for key, case in (
+                [(name, (command, events))] + ([(f"{name} (before)", (
+                    [c.replace("out-", "before-out-").replace("store-", "before-store-") for c in command],
+                    events))] if name.startswith("collect") else []))}
+            env_before = dict(env, PYTHONPATH=os.pathsep.join([str(args.before / "collector"), str(args.before)]))
         for name, (command, events) in cases.items():
-            result = run(command, work, env)
+            if not name.startswith(args.only):
+                continue
+            result = run(command, work, env_before if name.endswith("(before)") else env)
             if events:
                 result["events_per_s"] = events / result["seconds"]
                 result["vs_event_file_loader"] = result["events_per_s"] / results["event_file_loader"]["scalars_per_s"]
             results[name] = result
             rate = f"{result.get('events_per_s', 0):10,.0f}/s {result.get('vs_event_file_loader', 0):5.1f}x EFL" \
                 if events else " " * 26
+            if events:  # the same ratio in CPU seconds, less sensitive to what else the machine runs
+                result["vs_event_file_loader_cpu"] = events / result["cpu_s"] / (efl_n / efl_cpu)
+                rate += f" ({result['vs_event_file_loader_cpu']:4.1f}x in CPU)"
             print(f"{name:26s} exit {result['exit']:3d} {result['seconds']:7.1f} s {rate}  "
                   f"peak RSS {result['peak_rss_mb']:7.0f} MB", flush=True)
-    print(f"EventFileLoader ({args.scalars:,} scalars): {efl_s:.1f} s, {efl_n / efl_s:,.0f} scalars/s; "
+    print(f"EventFileLoader ({args.scalars:,} scalars): {efl_s:.1f} s ({efl_cpu:.1f} s CPU), "
+          f"{efl_n / efl_s:,.0f} scalars/s; "
           f"load average at start {results['load_average'][0]:.2f}, at end {os.getloadavg()[0]:.2f}")
     results["load_average_end"] = os.getloadavg()
     out = HERE / "out"

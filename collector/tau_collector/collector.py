@@ -44,9 +44,10 @@ from .limits import DEFAULT_LIMITS, Limits
 from .metric_event import METRIC_EVENT_SCHEMA_V1, MetricEvent, new_metric_event
 from .pipeline import Pipeline, ProjectedBatch, merge_points
 from .projection import ProjectionConfig
+from .read_ahead import ReadAhead
 from .records import ProblemKind, SourceProblem
 from .sinks.base import Chunk, Sink
-from .sources.base import Position, Source, SourceInput
+from .sources.base import Batch, Position, Source, SourceInput
 from .sources.history import HistorySource
 from .sources.jsonl import HistoryPathError, complete_lines
 from .sources.tensorboard import TensorBoardSource
@@ -492,9 +493,18 @@ class Collector:
             raise CollectorError(str(exc)) from None
         self._fingerprints.seen[path] = now
         position = Position(known.offset, known.lines) if known else Position()
-        while True:
+
+        def read_and_project(position: Position, prefix: hashlib._Hash
+                             ) -> tuple[hashlib._Hash, Batch, ProjectedBatch | None]:
             running = prefix.copy()
             batch = source.read(source_input, position, final=final, prefix_hash=running)
+            moved = batch.end.offset != position.offset
+            return running, batch, pipeline.project(source, batch) if moved else None
+
+        ahead: ReadAhead | None = None
+        while True:
+            running, batch, projected = ahead.result() if ahead else read_and_project(position, prefix)
+            ahead = None
             if batch.unreadable and source.strict:
                 raise CollectorError(str(next(p for p in batch.problems if p.kind == ProblemKind.UNREADABLE)))
             self.result.non_scalars += sum(batch.dropped.values())
@@ -504,12 +514,18 @@ class Collector:
                 self._stopped[path] = now
             # A tail still being written is normal while the job runs; at the end it means the writer died.
             batch.problems = [p for p in batch.problems if final or p.kind != ProblemKind.TRUNCATED]
-            if batch.end.offset == position.offset:
+            if batch.end.offset == position.offset or projected is None:
                 self._report(batch.problems)
                 return
-            projected = pipeline.project(source, batch)
             self.result.rejected_rows += projected.bad_rows
-            self._add(checkpoint, _Part(source, source_input, now[0], prefix, running, projected))
+            if batch.more and not batch.stopped:  # the next batch, read while this one is committed
+                ahead = ReadAhead(lambda end=batch.end, at=running: read_and_project(end, at))
+            try:
+                self._add(checkpoint, _Part(source, source_input, now[0], prefix, running, projected))
+            except BaseException:
+                if ahead is not None:
+                    ahead.wait()  # nothing of it was kept; let it end before the input is given up
+                raise
             prefix, position = running, batch.end
             if not batch.more:
                 return
@@ -554,7 +570,7 @@ class Collector:
         if with_events:
             ranges = [part.range() for part in with_events]
             head = ranges[0]
-            ndjson = b"".join(part.projected.take_ndjson() for part in with_events)
+            ndjson = b"".join([block for part in with_events for block in part.projected.take_ndjson()])
             manifest = Manifest(
                 config_identity=self.config_identity, kind="history", sequence=checkpoint.next_sequence,
                 source_path=head.source_path, source_file_id=head.source_file_id, ndjson=ndjson,

@@ -27,18 +27,18 @@ __all__ = ["Pipeline", "ProjectedBatch", "merge_points"]
 
 @dataclass(slots=True)
 class ProjectedBatch:
-    """``ndjson`` holds ``event_count`` canonical lines (empty without lines)."""
+    """``ndjson`` holds ``event_count`` canonical lines in blocks (none without lines)."""
 
     batch: Batch
-    ndjson: bytes | bytearray
+    ndjson: list[bytes]
     event_count: int
     non_finite: list[MetricEvent]
     points: PointColumns | None
     rejected: list[SourceProblem] = field(default_factory=list)
 
-    def take_ndjson(self) -> bytes:
-        """The lines as bytes, letting go of the buffer they were built in."""
-        ndjson, self.ndjson = bytes(self.ndjson), b""
+    def take_ndjson(self) -> list[bytes]:
+        """The lines' blocks (joined once, by whoever takes them), letting go of them here."""
+        ndjson, self.ndjson = self.ndjson, []
         return ndjson
 
     @property

@@ -96,9 +96,10 @@ class Projected:
     events: list[MetricEvent]
     non_finite: list[MetricEvent]
     points: PointLists | None = None
-    # With ``joined``, the lines are moved here as they are made, one buffer instead of a bytes object
-    # per line (tens of megabytes less for a large batch); ``lines`` is then empty.
-    ndjson: bytearray | None = None
+    # With ``joined``, the lines are moved here as they are made, joined in blocks of a thousand rows'
+    # lines instead of a bytes object per line (tens of megabytes less for a large batch); ``lines`` is
+    # then empty. Blocks, not one growing buffer: the spool joins them once, one copy of the chunk.
+    ndjson: list[bytes] | None = None
     joined_count: int = 0
 
     @property
@@ -108,7 +109,7 @@ class Projected:
     def join_lines(self) -> None:
         """Move the lines made so far into ``ndjson``."""
         if self.ndjson is not None and self.lines:
-            self.ndjson += b"".join(self.lines)
+            self.ndjson.append(b"".join(self.lines))
             self.joined_count += len(self.lines)
             self.lines.clear()
 
@@ -389,7 +390,7 @@ class Projector:
 
         ``points`` also lists the finite points in :attr:`Projected.points`; ``joined`` collects the
         lines in :attr:`Projected.ndjson`."""
-        out = Projected([], [], [], PointLists() if points else None, bytearray() if joined else None)
+        out = Projected([], [], [], PointLists() if points else None, [] if joined else None)
         errors: list[tuple[HistoryRow, RowError]] = []
         for index, row in enumerate(rows):
             if joined and not index % 1024:

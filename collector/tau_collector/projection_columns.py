@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 
-from .gojson import MAX_TIME_NS, MIN_TIME_NS, encode_float
+from .gojson import MAX_TIME_NS, MIN_TIME_NS, _format_date_second, encode_float
 from .metric_event import METRIC_EVENT_SCHEMA_V1
 from .projection import PointLists, Projected, Projector, RowError
 from .records import HistoryRow
@@ -101,7 +101,7 @@ def project_scalar_columns(projector: Projector, cols: ScalarColumns, *, points:
     ``joined``); ``points`` also returns the finite points as columns.
     """
     if not len(cols):
-        return Projected([], [], [], None, bytearray() if joined else None), [], None
+        return Projected([], [], [], None, [] if joined else None), [], None
     ordinary = (cols.step >= 0) & (cols.wall_time > _MIN_WALL) & (cols.wall_time < _MAX_WALL)
     if not ordinary.all():
         rows = [HistoryRow({"_step": step, "_timestamp": wall, cols.names[metric]: value}, record, offset)
@@ -115,7 +115,7 @@ def project_scalar_columns(projector: Projector, cols: ScalarColumns, *, points:
     finite = np.isfinite(cols.value)
     keep = np.flatnonzero(is_metric[cols.metric] & finite)
     odd = np.flatnonzero(is_metric[cols.metric] & ~finite)
-    out = Projected([], [], [], None, bytearray() if joined else None)
+    out = Projected([], [], [], None, [] if joined else None)
     wall_us = (cols.wall_time * 1e6).astype(np.int64)  # int(seconds * 1e6), as the projection
     if odd.size:
         # Non-finite values become observations through the row path (rare; they need event ids).
@@ -133,25 +133,46 @@ def project_scalar_columns(projector: Projector, cols: ScalarColumns, *, points:
     return out, [], columns
 
 
+def float_texts(value: np.ndarray) -> list[str]:
+    """:func:`~.gojson.encode_float` of every (finite) value, with one orjson call for the column.
+
+    orjson writes the same shortest round-trip digits as ``repr`` (so as Go) and, for
+    1e-5 <= |v| < 1e16 and in exponent form (|v| < 1e-6 or >= 1e21), Go's layout too, except that it
+    keeps a ``.0`` on integral values (removed here). Between, Go writes positional digits where orjson
+    writes an exponent: those values go through ``encode_float``. A property test holds this to
+    ``encode_float`` over all finite float64s.
+    """
+    texts = orjson.dumps(value.tolist()).decode()[1:-1].split(",") if len(value) else []
+    texts = [t[:-2] if t[-2:] == ".0" else t for t in texts]
+    magnitude = np.abs(value)
+    for i in np.flatnonzero(((magnitude >= 1e-6) & (magnitude < 1e-5))
+                            | ((magnitude >= 1e16) & (magnitude < 1e21))).tolist():
+        texts[i] = encode_float(float(value[i]))
+    return texts
+
+
+def time_texts(wall_ns: np.ndarray) -> list[str]:
+    """:func:`~.gojson.format_time` of every time (all inside the years the column path allows),
+    each second's date and clock formatted once."""
+    seconds, frac = np.divmod(wall_ns, 1_000_000_000)
+    dates = {s: _format_date_second(s) for s in np.unique(seconds).tolist()}
+    return [f"{dates[s]}.{f:09d}".rstrip("0") + "Z" if f else dates[s] + "Z"
+            for s, f in zip(seconds.tolist(), frac.tolist(), strict=True)]
+
+
 def _lines(out: Projected, projector: Projector, pieces: list, metric: np.ndarray, step: np.ndarray,
            wall_ns: np.ndarray, value: np.ndarray, record: np.ndarray) -> None:
     """The canonical NDJSON line of every point, as :meth:`Projector.project_rows` writes it, into ``out``."""
     sha256 = hashlib.sha256
-    time_text = projector.time_text
     head = '{"schema_version":"' + METRIC_EVENT_SCHEMA_V1 + '","event_id":"metric-'
     lines = out.lines
     append = lines.append
-    for n, (code, s, ns, v, r) in enumerate(zip(metric.tolist(), step.tolist(), wall_ns.tolist(), value.tolist(),
-                                                record.tolist(), strict=True)):
+    for n, (code, s, time, number, r) in enumerate(zip(metric.tolist(), step.tolist(), time_texts(wall_ns),
+                                                       float_texts(value), record.tolist(), strict=True)):
         if not n % 4096:
             out.join_lines()
         p = pieces[code]
-        step_time = f',"step":{s},"wall_time":"{time_text(ns)}"'
-        number = repr(v)
-        if "e" in number:
-            number = encode_float(v)
-        elif number.endswith(".0"):
-            number = number[:-2]
+        step_time = f',"step":{s},"wall_time":"{time}"'
         append(f'{head}{sha256(f"{p.identity_head}{step_time}}}".encode()).hexdigest()}{p.line_head}{step_time}'
                f',"value":{number}{p.line_tags_head}"{r}"{p.line_tags_tail}'.encode())
     out.join_lines()

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import orjson
+import pybase64
 
 from .checkpoint import Checkpoint, SourceCheckpoint, SpoolError, valid_digest
 from .complete_through import marks
@@ -156,7 +157,8 @@ class Manifest:
         encoded once for the digest and the file; :meth:`release` lets them go."""
         if self.payload_pieces is None:
             view = memoryview(self.ndjson)
-            self.payload_pieces = [base64.b64encode(view[start:start + _PAYLOAD_PIECE])
+            # pybase64: the same bytes as base64.b64encode (a test holds it to that), SIMD-fast.
+            self.payload_pieces = [pybase64.b64encode(view[start:start + _PAYLOAD_PIECE])
                                    for start in range(0, len(view), _PAYLOAD_PIECE)]
         return self.payload_pieces
 
