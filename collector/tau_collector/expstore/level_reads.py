@@ -136,6 +136,10 @@ class LevelReads:
         None when no file holds it, files overlap in steps, or the range holds at most ``at_least`` points."""
         reader = self.reader
         files = reader._files(run_id).overlapping(start, end)
+        # The index's row counts bound the points in range (every metric's rows count): a range that cannot
+        # hold more than ``at_least`` is merged from its points without opening a levels file, as before.
+        if all(row[4] is not None for row in files) and sum(row[4] for row in files) <= at_least:
+            return None
         pieces = []  # (first step, last step, levels, metric index, file row)
         for row in files:
             levels, idx = self._levels(row, metric)
