@@ -14,8 +14,9 @@
    ``LossPane(run)`` with no ``metrics=``: the first ``loss`` point drawn after the cell started, browser long
    tasks over 100 ms after that first draw, the page's DOM nodes and JS heap (Chrome DevTools' Performance
    metrics), plots in the pane, the Portal's requests per second in steady state, the kernel's CPU (% of a
-   core), and whether loss kept growing; then the Stellar run page of the widest run, served by a Portal of
-   its own (a subprocess): ready time, per-metric reads made, the Portal's RSS (now and peak).
+   core: the whole kernel process and the poller thread, from /proc), and whether loss kept growing while
+   another cell of the notebook slept through the window; then the Stellar run page of the widest run, served
+   by a Portal of its own (a subprocess): ready time, per-metric reads made, the Portal's RSS (now and peak).
 
 Usage::
 
@@ -269,6 +270,20 @@ KERNEL = """async (code) => {
 }"""
 
 
+SLEEPING_CELL = """(seconds) => {
+  const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  window.__sleeping = k.requestExecute({ code: `import time; time.sleep(${seconds})`, store_history: false }).done
+    .then(() => true);
+}"""
+
+
+def _cpu_s(pid: int, tid: int | None = None) -> float:
+    """CPU seconds (user + system) of a process, or of one of its threads, from /proc."""
+    stat = Path(f"/proc/{pid}" + (f"/task/{tid}" if tid is not None else "") + "/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class LiveRows:
     """Appends ``rate`` rows of every metric per second to a run, from a thread, until stopped."""
 
@@ -319,15 +334,22 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
         run_cell(page, 0)
         page.wait_for_function("() => window.__firstDraw !== null", timeout=300_000)
         first = page.evaluate("() => window.__firstDraw - window.__t0")
-        cpu0 = float(page.evaluate(KERNEL, "import time as _t; print(_t.process_time())"))
+        # The kernel's process and its poller thread, read from /proc outside the kernel (a sleeping cell below
+        # would hold any in-kernel query back).
+        kpid, tid = map(int, page.evaluate(
+            KERNEL, "import os as _os; print(_os.getpid(), pane._poller.thread.native_id)").split())
+        cpu0 = _cpu_s(kpid), _cpu_s(kpid, tid)
         loss0, rows0 = loss_points(page, "loss"), live.step
         t0 = time.monotonic()
+        # Another cell runs (sleeps) for the whole window: the pane must keep drawing meanwhile.
+        page.evaluate(SLEEPING_CELL, steady)
         page.wait_for_timeout(steady * 1000 / 2)
         t_half = time.monotonic()
         page.wait_for_timeout(steady * 1000 / 2)
         t1 = time.monotonic()
-        cpu1 = float(page.evaluate(KERNEL, "import time as _t; print(_t.process_time())"))
+        cpu1 = _cpu_s(kpid), _cpu_s(kpid, tid)
         loss1, rows1 = loss_points(page, "loss"), live.step
+        page.evaluate("() => window.__sleeping")  # the sleeping cell is done before the kernel is asked again
         metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
         pane = page.evaluate("""() => ({ nodes: document.querySelectorAll('.tau-pane *').length,
             plots: document.querySelectorAll('.tau-pane-metric .tau-pane-plot').length,
@@ -335,6 +357,12 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
         long = page.evaluate("() => window.__long.filter((e) => e.at >= window.__firstDraw)")
         requests_steady = log.count(since=t_half) / (t1 - t_half)
         requests_total = log.count(since=t0) / (t1 - t0)
+        with log.lock:
+            by_path: dict[str, int] = {}
+            for t, path, _ in log.entries:
+                if t >= t_half:
+                    key = path.rsplit("/", 1)[-1]
+                    by_path[key] = by_path.get(key, 0) + 1
         page.evaluate(KERNEL, "pane.close()")
     for k in httpx.get(f"{lab.base_url}/api/kernels", timeout=10).json():
         httpx.delete(f"{lab.base_url}/api/kernels/{k['id']}", timeout=30)
@@ -348,7 +376,9 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
             "plots": pane["plots"], "plots_drawn": pane["visible"],
             "portal_requests_per_s_steady": round(requests_steady, 1),
             "portal_requests_per_s_window": round(requests_total, 1),
-            "kernel_cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 1),
+            "portal_requests_steady_by_route": by_path,
+            "kernel_cpu_percent": round(100 * (cpu1[0] - cpu0[0]) / (t1 - t0), 1),
+            "poller_thread_cpu_percent": round(100 * (cpu1[1] - cpu0[1]) / (t1 - t0), 1),
             "loss_points_growth_in_window": loss1 - loss0, "rows_appended_in_window": rows1 - rows0,
             "steady_seconds": steady}
 
@@ -420,9 +450,10 @@ def _print_pane(r: dict, steady: float) -> None:
           f"after it {r['long_tasks_over_100ms_after_first_draw']} (max {r['long_task_max_ms']} ms, "
           f"{r['long_task_total_ms']} ms in all); DOM nodes {r['dom_nodes_page']} (pane {r['dom_nodes_pane']}); "
           f"JS heap {r['js_heap_mib']} MiB; plots {r['plots']} ({r['plots_drawn']} drawn); Portal "
-          f"{r['portal_requests_per_s_steady']} requests/s steady; kernel CPU {r['kernel_cpu_percent']} %; loss "
-          f"+{r['loss_points_growth_in_window']} points in {steady:g} s (+{r['rows_appended_in_window']} rows "
-          f"written); load "
+          f"{r['portal_requests_per_s_steady']} requests/s steady from this one pane "
+          f"({r['portal_requests_steady_by_route']}); kernel CPU {r['kernel_cpu_percent']} % of a core (poller "
+          f"thread {r['poller_thread_cpu_percent']} %); loss +{r['loss_points_growth_in_window']} points in "
+          f"{steady:g} s while another cell slept (+{r['rows_appended_in_window']} rows written); load "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
@@ -432,6 +463,38 @@ def _print_stellar(s: dict) -> None:
           f"Portal RSS {s['portal_rss_mib']} MiB "
           f"(peak {s['portal_rss_peak_mib']}, idle {s['portal_rss_idle_mib']}); load "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+
+
+def wide_targets(results: dict) -> list[str]:
+    """Issue 20's targets, met or not, from this run's figures (this branch's browser code only)."""
+    panes = [r for r in results["panes"] if r["code"] == "this branch"]
+    base = next((r["first_loss_draw_ms"] for r in panes if r["metrics"] == 20), None)
+    lines = []
+
+    def say(ok: bool, text: str) -> None:
+        lines.append(f"{'met    ' if ok else 'NOT met'} {text}")
+
+    for r in panes:
+        w = f"W={r['metrics']}:"
+        if base is not None and r["metrics"] != 20:
+            ratio = r["first_loss_draw_ms"] / base
+            say(ratio <= 1.2, f"{w} first loss point {r['first_loss_draw_ms']} ms = {ratio:.2f}x W=20's (<= 1.2x)")
+        say(r["long_tasks_over_100ms_after_first_draw"] == 0,
+            f"{w} {r['long_tasks_over_100ms_after_first_draw']} long tasks > 100 ms after the first draw "
+            f"(longest {r['long_task_max_ms']} ms; target none)")
+        say(r["portal_requests_per_s_steady"] <= 5,
+            f"{w} {r['portal_requests_per_s_steady']} Portal requests/s from the pane in steady state (<= 5)")
+        say(r["kernel_cpu_percent"] <= 3, f"{w} kernel CPU {r['kernel_cpu_percent']} % of a core (poller thread "
+            f"{r['poller_thread_cpu_percent']} %; <= 3 %)")
+        say(r["loss_points_growth_in_window"] > 0,
+            f"{w} loss +{r['loss_points_growth_in_window']} points while another cell slept "
+            f"(+{r['rows_appended_in_window']} rows written)")
+    for s in results["stellar"]:
+        if s["code"] == "this branch" and s["metrics"] >= 10_000:
+            say(s["ready_s"] < 2, f"Stellar run page W={s['metrics']}: ready in {s['ready_s']} s (< 2 s)")
+            say(s["portal_rss_peak_mib"] * 2**20 < 300e6,
+                f"Stellar run page W={s['metrics']}: Portal RSS peak {s['portal_rss_peak_mib']} MiB (< 300 MB)")
+    return lines
 
 
 def wide_main(widths: list[int], steady: float, baseline: Path | None, baseline_max: int) -> None:
@@ -466,6 +529,9 @@ def wide_main(widths: list[int], steady: float, baseline: Path | None, baseline_
         finally:
             for _ in lab_gen:
                 pass
+    results["targets"] = wide_targets(results)
+    for line in results["targets"]:
+        print(line)
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     results["loadavg"] = os.getloadavg()
     out = ROOT / "bench" / "out"
