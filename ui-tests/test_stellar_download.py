@@ -24,7 +24,7 @@ def download(page: Page, run_id: str) -> tuple[str, str]:
 def test_the_download_saves_every_stored_point_as_csv_with_non_finite_values_spelled_out(
         page: Page, portal_server: PortalServer):
     open_ready(page, url(portal_server, "/stellar?target=run-b&project=proj"))
-    page.select_option("#stellar-download-metric", "train/loss")
+    page.fill("#stellar-download-metric", "train/loss")
     name, text = download(page, "run-b")
     assert name == "run-b-train_loss.csv"
     lines = text.splitlines()
@@ -37,7 +37,7 @@ def test_the_download_saves_every_stored_point_as_csv_with_non_finite_values_spe
 def test_the_visible_window_after_a_zoom_downloads_as_json_with_every_step_of_it(
         page: Page, portal_server: PortalServer):
     open_ready(page, url(portal_server, "/stellar?target=run-a&project=proj"))
-    page.select_option("#stellar-download-metric", "train/loss")
+    page.fill("#stellar-download-metric", "train/loss")
     page.select_option("#stellar-download-format", "json")
     _, whole = download(page, "run-a")
     assert len(json.loads(whole)["rows"]) == LOSS_POINTS  # unchecked: every stored point
