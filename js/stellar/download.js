@@ -18,9 +18,10 @@ export function downloadControl(runIds, metricNames) {
   const known = new Set(metricNames);
   const suggestions = h("datalist", { id: "stellar-download-metrics" });
   const metric = h("input", {
-    id: "stellar-download-metric", type: "text", list: "stellar-download-metrics", value: metricNames[0],
-    autocomplete: "off", spellcheck: false, placeholder: "metric name", size: 32,
+    id: "stellar-download-metric", type: "text", value: metricNames[0], autocomplete: "off", spellcheck: false,
+    placeholder: "metric name", size: 32,
   });
+  metric.setAttribute("list", suggestions.id); // `list` is a read-only property: only the attribute sets it
   const suggest = () => {
     // Typing a known name whole offers everything again (a datalist filters by the box's text itself).
     const text = known.has(metric.value) ? "" : metric.value;
