@@ -334,6 +334,7 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
         run_cell(page, 0)
         page.wait_for_function("() => window.__firstDraw !== null", timeout=300_000)
         first = page.evaluate("() => window.__firstDraw - window.__t0")
+        first_abs = page.evaluate("() => window.__firstDraw")
         # The kernel's process and its poller thread, read from /proc outside the kernel (a sleeping cell below
         # would hold any in-kernel query back).
         kpid, tid = map(int, page.evaluate(
@@ -371,7 +372,9 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
     return {"metrics": width, "code": "baseline" if bundle else "this branch",
             "store_rows_written_s": round(built, 1), "first_loss_draw_ms": round(first),
             "long_tasks_over_100ms_after_first_draw": len(over), "long_task_max_ms": round(max(over, default=0)),
-            "long_task_total_ms": round(sum(over)), "dom_nodes_page": int(metrics.get("Nodes", 0)),
+            "long_task_total_ms": round(sum(over)),
+            "long_tasks_over_100ms_at": [[round(e["at"] - first_abs), round(e["ms"])] for e in long if e["ms"] > 100],
+            "dom_nodes_page": int(metrics.get("Nodes", 0)),
             "dom_nodes_pane": pane["nodes"], "js_heap_mib": round(metrics.get("JSHeapUsedSize", 0) / 2**20, 1),
             "plots": pane["plots"], "plots_drawn": pane["visible"],
             "portal_requests_per_s_steady": round(requests_steady, 1),
@@ -448,7 +451,8 @@ def stellar_wide(browser, work: Path, width: int, package: Path | None = None, t
 def _print_pane(r: dict, steady: float) -> None:
     print(f"W={r['metrics']:>6} ({r['code']}): first loss point {r['first_loss_draw_ms']} ms; long tasks > 100 ms "
           f"after it {r['long_tasks_over_100ms_after_first_draw']} (max {r['long_task_max_ms']} ms, "
-          f"{r['long_task_total_ms']} ms in all); DOM nodes {r['dom_nodes_page']} (pane {r['dom_nodes_pane']}); "
+          f"{r['long_task_total_ms']} ms in all; [ms after it, ms long]: {r['long_tasks_over_100ms_at']}); "
+          f"DOM nodes {r['dom_nodes_page']} (pane {r['dom_nodes_pane']}); "
           f"JS heap {r['js_heap_mib']} MiB; plots {r['plots']} ({r['plots_drawn']} drawn); Portal "
           f"{r['portal_requests_per_s_steady']} requests/s steady from this one pane "
           f"({r['portal_requests_steady_by_route']}); kernel CPU {r['kernel_cpu_percent']} % of a core (poller "
