@@ -311,7 +311,8 @@ class LiveRows:
         self.thread.join(timeout=60)
 
 
-def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path | None = None) -> dict:
+def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path | None = None,
+              cpu_profile: bool = False) -> dict:
     """One live run of ``width`` metrics in a pane (``bundle``: another build's pane.js): module docstring, item 3."""
     import httpx
 
@@ -342,6 +343,9 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
         cpu0 = _cpu_s(kpid), _cpu_s(kpid, tid)
         loss0, rows0 = loss_points(page, "loss"), live.step
         t0 = time.monotonic()
+        if cpu_profile:  # where the page's main thread spends the window (Chrome's sampling profiler)
+            cdp.send("Profiler.enable")
+            cdp.send("Profiler.start")
         # Another cell runs (sleeps) for the whole window: the pane must keep drawing meanwhile.
         page.evaluate(SLEEPING_CELL, steady)
         page.wait_for_timeout(steady * 1000 / 2)
@@ -349,6 +353,7 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
         page.wait_for_timeout(steady * 1000 / 2)
         t1 = time.monotonic()
         cpu1 = _cpu_s(kpid), _cpu_s(kpid, tid)
+        profile = _top_self_time(cdp.send("Profiler.stop")["profile"]) if cpu_profile else None
         loss1, rows1 = loss_points(page, "loss"), live.step
         page.evaluate("() => window.__sleeping")  # the sleeping cell is done before the kernel is asked again
         metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
@@ -383,7 +388,31 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
             "kernel_cpu_percent": round(100 * (cpu1[0] - cpu0[0]) / (t1 - t0), 1),
             "poller_thread_cpu_percent": round(100 * (cpu1[1] - cpu0[1]) / (t1 - t0), 1),
             "loss_points_growth_in_window": loss1 - loss0, "rows_appended_in_window": rows1 - rows0,
-            "steady_seconds": steady}
+            "steady_seconds": steady, "page_cpu_top_self_ms": profile}
+
+
+def _top_self_time(profile: dict, top: int = 12) -> list[tuple[str, float]]:
+    """The functions with the most self time in a CDP CPU profile, ``name (script:line)`` → ms."""
+    times = profile.get("timeDeltas") or []
+    by_node = {n["id"]: n for n in profile["nodes"]}
+    self_ms: dict[str, float] = {}
+    for node_id, delta in zip(profile.get("samples") or [], [*times[1:], 0], strict=False):
+        frame = by_node[node_id]["callFrame"]
+        name = f"{frame['functionName'] or '(anonymous)'} ({frame['url'].rsplit('/', 1)[-1]}:{frame['lineNumber']})"
+        self_ms[name] = self_ms.get(name, 0.0) + delta / 1000
+    # Forced layouts: who asked for them (the caller of getBoundingClientRect, two frames up).
+    parent = {c: n["id"] for n in profile["nodes"] for c in n.get("children", ())}
+
+    def label(node_id: int) -> str:
+        frame = by_node[node_id]["callFrame"]
+        return f"{frame['functionName'] or '(anonymous)'} ({frame['url'].rsplit('/', 1)[-1]}:{frame['lineNumber']})"
+
+    for node_id, delta in zip(profile.get("samples") or [], [*times[1:], 0], strict=False):
+        if by_node[node_id]["callFrame"]["functionName"] == "getBoundingClientRect":
+            up = [label(a) for a in (parent.get(node_id), parent.get(parent.get(node_id, -1), None)) if a in by_node]
+            key = "layout asked by " + " <- ".join(up)
+            self_ms[key] = self_ms.get(key, 0.0) + delta / 1000
+    return [(k, round(v, 1)) for k, v in sorted(self_ms.items(), key=lambda kv: -kv[1])[:top]]
 
 
 def _rss_mib(pid: int) -> tuple[float, float]:
@@ -501,7 +530,8 @@ def wide_targets(results: dict) -> list[str]:
     return lines
 
 
-def wide_main(widths: list[int], steady: float, baseline: Path | None, baseline_max: int) -> None:
+def wide_main(widths: list[int], steady: float, baseline: Path | None, baseline_max: int,
+              cpu_profile: bool = False) -> None:
     """``baseline``: another checkout's built ``taunotebook/static`` (its pane.js and Stellar pages), measured
     in the same run for the widths up to ``baseline_max``."""
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -515,8 +545,10 @@ def wide_main(widths: list[int], steady: float, baseline: Path | None, baseline_
                 chromium = os.environ.get("TAU_CHROMIUM") or shutil.which("chromium")
                 browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
                 for width in widths:
-                    results["panes"].append(r := wide_pane(browser, lab, work, width, steady))
+                    results["panes"].append(r := wide_pane(browser, lab, work, width, steady, cpu_profile=cpu_profile))
                     _print_pane(r, steady)
+                    for name, ms in r["page_cpu_top_self_ms"] or []:
+                        print(f"    {ms:>8.1f} ms self  {name}")
                     if baseline is not None and width <= baseline_max:
                         results["panes"].append(r := wide_pane(browser, lab, work, width, steady,
                                                                bundle=baseline / "pane.js"))
@@ -556,13 +588,16 @@ def main() -> None:
                         help="with --metrics: another checkout's built taunotebook/static, measured in the same run")
     parser.add_argument("--baseline-max-metrics", type=int, default=1000, metavar="W",
                         help="with --baseline-static: measure the baseline only up to this width (default 1000)")
+    parser.add_argument("--cpu-profile", action="store_true",
+                        help="with --metrics: profile the page main thread over each window; print the top self times")
     args = parser.parse_args()
     if args.metrics:
         if min(args.metrics) < 8:
             parser.error(f"--metrics: each W must be at least 8, got {min(args.metrics)}")
         if args.baseline_static is not None and not (args.baseline_static / "pane.js").is_file():
             parser.error(f"--baseline-static: {args.baseline_static} holds no pane.js (build that checkout's js)")
-        wide_main(args.metrics, args.steady_seconds, args.baseline_static, args.baseline_max_metrics)
+        wide_main(args.metrics, args.steady_seconds, args.baseline_static, args.baseline_max_metrics,
+                  args.cpu_profile)
         return
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory(prefix="bench-pane-") as tmp:
