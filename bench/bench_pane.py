@@ -21,7 +21,7 @@
 Usage::
 
     .venv/bin/python bench/bench_pane.py [--points 250] [--rate 20] [--append-seconds 20]
-    .venv/bin/python bench/bench_pane.py --metrics 20 1000 10000 [--steady-seconds 20]
+    .venv/bin/python bench/bench_pane.py --metrics 20 1000 10000 [--steady-seconds 20] [--cpu-profile]
 
 Needs the built bundles (``npm --prefix js run build``, or ``pip install -e .``) and Debian ``chromium``.
 """
