@@ -424,7 +424,9 @@ class StellarV2:
             next_cursor = self._encode_cursor(filter_hash, last.created_at, _cursor_id(last))
         body: dict = {"metadata": metadata(source, served_sources(reader, served, [r.run_id for r in runs]),
                                            truncated, warnings), "target": target,
-                      "runs": [self._run_encoded(reader, r, served_by(reader, r.run_id, served)) for r in runs]}
+                      # Each run encoded once per index change, unless its config is added to it below.
+                      "runs": [(self._run_json if "config" in include else self._run_encoded)(
+                          reader, r, served_by(reader, r.run_id, served)) for r in runs]}
         if next_cursor:
             body["next_cursor"] = next_cursor
         if "config" in include:
