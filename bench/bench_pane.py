@@ -14,13 +14,14 @@
    ``LossPane(run)`` with no ``metrics=``: the first ``loss`` point drawn after the cell started, browser long
    tasks over 100 ms after that first draw, the page's DOM nodes and JS heap (Chrome DevTools' Performance
    metrics), plots in the pane, the Portal's requests per second in steady state, the kernel's CPU (% of a
-   core), and whether loss kept growing; then the Stellar run page of the widest run, served by a Portal of
-   its own (a subprocess): ready time, per-metric reads made, the Portal's RSS (now and peak).
+   core: the whole kernel process and the poller thread, from /proc), and whether loss kept growing while
+   another cell of the notebook slept through the window; then the Stellar run page of the widest run, served
+   by a Portal of its own (a subprocess): ready time, per-metric reads made, the Portal's RSS (now and peak).
 
 Usage::
 
     .venv/bin/python bench/bench_pane.py [--points 250] [--rate 20] [--append-seconds 20]
-    .venv/bin/python bench/bench_pane.py --metrics 20 1000 10000 [--steady-seconds 20]
+    .venv/bin/python bench/bench_pane.py --metrics 20 1000 10000 [--steady-seconds 20] [--cpu-profile]
 
 Needs the built bundles (``npm --prefix js run build``, or ``pip install -e .``) and Debian ``chromium``.
 """
@@ -269,6 +270,20 @@ KERNEL = """async (code) => {
 }"""
 
 
+SLEEPING_CELL = """(seconds) => {
+  const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  window.__sleeping = k.requestExecute({ code: `import time; time.sleep(${seconds})`, store_history: false }).done
+    .then(() => true);
+}"""
+
+
+def _cpu_s(pid: int, tid: int | None = None) -> float:
+    """CPU seconds (user + system) of a process, or of one of its threads, from /proc."""
+    stat = Path(f"/proc/{pid}" + (f"/task/{tid}" if tid is not None else "") + "/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class LiveRows:
     """Appends ``rate`` rows of every metric per second to a run, from a thread, until stopped."""
 
@@ -296,7 +311,8 @@ class LiveRows:
         self.thread.join(timeout=60)
 
 
-def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path | None = None) -> dict:
+def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path | None = None,
+              cpu_profile: bool = False) -> dict:
     """One live run of ``width`` metrics in a pane (``bundle``: another build's pane.js): module docstring, item 3."""
     import httpx
 
@@ -319,15 +335,27 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
         run_cell(page, 0)
         page.wait_for_function("() => window.__firstDraw !== null", timeout=300_000)
         first = page.evaluate("() => window.__firstDraw - window.__t0")
-        cpu0 = float(page.evaluate(KERNEL, "import time as _t; print(_t.process_time())"))
+        first_abs = page.evaluate("() => window.__firstDraw")
+        # The kernel's process and its poller thread, read from /proc outside the kernel (a sleeping cell below
+        # would hold any in-kernel query back).
+        kpid, tid = map(int, page.evaluate(
+            KERNEL, "import os as _os; print(_os.getpid(), pane._poller.thread.native_id)").split())
+        cpu0 = _cpu_s(kpid), _cpu_s(kpid, tid)
         loss0, rows0 = loss_points(page, "loss"), live.step
         t0 = time.monotonic()
+        if cpu_profile:  # where the page's main thread spends the window (Chrome's sampling profiler)
+            cdp.send("Profiler.enable")
+            cdp.send("Profiler.start")
+        # Another cell runs (sleeps) for the whole window: the pane must keep drawing meanwhile.
+        page.evaluate(SLEEPING_CELL, steady)
         page.wait_for_timeout(steady * 1000 / 2)
         t_half = time.monotonic()
         page.wait_for_timeout(steady * 1000 / 2)
         t1 = time.monotonic()
-        cpu1 = float(page.evaluate(KERNEL, "import time as _t; print(_t.process_time())"))
+        cpu1 = _cpu_s(kpid), _cpu_s(kpid, tid)
+        profile = _top_self_time(cdp.send("Profiler.stop")["profile"]) if cpu_profile else None
         loss1, rows1 = loss_points(page, "loss"), live.step
+        page.evaluate("() => window.__sleeping")  # the sleeping cell is done before the kernel is asked again
         metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
         pane = page.evaluate("""() => ({ nodes: document.querySelectorAll('.tau-pane *').length,
             plots: document.querySelectorAll('.tau-pane-metric .tau-pane-plot').length,
@@ -335,6 +363,12 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
         long = page.evaluate("() => window.__long.filter((e) => e.at >= window.__firstDraw)")
         requests_steady = log.count(since=t_half) / (t1 - t_half)
         requests_total = log.count(since=t0) / (t1 - t0)
+        with log.lock:
+            by_path: dict[str, int] = {}
+            for t, path, _ in log.entries:
+                if t >= t_half:
+                    key = path.rsplit("/", 1)[-1]
+                    by_path[key] = by_path.get(key, 0) + 1
         page.evaluate(KERNEL, "pane.close()")
     for k in httpx.get(f"{lab.base_url}/api/kernels", timeout=10).json():
         httpx.delete(f"{lab.base_url}/api/kernels/{k['id']}", timeout=30)
@@ -343,14 +377,42 @@ def wide_pane(browser, lab, work: Path, width: int, steady: float, bundle: Path 
     return {"metrics": width, "code": "baseline" if bundle else "this branch",
             "store_rows_written_s": round(built, 1), "first_loss_draw_ms": round(first),
             "long_tasks_over_100ms_after_first_draw": len(over), "long_task_max_ms": round(max(over, default=0)),
-            "long_task_total_ms": round(sum(over)), "dom_nodes_page": int(metrics.get("Nodes", 0)),
+            "long_task_total_ms": round(sum(over)),
+            "long_tasks_over_100ms_at": [[round(e["at"] - first_abs), round(e["ms"])] for e in long if e["ms"] > 100],
+            "dom_nodes_page": int(metrics.get("Nodes", 0)),
             "dom_nodes_pane": pane["nodes"], "js_heap_mib": round(metrics.get("JSHeapUsedSize", 0) / 2**20, 1),
             "plots": pane["plots"], "plots_drawn": pane["visible"],
             "portal_requests_per_s_steady": round(requests_steady, 1),
             "portal_requests_per_s_window": round(requests_total, 1),
-            "kernel_cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 1),
+            "portal_requests_steady_by_route": by_path,
+            "kernel_cpu_percent": round(100 * (cpu1[0] - cpu0[0]) / (t1 - t0), 1),
+            "poller_thread_cpu_percent": round(100 * (cpu1[1] - cpu0[1]) / (t1 - t0), 1),
             "loss_points_growth_in_window": loss1 - loss0, "rows_appended_in_window": rows1 - rows0,
-            "steady_seconds": steady}
+            "steady_seconds": steady, "page_cpu_top_self_ms": profile}
+
+
+def _top_self_time(profile: dict, top: int = 12) -> list[tuple[str, float]]:
+    """The functions with the most self time in a CDP CPU profile, ``name (script:line)`` → ms."""
+    times = profile.get("timeDeltas") or []
+    by_node = {n["id"]: n for n in profile["nodes"]}
+    self_ms: dict[str, float] = {}
+    for node_id, delta in zip(profile.get("samples") or [], [*times[1:], 0], strict=False):
+        frame = by_node[node_id]["callFrame"]
+        name = f"{frame['functionName'] or '(anonymous)'} ({frame['url'].rsplit('/', 1)[-1]}:{frame['lineNumber']})"
+        self_ms[name] = self_ms.get(name, 0.0) + delta / 1000
+    # Forced layouts: who asked for them (the caller of getBoundingClientRect, two frames up).
+    parent = {c: n["id"] for n in profile["nodes"] for c in n.get("children", ())}
+
+    def label(node_id: int) -> str:
+        frame = by_node[node_id]["callFrame"]
+        return f"{frame['functionName'] or '(anonymous)'} ({frame['url'].rsplit('/', 1)[-1]}:{frame['lineNumber']})"
+
+    for node_id, delta in zip(profile.get("samples") or [], [*times[1:], 0], strict=False):
+        if by_node[node_id]["callFrame"]["functionName"] == "getBoundingClientRect":
+            up = [label(a) for a in (parent.get(node_id), parent.get(parent.get(node_id, -1), None)) if a in by_node]
+            key = "layout asked by " + " <- ".join(up)
+            self_ms[key] = self_ms.get(key, 0.0) + delta / 1000
+    return [(k, round(v, 1)) for k, v in sorted(self_ms.items(), key=lambda kv: -kv[1])[:top]]
 
 
 def _rss_mib(pid: int) -> tuple[float, float]:
@@ -418,11 +480,13 @@ def stellar_wide(browser, work: Path, width: int, package: Path | None = None, t
 def _print_pane(r: dict, steady: float) -> None:
     print(f"W={r['metrics']:>6} ({r['code']}): first loss point {r['first_loss_draw_ms']} ms; long tasks > 100 ms "
           f"after it {r['long_tasks_over_100ms_after_first_draw']} (max {r['long_task_max_ms']} ms, "
-          f"{r['long_task_total_ms']} ms in all); DOM nodes {r['dom_nodes_page']} (pane {r['dom_nodes_pane']}); "
+          f"{r['long_task_total_ms']} ms in all; [ms after it, ms long]: {r['long_tasks_over_100ms_at']}); "
+          f"DOM nodes {r['dom_nodes_page']} (pane {r['dom_nodes_pane']}); "
           f"JS heap {r['js_heap_mib']} MiB; plots {r['plots']} ({r['plots_drawn']} drawn); Portal "
-          f"{r['portal_requests_per_s_steady']} requests/s steady; kernel CPU {r['kernel_cpu_percent']} %; loss "
-          f"+{r['loss_points_growth_in_window']} points in {steady:g} s (+{r['rows_appended_in_window']} rows "
-          f"written); load "
+          f"{r['portal_requests_per_s_steady']} requests/s steady from this one pane "
+          f"({r['portal_requests_steady_by_route']}); kernel CPU {r['kernel_cpu_percent']} % of a core (poller "
+          f"thread {r['poller_thread_cpu_percent']} %); loss +{r['loss_points_growth_in_window']} points in "
+          f"{steady:g} s while another cell slept (+{r['rows_appended_in_window']} rows written); load "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
@@ -434,7 +498,40 @@ def _print_stellar(s: dict) -> None:
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
-def wide_main(widths: list[int], steady: float, baseline: Path | None, baseline_max: int) -> None:
+def wide_targets(results: dict) -> list[str]:
+    """Issue 20's targets, met or not, from this run's figures (this branch's browser code only)."""
+    panes = [r for r in results["panes"] if r["code"] == "this branch"]
+    base = next((r["first_loss_draw_ms"] for r in panes if r["metrics"] == 20), None)
+    lines = []
+
+    def say(ok: bool, text: str) -> None:
+        lines.append(f"{'met    ' if ok else 'NOT met'} {text}")
+
+    for r in panes:
+        w = f"W={r['metrics']}:"
+        if base is not None and r["metrics"] != 20:
+            ratio = r["first_loss_draw_ms"] / base
+            say(ratio <= 1.2, f"{w} first loss point {r['first_loss_draw_ms']} ms = {ratio:.2f}x W=20's (<= 1.2x)")
+        say(r["long_tasks_over_100ms_after_first_draw"] == 0,
+            f"{w} {r['long_tasks_over_100ms_after_first_draw']} long tasks > 100 ms after the first draw "
+            f"(longest {r['long_task_max_ms']} ms; target none)")
+        say(r["portal_requests_per_s_steady"] <= 5,
+            f"{w} {r['portal_requests_per_s_steady']} Portal requests/s from the pane in steady state (<= 5)")
+        say(r["kernel_cpu_percent"] <= 3, f"{w} kernel CPU {r['kernel_cpu_percent']} % of a core (poller thread "
+            f"{r['poller_thread_cpu_percent']} %; <= 3 %)")
+        say(r["loss_points_growth_in_window"] > 0,
+            f"{w} loss +{r['loss_points_growth_in_window']} points while another cell slept "
+            f"(+{r['rows_appended_in_window']} rows written)")
+    for s in results["stellar"]:
+        if s["code"] == "this branch" and s["metrics"] >= 10_000:
+            say(s["ready_s"] < 2, f"Stellar run page W={s['metrics']}: ready in {s['ready_s']} s (< 2 s)")
+            say(s["portal_rss_peak_mib"] * 2**20 < 300e6,
+                f"Stellar run page W={s['metrics']}: Portal RSS peak {s['portal_rss_peak_mib']} MiB (< 300 MB)")
+    return lines
+
+
+def wide_main(widths: list[int], steady: float, baseline: Path | None, baseline_max: int,
+              cpu_profile: bool = False) -> None:
     """``baseline``: another checkout's built ``taunotebook/static`` (its pane.js and Stellar pages), measured
     in the same run for the widths up to ``baseline_max``."""
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -448,8 +545,10 @@ def wide_main(widths: list[int], steady: float, baseline: Path | None, baseline_
                 chromium = os.environ.get("TAU_CHROMIUM") or shutil.which("chromium")
                 browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
                 for width in widths:
-                    results["panes"].append(r := wide_pane(browser, lab, work, width, steady))
+                    results["panes"].append(r := wide_pane(browser, lab, work, width, steady, cpu_profile=cpu_profile))
                     _print_pane(r, steady)
+                    for name, ms in r["page_cpu_top_self_ms"] or []:
+                        print(f"    {ms:>8.1f} ms self  {name}")
                     if baseline is not None and width <= baseline_max:
                         results["panes"].append(r := wide_pane(browser, lab, work, width, steady,
                                                                bundle=baseline / "pane.js"))
@@ -466,6 +565,9 @@ def wide_main(widths: list[int], steady: float, baseline: Path | None, baseline_
         finally:
             for _ in lab_gen:
                 pass
+    results["targets"] = wide_targets(results)
+    for line in results["targets"]:
+        print(line)
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     results["loadavg"] = os.getloadavg()
     out = ROOT / "bench" / "out"
@@ -486,13 +588,16 @@ def main() -> None:
                         help="with --metrics: another checkout's built taunotebook/static, measured in the same run")
     parser.add_argument("--baseline-max-metrics", type=int, default=1000, metavar="W",
                         help="with --baseline-static: measure the baseline only up to this width (default 1000)")
+    parser.add_argument("--cpu-profile", action="store_true",
+                        help="with --metrics: profile the page main thread over each window; print the top self times")
     args = parser.parse_args()
     if args.metrics:
         if min(args.metrics) < 8:
             parser.error(f"--metrics: each W must be at least 8, got {min(args.metrics)}")
         if args.baseline_static is not None and not (args.baseline_static / "pane.js").is_file():
             parser.error(f"--baseline-static: {args.baseline_static} holds no pane.js (build that checkout's js)")
-        wide_main(args.metrics, args.steady_seconds, args.baseline_static, args.baseline_max_metrics)
+        wide_main(args.metrics, args.steady_seconds, args.baseline_static, args.baseline_max_metrics,
+                  args.cpu_profile)
         return
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory(prefix="bench-pane-") as tmp:

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from jupyterlab import JupyterLab, open_notebook, run_cell, start_lab
+from jupyterlab import JupyterLab, cell_running, execute, open_notebook, run_cell, start_lab
 from playwright.sync_api import Page
 from portal.conftest import TOKEN, ServerThread
 from ui_pages import screenshot
-from wide_run import RequestLog, write_wide_run
+from wide_run import RequestLog, wide_metric_names, write_rows, write_wide_run
 
 from tau_collector.expstore import open_store
 from taunotebook.pane import BUILD_HINT, BUNDLE
@@ -251,3 +251,36 @@ def test_a_1000_metric_run_shows_sections_and_plots_only_what_is_on_screen(lab: 
     second = browser_state(page, 1)
     assert second["slots"][:2] == ["grad_norm/layer.0512", "train/lr"]
     assert [s[3] for s in second["sections"] if s[0] == "grad_norm"] == [True]
+
+
+LIVE = "ui-wide-live"
+
+
+def test_loss_keeps_updating_while_another_cell_runs_on_a_live_1000_metric_run(lab: JupyterLab, page: Page,
+                                                                               portal: str, store: Path):
+    """The pane polls from its own thread: a cell that holds the kernel (here it sleeps) does not stop new rows
+    of a live wide run reaching the loss plot. Rows are written only once that cell is running, and the plot
+    must show them while it still runs."""
+    names = wide_metric_names(WIDTH)
+    write_rows(store, LIVE, names, range(20))  # live: no succeeded marker
+    notebook = json.loads(json.dumps(NOTEBOOK).replace("{{RUN_ID}}", LIVE).replace("{{PORTAL_URL}}", portal))
+    notebook["cells"][1]["source"] = "import time\ntime.sleep(600)  # another cell, holding the kernel"
+    (lab.root_dir / "wide-live.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    open_notebook(page, lab, "wide-live.ipynb")
+    run_cell(page, 0)
+    loss = f"{PANE} .tau-pane-metric[data-metric=loss]"
+    page.wait_for_function("(sel) => { const p = document.querySelector(sel); return p && Number(p.dataset.points)"
+                           " === 20; }", arg=loss, timeout=180_000)
+    run_cell(page, 1)
+    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status"
+                           " === 'busy'", timeout=60_000)
+    page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell')[1]"
+                           ".querySelector('.jp-InputPrompt').textContent.includes('[*]')", timeout=60_000)
+    for step in range(20, 25):
+        write_rows(store, LIVE, names, range(step, step + 1), chunk=f"live-{step}")
+    page.wait_for_function("(sel) => Number(document.querySelector(sel).dataset.points) === 25", arg=loss,
+                           timeout=180_000)
+    assert cell_running(page, 1), "the sleeping cell finished before the new rows were drawn"
+    execute(page, "notebook:interrupt-kernel")
+    page.wait_for_function("() => !document.querySelectorAll('.jp-Notebook .jp-Cell')[1]"
+                           ".querySelector('.jp-InputPrompt').textContent.includes('[*]')", timeout=60_000)

@@ -24,7 +24,7 @@ def download(page: Page, run_id: str) -> tuple[str, str]:
 def test_the_download_saves_every_stored_point_as_csv_with_non_finite_values_spelled_out(
         page: Page, portal_server: PortalServer):
     open_ready(page, url(portal_server, "/stellar?target=run-b&project=proj"))
-    page.select_option("#stellar-download-metric", "train/loss")
+    page.fill("#stellar-download-metric", "train/loss")
     name, text = download(page, "run-b")
     assert name == "run-b-train_loss.csv"
     lines = text.splitlines()
@@ -37,7 +37,7 @@ def test_the_download_saves_every_stored_point_as_csv_with_non_finite_values_spe
 def test_the_visible_window_after_a_zoom_downloads_as_json_with_every_step_of_it(
         page: Page, portal_server: PortalServer):
     open_ready(page, url(portal_server, "/stellar?target=run-a&project=proj"))
-    page.select_option("#stellar-download-metric", "train/loss")
+    page.fill("#stellar-download-metric", "train/loss")
     page.select_option("#stellar-download-format", "json")
     _, whole = download(page, "run-a")
     assert len(json.loads(whole)["rows"]) == LOSS_POINTS  # unchecked: every stored point
@@ -51,3 +51,18 @@ def test_the_visible_window_after_a_zoom_downloads_as_json_with_every_step_of_it
     assert name == "run-a-train_loss.json"
     assert (body["start_step"], body["end_step"]) == (5000, 6000)
     assert [row[0] for row in body["rows"]] == list(range(5000, 6001))
+
+
+def test_the_metric_box_suggests_matching_names_and_an_unknown_name_gives_no_link(
+        page: Page, portal_server: PortalServer):
+    open_ready(page, url(portal_server, "/stellar?target=run-b&project=proj"))
+    page.fill("#stellar-download-metric", "LOSS")
+    options = page.eval_on_selector_all("#stellar-download-metrics option", "(os) => os.map((o) => o.value)")
+    assert options and all("loss" in o.lower() for o in options)
+    page.fill("#stellar-download-metric", "no/such/metric")
+    assert page.eval_on_selector_all("#stellar-download-metrics option", "(os) => os.length") == 0
+    link = page.locator('#stellar-download a[data-run="run-b"]')
+    assert link.get_attribute("href") is None and link.get_attribute("aria-disabled") == "true"
+    assert "no/such/metric" in link.get_attribute("title")
+    page.fill("#stellar-download-metric", "train/loss")
+    assert "train%2Floss" in link.get_attribute("href") or "train/loss" in link.get_attribute("href")

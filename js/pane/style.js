@@ -39,7 +39,7 @@ export const PANE_CSS = `
 .tau-pane-pin { border: none; background: none; cursor: pointer; padding: 0 2px; opacity: 0.3; font-size: 11px; }
 .tau-pane-pin[aria-pressed=true] { opacity: 1; }
 .tau-pane-metric-head .tau-pane-pin { margin-left: auto; order: 9; }
-.tau-pane-plot { min-height: 220px; contain: inline-size; } /* its drawn width never widens the pane */
+.tau-pane-plot { min-height: 220px; contain: inline-size layout style; } /* its drawn width never widens the pane; plotly measuring its text lays out this box, not the notebook */
 .tau-pane-metric-name { font-weight: 600; }
 .tau-pane-nonfinite { color: #b00; }
 .tau-pane-error { color: #b00; }

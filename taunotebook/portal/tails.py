@@ -18,6 +18,7 @@ import hashlib
 import numpy as np
 import orjson
 
+from tau_collector.gojson import encode_string
 from tau_collector.reads import ExperimentReader
 
 from .errors import RawJSON, V2Error, json_response, metadata_json
@@ -54,6 +55,23 @@ def _catalog(reader: ExperimentReader, run_id: str, wanted: list[str]) -> tuple[
         _cursors.clear()
     _cursors[key] = (names, cursor)
     return names, by_name, cursor
+
+
+# The names array as sent, per run, for the cursor it was made for: a 10,000-name list through the generic
+# encoder cost a pane's first answer ~0.1-0.25 s; one string join of Go-encoded names costs a tenth of that.
+_names: dict[tuple[int, str], tuple[str, RawJSON]] = {}
+
+
+def _names_json(reader: ExperimentReader, run_id: str, names: tuple[str, ...], cursor: str) -> RawJSON:
+    key = (id(reader), run_id)
+    held = _names.get(key)
+    if held is not None and held[0] == cursor:
+        return held[1]
+    encoded = RawJSON("[" + ",".join(map(encode_string, names)) + "]")
+    if len(_names) >= 64:  # a few wide runs' lists, not every run's
+        _names.clear()
+    _names[key] = (cursor, encoded)
+    return encoded
 
 
 def _entry(s) -> dict:
@@ -141,5 +159,5 @@ def tails(api: StellarV2, q: Query, run_id: str):
         "metrics": items,
     }
     if q.get("catalog_since") != cursor:
-        body["catalog"]["names"] = list(names)
+        body["catalog"]["names"] = _names_json(reader, run.run_id, names, cursor)
     return json_response(body)

@@ -90,3 +90,30 @@ def test_the_catalog_encoder_writes_what_the_go_encoder_writes(summaries):
     count, raw = _catalog_json(summaries)
     assert count == len(summaries)
     assert raw.text.encode() + b"\n" == _reference(summaries)
+
+
+def test_a_wide_runs_detail_is_encoded_once_and_follows_new_chunks_and_its_state(tmp_path):
+    """``GET /runs/{id}`` lists every metric name and classifies the run over every summary: kept encoded while
+    the index is unchanged, and current after a new chunk (one more metric) and after the run completes."""
+    store = open_store(tmp_path / "store", create=True)
+    writer = MetricWriter(store)
+    writer.write_columns("k1", [_chunk(0, 5, WIDTH)], request_hash="h")
+    with serve(tmp_path / "store") as server, httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        url = f"http://127.0.0.1:{server.port}/api/v2/stellar/runs/wide"
+        raw = http.get(url).content
+        body = json.loads(raw)
+        assert encode_json(body) == raw
+        run = body["run"]
+        assert run["metric_names"] == [f"moe.{i:05d}/load" for i in range(WIDTH)]
+        assert run["state"] == "running" and "completed_at" not in run
+        assert http.get(url).content.split(b',"run":', 1)[1] == raw.split(b',"run":', 1)[1]  # same answer again
+        writer.write_columns("k2", [_chunk(5, 5, WIDTH + 1)], request_hash="h")
+        grown = http.get(url).json()["run"]
+        assert len(grown["metric_names"]) == WIDTH + 1 and grown["metric_names"][-1] == f"moe.{WIDTH:05d}/load"
+        writer.mark_completed("wide")
+        done = http.get(url).json()["run"]
+        assert done["state"] == "completed" and done["completed_at"]
+        assert done["lifecycle_state"] != run["lifecycle_state"] or done["state"] != run["state"]
+        # The experiment's run listing carries the same (cached) run.
+        listed = http.get(f"http://127.0.0.1:{server.port}/api/v2/stellar/experiments/e/runs").json()["runs"]
+        assert listed == [done]

@@ -309,3 +309,25 @@ def test_inside_no_blocking_a_levels_read_blocks_until_its_levels_are_cached(tmp
     with no_blocking():
         again = fast.series(RUN, METRIC, max_points=400)
     assert again.step.tolist() == first.step.tolist()
+
+
+def test_a_series_no_longer_than_the_threshold_opens_no_levels_file(tmp_path):
+    """Its summary already says it is short: a wide run's files each list every metric's levels, and opening
+    them all to learn that cost a cold read most of its time and memory. A longer one still uses them."""
+    store = open_store(tmp_path / "s", create=True)
+    writer = MetricWriter(store)
+    for chunk in range(3):  # three files, each holding a short metric and a long one
+        step = np.concatenate([chunk * 20_000 + np.arange(10) * 100, np.arange(chunk * 20_000, chunk * 20_000 + 20_000)])
+        metric = np.repeat([0, 1], [10, 20_000])
+        writer.write_columns(f"k{chunk}", [columns(step, step * 0.5, names=("short", METRIC), metric=metric)],
+                             request_hash="h")
+    fast, plain = readers(store, min_points=1000)
+    with mock.patch.object(lv, "read_levels", wraps=lv.read_levels) as opened:
+        answer = fast.series(RUN, "short", max_points=5)
+        assert opened.call_count == 0
+        assert fast.non_finite(RUN, "short", limit=3)[0] == 0 and opened.call_count == 0
+        want = plain.series(RUN, "short", max_points=5)
+        assert (answer.step.tolist(), answer.value.tolist(), answer.source_points) == (
+            want.step.tolist(), want.value.tolist(), 30)
+        assert fast._levels.series(RUN, METRIC, None, None, 100, finite_only=False) is not None
+        assert opened.call_count == 3
