@@ -387,8 +387,9 @@ def _write_rows_every(path: Path, rows: int, seconds: float) -> None:
                                                       (["--cpu-budget", "0.1%"], 1.0)])
 def test_a_fast_writer_is_read_in_batches_and_nothing_is_lost(tmp_path, batching, least_gap):
     # With --batch-wait 600ms at most one drain per 0.6 s, and a CPU budget of 0.1% waits the longest (1 s)
-    # after any drain: 40 appends 50 ms apart make at most (the time they took) / gap drains, plus the first,
-    # the one that finds the rest and the status marker -- bounded by the time measured, so a loaded machine
+    # after any drain of an appended file: 40 appends 50 ms apart make at most (the time they took) / gap drains,
+    # plus the first, the one after it (a new file waits at most 0.3 s), the one that finds the rest and the
+    # status marker -- bounded by the time measured, so a loaded machine
     # that writes slower does not break it. With neither, a drain follows every append: the writer appends the
     # next row once the collector has stored the last (its progress, not a clock), and each row is a chunk.
     (tmp_path / "hist").mkdir()
@@ -416,7 +417,7 @@ def test_a_fast_writer_is_read_in_batches_and_nothing_is_lost(tmp_path, batching
     if least_gap is None:
         assert status["chunks"] == 41
     else:
-        assert status["chunks"] <= int(took / least_gap) + 3, (status, took)
+        assert status["chunks"] <= int(took / least_gap) + 4, (status, took)
 
 
 def test_sigterm_without_completion_emits_a_cancelled_marker_and_exits_1(tmp_path):
