@@ -14,10 +14,20 @@ import { mergeExtras, parsePoints } from "./series.js";
 
 const MAX_POINTS_CAP = 12000; // TauGrid's series limit
 
+/** A run's catalog entries by name (its names alone until the catalog arrives), built once per list. */
+function metricsByName(runId) {
+  const entry = state.runs[runId];
+  if (entry.byNameOf !== entry.metrics) {
+    entry.byName = new Map(entry.metrics.map((m) => [m.name, m]));
+    entry.byNameOf = entry.metrics;
+  }
+  return entry.byName;
+}
+
 export function createChart(metric, runIds, container) {
   const summaries = {};
   for (const runId of runIds) {
-    const summary = state.runs[runId].metrics.find((m) => m.name === metric);
+    const summary = metricsByName(runId).get(metric);
     if (summary) summaries[runId] = summary;
   }
   const plot = h("div", { class: "stellar-plot" });
@@ -110,6 +120,18 @@ export async function loadChart(chart, view) {
   chart.section.dataset.fetches = String(chart.fetches);
   chart.section.dataset.view = view ? `${view.axis}:${view.range.join("..")}` : "full";
   chart.section.dataset.state = Object.keys(chart.series).length ? "ready" : "error";
+}
+
+/** A run's metric catalog arrived: the charts' summaries (non-finite counts) follow it. */
+export function updateSummaries(runId, metrics) {
+  state.runs[runId].metrics = metrics;
+  const byName = new Map(metrics.map((m) => [m.name, m]));
+  for (const chart of Object.values(state.charts)) {
+    const summary = byName.get(chart.metric);
+    if (!summary || !chart.runIds.includes(runId)) continue;
+    chart.summaries[runId] = summary;
+    if (chart.fetches) describe(chart);
+  }
 }
 
 function describe(chart) {

@@ -9,7 +9,7 @@ import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { saveAxis } from "../shared/time_axis.js";
 import { id } from "../shared/urls.js";
 import { api, explain, pageData } from "./api.js";
-import { redrawAll } from "./chart.js";
+import { redrawAll, updateSummaries } from "./chart.js";
 import { ChartSections } from "./chart_sections.js";
 import { downloadControl } from "./download.js";
 import { errorBox, showError } from "./notices.js";
@@ -143,15 +143,19 @@ export async function runPage() {
   // The listed order (target, then compare) is the order the pane lists the same runs in: same colours.
   const colors = assignRunColors(state.targets);
   const configsRead = runConfigs(state.targets, box);
+  // The page is drawn from each run's own answer, whose metric_names list every metric; the metric catalog
+  // (its summaries: counts, non-finite counts; 2.9 MB for 10,000 metrics) follows and fills them in.
+  const catalogs = [];
   const loaded = await Promise.all(
     state.targets.map(async (runId) => {
       try {
-        const [runBody, metricsBody] = await Promise.all([
-          api(["runs", id(runId)], { project: state.project }),
-          api(["runs", id(runId), "metrics"], { project: state.project }),
-        ]);
+        const runBody = await api(["runs", id(runId)], { project: state.project });
         const run = runBody.run;
-        state.runs[runId] = { run, color: colors.get(runId), metrics: metricsBody.metrics || [], metadata: runBody.metadata };
+        const names = (run.metric_names || []).map((name) => ({ name }));
+        state.runs[runId] = { run, color: colors.get(runId), metrics: names, metadata: runBody.metadata };
+        catalogs.push(api(["runs", id(runId), "metrics"], { project: state.project }).then(
+          (body) => updateSummaries(runId, body.metrics || []),
+          (err) => showError(explain(err, `The metric summaries of ${runId} could not be loaded`), err, box)));
         return runId;
       } catch (err) {
         showError(explain(err, `Run ${runId} could not be loaded`), err, box);
@@ -188,4 +192,6 @@ export async function runPage() {
   await sections.start();
   state.ready = true;
   main.dataset.state = ok.length ? "ready" : "error";
+  await Promise.all(catalogs);
+  main.dataset.catalog = "loaded";
 }
