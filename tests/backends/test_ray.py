@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,8 +24,22 @@ from .processes import stop_processes_mentioning
 
 pytestmark = pytest.mark.slow
 
-DASHBOARD = "http://127.0.0.1:8265"
 MARKER = "TAU_TEST_RAY_HEAD"
+
+
+def _free_ports(count: int) -> list[int]:
+    """Ports free on 127.0.0.1 now, all different: a second suite on this machine starts its own head beside
+    this one (every port Ray would otherwise take by default is chosen here)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def _ours(marker: str) -> list[psutil.Process]:
@@ -59,15 +74,20 @@ def ray_head():
     os.environ.update(auth)
     env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}", MARKER: marker,
            "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    gcs, dashboard, client, agent, agent_grpc, runtime_env, metrics, node_manager, object_manager = _free_ports(9)
+    first_worker = 20002 + 1000 * (os.getpid() % 20)  # worker ports: a range of this suite's own, most likely
     try:
         subprocess.run(
-            [os.path.join(venv_bin, "ray"), "start", "--head", "--port=6379", "--node-ip-address=127.0.0.1",
-             "--dashboard-host=127.0.0.1", "--dashboard-port=8265", "--include-dashboard=true", "--num-cpus=2",
-             "--disable-usage-stats", f"--temp-dir={temp}", "--ray-client-server-port=10201",
-             "--min-worker-port=20002", "--max-worker-port=20999"],
+            [os.path.join(venv_bin, "ray"), "start", "--head", f"--port={gcs}", "--node-ip-address=127.0.0.1",
+             "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", "--include-dashboard=true",
+             "--num-cpus=2", "--disable-usage-stats", f"--temp-dir={temp}", f"--ray-client-server-port={client}",
+             f"--dashboard-agent-listen-port={agent}", f"--dashboard-agent-grpc-port={agent_grpc}",
+             f"--runtime-env-agent-port={runtime_env}", f"--metrics-export-port={metrics}",
+             f"--node-manager-port={node_manager}", f"--object-manager-port={object_manager}",
+             f"--min-worker-port={first_worker}", f"--max-worker-port={first_worker + 997}"],
             env=env, check=True, capture_output=True, timeout=300,
         )
-        yield DASHBOARD
+        yield f"http://127.0.0.1:{dashboard}"
     finally:
         processes = _ours(marker)
         for process in processes:
