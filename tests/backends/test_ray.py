@@ -77,7 +77,7 @@ def ray_head():
     gcs, dashboard, client, agent, agent_grpc, runtime_env, metrics, node_manager, object_manager = _free_ports(9)
     first_worker = 20002 + 1000 * (os.getpid() % 20)  # worker ports: a range of this suite's own, most likely
     try:
-        subprocess.run(
+        started = subprocess.run(
             [os.path.join(venv_bin, "ray"), "start", "--head", f"--port={gcs}", "--node-ip-address=127.0.0.1",
              "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", "--include-dashboard=true",
              "--num-cpus=2", "--disable-usage-stats", f"--temp-dir={temp}", f"--ray-client-server-port={client}",
@@ -85,8 +85,10 @@ def ray_head():
              f"--runtime-env-agent-port={runtime_env}", f"--metrics-export-port={metrics}",
              f"--node-manager-port={node_manager}", f"--object-manager-port={object_manager}",
              f"--min-worker-port={first_worker}", f"--max-worker-port={first_worker + 997}"],
-            env=env, check=True, capture_output=True, timeout=300,
+            env=env, capture_output=True, text=True, timeout=300,
         )
+        if started.returncode:
+            pytest.fail(f"ray start failed (exit {started.returncode}):\n{started.stdout[-3000:]}\n{started.stderr[-3000:]}")
         yield f"http://127.0.0.1:{dashboard}"
     finally:
         processes = _ours(marker)
