@@ -25,9 +25,10 @@ from .errors import (
     retry_after,
 )
 from .links import API_PATH, PAGE_DATA_PATH, path_segment, portal_root, stellar_url
-from .models import ExperimentList, PointDetails, Run, RunMetrics, RunPage, Series, Tails
+from .models import ExperimentList, PointDetails, Run, RunMetrics, RunPage, Series
 from .series_columns import SeriesColumns, read_export_csv
 from .table_models import RunTable
+from .tail_models import Tails
 
 __all__ = ["SOURCES", "PortalClient", "check_source"]
 
