@@ -43,13 +43,13 @@ import time
 from pathlib import Path
 
 from playwright.sync_api import Page, sync_playwright
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "ui-tests"), str(ROOT / "tests"), str(Path(__file__).resolve().parent)]
 from bench_expstore_read import BASE_NS, METRIC, RUN, build  # noqa: E402 - sibling script
 from jupyterlab import open_notebook, run_cell, start_lab  # noqa: E402 - the UI tests' JupyterLab helper
-from portal.conftest import TOKEN, ServerThread, free_port  # noqa: E402
+from portal.conftest import TOKEN, ServerThread  # noqa: E402
+from stellar_page_bench import baseline_package, print_stellar, stellar_wide  # noqa: E402 - sibling module
 from wide_run import RequestLog, wide_metric_names, write_rows  # noqa: E402 - the UI tests' wide run
 
 from tau_collector.expstore import open_store  # noqa: E402
@@ -415,68 +415,6 @@ def _top_self_time(profile: dict, top: int = 12) -> list[tuple[str, float]]:
     return [(k, round(v, 1)) for k, v in sorted(self_ms.items(), key=lambda kv: -kv[1])[:top]]
 
 
-def _rss_mib(pid: int) -> tuple[float, float]:
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
-
-
-def baseline_package(work: Path, static: Path) -> Path:
-    """A copy of this checkout's ``taunotebook`` package serving another build's browser files (``static``)."""
-    root = work / "baseline-package"
-    if not root.exists():
-        shutil.copytree(ROOT / "taunotebook", root / "taunotebook", ignore=shutil.ignore_patterns("static"))
-        shutil.copytree(static, root / "taunotebook" / "static")
-    return root
-
-
-def stellar_wide(browser, work: Path, width: int, package: Path | None = None, timeout_s: float = 300) -> dict:
-    """The Stellar run page of the ``width`` run the pane benchmark wrote, from a Portal process of its own
-    (``package``: a directory holding the ``taunotebook`` package to serve it with, for a baseline)."""
-    import httpx
-
-    store, run = work / f"store-wide-{width}", f"wide-{width}"
-    port = free_port()
-    env = {**os.environ, "TAU_PORTAL_TOKEN": TOKEN}
-    if package is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(package), env.get("PYTHONPATH", "")])
-    proc = subprocess.Popen([sys.executable, "-m", "taunotebook", "portal", "--store", str(store), "--port",
-                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            cwd=package or ROOT)  # `-m` puts the working directory first on sys.path
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit("the Portal for the Stellar page did not start")
-            time.sleep(0.2)
-        rss_idle = _rss_mib(proc.pid)[0]
-        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        t0 = time.monotonic()
-        page.goto(f"http://127.0.0.1:{port}/stellar?target={run}&project=proj&token={TOKEN}")
-        try:
-            page.wait_for_selector("#stellar[data-state=ready]", timeout=timeout_s * 1000)
-            ready = time.monotonic() - t0
-        except PlaywrightTimeout:
-            ready = math.inf  # not ready within timeout_s: the figures below are at that moment
-        reads = page.evaluate("() => window.__stellar.requests.filter((r) => r.path.endsWith('/series')).length")
-        charts = page.evaluate("() => document.querySelectorAll('section.stellar-chart').length")
-        # The run's catalog (every metric's summary), read first by the page: the Portal's share of the wait.
-        catalog = page.evaluate("""() => Math.max(0, ...performance.getEntriesByType('resource')
-            .filter((e) => /\\/runs\\/[^/]+\\/metrics/.test(e.name)).map((e) => e.duration)) / 1000""")
-        rss, peak = _rss_mib(proc.pid)
-        page.context.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    return {"metrics": width, "code": "baseline" if package else "this branch", "ready_s": round(ready, 2),
-            "series_reads": reads, "charts_in_page": charts, "catalog_read_cold_s": round(catalog, 2),
-            "portal_rss_idle_mib": round(rss_idle), "portal_rss_mib": round(rss), "portal_rss_peak_mib": round(peak)}
-
-
 def _print_pane(r: dict, steady: float) -> None:
     print(f"W={r['metrics']:>6} ({r['code']}): first loss point {r['first_loss_draw_ms']} ms; long tasks > 100 ms "
           f"after it {r['long_tasks_over_100ms_after_first_draw']} (max {r['long_task_max_ms']} ms, "
@@ -487,14 +425,6 @@ def _print_pane(r: dict, steady: float) -> None:
           f"({r['portal_requests_steady_by_route']}); kernel CPU {r['kernel_cpu_percent']} % of a core (poller "
           f"thread {r['poller_thread_cpu_percent']} %); loss +{r['loss_points_growth_in_window']} points in "
           f"{steady:g} s while another cell slept (+{r['rows_appended_in_window']} rows written); load "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-
-
-def _print_stellar(s: dict) -> None:
-    print(f"Stellar run page, W={s['metrics']} ({s['code']}): ready in {s['ready_s']} s, {s['series_reads']} series "
-          f"reads, {s['charts_in_page']} charts in the page (the catalog alone, cold: {s['catalog_read_cold_s']} s); "
-          f"Portal RSS {s['portal_rss_mib']} MiB "
-          f"(peak {s['portal_rss_peak_mib']}, idle {s['portal_rss_idle_mib']}); load "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
@@ -556,11 +486,11 @@ def wide_main(widths: list[int], steady: float, baseline: Path | None, baseline_
                 for width in sorted({max(widths), *(w for w in widths if baseline and w <= baseline_max)},
                                     reverse=True):
                     results["stellar"].append(s := stellar_wide(browser, work, width))
-                    _print_stellar(s)
+                    print_stellar(s)
                     if baseline is not None and width <= baseline_max:
                         package = baseline_package(work, baseline)
                         results["stellar"].append(s := stellar_wide(browser, work, width, package, timeout_s=240))
-                        _print_stellar(s)
+                        print_stellar(s)
                 browser.close()
         finally:
             for _ in lab_gen:
