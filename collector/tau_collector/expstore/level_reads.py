@@ -22,6 +22,7 @@ import numpy as np
 from ..reads.blocking import may_block
 from . import levels as lv
 from .level_series import choose_base, columns, reduce_records, snapped_edges
+from .series_merge import merge  # the reader's own merge: one last-wins rule
 
 if TYPE_CHECKING:
     from .reader import StoreReader
@@ -196,8 +197,6 @@ class LevelReads:
 
     def _merged_cluster(self, files: list[tuple], cluster: list[tuple], metric: str) -> tuple:
         """The merged points of files whose steps overlap, by the reader's last-wins rule (kept)."""
-        from .reader import _merge  # the reader's own merge: one last-wins rule
-
         ids = tuple(p[4][0] for p in cluster)
         key = ("level-cluster", metric, ids)
         merged = self.reader._cache.get(key)
@@ -207,7 +206,7 @@ class LevelReads:
             # Rank = registration order among the run's files, as the reader's merge of the full list has it.
             slices = [(rank, self.reader._file_slice(row[0], row[1], metric, row[4]))
                       for rank, row in enumerate(files) if row[0] in in_cluster]
-            merged = _merge([(rank, sl) for rank, sl in slices if sl.step.size])
+            merged = merge([(rank, sl) for rank, sl in slices if sl.step.size])
             self.reader._cache.put(key, merged, merged.nbytes)
         return merged, ids
 

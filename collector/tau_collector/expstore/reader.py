@@ -6,7 +6,8 @@ reader (``taunotebook/portal/kusto/reader.py``) is the other.
 
 Rows of a metric come from every registered file of the run whose step range overlaps the
 request. Equal steps are deduplicated, **last wins**: the row with the latest wall_time, then
-the one from the later-registered file (``metric_files`` rowid), then the later row in its file.
+the one from the later-registered file (``metric_files`` rowid), then the later row in its file
+(the rule, a file's decoding and a run's file list live in :mod:`.series_merge`; this module caches them).
 Files are immutable and keyed by file_id, so decoded slices are cached (bounded LRU by bytes);
 the merged full series of a (run, metric) is cached too, keyed by the exact set of files it was
 built from, with an :class:`~.m4.M4Index` so that reducing 10M points costs milliseconds. When a
@@ -27,17 +28,13 @@ cached on its event loop and hands the rest to a worker thread.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 import numpy as np
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ..reads.blocking import QUICK_FILE_ROWS, may_block
 from ..reads.rows import WORKSPACE_TAG, ExperimentRow, MetricSummaryRow, ReducedSeries, Rows, RunEvent, RunRow
@@ -48,6 +45,7 @@ from .level_reads import LevelReads
 from .m4 import M4Index, m4_indices
 from .read_cache import LRU, IndexCache
 from .run_events import read_run_events
+from .series_merge import EMPTY_F, EMPTY_I, FileList, Merged, bounds, clamp, merge, read_slice
 from .store import ExpStore
 from .summaries import SUMMARY_COLUMNS
 
@@ -57,48 +55,10 @@ DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
 _KEPT_ORDERS = 4  # sorted orders of a workspace's runs kept for windows (100,000 ids: about 7 MB each)
 _WALKED_ROWS = 5000  # a window of the newest runs within this is read by walking the index, not kept
 _MISSING_FILE_RETRIES = 3
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _RUN_COLUMNS = (
     "run_id, project, experiment_id, run_group_id, parent_run_id, state, owner, created_at, started_at, "
     "completed_at, config_hash, code_sha, image_digest, tau_command, result_uri"
 )
-_EMPTY_I = np.empty(0, dtype=np.int64)
-_EMPTY_F = np.empty(0, dtype=np.float64)
-
-
-@dataclass(slots=True)
-class _Merged:
-    """One metric's points sorted by unique step; the index, non-finite positions and finite view come lazily."""
-
-    step: np.ndarray
-    wall_time: np.ndarray
-    value: np.ndarray
-    index: M4Index | None = None
-    _non_finite: np.ndarray | None = None  # positions of NaN/±Inf values
-    _finite: _Merged | None = None  # the finite points only
-
-    @property
-    def nbytes(self) -> int:
-        return self.step.nbytes + self.wall_time.nbytes + self.value.nbytes
-
-    def non_finite(self) -> np.ndarray:
-        if self._non_finite is None:
-            may_block(self.step.size)
-            self._non_finite = self.index.non_finite if self.index is not None else np.flatnonzero(
-                ~np.isfinite(self.value))
-        return self._non_finite
-
-    def finite(self) -> _Merged:
-        """This series without its non-finite points (itself when it has none)."""
-        bad = self.non_finite()
-        if bad.size == 0:
-            return self
-        if self._finite is None:
-            may_block(self.step.size)
-            keep = np.ones(self.step.size, dtype=bool)
-            keep[bad] = False
-            self._finite = _Merged(self.step[keep], self.wall_time[keep], self.value[keep], _non_finite=_EMPTY_I)
-        return self._finite
 
 
 class StoreReader:
@@ -353,7 +313,7 @@ class StoreReader:
         limit: int | None = None,
     ) -> tuple[int, Rows]:
         """(how many NaN/±Inf observations lie in range, the first ``limit`` of them)."""
-        found = self._levels.non_finite(run_id, metric, _clamp(start_step), _clamp(end_step), limit)
+        found = self._levels.non_finite(run_id, metric, clamp(start_step), clamp(end_step), limit)
         if found is not None:  # a long range: counted from the series levels, listed from the files holding any
             count, step, wall, value = found
             return count, Rows(step, wall, value)
@@ -386,7 +346,7 @@ class StoreReader:
             raise ValueError("step_interval must be at least 1")
         if step_interval is None or step_interval == 1:
             # A long range is reduced from the series levels, without reading its points.
-            found = self._levels.series(run_id, metric, _clamp(start_step), _clamp(end_step), max_points,
+            found = self._levels.series(run_id, metric, clamp(start_step), clamp(end_step), max_points,
                                         finite_only=finite_only)
             if found is not None:
                 step, wall, value, source_points = found
@@ -395,7 +355,7 @@ class StoreReader:
         merged, lo, hi = self._range(run_id, metric, start_step, end_step)
         if finite_only and merged.non_finite().size:
             merged = merged.finite()
-            lo, hi = _bounds(merged.step, start_step, end_step)
+            lo, hi = bounds(merged.step, start_step, end_step)
         source_points = hi - lo
         if source_points > max_points:
             may_block(source_points)  # a reduction's cost grows with the range
@@ -417,19 +377,19 @@ class StoreReader:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _files(self, run_id: str) -> _FileList:
-        def load() -> _FileList:
+    def _files(self, run_id: str) -> FileList:
+        def load() -> FileList:
             rows = self.store.connection().execute(
                 "SELECT file_id, path, min_step, max_step, row_count FROM metric_files WHERE run_id = ? "
                 "ORDER BY rowid",
                 (run_id,),
             ).fetchall()
-            return _FileList(rows)
+            return FileList(rows)
 
         return self._index.get(("files", run_id), load)
 
     def _range(self, run_id: str, metric: str, start_step: int | None, end_step: int | None):
-        start_step, end_step = _clamp(start_step), _clamp(end_step)
+        start_step, end_step = clamp(start_step), clamp(end_step)
         for attempt in range(_MISSING_FILE_RETRIES):
             try:
                 merged = self._merged(run_id, metric, start_step, end_step)
@@ -440,10 +400,10 @@ class StoreReader:
                 if attempt == _MISSING_FILE_RETRIES - 1:
                     raise
                 self._index.forget(("files", run_id))
-        lo, hi = _bounds(merged.step, start_step, end_step)
+        lo, hi = bounds(merged.step, start_step, end_step)
         return merged, lo, hi
 
-    def _merged(self, run_id: str, metric: str, start_step: int | None, end_step: int | None) -> _Merged:
+    def _merged(self, run_id: str, metric: str, start_step: int | None, end_step: int | None) -> Merged:
         full = self._files(run_id)
         key = ("series", run_id, metric, full.ids)
         cached = self._cache.get(key)
@@ -453,7 +413,7 @@ class StoreReader:
             merged = self._extend_previous(run_id, metric, full)
             if merged is None:
                 may_block()
-                merged = _merge([(rank, s) for rank, s in enumerate(self._slices(full.rows, metric)) if s.step.size])
+                merged = merge([(rank, s) for rank, s in enumerate(self._slices(full.rows, metric)) if s.step.size])
             self._remember(run_id, metric, key, merged)
             return merged
         # A range (a live pane's tail) reads only the files whose steps overlap it; the merge is kept
@@ -465,19 +425,19 @@ class StoreReader:
             return cached  # type: ignore[return-value]
         slices = self._slices(files, metric)
         may_block(sum(s.step.size for s in slices))
-        merged = _merge([(rank, s) for rank, s in enumerate(slices) if s.step.size])
+        merged = merge([(rank, s) for rank, s in enumerate(slices) if s.step.size])
         self._cache.put(range_key, merged, merged.nbytes * 2)
         return merged
 
-    def _slices(self, files: list[tuple], metric: str) -> list[_Merged]:
+    def _slices(self, files: list[tuple], metric: str) -> list[Merged]:
         return [self._file_slice(file_id, path, metric, rows) for file_id, path, _, _, rows in files]
 
-    def _remember(self, run_id: str, metric: str, key: tuple, merged: _Merged) -> None:
+    def _remember(self, run_id: str, metric: str, key: tuple, merged: Merged) -> None:
         self._cache.put(key, merged, merged.nbytes * 2)  # x2: room for the M4 index and views
         with self._latest_lock:
             self._latest[(run_id, metric)] = key
 
-    def _extend_previous(self, run_id: str, metric: str, full: _FileList) -> _Merged | None:
+    def _extend_previous(self, run_id: str, metric: str, full: FileList) -> Merged | None:
         """A live run only appends files: extend the last merged series instead of rebuilding it.
 
         Valid when the previous file list is a prefix of the current one (nothing was compacted
@@ -501,7 +461,7 @@ class StoreReader:
             if last is not None and int(a.step[0]) <= last:
                 return None
             last = int(a.step[-1])
-        merged = _Merged(
+        merged = Merged(
             np.concatenate([prev.step, *(a.step for a in added)]),
             np.concatenate([prev.wall_time, *(a.wall_time for a in added)]),
             np.concatenate([prev.value, *(a.value for a in added)]),
@@ -516,14 +476,14 @@ class StoreReader:
             merged._non_finite = np.concatenate(parts)
         return merged
 
-    def _file_slice(self, file_id: str, path: str, metric: str, row_count: int | None = None) -> _Merged:
+    def _file_slice(self, file_id: str, path: str, metric: str, row_count: int | None = None) -> Merged:
         key = ("file", file_id, metric)
         cached = self._cache.get(key)
         if cached is not None:
             return cached  # type: ignore[return-value]
         held = self._file_metrics(file_id)
         if held is not None and not held[0] <= metric <= held[1]:
-            return _Merged(_EMPTY_I, _EMPTY_I, _EMPTY_F)  # the index says the file holds no row of it
+            return Merged(EMPTY_I, EMPTY_I, EMPTY_F)  # the index says the file holds no row of it
         may_block(row_count, QUICK_FILE_ROWS)  # a live run's new chunk is small: read it where it is asked for
         # One reader per file: when a new chunk lands, every pane polling the tail asks for it at once.
         with self._loading_lock:
@@ -551,105 +511,8 @@ class StoreReader:
 
         return self._index.get(("file_metrics", file_id), load)
 
-    def _read_slice(self, path: str, metric: str) -> _Merged:
-        parquet = pq.ParquetFile(self.store.absolute(path))
-        # Only the row groups whose metric_name statistics can hold the metric (files are cut at metric
-        # boundaries: one metric of a wide file is one group), read without the dataset layer's thread
-        # pool: a cold read of one metric costs its group, not the file.
-        table = parquet.read_row_groups(_groups_holding(parquet.metadata, metric),
-                                        columns=["metric_name", "step", "wall_time", "value"], use_threads=False)
-        table = table.filter(pc.equal(table.column("metric_name"), metric))
-        step_col = table.column("step")
-        if step_col.null_count:
-            table = table.filter(pc.is_valid(step_col))  # a row without a step has no place on the axis
-        step = table.column("step").to_numpy().astype(np.int64, copy=False)
-        wall_arr = table.column("wall_time").cast("int64").fill_null(np.iinfo(np.int64).min)
-        wall = wall_arr.to_numpy().astype(np.int64, copy=False)
-        value = table.column("value").to_numpy().astype(np.float64, copy=False)
-        return _dedupe(step, wall, value, np.zeros(step.size, dtype=np.int64))
-
-
-class _FileList:
-    """A run's registered files in registration order, with their step ranges as arrays for range queries."""
-
-    __slots__ = ("_ranges", "ids", "max_step", "min_step", "rows")
-
-    def __init__(self, rows: list[tuple]) -> None:
-        self.rows = rows  # (file_id, path, min_step, max_step, row_count)
-        self._ranges: dict[tuple, list[tuple]] = {}  # (start, end) -> overlapping rows: panes repeat their tails
-        self.ids = tuple(r[0] for r in rows)
-        # An unknown bound (NULL) never excludes a file.
-        self.min_step = np.array([_INT64_MIN if r[2] is None else r[2] for r in rows], dtype=np.int64)
-        self.max_step = np.array([_INT64_MAX if r[3] is None else r[3] for r in rows], dtype=np.int64)
-
-    def overlapping(self, start_step: int | None, end_step: int | None) -> list[tuple]:
-        found = self._ranges.get((start_step, end_step))
-        if found is None:
-            keep = np.ones(len(self.rows), dtype=bool)
-            if start_step is not None:
-                keep &= self.max_step >= start_step
-            if end_step is not None:
-                keep &= self.min_step <= end_step
-            if len(self._ranges) >= 64:
-                self._ranges.clear()
-            found = self._ranges[(start_step, end_step)] = [self.rows[i] for i in np.flatnonzero(keep)]
-        return found
-
-
-def _groups_holding(meta, metric: str) -> list[int]:
-    """The row groups whose ``metric_name`` min/max statistics do not rule ``metric`` out (a group without
-    statistics, as another writer may leave it, is kept)."""
-    column = meta.schema.names.index("metric_name")
-    groups = []
-    for g in range(meta.num_row_groups):
-        stats = meta.row_group(g).column(column).statistics
-        if stats is None or not stats.has_min_max or stats.min <= metric <= stats.max:
-            groups.append(g)
-    return groups
-
-
-def _clamp(step: int | None) -> int | None:
-    # Steps are int64: a bound beyond that range selects the same points as the range's own end.
-    return None if step is None else min(max(int(step), _INT64_MIN), _INT64_MAX)
-
-
-def _bounds(step: np.ndarray, start_step: int | None, end_step: int | None) -> tuple[int, int]:
-    lo = 0 if start_step is None else int(np.searchsorted(step, start_step, side="left"))
-    hi = step.size if end_step is None else int(np.searchsorted(step, end_step, side="right"))
-    return lo, max(lo, hi)
-
-
-def _dedupe(step: np.ndarray, wall: np.ndarray, value: np.ndarray, rank: np.ndarray) -> _Merged:
-    """Sort by (step, wall_time, rank, position) and keep the last row of each step."""
-    n = step.size
-    if n > 1 and not bool(np.all(step[1:] > step[:-1])):
-        order = np.lexsort((np.arange(n), rank, wall, step))
-        step, wall, value = step[order], wall[order], value[order]
-        last = np.ones(n, dtype=bool)
-        last[:-1] = step[1:] != step[:-1]
-        step, wall, value = step[last], wall[last], value[last]
-    return _Merged(np.ascontiguousarray(step), np.ascontiguousarray(wall), np.ascontiguousarray(value))
-
-
-def _merge(slices: list[tuple[int, _Merged]]) -> _Merged:
-    if not slices:
-        return _Merged(_EMPTY_I, _EMPTY_I, _EMPTY_F)
-    if len(slices) == 1:
-        return slices[0][1]
-    ordered = sorted(slices, key=lambda rs: int(rs[1].step[0]))
-    if all(int(a.step[-1]) < int(b.step[0]) for (_, a), (_, b) in itertools.pairwise(ordered)):
-        # The common case (chunks arrive in step order): no overlap, so no sort is needed.
-        return _Merged(
-            np.concatenate([s.step for _, s in ordered]),
-            np.concatenate([s.wall_time for _, s in ordered]),
-            np.concatenate([s.value for _, s in ordered]),
-        )
-    return _dedupe(
-        np.concatenate([s.step for _, s in slices]),
-        np.concatenate([s.wall_time for _, s in slices]),
-        np.concatenate([s.value for _, s in slices]),
-        np.concatenate([np.full(s.step.size, rank, dtype=np.int64) for rank, s in slices]),
-    )
+    def _read_slice(self, path: str, metric: str) -> Merged:
+        return read_slice(self.store.absolute(path), metric)
 
 
 def _group(cursor) -> dict[str, dict[str, str]]:

@@ -183,19 +183,19 @@ def test_a_file_wanted_by_many_threads_at_once_is_read_once(tmp_path, monkeypatc
     import threading
     import time
 
-    import tau_collector.expstore.reader as reader_module
+    import tau_collector.expstore.series_merge as series_merge
 
     store, writer = new_store(tmp_path)
     writer.write_chunk("k", [event(s, 1.0) for s in range(100)], [], request_hash="h")
     reads = []
-    real = reader_module.pq.ParquetFile
+    real = series_merge.pq.ParquetFile
 
     def slow_read(*args, **kw):
         reads.append(args[0])
         time.sleep(0.2)
         return real(*args, **kw)
 
-    monkeypatch.setattr(reader_module.pq, "ParquetFile", slow_read)
+    monkeypatch.setattr(series_merge.pq, "ParquetFile", slow_read)
     reader = StoreReader(store)
     threads = [threading.Thread(target=reader.series, args=("seed-1", "train/loss", 50, None)) for _ in range(8)]
     for t in threads:
