@@ -6,11 +6,12 @@ in bounded batches, projects each batch (:mod:`.pipeline`), spools it as TauGrid
 manifest, delivers it to every sink (:mod:`.delivery`) and only then advances ``checkpoint.json``
 (:mod:`.spool`) -- one chunk per batch, so a backlog of any size is a sequence of bounded chunks,
 one pending manifest at a time. Small batches of several files read in one drain (closed chunk files
-that arrived together) make one chunk, within the same bounds. Which file is which is
+that arrived together) make one chunk, within the same bounds (:mod:`.chunk_group`). Which file is which is
 :mod:`.fingerprint`'s business; files closed and completely read are folded out of the checkpoint by
 :mod:`.complete_through`, so a drain costs the same on a job's first day and on its hundredth. When the
 completion file appears the collector drains once more including unterminated tails, emits the
-``tau/run_status`` marker, writes the done file and stops.
+``tau/run_status`` marker, writes the done file and stops. The options, their checks, the identities
+derived from them and the wait between drains live in :mod:`.collector_options`.
 
 Where TauGrid is fatal on a single bad row we record it, count it, report it and keep going
 (DESIGN §5); non-finite observations are spooled and delivered beside the chunk (see spool).
@@ -27,6 +28,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .checkpoint import Checkpoint, SourceCheckpoint
+from .chunk_group import Part, cannot_join, history_manifest
+from .collector_options import (
+    TAU_CLUSTER_TAG,
+    TAU_NAMESPACE_TAG,
+    TAU_WORKSPACE_TAG,
+    CollectorError,
+    CollectorOptions,
+    config_identity,
+    drain_wait,
+    projection_config,
+    run_tags,
+    source_store_id,
+    validate,
+)
 from .complete_through import ClosedFiles, Mark, is_mark, marks
 from .completion import (
     RUN_STATUS_METRIC,
@@ -39,100 +54,20 @@ from .completion import (
 from .delivery import Delivery, DeliveryError
 from .durable import make_dirs, remove_durable, write_file_atomic
 from .fingerprint import FingerprintError, Fingerprints, signature
-from .gojson import GoMap, format_time, marshal
-from .limits import DEFAULT_LIMITS, Limits
-from .metric_event import METRIC_EVENT_SCHEMA_V1, MetricEvent, new_metric_event
+from .gojson import format_time, marshal
+from .metric_event import MetricEvent, new_metric_event
 from .pipeline import Pipeline, ProjectedBatch, merge_points
-from .projection import ProjectionConfig
 from .read_ahead import ReadAhead
 from .records import ProblemKind, SourceProblem
-from .sinks.base import Chunk, Sink
+from .sinks.base import Chunk
 from .sources.base import Batch, Position, Source, SourceInput
 from .sources.history import HistorySource
 from .sources.jsonl import HistoryPathError, complete_lines
 from .sources.tensorboard import TensorBoardSource
-from .spool import COMPLETION_SOURCE_PREFIX, MANIFEST_SCHEMA_V1, Manifest, SourceRange, Spool, advance, replay
+from .spool import COMPLETION_SOURCE_PREFIX, Manifest, Spool, advance, replay
 from .watcher import ChangeWatcher
 
 __all__ = ["CollectorError", "CollectorOptions", "CollectorResult", "Collector"]
-
-TAU_WORKSPACE_TAG = "tau_workspace"
-TAU_NAMESPACE_TAG = "tau_namespace"
-TAU_CLUSTER_TAG = "tau_cluster"
-
-
-class CollectorError(RuntimeError):
-    """A fatal collector condition; the message says what and where."""
-
-
-@dataclass(slots=True)
-class CollectorOptions:
-    run: str
-    project: str
-    experiment: str
-    group: str
-    out: str
-    sinks: list[Sink]
-    history: list[str] = field(default_factory=list)
-    tfevents: list[str] = field(default_factory=list)
-    source: str = "stellar-online"
-    tags: dict[str, str] = field(default_factory=dict)
-    completion_file: str = ""
-    interval: float = 60.0
-    # Watch mode (ours): after a drain that spent C seconds of CPU on files read before, the next one starts
-    # no sooner than max(batch_wait, min(MAX_BUDGET_WAIT, C / cpu_budget)) after it; changes meanwhile join
-    # it. A job appending ten times a second is then read in fewer, larger chunks and draining it stays near
-    # ``cpu_budget`` of a core, while a cheap drain (a few rows) waits only a few tens of milliseconds. New
-    # files wait too, at most NEW_FILES_MAX_WAIT: closed files that arrive meanwhile are read together, as one
-    # chunk.
-    batch_wait: float = 0.0
-    cpu_budget: float = 0.03  # the CLI's default too (--cpu-budget 3%)
-    baseline_existing_history: bool = False
-    ready_file: str = ""
-    done_file: str = ""
-    status_artifact_uri: str = ""
-    status_checkpoint_uri: str = ""
-    watch: bool = False
-    max_iterations: int = 0
-    step_field: str = "_step"
-    time_field: str = "_timestamp"
-    retry_backoff: float = 1.0  # first sleep after a retryable sink failure (doubles, capped)
-    drain_budget: float = 600.0  # how long a shutdown may spend on the final drain
-    limits: Limits = DEFAULT_LIMITS  # batch bounds and input size limits (not part of the config identity)
-    run_config: str = ""  # the run's configuration file (JSON or YAML), e.g. what %%tau_submit --config wrote
-    on_delivered: Callable[[Chunk], object] | None = None  # sees each delivered chunk (stop rules); not in identity
-    # A history file unchanged this long, completely read and followed by ``keep_entries`` later-named files is
-    # folded into its directory's complete-through checkpoint entry (see complete_through).
-    closed_after: float = 60.0
-    keep_entries: int = 64
-
-
-MAX_BUDGET_WAIT = 1.0  # seconds: the CPU budget never delays a drain longer than this
-NEW_FILES_MAX_WAIT = 0.3  # seconds: nor one after a drain of new files only (the pane's latency)
-# Batches of several files join one chunk up to these source sizes (and the batch bounds): small closed files
-# (TauGrid's trainers write one per step, a few kB) share a chunk, a larger file stays a chunk of its own, so a
-# chunk's pending manifest (~10x its source bytes as NDJSON, base64) stays as large as one file's was.
-GROUP_MAX_BYTES = 64 * 1024
-GROUP_MAX_ROWS = 2_000
-
-
-@dataclass(slots=True)
-class _Part:
-    """One batch read in a drain, waiting to be committed with the others of its chunk."""
-
-    source: Source
-    source_input: SourceInput
-    file_id: str
-    prefix: hashlib._Hash  # the file's digest up to the batch's start
-    running: hashlib._Hash  # ... and up to its end
-    projected: ProjectedBatch
-
-    def range(self) -> SourceRange:
-        batch = self.projected.batch
-        return SourceRange(self.source_input.path, self.file_id, batch.start.offset, batch.end.offset,
-                           batch.start.records, batch.end.records,
-                           self.prefix.hexdigest() if batch.start.offset else "", self.running.hexdigest())
-
 
 @dataclass(slots=True)
 class CollectorResult:
@@ -156,36 +91,15 @@ class CollectorResult:
         })
 
 
-def _clean_tags(tags: dict[str, str]) -> dict[str, str]:
-    return {key.strip(): value.strip() for key, value in tags.items()}
-
-
 class Collector:
     """Runs one collector over one ``--out`` directory."""
 
     def __init__(self, options: CollectorOptions, *, log: Callable[[str], None] | None = None) -> None:
-        for name in ("run", "project", "experiment", "group", "source", "out"):
-            if not getattr(options, name).strip():
-                raise CollectorError(f"--{name} is required")
-        if not options.history and not options.tfevents:
-            raise CollectorError("--history is required (or --tfevents)")
-        if options.interval <= 0:
-            raise CollectorError("--interval must be positive")
-        if options.max_iterations < 0:
-            raise CollectorError("--max-iterations must be nonnegative")
-        if options.baseline_existing_history and not options.ready_file.strip():
-            raise CollectorError("--ready-file is required with --baseline-existing-history")
-        if not options.sinks:
-            raise CollectorError("at least one --sink is required")
+        validate(options)
         self.options = options
-        self.tags = _clean_tags(options.tags)
-        for key, env in ((TAU_WORKSPACE_TAG, "TAU_WORKSPACE"), (TAU_NAMESPACE_TAG, "POD_NAMESPACE"),
-                         (TAU_CLUSTER_TAG, "TAU_CLUSTER")):
-            value = os.environ.get(env, "").strip()
-            if not self.tags.get(key, "").strip() and value:
-                self.tags[key] = value
-        self.config_identity = self._config_identity()
-        self.source_store_id = self._source_store_id()
+        self.tags = run_tags(options)
+        self.config_identity = config_identity(options, self.tags)
+        self.source_store_id = source_store_id(options, self.tags)
         self.spool = Spool(options.out)
         self.result = CollectorResult()
         self._log = log or (lambda message: None)
@@ -205,48 +119,8 @@ class Collector:
         self._reported: set[tuple[str, int | None, int | None, str]] = set()
         self._closed = ClosedFiles(keep=options.keep_entries, closed_after=options.closed_after)
         self._marks_checked = False  # covered files were checked once against their complete-through entry
-        self._group: list[_Part] = []
+        self._group: list[Part] = []
         self._config_settled = False  # the run's configuration was stored, or found in conflict
-
-    # -- identities --------------------------------------------------------------------
-
-    def _config_identity(self) -> str:
-        o = self.options
-        sink = "\x01".join(s.name + "\x00" + s.identity() for s in o.sinks)
-        doc: dict[str, object] = {
-            "version": MANIFEST_SCHEMA_V1, "run": o.run, "project": o.project, "experiment": o.experiment,
-            "group": o.group, "source": o.source, "history": list(o.history) or None,
-            "completion_file": o.completion_file, "tags": GoMap(self.tags),
-            "status_artifact_uri": o.status_artifact_uri, "status_checkpoint_uri": o.status_checkpoint_uri,
-            "sink": sink,
-        }
-        # Our additions join the identity only when used, so a TauGrid-equivalent
-        # configuration keeps TauGrid's identity.
-        if o.tfevents:
-            doc["tfevents"] = list(o.tfevents)
-        if o.run_config:
-            doc["run_config"] = o.run_config
-        if o.step_field != "_step" or o.time_field != "_timestamp":
-            doc["step_field"], doc["time_field"] = o.step_field, o.time_field
-        return hashlib.sha256(marshal(doc)).hexdigest()
-
-    def _source_store_id(self) -> str:
-        raw = marshal({
-            "schema": METRIC_EVENT_SCHEMA_V1, "workspace_id": self.tags.get(TAU_WORKSPACE_TAG, ""),
-            "cluster": self.tags.get(TAU_CLUSTER_TAG, ""), "namespace": self.tags.get(TAU_NAMESPACE_TAG, ""),
-            "out": os.path.normpath(self.options.out),
-        })
-        return "tau-metrics-" + hashlib.sha256(raw).hexdigest()[:16]
-
-    def _projection_config(self) -> ProjectionConfig:
-        o = self.options
-        return ProjectionConfig(
-            project=o.project, experiment_id=o.experiment, run_group_id=o.group, run_id=o.run,
-            exported_at=time.time_ns(), workspace_id=self.tags.get(TAU_WORKSPACE_TAG, ""),
-            cluster=self.tags.get(TAU_CLUSTER_TAG, ""), namespace=self.tags.get(TAU_NAMESPACE_TAG, ""),
-            source_store_id=self.source_store_id, source=o.source, tags=self.tags,
-            step_field=o.step_field, time_field=o.time_field,
-        )
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -272,10 +146,7 @@ class Collector:
                 iteration += 1
                 started = time.monotonic()
                 appended_cpu, drain_cpu = self._drain(checkpoint, final=False, changed=changed)
-                wait = o.batch_wait
-                if o.cpu_budget > 0:
-                    wait = max(wait, min(MAX_BUDGET_WAIT, appended_cpu / o.cpu_budget),
-                               min(NEW_FILES_MAX_WAIT, drain_cpu / o.cpu_budget))
+                wait = drain_wait(o, appended_cpu, drain_cpu)
                 if self._completion_exists():
                     self._finish(checkpoint)
                     return self.result
@@ -351,7 +222,7 @@ class Collector:
         proportional to what is new.
         """
         drain_cpu = time.process_time()
-        pipeline = Pipeline(self._projection_config())
+        pipeline = Pipeline(projection_config(self.options, self.tags, self.source_store_id))
         current = marks(checkpoint)
         known = None
         if current:
@@ -521,7 +392,7 @@ class Collector:
             if batch.more and not batch.stopped:  # the next batch, read while this one is committed
                 ahead = ReadAhead(lambda end=batch.end, at=running: read_and_project(end, at))
             try:
-                self._add(checkpoint, _Part(source, source_input, now[0], prefix, running, projected))
+                self._add(checkpoint, Part(source, source_input, now[0], prefix, running, projected))
             except BaseException:
                 if ahead is not None:
                     ahead.wait()  # nothing of it was kept; let it end before the input is given up
@@ -530,24 +401,14 @@ class Collector:
             if not batch.more:
                 return
 
-    def _add(self, checkpoint: Checkpoint, part: _Part) -> None:
+    def _add(self, checkpoint: Checkpoint, part: Part) -> None:
         """Join ``part`` to the chunk being gathered, committing that first when ``part`` cannot join it.
 
-        Batches of different files read in one drain make one chunk while they fit GROUP_MAX_BYTES /
-        GROUP_MAX_ROWS (and the batch bounds) together; a batch that filled the bounds (its file has more)
-        is a chunk of its own.
+        Which batches share a chunk is :mod:`.chunk_group`'s rule.
         """
         self._report(part.projected.problems)
-        group, limits = self._group, self.options.limits
-        if group:
-            rows = sum(p.projected.batch.end.records - p.projected.batch.start.records for p in group)
-            size = sum(p.projected.batch.end.offset - p.projected.batch.start.offset for p in group)
-            batch = part.projected.batch
-            if group[0].source is not part.source or batch.more \
-                    or any(p.source_input.path == part.source_input.path for p in group) \
-                    or rows + batch.end.records - batch.start.records > min(limits.batch_records, GROUP_MAX_ROWS) \
-                    or size + batch.end.offset - batch.start.offset > min(limits.batch_bytes, GROUP_MAX_BYTES):
-                self._flush(checkpoint)
+        if self._group and cannot_join(self._group, part, self.options.limits):
+            self._flush(checkpoint)
         self._group.append(part)
         if part.projected.batch.more:
             self._flush(checkpoint)
@@ -568,17 +429,7 @@ class Collector:
         with_events = [part for part in parts if part.projected.event_count]
         event_count = sum(part.projected.event_count for part in with_events)
         if with_events:
-            ranges = [part.range() for part in with_events]
-            head = ranges[0]
-            ndjson = b"".join([block for part in with_events for block in part.projected.take_ndjson()])
-            manifest = Manifest(
-                config_identity=self.config_identity, kind="history", sequence=checkpoint.next_sequence,
-                source_path=head.source_path, source_file_id=head.source_file_id, ndjson=ndjson,
-                event_count=event_count, start_offset=head.start_offset, end_offset=head.end_offset,
-                start_lines=head.start_lines, end_lines=head.end_lines,
-                start_prefix_sha256=head.start_prefix_sha256, prefix_sha256=head.prefix_sha256,
-                more_sources=tuple(ranges[1:]),
-            ).seal()
+            manifest = history_manifest(with_events, self.config_identity, checkpoint.next_sequence)
             pending_path = self.spool.write_pending(manifest)
             self._deliver(Chunk(manifest.sequence, "history", manifest.chunk_digest, manifest.ndjson,
                                 manifest.event_count,

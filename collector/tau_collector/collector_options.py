@@ -1,0 +1,156 @@
+"""What one collector is asked to do: its options, their checks, and what derives from them alone.
+
+Derived here: the run's tags (``--tag`` plus the workspace/namespace/cluster from the environment),
+the configuration identity and source store id (TauGrid's ``collect``; additions join the identity
+only when used), the projection settings, and how long the watch loop waits between drains (the CPU
+budget).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .gojson import GoMap, marshal
+from .limits import DEFAULT_LIMITS, Limits
+from .metric_event import METRIC_EVENT_SCHEMA_V1
+from .projection import ProjectionConfig
+from .sinks.base import Chunk, Sink
+from .spool import MANIFEST_SCHEMA_V1
+
+TAU_WORKSPACE_TAG = "tau_workspace"
+TAU_NAMESPACE_TAG = "tau_namespace"
+TAU_CLUSTER_TAG = "tau_cluster"
+
+
+class CollectorError(RuntimeError):
+    """A fatal collector condition; the message says what and where."""
+
+
+@dataclass(slots=True)
+class CollectorOptions:
+    run: str
+    project: str
+    experiment: str
+    group: str
+    out: str
+    sinks: list[Sink]
+    history: list[str] = field(default_factory=list)
+    tfevents: list[str] = field(default_factory=list)
+    source: str = "stellar-online"
+    tags: dict[str, str] = field(default_factory=dict)
+    completion_file: str = ""
+    interval: float = 60.0
+    # Watch mode (ours): after a drain that spent C seconds of CPU on files read before, the next one starts
+    # no sooner than max(batch_wait, min(MAX_BUDGET_WAIT, C / cpu_budget)) after it; changes meanwhile join
+    # it. A job appending ten times a second is then read in fewer, larger chunks and draining it stays near
+    # ``cpu_budget`` of a core, while a cheap drain (a few rows) waits only a few tens of milliseconds. New
+    # files wait too, at most NEW_FILES_MAX_WAIT: closed files that arrive meanwhile are read together, as one
+    # chunk.
+    batch_wait: float = 0.0
+    cpu_budget: float = 0.03  # the CLI's default too (--cpu-budget 3%)
+    baseline_existing_history: bool = False
+    ready_file: str = ""
+    done_file: str = ""
+    status_artifact_uri: str = ""
+    status_checkpoint_uri: str = ""
+    watch: bool = False
+    max_iterations: int = 0
+    step_field: str = "_step"
+    time_field: str = "_timestamp"
+    retry_backoff: float = 1.0  # first sleep after a retryable sink failure (doubles, capped)
+    drain_budget: float = 600.0  # how long a shutdown may spend on the final drain
+    limits: Limits = DEFAULT_LIMITS  # batch bounds and input size limits (not part of the config identity)
+    run_config: str = ""  # the run's configuration file (JSON or YAML), e.g. what %%tau_submit --config wrote
+    on_delivered: Callable[[Chunk], object] | None = None  # sees each delivered chunk (stop rules); not in identity
+    # A history file unchanged this long, completely read and followed by ``keep_entries`` later-named files is
+    # folded into its directory's complete-through checkpoint entry (see complete_through).
+    closed_after: float = 60.0
+    keep_entries: int = 64
+
+
+MAX_BUDGET_WAIT = 1.0  # seconds: the CPU budget never delays a drain longer than this
+NEW_FILES_MAX_WAIT = 0.3  # seconds: nor one after a drain of new files only (the pane's latency)
+
+
+def validate(options: CollectorOptions) -> None:
+    """Raise :class:`CollectorError` naming the first flag that is missing or out of range."""
+    for name in ("run", "project", "experiment", "group", "source", "out"):
+        if not getattr(options, name).strip():
+            raise CollectorError(f"--{name} is required")
+    if not options.history and not options.tfevents:
+        raise CollectorError("--history is required (or --tfevents)")
+    if options.interval <= 0:
+        raise CollectorError("--interval must be positive")
+    if options.max_iterations < 0:
+        raise CollectorError("--max-iterations must be nonnegative")
+    if options.baseline_existing_history and not options.ready_file.strip():
+        raise CollectorError("--ready-file is required with --baseline-existing-history")
+    if not options.sinks:
+        raise CollectorError("at least one --sink is required")
+
+
+def drain_wait(options: CollectorOptions, appended_cpu: float, drain_cpu: float) -> float:
+    """How long after a drain's start the next may begin (see ``batch_wait`` and ``cpu_budget``)."""
+    wait = options.batch_wait
+    if options.cpu_budget > 0:
+        wait = max(wait, min(MAX_BUDGET_WAIT, appended_cpu / options.cpu_budget),
+                   min(NEW_FILES_MAX_WAIT, drain_cpu / options.cpu_budget))
+    return wait
+
+
+def _clean_tags(tags: dict[str, str]) -> dict[str, str]:
+    return {key.strip(): value.strip() for key, value in tags.items()}
+
+
+def run_tags(options: CollectorOptions) -> dict[str, str]:
+    """``--tag`` values, with the workspace, namespace and cluster from the environment where not given."""
+    tags = _clean_tags(options.tags)
+    for key, env in ((TAU_WORKSPACE_TAG, "TAU_WORKSPACE"), (TAU_NAMESPACE_TAG, "POD_NAMESPACE"),
+                     (TAU_CLUSTER_TAG, "TAU_CLUSTER")):
+        value = os.environ.get(env, "").strip()
+        if not tags.get(key, "").strip() and value:
+            tags[key] = value
+    return tags
+
+
+def config_identity(o: CollectorOptions, tags: dict[str, str]) -> str:
+    sink = "\x01".join(s.name + "\x00" + s.identity() for s in o.sinks)
+    doc: dict[str, object] = {
+        "version": MANIFEST_SCHEMA_V1, "run": o.run, "project": o.project, "experiment": o.experiment,
+        "group": o.group, "source": o.source, "history": list(o.history) or None,
+        "completion_file": o.completion_file, "tags": GoMap(tags),
+        "status_artifact_uri": o.status_artifact_uri, "status_checkpoint_uri": o.status_checkpoint_uri,
+        "sink": sink,
+    }
+    # Our additions join the identity only when used, so a TauGrid-equivalent
+    # configuration keeps TauGrid's identity.
+    if o.tfevents:
+        doc["tfevents"] = list(o.tfevents)
+    if o.run_config:
+        doc["run_config"] = o.run_config
+    if o.step_field != "_step" or o.time_field != "_timestamp":
+        doc["step_field"], doc["time_field"] = o.step_field, o.time_field
+    return hashlib.sha256(marshal(doc)).hexdigest()
+
+
+def source_store_id(o: CollectorOptions, tags: dict[str, str]) -> str:
+    raw = marshal({
+        "schema": METRIC_EVENT_SCHEMA_V1, "workspace_id": tags.get(TAU_WORKSPACE_TAG, ""),
+        "cluster": tags.get(TAU_CLUSTER_TAG, ""), "namespace": tags.get(TAU_NAMESPACE_TAG, ""),
+        "out": os.path.normpath(o.out),
+    })
+    return "tau-metrics-" + hashlib.sha256(raw).hexdigest()[:16]
+
+
+def projection_config(o: CollectorOptions, tags: dict[str, str], store_id: str) -> ProjectionConfig:
+    return ProjectionConfig(
+        project=o.project, experiment_id=o.experiment, run_group_id=o.group, run_id=o.run,
+        exported_at=time.time_ns(), workspace_id=tags.get(TAU_WORKSPACE_TAG, ""),
+        cluster=tags.get(TAU_CLUSTER_TAG, ""), namespace=tags.get(TAU_NAMESPACE_TAG, ""),
+        source_store_id=store_id, source=o.source, tags=tags,
+        step_field=o.step_field, time_field=o.time_field,
+    )
