@@ -272,10 +272,10 @@ def test_loss_keeps_updating_while_another_cell_runs_on_a_live_1000_metric_run(l
     page.wait_for_function("(sel) => { const p = document.querySelector(sel); return p && Number(p.dataset.points)"
                            " === 20; }", arg=loss, timeout=180_000)
     run_cell(page, 1)
-    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status"
-                           " === 'busy'", timeout=60_000)
+    # The cell is running once its prompt says [*] (the pane's cell ended long ago: nothing is queued before it);
+    # the deadline is one only a broken build meets, however loaded the machine.
     page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell')[1]"
-                           ".querySelector('.jp-InputPrompt').textContent.includes('[*]')", timeout=60_000)
+                           ".querySelector('.jp-InputPrompt').textContent.includes('[*]')", timeout=300_000)
     for step in range(20, 25):
         write_rows(store, LIVE, names, range(step, step + 1), chunk=f"live-{step}")
     page.wait_for_function("(sel) => Number(document.querySelector(sel).dataset.points) === 25", arg=loss,
@@ -283,4 +283,4 @@ def test_loss_keeps_updating_while_another_cell_runs_on_a_live_1000_metric_run(l
     assert cell_running(page, 1), "the sleeping cell finished before the new rows were drawn"
     execute(page, "notebook:interrupt-kernel")
     page.wait_for_function("() => !document.querySelectorAll('.jp-Notebook .jp-Cell')[1]"
-                           ".querySelector('.jp-InputPrompt').textContent.includes('[*]')", timeout=60_000)
+                           ".querySelector('.jp-InputPrompt').textContent.includes('[*]')", timeout=300_000)

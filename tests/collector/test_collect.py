@@ -384,14 +384,15 @@ def _write_rows_every(path: Path, rows: int, seconds: float) -> None:
 
 @pytest.mark.parametrize(("batching", "least_gap"), [(["--cpu-budget", "0"], None),
                                                       (["--batch-wait", "600ms"], 0.6),
-                                                      (["--cpu-budget", "0.1%"], 1.0)])
+                                                      (["--cpu-budget", "0.1%"], 0.0)])
 def test_a_fast_writer_is_read_in_batches_and_nothing_is_lost(tmp_path, batching, least_gap):
-    # With --batch-wait 600ms at most one drain per 0.6 s, and a CPU budget of 0.1% waits the longest (1 s)
-    # after any drain of an appended file: 40 appends 50 ms apart make at most (the time they took) / gap drains,
-    # plus the first, the one after it (a new file waits at most 0.3 s), the one that finds the rest and the
-    # status marker -- bounded by the time measured, so a loaded machine
-    # that writes slower does not break it. With neither, a drain follows every append: the writer appends the
-    # next row once the collector has stored the last (its progress, not a clock), and each row is a chunk.
+    # With --batch-wait 600ms at most one drain per 0.6 s: 40 appends 50 ms apart make at most (the time they
+    # took) / 0.6 drains, plus the first, the one after it (a new file waits at most 0.3 s), the one that finds
+    # the rest and the status marker -- bounded by the time measured, so a loaded machine that writes slower
+    # does not break it. A CPU budget of 0.1% waits C / 0.1% after a drain that cost C of CPU, which depends on
+    # the machine: it only has to read the rows in fewer chunks than there are rows. With neither, a drain
+    # follows every append: the writer appends the next row once the collector has stored the last (its
+    # progress, not a clock), and each row is a chunk.
     (tmp_path / "hist").mkdir()
     history = tmp_path / "hist" / "history.jsonl"
     proc = start_watching(tmp_path, *batching)
@@ -416,8 +417,10 @@ def test_a_fast_writer_is_read_in_batches_and_nothing_is_lost(tmp_path, batching
     assert status["events"] == 41  # every row, and the status marker
     if least_gap is None:
         assert status["chunks"] == 41
-    else:
+    elif least_gap:
         assert status["chunks"] <= int(took / least_gap) + 4, (status, took)
+    else:
+        assert status["chunks"] < 41, (status, took)
 
 
 def test_sigterm_without_completion_emits_a_cancelled_marker_and_exits_1(tmp_path):
