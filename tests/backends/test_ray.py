@@ -75,7 +75,11 @@ def ray_head():
     env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ['PATH']}", MARKER: marker,
            "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
     gcs, dashboard, client, agent, agent_grpc, runtime_env, metrics, node_manager, object_manager = _free_ports(9)
-    first_worker = 20002 + 1000 * (os.getpid() % 20)  # worker ports: a range of this suite's own, most likely
+    # Worker ports: a range of this suite's own (most likely), holding none of the ports chosen above.
+    ports = {gcs, dashboard, client, agent, agent_grpc, runtime_env, metrics, node_manager, object_manager}
+    first_worker = 10002 + 1000 * (os.getpid() % 20)
+    while any(first_worker <= port <= first_worker + 997 for port in ports):
+        first_worker += 1000
     try:
         started = subprocess.run(
             [os.path.join(venv_bin, "ray"), "start", "--head", f"--port={gcs}", "--node-ip-address=127.0.0.1",
