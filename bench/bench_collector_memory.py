@@ -232,6 +232,11 @@ def main() -> None:
         cases = {
             "collect jsonl": (collect(work, "jsonl", "--history", str(backlog)), args.rows * 4),
             "collect tfevents": (collect(work, "tb", "--tfevents", str(event_file.parent)), args.scalars),
+            # The same with TauGrid's pending manifests (NDJSON, event ids) instead of our column records.
+            "collect jsonl manifest": (collect(work, "jsonl-m", "--history", str(backlog),
+                                               "--spool-format", "manifest"), args.rows * 4),
+            "collect tfevents manifest": (collect(work, "tb-m", "--tfevents", str(event_file.parent),
+                                                  "--spool-format", "manifest"), args.scalars),
             "import jsonl": (["taunotebook", "import", str(backlog), "--store", str(work / "i-jsonl"), "-q"],
                              args.rows * 4),
             "import tfevents": (["taunotebook", "import", str(event_file.parent), "--store", str(work / "i-tb"), "-q"],

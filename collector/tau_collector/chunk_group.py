@@ -1,4 +1,4 @@
-"""Which batches read in one drain share a chunk, and the pending manifest of a chunk made of several.
+"""Which batches read in one drain share a chunk, and the pending record (manifest or columns) of a chunk.
 
 Small closed files (TauGrid's trainers write one per step, a few kB) share a chunk; a larger file, or a
 batch that filled the batch bounds (its file has more), stays a chunk of its own. The collector
@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from .column_spool import ColumnChunk
 from .limits import Limits
-from .pipeline import ProjectedBatch
+from .pipeline import ProjectedBatch, merge_points
 from .sources.base import Source, SourceInput
 from .spool import Manifest, SourceRange
 
@@ -53,6 +54,13 @@ def cannot_join(group: list[Part], part: Part, limits: Limits) -> bool:
         or any(p.source_input.path == part.source_input.path for p in group) \
         or rows + batch.end.records - batch.start.records > min(limits.batch_records, GROUP_MAX_ROWS) \
         or size + batch.end.offset - batch.start.offset > min(limits.batch_bytes, GROUP_MAX_BYTES)
+
+
+def history_columns(with_events: list[Part], config_identity: str, sequence: int) -> tuple[ColumnChunk, list[bytes]]:
+    """The sealed column record of one chunk (a collector whose sinks all keep points) and its bytes."""
+    points = merge_points([part.projected.points for part in with_events])
+    assert points is not None, "a projection without lines always gives points"
+    return ColumnChunk(config_identity, sequence, tuple(part.range() for part in with_events), points).seal()
 
 
 def history_manifest(with_events: list[Part], config_identity: str, sequence: int) -> Manifest:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .checkpoint import Checkpoint, SourceCheckpoint
-from .chunk_group import Part, cannot_join, history_manifest
+from .chunk_group import Part, cannot_join, history_columns, history_manifest
 from .collector_options import (
     TAU_CLUSTER_TAG,
     TAU_NAMESPACE_TAG,
@@ -40,8 +40,10 @@ from .collector_options import (
     projection_config,
     run_tags,
     source_store_id,
+    spools_columns,
     validate,
 )
+from .column_spool import replay_columns, write_column_chunk
 from .complete_through import ClosedFiles, Mark, is_mark, marks
 from .completion import (
     RUN_STATUS_METRIC,
@@ -101,6 +103,7 @@ class Collector:
         self.config_identity = config_identity(options, self.tags)
         self.source_store_id = source_store_id(options, self.tags)
         self.spool = Spool(options.out)
+        self.columns = spools_columns(options)
         self.result = CollectorResult()
         self._log = log or (lambda message: None)
         self._stop = threading.Event()
@@ -132,10 +135,13 @@ class Collector:
         o = self.options
         make_dirs(o.out)  # durable in its parent: the spool in it holds unacknowledged chunks
         checkpoint, existed = Checkpoint.load(self.spool.checkpoint_path, self.config_identity)
-        replayed = replay(self.spool, checkpoint, self.config_identity, self._deliver)
-        self.result.chunks += replayed.chunks
-        self.result.events += replayed.events
-        if o.baseline_existing_history and not existed and not replayed.pending:
+        pending = False
+        for replay_ in (replay, replay_columns):  # at most one record is pending, of either kind
+            replayed = replay_(self.spool, checkpoint, self.config_identity, self._deliver)
+            self.result.chunks += replayed.chunks
+            self.result.events += replayed.events
+            pending = pending or replayed.pending
+        if o.baseline_existing_history and not existed and not pending:
             self._baseline(checkpoint)
         if o.ready_file:
             write_file_atomic(o.ready_file, b"ready\n")
@@ -222,7 +228,7 @@ class Collector:
         proportional to what is new.
         """
         drain_cpu = time.process_time()
-        pipeline = Pipeline(projection_config(self.options, self.tags, self.source_store_id))
+        pipeline = Pipeline(projection_config(self.options, self.tags, self.source_store_id), lines=not self.columns)
         current = marks(checkpoint)
         known = None
         if current:
@@ -428,7 +434,13 @@ class Collector:
         following = checkpoint.copy()
         with_events = [part for part in parts if part.projected.event_count]
         event_count = sum(part.projected.event_count for part in with_events)
-        if with_events:
+        if with_events and self.columns:
+            record, pieces = history_columns(with_events, self.config_identity, checkpoint.next_sequence)
+            pending_path = write_column_chunk(self.spool, record, pieces)
+            del pieces
+            self._deliver(record.chunk())
+            advance(following, record.manifest())
+        elif with_events:
             manifest = history_manifest(with_events, self.config_identity, checkpoint.next_sequence)
             pending_path = self.spool.write_pending(manifest)
             self._deliver(Chunk(manifest.sequence, "history", manifest.chunk_digest, manifest.ndjson,

@@ -70,9 +70,14 @@ class CollectorOptions:
     # folded into its directory's complete-through checkpoint entry (see complete_through).
     closed_after: float = 60.0
     keep_entries: int = 64
+    # How history chunks are spooled (ours, not in identity): "manifest" is TauGrid's pending manifest (canonical
+    # NDJSON), "columns" our column record (every sink must keep points, see column_spool), "auto" columns when
+    # every sink keeps points, else the manifest. A start replays whichever record it finds.
+    spool_format: str = "auto"
 
 
 MAX_BUDGET_WAIT = 1.0  # seconds: the CPU budget never delays a drain longer than this
+SPOOL_FORMATS = ("auto", "manifest", "columns")
 NEW_FILES_MAX_WAIT = 0.3  # seconds: nor one after a drain of new files only (the pane's latency)
 
 
@@ -91,6 +96,18 @@ def validate(options: CollectorOptions) -> None:
         raise CollectorError("--ready-file is required with --baseline-existing-history")
     if not options.sinks:
         raise CollectorError("at least one --sink is required")
+    if options.spool_format not in SPOOL_FORMATS:
+        raise CollectorError(f"--spool-format must be one of {', '.join(SPOOL_FORMATS)}, not {options.spool_format!r}")
+    if options.spool_format == "columns" and not all(sink.keeps_points for sink in options.sinks):
+        events = ", ".join(sink.name for sink in options.sinks if not sink.keeps_points)
+        raise CollectorError(f"--spool-format columns needs sinks that keep points (expstore); {events} "
+                             "sends events: use --spool-format manifest or auto")
+
+
+def spools_columns(options: CollectorOptions) -> bool:
+    """Whether history chunks are spooled as column records rather than TauGrid's manifests."""
+    return options.spool_format == "columns" or (
+        options.spool_format == "auto" and all(sink.keeps_points for sink in options.sinks))
 
 
 def drain_wait(options: CollectorOptions, appended_cpu: float, drain_cpu: float) -> float:

@@ -27,7 +27,8 @@ __all__ = ["Pipeline", "ProjectedBatch", "merge_points"]
 
 @dataclass(slots=True)
 class ProjectedBatch:
-    """``ndjson`` holds ``event_count`` canonical lines in blocks (none without lines)."""
+    """``ndjson`` holds ``event_count`` canonical lines in blocks; without lines it is empty and
+    ``event_count`` counts the finite points."""
 
     batch: Batch
     ndjson: list[bytes]
@@ -84,7 +85,9 @@ class Pipeline:
         rejected = [SourceProblem(path, ProblemKind.BAD_ROW, str(exc), line=row.line, offset=row.offset)
                     for row, exc in errors]
         assert projected.ndjson is not None
-        return ProjectedBatch(batch, projected.ndjson, projected.line_count, projected.non_finite, points, rejected)
+        # Without lines, the events a chunk holds are its finite points.
+        count = projected.line_count if self.lines else len(points) if points is not None else 0
+        return ProjectedBatch(batch, projected.ndjson, count, projected.non_finite, points, rejected)
 
 
 def merge_points(parts: list[PointColumns | None]) -> PointColumns | None:

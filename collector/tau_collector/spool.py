@@ -247,16 +247,7 @@ class Manifest:
         if len(events) != self.event_count:
             raise SpoolError(f"spool manifest {where} has invalid events: count={len(events)}")
         if self.kind == "history":
-            paths = [self.source_path] + [r.source_path for r in self.more_sources]
-            if len(set(paths)) != len(paths):
-                raise SpoolError(f"spool manifest {where} names a source twice")
-            for r in (self, *self.more_sources):
-                counters = (r.start_offset, r.end_offset, r.start_lines, r.end_lines)
-                if not all(isinstance(v, int) and not isinstance(v, bool) for v in counters) \
-                        or not r.source_path or not r.source_file_id or r.start_offset < 0 \
-                        or r.end_offset <= r.start_offset or r.start_lines < 0 \
-                        or r.end_lines <= r.start_lines or not r.prefix_sha256:
-                    raise SpoolError(f"spool manifest {where} has invalid history range")
+            self.validate_ranges(where)
         elif self.kind == "terminal" and not self.more_sources:
             observation = self.source_file_id.removeprefix(COMPLETION_SOURCE_PREFIX)
             if not self.source_path or not self.source_file_id.startswith(COMPLETION_SOURCE_PREFIX) \
@@ -266,6 +257,19 @@ class Manifest:
         else:
             raise SpoolError(f"spool manifest {where} has unknown kind {self.kind!r}")
         return events
+
+    def validate_ranges(self, where: str) -> None:
+        """A history chunk's ranges: each names a file once, starts where it may and moves forward."""
+        paths = [self.source_path] + [r.source_path for r in self.more_sources]
+        if len(set(paths)) != len(paths):
+            raise SpoolError(f"spool manifest {where} names a source twice")
+        for r in (self, *self.more_sources):
+            counters = (r.start_offset, r.end_offset, r.start_lines, r.end_lines)
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in counters) \
+                    or not r.source_path or not r.source_file_id or r.start_offset < 0 \
+                    or r.end_offset <= r.start_offset or r.start_lines < 0 \
+                    or r.end_lines <= r.start_lines or not r.prefix_sha256:
+                raise SpoolError(f"spool manifest {where} has invalid history range")
 
 
 # ---------------------------------------------------------------------------------------
@@ -339,7 +343,7 @@ class Spool:
         return path
 
     def load_pending(self, config_identity: str) -> tuple[str, Manifest, list[MetricEvent]] | None:
-        names = self._list(self.pending_dir)
+        names = self.list_dir(self.pending_dir)
         pending = []
         for name in names:
             path = os.path.join(self.pending_dir, name)
@@ -367,7 +371,7 @@ class Spool:
 
     def load_non_finite(self) -> list[tuple[str, str, list[MetricEvent]]]:
         out = []
-        for name in self._list(self.nonfinite_dir):
+        for name in self.list_dir(self.nonfinite_dir):
             path = os.path.join(self.nonfinite_dir, name)
             if name.startswith(".") and ".tmp-" in name:
                 os.unlink(path)
@@ -383,7 +387,7 @@ class Spool:
         return out
 
     @staticmethod
-    def _list(directory: str) -> list[str]:
+    def list_dir(directory: str) -> list[str]:
         try:
             return sorted(os.listdir(directory))
         except FileNotFoundError:
@@ -439,6 +443,19 @@ def _validate_acknowledged(checkpoint: Checkpoint, manifest: Manifest) -> None:
             raise SpoolError(f"checkpoint does not acknowledge pending terminal chunk {manifest.sequence}")
 
 
+def acknowledged(checkpoint: Checkpoint, manifest: Manifest, path: str) -> bool:
+    """Whether the pending chunk at ``path`` was acknowledged already (then it is removed); raises if
+    it neither was nor is the checkpoint's next."""
+    if manifest.sequence < checkpoint.next_sequence:
+        _validate_acknowledged(checkpoint, manifest)
+        remove_durable(path)
+        return True
+    if manifest.sequence != checkpoint.next_sequence:
+        raise SpoolError(f"pending sequence {manifest.sequence} does not match checkpoint next "
+                         f"sequence {checkpoint.next_sequence}")
+    return False
+
+
 @dataclass(slots=True)
 class Replayed:
     """What a start found in the spool: whether a pending chunk was there, and what was re-delivered."""
@@ -462,13 +479,8 @@ def replay(spool: Spool, checkpoint: Checkpoint, config_identity: str, deliver: 
         return done
     done.pending = True
     path, manifest, events = pending
-    if manifest.sequence < checkpoint.next_sequence:
-        _validate_acknowledged(checkpoint, manifest)
-        remove_durable(path)
+    if acknowledged(checkpoint, manifest, path):
         return done
-    if manifest.sequence != checkpoint.next_sequence:
-        raise SpoolError(f"pending sequence {manifest.sequence} does not match checkpoint next "
-                         f"sequence {checkpoint.next_sequence}")
     following = checkpoint.copy()
     advance(following, manifest)
     deliver(Chunk(manifest.sequence, manifest.kind, manifest.chunk_digest, manifest.ndjson, manifest.event_count,

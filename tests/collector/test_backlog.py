@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -16,6 +15,7 @@ from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
 from ..polling import wait_until
+from .spooled import spooled
 from .test_hostile_inputs import measured
 
 T0 = 1_790_000_000.0
@@ -45,13 +45,13 @@ def test_a_30_mb_backlog_is_collected_and_imported_in_bounded_chunks_and_memory(
     code, out, err, peak = measured(collect_args(tmp_path, history), tmp_path)
     assert code == 0, err
     status = json.loads(out)
-    # One pending manifest per bounded batch of 512 KiB: dozens of chunks, never the whole backlog at once.
+    # One pending record per bounded batch of 512 KiB: dozens of chunks, never the whole backlog at once.
     assert status["events"] == 800_000 and status["chunks"] >= 50
     assert peak < 400, f"collect peaked at {peak} MiB (it was 4.7 GB before batches were bounded)"
     reader = StoreReader(ExpStore(tmp_path / "store"))
     assert {s.metric_name: s.count for s in reader.metric_summaries("r")} == dict.fromkeys(
         ("acc", "grad_norm", "loss", "lr"), 200_000)
-    assert os.listdir(tmp_path / "out" / "pending") == []
+    assert spooled(tmp_path / "out") == []
 
     code, out, err, peak = measured(["taunotebook", "import", str(history), "--store", str(tmp_path / "s2"), "-q"],
                                     tmp_path)
@@ -60,7 +60,10 @@ def test_a_30_mb_backlog_is_collected_and_imported_in_bounded_chunks_and_memory(
 
 
 @pytest.mark.slow
-def test_kill_9_in_the_middle_of_a_many_chunk_backlog_loses_and_duplicates_nothing(tmp_path: Path):
+@pytest.mark.parametrize("spool_format", ["auto", "manifest"])
+def test_kill_9_in_the_middle_of_a_many_chunk_backlog_loses_and_duplicates_nothing(tmp_path: Path, spool_format):
+    """With the expstore alone, ``auto`` spools column records (no NDJSON, no event ids: the store's key is the
+    record's digest); ``manifest`` is TauGrid's pending manifest. Both must lose and duplicate nothing."""
     rows = 30_000
     history = tmp_path / "hist" / "history.jsonl"
     write_backlog(history, rows)
@@ -69,7 +72,8 @@ def test_kill_9_in_the_middle_of_a_many_chunk_backlog_loses_and_duplicates_nothi
     # COMMIT; a chunk makes about 24), i.e. inside its first few chunks, and kill -9s it there: the kills
     # follow the collector's own progress, not a clock, so however fast the machine, every round kills it
     # in the middle of the backlog.
-    argv = collect_args(tmp_path, history, "--batch-bytes", "65536")[1:]
+    flags = ("--batch-bytes", "65536", "--spool-format", spool_format)
+    argv = collect_args(tmp_path, history, *flags)[1:]
     rng = random.Random(20261201)
     for kill in range(KILLS):
         paused = tmp_path / f"paused-{kill}"
@@ -89,7 +93,7 @@ def test_kill_9_in_the_middle_of_a_many_chunk_backlog_loses_and_duplicates_nothi
     reader = StoreReader(ExpStore(tmp_path / "store"))
     stored = {s.metric_name: s.count for s in reader.metric_summaries("r")}.get("loss", 0)
     assert 0 < stored < rows
-    args = [sys.executable, "-m", *collect_args(tmp_path, history, "--batch-bytes", "65536")]
+    args = [sys.executable, "-m", *collect_args(tmp_path, history, *flags)]
     final = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert final.returncode == 0, final.stderr
     reader = StoreReader(ExpStore(tmp_path / "store"))
@@ -97,7 +101,8 @@ def test_kill_9_in_the_middle_of_a_many_chunk_backlog_loses_and_duplicates_nothi
     # Summaries add up every stored row: a chunk stored twice, or one lost, would show here.
     assert summaries == dict.fromkeys(("acc", "grad_norm", "loss", "lr"), rows)
     assert reader.rows("r", "loss").step.tolist() == list(range(rows))
-    assert os.listdir(tmp_path / "out" / "pending") == []
+    assert spooled(tmp_path / "out") == []
+    assert (tmp_path / "out" / ("columns" if spool_format == "auto" else "pending")).is_dir()
     checkpoint = json.loads((tmp_path / "out" / "checkpoint.json").read_text())
     (source,) = checkpoint["sources"].values()
     assert source["offset"] == history.stat().st_size and source["lines"] == rows

@@ -13,7 +13,6 @@ chunk is acknowledged) is in docs/data-path.md, "Durability".
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -23,6 +22,8 @@ import pytest
 
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
+
+from .spooled import spooled
 
 HARNESS = str(Path(__file__).with_name("crash_points.py"))
 ROWS = 400
@@ -34,12 +35,12 @@ def _backlog(path: Path) -> None:
                                         "acc": s / ROWS}) + "\n" for s in range(ROWS)))
 
 
-def _collect(work: Path, history: Path) -> list[str]:
+def _collect(work: Path, history: Path, spool_format: str) -> list[str]:
     # 20 kB batches: the 40 kB backlog is two chunks, and the completion marker a third.
     return ["collect", "--run", "r", "--project", "p", "--experiment", "e", "--group", "g",
             "--out", str(work / "out"), "--history", str(history), "--sink", "expstore",
             "--store", str(work / "store"), "--batch-bytes", "20000",
-            "--completion-file", str(history.parent / "completion.json")]
+            "--completion-file", str(history.parent / "completion.json"), "--spool-format", spool_format]
 
 
 def _harness(mode: str, n: int, log: Path, argv: list[str]) -> subprocess.CompletedProcess:
@@ -54,7 +55,7 @@ def _check_exactly_once(work: Path, history: Path, where: str) -> None:
     assert summaries == {"loss": ROWS, "acc": ROWS, "tau/run_status": 1}, where
     assert reader.rows("r", "loss").step.tolist() == list(range(ROWS)), where
     assert reader.run("r").state == "succeeded", where
-    assert os.listdir(work / "out" / "pending") == [], where
+    assert spooled(work / "out") == [], where
     checkpoint = json.loads((work / "out" / "checkpoint.json").read_text())
     offsets = [s["offset"] for s in checkpoint["sources"].values() if "offset" in s]
     assert history.stat().st_size in offsets, where
@@ -63,21 +64,23 @@ def _check_exactly_once(work: Path, history: Path, where: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_restart_after_a_stop_at_any_durability_point_loses_and_duplicates_nothing(tmp_path):
+@pytest.mark.parametrize("spool_format", ["auto", "manifest"])
+def test_a_restart_after_a_stop_at_any_durability_point_loses_and_duplicates_nothing(tmp_path, spool_format):
+    """``auto`` with the expstore alone spools column records; ``manifest`` TauGrid's pending manifests."""
     history = tmp_path / "hist" / "history.jsonl"
     _backlog(history)
     (tmp_path / "hist" / "completion.json").write_text("")
     log = tmp_path / "points.log"
 
     (tmp_path / "count").mkdir()  # as the sweep's directories are: the same points, in the same order
-    counted = _harness("count", 0, log, _collect(tmp_path / "count", history))
+    counted = _harness("count", 0, log, _collect(tmp_path / "count", history, spool_format))
     assert counted.returncode == 0, counted.stderr
     assert json.loads(counted.stdout)["completed"] is True
     _check_exactly_once(tmp_path / "count", history, "uninterrupted")
     total = int(log.read_text().split()[-1])
     assert total > 30  # store creation, two data chunks and the marker, each spooled, stored, acknowledged
 
-    sweep = _harness("sweep", total, tmp_path / "sweep.log", _collect(Path("{work}"), history))
+    sweep = _harness("sweep", total, tmp_path / "sweep.log", _collect(Path("{work}"), history, spool_format))
     assert sweep.returncode == 0, sweep.stderr
     for n in range(1, total + 1):
         work = tmp_path / f"stop-{n:03d}"

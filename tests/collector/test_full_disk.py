@@ -6,7 +6,6 @@ The spool and the store live on a small tmpfs the test mounts (CI and developers
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,8 @@ import pytest
 
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
+
+from .spooled import spooled
 
 ROWS = 2_000
 
@@ -70,4 +71,4 @@ def test_a_full_disk_is_a_clear_error_and_nothing_is_corrupted(tmp_path, small_d
     summaries = {s.metric_name: s.count for s in reader.metric_summaries("r")}
     assert summaries == {"loss": 4 * ROWS, "tau/run_status": 1}
     assert [int(s) for s in reader.rows("r", "loss").step] == list(range(4 * ROWS))
-    assert os.listdir(small_disk / "out" / "pending") == []
+    assert spooled(small_disk / "out") == []

@@ -29,6 +29,7 @@ from .. import limits as input_limits
 from .. import logging_setup as logs
 from .. import progress
 from ..collector import Collector, CollectorCancelled, CollectorError, CollectorOptions, install_signal_handlers
+from ..collector_options import SPOOL_FORMATS
 from ..expstore.store import StoreError, StoreReadOnlyError
 from ..ids import InvalidID, validate_id
 from ..process_memory import bound_process_memory
@@ -155,6 +156,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                        help="a history file unchanged this long, completely read and followed by 64 later-named "
                             "files is folded into one complete-through checkpoint entry for its directory, so "
                             "checkpoint.json stays bounded (ours; default 1m) [$TAU_COLLECTOR_CLOSED_AFTER]")
+    spool.add_argument("--spool-format", choices=SPOOL_FORMATS, default="auto",
+                       help="how history chunks are spooled: TauGrid's pending manifest (canonical NDJSON), or our "
+                            "column record of the points, which needs sinks that keep points (expstore) and skips "
+                            "building events nobody sends; auto: columns when every sink keeps points (ours; "
+                            "default auto)")
     spool.add_argument("--max-iterations", type=int, default=0, help="stop watching after N drains")
     spool.add_argument("--ready-file", default="", help="written with 'ready' once the spool is replayed")
     spool.add_argument("--done-file", default="", help="written with 'done' after the terminal marker")
@@ -306,6 +312,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
         status_checkpoint_uri=str(_pick(args.status_checkpoint_uri, "CHECKPOINT_URI", "")),
         watch=args.watch, max_iterations=args.max_iterations, step_field=args.step_field,
         time_field=args.time_field, limits=limits, run_config=args.run_config, closed_after=closed_after,
+        spool_format=args.spool_format,
         on_delivered=StopWatch(rules, out, log=log.warning).check if rules else None,
     )
     return options, sinks

@@ -57,6 +57,9 @@ class Sink(abc.ABC):
     """A destination. ``deliver`` returns only once the chunk is durably acknowledged."""
 
     name: ClassVar[str]
+    # Keeps points, not events: delivers a chunk's ``points`` alone, idempotently on the chunk's digest and
+    # sequence. A collector whose sinks all do spools its chunks as columns (:mod:`..column_spool`).
+    keeps_points: ClassVar[bool] = False
 
     @abc.abstractmethod
     def identity(self) -> str:

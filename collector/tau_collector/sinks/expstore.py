@@ -69,13 +69,14 @@ _EMPTY_DIGEST = hashlib.sha256(b"").hexdigest()
 
 
 def _ndjson_digest(chunk: Chunk) -> str:
-    """sha256 hex of the chunk's NDJSON. A spooled chunk carries it already (``chunk_digest``: sealed
-    with the manifest, or checked against the payload on replay); hashing the payload again cost
-    about a second per million events. A non-finite chunk's ``chunk_digest`` is its key, not a digest."""
-    if not chunk.ndjson:
-        return _EMPTY_DIGEST
+    """sha256 hex of the chunk's content. A spooled chunk carries it already (``chunk_digest``: of the NDJSON,
+    sealed with the manifest or checked against the payload on replay; of the column record for a chunk
+    spooled as columns); hashing the payload again cost about a second per million events. A non-finite
+    chunk's ``chunk_digest`` is its key, not a digest."""
     if chunk.kind in ("history", "terminal") and len(chunk.chunk_digest) == 64:
         return chunk.chunk_digest
+    if not chunk.ndjson:
+        return _EMPTY_DIGEST
     return hashlib.sha256(chunk.ndjson).hexdigest()
 
 
@@ -91,6 +92,7 @@ class ExpstoreSink(Sink):
     """Writes chunks to the store at ``store_dir`` (created on first use)."""
 
     name = "expstore"
+    keeps_points = True
 
     def __init__(
         self,
@@ -158,7 +160,10 @@ class ExpstoreSink(Sink):
             if permanent is not None:
                 raise SinkError(permanent, retryable=False) from None
             # Locked past the busy timeout, disk full, I/O error: worth another attempt later.
-            raise SinkError(f"expstore {self._store.root}: {exc}", retryable=True) from None
+            text = f"expstore {self._store.root}: {exc}"
+            if getattr(exc, "errno", None) == errno.ENOSPC or getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL":
+                text += "; free space on that filesystem and deliver again: the chunk stays spooled, nothing is lost"
+            raise SinkError(text, retryable=True) from None
         except (StoreError, sqlite3.DatabaseError) as exc:
             raise SinkError(f"expstore {self._store.root}: {exc}", retryable=False) from None
 
