@@ -3,9 +3,9 @@
 This module only sequences. Each drain asks every source (:mod:`.sources`) for its inputs (all of
 them, or those a :class:`~.watcher.ChangeWatcher` saw change), reads each input from its checkpoint
 in bounded batches, projects each batch (:mod:`.pipeline`), spools it as TauGrid's pending
-manifest, delivers it to every sink (:mod:`.delivery`) and only then advances ``checkpoint.json``
-(:mod:`.spool`) -- one chunk per batch, so a backlog of any size is a sequence of bounded chunks,
-one pending manifest at a time. Small batches of several files read in one drain (closed chunk files
+manifest (:mod:`.spool`; or, when every sink keeps points, as our column record, :mod:`.column_spool`),
+delivers it to every sink (:mod:`.delivery`) and only then advances ``checkpoint.json`` -- one chunk per
+batch, so a backlog of any size is a sequence of bounded chunks, one pending record at a time. Small batches of several files read in one drain (closed chunk files
 that arrived together) make one chunk, within the same bounds (:mod:`.chunk_group`). Which file is which is
 :mod:`.fingerprint`'s business; files closed and completely read are folded out of the checkpoint by
 :mod:`.complete_through`, so a drain costs the same on a job's first day and on its hundredth. When the
