@@ -66,7 +66,18 @@ def compact_run(
         if count <= policy.min_files:
             delete_retired(store, grace_seconds=policy.grace_seconds)
             return None
-    files = conn.execute(
+    small = _small_files(store, run_id, policy)
+    result = None
+    if len(small) >= 2 and (force or len(small) > policy.min_files):
+        result = _merge(store, run_id, _first_merge(small, policy))
+        release_arrow_memory()  # the merge's buffers were the largest this process holds; return them now
+    delete_retired(store, grace_seconds=policy.grace_seconds)
+    return result
+
+
+def _small_files(store: ExpStore, run_id: str, policy: CompactionPolicy) -> list[tuple]:
+    """``run_id``'s files under ``small_file_bytes``, in registration order (one listing, a stat each)."""
+    files = store.connection().execute(
         "SELECT rowid, file_id, path, project, run_group_id, min_step, max_step, row_count FROM metric_files "
         "WHERE run_id = ? AND format = ? ORDER BY rowid",
         (run_id, schema.METRIC_FILE_FORMAT),
@@ -79,16 +90,16 @@ def compact_run(
             continue  # retired by a concurrent compaction; not ours to merge
         if size < policy.small_file_bytes:
             small.append(f)
-    result = None
-    if len(small) >= 2 and (force or len(small) > policy.min_files):
-        rows, count = 0, 0
-        while count < len(small) and (count < 2 or rows + (small[count][7] or 0) <= policy.max_merge_rows):
-            rows += small[count][7] or 0
-            count += 1
-        result = _merge(store, run_id, small[:count])
-        release_arrow_memory()  # the merge's buffers were the largest this process holds; return them now
-    delete_retired(store, grace_seconds=policy.grace_seconds)
-    return result
+    return small
+
+
+def _first_merge(small: list[tuple], policy: CompactionPolicy) -> list[tuple]:
+    """The oldest of ``small`` up to ``max_merge_rows`` rows together, at least two."""
+    rows, count = 0, 0
+    while count < len(small) and (count < 2 or rows + (small[count][7] or 0) <= policy.max_merge_rows):
+        rows += small[count][7] or 0
+        count += 1
+    return small[:count]
 
 
 def compact_quietly(store: ExpStore, run_id: str, *, policy: CompactionPolicy | None) -> None:
@@ -107,11 +118,29 @@ def compact_quietly(store: ExpStore, run_id: str, *, policy: CompactionPolicy | 
 
 def compact_all(store: ExpStore, run_id: str, *, policy: CompactionPolicy | None = None) -> int:
     """Merge ``run_id``'s small files, a bounded merge at a time, until fewer than two are left; returns
-    how many merges were made. What a compaction process runs (:mod:`.compaction_process`)."""
+    how many merges were made. What a compaction process runs (:mod:`.compaction_process`).
+
+    The run's files are listed (and stat-ed) once per pass, not once per merge: a pass merges its list's
+    small files in consecutive bounded groups, oldest first, as repeated :func:`compact_run` calls would;
+    the next pass lists again and merges what came out still small. A long job's backlog of thousands of
+    delivery files costs a listing per pass, not per merge (which had made a merge's cost grow with the
+    number of files the run has).
+    """
+    policy = policy or CompactionPolicy()
     merges = 0
-    while compact_run(store, run_id, policy=policy, force=True) is not None:
-        merges += 1
-    return merges
+    while True:
+        small = _small_files(store, run_id, policy)
+        merged_now = 0
+        while len(small) >= 2:
+            group = _first_merge(small, policy)
+            small = small[len(group):]
+            if _merge(store, run_id, group) is not None:  # None: a concurrent compaction took some first
+                merged_now += 1
+            release_arrow_memory()
+        delete_retired(store, grace_seconds=policy.grace_seconds)
+        merges += merged_now
+        if not merged_now:
+            return merges
 
 
 def new_file_count(store: ExpStore, run_id: str) -> int:

@@ -6,8 +6,8 @@ import threading
 
 import numpy as np
 
-from tau_collector.expstore import StoreReader
-from tau_collector.expstore.compaction import CompactionPolicy, compact_run, delete_retired
+from tau_collector.expstore import StoreReader, compaction
+from tau_collector.expstore.compaction import CompactionPolicy, compact_all, compact_run, delete_retired
 
 from .events import BASE_NS, event, new_store, non_finite
 
@@ -61,6 +61,26 @@ def test_last_wins_is_the_same_before_and_after_compaction(tmp_path):
     assert StoreReader(store).rows("seed-1", "train/loss").value.tolist() == [2.0, 1.0]
     compact_run(store, "seed-1", force=True)
     assert StoreReader(store).rows("seed-1", "train/loss").value.tolist() == [2.0, 1.0]
+
+
+def test_compact_all_lists_the_runs_files_once_a_pass_not_once_a_merge(tmp_path, monkeypatch):
+    store, writer = new_store(tmp_path)
+    _fill(writer, 40)  # 40 files of 21 rows (one non-finite each)
+    reader = StoreReader(store)
+    before_rows, before_summaries = reader.rows("seed-1", "train/loss"), _summaries_without_file(reader)
+    listings = []
+    real = compaction._small_files
+    monkeypatch.setattr(compaction, "_small_files", lambda *a: listings.append(1) or real(*a))
+    merges = compact_all(store, "seed-1", policy=CompactionPolicy(max_merge_rows=100, grace_seconds=0))
+    # Pass 1: ten merges of four files (84 rows each); pass 2: five of two; pass 3: two then one; ...
+    assert merges >= 15
+    assert len(listings) <= 6, f"{len(listings)} listings for {merges} merges"
+    assert store.connection().execute("SELECT COUNT(*) FROM metric_files").fetchone()[0] == 1
+    fresh = StoreReader(store)
+    after = fresh.rows("seed-1", "train/loss")
+    assert np.array_equal(after.step, before_rows.step)
+    assert np.array_equal(after.value, before_rows.value, equal_nan=True)
+    assert _summaries_without_file(fresh) == before_summaries
 
 
 def test_policy_leaves_few_files_alone(tmp_path):
