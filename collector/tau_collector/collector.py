@@ -5,13 +5,14 @@ them, or those a :class:`~.watcher.ChangeWatcher` saw change), reads each input 
 in bounded batches, projects each batch (:mod:`.pipeline`), spools it as TauGrid's pending
 manifest (:mod:`.spool`; or, when every sink keeps points, as our column record, :mod:`.column_spool`),
 delivers it to every sink (:mod:`.delivery`) and only then advances ``checkpoint.json`` -- one chunk per
-batch, so a backlog of any size is a sequence of bounded chunks, one pending record at a time. Small batches of several files read in one drain (closed chunk files
-that arrived together) make one chunk, within the same bounds (:mod:`.chunk_group`). Which file is which is
-:mod:`.fingerprint`'s business; files closed and completely read are folded out of the checkpoint by
-:mod:`.complete_through`, so a drain costs the same on a job's first day and on its hundredth. When the
-completion file appears the collector drains once more including unterminated tails, emits the
-``tau/run_status`` marker, writes the done file and stops. The options, their checks, the identities
-derived from them and the wait between drains live in :mod:`.collector_options`.
+batch, so a backlog of any size is a sequence of bounded chunks, one pending record at a time. Small batches
+of several files read in one drain (closed chunk files that arrived together) make one chunk, within the
+same bounds (:mod:`.chunk_group`). Which file is which is :mod:`.fingerprint`'s business; files closed and
+completely read are folded out of the checkpoint by :mod:`.complete_through`, so a drain costs the same on a
+job's first day and on its hundredth. When the completion file appears the collector drains once more
+including unterminated tails, emits the ``tau/run_status`` marker, writes the done file and stops. The
+options, their checks, the identities derived from them and the wait between drains live in
+:mod:`.collector_options`.
 
 Where TauGrid is fatal on a single bad row we record it, count it, report it and keep going
 (DESIGN §5); non-finite observations are spooled and delivered beside the chunk (see spool).

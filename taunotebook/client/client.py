@@ -172,16 +172,14 @@ class PortalClient:
         """
         params = self._common(source)
         params += [("target", target if target is not None else run_id), ("metric", metric)]
-        for key, value in (
-            ("start_step", start_step),
-            ("end_step", end_step),
-            ("step_interval", step_interval),
-            ("max_points", max_points),
-            ("project", project if project is not None else self.project),
-        ):
-            if value is not None:
-                params.append((key, _query_value(value)))
+        params += self._optional(project, start_step=start_step, end_step=end_step, step_interval=step_interval,
+                                 max_points=max_points)
         return self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/series", params, Series.from_json)
+
+    def _optional(self, project: str | None, **values: Any) -> list[tuple[str, str]]:
+        """Query parameters of the ``values`` that are set, then ``project`` (the client's when not given)."""
+        values["project"] = project if project is not None else self.project
+        return [(key, _query_value(value)) for key, value in values.items() if value is not None]
 
     def _listing_params(self, source: str | None, limit: int | None, cursor: str | None,
                         config: Mapping[str, Any] | None, include_config: bool,
@@ -294,11 +292,8 @@ class PortalClient:
         A TauGrid Portal answers 404 (:class:`NotFoundError` with code ``NOT_FOUND``, message ``route was
         not found``): draw without them.
         """
-        params = [*self._common(source), ("metric", metric)]
-        for key, value in (("start_step", start_step), ("end_step", end_step),
-                           ("project", project if project is not None else self.project)):
-            if value is not None:
-                params.append((key, _query_value(value)))
+        params = [*self._common(source), ("metric", metric),
+                  *self._optional(project, start_step=start_step, end_step=end_step)]
         path = f"{PAGE_DATA_PATH}/runs/{path_segment(run_id, 'run_id')}/points"
         return self._get(path, params, PointDetails.from_json)
 
@@ -314,11 +309,8 @@ class PortalClient:
     ) -> SeriesColumns:
         """``GET /stellar/data/export/{run_id}``: every stored point of the series (non-finite ones too), as
         numpy columns (``.to_pandas()`` with pandas). Read as it streams; one attempt, no retries."""
-        params = [*self._common(source), ("metric", metric), ("format", "csv")]
-        for key, value in (("start_step", start_step), ("end_step", end_step),
-                           ("project", project if project is not None else self.project)):
-            if value is not None:
-                params.append((key, _query_value(value)))
+        params = [*self._common(source), ("metric", metric), ("format", "csv"),
+                  *self._optional(project, start_step=start_step, end_step=end_step)]
         path = f"{PAGE_DATA_PATH}/export/{path_segment(run_id, 'run_id')}"
         try:
             with self._http.stream("GET", path, params=params) as response:
@@ -353,10 +345,7 @@ class PortalClient:
             step, count = held if isinstance(held, tuple) else (held, None)
             params += [("metric", metric), ("since", "" if step is None else str(int(step))),
                        ("count", "" if count is None else str(int(count)))]
-        for key, value in (("catalog_since", catalog_since), ("max_points", max_points),
-                           ("project", project if project is not None else self.project)):
-            if value is not None:
-                params.append((key, _query_value(value)))
+        params += self._optional(project, catalog_since=catalog_since, max_points=max_points)
         path = f"{PAGE_DATA_PATH}/runs/{path_segment(run_id, 'run_id')}/tails"
         return self._get(path, params, Tails.from_json)
 
