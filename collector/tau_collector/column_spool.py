@@ -151,21 +151,9 @@ def _decode(raw: bytes, where: str) -> ColumnChunk:
 
 def load_column_chunk(spool: Spool, config_identity: str) -> tuple[str, ColumnChunk] | None:
     """The pending column record (at most one), checked: name, digest, configuration, ranges."""
-    directory = os.path.join(spool.out, COLUMNS_DIR)
-    pending = []
-    for name in Spool.list_dir(directory):
-        path = os.path.join(directory, name)
-        if name.startswith(".") and ".tmp-" in name:
-            os.unlink(path)  # an interrupted atomic write: the rename never happened
-            continue
-        if not _NAME.match(name) or not os.path.isfile(path) or os.path.islink(path):
-            raise SpoolError(f"unexpected file in column spool: {path}; remove it if you put it there")
-        pending.append(path)
-    if not pending:
+    path = Spool.only_pending(os.path.join(spool.out, COLUMNS_DIR), _NAME, "column spool", "records")
+    if path is None:
         return None
-    if len(pending) > 1:
-        raise SpoolError(f"column spool holds {len(pending)} records, at most one is allowed: {pending}")
-    path = pending[0]
     with open(path, "rb") as handle:
         raw = handle.read()
     record = _decode(raw, path)

@@ -343,21 +343,9 @@ class Spool:
         return path
 
     def load_pending(self, config_identity: str) -> tuple[str, Manifest, list[MetricEvent]] | None:
-        names = self.list_dir(self.pending_dir)
-        pending = []
-        for name in names:
-            path = os.path.join(self.pending_dir, name)
-            if name.startswith(".") and ".tmp-" in name:
-                os.unlink(path)  # an interrupted atomic write: the rename never happened
-                continue
-            if not _PENDING_NAME.match(name) or not os.path.isfile(path) or os.path.islink(path):
-                raise SpoolError(f"unexpected file in pending spool: {path}; remove it if you put it there")
-            pending.append(path)
-        if not pending:
+        path = self.only_pending(self.pending_dir, _PENDING_NAME, "pending spool", "manifests")
+        if path is None:
             return None
-        if len(pending) > 1:
-            raise SpoolError(f"pending spool holds {len(pending)} manifests, at most one is allowed: {pending}")
-        path = pending[0]
         with open(path, "rb") as handle:
             manifest = Manifest.from_bytes(handle.read(), path)
         events = manifest.validate(path, config_identity)
@@ -385,6 +373,23 @@ class Spool:
                 raise SpoolError(f"non-finite spool file {path} does not match its name")
             out.append((path, match.group(1), events))
         return out
+
+    @classmethod
+    def only_pending(cls, directory: str, name: re.Pattern[str], what: str, records: str) -> str | None:
+        """The one pending record in ``directory`` (None: none). An interrupted atomic write (a dotfile temp,
+        never renamed) is removed; any other file, or a second record, is fatal: nothing is guessed."""
+        pending = []
+        for entry in cls.list_dir(directory):
+            path = os.path.join(directory, entry)
+            if entry.startswith(".") and ".tmp-" in entry:
+                os.unlink(path)  # an interrupted atomic write: the rename never happened
+                continue
+            if not name.match(entry) or not os.path.isfile(path) or os.path.islink(path):
+                raise SpoolError(f"unexpected file in {what}: {path}; remove it if you put it there")
+            pending.append(path)
+        if len(pending) > 1:
+            raise SpoolError(f"{what} holds {len(pending)} {records}, at most one is allowed: {pending}")
+        return pending[0] if pending else None
 
     @staticmethod
     def list_dir(directory: str) -> list[str]:
