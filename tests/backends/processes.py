@@ -23,12 +23,33 @@ def processes_mentioning(path: Path) -> list[int]:
     return pids
 
 
-def _running(pid: int) -> bool:
+def _stat_fields(pid: int) -> list[str] | None:
+    """``/proc/PID/stat`` after the command name (field 3 on), or None when there is no such process."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] not in "ZX"
+        return None
+    return stat[stat.rindex(")") + 2:].split()
+
+
+def _running(pid: int) -> bool:
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] not in "ZX"
+
+
+def started_at(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks after boot): with the pid, it names one process, not a reused number."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields is not None else None
+
+
+def still_running(pid: int, started: int | None) -> bool:
+    """Whether the process that was ``pid`` when it had start time ``started`` runs (a zombie has ended).
+
+    Pids are reused (``pid_max`` is 32768 on these machines, and a second test suite beside this one starts
+    processes by the thousand), so an existing ``/proc/PID`` alone does not say the same process is alive.
+    """
+    return _running(pid) and started_at(pid) == started
 
 
 def stop_processes_mentioning(path: Path, timeout: float = 15.0) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
+from ..backends.processes import started_at, still_running
 from ..polling import DEADLINE
 
 
@@ -133,10 +134,12 @@ def test_a_killed_wrapper_takes_its_trainer_and_collector_with_it_and_the_run_en
     proc = start_endless_run(tmp_path)
     children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
     assert len(children) == 2  # the collector sidecar and the trainer
+    started = {int(pid): started_at(int(pid)) for pid in children}
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + DEADLINE
-    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in children):
+    while time.monotonic() < deadline and any(still_running(pid, at) for pid, at in started.items()):
         time.sleep(0.2)
-    assert not any(Path(f"/proc/{pid}").exists() for pid in children)
+    survivors = [pid for pid, at in started.items() if still_running(pid, at)]
+    assert not survivors, [Path(f"/proc/{pid}/cmdline").read_bytes()[:300] for pid in survivors]
     assert reader(tmp_path).run("r1").state == "cancelled"
