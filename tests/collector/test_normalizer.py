@@ -18,6 +18,8 @@ from tau_collector.history_writer import HistoryWriter
 from tau_collector.normalizer import Normalizer, StepError, classify_line, normalize_row
 from tau_collector.sources.jsonl import read_history_file
 
+from ..polling import DEADLINE
+
 NOW = 1760000000.125
 # The real command line, as the console script runs it (the package has no __main__ module).
 TAU_COLLECTOR = [sys.executable, "-c", "import sys; from tau_collector.cli import main; sys.exit(main())"]
@@ -190,7 +192,7 @@ def test_filter_writes_a_row_after_a_pause_before_eof_and_passes_log_lines_at_on
         assert [row["loss"] for row in read_rows(out_dir)] == [1.5]
         proc.stdin.write(b'{"loss": 2.5}\n')
         proc.stdin.close()
-        assert proc.wait(timeout=60) == 0
+        assert proc.wait(timeout=DEADLINE) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -208,7 +210,7 @@ def test_filter_passes_log_text_without_newline_at_once(tmp_path):
         proc.stdin.write(b"epoch 1: 100%\n")
         proc.stdin.close()
         assert proc.stdout.read() == b"epoch 1: 100%\n"
-        assert proc.wait(timeout=60) == 0
+        assert proc.wait(timeout=DEADLINE) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -224,7 +226,7 @@ def test_filter_sigterm_writes_the_buffered_rows(tmp_path):
         assert proc.stdout.readline() == b"marker\n"  # lines are handled in order: the row is buffered
         assert chunk_files(out_dir) == []
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+        assert proc.wait(timeout=DEADLINE) == 128 + signal.SIGTERM
     finally:
         if proc.poll() is None:
             proc.kill()
