@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -68,6 +67,7 @@ from .sources.history import HistorySource
 from .sources.jsonl import HistoryPathError, complete_lines
 from .sources.tensorboard import TensorBoardSource
 from .spool import COMPLETION_SOURCE_PREFIX, Manifest, Spool, advance, replay
+from .stop_flag import StopFlag
 from .watcher import ChangeWatcher
 
 __all__ = ["CollectorError", "CollectorOptions", "CollectorResult", "Collector"]
@@ -107,7 +107,7 @@ class Collector:
         self.columns = spools_columns(options)
         self.result = CollectorResult()
         self._log = log or (lambda message: None)
-        self._stop = threading.Event()
+        self._stop = StopFlag()  # set by a signal handler: no lock (see stop_flag)
         self.sources: list[Source] = []
         if options.history:
             self.sources.append(HistorySource(options.history, step_field=options.step_field,

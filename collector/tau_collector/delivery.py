@@ -8,12 +8,12 @@ expstore shows them beside the run); failing to record them never stops the metr
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from .records import SourceProblem
 from .run_config import RunConfig
 from .sinks.base import Chunk, Sink, SinkError
+from .stop_flag import StopFlag
 
 __all__ = ["Delivery", "DeliveryError"]
 
@@ -23,7 +23,7 @@ class DeliveryError(RuntimeError):
 
 
 class Delivery:
-    def __init__(self, sinks: list[Sink], *, retry: bool, backoff: float, stop: threading.Event,
+    def __init__(self, sinks: list[Sink], *, retry: bool, backoff: float, stop: StopFlag,
                  log: Callable[[str], None]) -> None:
         self.sinks = sinks
         self.retry = retry

@@ -13,6 +13,10 @@ import os
 import queue
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .stop_flag import StopFlag
 
 __all__ = ["ChangeWatcher"]
 
@@ -70,7 +74,7 @@ class ChangeWatcher:
         finally:
             changes.close()
 
-    def wait(self, interval: float, stop: threading.Event, *, not_before: float = 0.0) -> set[str] | None:
+    def wait(self, interval: float, stop: StopFlag, *, not_before: float = 0.0) -> set[str] | None:
         """The paths that changed, or None when the loop should rescan everything.
 
         Everything is rescanned when the interval passes without news (TauGrid's polling),
