@@ -28,14 +28,17 @@ async function request(segments, query) {
   const path = url.pathname.slice(root.pathname.length);
   const headers = { Accept: "application/json" };
   if (urlToken) headers.Authorization = `Bearer ${urlToken}`;
+  // Logged when it is sent (status null until the answer comes), so the log never lags what the Portal served.
+  const sent = { path, query, status: null };
+  state.requests.push(sent);
   let response;
   try {
     response = await fetch(url, { headers, credentials: "same-origin" });
   } catch (err) {
-    state.requests.push({ path, query, status: 0 });
+    sent.status = 0;
     throw new StellarError(0, "NETWORK", `the Portal could not be reached (${err.message}); is it still running?`);
   }
-  state.requests.push({ path, query, status: response.status });
+  sent.status = response.status;
   const text = await response.text();
   let body = null;
   try {
