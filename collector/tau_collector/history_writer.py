@@ -31,6 +31,7 @@ import orjson
 
 from tau_collector.durable import fsync_directory
 from tau_collector.normalizer import Normalizer
+from tau_collector.stop_flag import leave_stop_signals_to_main_thread
 
 __all__ = ["HistoryWriter", "HistoryWriteError", "encode_row", "log", "CHUNK_NAME", "HISTORY_DIR_ENV"]
 
@@ -160,6 +161,7 @@ class HistoryWriter:
                 "retried — free space or fix the directory's permissions") from error
 
     def _write_when_due(self) -> None:
+        leave_stop_signals_to_main_thread()
         while True:
             with self._wake:
                 while True:

@@ -1,10 +1,24 @@
-"""A stop request that a signal handler can make safely: set without a lock, waited on by polling."""
+"""Stopping on a signal safely: a stop flag a handler can set without a lock, and background threads that leave
+SIGTERM/SIGINT to the main thread."""
 
 from __future__ import annotations
 
+import signal
 import time
 
-__all__ = ["StopFlag"]
+__all__ = ["StopFlag", "leave_stop_signals_to_main_thread"]
+
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
+
+
+def leave_stop_signals_to_main_thread() -> None:
+    """Called first in a background thread: the kernel then delivers SIGTERM/SIGINT to the main thread.
+
+    Python runs a handler in the main thread only, and only once that thread is interrupted. A signal the kernel
+    hands to another thread leaves a main thread that is blocked in ``read`` or ``waitpid`` blocked, and the
+    handler never runs (a filter reading an open pipe, a wrapper waiting for its trainer).
+    """
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
 
 class StopFlag:

@@ -33,6 +33,7 @@ from typing import Any
 import psutil
 
 from .history_writer import HistoryWriter
+from .stop_flag import leave_stop_signals_to_main_thread
 
 __all__ = ["ProcessTreeSampler", "GpuSampler", "SystemSampler", "PREFIX"]
 
@@ -213,6 +214,7 @@ class SystemSampler:
         return row
 
     def _loop(self) -> None:
+        leave_stop_signals_to_main_thread()
         while not self._stop.wait(self.interval):
             try:
                 row = self.row()

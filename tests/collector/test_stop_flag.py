@@ -1,14 +1,18 @@
-"""The collector's stop request is safe to make from a signal handler (it takes no lock)."""
+"""Stopping on a signal: the collector's stop request is safe to make from a signal handler (it takes no lock),
+and background threads leave SIGTERM/SIGINT to the main thread."""
 
 from __future__ import annotations
 
 import os
 import signal
 import threading
+import time
 
 from tau_collector.collector import Collector
+from tau_collector.history_writer import HistoryWriter
 from tau_collector.sinks.expstore import ExpstoreSink
 from tau_collector.stop_flag import StopFlag
+from tau_collector.system_metrics import SystemSampler
 
 from ..polling import DEADLINE
 from .test_collect import options
@@ -33,3 +37,27 @@ def test_the_collectors_stop_holds_no_lock_a_handler_could_wait_for(tmp_path):
     assert not hasattr(collector._stop, "_cond")
     collector.stop()
     assert collector._stop.wait(0) is True
+
+
+def blocked_signals(thread: threading.Thread) -> set[int]:
+    """The signals ``thread`` blocks, as the kernel sees them (its SigBlk mask)."""
+    with open(f"/proc/self/task/{thread.native_id}/status") as status:
+        mask = int(next(line for line in status if line.startswith("SigBlk:")).split()[1], 16)
+    return {number for number in range(1, 65) if mask >> (number - 1) & 1}
+
+
+def test_background_threads_leave_sigterm_and_sigint_to_the_main_thread(tmp_path):
+    # A stop signal the kernel hands to a background thread leaves a main thread blocked in read()/waitpid()
+    # blocked: the filter's and the wrapper's threads block both, so the main thread always gets them.
+    writer = HistoryWriter(tmp_path / "history")
+    sampler = SystemSampler(str(tmp_path / "system"), os.getpid(), 3600).start()
+    try:
+        for thread in (writer._timer, sampler._thread, sampler._writer._timer):
+            deadline = time.monotonic() + DEADLINE
+            while not {signal.SIGTERM, signal.SIGINT} <= blocked_signals(thread) and time.monotonic() < deadline:
+                time.sleep(0.01)  # the thread blocks them as its first step
+            assert {signal.SIGTERM, signal.SIGINT} <= blocked_signals(thread), thread.name
+        assert not {signal.SIGTERM, signal.SIGINT} & blocked_signals(threading.main_thread())
+    finally:
+        sampler.stop()
+        writer.close()

@@ -41,6 +41,7 @@ import time
 from .. import logging_setup as logs
 from ..completion import write_completion
 from ..history_writer import HistoryWriter
+from ..stop_flag import StopFlag, leave_stop_signals_to_main_thread
 from ..stop_rules import REASON as STOP_RULE_REASON
 from ..stop_rules import STOP_REQUEST, StopRuleError, parse_stop_if, parse_stop_on_nan, read_stop_request
 from ..system_metrics import SystemSampler
@@ -140,6 +141,7 @@ def _terminate_with_parent() -> None:
 
 
 def _pump(fd: int, history_dir: str, log: _Passthrough) -> None:
+    leave_stop_signals_to_main_thread()
     with HistoryWriter(history_dir) as writer:
         filter_ = _Filter(writer, log)
         while True:
@@ -153,7 +155,7 @@ def _pump(fd: int, history_dir: str, log: _Passthrough) -> None:
     os.close(fd)
 
 
-def _wait_for(path: str, timeout: float, *, stop: threading.Event, process: subprocess.Popen) -> str:
+def _wait_for(path: str, timeout: float, *, stop: StopFlag, process: subprocess.Popen) -> str:
     """'ok' when ``path`` exists, 'timeout', 'stopped' (signal) or 'exited' (the collector died)."""
     deadline = time.monotonic() + timeout
     while not os.path.exists(path):
@@ -170,6 +172,7 @@ def _wait_for(path: str, timeout: float, *, stop: threading.Event, process: subp
 def _stop_on_request(out_dir: str, trainer: subprocess.Popen, request: dict) -> None:
     """Stop the trainer when one of the collector's stop rules fired (its stop-request.json): SIGTERM, and
     SIGKILL if it is still running 30 s later."""
+    leave_stop_signals_to_main_thread()
     while trainer.poll() is None:
         found = read_stop_request(out_dir)
         if found is not None:
@@ -248,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
                                  stderr=log_file, start_new_session=True, preexec_fn=_terminate_with_parent)
     log.info("collector started", extra={"pid": collector.pid, "run_dir": run_dir, "log": log_path})
 
-    stop = threading.Event()
+    stop = StopFlag()  # set by the signal handler: lock-free
     trainer: subprocess.Popen | None = None
 
     def on_signal(signum: int, frame: object) -> None:
@@ -316,7 +319,7 @@ def run(args: argparse.Namespace) -> int:
         message = f"{stop_request.get('message', 'a stop rule fired')}; {message}"
     write_completion(completion, state, reason=reason, message=message,
                      completed_at=time.time_ns() // 1_000_000_000 * 1_000_000_000)
-    waited = _wait_for(done, done_timeout, stop=threading.Event(), process=collector)
+    waited = _wait_for(done, done_timeout, stop=StopFlag(), process=collector)
     if waited != "ok":
         why = "exited before confirming the terminal publication" if waited == "exited" else \
             f"did not confirm terminal publication within {done_timeout:.0f}s"
