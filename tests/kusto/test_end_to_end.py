@@ -20,6 +20,7 @@ from portal.conftest import ServerThread
 from services.adx_env import AdxEnv, adx_env, azurite  # noqa: F401  (fixtures, used by name)
 from services.kusto_cluster import KustoCluster
 from tau_collector.collector import Collector, CollectorOptions
+from tau_collector.collector_options import CollectorError
 from tau_collector.sinks.adx_queued import AdxQueuedSink
 from tau_collector.sinks.adx_streaming import AdxStreamingSink
 from taunotebook.client import PortalClient
@@ -101,7 +102,15 @@ def test_a_live_pane_polling_the_tail_sees_streamed_points_within_seconds(tmp_pa
     """What a ``source=kusto`` pane does: poll the steps after the last one it has, one small query a poll."""
     sink = streaming(cluster, adx_env)
     collector = Collector(options(tmp_path, sink, watch=True, interval=0.2))
-    thread = threading.Thread(target=collector.run, daemon=True)
+    ended: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            collector.run()
+        except CollectorError as exc:
+            ended.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
     reader = reader_for(cluster, "ws-a", query_now=NOW)
     latencies, seen, polls, queries_before = [], -1, 0, len(cluster.requests)
     thread.start()
@@ -122,9 +131,14 @@ def test_a_live_pane_polling_the_tail_sees_streamed_points_within_seconds(tmp_pa
                     time.sleep(0.1)
             latencies.append(time.monotonic() - written)
     finally:
-        collector.stop()
-        thread.join(timeout=30)
+        # The job ends as a job does, with its completion file (a stop would wait TauGrid's 30 s for one first).
+        (tmp_path / "completion.json").write_text("")
+        thread.join(timeout=DEADLINE)
+        if thread.is_alive():
+            collector.stop()
+            thread.join(timeout=DEADLINE)
         sink.close()
     assert seen == 29 and len(cluster.requests) - queries_before == polls  # one query per poll
+    assert not thread.is_alive() and ended == [] and collector.result.completed
     assert sink.streamed >= 3 and adx_env.worker.ingestions == []
     print(f"print -> queryable latencies (s): {[round(x, 2) for x in latencies]}")
