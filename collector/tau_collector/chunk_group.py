@@ -68,15 +68,6 @@ def history_manifest(with_events: list[Part], config_identity: str, sequence: in
 
     Takes the parts' NDJSON (each part's blocks are handed over once).
     """
-    ranges = [part.range() for part in with_events]
-    head = ranges[0]
     ndjson = b"".join([block for part in with_events for block in part.projected.take_ndjson()])
-    return Manifest(
-        config_identity=config_identity, kind="history", sequence=sequence,
-        source_path=head.source_path, source_file_id=head.source_file_id, ndjson=ndjson,
-        event_count=sum(part.projected.event_count for part in with_events),
-        start_offset=head.start_offset, end_offset=head.end_offset,
-        start_lines=head.start_lines, end_lines=head.end_lines,
-        start_prefix_sha256=head.start_prefix_sha256, prefix_sha256=head.prefix_sha256,
-        more_sources=tuple(ranges[1:]),
-    ).seal()
+    return Manifest.of_ranges(config_identity, sequence, tuple(part.range() for part in with_events), ndjson=ndjson,
+                              event_count=sum(part.projected.event_count for part in with_events)).seal()

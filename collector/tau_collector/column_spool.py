@@ -90,14 +90,8 @@ class ColumnChunk:
 
     def manifest(self) -> Manifest:
         """The chunk as the checkpoint sees it: TauGrid's range fields, the record's digest as chunk digest."""
-        head = self.ranges[0]
-        return Manifest(
-            config_identity=self.config_identity, kind="history", sequence=self.sequence,
-            source_path=head.source_path, source_file_id=head.source_file_id, ndjson=b"",
-            event_count=self.event_count, start_offset=head.start_offset, end_offset=head.end_offset,
-            start_lines=head.start_lines, end_lines=head.end_lines, start_prefix_sha256=head.start_prefix_sha256,
-            prefix_sha256=head.prefix_sha256, chunk_digest=self.digest, more_sources=self.ranges[1:],
-        )
+        return Manifest.of_ranges(self.config_identity, self.sequence, self.ranges, ndjson=b"",
+                                  event_count=self.event_count, chunk_digest=self.digest)
 
     def chunk(self) -> Chunk:
         """What the sinks receive: no NDJSON, the points, the record's digest (the store's key derives from it)."""
@@ -134,8 +128,8 @@ def _decode(raw: bytes, where: str) -> ColumnChunk:
             columns[name] = np.frombuffer(raw, dtype=dtype, count=count, offset=start).astype(dtype[1:])
             start += size
         names, texts, sets = doc["names"], doc["tag_texts"], doc["tag_sets"]
-        if not (len(names) == len(texts) == len(sets)) or (count and not 0 <= columns["key"].min() <= columns[
-                "key"].max() < len(names)):
+        if not (len(names) == len(texts) == len(sets)) or not 0 <= columns["key"].min() <= columns["key"].max() \
+                < len(names):
             raise TypeError("the per-key tables and the key column disagree")
         points = PointColumns(*doc["run"], names=names, tag_texts=[tuple(t) for t in texts], tag_sets=sets,
                               **columns)

@@ -121,6 +121,18 @@ class Manifest:
     more_sources: tuple[SourceRange, ...] = ()
     payload_pieces: list[bytes] | None = field(default=None, repr=False, compare=False)
 
+    @classmethod
+    def of_ranges(cls, config_identity: str, sequence: int, ranges: tuple[SourceRange, ...], *, ndjson: bytes,
+                  event_count: int, chunk_digest: str = "") -> Manifest:
+        """A history chunk over ``ranges``: the first in TauGrid's own fields, the rest as ``more_sources``."""
+        head = ranges[0]
+        return cls(config_identity=config_identity, kind="history", sequence=sequence,
+                   source_path=head.source_path, source_file_id=head.source_file_id, ndjson=ndjson,
+                   event_count=event_count, start_offset=head.start_offset, end_offset=head.end_offset,
+                   start_lines=head.start_lines, end_lines=head.end_lines,
+                   start_prefix_sha256=head.start_prefix_sha256, prefix_sha256=head.prefix_sha256,
+                   chunk_digest=chunk_digest, more_sources=ranges[1:])
+
     def _document(self, manifest_digest: str) -> dict[str, object]:
         doc: dict[str, object] = {
             "schema_version": MANIFEST_SCHEMA_V1,
