@@ -32,16 +32,14 @@ def valid_digest(value: object) -> bool:
     return isinstance(value, str) and _DIGEST.match(value) is not None
 
 
-_FRAGMENTS: dict[tuple, bytes] = {}
-
-
-def _source_fragment(source: SourceCheckpoint) -> bytes:
-    key = tuple(getattr(source, name) for name in source.__slots__)
-    fragment = _FRAGMENTS.get(key)
-    if fragment is None:
-        if len(_FRAGMENTS) > 4096:  # the checkpoint holds a bounded number of entries (complete_through)
-            _FRAGMENTS.clear()
-        fragment = _FRAGMENTS[key] = marshal(source.to_go(), indent="  ", depth=2)
+def _source_fragment(name: str, source: SourceCheckpoint, fragments: dict[str, tuple[tuple, bytes]]) -> bytes:
+    """Entry ``name``'s JSON, from ``fragments`` (one per name: its fields and bytes when last encoded) if unchanged."""
+    key = tuple(getattr(source, field_name) for field_name in source.__slots__)
+    cached = fragments.get(name)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    fragment = marshal(source.to_go(), indent="  ", depth=2)
+    fragments[name] = (key, fragment)
     return fragment
 
 
@@ -77,13 +75,13 @@ class Checkpoint:
     sources: dict[str, SourceCheckpoint] = field(default_factory=dict)
     terminals: dict[str, tuple[int, str]] = field(default_factory=dict)  # observation id -> (seq, digest)
     updated_at: str = ""
+    # Each source entry's JSON as last encoded, by path (shared with copies): the checkpoint is rewritten
+    # after every chunk and all but a few entries are unchanged. One per path, so it is as bounded as the
+    # checkpoint; paths that left it (folded files) are dropped.
+    _fragments: dict[str, tuple[tuple, bytes]] = field(default_factory=dict, repr=False, compare=False)
 
     def to_bytes(self) -> bytes:
-        """MarshalIndent of TauGrid's checkpoint struct.
-
-        Spliced together from per-source fragments, because a run with thousands of chunk
-        files rewrites this after every chunk and all but one source entry are unchanged.
-        """
+        """MarshalIndent of TauGrid's checkpoint struct, spliced from per-source fragments."""
         head = marshal({
             "schema_version": CHECKPOINT_SCHEMA_V1,
             "config_identity": self.config_identity,
@@ -91,9 +89,12 @@ class Checkpoint:
         }, indent="  ")[:-2]  # without the closing "\n}"
         if self.sources:
             entries = b",".join(
-                b"\n    " + marshal(path) + b": " + _source_fragment(self.sources[path])
+                b"\n    " + marshal(path) + b": " + _source_fragment(path, self.sources[path], self._fragments)
                 for path in sorted(self.sources)
             )
+            if len(self._fragments) > 2 * len(self.sources) + 64:
+                for gone in [path for path in self._fragments if path not in self.sources]:
+                    del self._fragments[gone]
             sources = b"{" + entries + b"\n  }"
         else:
             sources = b"{}"
@@ -110,6 +111,7 @@ class Checkpoint:
             {path: SourceCheckpoint(**{k: getattr(s, k) for k in s.__slots__}) for path, s in self.sources.items()},
             dict(self.terminals),
             self.updated_at,
+            self._fragments,
         )
 
     def adopt(self, other: Checkpoint) -> None:

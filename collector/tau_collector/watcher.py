@@ -5,12 +5,14 @@ read next), or the interval passes (everything is rescanned, TauGrid's polling).
 do not exist yet cannot be watched; while any is missing the wait falls back to polling every
 250 ms, which keeps the "seen within 250 ms of the rename" promise. Writers that replace files
 atomically create and fill a dotfile first; only the rename is news, so dotfiles are ignored.
+
+News is one set of changed paths, merged as it comes: a collector that drains for a long time (a job that
+writes faster than it is read) finds the paths that changed meanwhile, never a backlog of notifications.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -29,7 +31,9 @@ class ChangeWatcher:
 
     def __init__(self, roots: list[str]) -> None:
         self._roots = sorted({os.path.abspath(r) for r in roots})
-        self._events: queue.Queue[object] = queue.Queue()
+        self._lock = threading.Lock()
+        self._changed: set[str] = set()  # paths changed since the last wait took them
+        self._news = threading.Event()  # set with the first change (or a watcher failure) after a take
         self._closing = threading.Event()
         self._thread: threading.Thread | None = None
         self._complete = False
@@ -62,17 +66,25 @@ class ChangeWatcher:
     def _put(self, raw: set) -> None:
         paths = {path for _change, path in raw if not os.path.basename(path).startswith(".")}
         if paths:
-            self._events.put(paths)
+            with self._lock:
+                self._changed |= paths
+                self._news.set()
 
     def _run(self, changes) -> None:
         try:
             for raw in changes:
                 self._put(raw)
-        except Exception as exc:  # a broken watcher degrades to polling, never kills a run
+        except Exception:  # a broken watcher degrades to polling, never kills a run
             self._complete = False
-            self._events.put(exc)
+            self._news.set()
         finally:
             changes.close()
+
+    def _take(self) -> set[str]:
+        with self._lock:
+            changed, self._changed = self._changed, set()
+            self._news.clear()
+        return changed
 
     def wait(self, interval: float, stop: StopFlag, *, not_before: float = 0.0) -> set[str] | None:
         """The paths that changed, or None when the loop should rescan everything.
@@ -85,22 +97,18 @@ class ChangeWatcher:
         """
         timeout = interval if self._complete else min(interval, self.POLL)
         deadline = time.monotonic() + timeout
-        changed: set[str] | None = None
+        news = False
         while not stop.is_set():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            try:
-                item = self._events.get(timeout=min(remaining, 0.25))
-            except queue.Empty:
-                continue
-            changed = item if isinstance(item, set) else None
-            break
+            if self._news.wait(min(remaining, 0.25)):
+                news = True
+                break
         while not stop.is_set() and time.monotonic() < not_before:
             stop.wait(min(0.05, not_before - time.monotonic()))
-        while changed is not None and not self._events.empty():  # coalesce a burst into one drain
-            item = self._events.get_nowait()
-            changed = changed | item if isinstance(item, set) else None
+        # Taken after the wait for not_before: a burst of changes is one drain.
+        changed: set[str] | None = (self._take() or None) if news else None
         if not self._complete:
             changed = None
             if self._thread is None and all(os.path.isdir(r) for r in self._roots):
