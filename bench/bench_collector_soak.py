@@ -9,11 +9,11 @@ Two writers, each against its own collector and store:
 
 The collector runs with ``--closed-after`` scaled to the compressed clock. At ``--windows`` points
 along the run it reports, per window: the collector's CPU per 1,000 events it read in the window,
-its RSS, ``checkpoint.json``'s size and entries, the store's index size (``index.sqlite`` with its
-WAL) and a tail read's latency (a fresh :class:`StoreReader` reading the newest 1,000 steps of one
-metric, median of 5), and then the slope of each from the first window to the last (change per
-100,000 files or 10M events, and end / start). Flat is the target: CPU and RSS within 10 %, the
-checkpoint bounded, reads flat.
+its RSS (median and max of samples every 0.5 s through the window), ``checkpoint.json``'s size and
+entries, the store's index size (``index.sqlite`` with its WAL) and a tail read's latency (a fresh
+:class:`StoreReader` reading the newest 1,000 steps of one metric, median of 5), and then the slope
+of each from the first window to the last (change per 100,000 files or 10M events, and end / start).
+Flat is the target: CPU and RSS within 10 %, the checkpoint bounded, reads flat.
 
     .venv/bin/python bench/bench_collector_soak.py [--mode closed|append] [--files 200000] [--events 50000000]
         [--rate 250] [--windows 8]
@@ -137,12 +137,21 @@ def soak(mode: str, units: int, rate: float, windows: int, closed_after: str) ->
         cpu0 = sum(proc_usage(proc.pid)[:2])
         events0, t0 = 0, time.perf_counter()
         for target in mark_units:
+            # RSS is sampled through the window (every 0.5 s): one sample lands before or inside a drain at
+            # random and moves by the batch being encoded; the window's median is the level, its max the peak.
+            rss, anon, sampled = [], [], 0.0
             while written[0] < target and proc.poll() is None:
+                if time.perf_counter() - sampled >= 0.5:
+                    sampled = time.perf_counter()
+                    memory = proc_usage(proc.pid)[2]
+                    rss.append(memory["VmRSS"])
+                    anon.append(memory["RssAnon"])
                 time.sleep(0.05)
             if proc.poll() is not None:
                 raise SystemExit(f"collector exited {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
             now_units = written[0]
             user, system, memory = proc_usage(proc.pid)
+            rss, anon = rss or [memory["VmRSS"]], anon or [memory["RssAnon"]]
             cpu = user + system
             checkpoint = root / "out" / "checkpoint.json"
             doc = json.loads(checkpoint.read_bytes()) if checkpoint.exists() else {"sources": {}}
@@ -156,8 +165,9 @@ def soak(mode: str, units: int, rate: float, windows: int, closed_after: str) ->
                 "units_written": now_units,
                 "seconds": time.perf_counter() - t0,
                 "cpu_s_per_1k_events": 1000 * (cpu - cpu0) / events if events else 0.0,
-                "rss_mb": memory["VmRSS"] / 2**20,
-                "rss_anon_mb": memory["RssAnon"] / 2**20,
+                "rss_mb": statistics.median(rss) / 2**20,
+                "rss_anon_mb": statistics.median(anon) / 2**20,
+                "rss_max_mb": max(rss) / 2**20,
                 "checkpoint_bytes": checkpoint.stat().st_size if checkpoint.exists() else 0,
                 "checkpoint_entries": len(doc["sources"]),
                 "index_mb": index_bytes / 2**20,
@@ -167,8 +177,8 @@ def soak(mode: str, units: int, rate: float, windows: int, closed_after: str) ->
             cpu0 = cpu
             s = samples[-1]
             print(f"  {mode} {now_units:>9,} {'files' if mode == 'closed' else 'writes'}: "
-                  f"CPU {s['cpu_s_per_1k_events'] * 1000:6.2f} ms/1k events, RSS {s['rss_mb']:5.1f} MB "
-                  f"(anon {s['rss_anon_mb']:5.1f}), "
+                  f"CPU {s['cpu_s_per_1k_events'] * 1000:6.2f} ms/1k events, RSS median {s['rss_mb']:5.1f} MB "
+                  f"(anon {s['rss_anon_mb']:5.1f}, max {s['rss_max_mb']:5.1f}), "
                   f"checkpoint {s['checkpoint_bytes']:>8,} B ({s['checkpoint_entries']} entries), "
                   f"index {s['index_mb']:6.1f} MB, tail read {s['tail_read_ms']:6.1f} ms, lag {s['lag_steps']} steps",
                   flush=True)
@@ -184,7 +194,8 @@ def soak(mode: str, units: int, rate: float, windows: int, closed_after: str) ->
     first, last = samples[0], samples[-1]
     span = (last["units_written"] - first["units_written"]) / per or 1.0
     slopes = {}
-    for key in ("cpu_s_per_1k_events", "rss_mb", "rss_anon_mb", "checkpoint_bytes", "index_mb", "tail_read_ms"):
+    for key in ("cpu_s_per_1k_events", "rss_mb", "rss_anon_mb", "rss_max_mb", "checkpoint_bytes", "index_mb",
+                "tail_read_ms"):
         start, end = first[key], last[key]
         slopes[key] = {"start": start, "end": end, "per_unit": (end - start) / span,
                        "end_over_start": end / start if start else None}
