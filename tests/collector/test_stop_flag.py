@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 
 from tau_collector.collector import Collector
 from tau_collector.history_writer import HistoryWriter
@@ -14,7 +13,7 @@ from tau_collector.sinks.expstore import ExpstoreSink
 from tau_collector.stop_flag import StopFlag
 from tau_collector.system_metrics import SystemSampler
 
-from ..polling import DEADLINE
+from ..polling import DEADLINE, wait_until
 from .test_collect import options
 
 
@@ -53,10 +52,9 @@ def test_background_threads_leave_sigterm_and_sigint_to_the_main_thread(tmp_path
     sampler = SystemSampler(str(tmp_path / "system"), os.getpid(), 3600).start()
     try:
         for thread in (writer._timer, sampler._thread, sampler._writer._timer):
-            deadline = time.monotonic() + DEADLINE
-            while not {signal.SIGTERM, signal.SIGINT} <= blocked_signals(thread) and time.monotonic() < deadline:
-                time.sleep(0.01)  # the thread blocks them as its first step
-            assert {signal.SIGTERM, signal.SIGINT} <= blocked_signals(thread), thread.name
+            # the thread blocks them as its first step
+            wait_until(lambda thread=thread: {signal.SIGTERM, signal.SIGINT} <= blocked_signals(thread),
+                       f"{thread.name} to block SIGTERM and SIGINT")
         assert not {signal.SIGTERM, signal.SIGINT} & blocked_signals(threading.main_thread())
     finally:
         sampler.stop()
