@@ -78,8 +78,8 @@ def make_rows(count: int) -> list[dict]:
 
 
 def time_projection(rows: list[dict]) -> tuple[float, int]:
-    from tau_collector.projection import ProjectionConfig, Projector
-    from tau_collector.records import HistoryRow
+    from tau_collector.projection.projector import ProjectionConfig, Projector
+    from tau_collector.sources.records import HistoryRow
 
     config = ProjectionConfig(project="demo", experiment_id="sweep", run_group_id="lr", run_id="seed-1",
                               exported_at=time.time_ns(), source="stellar-online", tags={"team": "vision"})

@@ -163,8 +163,8 @@ def spool_floor(work: Path, backlog: Path, events: int, env: dict[str, str]) -> 
     one-pass ``collect`` that no faster reader or projection can remove."""
     import hashlib
 
-    from tau_collector.durable import remove_durable
-    from tau_collector.spool import Manifest, Spool
+    from tau_collector.spool.durable import remove_durable
+    from tau_collector.spool.manifest import Manifest, Spool
 
     with open(backlog, "rb") as handle:
         (work / "one-row.jsonl").write_bytes(handle.readline())

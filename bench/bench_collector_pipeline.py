@@ -31,7 +31,7 @@ from pathlib import Path
 
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
-from tau_collector.history_writer import HistoryWriter
+from tau_collector.job.history_writer import HistoryWriter
 
 HERE = Path(__file__).resolve().parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -268,7 +268,7 @@ def ingest(events: int) -> dict[str, float]:
 def sink(chunks: int) -> dict[str, float]:
     import hashlib
 
-    from tau_collector.metric_event import encode_ndjson_many, new_metric_event
+    from tau_collector.projection.metric_event import encode_ndjson_many, new_metric_event
     from tau_collector.sinks.base import Chunk
     from tau_collector.sinks.expstore import ExpstoreSink
 

@@ -46,7 +46,7 @@ def fill(store_dir: Path, files: int, rows: int) -> None:
     from tau_collector.expstore import open_store
     from tau_collector.expstore.compaction import CompactionPolicy
     from tau_collector.expstore.writer import MetricWriter
-    from tau_collector.metric_event import new_metric_event
+    from tau_collector.projection.metric_event import new_metric_event
 
     store = open_store(store_dir, create=True)
     writer = MetricWriter(store, compaction=CompactionPolicy(min_files=10**9))  # held off while filling

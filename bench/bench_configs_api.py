@@ -18,8 +18,8 @@ from pathlib import Path
 
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore.writer import MetricWriter
-from tau_collector.metric_event import new_metric_event
-from tau_collector.run_config import run_config
+from tau_collector.projection.metric_event import new_metric_event
+from tau_collector.taugrid.run_config import run_config
 from taunotebook.portal.params import Query
 from taunotebook.portal.sources import Sources
 from taunotebook.portal.v2 import StellarV2

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from tau_collector.expstore import open_store
 from tau_collector.expstore.writer import MetricWriter
-from tau_collector.metric_event import new_metric_event
+from tau_collector.projection.metric_event import new_metric_event
 
 HERE = Path(__file__).resolve().parent
 MODES = ("NORMAL", "FULL")

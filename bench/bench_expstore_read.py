@@ -23,7 +23,7 @@ import numpy as np
 
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore.writer import MetricWriter
-from tau_collector.metric_event import MetricEvent
+from tau_collector.projection.metric_event import MetricEvent
 
 BASE_NS = 1_760_000_000_000_000_000
 METRIC = "train/loss"

@@ -54,7 +54,7 @@ from wide_run import RequestLog, wide_metric_names, write_rows  # noqa: E402 - t
 
 from tau_collector.expstore import open_store  # noqa: E402
 from tau_collector.expstore.writer import MetricWriter  # noqa: E402
-from tau_collector.metric_event import MetricEvent  # noqa: E402
+from tau_collector.projection.metric_event import MetricEvent  # noqa: E402
 from taunotebook.portal.app import create_app  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -121,7 +121,7 @@ def append_forever(store: Path, rate: int) -> None:
     """The appending writer of a live run: ``rate`` points in one chunk every second, after the last step."""
     from tau_collector.expstore import StoreReader, open_store
     from tau_collector.expstore.writer import MetricWriter
-    from tau_collector.metric_event import MetricEvent
+    from tau_collector.projection.metric_event import MetricEvent
 
     writer = MetricWriter(open_store(store, writable=True))
     step = int(StoreReader(store).series(RUN, METRIC, max_points=1).step[-1]) + 1
@@ -259,7 +259,7 @@ def pane_poll(args) -> None:
 
     from tau_collector.expstore import open_store
     from tau_collector.expstore.writer import MetricWriter
-    from tau_collector.metric_event import new_metric_event
+    from tau_collector.projection.metric_event import new_metric_event
     from taunotebook.pane import LossPane
     from taunotebook.portal.app import create_app
 

@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tau_collector.history_writer import HistoryWriter
-from tau_collector.system_metrics import GpuSampler, SystemSampler
+from tau_collector.job.history_writer import HistoryWriter
+from tau_collector.job.system_sampler import GpuSampler, SystemSampler
 
 _JOB = """
 import subprocess, sys, time

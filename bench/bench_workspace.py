@@ -39,7 +39,7 @@ import httpx
 
 from tau_collector.expstore import open_store
 from tau_collector.expstore.listing import rebuild_all
-from tau_collector.gojson import dumps_fast, marshal
+from tau_collector.taugrid.gojson import dumps_fast, marshal
 
 TOKEN = "bench-token"
 OUT = Path(__file__).resolve().parent / "out"
@@ -172,7 +172,7 @@ def encoding(rows: int = 5000, repeat: int = 5) -> dict:
                       "metrics": {"train/loss": {"count": 1000, "non_finite_count": 0, "latest_step": 999,
                                                  "latest_value": 0.5 + i / 1e5, "min_value": 0.25, "max_value": 2.5}}}
                      for i in range(rows)]}
-    from tau_collector.gojson import go_number
+    from tau_collector.taugrid.gojson import go_number
 
     def normalized(value):
         if isinstance(value, float):

@@ -12,10 +12,10 @@ import logging
 import os
 from collections.abc import Sequence
 
-from tau_collector import limits as input_limits
-from tau_collector import logging_setup as logs
-from tau_collector import progress
-from tau_collector.process_memory import bound_process_memory
+from tau_collector.cli import logging_setup as logs
+from tau_collector.cli import progress
+from tau_collector.collect.process_memory import bound_process_memory
+from tau_collector.sources import read_limits as input_limits
 
 from .backends import validate_id
 

@@ -2,13 +2,13 @@
 
 A thin command over the collector's pipeline: :func:`tau_collector.sources.discover.discover`
 finds the sources under the given paths, each becomes one Tau run whose id is derived from its
-path (:func:`derive_run_ids`), and :class:`tau_collector.store_import.StoreImport` reads each in
+path (:func:`derive_run_ids`), and :class:`tau_collector.collect.import_pass.StoreImport` reads each in
 bounded batches through the same projection as the sidecar into the store, idempotently and
 resumably. An imported run is ``completed`` (TauGrid's ended-without-a-verdict state) at its
 newest point, unless its history carries a ``tau/run_status`` marker, whose state stands.
 
 Run ids: each source's name (its path relative to the imported path, see ``discover``) made a
-valid TauGrid id with :func:`tau_collector.ids.derive_id` (lowercase, other characters runs to
+valid TauGrid id with :func:`tau_collector.taugrid.ids.derive_id` (lowercase, other characters runs to
 ``-``). Distinct sources that derive the same id, and ids longer than 200 characters, get a suffix
 of 8 hex digits of SHA-256 of the source's absolute location, so the mapping is deterministic and
 does not depend on which other sources are imported with it.
@@ -20,11 +20,11 @@ import hashlib
 import os
 from collections.abc import Callable, Iterable
 
-from tau_collector import progress as progress_line
-from tau_collector.ids import derive_id
-from tau_collector.limits import IMPORT_LIMITS, Limits
+from tau_collector.cli import progress as progress_line
+from tau_collector.collect.import_pass import ImportRun, ImportSummary, StoreImport
 from tau_collector.sources.discover import Found, discover
-from tau_collector.store_import import ImportRun, ImportSummary, StoreImport
+from tau_collector.sources.read_limits import IMPORT_LIMITS, Limits
+from tau_collector.taugrid.ids import derive_id
 
 __all__ = ["ImportRun", "ImportSummary", "derive_run_ids", "discover_sources", "import_paths", "safe_run_id"]
 
@@ -32,7 +32,7 @@ MAX_DERIVED_ID = 200
 
 
 def safe_run_id(text: str) -> str:
-    """``text`` made a valid TauGrid id (:func:`tau_collector.ids.derive_id`)."""
+    """``text`` made a valid TauGrid id (:func:`tau_collector.taugrid.ids.derive_id`)."""
     return derive_id(text)
 
 
@@ -75,7 +75,7 @@ def import_paths(
     ``points`` counts the finite points read (including ones a previous import already stored:
     a re-import delivers batches the store acknowledges as already present and changes nothing).
 
-    ``clustering`` (see :class:`~tau_collector.store_import.StoreImport`): by default the imported runs are
+    ``clustering`` (see :class:`~tau_collector.collect.import_pass.StoreImport`): by default the imported runs are
     rewritten by metric in a child process left running (``summary.clustering``; wait on it to see the final
     layout); the store reads right meanwhile.
     """

@@ -19,8 +19,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from tau_collector.ids import MAX_ID_BYTES
-from tau_collector.stop_rules import parse_stop_if, parse_stop_on_nan
+from tau_collector.collect.stop_rules import parse_stop_if, parse_stop_on_nan
+from tau_collector.taugrid.ids import MAX_ID_BYTES
 
 from .backends import (
     BACKENDS,

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tau_collector.run_config import ConfigError, config_format, parse_config, read_config_bytes
+from tau_collector.taugrid.run_config import ConfigError, config_format, parse_config, read_config_bytes
 
 __all__ = ["CONFIG_ENV", "RUN_CONFIG_FILE", "build_config", "parse_items", "read_config_mapping", "write_config"]
 

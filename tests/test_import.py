@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tau_collector.expstore.reader import StoreReader
-from tau_collector.limits import Limits
+from tau_collector.sources.read_limits import Limits
 from taunotebook import cli, importer
 from taunotebook.importer import discover_sources, import_paths, safe_run_id
 
@@ -352,8 +352,14 @@ def _projection_path_store(logdir: Path, store: Path) -> None:
     """The reference: every observation through the projection, one MetricEvent per point, into a store."""
     from tau_collector.expstore.store import ExpStore
     from tau_collector.expstore.writer import MetricWriter
-    from tau_collector.projection import ProjectionConfig, Projector
-    from tau_collector.sources.run import RunMemory, TensorBoardRun, metric_file_id, read_segment, to_history_row
+    from tau_collector.projection.projector import ProjectionConfig, Projector
+    from tau_collector.sources.tensorboard_run import (
+        RunMemory,
+        TensorBoardRun,
+        metric_file_id,
+        read_segment,
+        to_history_row,
+    )
 
     writer = MetricWriter(ExpStore(store, create=True))
     for source in discover_sources([str(logdir)]):

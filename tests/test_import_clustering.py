@@ -15,7 +15,7 @@ import pytest
 
 from tau_collector.expstore import metric_clusters
 from tau_collector.expstore.reader import StoreReader
-from tau_collector.limits import Limits
+from tau_collector.sources.read_limits import Limits
 from taunotebook.importer import import_paths
 
 WIDTH, STEPS = 60, 50

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 
 from tau_collector.expstore.reader import StoreReader
-from tau_collector.limits import Limits
+from tau_collector.sources.read_limits import Limits
 from taunotebook.importer import import_paths
 
 WIDTH, STEPS = 400, 60

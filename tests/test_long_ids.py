@@ -1,6 +1,6 @@
 """One id rule, one length limit: what ``collect``, ``wrap``, ``project``, ``import`` and the store accept, the API serves.
 
-TauGrid's v2 handlers refuse a path id over 512 bytes (``decodeV2PathID``); :data:`tau_collector.ids.MAX_ID_BYTES`
+TauGrid's v2 handlers refuse a path id over 512 bytes (``decodeV2PathID``); :data:`tau_collector.taugrid.ids.MAX_ID_BYTES`
 is that limit, applied at ingest too, so no run is stored that no API call can reach. A run id of 300 and
 512 bytes is longer than a file name may be (255 bytes); the store keeps the full id in its index and
 Parquet rows and a bounded name on disk (``expstore/metric_files.py``).
@@ -23,8 +23,8 @@ from polling import DEADLINE
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore.store import StoreError
 from tau_collector.expstore.writer import MetricWriter
-from tau_collector.ids import MAX_ID_BYTES
-from tau_collector.metric_event import new_metric_event
+from tau_collector.projection.metric_event import new_metric_event
+from tau_collector.taugrid.ids import MAX_ID_BYTES
 from taunotebook.importer import MAX_DERIVED_ID
 from taunotebook.portal.identity import MAX_PATH_ID
 

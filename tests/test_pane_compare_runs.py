@@ -13,8 +13,8 @@ from test_pane_python import _without_page_data, make_pane, wait_until
 
 from tau_collector.expstore import open_store
 from tau_collector.expstore.writer import MetricWriter
-from tau_collector.metric_event import new_metric_event
-from tau_collector.run_config import run_config
+from tau_collector.projection.metric_event import new_metric_event
+from tau_collector.taugrid.run_config import run_config
 from taunotebook import compare_runs, pane_poller
 from taunotebook.client import PortalClient
 from taunotebook.compare_runs import resolve_compare, run_configs

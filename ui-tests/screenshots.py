@@ -29,7 +29,7 @@ from portal.conftest import BASE_NS, TOKEN, ServerThread  # noqa: E402
 
 from tau_collector.expstore import open_store  # noqa: E402
 from tau_collector.expstore.writer import MetricWriter  # noqa: E402
-from tau_collector.metric_event import new_metric_event  # noqa: E402
+from tau_collector.projection.metric_event import new_metric_event  # noqa: E402
 from taunotebook.portal.app import create_app  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

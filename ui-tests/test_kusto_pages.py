@@ -19,7 +19,7 @@ from ui_pages import open_ready, screenshot
 
 from services.kusto_cluster import KustoCluster
 from tau_collector.expstore import open_store
-from tau_collector.metric_event import encode_ndjson_many, replace
+from tau_collector.projection.metric_event import encode_ndjson_many, replace
 from taunotebook.portal.app import create_app
 
 TOKEN = "kusto-pages-token-0123456789"

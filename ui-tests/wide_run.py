@@ -14,7 +14,7 @@ from urllib.parse import parse_qs
 
 from tau_collector.expstore import open_store
 from tau_collector.expstore.writer import MetricWriter
-from tau_collector.metric_event import new_metric_event
+from tau_collector.projection.metric_event import new_metric_event
 
 BASE_NS = 1_700_000_000 * 10**9
 SERIES_PATHS = ("/series", "/points")  # the per-metric reads: v2 series and the page data's points

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from tau_collector import ids
+from tau_collector.taugrid import ids
 
 from ..home import tau_home
 
@@ -53,7 +53,7 @@ class BackendUnavailable(BackendError):
 
 
 def validate_id(value: str, what: str) -> str:
-    """TauGrid's ``ValidateID`` (:mod:`tau_collector.ids`): ``value``, or a ``ValueError`` naming ``what``."""
+    """TauGrid's ``ValidateID`` (:mod:`tau_collector.taugrid.ids`): ``value``, or a ``ValueError`` naming ``what``."""
     return ids.validate_id(what, value)
 
 

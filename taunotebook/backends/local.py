@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tau_collector.completion import write_completion
+from tau_collector.collect.completion_file import write_completion
 
 from ..submit_config import CONFIG_ENV
 from . import BackendError, RunSpec, tau_home, write_record

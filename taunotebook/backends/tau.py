@@ -59,7 +59,7 @@ except ValueError:
     interval = 10.0
 sampler = None
 if interval > 0 and interval < float("inf"):
-    from tau_collector.system_metrics import SystemSampler
+    from tau_collector.job.system_sampler import SystemSampler
     sampler = SystemSampler(history, trainer.pid, interval).start()
 code = trainer.wait()
 normalize.wait()

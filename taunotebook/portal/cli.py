@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tau_collector import logging_setup as logs
+from tau_collector.cli import logging_setup as logs
 
 from ..kusto_env import AUTH_MODES, DEFAULT_DATABASE, ENV_AUTH, ENV_CLUSTER, ENV_DATABASE
 from ..loopback import is_loopback_host

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from starlette.responses import Response
 
-from tau_collector.gojson import RawJSON, encode_float, marshal
+from tau_collector.taugrid.gojson import RawJSON, encode_float, marshal
 from taunotebook.error_classes import classify
 
 __all__ = [
@@ -106,7 +106,7 @@ def metadata_json(requested_source: str, served_sources: Iterable[str], partial:
     return encoded
 
 
-# -- Go encoding/json, SetEscapeHTML(false): tau_collector.gojson does the encoding -----------------
+# -- Go encoding/json, SetEscapeHTML(false): tau_collector.taugrid.gojson does the encoding -----------------
 
 go_float = encode_float  # a float64 as Go writes it; refuses non-finite values, as Go does
 

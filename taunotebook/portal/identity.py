@@ -7,10 +7,10 @@ reads back the same id. TauGrid's Go handlers unescape the already-decoded ``r.U
 time; for the ids TauGrid can hold (its ID rule admits no ``%``) both readings agree.
 
 **The path rule** (``decodeV2PathID``): unescape, trim; empty, ``.``, ``..``, ``/``, ``\\``, NUL or more
-than 512 bytes is ``400 INVALID_PATH`` (:func:`tau_collector.ids.unreachable_id`, whose limit the collector's
+than 512 bytes is ``400 INVALID_PATH`` (:func:`tau_collector.taugrid.ids.unreachable_id`, whose limit the collector's
 flags and the store's writer apply too, so that every stored run can be named here).
 
-**The ID rule** (``ValidateID``, :mod:`tau_collector.ids`) decides how a miss is answered. An id
+**The ID rule** (``ValidateID``, :mod:`tau_collector.taugrid.ids`) decides how a miss is answered. An id
 that breaks it cannot name anything TauGrid stores, so asking for one that names nothing here is
 ``400 INVALID_ARGUMENT`` with TauGrid's message (``run_id "Run A" is invalid (use lowercase ...)``);
 a valid id that names nothing is TauGrid's ``404 NOT_FOUND``. Stores written before ids were
@@ -26,13 +26,13 @@ from urllib.parse import quote, unquote_to_bytes
 
 from starlette.types import Scope
 
-from tau_collector.ids import MAX_ID_BYTES, InvalidID, unreachable_id, validate_id
+from tau_collector.taugrid.ids import MAX_ID_BYTES, InvalidID, unreachable_id, validate_id
 
 from .errors import V2Error
 
 __all__ = ["MAX_PATH_ID", "NOT_FOUND_MESSAGE", "decode_path_id", "miss", "raw_segments"]
 
-MAX_PATH_ID = MAX_ID_BYTES  # one limit for what is collected, stored and served (tau_collector.ids)
+MAX_PATH_ID = MAX_ID_BYTES  # one limit for what is collected, stored and served (tau_collector.taugrid.ids)
 NOT_FOUND_MESSAGE = "requested experiment data was not found"
 _BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
 

@@ -23,7 +23,7 @@ import numpy as np
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from tau_collector.gojson import dumps_fast
+from tau_collector.taugrid.gojson import dumps_fast
 
 from .errors import SECURITY_HEADERS, V2Error, json_response, metadata, metadata_json
 from .identity import decode_path_id, raw_segments

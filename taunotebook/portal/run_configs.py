@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tau_collector.gojson import marshal
 from tau_collector.reads import ExperimentReader
-from tau_collector.run_config import RunConfig
+from tau_collector.taugrid.gojson import marshal
+from tau_collector.taugrid.run_config import RunConfig
 
 __all__ = ["CONFIG_KEYS_LIMIT", "CONFIG_VALUES_LIMIT", "config_space", "fields_json", "matches", "read_configs",
            "reads_configs"]

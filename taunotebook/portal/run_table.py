@@ -20,9 +20,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tau_collector.completion import RUN_STATUS_METRIC
-from tau_collector.gojson import go_number
+from tau_collector.collect.completion_file import RUN_STATUS_METRIC
 from tau_collector.reads import RUN_SORTS, ExperimentReader, RunRow
+from tau_collector.taugrid.gojson import go_number
 
 from .errors import V2Error
 from .params import Query, parse_int

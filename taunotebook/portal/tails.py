@@ -18,8 +18,8 @@ import hashlib
 import numpy as np
 import orjson
 
-from tau_collector.gojson import encode_string
 from tau_collector.reads import ExperimentReader
+from tau_collector.taugrid.gojson import encode_string
 
 from .errors import RawJSON, V2Error, json_response, metadata_json
 from .params import DEFAULT_MAX_POINTS, MAX_MAX_POINTS, Query, parse_int

@@ -22,10 +22,10 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from tau_collector.gojson import dumps_fast, encode_string, marshal
-from tau_collector.ids import is_valid_id
 from tau_collector.reads import SOURCE_PROBLEM, ExperimentReader, RunRow
 from tau_collector.reads.lifecycle import classify
+from tau_collector.taugrid.gojson import dumps_fast, encode_string, marshal
+from tau_collector.taugrid.ids import is_valid_id
 
 from .answer_cache import AnswerCache
 from .auth import resolve_workspace, run_in_workspace

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from tau_collector.sinks.adx_queued import AdxQueuedSink, terminal_drain_timeout_s
+from tau_collector.sinks.adx.queued import AdxQueuedSink, terminal_drain_timeout_s
 
 URI = "https://ingest-example.westeurope.kusto.windows.net"
 

@@ -9,9 +9,9 @@ import pytest
 
 from services.adx_env import AdxEnv, metric_chunk
 from services.ingestion_worker import Outcome
-from tau_collector.metric_event import decode_canonical_ndjson
+from tau_collector.projection.metric_event import decode_canonical_ndjson
 from tau_collector.sinks import Chunk, SinkError
-from tau_collector.sinks.adx_queued import AdxQueuedSink, chunk_ingest_tag
+from tau_collector.sinks.adx.queued import AdxQueuedSink, chunk_ingest_tag
 
 
 class RecordingSleep:

@@ -16,7 +16,7 @@ from services.adx_env import AdxEnv, metric_chunk
 from services.azurite import free_port
 from services.kusto_cluster import KustoCluster
 from tau_collector.sinks import SinkError
-from tau_collector.sinks.adx_streaming import AdxStreamingSink, ingest_uri_for
+from tau_collector.sinks.adx.streaming import AdxStreamingSink, ingest_uri_for
 from taunotebook.portal.kusto import KustoConnection, KustoReader, KustoSettings
 
 

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from services.adx_env import AdxEnv
-from tau_collector.collector import Collector, CollectorOptions
-from tau_collector.sinks.adx_queued import AdxQueuedSink
+from tau_collector.collect.loop import Collector, CollectorOptions
+from tau_collector.sinks.adx.queued import AdxQueuedSink
 
 
 def sink(env: AdxEnv) -> AdxQueuedSink:

@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from tau_collector.metric_event import FIELD_ORDER
-from tau_collector.sinks.adx_queued import DEFAULT_MAPPING, DEFAULT_TABLE
+from tau_collector.projection.metric_event import FIELD_ORDER
+from tau_collector.sinks.adx.queued import DEFAULT_MAPPING, DEFAULT_TABLE
 
 KQL = Path(__file__).resolve().parents[2] / "collector" / "kql"
 TYPES = {"step": "long", "wall_time": "datetime", "exported_at": "datetime", "value": "real", "tags": "dynamic"}

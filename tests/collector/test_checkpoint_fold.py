@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tau_collector.collector import Collector, CollectorError, CollectorOptions
-from tau_collector.complete_through import COMPLETE_THROUGH_FILE_ID, COMPLETE_THROUGH_PREFIX
-from tau_collector.spool import Manifest, SourceRange
+from tau_collector.collect.loop import Collector, CollectorError, CollectorOptions
+from tau_collector.spool.checkpoint_folding import COMPLETE_THROUGH_FILE_ID, COMPLETE_THROUGH_PREFIX
+from tau_collector.spool.manifest import Manifest, SourceRange
 
 from .test_collect import RecordingSink, row, write_chunk
 
@@ -130,9 +130,9 @@ def test_a_several_file_manifest_round_trips_and_advances_every_file():
 
 
 def test_an_acknowledged_pending_chunk_whose_files_were_folded_since_is_dropped_on_start(tmp_path):
-    from tau_collector.checkpoint import Checkpoint, SourceCheckpoint
-    from tau_collector.metric_event import new_metric_event
-    from tau_collector.spool import Spool, replay
+    from tau_collector.projection.metric_event import new_metric_event
+    from tau_collector.spool.checkpoint import Checkpoint, SourceCheckpoint
+    from tau_collector.spool.manifest import Spool, replay
 
     event = new_metric_event(project="p", experiment_id="e", run_group_id="g", run_id="r", metric_name="loss",
                              step=0, wall_time=1_790_000_000_000_000_000, value=1.0,
@@ -157,8 +157,8 @@ def test_an_acknowledged_pending_chunk_whose_files_were_folded_since_is_dropped_
 COLLECTOR = textwrap.dedent(
     """
     import dataclasses, json, os, sys
-    from tau_collector.collector import Collector, CollectorOptions
-    from tau_collector.limits import DEFAULT_LIMITS
+    from tau_collector.collect.loop import Collector, CollectorOptions
+    from tau_collector.sources.read_limits import DEFAULT_LIMITS
     from tau_collector.sinks.base import Sink
 
     root, record, watch = sys.argv[1], sys.argv[2], sys.argv[3] == "watch"

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tau_collector import logging_setup as logs
-from tau_collector import progress
-from tau_collector.cli import main
+from tau_collector.cli import logging_setup as logs
+from tau_collector.cli import main, progress
 
 from ..terminal import run_on_a_terminal
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from tau_collector.collector import Collector, CollectorError, CollectorOptions
+from tau_collector.collect.loop import Collector, CollectorError, CollectorOptions
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
-from tau_collector.metric_event import decode_canonical_ndjson
+from tau_collector.projection.metric_event import decode_canonical_ndjson
 from tau_collector.sinks.base import Chunk, Sink, SinkError
 from tau_collector.sinks.expstore import ExpstoreSink
-from tau_collector.spool import SpoolError
+from tau_collector.spool.manifest import SpoolError
 
 from ..polling import DEADLINE, wait_until
 from .tb_writers import write_tensorboardx
@@ -97,8 +97,7 @@ def test_one_shot_delivers_new_files_read_together_as_one_chunk_and_checkpoints_
 
 
 def test_a_single_new_file_is_a_chunk_of_its_own_in_taugrids_exact_manifest(tmp_path, monkeypatch):
-    from tau_collector import spool
-
+    from tau_collector.spool.manifest import manifest as spool
     written = []
     real = spool.Spool.write_pending
     monkeypatch.setattr(spool.Spool, "write_pending", lambda self, m: written.append(m.to_bytes()) or real(self, m))

@@ -13,16 +13,16 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tau_collector.gojson import encode_float, format_time, marshal
-from tau_collector.metric_event import decode_canonical_ndjson
-from tau_collector.pipeline import Pipeline
-from tau_collector.projection import ProjectionConfig, Projector
-from tau_collector.projection_columns import float_texts, project_scalar_columns, time_texts
-from tau_collector.records import HistoryRow
+from tau_collector.projection.columns import float_texts, project_scalar_columns, time_texts
+from tau_collector.projection.metric_event import decode_canonical_ndjson
+from tau_collector.projection.pipeline import Pipeline
+from tau_collector.projection.projector import ProjectionConfig, Projector
 from tau_collector.sinks.base import Chunk
 from tau_collector.sinks.expstore import _non_finite_digest, chunk_request_hash
 from tau_collector.sources.event_columns import ScalarColumns
-from tau_collector.spool import Manifest, SourceRange
+from tau_collector.sources.records import HistoryRow
+from tau_collector.spool.manifest import Manifest, SourceRange
+from tau_collector.taugrid.gojson import encode_float, format_time, marshal
 
 from .expstore.events import non_finite
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tau_collector.collector import Collector, CollectorError
+from tau_collector.collect.loop import Collector, CollectorError
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 from tau_collector.sinks.base import SinkError
 from tau_collector.sinks.expstore import ExpstoreSink
-from tau_collector.spool import SpoolError
+from tau_collector.spool.manifest import SpoolError
 
 from .spooled import spooled
 from .tb_writers import write_tensorboardx
@@ -140,13 +140,12 @@ def test_stray_files_in_the_column_spool_are_fatal_and_interrupted_temp_files_ar
 
 
 def test_an_acknowledged_column_record_is_removed_on_start_without_delivering_it_again(tmp_path, monkeypatch):
-    from tau_collector import durable
-
+    from tau_collector.spool.manifest import durable
     _history(tmp_path)
     store = tmp_path / "store"
     real = durable.remove_durable
     # A crash after the checkpoint was written, before the record was removed.
-    monkeypatch.setattr("tau_collector.collector.remove_durable",
+    monkeypatch.setattr("tau_collector.collect.loop.remove_durable",
                         lambda path: None if path.endswith(".columns") else real(path))
     Collector(options(tmp_path, [ExpstoreSink(store)])).run()
     (record,) = (tmp_path / "out" / "columns").iterdir()

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from tau_collector.gojson import (
+from tau_collector.taugrid.gojson import (
     MAX_TIME_NS,
     MIN_TIME_NS,
     GoJSONError,

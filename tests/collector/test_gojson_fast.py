@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tau_collector.gojson import GoJSONError, GoMap, RawJSON, dumps_fast, go_number, marshal
+from tau_collector.taugrid.gojson import GoJSONError, GoMap, RawJSON, dumps_fast, go_number, marshal
 
 
 def _go(value):

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tau_collector.history_writer import CHUNK_NAME, HistoryWriter, encode_row, log
+from tau_collector.job.history_writer import CHUNK_NAME, HistoryWriter, encode_row, log
 from tau_collector.sources.jsonl import read_history_file
 
 from ..polling import DEADLINE
@@ -196,7 +196,7 @@ def test_a_failed_write_leaves_no_part_of_a_row_and_the_rows_are_retried(tmp_pat
     # A real failure: the file size limit (RLIMIT_FSIZE) stops a write part-way through a row.
     script = textwrap.dedent("""
         import os, resource, signal, sys
-        from tau_collector.history_writer import HistoryWriter, HistoryWriteError
+        from tau_collector.job.history_writer import HistoryWriter, HistoryWriteError
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         out = sys.argv[1]
         writer = HistoryWriter(out, max_delay=3600)
@@ -259,7 +259,7 @@ def test_log_refuses_values_that_are_not_numbers(monkeypatch):
 def test_log_with_a_history_dir_writes_rows_at_exit_from_numpy_and_torch_values(tmp_path):
     script = textwrap.dedent("""
         import math, numpy, torch
-        from tau_collector.history_writer import log
+        from tau_collector.job.history_writer import log
         log(0, loss=numpy.float32(1.5), tokens=numpy.int64(7))
         log(loss=torch.tensor(0.25), lr=torch.tensor(3, dtype=torch.int32))
         log(loss=math.inf)

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from tau_collector.expstore.reader import StoreReader
-from tau_collector.records import ProblemKind
 from tau_collector.sources.jsonl import read_history
 from tau_collector.sources.logdir import discover_runs
 from tau_collector.sources.masked_crc import masked_crc32c
-from tau_collector.sources.run import read_segment
+from tau_collector.sources.records import ProblemKind
+from tau_collector.sources.tensorboard_run import read_segment
 from taunotebook.importer import import_paths
 
 from .tb_writers import write_tensorboardx

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tau_collector.ids import MAX_ID_BYTES, InvalidID, derive_id, is_valid_id, unreachable_id, validate_id
+from tau_collector.taugrid.ids import MAX_ID_BYTES, InvalidID, derive_id, is_valid_id, unreachable_id, validate_id
 
 
 @pytest.mark.parametrize("good", ["a", "0", "seed-1", "lr.0_1", "a" * MAX_ID_BYTES])

@@ -8,8 +8,6 @@ import os
 
 import pytest
 
-from tau_collector.fingerprint import file_id, prefix_sha256
-from tau_collector.records import ProblemKind
 from tau_collector.sources.jsonl import (
     HistoryPathError,
     expand_history,
@@ -17,6 +15,8 @@ from tau_collector.sources.jsonl import (
     read_history,
     read_history_file,
 )
+from tau_collector.sources.records import ProblemKind
+from tau_collector.spool.fingerprint import file_id, prefix_sha256
 
 
 def write(path, data: bytes) -> str:

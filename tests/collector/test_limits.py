@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from tau_collector import limits
+from tau_collector.sources import read_limits as limits
 
 
 def _parse(argv, defaults=limits.DEFAULT_LIMITS):

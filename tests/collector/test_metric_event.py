@@ -4,8 +4,7 @@ import hashlib
 
 import pytest
 
-from tau_collector.gojson import ZERO_TIME_NS, parse_time
-from tau_collector.metric_event import (
+from tau_collector.projection.metric_event import (
     MetricEvent,
     MetricEventError,
     NotCanonicalError,
@@ -15,6 +14,7 @@ from tau_collector.metric_event import (
     identity_json,
     new_metric_event,
 )
+from tau_collector.taugrid.gojson import ZERO_TIME_NS, parse_time
 
 from .golden import IDENTITY_EVENT_ID, IDENTITY_PREIMAGE, METRIC_EVENT_GOLDEN
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tau_collector.history_writer import HistoryWriter
-from tau_collector.normalizer import Normalizer, StepError, classify_line, normalize_row
+from tau_collector.job.history_writer import HistoryWriter
+from tau_collector.job.normalizer import Normalizer, StepError, classify_line, normalize_row
 from tau_collector.sources.jsonl import read_history_file
 
 from ..polling import DEADLINE

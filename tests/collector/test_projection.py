@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tau_collector.cards import is_standard_metric, metric_card
-from tau_collector.gojson import parse_time
-from tau_collector.metric_event import decode_canonical_ndjson, encode_ndjson
-from tau_collector.projection import ProjectionConfig, ProjectionError, Projector, RowError
-from tau_collector.projection_reference import project_row_reference
-from tau_collector.records import HistoryRow
+from tau_collector.projection.cards import is_standard_metric, metric_card
+from tau_collector.projection.metric_event import decode_canonical_ndjson, encode_ndjson
+from tau_collector.projection.projector import ProjectionConfig, ProjectionError, Projector, RowError
+from tau_collector.projection.reference import project_row_reference
+from tau_collector.sources.records import HistoryRow
+from tau_collector.taugrid.gojson import parse_time
 
 from .golden import HISTORY_EVENTS_GOLDEN, HISTORY_ROW
 

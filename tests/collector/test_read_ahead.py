@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from tau_collector.collector import Collector, CollectorError
-from tau_collector.limits import DEFAULT_LIMITS
-from tau_collector.read_ahead import ReadAhead
+from tau_collector.collect.loop import Collector, CollectorError
+from tau_collector.collect.read_ahead import ReadAhead
 from tau_collector.sources.history import HistorySource
+from tau_collector.sources.read_limits import DEFAULT_LIMITS
 
 from .test_collect import RecordingSink, options, row
 

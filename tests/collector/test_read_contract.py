@@ -1,4 +1,4 @@
-"""The read contract (``tau_collector.reads``) and run configurations (``tau_collector.run_config``) stand on
+"""The read contract (``tau_collector.reads``) and run configurations (``tau_collector.taugrid.run_config``) stand on
 their own: they load neither the store nor numpy, both readers keep the contract's methods, and sources,
 sinks and Portal routes reach the store only where they use it."""
 
@@ -25,8 +25,7 @@ PORTAL = ROOT / "taunotebook" / "portal"
 STORE_USERS = {
     "collector/tau_collector/sinks/expstore.py",
     "collector/tau_collector/sinks/expstore_columns.py",
-    "collector/tau_collector/store_import.py",
-    "collector/tau_collector/collector.py",  # the store's ConfigConflictError, raised through the delivery
+    "collector/tau_collector/collect/import_pass.py",
     "collector/tau_collector/cli/collect.py",
     "collector/tau_collector/cli/store.py",
     "taunotebook/portal/app.py",
@@ -54,7 +53,7 @@ def _imported_modules(path: Path) -> set[str]:
 
 
 def test_the_read_contract_and_run_configs_load_neither_the_store_nor_numpy():
-    code = ("import sys, tau_collector.reads, tau_collector.reads.lifecycle, tau_collector.run_config; "
+    code = ("import sys, tau_collector.reads, tau_collector.reads.lifecycle, tau_collector.taugrid.run_config; "
             "print(sorted(m for m in sys.modules if m in ('numpy', 'pyarrow', 'yaml') "
             "or m.startswith('tau_collector.expstore')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -64,7 +63,7 @@ def test_the_read_contract_and_run_configs_load_neither_the_store_nor_numpy():
 @pytest.mark.parametrize("module", ["config_limits.py", "config_yaml.py"])
 def test_config_parsing_modules_do_not_import_run_config(module):
     # run_config imports them (YAML lazily); the other way round would be the old configs <-> config_yaml cycle.
-    assert "tau_collector.run_config" not in _imported_modules(COLLECTOR / module)
+    assert "tau_collector.taugrid.run_config" not in _imported_modules(COLLECTOR / module)
 
 
 @pytest.mark.parametrize("reader", [StoreReader, KustoReader], ids=lambda r: r.__name__)

@@ -11,7 +11,7 @@ import hashlib
 
 import pytest
 
-from tau_collector.run_config import (
+from tau_collector.taugrid.run_config import (
     MAX_CONFIG_BYTES,
     ConfigError,
     combined_config_hash,

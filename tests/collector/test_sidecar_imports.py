@@ -52,7 +52,7 @@ def test_collect_writes_and_compacts_an_expstore_without_loading_pyarrow(tmp_pat
 
 def test_the_collect_command_loads_no_pyarrow_when_it_starts():
     probe = ("import sys; import tau_collector.cli, tau_collector.cli.collect, tau_collector.expstore.store, "
-             "tau_collector.sinks.expstore, tau_collector.sinks.adx_queued; "
+             "tau_collector.sinks.expstore, tau_collector.sinks.adx.queued; "
              "print(sorted(m for m in ('pyarrow', 'pandas') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

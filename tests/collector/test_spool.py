@@ -1,7 +1,7 @@
 """Spool file formats: the checkpoint's fast encoding equals Go's MarshalIndent of the same struct."""
 
-from tau_collector.checkpoint import CHECKPOINT_SCHEMA_V1, Checkpoint, SourceCheckpoint
-from tau_collector.gojson import GoMap, marshal
+from tau_collector.spool.checkpoint import CHECKPOINT_SCHEMA_V1, Checkpoint, SourceCheckpoint
+from tau_collector.taugrid.gojson import GoMap, marshal
 
 
 def reference_bytes(checkpoint: Checkpoint) -> bytes:

@@ -7,11 +7,11 @@ import os
 import signal
 import threading
 
-from tau_collector.collector import Collector
-from tau_collector.history_writer import HistoryWriter
+from tau_collector.collect.loop import Collector
+from tau_collector.collect.signal_stop import StopFlag
+from tau_collector.job.history_writer import HistoryWriter
+from tau_collector.job.system_sampler import SystemSampler
 from tau_collector.sinks.expstore import ExpstoreSink
-from tau_collector.stop_flag import StopFlag
-from tau_collector.system_metrics import SystemSampler
 
 from ..polling import DEADLINE, wait_until
 from .test_collect import options

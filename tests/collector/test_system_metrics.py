@@ -15,7 +15,7 @@ import pytest
 
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
-from tau_collector.system_metrics import ProcessTreeSampler
+from tau_collector.job.system_sampler import ProcessTreeSampler
 
 MIB = 1 << 20
 
@@ -88,7 +88,7 @@ def test_a_job_that_has_exited_gives_no_sample(tmp_path):
 _SAMPLE_GPU = """
 import logging, sys, json
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
-from tau_collector.system_metrics import GpuSampler
+from tau_collector.job.system_sampler import GpuSampler
 gpu = GpuSampler()
 print(json.dumps([gpu.sample(), gpu.sample(), gpu.sample()]))
 gpu.close()
@@ -109,7 +109,7 @@ def test_without_nvidias_library_the_sampler_says_so_once_and_samples_nothing(tm
     out = _sample_gpu(tmp_path, "raise ImportError('No module named pynvml')\n")
     assert json.loads(out.stdout) == [{}, {}, {}]
     lines = [line for line in out.stderr.splitlines() if "GPU" in line]
-    assert lines == ["tau_collector.system_metrics: no GPU metrics: NVIDIA's management library is not installed "
+    assert lines == ["tau_collector.job.system_sampler: no GPU metrics: NVIDIA's management library is not installed "
                      "(pip install nvidia-ml-py to sample NVIDIA GPUs)"]
 
 
@@ -122,7 +122,7 @@ def test_when_nvml_does_not_initialise_the_sampler_says_why_once_and_goes_on(tmp
     """)
     assert json.loads(out.stdout) == [{}, {}, {}]
     lines = [line for line in out.stderr.splitlines() if "GPU" in line]
-    assert lines == ["tau_collector.system_metrics: no GPU metrics: NVML did not initialise (Driver Not Loaded); "
+    assert lines == ["tau_collector.job.system_sampler: no GPU metrics: NVML did not initialise (Driver Not Loaded); "
                      "sampling CPU and memory only"]
 
 
@@ -155,7 +155,7 @@ def test_nvml_readings_map_to_per_gpu_metrics_and_an_unsupported_reading_is_drop
     }
     assert second == third == first
     assert [line for line in out.stderr.splitlines() if "GPU" in line] == [
-        "tau_collector.system_metrics: GPU 1: power_watts not sampled (Not Supported)"]
+        "tau_collector.job.system_sampler: GPU 1: power_watts not sampled (Not Supported)"]
 
 
 # -- through wrap: system/ rows take the one path into the store ---------------------------------------------

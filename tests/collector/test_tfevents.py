@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
-from tau_collector.records import HistoryRow, ProblemKind
 from tau_collector.sources.logdir import discover_runs
-from tau_collector.sources.run import (
+from tau_collector.sources.records import HistoryRow, ProblemKind
+from tau_collector.sources.tensorboard_run import (
     RunMemory,
     SessionRestart,
     apply_tensorboard_purge,
@@ -582,7 +582,7 @@ def test_the_legacy_accumulator_purges_on_every_start(tmp_path):
 
 def test_purge_keeps_points_after_the_restart_and_uses_read_order():
     def obs(step, offset):
-        from tau_collector.sources.run import ScalarObservation
+        from tau_collector.sources.tensorboard_run import ScalarObservation
 
         return ScalarObservation("m", step, T0, float(step), 1, offset)
 

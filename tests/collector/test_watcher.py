@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tau_collector.stop_flag import StopFlag
-from tau_collector.watcher import ChangeWatcher
+from tau_collector.collect.signal_stop import StopFlag
+from tau_collector.collect.watcher import ChangeWatcher
 
 from ..polling import DEADLINE, wait_until
 

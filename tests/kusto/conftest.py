@@ -10,7 +10,7 @@ import pytest
 from services.kusto_assets import Assets, load_assets
 from services.kusto_cluster import KustoCluster
 from services.kusto_language import KustoLanguage
-from tau_collector.metric_event import encode_ndjson_many
+from tau_collector.projection.metric_event import encode_ndjson_many
 from taunotebook.portal.kusto import KustoConnection, KustoReader, KustoSettings
 from taunotebook.portal.kusto.reader import DEFAULT_MAX_AGE_S
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import math
 
-from tau_collector.completion import RUN_STATUS_METRIC
-from tau_collector.metric_event import MetricEvent, encode_ndjson_many, new_metric_event, replace
+from tau_collector.collect.completion_file import RUN_STATUS_METRIC
+from tau_collector.projection.metric_event import MetricEvent, encode_ndjson_many, new_metric_event, replace
 from tau_collector.sinks import Chunk
 
 WALL_NS = 1_790_274_612_250_000_000  # 2026-09-24T18:30:12.25Z

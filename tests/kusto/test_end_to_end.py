@@ -19,10 +19,10 @@ from portal.conftest import ServerThread
 
 from services.adx_env import AdxEnv, adx_env, azurite  # noqa: F401  (fixtures, used by name)
 from services.kusto_cluster import KustoCluster
-from tau_collector.collector import Collector, CollectorOptions
-from tau_collector.collector_options import CollectorError
-from tau_collector.sinks.adx_queued import AdxQueuedSink
-from tau_collector.sinks.adx_streaming import AdxStreamingSink
+from tau_collector.collect.loop import Collector, CollectorOptions
+from tau_collector.collect.options import CollectorError
+from tau_collector.sinks.adx.queued import AdxQueuedSink
+from tau_collector.sinks.adx.streaming import AdxStreamingSink
 from taunotebook.client import PortalClient
 from taunotebook.portal.app import create_app
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from services.kusto_cluster import KustoCluster
-from tau_collector.metric_event import encode_ndjson_many
+from tau_collector.projection.metric_event import encode_ndjson_many
 from taunotebook.kusto_env import engine_uri, portal_kusto_env
 from taunotebook.local_portal import ensure_portal, record_file, stop_portal
 from taunotebook.portal.jupyter_proxy import setup_tau_portal

@@ -11,7 +11,7 @@ from portal.conftest import ServerThread
 from test_pane_python import make_pane, wait_until
 
 from tau_collector.expstore import open_store
-from tau_collector.metric_event import encode_ndjson_many
+from tau_collector.projection.metric_event import encode_ndjson_many
 from taunotebook.client import PortalClient
 from taunotebook.pane import LossPane
 from taunotebook.portal.app import create_app

@@ -24,7 +24,7 @@ from schemathesis.specs.openapi.checks import (
 from services.azurite import free_port
 from services.kusto_cluster import KustoCluster
 from services.kusto_faults import KustoFaultServer
-from tau_collector.metric_event import encode_ndjson_many
+from tau_collector.projection.metric_event import encode_ndjson_many
 from tau_collector.sinks.expstore import ExpstoreSink
 from taunotebook.portal.app import create_app
 from taunotebook.portal.kusto import KustoConnection, KustoReader, KustoSettings, KustoUpstreamError

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from services.kusto_cluster import KustoCluster
-from tau_collector.metric_event import encode_ndjson_many
+from tau_collector.projection.metric_event import encode_ndjson_many
 
 from .conftest import reader_for
 from .events import fixture_events

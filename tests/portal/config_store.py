@@ -19,8 +19,8 @@ from pathlib import Path
 
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore.writer import MetricWriter
-from tau_collector.metric_event import new_metric_event
-from tau_collector.run_config import run_config
+from tau_collector.projection.metric_event import new_metric_event
+from tau_collector.taugrid.run_config import run_config
 
 BASE_NS = 1_760_000_000_000_000_000
 SWEEP = {"lr-0.1": 0.1, "lr-0.03": 0.03, "lr-1e-05": 1e-05}

@@ -29,7 +29,7 @@ import uvicorn
 
 from tau_collector.expstore import open_store
 from tau_collector.expstore.writer import MetricWriter
-from tau_collector.metric_event import MetricEvent, new_metric_event
+from tau_collector.projection.metric_event import MetricEvent, new_metric_event
 from taunotebook.portal.app import create_app
 
 BASE_NS = 1_760_000_000_000_000_000  # 2025-10-09T08:53:20Z

@@ -10,7 +10,7 @@ import pytest
 
 from tau_collector.expstore import open_store
 from tau_collector.expstore.writer import MetricWriter
-from tau_collector.metric_event import new_metric_event
+from tau_collector.projection.metric_event import new_metric_event
 from taunotebook.client.links import path_segment
 
 from .conftest import BASE_NS

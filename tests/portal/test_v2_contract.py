@@ -284,7 +284,7 @@ def test_collector_problems_are_warnings_on_every_read_of_the_run(tmp_path):
     from tau_collector.expstore import open_store
     from tau_collector.expstore.run_events import record_run_events
     from tau_collector.expstore.writer import MetricWriter
-    from tau_collector.metric_event import new_metric_event
+    from tau_collector.projection.metric_event import new_metric_event
     from tau_collector.reads import SOURCE_PROBLEM, RunEvent
 
     store = open_store(tmp_path / "store", create=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tau_collector.metric_event import encode_ndjson_many, new_metric_event
+from tau_collector.projection.metric_event import encode_ndjson_many, new_metric_event
 from tau_collector.sinks import Chunk
 
 from .azurite import Azurite

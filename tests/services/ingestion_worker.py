@@ -27,7 +27,7 @@ from azure.data.tables import TableClient, UpdateMode
 from azure.storage.blob import BlobClient
 from azure.storage.queue import QueueClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
-from tau_collector.metric_event import MetricEvent, MetricEventError, decode_canonical_ndjson
+from tau_collector.projection.metric_event import MetricEvent, MetricEventError, decode_canonical_ndjson
 
 from .kusto_mgmt import IngestionResources
 

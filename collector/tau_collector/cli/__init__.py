@@ -1,7 +1,7 @@
 """The ``tau-collector`` command line: one subcommand per module in this package.
 
 Every subcommand has ``--help`` with examples, exits 2 on usage errors (a one-line message naming
-the parameter), logs to stderr through :mod:`tau_collector.logging_setup` (warnings and errors by default,
+the parameter), logs to stderr through :mod:`tau_collector.cli.logging_setup` (warnings and errors by default,
 ``-v`` info, ``-vv`` debug, ``--log-format json``) and keeps stdout for its data.
 """
 
@@ -11,8 +11,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .. import __version__
-from . import collect, dump, normalize, project, store, wrap
+from tau_collector import __version__
+from tau_collector.cli import collect, dump, normalize, project, store, wrap
 
 _SUBCOMMANDS = (collect, wrap, normalize, dump, project, store)
 

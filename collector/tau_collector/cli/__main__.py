@@ -2,6 +2,6 @@
 
 import sys
 
-from . import main
+from tau_collector.cli import main
 
 sys.exit(main())

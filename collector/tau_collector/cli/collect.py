@@ -25,18 +25,24 @@ import re
 import sys
 import threading
 
-from .. import limits as input_limits
-from .. import logging_setup as logs
-from .. import progress
-from ..collector import Collector, CollectorCancelled, CollectorError, CollectorOptions, install_signal_handlers
-from ..collector_options import SPOOL_FORMATS
-from ..expstore.store import StoreError, StoreReadOnlyError
-from ..ids import InvalidID, validate_id
-from ..process_memory import bound_process_memory
-from ..sinks.base import Sink, SinkError
-from ..spool import SpoolError
-from ..stop_rules import StopRuleError, StopWatch, parse_stop_if, parse_stop_on_nan
-from .common import usage_error
+from tau_collector.cli import logging_setup as logs
+from tau_collector.cli import progress
+from tau_collector.cli.common import usage_error
+from tau_collector.collect.loop import (
+    Collector,
+    CollectorCancelled,
+    CollectorError,
+    CollectorOptions,
+    install_signal_handlers,
+)
+from tau_collector.collect.options import SPOOL_FORMATS
+from tau_collector.collect.process_memory import bound_process_memory
+from tau_collector.collect.stop_rules import StopRuleError, StopWatch, parse_stop_if, parse_stop_on_nan
+from tau_collector.expstore.store import StoreError, StoreReadOnlyError
+from tau_collector.sinks.base import Sink, SinkError
+from tau_collector.sources import read_limits as input_limits
+from tau_collector.spool.manifest import SpoolError
+from tau_collector.taugrid.ids import InvalidID, validate_id
 
 log = logging.getLogger("tau_collector.collect")
 
@@ -292,7 +298,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
         if name == "expstore":
             if not args.store:
                 raise UsageError("--sink expstore needs --store DIR")
-            from ..sinks.expstore import ExpstoreSink
+            from tau_collector.sinks.expstore import ExpstoreSink
 
             sinks.append(ExpstoreSink(args.store, source_id=os.path.abspath(out), compaction_process=True))
         else:
@@ -319,7 +325,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
 
 
 def _adx_sink(args: argparse.Namespace, name: str = "adx-queued-v1") -> Sink:
-    from ..sinks.adx_queued import AdxQueuedSink
+    from tau_collector.sinks.adx.queued import AdxQueuedSink
 
     values = {}
     for flag, env in (("adx_cluster_uri", "ADX_CLUSTER_URI"), ("adx_database", "ADX_DATABASE"),
@@ -347,7 +353,7 @@ def _adx_sink(args: argparse.Namespace, name: str = "adx-queued-v1") -> Sink:
         max_attempts=attempts, retry_backoff_s=backoff, final_status_timeout_s=timeout,
     )
     if name == "adx-streaming":
-        from ..sinks.adx_streaming import AdxStreamingSink
+        from tau_collector.sinks.adx.streaming import AdxStreamingSink
 
         return AdxStreamingSink(values["adx_cluster_uri"], values["adx_database"],
                                 ingest_uri=str(_pick(args.adx_ingest_uri, "ADX_INGEST_URI", "")), **options)

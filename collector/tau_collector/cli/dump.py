@@ -23,17 +23,17 @@ from typing import BinaryIO
 import numpy as np
 import orjson
 
-from .. import limits as input_limits
-from .. import logging_setup as logs
-from .. import progress
-from ..process_memory import bound_process_memory
-from ..projection import RowError, history_step, metric_number
-from ..records import ProblemKind, SourceProblem
-from ..sources.event_columns import read_block_columns
-from ..sources.jsonl import read_history
-from ..sources.run import RunMemory, apply_tensorboard_purge, in_read_order, read_run
-from .common import usage_error
-from .inputs import HistoryInput, RunInput, resolve_inputs
+from tau_collector.cli import logging_setup as logs
+from tau_collector.cli import progress
+from tau_collector.cli.common import usage_error
+from tau_collector.cli.inputs import HistoryInput, RunInput, resolve_inputs
+from tau_collector.collect.process_memory import bound_process_memory
+from tau_collector.projection.projector import RowError, history_step, metric_number
+from tau_collector.sources import read_limits as input_limits
+from tau_collector.sources.event_columns import read_block_columns
+from tau_collector.sources.jsonl import read_history
+from tau_collector.sources.records import ProblemKind, SourceProblem
+from tau_collector.sources.tensorboard_run import RunMemory, apply_tensorboard_purge, in_read_order, read_run
 
 log = logging.getLogger("tau_collector.dump")
 

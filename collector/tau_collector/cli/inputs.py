@@ -6,9 +6,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..records import ProblemKind, SourceProblem
-from ..sources.logdir import discover_runs
-from ..sources.run import TensorBoardRun, is_event_file
+from tau_collector.sources.logdir import discover_runs
+from tau_collector.sources.records import ProblemKind, SourceProblem
+from tau_collector.sources.tensorboard_run import TensorBoardRun, is_event_file
 
 __all__ = ["HistoryInput", "RunInput", "resolve_inputs"]
 

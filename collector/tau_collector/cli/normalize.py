@@ -19,9 +19,9 @@ import threading
 import time
 from typing import BinaryIO
 
-from .. import logging_setup as logs
-from ..history_writer import HistoryWriteError, HistoryWriter
-from ..normalizer import Normalizer, StepError, classify_line
+from tau_collector.cli import logging_setup as logs
+from tau_collector.job.history_writer import HistoryWriteError, HistoryWriter
+from tau_collector.job.normalizer import Normalizer, StepError, classify_line
 
 log = logging.getLogger("tau_collector.normalize")
 

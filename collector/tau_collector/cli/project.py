@@ -18,17 +18,17 @@ import time
 
 import orjson
 
-from .. import logging_setup as logs
-from .. import progress
-from ..gojson import GoJSONError, parse_time
-from ..ids import InvalidID, validate_id
-from ..projection import ProjectionConfig, ProjectionError, Projector
-from ..records import HistoryRow, ProblemKind, SourceProblem
-from ..sources.jsonl import history_metric_file_id, read_history_file
-from ..sources.run import read_run, to_history_row
-from .common import usage_error
-from .dump import EXIT_CORRUPT, InputProgress, _value, input_name
-from .inputs import HistoryInput, RunInput, resolve_inputs
+from tau_collector.cli import logging_setup as logs
+from tau_collector.cli import progress
+from tau_collector.cli.common import usage_error
+from tau_collector.cli.dump import EXIT_CORRUPT, InputProgress, _value, input_name
+from tau_collector.cli.inputs import HistoryInput, RunInput, resolve_inputs
+from tau_collector.projection.projector import ProjectionConfig, ProjectionError, Projector
+from tau_collector.sources.jsonl import history_metric_file_id, read_history_file
+from tau_collector.sources.records import HistoryRow, ProblemKind, SourceProblem
+from tau_collector.sources.tensorboard_run import read_run, to_history_row
+from tau_collector.taugrid.gojson import GoJSONError, parse_time
+from tau_collector.taugrid.ids import InvalidID, validate_id
 
 log = logging.getLogger("tau_collector.project")
 

@@ -21,7 +21,7 @@ in wrap's ``--log-format``. Usage errors exit 2, a missing or invalid run identi
 them (checked before anything starts).
 
 Beside the trainer, wrap samples its process tree, the host and NVIDIA GPUs as ``system/`` metrics
-every ``--system-interval`` seconds (:mod:`tau_collector.system_metrics`), and stops it when one of
+every ``--system-interval`` seconds (:mod:`tau_collector.job.system_sampler`), and stops it when one of
 the collector's stop rules fires (``--stop-on-nan``/``--stop-if``, passed on to ``collect``, which
 writes ``collector/stop-request.json``): the run then ends ``cancelled``, reason
 ``metric-stop-rule``, with the rule, metric, value and step in the completion's message.
@@ -38,16 +38,22 @@ import sys
 import threading
 import time
 
-from .. import logging_setup as logs
-from ..completion import write_completion
-from ..history_writer import HistoryWriter
-from ..stop_flag import StopFlag, leave_stop_signals_to_main_thread
-from ..stop_rules import REASON as STOP_RULE_REASON
-from ..stop_rules import STOP_REQUEST, StopRuleError, parse_stop_if, parse_stop_on_nan, read_stop_request
-from ..system_metrics import SystemSampler
-from .collect import IDENTITY, UsageError, _ours, parse_duration, resolve_identity
-from .common import usage_error
-from .normalize import _Filter, _Passthrough, _positive_seconds
+from tau_collector.cli import logging_setup as logs
+from tau_collector.cli.collect import IDENTITY, UsageError, _ours, parse_duration, resolve_identity
+from tau_collector.cli.common import usage_error
+from tau_collector.cli.normalize import _Filter, _Passthrough, _positive_seconds
+from tau_collector.collect.completion_file import write_completion
+from tau_collector.collect.signal_stop import StopFlag, leave_stop_signals_to_main_thread
+from tau_collector.collect.stop_rules import REASON as STOP_RULE_REASON
+from tau_collector.collect.stop_rules import (
+    STOP_REQUEST,
+    StopRuleError,
+    parse_stop_if,
+    parse_stop_on_nan,
+    read_stop_request,
+)
+from tau_collector.job.history_writer import HistoryWriter
+from tau_collector.job.system_sampler import SystemSampler
 
 log = logging.getLogger("tau_collector.wrap")
 

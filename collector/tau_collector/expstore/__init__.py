@@ -1,7 +1,7 @@
 """The local experiment store (TauGrid's expstore layout): schema, writer, summaries, compaction, the store's reader.
 
 The rows its reader answers with and the non-blocking rule are the read contract's
-(:mod:`tau_collector.reads`); run configurations are :mod:`tau_collector.run_config`'s.
+(:mod:`tau_collector.reads`); run configurations are :mod:`tau_collector.taugrid.run_config`'s.
 
 The names below are imported on first use: opening a store or catching its errors does not load
 pyarrow and numpy, which only reading and writing metric files need (a sidecar that delivers to
@@ -33,10 +33,10 @@ _HOME = {
 }
 
 if TYPE_CHECKING:
-    from .config_rows import ConfigConflictError
-    from .reader import StoreReader
-    from .store import ExpStore, StoreError, StoreNotFoundError, StoreReadOnlyError, open_store
-    from .writer import IdempotencyConflictError, WriteResult
+    from tau_collector.expstore.config_rows import ConfigConflictError
+    from tau_collector.expstore.reader import StoreReader
+    from tau_collector.expstore.store import ExpStore, StoreError, StoreNotFoundError, StoreReadOnlyError, open_store
+    from tau_collector.expstore.writer import IdempotencyConflictError, WriteResult
 
 
 def __getattr__(name: str) -> object:

@@ -20,11 +20,11 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from ..process_memory import release_arrow_memory
-from . import schema
-from .levels import levels_path, publish_table_levels
-from .metric_files import metric_file_path, metric_row_groups
-from .store import ExpStore, StoreError, utc_now_rfc3339
+from tau_collector.collect.process_memory import release_arrow_memory
+from tau_collector.expstore import schema
+from tau_collector.expstore.levels import levels_path, publish_table_levels
+from tau_collector.expstore.metric_files import metric_file_path, metric_row_groups
+from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
 __all__ = ["CompactionPolicy", "CompactionResult", "compact_all", "compact_quietly", "compact_run", "delete_retired",
            "new_file_count"]

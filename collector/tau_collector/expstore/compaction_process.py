@@ -30,8 +30,8 @@ import sys
 import time
 from collections.abc import Sequence
 
-from .compaction import CompactionPolicy, compact_all, new_file_count
-from .store import ExpStore, StoreError
+from tau_collector.expstore.compaction import CompactionPolicy, compact_all, new_file_count
+from tau_collector.expstore.store import ExpStore, StoreError
 
 __all__ = ["CompactionProcess", "main"]
 
@@ -107,7 +107,7 @@ def _child_environment() -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from ..process_memory import bound_process_memory, pandas_kept_out
+    from tau_collector.collect.process_memory import bound_process_memory, pandas_kept_out
 
     parser = argparse.ArgumentParser(prog="python -m " + __name__, description="merge runs' small metric files")
     parser.add_argument("--store", required=True)

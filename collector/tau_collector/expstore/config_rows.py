@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from ..run_config import RunConfig, combined_config_hash, run_config_from_row
-from .store import ExpStore, StoreError
+from tau_collector.expstore.store import ExpStore, StoreError
+from tau_collector.taugrid.run_config import RunConfig, combined_config_hash, run_config_from_row
 
 __all__ = ["ConfigConflictError", "put_run_config", "read_run_configs", "run_config_hash"]
 

@@ -30,8 +30,8 @@ import zipfile
 
 import numpy as np
 
-from .schema import METRICS_DIR
-from .store import ExpStore
+from tau_collector.expstore.schema import METRICS_DIR
+from tau_collector.expstore.store import ExpStore
 
 __all__ = ["BASES", "LEVELS_DIR", "POINT_FIELDS", "RECORD", "FileLevels", "combine", "levels_path",
            "publish_chunk_levels", "publish_table_levels", "publish_write_levels", "read_levels", "summarize"]

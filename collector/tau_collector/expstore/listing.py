@@ -23,8 +23,8 @@ import sqlite3
 from collections import namedtuple
 from collections.abc import Iterable, Sequence
 
-from ..reads.lifecycle import classify
-from ..reads.rows import RUN_SORTS, WORKSPACE_TAG, ExperimentDetails, ExperimentListingRow
+from tau_collector.reads.lifecycle import classify
+from tau_collector.reads.rows import RUN_SORTS, WORKSPACE_TAG, ExperimentDetails, ExperimentListingRow
 
 __all__ = [
     "LISTING_VERSION",

@@ -28,12 +28,12 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from ..process_memory import release_arrow_memory
-from . import schema
-from .compaction import COMPACTED_PREFIX, parquet_bytes
-from .levels import publish_table_levels
-from .metric_files import metric_file_path
-from .store import ExpStore, StoreError, utc_now_rfc3339
+from tau_collector.collect.process_memory import release_arrow_memory
+from tau_collector.expstore import schema
+from tau_collector.expstore.compaction import COMPACTED_PREFIX, parquet_bytes
+from tau_collector.expstore.levels import publish_table_levels
+from tau_collector.expstore.metric_files import metric_file_path
+from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
 __all__ = ["CLUSTER_ROWS", "SLICE_ROWS", "cluster_quietly", "cluster_run", "clustering_due", "main", "metric_ranges",
            "start_clustering"]
@@ -144,7 +144,7 @@ def start_clustering(store: ExpStore, run_ids: Sequence[str], *,
     """Start a child that clusters those of ``run_ids`` that are due, and return it without waiting (None when
     none is due). It runs in its own session: a Ctrl-C meant for the import that started it does not stop it
     (stopping it would be harmless: see the module doc)."""
-    from .compaction_process import _child_environment
+    from tau_collector.expstore.compaction_process import _child_environment
 
     due = clustering_due(store, run_ids, max_rows)
     if not due:
@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m tau_collector.expstore.metric_clusters --store DIR --run ID [--run ID ...]``: cluster each run
     (:func:`cluster_quietly`: a run that cannot be clustered now is left as it is); 1 when the store cannot be
     opened."""
-    from ..process_memory import bound_process_memory, pandas_kept_out
+    from tau_collector.collect.process_memory import bound_process_memory, pandas_kept_out
 
     parser = argparse.ArgumentParser(prog="python -m " + __name__, description="cluster runs' files by metric")
     parser.add_argument("--store", required=True)

@@ -18,7 +18,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 
-from .store import ExpStore
+from tau_collector.expstore.store import ExpStore
 
 __all__ = ["IndexCache", "LRU"]
 

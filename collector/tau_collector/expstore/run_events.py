@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import orjson
 
-from ..reads.rows import RunEvent
-from .store import ExpStore
+from tau_collector.expstore.store import ExpStore
+from tau_collector.reads.rows import RunEvent
 
 __all__ = ["read_run_events", "record_run_events"]
 

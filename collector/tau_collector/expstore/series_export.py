@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .store import ExpStore
+from tau_collector.expstore.store import ExpStore
 
 __all__ = ["SeriesBatch", "iter_series", "csv_chunks", "json_chunks", "CSV_HEADER", "FORMATS"]
 

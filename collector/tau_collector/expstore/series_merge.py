@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..reads.blocking import may_block
-from .m4 import M4Index
+from tau_collector.expstore.m4 import M4Index
+from tau_collector.reads.blocking import may_block
 
 __all__ = [
     "EMPTY_F", "EMPTY_I", "FileList", "Merged", "bounds", "clamp", "dedupe", "groups_holding", "merge", "read_slice",

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import orjson
 
-from ..durable import fsync_directory, make_dirs
-from . import schema
-from .listing import ensure_listings
+from tau_collector.expstore import schema
+from tau_collector.expstore.listing import ensure_listings
+from tau_collector.spool.durable import fsync_directory, make_dirs
 
 __all__ = ["ExpStore", "StoreError", "StoreNotFoundError", "StoreReadOnlyError", "open_store", "utc_now_rfc3339"]
 

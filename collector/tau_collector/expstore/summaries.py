@@ -21,7 +21,7 @@ import itertools
 
 import numpy as np
 
-from ..reads.rows import MetricSummaryRow
+from tau_collector.reads.rows import MetricSummaryRow
 
 __all__ = ["SUMMARY_COLUMNS", "merge_summaries", "read_summary", "store_summary",
            "summarize_metric", "summarize_sorted", "upsert_summaries"]

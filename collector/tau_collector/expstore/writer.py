@@ -19,21 +19,21 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 
-from ..completion import RUN_STATUS_METRIC
-from ..gojson import format_time
-from ..ids import unreachable_id
-from ..metric_event import MetricEvent
-from ..run_config import RunConfig
-from . import schema
-from .compaction import CompactionPolicy, compact_quietly
-from .compaction_process import CompactionProcess
-from .config_rows import ConfigConflictError, put_run_config, run_config_hash
-from .levels import publish_write_levels
-from .listing import refresh_runs
-from .metric_files import metric_file_path, metric_row_groups
-from .parquet_encoder import Coded, Column, PlainTexts, TextValues, encode_parquet
-from .store import ExpStore, StoreError, utc_now_rfc3339
-from .summaries import read_summary, store_summary, summarize_sorted, upsert_summaries
+from tau_collector.collect.completion_file import RUN_STATUS_METRIC
+from tau_collector.expstore import schema
+from tau_collector.expstore.compaction import CompactionPolicy, compact_quietly
+from tau_collector.expstore.compaction_process import CompactionProcess
+from tau_collector.expstore.config_rows import ConfigConflictError, put_run_config, run_config_hash
+from tau_collector.expstore.levels import publish_write_levels
+from tau_collector.expstore.listing import refresh_runs
+from tau_collector.expstore.metric_files import metric_file_path, metric_row_groups
+from tau_collector.expstore.parquet_encoder import Coded, Column, PlainTexts, TextValues, encode_parquet
+from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
+from tau_collector.expstore.summaries import read_summary, store_summary, summarize_sorted, upsert_summaries
+from tau_collector.projection.metric_event import MetricEvent
+from tau_collector.taugrid.gojson import format_time
+from tau_collector.taugrid.ids import unreachable_id
+from tau_collector.taugrid.run_config import RunConfig
 
 __all__ = [
     "RUN_STATUS_METRIC",
@@ -484,7 +484,7 @@ def _common_tags(tag_sets: list[dict[str, str]]) -> dict[str, str]:
 
 
 def _parse_ns(text: str) -> int:
-    from ..gojson import GoJSONError, parse_time
+    from tau_collector.taugrid.gojson import GoJSONError, parse_time
 
     try:
         return parse_time(text)

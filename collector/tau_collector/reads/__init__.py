@@ -15,9 +15,9 @@ implementation of this contract, not its home.
 
 from __future__ import annotations
 
-from .blocking import QUICK_FILE_ROWS, QUICK_POINTS, WouldBlock, may_block, no_blocking
-from .contract import ExperimentReader
-from .rows import (
+from tau_collector.reads.blocking import QUICK_FILE_ROWS, QUICK_POINTS, WouldBlock, may_block, no_blocking
+from tau_collector.reads.contract import ExperimentReader
+from tau_collector.reads.rows import (
     RUN_SORTS,
     SOURCE_PROBLEM,
     WORKSPACE_TAG,

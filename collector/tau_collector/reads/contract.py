@@ -8,7 +8,7 @@ with the rows of :mod:`.rows` and keep the non-blocking rule of :mod:`.blocking`
 Readers may offer more, and the Portal asks for it by name (``getattr``) and answers without it where
 it is missing: ``pinned()`` (one view of the source for a request), ``generation()`` (a token that
 changes with the data, for answer caches), ``run_configs(run_ids)`` (each run's
-:class:`~tau_collector.run_config.RunConfig`), ``metric_summaries_named(run_id, names)``, ``derived(key,
+:class:`~tau_collector.taugrid.run_config.RunConfig`), ``metric_summaries_named(run_id, names)``, ``derived(key,
 build)`` (a value cached until the data changes), and the indexed listings of a store
 (``has_listings()``, ``search_experiments``, ``experiment_details`` → :class:`~.rows.ExperimentDetails`,
 ``run_window`` sorted by one of :data:`~.rows.RUN_SORTS`, ``summaries_of``, ``runs_per_metric``,
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from .rows import MetricSummaryRow, ReducedSeries, Rows, RunEvent, RunRow
+from tau_collector.reads.rows import MetricSummaryRow, ReducedSeries, Rows, RunEvent, RunRow
 
 __all__ = ["ExperimentReader"]
 

@@ -1,5 +1,5 @@
 """Sinks: where spooled chunks of canonical MetricEvents are delivered (expstore, ADX)."""
 
-from .base import Chunk, Sink, SinkError
+from tau_collector.sinks.base import Chunk, Sink, SinkError
 
 __all__ = ["Chunk", "Sink", "SinkError"]

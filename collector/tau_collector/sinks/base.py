@@ -6,14 +6,14 @@ import abc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ..metric_event import MetricEvent
-from ..records import SourceProblem
+from tau_collector.projection.metric_event import MetricEvent
+from tau_collector.sources.records import SourceProblem
 
 if TYPE_CHECKING:
-    from ..projection_columns import PointColumns
-    from ..run_config import RunConfig
+    from tau_collector.projection.columns import PointColumns
+    from tau_collector.taugrid.run_config import RunConfig
 
-__all__ = ["Chunk", "Sink", "SinkError"]
+__all__ = ["Chunk", "RunConfigConflict", "Sink", "SinkError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +40,7 @@ class Chunk:
         """The chunk's events; decodes (strictly) only when the spool did not hand them over."""
         if self.events is not None:
             return list(self.events)
-        from ..metric_event import decode_canonical_ndjson
+        from tau_collector.projection.metric_event import decode_canonical_ndjson
 
         return decode_canonical_ndjson(self.ndjson)
 
@@ -51,6 +51,13 @@ class SinkError(Exception):
     def __init__(self, message: str, *, retryable: bool) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+class RunConfigConflict(SinkError):
+    """The run already has another configuration in this sink: nothing was written (not retryable)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=False)
 
 
 class Sink(abc.ABC):
@@ -75,7 +82,7 @@ class Sink(abc.ABC):
     def put_run_config(self, run_id: str, config: RunConfig) -> None:  # noqa: B027 - optional
         """Keep the run's configuration where readers can show it; a sink of metric events only ignores it.
 
-        Raises :class:`~tau_collector.expstore.config_rows.ConfigConflictError` when the run already
+        Raises :class:`RunConfigConflict` when the run already
         has another configuration.
         """
 

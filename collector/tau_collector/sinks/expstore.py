@@ -21,15 +21,16 @@ import sqlite3
 
 import orjson
 
-from ..expstore.compaction import CompactionPolicy
-from ..expstore.run_events import record_run_events
-from ..expstore.store import ExpStore, StoreError, unwritable_reason, utc_now_rfc3339
-from ..expstore.writer import IdempotencyConflictError, MetricWriter
-from ..metric_event import MetricEvent, NotCanonicalError
-from ..reads import SOURCE_PROBLEM, RunEvent
-from ..records import ProblemKind, SourceProblem
-from ..run_config import RunConfig
-from .base import Chunk, Sink, SinkError
+from tau_collector.expstore.compaction import CompactionPolicy
+from tau_collector.expstore.config_rows import ConfigConflictError
+from tau_collector.expstore.run_events import record_run_events
+from tau_collector.expstore.store import ExpStore, StoreError, unwritable_reason, utc_now_rfc3339
+from tau_collector.expstore.writer import IdempotencyConflictError, MetricWriter
+from tau_collector.projection.metric_event import MetricEvent, NotCanonicalError
+from tau_collector.reads import SOURCE_PROBLEM, RunEvent
+from tau_collector.sinks.base import Chunk, RunConfigConflict, Sink, SinkError
+from tau_collector.sources.records import ProblemKind, SourceProblem
+from tau_collector.taugrid.run_config import RunConfig
 
 __all__ = ["ExpstoreSink", "chunk_idempotency_key", "chunk_request_hash"]
 
@@ -124,6 +125,8 @@ class ExpstoreSink(Sink):
     def put_run_config(self, run_id: str, config: RunConfig) -> None:
         try:
             self._writer.put_run_config(run_id, config)
+        except ConfigConflictError as exc:
+            raise RunConfigConflict(str(exc)) from None
         except sqlite3.OperationalError as exc:
             raise SinkError(f"expstore: {exc}", retryable=True) from None
 
@@ -142,7 +145,7 @@ class ExpstoreSink(Sink):
         request_hash = chunk.key or chunk_request_hash(chunk)
         try:
             if chunk.points is not None and not chunk.non_finite:
-                from .expstore_columns import run_columns
+                from tau_collector.sinks.expstore_columns import run_columns
 
                 self._writer.write_columns(key, [run_columns(chunk.points)], request_hash=request_hash)
                 return

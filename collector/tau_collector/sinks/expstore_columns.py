@@ -1,4 +1,4 @@
-"""Points in columns (:class:`~tau_collector.projection_columns.PointColumns`) as the expstore writer's
+"""Points in columns (:class:`~tau_collector.projection.columns.PointColumns`) as the expstore writer's
 :class:`~tau_collector.expstore.writer.RunColumns`: the same rows the writer makes of MetricEvents.
 
 Rows are put in the order the store keeps them (metric name, step, wall time, arrival), so the
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..completion import RUN_STATUS_METRIC
-from ..expstore.parquet_encoder import PlainTexts
-from ..expstore.writer import RunColumns, run_status_of
-from ..projection_columns import PointColumns
+from tau_collector.collect.completion_file import RUN_STATUS_METRIC
+from tau_collector.expstore.parquet_encoder import PlainTexts
+from tau_collector.expstore.writer import RunColumns, run_status_of
+from tau_collector.projection.columns import PointColumns
 
 __all__ = ["run_columns"]
 

@@ -5,8 +5,8 @@ which input files it has (all of them, or those among the paths a watcher saw ch
 reads one bounded :class:`Batch` of an input from a checkpoint :class:`Position`. What a batch
 could not read is in its ``problems``; what it skipped on purpose (images, values nested too
 deep) in its ``dropped`` counts. Checkpoints, fingerprints, spooling and delivery are not a
-source's business (:mod:`tau_collector.collector`, :mod:`tau_collector.fingerprint`,
-:mod:`tau_collector.spool`, :mod:`tau_collector.store_import`).
+source's business (:mod:`tau_collector.collect.loop`, :mod:`tau_collector.spool.fingerprint`,
+:mod:`tau_collector.spool.manifest`, :mod:`tau_collector.collect.import_pass`).
 
 A source may also have the run's configuration (hyperparameters: Tune's ``params.json``, W&B's
 ``config.yaml``, TensorBoard HParams): :meth:`Source.run_config`, stored by whoever delivers the
@@ -16,16 +16,17 @@ source's points (the collector, the import) in the expstore's ``configs`` table.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..limits import DEFAULT_LIMITS, Limits
-from ..records import HistoryRow, SourceProblem
+from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
+from tau_collector.sources.records import HistoryRow, SourceProblem
 
 if TYPE_CHECKING:
-    from ..run_config import RunConfig
-    from .event_columns import ScalarColumns
-    from .run import SessionRestart
+    from tau_collector.sources.event_columns import ScalarColumns
+    from tau_collector.sources.tensorboard_run import SessionRestart
+    from tau_collector.taugrid.run_config import RunConfig
 
 __all__ = ["Batch", "Position", "Source", "SourceInput"]
 
@@ -99,6 +100,13 @@ class Source(abc.ABC):
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self.limits = limits
 
+    def prepare(self, known: Callable[[str], bool] | None) -> None:  # noqa: B027 - optional
+        """Before a drain lists inputs: ``known(path)`` says a path is closed and already read completely.
+
+        Sources whose listing can skip such files cheaply (history chunk directories) keep it; None means
+        nothing is known yet.
+        """
+
     @abc.abstractmethod
     def inputs(self, changed: set[str] | None = None) -> list[SourceInput]:
         """Every input, in reading order; with ``changed``, only those among these paths."""
@@ -124,7 +132,7 @@ class Source(abc.ABC):
         """The run's configuration (hyperparameters) as far as the source can tell now, or None.
 
         Reads at most a small, bounded file (or the first records of event files); raises
-        :class:`~tau_collector.run_config.ConfigError` for a configuration it cannot read,
+        :class:`~tau_collector.taugrid.run_config.ConfigError` for a configuration it cannot read,
         naming the file and the place, and ``OSError`` when the file cannot be read at all.
         """
         return None

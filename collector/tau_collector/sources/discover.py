@@ -15,15 +15,15 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..limits import DEFAULT_LIMITS, Limits
-from .base import Source
-from .history import HistorySource
-from .hparams import scan_hparams
-from .logdir import run_of_file
-from .run import TensorBoardRun, is_event_file, metric_file_id
-from .tensorboard import TensorBoardSource
-from .tune import TUNE_RESULT, TuneSource
-from .wandb import WandbSource
+from tau_collector.sources.base import Source
+from tau_collector.sources.history import HistorySource
+from tau_collector.sources.hparams import scan_hparams
+from tau_collector.sources.logdir import run_of_file
+from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
+from tau_collector.sources.tensorboard import TensorBoardSource
+from tau_collector.sources.tensorboard_run import TensorBoardRun, is_event_file, metric_file_id
+from tau_collector.sources.tune import TUNE_RESULT, TuneSource
+from tau_collector.sources.wandb import WandbSource
 
 __all__ = ["Found", "discover"]
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..limits import DEFAULT_LIMITS
-from .event_file import CANONICAL_MAX
-from .run import (
+from tau_collector.sources.event_file import CANONICAL_MAX
+from tau_collector.sources.read_limits import DEFAULT_LIMITS
+from tau_collector.sources.tensorboard_run import (
     RunMemory,
     SegmentBatch,
     TensorBoardRun,
@@ -28,7 +28,7 @@ from .run import (
     decode_event_into,
     unreadable_problem,
 )
-from .tf_record import DEFAULT_MAX_RECORD_BYTES, HEADER_SIZE, FrameIndex, StopReason, read_block
+from tau_collector.sources.tf_record import DEFAULT_MAX_RECORD_BYTES, HEADER_SIZE, FrameIndex, StopReason, read_block
 
 __all__ = ["DEFAULT_BLOCK_BYTES", "ScalarColumns", "empty_columns", "read_block_columns"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from google.protobuf.message import DecodeError
 
-from .protobuf_wire import fields
-from .tensorboard_proto.event_pb2 import Event, SessionLog
+from tau_collector.sources.protobuf_wire import fields
+from tau_collector.sources.tensorboard_proto.event_pb2 import Event, SessionLog
 
 __all__ = ["CANONICAL_MAX", "Event", "EventDecodeError", "SESSION_START", "canonical_scalar_key", "decode_event",
            "summary_value_count"]

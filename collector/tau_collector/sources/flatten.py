@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from ..records import HistoryRow
+from tau_collector.sources.records import HistoryRow
 
 __all__ = ["NESTED_TOO_DEEP", "flatten_rows"]
 

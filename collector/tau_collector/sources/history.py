@@ -12,10 +12,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..limits import DEFAULT_LIMITS, Limits
-from ..records import ProblemKind
-from .base import Batch, Position, Source, SourceInput
-from .jsonl import expand_history, history_metric_file_id, read_history
+from tau_collector.sources.base import Batch, Position, Source, SourceInput
+from tau_collector.sources.jsonl import expand_history, history_metric_file_id, read_history
+from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
+from tau_collector.sources.records import ProblemKind
 
 __all__ = ["HistorySource", "read_history_batch"]
 
@@ -49,6 +49,9 @@ class HistorySource(Source):
         self.time_field = time_field
         # Files the collector has folded as completely read: listed by a full scan, never stat'ed.
         self.known: Callable[[str], bool] | None = None
+
+    def prepare(self, known: Callable[[str], bool] | None) -> None:
+        self.known = known
 
     def inputs(self, changed: set[str] | None = None) -> list[SourceInput]:
         """Raises :class:`.jsonl.HistoryPathError` for a pattern naming a directory."""

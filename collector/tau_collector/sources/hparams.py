@@ -26,9 +26,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from .event_file import EventDecodeError, decode_event
-from .protobuf_wire import fields
-from .tf_record import StopReason, scan_file
+from tau_collector.sources.event_file import EventDecodeError, decode_event
+from tau_collector.sources.protobuf_wire import fields
+from tau_collector.sources.tf_record import StopReason, scan_file
 
 __all__ = ["HPARAMS_FORMAT", "HParamsScan", "session_hparams", "scan_hparams"]
 

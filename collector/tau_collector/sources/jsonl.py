@@ -25,8 +25,8 @@ from typing import Any
 
 import orjson
 
-from tau_collector.gojson import decode_go_utf8
-from tau_collector.records import HistoryRow, ProblemKind, SourceProblem
+from tau_collector.sources.records import HistoryRow, ProblemKind, SourceProblem
+from tau_collector.taugrid.gojson import decode_go_utf8
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from .run import TensorBoardRun, is_event_file, metric_file_id
+from tau_collector.sources.tensorboard_run import TensorBoardRun, is_event_file, metric_file_id
 
 __all__ = ["discover_runs", "run_in", "run_of_file"]
 

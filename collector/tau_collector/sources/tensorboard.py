@@ -17,15 +17,15 @@ import dataclasses
 import os
 from typing import Any
 
-from ..limits import DEFAULT_LIMITS, Limits
-from ..records import ProblemKind
-from ..run_config import ConfigError, RunConfig, run_config
-from .base import Batch, Position, Source, SourceInput
-from .event_columns import read_block_columns
-from .hparams import HPARAMS_FORMAT, HParamsScan, scan_hparams
-from .logdir import discover_runs, run_in
-from .run import RunMemory, TensorBoardRun, is_event_file, rebuild_run_memory
-from .tf_record import StopReason
+from tau_collector.sources.base import Batch, Position, Source, SourceInput
+from tau_collector.sources.event_columns import read_block_columns
+from tau_collector.sources.hparams import HPARAMS_FORMAT, HParamsScan, scan_hparams
+from tau_collector.sources.logdir import discover_runs, run_in
+from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
+from tau_collector.sources.records import ProblemKind
+from tau_collector.sources.tensorboard_run import RunMemory, TensorBoardRun, is_event_file, rebuild_run_memory
+from tau_collector.sources.tf_record import StopReason
+from tau_collector.taugrid.run_config import ConfigError, RunConfig, run_config
 
 __all__ = ["TensorBoardSource"]
 

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .masked_crc import MASK_DELTA, crc32c, mask, masked_crc32c, unmask_array
+from tau_collector.sources.masked_crc import MASK_DELTA, crc32c, mask, masked_crc32c, unmask_array
 
 __all__ = [
     "DEFAULT_MAX_RECORD_BYTES",

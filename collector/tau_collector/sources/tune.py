@@ -18,15 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from ..limits import DEFAULT_LIMITS, Limits
-from ..records import HistoryRow
-from ..run_config import RunConfig, read_config_file
-from .base import Batch, Position, Source, SourceInput
-from .event_columns import read_block_columns
-from .flatten import NESTED_TOO_DEEP, flatten_rows
-from .history import history_input, read_history_batch
-from .logdir import run_in
-from .run import RunMemory
+from tau_collector.sources.base import Batch, Position, Source, SourceInput
+from tau_collector.sources.event_columns import read_block_columns
+from tau_collector.sources.flatten import NESTED_TOO_DEEP, flatten_rows
+from tau_collector.sources.history import history_input, read_history_batch
+from tau_collector.sources.logdir import run_in
+from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
+from tau_collector.sources.records import HistoryRow
+from tau_collector.sources.tensorboard_run import RunMemory
+from tau_collector.taugrid.run_config import RunConfig, read_config_file
 
 __all__ = ["TUNE_PARAMS", "TUNE_RESULT", "TuneSource"]
 

@@ -6,7 +6,7 @@ skipped. The file is read in bounded batches like any history file (:mod:`.jsonl
 
 The run's configuration is ``files/config.yaml``: W&B writes each key as ``{desc, value}`` beside
 its bookkeeping (``wandb_version``, ``_wandb``); the configuration stored is the values (what
-``wandb.config`` held), read by TauGrid's YAML rules (:mod:`tau_collector.config_yaml`),
+``wandb.config`` held), read by TauGrid's YAML rules (:mod:`tau_collector.taugrid.config_yaml`),
 with the file as its ``uri``.
 """
 
@@ -15,11 +15,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..limits import DEFAULT_LIMITS, Limits
-from ..run_config import ConfigError, RunConfig, parse_config, read_config_bytes, run_config
-from .base import Batch, Position, Source, SourceInput
-from .flatten import NESTED_TOO_DEEP, flatten_rows
-from .history import history_input, read_history_batch
+from tau_collector.sources.base import Batch, Position, Source, SourceInput
+from tau_collector.sources.flatten import NESTED_TOO_DEEP, flatten_rows
+from tau_collector.sources.history import history_input, read_history_batch
+from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
+from tau_collector.taugrid.run_config import ConfigError, RunConfig, parse_config, read_config_bytes, run_config
 
 __all__ = ["WANDB_CONFIG", "WANDB_HISTORY", "WandbSource", "wandb_config_values"]
 

@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from tau_collector.gojson import format_time
 from tau_collector.reads import MetricSummaryRow, ReducedSeries, Rows, RunEvent, RunRow, may_block
+from tau_collector.taugrid.gojson import format_time
 
 from .connection import KustoConnection
 from .errors import AmbiguousRunError, KustoUpstreamError

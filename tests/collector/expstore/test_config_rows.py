@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from tau_collector.expstore import ConfigConflictError, StoreReader
-from tau_collector.run_config import run_config
+from tau_collector.taugrid.run_config import run_config
 
 from .events import event, new_store
 
@@ -118,6 +118,6 @@ def test_a_taugrid_row_with_several_configs_reads_as_one(tmp_path):
     assert got.values == {"arch": "mlp", "lr": 0.1, "seed": 2, "width": 8}
     assert list(got.values) == list(got.fields) == ["arch", "lr", "seed", "width"]  # sorted, as one file's
     assert (got.format, got.uri) == ("yaml,json", "a.yaml,b.json")
-    from tau_collector.run_config import combined_config_hash
+    from tau_collector.taugrid.run_config import combined_config_hash
 
     assert got.config_hash == combined_config_hash([a.config_hash, b.config_hash])

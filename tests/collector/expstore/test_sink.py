@@ -8,7 +8,7 @@ import math
 import pytest
 
 from tau_collector.expstore import StoreReader
-from tau_collector.metric_event import encode_ndjson_many
+from tau_collector.projection.metric_event import encode_ndjson_many
 from tau_collector.sinks.base import Chunk, SinkError
 from tau_collector.sinks.expstore import ExpstoreSink, chunk_idempotency_key
 

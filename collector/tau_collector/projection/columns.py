@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 
-from .gojson import MAX_TIME_NS, MIN_TIME_NS, _format_date_second, encode_float
-from .metric_event import METRIC_EVENT_SCHEMA_V1
-from .projection import PointLists, Projected, Projector, RowError
-from .records import HistoryRow
-from .sources.event_columns import ScalarColumns
+from tau_collector.projection.metric_event import METRIC_EVENT_SCHEMA_V1
+from tau_collector.projection.projector import PointLists, Projected, Projector, RowError
+from tau_collector.sources.event_columns import ScalarColumns
+from tau_collector.sources.records import HistoryRow
+from tau_collector.taugrid.gojson import MAX_TIME_NS, MIN_TIME_NS, _format_date_second, encode_float
 
 __all__ = ["PointColumns", "point_columns", "project_scalar_columns"]
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from .column_spool import ColumnChunk
-from .limits import Limits
-from .pipeline import ProjectedBatch, merge_points
-from .sources.base import Source, SourceInput
-from .spool import Manifest, SourceRange
+from tau_collector.projection.pipeline import ProjectedBatch, merge_points
+from tau_collector.sources.base import Source, SourceInput
+from tau_collector.sources.read_limits import Limits
+from tau_collector.spool.column_record import ColumnChunk
+from tau_collector.spool.manifest import Manifest, SourceRange
 
 # Batches of several files join one chunk up to these source sizes (and the batch bounds): small closed files
 # (TauGrid's trainers write one per step, a few kB) share a chunk, a larger file stays a chunk of its own, so a

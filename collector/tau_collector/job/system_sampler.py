@@ -2,7 +2,7 @@
 
 The sampler reads, every ``interval`` seconds, what the job beside the sidecar uses and writes one
 house row (``{"_step": n, "_timestamp": t, "system/...": value, ...}``) through a
-:class:`~tau_collector.history_writer.HistoryWriter` into the run's history directory. The
+:class:`~tau_collector.job.history_writer.HistoryWriter` into the run's history directory. The
 collector then reads those rows like any trainer's: projection, spool and sinks, so system
 metrics reach the expstore and ADX by the one path every metric takes. ``_step`` counts samples
 from 0 (MLflow's rule), so a system series is drawn against its own sample number.
@@ -32,13 +32,13 @@ from typing import Any
 
 import psutil
 
-from .history_writer import HistoryWriter
-from .stop_flag import leave_stop_signals_to_main_thread
+from tau_collector.collect.signal_stop import leave_stop_signals_to_main_thread
+from tau_collector.job.history_writer import HistoryWriter
 
 __all__ = ["ProcessTreeSampler", "GpuSampler", "SystemSampler", "PREFIX"]
 
 PREFIX = "system/"
-log = logging.getLogger("tau_collector.system_metrics")
+log = logging.getLogger("tau_collector.job.system_sampler")
 
 
 class ProcessTreeSampler:

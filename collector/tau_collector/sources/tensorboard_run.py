@@ -48,10 +48,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..limits import DEFAULT_LIMITS
-from ..records import HistoryRow, ProblemKind, SourceProblem
-from .data_compat import SCALARS, dropped_bucket, series_kind, tensor_scalar
-from .event_file import (
+from tau_collector.sources.data_compat import SCALARS, dropped_bucket, series_kind, tensor_scalar
+from tau_collector.sources.event_file import (
     CANONICAL_MAX,
     SESSION_START,
     EventDecodeError,
@@ -59,7 +57,9 @@ from .event_file import (
     decode_event,
     summary_value_count,
 )
-from .tf_record import DEFAULT_MAX_RECORD_BYTES, Block, FrameScan, StopReason, read_block
+from tau_collector.sources.read_limits import DEFAULT_LIMITS
+from tau_collector.sources.records import HistoryRow, ProblemKind, SourceProblem
+from tau_collector.sources.tf_record import DEFAULT_MAX_RECORD_BYTES, Block, FrameScan, StopReason, read_block
 
 __all__ = [
     "DEFAULT_CHUNK_BYTES",

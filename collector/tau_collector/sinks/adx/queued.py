@@ -31,11 +31,11 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..completion import TERMINAL_DRAIN_GRACE
-from ..gojson import encode_string
-from ..metric_event import MetricEventError
-from .adx_errors import describe, is_retryable, redact_url
-from .base import Chunk, Sink, SinkError
+from tau_collector.collect.completion_file import TERMINAL_DRAIN_GRACE
+from tau_collector.projection.metric_event import MetricEventError
+from tau_collector.sinks.adx.errors import describe, is_retryable, redact_url
+from tau_collector.sinks.base import Chunk, Sink, SinkError
+from tau_collector.taugrid.gojson import encode_string
 
 __all__ = [
     "DEFAULT_ATTEMPTS",

@@ -31,17 +31,17 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from .expstore.config_rows import ConfigConflictError
-from .expstore.metric_clusters import cluster_quietly, start_clustering
-from .expstore.writer import MetricWriter
-from .pipeline import Pipeline, ProjectedBatch
-from .projection import ProjectionConfig
-from .records import ProblemKind, SourceProblem
-from .run_config import ConfigError
-from .sinks.base import Chunk
-from .sinks.expstore import ExpstoreSink
-from .sources.base import Batch, Position, Source, SourceInput
-from .spool import non_finite_key
+from tau_collector.expstore.config_rows import ConfigConflictError
+from tau_collector.expstore.metric_clusters import cluster_quietly, start_clustering
+from tau_collector.expstore.writer import MetricWriter
+from tau_collector.projection.pipeline import Pipeline, ProjectedBatch
+from tau_collector.projection.projector import ProjectionConfig
+from tau_collector.sinks.base import Chunk
+from tau_collector.sinks.expstore import ExpstoreSink
+from tau_collector.sources.base import Batch, Position, Source, SourceInput
+from tau_collector.sources.records import ProblemKind, SourceProblem
+from tau_collector.spool.manifest import non_finite_key
+from tau_collector.taugrid.run_config import ConfigError
 
 __all__ = ["IMPORT_VERSION", "ImportRun", "ImportSummary", "StoreImport"]
 

@@ -31,8 +31,8 @@ import os
 import time
 from dataclasses import dataclass
 
-from .checkpoint import Checkpoint, SourceCheckpoint
-from .gojson import format_time, parse_time
+from tau_collector.spool.checkpoint import Checkpoint, SourceCheckpoint
+from tau_collector.taugrid.gojson import format_time, parse_time
 
 __all__ = ["COMPLETE_THROUGH_FILE_ID", "COMPLETE_THROUGH_PREFIX", "ClosedFiles", "Mark", "marks"]
 

@@ -29,9 +29,9 @@ from typing import Any
 
 import orjson
 
-from tau_collector.durable import fsync_directory
-from tau_collector.normalizer import Normalizer
-from tau_collector.stop_flag import leave_stop_signals_to_main_thread
+from tau_collector.collect.signal_stop import leave_stop_signals_to_main_thread
+from tau_collector.job.normalizer import Normalizer
+from tau_collector.spool.durable import fsync_directory
 
 __all__ = ["HistoryWriter", "HistoryWriteError", "encode_row", "log", "CHUNK_NAME", "HISTORY_DIR_ENV"]
 

@@ -12,7 +12,7 @@ Two formats, one record per line:
 - ``json``: ``{"ts":…,"level":…,"logger":…,"msg":…, …fields}``.
 
 Fields are the ``extra=`` of a log call: ``log.info("chunk delivered", extra={"events": 12})``.
-A progress line (:mod:`tau_collector.progress`) or a tqdm bar on the same stream is cleared
+A progress line (:mod:`tau_collector.cli.progress`) or a tqdm bar on the same stream is cleared
 before a record is written, so the two never end up on one line.
 """
 
@@ -115,8 +115,7 @@ class _StderrHandler(logging.Handler):
         try:
             line = self.format(record) + "\n"
             stream = self._stream or sys.stderr
-            from . import progress
-
+            from tau_collector.cli import progress
             with progress.paused(stream):
                 stream.write(line)
                 stream.flush()

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from .durable import write_file_atomic
-from .gojson import GoJSONError, format_time, marshal, parse_time
+from tau_collector.spool.durable import write_file_atomic
+from tau_collector.taugrid.gojson import GoJSONError, format_time, marshal, parse_time
 
 __all__ = [
     "RUN_STATUS_METRIC",

@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .stop_flag import StopFlag
+    from tau_collector.collect.signal_stop import StopFlag
 
 __all__ = ["ChangeWatcher"]
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .metric_event import MetricEvent
-from .projection import ProjectionConfig, Projector
-from .projection_columns import PointColumns, point_columns, project_scalar_columns
-from .records import ProblemKind, SourceProblem
-from .sources.base import Batch, Source, SourceInput
+from tau_collector.projection.columns import PointColumns, point_columns, project_scalar_columns
+from tau_collector.projection.metric_event import MetricEvent
+from tau_collector.projection.projector import ProjectionConfig, Projector
+from tau_collector.sources.base import Batch, Source, SourceInput
+from tau_collector.sources.records import ProblemKind, SourceProblem
 
 __all__ = ["Pipeline", "ProjectedBatch", "merge_points"]
 

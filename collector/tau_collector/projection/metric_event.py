@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from .gojson import (
+from tau_collector.taugrid.gojson import (
     ZERO_TIME_NS,
     GoJSONError,
     encode_float,

@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from .config_limits import ConfigBudget, ConfigError
-from .gojson import decode_go_utf8, encode_float
+from tau_collector.taugrid.config_limits import ConfigBudget, ConfigError
+from tau_collector.taugrid.gojson import decode_go_utf8, encode_float
 
 __all__ = ["go_sprint", "parse_yaml", "resolve_plain"]
 

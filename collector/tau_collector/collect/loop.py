@@ -27,14 +27,22 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .checkpoint import Checkpoint, SourceCheckpoint
-from .chunk_group import Part, cannot_join, history_columns, history_manifest
-from .collector_options import (
+from tau_collector.collect.completion_file import (
+    RUN_STATUS_METRIC,
+    TERMINAL_DRAIN_GRACE,
+    Completion,
+    CompletionError,
+    cancellation_observation_id,
+    read_completion,
+)
+from tau_collector.collect.delivery import Delivery, DeliveryError
+from tau_collector.collect.options import (
     TAU_CLUSTER_TAG,
     TAU_NAMESPACE_TAG,
     TAU_WORKSPACE_TAG,
     CollectorError,
     CollectorOptions,
+    collector_sources,
     config_identity,
     drain_wait,
     projection_config,
@@ -43,32 +51,24 @@ from .collector_options import (
     spools_columns,
     validate,
 )
-from .column_spool import replay_columns, write_column_chunk
-from .complete_through import ClosedFiles, Mark, is_mark, marks
-from .completion import (
-    RUN_STATUS_METRIC,
-    TERMINAL_DRAIN_GRACE,
-    Completion,
-    CompletionError,
-    cancellation_observation_id,
-    read_completion,
-)
-from .delivery import Delivery, DeliveryError
-from .durable import make_dirs, remove_durable, write_file_atomic
-from .fingerprint import FingerprintError, Fingerprints, signature
-from .gojson import format_time, marshal
-from .metric_event import MetricEvent, new_metric_event
-from .pipeline import Pipeline, ProjectedBatch, merge_points
-from .read_ahead import ReadAhead
-from .records import ProblemKind, SourceProblem
-from .sinks.base import Chunk
-from .sources.base import Batch, Position, Source, SourceInput
-from .sources.history import HistorySource
-from .sources.jsonl import HistoryPathError, complete_lines
-from .sources.tensorboard import TensorBoardSource
-from .spool import COMPLETION_SOURCE_PREFIX, Manifest, Spool, advance, replay
-from .stop_flag import StopFlag
-from .watcher import ChangeWatcher
+from tau_collector.collect.read_ahead import ReadAhead
+from tau_collector.collect.signal_stop import StopFlag
+from tau_collector.collect.watcher import ChangeWatcher
+from tau_collector.projection.metric_event import MetricEvent, new_metric_event
+from tau_collector.projection.pipeline import Pipeline, ProjectedBatch, merge_points
+from tau_collector.projection.projector import source_file, source_line
+from tau_collector.sinks.base import Chunk, RunConfigConflict
+from tau_collector.sources.base import Batch, Position, Source, SourceInput
+from tau_collector.sources.jsonl import HistoryPathError, complete_lines
+from tau_collector.sources.records import ProblemKind, SourceProblem
+from tau_collector.spool.checkpoint import Checkpoint, SourceCheckpoint
+from tau_collector.spool.checkpoint_folding import ClosedFiles, Mark, is_mark, marks
+from tau_collector.spool.chunk_grouping import Part, cannot_join, history_columns, history_manifest
+from tau_collector.spool.column_record import replay_columns, write_column_chunk
+from tau_collector.spool.durable import make_dirs, remove_durable, write_file_atomic
+from tau_collector.spool.fingerprint import FingerprintError, Fingerprints, signature
+from tau_collector.spool.manifest import COMPLETION_SOURCE_PREFIX, Manifest, Spool, advance, replay
+from tau_collector.taugrid.gojson import format_time, marshal
 
 __all__ = ["CollectorError", "CollectorOptions", "CollectorResult", "Collector"]
 
@@ -108,12 +108,7 @@ class Collector:
         self.result = CollectorResult()
         self._log = log or (lambda message: None)
         self._stop = StopFlag()  # set by a signal handler: no lock (see stop_flag)
-        self.sources: list[Source] = []
-        if options.history:
-            self.sources.append(HistorySource(options.history, step_field=options.step_field,
-                                              time_field=options.time_field, limits=options.limits))
-        if options.tfevents:
-            self.sources.append(TensorBoardSource(options.tfevents, limits=options.limits))
+        self.sources: list[Source] = collector_sources(options)
         self.delivery = Delivery(options.sinks, retry=options.watch, backoff=options.retry_backoff, stop=self._stop,
                                  log=self._log)
         # What lives only in memory: verified prefix digests and last signatures, files stopped by
@@ -237,8 +232,7 @@ class Collector:
                 mark = current.get(os.path.dirname(path))
                 return mark is not None and mark.covers(path)
         for source in self.sources:
-            if isinstance(source, HistorySource):
-                source.known = known
+            source.prepare(known)
         inputs = [(source, self._inputs(source, changed)) for source in self.sources]
         if current:
             inputs = [(source, self._uncovered(found, current, full=changed is None) if source.strict else found)
@@ -322,8 +316,7 @@ class Collector:
         A file that cannot be read as a configuration, or a run that already has another one, is
         reported like any source problem; the metrics go on either way.
         """
-        from .expstore.config_rows import ConfigConflictError
-        from .run_config import ConfigError, read_config_file
+        from tau_collector.taugrid.run_config import ConfigError, read_config_file
 
         candidates: list[tuple[str, Callable]] = []
         if self.options.run_config:
@@ -343,7 +336,7 @@ class Collector:
                 continue
             try:
                 self.delivery.put_run_config(self.options.run, config)
-            except ConfigConflictError as exc:
+            except RunConfigConflict as exc:
                 self._report([SourceProblem(config.uri, ProblemKind.CONFIG_CONFLICT, str(exc))])
             except DeliveryError as exc:
                 self._log(f"{exc}; trying again on the next pass")
@@ -535,8 +528,8 @@ class Collector:
             first = events[0]
             self.result.first_non_finite = {
                 "metric": first.metric_name, "step": first.step,
-                "file": first.tags.get("jsonl.history_path", ""),
-                "line": int(first.tags.get("jsonl.history_line", "0")),
+                "file": source_file(first),
+                "line": source_line(first),
                 "value": repr(first.value),
             }
             self._log(f"non-finite value {first.value!r} for {first.metric_name} at step {first.step} "

@@ -6,10 +6,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from .cards import is_standard_metric, metric_card
-from .gojson import encode_string
-from .metric_event import METRIC_EVENT_SCHEMA_V1, MetricEvent, MetricEventError, new_metric_event
-from .projection import (
+from tau_collector.projection.cards import is_standard_metric, metric_card
+from tau_collector.projection.metric_event import (
+    METRIC_EVENT_SCHEMA_V1,
+    MetricEvent,
+    MetricEventError,
+    new_metric_event,
+)
+from tau_collector.projection.projector import (
     JSONL_IMPORTER_VERSION,
     PROTECTED_JSONL_TAGS,
     ProjectionConfig,
@@ -22,6 +26,7 @@ from .projection import (
     history_time_ns,
     metric_number,
 )
+from tau_collector.taugrid.gojson import encode_string
 
 __all__ = ["project_row_reference"]
 

@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 import orjson
 import pybase64
 
-from .checkpoint import Checkpoint, SourceCheckpoint, SpoolError, valid_digest
-from .complete_through import marks
-from .durable import remove_durable, write_file_atomic
-from .gojson import RawJSON, format_time, marshal, parse_time
-from .metric_event import MetricEvent, NotCanonicalError, decode_canonical_ndjson
-from .sinks.base import Chunk
+from tau_collector.projection.metric_event import MetricEvent, NotCanonicalError, decode_canonical_ndjson
+from tau_collector.sinks.base import Chunk
+from tau_collector.spool.checkpoint import Checkpoint, SourceCheckpoint, SpoolError, valid_digest
+from tau_collector.spool.checkpoint_folding import marks
+from tau_collector.spool.durable import remove_durable, write_file_atomic
+from tau_collector.taugrid.gojson import RawJSON, format_time, marshal, parse_time
 
 __all__ = [
     "MANIFEST_SCHEMA_V1",

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import orjson
 
-from .durable import write_file_atomic
+from tau_collector.spool.durable import write_file_atomic
 
 if TYPE_CHECKING:
-    from .sinks.base import Chunk
+    from tau_collector.sinks.base import Chunk
 
 __all__ = ["StopRule", "StopRuleError", "StopWatch", "Firing", "parse_stop_if", "parse_stop_on_nan",
            "STOP_REQUEST", "REASON", "read_stop_request"]

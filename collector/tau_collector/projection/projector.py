@@ -18,16 +18,18 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .cards import is_standard_metric, metric_card
-from .gojson import GoJSONError, encode_float, encode_string, format_time, unix_seconds_to_ns
-from .metric_event import (
+from tau_collector.projection.cards import is_standard_metric, metric_card
+from tau_collector.projection.metric_event import (
     METRIC_EVENT_SCHEMA_V1,
     PROTECTED_FIELDS,
     MetricEvent,
 )
-from .records import HistoryRow
+from tau_collector.sources.records import HistoryRow
+from tau_collector.taugrid.gojson import GoJSONError, encode_float, encode_string, format_time, unix_seconds_to_ns
 
 __all__ = [
+    "source_file",
+    "source_line",
     "JSONL_IMPORTER_VERSION",
     "PROTECTED_JSONL_TAGS",
     "ProjectionConfig",
@@ -89,7 +91,7 @@ class Projected:
     """What rows became: canonical lines (with their events) and non-finite observations.
 
     ``points``, when asked for, lists the finite points column by column as the store keeps them
-    (:mod:`tau_collector.projection_columns` turns them into :class:`~.projection_columns.PointColumns`).
+    (:mod:`tau_collector.projection.columns` turns them into :class:`~.projection_columns.PointColumns`).
     """
 
     lines: list[bytes]
@@ -530,3 +532,13 @@ class MetricPieces:
 
 def _html(text: str) -> str:
     return encode_string(text, escape_html=True)
+
+
+def source_file(event: MetricEvent) -> str:
+    """The history file an event was projected from (its ``jsonl.history_path`` tag), or "" for other sources."""
+    return event.tags.get("jsonl.history_path", "")
+
+
+def source_line(event: MetricEvent) -> int:
+    """The history line an event was projected from, or 0 for other sources."""
+    return int(event.tags.get("jsonl.history_line", "0"))

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .records import SourceProblem
-from .run_config import RunConfig
-from .sinks.base import Chunk, Sink, SinkError
-from .stop_flag import StopFlag
+from tau_collector.collect.signal_stop import StopFlag
+from tau_collector.sinks.base import Chunk, RunConfigConflict, Sink, SinkError
+from tau_collector.sources.records import SourceProblem
+from tau_collector.taugrid.run_config import RunConfig
 
 __all__ = ["Delivery", "DeliveryError"]
 
@@ -53,12 +53,14 @@ class Delivery:
     def put_run_config(self, run_id: str, config: RunConfig) -> None:
         """Give the run's configuration to every sink that keeps configurations.
 
-        A conflict (the run already has another one) is raised to the caller; a sink that cannot
-        write now raises :class:`DeliveryError` (the collector asks again on its next pass).
+        A conflict (the run already has another one, :class:`RunConfigConflict`) is raised to the caller; a
+        sink that cannot write now raises :class:`DeliveryError` (the collector asks again on its next pass).
         """
         for sink in self.sinks:
             try:
                 sink.put_run_config(run_id, config)
+            except RunConfigConflict:
+                raise
             except SinkError as exc:
                 raise DeliveryError(f"store the configuration of run {run_id} in {sink.name}: {exc}") from None
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from .durable import write_file_atomic
-from .gojson import GoMap, format_time, marshal
+from tau_collector.spool.durable import write_file_atomic
+from tau_collector.taugrid.gojson import GoMap, format_time, marshal
 
 __all__ = ["CHECKPOINT_SCHEMA_V1", "Checkpoint", "SourceCheckpoint", "SpoolError", "valid_digest"]
 

@@ -31,8 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config_limits import MAX_CONFIG_BYTES, MAX_DEPTH, MAX_VALUES, ConfigBudget, ConfigError
-from .gojson import GoJSONError, GoMap, decode_go_utf8, marshal
+from tau_collector.taugrid.config_limits import MAX_CONFIG_BYTES, MAX_DEPTH, MAX_VALUES, ConfigBudget, ConfigError
+from tau_collector.taugrid.gojson import GoJSONError, GoMap, decode_go_utf8, marshal
 
 __all__ = [
     "MAX_CONFIG_BYTES",
@@ -213,7 +213,7 @@ def parse_config(raw: bytes, format: str, where: str) -> Any:
     if format == "json":
         return _parse_json(raw, where)
     if format == "yaml":
-        from .config_yaml import parse_yaml
+        from tau_collector.taugrid.config_yaml import parse_yaml
 
         return parse_yaml(raw, where, budget=ConfigBudget(where))
     raise ConfigError(f"{where}: a {format!r} config is not read; use a .json, .yaml or .yml file")

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 
-from .checkpoint import Checkpoint, SpoolError
-from .durable import remove_durable, write_file_atomic
-from .projection_columns import PointColumns
-from .sinks.base import Chunk
-from .spool import Manifest, Replayed, SourceRange, Spool, acknowledged, advance
+from tau_collector.projection.columns import PointColumns
+from tau_collector.sinks.base import Chunk
+from tau_collector.spool.checkpoint import Checkpoint, SpoolError
+from tau_collector.spool.durable import remove_durable, write_file_atomic
+from tau_collector.spool.manifest import Manifest, Replayed, SourceRange, Spool, acknowledged, advance
 
 __all__ = ["COLUMN_CHUNK_SCHEMA", "ColumnChunk", "load_column_chunk", "replay_columns", "write_column_chunk"]
 

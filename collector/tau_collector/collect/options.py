@@ -14,12 +14,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .gojson import GoMap, marshal
-from .limits import DEFAULT_LIMITS, Limits
-from .metric_event import METRIC_EVENT_SCHEMA_V1
-from .projection import ProjectionConfig
-from .sinks.base import Chunk, Sink
-from .spool import MANIFEST_SCHEMA_V1
+from tau_collector.projection.metric_event import METRIC_EVENT_SCHEMA_V1
+from tau_collector.projection.projector import ProjectionConfig
+from tau_collector.sinks.base import Chunk, Sink
+from tau_collector.sources.base import Source
+from tau_collector.sources.history import HistorySource
+from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
+from tau_collector.sources.tensorboard import TensorBoardSource
+from tau_collector.spool.manifest import MANIFEST_SCHEMA_V1
+from tau_collector.taugrid.gojson import GoMap, marshal
 
 TAU_WORKSPACE_TAG = "tau_workspace"
 TAU_NAMESPACE_TAG = "tau_namespace"
@@ -102,6 +105,17 @@ def validate(options: CollectorOptions) -> None:
         events = ", ".join(sink.name for sink in options.sinks if not sink.keeps_points)
         raise CollectorError(f"--spool-format columns needs sinks that keep points (expstore); {events} "
                              "sends events: use --spool-format manifest or auto")
+
+
+def collector_sources(options: CollectorOptions) -> list[Source]:
+    """The sources the options ask for, in reading order: JSONL history, then TensorBoard logdirs."""
+    sources: list[Source] = []
+    if options.history:
+        sources.append(HistorySource(options.history, step_field=options.step_field, time_field=options.time_field,
+                                     limits=options.limits))
+    if options.tfevents:
+        sources.append(TensorBoardSource(options.tfevents, limits=options.limits))
+    return sources
 
 
 def spools_columns(options: CollectorOptions) -> bool:

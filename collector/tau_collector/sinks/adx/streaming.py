@@ -24,11 +24,11 @@ import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..gojson import encode_string
-from ..metric_event import MetricEventError
-from .adx_errors import describe, is_retryable
-from .adx_queued import DEFAULT_MAPPING, DEFAULT_TABLE, AdxAck, AdxQueuedSink
-from .base import Chunk, Sink, SinkError
+from tau_collector.projection.metric_event import MetricEventError
+from tau_collector.sinks.adx.errors import describe, is_retryable
+from tau_collector.sinks.adx.queued import DEFAULT_MAPPING, DEFAULT_TABLE, AdxAck, AdxQueuedSink
+from tau_collector.sinks.base import Chunk, Sink, SinkError
+from tau_collector.taugrid.gojson import encode_string
 
 __all__ = ["AdxStreamingSink", "ingest_uri_for"]
 
