@@ -97,7 +97,7 @@ def test_one_shot_delivers_new_files_read_together_as_one_chunk_and_checkpoints_
 
 
 def test_a_single_new_file_is_a_chunk_of_its_own_in_taugrids_exact_manifest(tmp_path, monkeypatch):
-    from tau_collector.spool.manifest import manifest as spool
+    from tau_collector.spool import manifest as spool
     written = []
     real = spool.Spool.write_pending
     monkeypatch.setattr(spool.Spool, "write_pending", lambda self, m: written.append(m.to_bytes()) or real(self, m))

@@ -140,7 +140,7 @@ def test_stray_files_in_the_column_spool_are_fatal_and_interrupted_temp_files_ar
 
 
 def test_an_acknowledged_column_record_is_removed_on_start_without_delivering_it_again(tmp_path, monkeypatch):
-    from tau_collector.spool.manifest import durable
+    from tau_collector.spool import durable
     _history(tmp_path)
     store = tmp_path / "store"
     real = durable.remove_durable

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
+from tau_collector.spool import durable
 from tau_collector.spool.durable import fsync_directory
-from tau_collector.spool.manifest import durable
 
 
 def test_a_directory_with_a_new_name_is_synced(tmp_path):

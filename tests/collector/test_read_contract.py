@@ -60,7 +60,7 @@ def test_the_read_contract_and_run_configs_load_neither_the_store_nor_numpy():
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("module", ["config_limits.py", "config_yaml.py"])
+@pytest.mark.parametrize("module", ["taugrid/config_limits.py", "taugrid/config_yaml.py"])
 def test_config_parsing_modules_do_not_import_run_config(module):
     # run_config imports them (YAML lazily); the other way round would be the old configs <-> config_yaml cycle.
     assert "tau_collector.taugrid.run_config" not in _imported_modules(COLLECTOR / module)
