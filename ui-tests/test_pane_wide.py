@@ -158,11 +158,11 @@ def test_a_1000_metric_run_shows_sections_and_plots_only_what_is_on_screen(lab: 
     assert "loss" in asked and len(asked) <= 8 + len(state["plotted"]), sorted(asked)
     screenshot(page, "pane-wide-sections")
 
-    # Open the 893-metric section: one page of slots, the rest behind "show more"; plots only on screen.
+    # Open the 893-metric section: one page of slots, the rest behind "Show more"; plots only on screen.
     page.locator(f"{PANE} .tau-pane-section[data-section=grad_norm] .tau-pane-section-head").click()
     page.wait_for_selector(f"{PANE} .tau-pane-section[data-section=grad_norm][data-open=true]")
     more = page.locator(f"{PANE} .tau-pane-section[data-section=grad_norm] .tau-pane-more")
-    assert more.text_content() == "show 12 more (881 not shown)"
+    assert more.text_content() == "Show 12 more (881 not shown)"
     last = page.locator(f"{PANE} .tau-pane-metric[data-metric='grad_norm/layer.0011']")
     last.scroll_into_view_if_needed()
     page.wait_for_selector(f"{PANE} .tau-pane-metric[data-metric='grad_norm/layer.0011'] .js-plotly-plot",
@@ -192,7 +192,7 @@ def test_a_1000_metric_run_shows_sections_and_plots_only_what_is_on_screen(lab: 
                            timeout=30_000)
     wait_settled(page)
     state = browser_state(page)
-    assert state["note"] == "6 of 1,000 match"
+    assert state["note"] == "6 of 1,000 metrics match"
     assert state["sections"] == [["act", "act", "3 of 99 metrics", True],
                                  ["grad_norm", "grad_norm", "3 of 893 metrics", True]]
     assert state["slots"] == ["act/layer.0000", "act/layer.0001", "act/layer.0002", "grad_norm/layer.0000",
@@ -203,7 +203,7 @@ def test_a_1000_metric_run_shows_sections_and_plots_only_what_is_on_screen(lab: 
     page.locator(f"{PANE} input[aria-label='search metrics']").fill("rss_mb[")
     page.wait_for_function("() => document.querySelector('.tau-pane-filter-note').dataset.mode === 'substring'",
                            timeout=30_000)
-    assert browser_state(page)["note"] == "0 of 1,000 match (not a valid regex: matched as text)"
+    assert browser_state(page)["note"] == "0 of 1,000 metrics match (not a valid regex: matched as text)"
     page.locator(f"{PANE} input[aria-label='search metrics']").fill("Rss_")
     page.wait_for_function("() => document.querySelector('.tau-pane-filter-note').textContent.startsWith('1 of')",
                            timeout=30_000)

@@ -1,5 +1,6 @@
 // The pane's view: header (run, state, metric count, Open in Stellar), status line, controls (smoothing, log y,
-// x axis, the search box and its list of matches), then the metrics in sections (shared/sections.js).
+// x axis, the search box and its list of matches), then the metrics in sections (shared/sections.js), a page at a
+// time (shared/paged_sections.js).
 //
 // It stays instant at any width: a collapsed section is only its header; an open one holds at most a page of
 // slots (more on request); a slot gets a MetricPlot only while it is on screen (an IntersectionObserver), and the
@@ -10,7 +11,8 @@ import { runLabels } from "../shared/differing.js";
 import { formatNumber } from "../shared/format.js";
 import { assignRunColors } from "../shared/palette.js";
 import { statusWords } from "../shared/run_status.js";
-import { buildSections, compileFilter, countText } from "../shared/sections.js";
+import { PagedSections, filterNote } from "../shared/paged_sections.js";
+import { buildSections, compileFilter } from "../shared/sections.js";
 import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { loadAxis, saveAxis } from "../shared/time_axis.js";
 import { MetricPlot } from "./metric_plot.js";
@@ -21,7 +23,7 @@ import { reportVisible } from "./visible.js";
 // The saved notebook's fallback image is re-rendered at most this often while the run goes on (plotly's toImage
 // is a long task of its own), and once more when the run ends.
 const SNAPSHOT_EVERY_MS = 30000;
-const PAGE = 12; // slots an open section shows before "show more"
+const PAGE = 12; // slots an open section shows before "Show more"
 const LIST_MAX = 100; // names the list of matches shows
 const FILTER_DELAY_MS = 200;
 const TERMINAL = ["succeeded", "failed", "cancelled", "completed"];
@@ -48,8 +50,6 @@ export class Pane {
     this.settings = { smoothing: 0, logY: false, axis: loadAxis() };
     this.plots = new Map(); // metric → MetricPlot, only for slots on screen
     this.slots = new Map(); // metric → its slot element, for the slots in the page
-    this.sectionEls = new Map(); // section key → {el, head, count, body, more}
-    this.pages = new Map(); // section key → slots shown
     this.onScreen = new Set();
     this.order = []; // the shown metrics in display order
     this.dirty = new Set();
@@ -136,6 +136,11 @@ export class Pane {
       onclick: () => this.toggleList() }, "list ▾");
     this.list = h("div", { class: "tau-pane-list", hidden: true });
     this.sectionsBox = h("div", { class: "tau-pane-sections" });
+    // Open/closed is the `sections` trait (kept with the notebook); a slot is the metric's plot's place.
+    this.sections = new PagedSections(this.sectionsBox, { prefix: "tau-pane", bodyClass: "tau-pane-grid", page: PAGE,
+      item: (name) => this.slotFor(name),
+      toggle: (key, open) => this.setTrait("sections", { ...(this.model.get("sections") || {}), [key]: open }),
+      rerender: () => this.render() });
     const header = h("div", { class: "tau-pane-header" }, this.runLabel, this.stateBadge, this.metricCount, this.link);
     const controls = h("div", { class: "tau-pane-controls" },
       h("label", {}, "smoothing ", this.smoothingInput, " ", smoothingValue),
@@ -200,49 +205,15 @@ export class Pane {
     const metrics = this.model.get("metrics") || [];
     const pinned = this.model.get("pinned") || [];
     const filter = this.model.get("filter") || "";
-    const match = compileFilter(filter);
     const sections = buildSections(metrics, { pinned, filter, open: this.model.get("sections") || {} });
     const pinnedSet = new Set(pinned);
-    const used = new Set();
-    const keys = new Set();
-    const order = [];
-    let matched = 0;
-    for (const section of sections) {
-      keys.add(section.key);
-      matched += section.metrics.length;
-      const s = this.sectionEl(section.key);
-      s.el.dataset.open = String(section.open);
-      s.el.dataset.count = String(section.metrics.length);
-      s.title.textContent = section.title;
-      s.head.setAttribute("aria-expanded", String(section.open));
-      s.count.textContent = countText(section);
-      this.sectionsBox.append(s.el); // in display order
-      const slots = [];
-      if (section.open) {
-        const shown = Math.min(section.metrics.length, this.pages.get(section.key) || PAGE);
-        for (const name of section.metrics.slice(0, shown)) {
-          const slot = this.slotFor(name);
-          slot.dataset.pinned = String(pinnedSet.has(name));
-          setPinned(slot.querySelector(".tau-pane-pin"), pinnedSet.has(name));
-          slots.push(slot);
-          used.add(name);
-          order.push(name);
-        }
-        const left = section.metrics.length - shown;
-        s.more.hidden = left <= 0;
-        s.more.textContent = left > 0 ? `show ${Math.min(left, PAGE)} more (${formatNumber(left)} not shown)` : "";
-      } else {
-        s.more.hidden = true;
-      }
-      s.body.replaceChildren(...slots);
-      s.body.hidden = !section.open;
+    const order = this.sections.render(sections);
+    for (const name of order) {
+      const slot = this.slots.get(name);
+      slot.dataset.pinned = String(pinnedSet.has(name));
+      setPinned(slot.querySelector(".tau-pane-pin"), pinnedSet.has(name));
     }
-    for (const [key, s] of this.sectionEls) {
-      if (!keys.has(key)) {
-        s.el.remove();
-        this.sectionEls.delete(key);
-      }
-    }
+    const used = new Set(order);
     for (const [name, slot] of this.slots) {
       if (used.has(name)) continue;
       this.io.unobserve(slot);
@@ -251,30 +222,12 @@ export class Pane {
       this.onScreen.delete(name);
     }
     this.order = order;
-    this.filterNote.textContent = match.mode === "all" ? ""
-      : `${formatNumber(matched)} of ${formatNumber(metrics.length)} match${match.error ? " (not a valid regex: matched as text)" : ""}`;
-    this.filterNote.dataset.mode = match.mode;
+    const note = filterNote(filter, sections, metrics.length);
+    this.filterNote.textContent = note.text;
+    this.filterNote.dataset.mode = note.mode;
     if (this.search.value !== filter && document.activeElement !== this.search) this.search.value = filter;
     if (!this.list.hidden) this.fillList();
     this.queueVisible();
-  }
-
-  sectionEl(key) {
-    let s = this.sectionEls.get(key);
-    if (s) return s;
-    const title = h("span", { class: "tau-pane-section-title" });
-    const count = h("span", { class: "tau-pane-section-count" });
-    const head = h("button", { type: "button", class: "tau-pane-section-head", onclick: () => this.toggleSection(key) },
-      h("span", { class: "tau-pane-section-caret" }), title, count);
-    const body = h("div", { class: "tau-pane-grid" });
-    const more = h("button", { type: "button", class: "tau-pane-more", hidden: true, onclick: () => {
-      this.pages.set(key, (this.pages.get(key) || PAGE) + PAGE);
-      this.render();
-    } });
-    const el = h("section", { class: "tau-pane-section", "data-section": key }, head, body, more);
-    s = { el, head, title, count, body, more };
-    this.sectionEls.set(key, s);
-    return s;
   }
 
   slotFor(name) {
@@ -286,12 +239,6 @@ export class Pane {
     this.slots.set(name, slot);
     this.io.observe(slot);
     return slot;
-  }
-
-  toggleSection(key) {
-    const section = this.sectionEls.get(key);
-    const open = section ? section.el.dataset.open !== "true" : true;
-    this.setTrait("sections", { ...(this.model.get("sections") || {}), [key]: open });
   }
 
   togglePin(name) {
@@ -332,8 +279,7 @@ export class Pane {
       filter: this.model.get("filter") || "", open: this.model.get("sections") || {} });
     const section = sections.find((s) => s.metrics.includes(name));
     if (!section) return;
-    const index = section.metrics.indexOf(name);
-    if (index >= (this.pages.get(section.key) || PAGE)) this.pages.set(section.key, (Math.floor(index / PAGE) + 1) * PAGE);
+    this.sections.reveal(section.key, section.metrics.indexOf(name));
     if (!section.open) this.setTrait("sections", { ...(this.model.get("sections") || {}), [section.key]: true });
     else this.render();
     this.slots.get(name)?.scrollIntoView({ block: "center" });
