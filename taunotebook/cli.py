@@ -36,8 +36,9 @@ examples:
 
 
 def _usage_error(message: str) -> int:
-    sys.stderr.write(f"{USAGE}taunotebook: error: {message}\n")
-    return 2
+    from tau_collector.cli.common import print_usage_error  # here: `taunotebook --help` imports no collector
+
+    return print_usage_error(USAGE, "taunotebook", message)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from tau_collector.cli import logging_setup as logs
 from tau_collector.cli import progress
+from tau_collector.cli.common import command_parser
 from tau_collector.collect.process_memory import bound_process_memory
 from tau_collector.sources import read_limits as input_limits
 
@@ -50,12 +51,11 @@ The store defaults to <TAU_HOME>/store; see it with `taunotebook portal`.
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="taunotebook import",
+    parser = command_parser(
+        "taunotebook import",
         description="Import existing TensorBoard, W&B, Ray Tune and JSONL history into a Tau expstore, "
                     "idempotently: importing the same files again changes nothing.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="logdir, run folder, experiment or .jsonl file")
     parser.add_argument("--store", metavar="DIR", help="expstore directory (default: <TAU_HOME>/store)")

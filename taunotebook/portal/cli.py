@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tau_collector.cli import logging_setup as logs
+from tau_collector.cli.common import command_parser
 
 from ..kusto_env import AUTH_MODES, DEFAULT_DATABASE, ENV_AUTH, ENV_CLUSTER, ENV_DATABASE
 from ..loopback import is_loopback_host
@@ -59,12 +60,11 @@ page data GET /stellar/data/runs/{run_id}/points, /stellar/data/experiments, eac
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="taunotebook portal",
+    parser = command_parser(
+        "taunotebook portal",
         description="Serve a local expstore and/or an ADX database with TauGrid's v2 Stellar API and the Stellar "
                     "pages.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--store", type=Path, default=None,
                         help="the expstore directory to read (source=local); required unless --kusto-cluster")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from tau_collector import __version__
 from tau_collector.cli import collect, dump, normalize, project, store, wrap
+from tau_collector.cli.common import command_parser
 
 _SUBCOMMANDS = (collect, wrap, normalize, dump, project, store)
 
@@ -32,14 +33,13 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tau-collector",
+    parser = command_parser(
+        "tau-collector",
         description="TauGrid-compatible metrics collector: read history and event files, "
                     "project canonical MetricEvents, spool and deliver them.",
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        version=__version__,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in _SUBCOMMANDS:
         module.add_parser(subparsers)

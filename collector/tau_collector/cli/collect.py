@@ -27,7 +27,7 @@ import threading
 
 from tau_collector.cli import logging_setup as logs
 from tau_collector.cli import progress
-from tau_collector.cli.common import usage_error
+from tau_collector.cli.common import subcommand_parser, usage_error
 from tau_collector.collect.loop import (
     Collector,
     CollectorCancelled,
@@ -119,9 +119,9 @@ def _tag(text: str) -> tuple[str, str]:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "collect", help="watch history and event files and deliver canonical MetricEvents to sinks",
-        description=__doc__, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = subcommand_parser(
+        subparsers, "collect", run, help="watch history and event files and deliver canonical MetricEvents to sinks",
+        description=__doc__, epilog=_EPILOG,
     )
     ident = p.add_argument_group("run identity (TauGrid)")
     ident.add_argument("--run", help="run_id [$TAU_METRICS_OFFLOAD_RUN]")
@@ -200,7 +200,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     out = p.add_argument_group("logging and progress (ours)")
     logs.add_arguments(out)
     progress.add_argument(out)
-    p.set_defaults(func=run, parser=p)
     return p
 
 

@@ -25,7 +25,7 @@ import orjson
 
 from tau_collector.cli import logging_setup as logs
 from tau_collector.cli import progress
-from tau_collector.cli.common import usage_error
+from tau_collector.cli.common import subcommand_parser, usage_error
 from tau_collector.cli.inputs import HistoryInput, RunInput, resolve_inputs
 from tau_collector.collect.process_memory import bound_process_memory
 from tau_collector.projection.projector import RowError, history_step, metric_number
@@ -50,12 +50,10 @@ examples:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(
-        "dump",
+    parser = subcommand_parser(
+        subparsers, "dump", run,
         help="print the scalar observations of history files, event files or logdirs as JSON lines",
-        description=__doc__,
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__, epilog=_EPILOG,
     )
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="JSONL history file, TensorBoard event file, or logdir")
@@ -67,7 +65,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     input_limits.add_arguments(parser.add_argument_group("memory bounds"))
     logs.add_arguments(parser)
     progress.add_argument(parser)
-    parser.set_defaults(func=run, parser=parser)
     return parser
 
 

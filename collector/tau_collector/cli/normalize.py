@@ -20,6 +20,7 @@ import time
 from typing import BinaryIO
 
 from tau_collector.cli import logging_setup as logs
+from tau_collector.cli.common import subcommand_parser
 from tau_collector.job.history_writer import HistoryWriteError, HistoryWriter
 from tau_collector.job.normalizer import Normalizer, StepError, classify_line
 
@@ -67,17 +68,14 @@ def _configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--max-delay", type=_positive_seconds, default=0.1, metavar="SECONDS",
                         help="write (append and fsync) rows at most this long after they came (default: 0.1)")
     logs.add_arguments(parser)
-    parser.set_defaults(func=run, parser=parser)
     return parser
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    return _configure(subparsers.add_parser(
-        "normalize",
+    return _configure(subcommand_parser(
+        subparsers, "normalize", run,
         help="stdin filter: JSON rows to history chunk files, other lines to stdout",
-        description=__doc__,
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__, epilog=_EPILOG,
     ))
 
 

@@ -20,7 +20,7 @@ import orjson
 
 from tau_collector.cli import logging_setup as logs
 from tau_collector.cli import progress
-from tau_collector.cli.common import usage_error
+from tau_collector.cli.common import subcommand_parser, usage_error
 from tau_collector.cli.dump import EXIT_CORRUPT, InputProgress, _value, input_name
 from tau_collector.cli.inputs import HistoryInput, RunInput, resolve_inputs
 from tau_collector.projection.projector import ProjectionConfig, ProjectionError, Projector
@@ -56,12 +56,10 @@ def parse_rfc3339(text: str) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(
-        "project",
+    parser = subcommand_parser(
+        subparsers, "project", run,
         help="print the canonical MetricEvent NDJSON the collector would deliver",
-        description=__doc__,
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__, epilog=_EPILOG,
     )
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="JSONL history file, TensorBoard event file, or logdir")
@@ -90,7 +88,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--time-field", default="_timestamp", help="JSONL time field (default: _timestamp)")
     logs.add_arguments(parser)
     progress.add_argument(parser)
-    parser.set_defaults(func=run, parser=parser)
     return parser
 
 

@@ -28,7 +28,7 @@ import time
 import orjson
 
 from tau_collector.cli import logging_setup as logs
-from tau_collector.cli.common import EXIT_USAGE, usage_error
+from tau_collector.cli.common import EXIT_USAGE, subcommand_parser, usage_error
 from tau_collector.expstore.store import ExpStore, StoreError, StoreNotFoundError
 from tau_collector.taugrid.gojson import encode_float, encode_string, format_time
 
@@ -49,12 +49,10 @@ __all__ = ["EXIT_MISSING", "EXIT_USAGE", "add_parser", "run"]
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(
-        "store",
+    parser = subcommand_parser(
+        subparsers, "store", run,
         help="inspect an expstore: runs, metrics, rows, series (JSON lines)",
-        description=__doc__,
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__, epilog=_EPILOG,
     )
     parser.add_argument("what", choices=("runs", "metrics", "rows", "series"), help="what to print")
     parser.add_argument("--store", required=True, metavar="DIR",
@@ -70,7 +68,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--max-points", type=int, default=8000, metavar="N",
                         help="series: at most N points (default 8000, as the Portal)")
     logs.add_arguments(parser)
-    parser.set_defaults(func=run, parser=parser)
     return parser
 
 

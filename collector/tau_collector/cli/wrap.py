@@ -40,7 +40,7 @@ import time
 
 from tau_collector.cli import logging_setup as logs
 from tau_collector.cli.collect import IDENTITY, UsageError, _ours, parse_duration, resolve_identity
-from tau_collector.cli.common import usage_error
+from tau_collector.cli.common import subcommand_parser, usage_error
 from tau_collector.cli.normalize import _Filter, _Passthrough, _positive_seconds
 from tau_collector.collect.completion_file import write_completion
 from tau_collector.collect.signal_stop import StopFlag, leave_stop_signals_to_main_thread
@@ -92,9 +92,9 @@ def _system_interval(text: str) -> float:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "wrap", help="run a training command with the collector beside it",
-        description=__doc__, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = subcommand_parser(
+        subparsers, "wrap", run, help="run a training command with the collector beside it",
+        description=__doc__, epilog=_EPILOG,
         usage="tau-collector wrap --run-dir DIR [wrap options] [collect options] -- CMD [ARGS...]",
         allow_abbrev=False,  # `--run` belongs to collect, not an abbreviation of --run-dir
     )
@@ -110,7 +110,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="sample the trainer's CPU, memory and GPUs as system/ metrics every SECONDS "
                         "(default 10; 0 turns it off) [$TAU_COLLECTOR_SYSTEM_INTERVAL]")
     logs.add_arguments(p)
-    p.set_defaults(func=run, collect_args=[], command=[], parser=p)
+    p.set_defaults(collect_args=[], command=[])
     return p
 
 
