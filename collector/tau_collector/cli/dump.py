@@ -26,7 +26,7 @@ import orjson
 from tau_collector.cli import logging_setup as logs
 from tau_collector.cli import progress
 from tau_collector.cli.common import subcommand_parser, usage_error
-from tau_collector.cli.inputs import HistoryInput, RunInput, resolve_inputs
+from tau_collector.cli.inputs import HistoryInput, RunInput, add_paths, resolve_inputs
 from tau_collector.collect.process_memory import bound_process_memory
 from tau_collector.projection.projector import RowError, history_step, metric_number
 from tau_collector.sources import read_limits as input_limits
@@ -55,8 +55,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="print the scalar observations of history files, event files or logdirs as JSON lines",
         description=__doc__, epilog=_EPILOG,
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="JSONL history file, TensorBoard event file, or logdir")
+    add_paths(parser)
     parser.add_argument("--step-field", default="_step", help="JSONL step field (default: _step)")
     parser.add_argument("--time-field", default="_timestamp", help="JSONL time field (default: _timestamp)")
     parser.add_argument("--tensorboard-purge", action="store_true",

@@ -1,7 +1,8 @@
-"""Resolve the PATH arguments of ``dump`` and ``project`` into history files and TensorBoard runs."""
+"""The PATH arguments of ``dump`` and ``project``: declared once, resolved into history files and TensorBoard runs."""
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -10,7 +11,13 @@ from tau_collector.sources.logdir import discover_runs
 from tau_collector.sources.records import ProblemKind, SourceProblem
 from tau_collector.sources.tensorboard_run import TensorBoardRun, is_event_file
 
-__all__ = ["HistoryInput", "RunInput", "resolve_inputs"]
+__all__ = ["HistoryInput", "RunInput", "add_paths", "resolve_inputs"]
+
+
+def add_paths(parser: argparse.ArgumentParser) -> None:
+    """The ``PATH...`` positional argument (``args.paths``), one or more."""
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="JSONL history file, TensorBoard event file, or logdir")
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from tau_collector.cli import logging_setup as logs
 from tau_collector.cli import progress
 from tau_collector.cli.common import subcommand_parser, usage_error
 from tau_collector.cli.dump import EXIT_CORRUPT, InputProgress, _value, input_name
-from tau_collector.cli.inputs import HistoryInput, RunInput, resolve_inputs
+from tau_collector.cli.inputs import HistoryInput, RunInput, add_paths, resolve_inputs
 from tau_collector.projection.projector import ProjectionConfig, ProjectionError, Projector
 from tau_collector.sources.jsonl import history_metric_file_id, read_history_file
 from tau_collector.sources.records import HistoryRow, ProblemKind, SourceProblem
@@ -61,8 +61,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="print the canonical MetricEvent NDJSON the collector would deliver",
         description=__doc__, epilog=_EPILOG,
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="JSONL history file, TensorBoard event file, or logdir")
+    add_paths(parser)
     identity = parser.add_argument_group("run identity (required)")
     identity.add_argument("--run", required=True, help="run_id")
     identity.add_argument("--project", required=True)
