@@ -11,7 +11,6 @@ history rows TauGrid's collector reads; the job image needs ``tau-collector`` in
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import shutil
@@ -20,23 +19,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from . import BackendError, BackendUnavailable, RunSpec, validate_id, write_record
+from tau_collector.taugrid.direct_config import check_run_config
+from tau_collector.taugrid.yaml_writer import dump_yaml
+
+from . import BackendError, BackendUnavailable, RunSpec, write_record
 
 __all__ = ["TauBackend", "render_config", "to_yaml", "validate_config"]
 
 HISTORY_DIR = "metrics-history-attempt-0"
 DATA_ROOT = "/data"
 OFFLOAD = "when metrics.offload.enabled is true"
-# The sections and keys TauGrid's run config accepts that this renderer may emit (unknown keys are rejected).
-_KEYS: dict[str, frozenset[str]] = {
-    "": frozenset({"name", "engine", "entrypoint", "runtime", "storage", "metrics", "experiment"}),
-    "runtime": frozenset({"image", "pip", "env", "env_secret"}),
-    "storage": frozenset({"data_pvc", "result_pvc", "output", "publish", "checkpoint", "volumes", "mounts",
-                          "image_assets"}),
-    "metrics": frozenset({"history", "offload"}),
-    "metrics.offload": frozenset({"enabled"}),
-    "experiment": frozenset({"project", "name", "group", "title"}),
-}
 ENTRY = "tau_entry.py"
 CONFIG = "tau.yaml"
 LAUNCHER = '''\
@@ -88,98 +80,20 @@ def render_config(spec: RunSpec, *, data_pvc: str | None = None) -> dict[str, An
     return config
 
 
-def _slug(text: str) -> str:
-    out, dash = [], False
-    for c in text.strip().lower():
-        if c.isascii() and c.isalnum():
-            out.append(c)
-            dash = False
-        elif not dash and out:
-            out.append("-")
-            dash = True
-    return "".join(out).strip("-")
-
-
 def validate_config(config: Mapping[str, Any]) -> list[str]:
-    """TauGrid's run-config rules for what we render (``core/runconfig/config.go``); returns the problems."""
-    problems: list[str] = []
-
-    def keys(section: Mapping[str, Any], path: str) -> None:
-        allowed = _KEYS.get(path)
-        for key, value in section.items():
-            full = f"{path}.{key}" if path else key
-            if allowed is not None and key not in allowed:
-                problems.append(f"unknown field {full}")
-            elif isinstance(value, Mapping) and full in _KEYS:
-                keys(value, full)
-
-    keys(config, "")
-    metrics = config.get("metrics") or {}
-    history = metrics.get("history") or []
-    for i, entry in enumerate(history):
-        entry = entry.strip() if isinstance(entry, str) else ""
-        if not entry:
-            problems.append(f"metrics.history[{i}] must not be empty")
-        elif entry.startswith("/"):
-            if not (posixpath.normpath(entry) + "/").startswith(DATA_ROOT + "/"):
-                problems.append(f"metrics.history[{i}] {entry!r}: absolute paths must be under {DATA_ROOT}")
-        elif posixpath.normpath(entry).split("/")[0] == "..":
-            problems.append(f"metrics.history[{i}] {entry!r} must not escape storage.output")
-    if (metrics.get("offload") or {}).get("enabled") is True:
-        experiment = config.get("experiment") or {}
-        if not history:
-            problems.append(f"metrics.history requires at least one JSONL path {OFFLOAD}")
-        project = (experiment.get("project") or "").strip()
-        name = (experiment.get("name") or "").strip() or _slug(experiment.get("title") or "") or \
-            (experiment.get("group") or "").strip()
-        if not project:
-            problems.append(f"experiment.project is required {OFFLOAD}")
-        if not name:
-            problems.append(f"experiment.name is required {OFFLOAD}")
-        for field, value in (("project", experiment.get("project")), ("name", name),
-                             ("group", experiment.get("group"))):
-            if value:
-                try:
-                    validate_id(value, "value")
-                except ValueError as err:
-                    problems.append(f"experiment.{field}: {err}")
-        output = (config.get("storage") or {}).get("output") or ""
-        if not (posixpath.normpath(output) + "/").startswith(DATA_ROOT + "/"):
-            problems.append(f"storage.output {output!r} must be a path under {DATA_ROOT} {OFFLOAD}")
-    return problems
+    """TauGrid's verdict on ``config`` as we write it (:func:`to_yaml`): its problem, or ``[]`` when ``tau run``
+    would take it (TauGrid's ``core/runconfig`` rules, see :mod:`tau_collector.taugrid.direct_config`)."""
+    try:
+        text = to_yaml(config) + "\n"
+    except ValueError as err:
+        return [str(err)]
+    verdict = check_run_config(text, CONFIG)
+    return [] if verdict.accepted else [verdict.error]
 
 
-def to_yaml(value: Any, indent: int = 0) -> str:
-    """Block YAML for nested maps/lists of strings, bools and numbers; strings double-quoted (JSON escapes)."""
-    pad = "  " * indent
-    lines = []
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if isinstance(item, Mapping | list) and item:
-                lines.append(f"{pad}{key}:")
-                lines.append(to_yaml(item, indent + 1))
-            else:
-                lines.append(f"{pad}{key}: {_scalar(item)}")
-    else:
-        for item in value:
-            if isinstance(item, Mapping | list) and item:
-                lines.append(f"{pad}-")
-                lines.append(to_yaml(item, indent + 1))
-            else:
-                lines.append(f"{pad}- {_scalar(item)}")
-    return "\n".join(lines)
-
-
-def _scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return json.dumps(value)
-    if isinstance(value, Mapping):
-        return "{}"
-    if isinstance(value, list):
-        return "[]"
-    return json.dumps(str(value), ensure_ascii=False)
+def to_yaml(value: Mapping[str, Any]) -> str:
+    """The config as block YAML that TauGrid's yaml.v3 decodes to exactly these values."""
+    return dump_yaml(value)
 
 
 class TauBackend:

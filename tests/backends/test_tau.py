@@ -90,26 +90,47 @@ def test_the_config_is_written_as_block_yaml_with_quoted_strings():
           group: "lr-sweep\"""")
 
 
+V = "validate tau.yaml: "
+
+
 @pytest.mark.parametrize(("change", "problem"), [
-    (lambda c: c["metrics"].update(history=[]), f"metrics.history requires at least one JSONL path {OFFLOAD}"),
-    (lambda c: c["metrics"].update(history=[" "]), "metrics.history[0] must not be empty"),
+    (lambda c: c["metrics"].update(history=[]), f"{V}metrics.history requires at least one JSONL path {OFFLOAD}"),
+    (lambda c: c["metrics"].update(history=[" "]), f"{V}metrics.history[0] must not be empty"),
     (lambda c: c["metrics"].update(history=["/scratch/h/*.jsonl"]),
-     "metrics.history[0] '/scratch/h/*.jsonl': absolute paths must be under /data"),
+     f'{V}metrics.history[0] "/scratch/h/*.jsonl": absolute paths must be under /data'),
     (lambda c: c["metrics"].update(history=["../other/*.jsonl"]),
-     "metrics.history[0] '../other/*.jsonl' must not escape storage.output"),
-    (lambda c: c["experiment"].update(project=""), f"experiment.project is required {OFFLOAD}"),
-    (lambda c: c["experiment"].update(name="", group=""), f"experiment.name is required {OFFLOAD}"),
+     f'{V}metrics.history[0] "../other/*.jsonl": relative paths must not escape storage.output'),
+    (lambda c: c["experiment"].update(project=""), f"{V}experiment.project is required {OFFLOAD}"),
+    (lambda c: c["experiment"].update(name="", group=""), f"{V}experiment.name is required {OFFLOAD}"),
     (lambda c: c["experiment"].update(project="Demo"),
-     "experiment.project: value \"Demo\" is invalid (use lowercase alphanumerics with internal '-', '_' or '.')"),
+     f"{V}experiment.project: project \"Demo\" is invalid (use lowercase alphanumerics with internal '-', '_' or '.')"),
     (lambda c: c["experiment"].update(group="a/b"),
-     "experiment.group: value \"a/b\" is invalid (use lowercase alphanumerics with internal '-', '_' or '.')"),
-    (lambda c: c.update(image_pull="always"), "unknown field image_pull"),
-    (lambda c: c["metrics"]["offload"].update(mode="fast"), "unknown field metrics.offload.mode"),
+     f"{V}experiment.group: group \"a/b\" is invalid (use lowercase alphanumerics with internal '-', '_' or '.')"),
+    (lambda c: c.update(image_pull="always"),
+     "parse tau.yaml: yaml: unmarshal errors:\n  line 15: field image_pull not found in type runconfig.Config"),
+    (lambda c: c["metrics"]["offload"].update(mode="fast"),
+     "parse tau.yaml: yaml: unmarshal errors:\n  line 11: field mode not found in type runconfig.MetricsOffload"),
+    (lambda c: c.update(runtime={"env": {"NCCL_DEBUG": "INFO", "TAU_TOKEN": "x", "LR": "0.1"}}),
+     f"{V}runtime.env contains Tau-managed keys that cannot be overridden: NCCL_DEBUG, TAU_TOKEN; remove them from "
+     "runtime.env (settable TAU_ keys: TAU_RESUME_FROM, TAU_RETRY_ATTEMPT, TAU_RETRY_MAX, TAU_RETRY_REASON)"),
+    (lambda c: c.update(runtime={"env": {"BLOB": "x" * 65537}}),
+     f'{V}literal environment variable "BLOB" is 65537 bytes; maximum is 65536 bytes: publish source or artifacts '
+     "once and reference a digest-pinned OCI image with run.source instead of embedding content in environment "
+     "variables"),
+    (lambda c: c.update(engine="kubernetes"), 'engine "kubernetes" is not valid; use job or rayjob'),
 ])
 def test_the_run_config_rules_of_taugrid_are_enforced(change, problem):
     config = render_config(spec())
     change(config)
     assert validate_config(config) == [problem]
+
+
+def test_the_whole_schema_of_taugrid_passes_and_engine_aliases_are_taken():
+    config = render_config(spec())
+    config.update(engine="ray", compute={"workers": 2, "gpus_per_worker": 1, "worker_memory_limit": "8Gi"},
+                  policy={"queue": "q", "profile": "p"}, resilience={"max_retries": 2, "backoff_initial": "30s"},
+                  execution={"launcher": "ray-train"}, profiler={"mode": "nsys"}, run={"working_dir": "."})
+    assert validate_config(config) == []
 
 
 def test_experiment_name_falls_back_to_the_slugged_title_then_the_group():

@@ -31,6 +31,7 @@ __all__ = [
     "decode_go_utf8",
     "dumps_fast",
     "go_number",
+    "go_quote",
     "marshal",
     "unix_seconds_to_ns",
 ]
@@ -397,3 +398,27 @@ def dumps_fast(value: object) -> bytes:
     if b"\xe2\x80\xa8" in out or b"\xe2\x80\xa9" in out:
         out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
     return out
+
+
+def go_quote(value: str) -> str:
+    """Go's ``strconv.Quote`` (``%q``): printable characters kept, the rest escaped as Go escapes them."""
+    out = ['"']
+    for ch in value:
+        code = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch.isprintable() and not 0xD800 <= code <= 0xDFFF:
+            out.append(ch)
+        elif ch in "\a\b\f\n\r\t\v":
+            out.append({"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+                        "\v": "\\v"}[ch])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append("\\ufffd")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)

@@ -14,8 +14,9 @@ Portal's path rule is :func:`unreachable_id` itself. Ids derived from names (``i
 
 from __future__ import annotations
 
-import json
 import re
+
+from tau_collector.taugrid.gojson import go_quote
 
 __all__ = ["MAX_ID_BYTES", "InvalidID", "derive_id", "is_valid_id", "unreachable_id", "validate_id"]
 
@@ -32,8 +33,7 @@ class InvalidID(ValueError):
 
 
 def _quote(value: str) -> str:
-    # Go's %q for the strings that reach these messages (JSON quoting differs only for rare control characters).
-    return json.dumps(value, ensure_ascii=False)
+    return go_quote(value)  # Go's %q, as TauGrid's messages quote
 
 
 def validate_id(kind: str, value: str) -> str:
