@@ -29,7 +29,7 @@ from pathlib import Path
 
 import httpx
 
-from .backends import tau_home, validate_id
+from .backends import path_component, tau_home, validate_id
 from .backends.local import process_alive, start_ticks_of, store_dir
 from .client import PortalClient
 from .kusto_env import ENV_CLUSTER, ENV_DATABASE, portal_kusto_env
@@ -61,7 +61,7 @@ class LocalPortal:
 
 def record_file(workspace: str = "default", home: Path | None = None) -> Path:
     home = home or tau_home()
-    return home / ("portal.json" if workspace == "default" else f"portal-{workspace}.json")
+    return home / ("portal.json" if workspace == "default" else f"portal-{path_component(workspace)}.json")
 
 
 def _read(path: Path) -> LocalPortal | None:
@@ -119,7 +119,7 @@ def _start(workspace: str, home: Path, timeout: float, kusto_env: dict[str, str]
     store = store_dir(home)
     ExpStore(store, create=True, writable=False).close()  # the Portal refuses a missing store; it only reads
     token = generate_token()
-    log_path = home / ("portal.log" if workspace == "default" else f"portal-{workspace}.log")
+    log_path = home / ("portal.log" if workspace == "default" else f"portal-{path_component(workspace)}.log")
     # The token travels in the environment, not argv (visible in `ps` to every user), and the log
     # that repeats it in the printed URL is private.
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -3,11 +3,14 @@
 A backend turns a :class:`RunSpec` into a running job and answers for it afterwards from the run
 record it wrote (``run.json`` in the run's directory under TauGrid's workspace layout
 ``<TAU_HOME>/projects/<workspace>/runs/<run>/``), so runs can be listed, re-attached and cancelled
-from any process, also after a kernel restart.
+from any process, also after a kernel restart. An id too long for one file name (TauGrid's ids may be
+longer than the 255 bytes a file system allows) names its directory by :func:`path_component`; the
+record keeps the id itself, and every reader finds a run through its record.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -30,6 +33,7 @@ __all__ = [
     "RunSpec",
     "get_backend",
     "iter_records",
+    "path_component",
     "read_record",
     "record_path",
     "run_dir",
@@ -42,6 +46,8 @@ BACKENDS = ("local", "ray", "tau")
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
 RECORD = "run.json"
 RECORD_SCHEMA = "taunotebook.run_record.v1"
+NAME_MAX = 255  # bytes in one file name (ext4, xfs, btrfs, tmpfs, overlayfs)
+_KEPT = 200  # bytes of a long id kept readable in its file name
 
 
 class BackendError(Exception):
@@ -57,9 +63,19 @@ def validate_id(value: str, what: str) -> str:
     return ids.validate_id(what, value)
 
 
+def path_component(value: str) -> str:
+    """``value`` as one file name: itself when it fits in :data:`NAME_MAX` bytes, else its first 200 bytes, ``-``
+    and 16 hex digits of its SHA-256 (217 bytes; two ids sharing a long prefix stay apart)."""
+    raw = value.encode("utf-8", "surrogatepass")
+    if len(raw) <= NAME_MAX:
+        return value
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    return raw[:_KEPT].decode("utf-8", "ignore") + "-" + digest
+
+
 def run_dir(run_id: str, workspace: str, home: Path | None = None) -> Path:
-    """TauGrid's workspace layout: ``<home>/projects/<workspace>/runs/<run>``."""
-    return (home or tau_home()) / "projects" / workspace / "runs" / run_id
+    """TauGrid's workspace layout: ``<home>/projects/<workspace>/runs/<run>``, each id a :func:`path_component`."""
+    return (home or tau_home()) / "projects" / path_component(workspace) / "runs" / path_component(run_id)
 
 
 @dataclass(frozen=True)
@@ -157,7 +173,7 @@ def read_record(path: Path) -> dict[str, Any] | None:
 def iter_records(home: Path | None = None, workspace: str | None = None) -> Iterator[dict[str, Any]]:
     """Every run record under ``home``, newest first."""
     root = (home or tau_home()) / "projects"
-    pattern = f"{workspace}/runs/*/{RECORD}" if workspace else f"*/runs/*/{RECORD}"
+    pattern = f"{path_component(workspace)}/runs/*/{RECORD}" if workspace else f"*/runs/*/{RECORD}"
     records = [r for r in (read_record(p) for p in root.glob(pattern)) if r is not None]
     records.sort(key=lambda r: (r.get("created_at", 0), r.get("run_id", "")), reverse=True)
     yield from records

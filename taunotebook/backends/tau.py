@@ -22,7 +22,7 @@ from typing import Any
 from tau_collector.taugrid.direct_config import check_run_config
 from tau_collector.taugrid.yaml_writer import dump_yaml
 
-from . import BackendError, BackendUnavailable, RunSpec, write_record
+from . import BackendError, BackendUnavailable, RunSpec, path_component, write_record
 
 __all__ = ["TauBackend", "render_config", "to_yaml", "validate_config"]
 
@@ -63,7 +63,7 @@ sys.exit(code)
 
 def render_config(spec: RunSpec, *, data_pvc: str | None = None) -> dict[str, Any]:
     """TauGrid's run config for ``spec``: storage, metrics history with offload enabled, experiment identity."""
-    output = posixpath.join(DATA_ROOT, "projects", spec.workspace, "runs", spec.run_id)
+    output = posixpath.join(DATA_ROOT, "projects", path_component(spec.workspace), "runs", path_component(spec.run_id))
     storage: dict[str, Any] = {"output": output}
     if data_pvc:
         storage = {"data_pvc": data_pvc, **storage}

@@ -12,7 +12,7 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
-from taunotebook.backends import iter_records, validate_id
+from taunotebook.backends import NAME_MAX, iter_records, path_component, run_dir, validate_id
 from taunotebook.backends.local import process_alive, start_ticks_of
 from taunotebook.local_portal import ensure_portal, record_file, stop_portal
 from taunotebook.submit import attach, runs, submit
@@ -84,6 +84,30 @@ def test_a_script_runs_with_its_args_in_the_callers_directory_and_is_listed_and_
     assert (again.state, again.project, again.run_group_id, again.experiment_id) == ("succeeded", "demo", "train", "train")
     with pytest.raises(KeyError, match="no run 'nope'"):
         attach("nope")
+
+
+def test_an_id_too_long_for_a_file_name_gets_a_short_distinct_directory():
+    assert path_component("a" * NAME_MAX) == "a" * NAME_MAX
+    long_a, long_b = "a" * 300, "a" * 299 + "b"
+    assert len(path_component(long_a)) <= NAME_MAX and path_component(long_a).startswith("a" * 200 + "-")
+    assert path_component(long_a) != path_component(long_b)
+    assert path_component(long_a) == path_component("a" * 300)
+    assert run_dir(long_a, long_b).parts[-3:] == (path_component(long_b), "runs", path_component(long_a))
+
+
+def test_a_run_whose_ids_exceed_a_file_name_runs_is_listed_attached_and_served(tau_home):
+    name, workspace, project = "n" * 300, "w" * 400, "p" * 500
+    try:
+        run = submit(code="import json\nfor s in range(3):\n    print(json.dumps({'step': s, 'loss': 1.0 / (s + 1)}))\n",
+                     name=name, workspace=workspace, project=project)
+        assert run.run_id.startswith(name + "-")
+        assert run.wait(120) == "succeeded"
+        assert all(len(part.encode()) <= NAME_MAX for part in run.run_dir.parts)
+        assert [r.run_id for r in runs(workspace=workspace)] == [run.run_id]
+        assert attach(run.run_id, workspace=workspace).project == project
+        assert list(run.series("loss").values) == [1.0, 0.5, 1.0 / 3]
+    finally:
+        stop_portal(workspace, home=tau_home)
 
 
 def test_a_job_killed_without_an_outcome_is_failed_and_its_orphaned_collector_finishes(tau_home):

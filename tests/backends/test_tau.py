@@ -155,6 +155,19 @@ def test_dry_run_prints_the_config_and_the_command_and_submits_nothing(tau_home,
     assert not (tau_home / "projects" / "default" / "runs" / run.run_id).exists()
 
 
+def test_a_dry_run_with_ids_longer_than_a_file_name_prints_the_config(tau_home, monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    printed: list[str] = []
+    name, workspace = "n" * 300, "w" * 400
+    run = submit(code="print(1)\n", backend="tau", project="demo", name=name, workspace=workspace, dry_run=True,
+                 out=printed.append)
+    assert run.record["name"] == name and printed[1] == f"$ tau run --workspace {workspace} --config tau.yaml"
+    output = run.record["config"]["storage"]["output"]
+    assert all(len(part) <= 255 for part in output.split("/"))
+    assert validate_config(run.record["config"]) == []
+    assert runs() == []
+
+
 def test_without_the_tau_cli_the_submission_is_refused_before_anything_is_written(tau_home, monkeypatch):
     monkeypatch.setenv("PATH", "")
     with pytest.raises(BackendUnavailable, match=r"the `tau` CLI is not on PATH"):
