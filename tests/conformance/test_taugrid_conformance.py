@@ -19,8 +19,8 @@ import pytest
 
 from tau_collector.taugrid.config_limits import ConfigBudget
 from tau_collector.taugrid.config_yaml import parse_yaml
-from tau_collector.taugrid.direct_config import check_run_config, id_from_title, validate_tau_id
-from tau_collector.taugrid.ids import MAX_ID_BYTES, InvalidID, validate_id
+from tau_collector.taugrid.direct_config import check_run_config
+from tau_collector.taugrid.ids import MAX_ID_BYTES, InvalidID, id_from_title, id_problem, validate_id
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -118,7 +118,7 @@ def test_the_experiment_id_from_a_title_is_taugrids(case_id):
 def test_validate_id_is_taugrids(case_id):
     value = CASES[case_id]["text"]
     verdict = ROWS[case_id]["taugrid"]
-    problem = validate_tau_id("id", value)
+    problem = id_problem("id", value)
     assert (problem is None) == verdict["accepted"]
     assert problem == verdict.get("error")
     # the ids every flag takes follow the same rule, within the longest id TauGrid's API serves in a path

@@ -14,17 +14,17 @@ Portal's path rule is :func:`unreachable_id` itself. Ids derived from names (``i
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from tau_collector.taugrid.gojson import go_quote
 
-__all__ = ["MAX_ID_BYTES", "InvalidID", "derive_id", "is_valid_id", "unreachable_id", "validate_id"]
+__all__ = ["MAX_ID_BYTES", "InvalidID", "derive_id", "go_lower", "go_trim", "id_from_title", "id_problem",
+           "is_valid_id", "kubernetes_label_value", "unreachable_id", "validate_id"]
 
 # TauGrid's decodeV2PathID: the longest path id (in bytes) the v2 Stellar API serves.
 MAX_ID_BYTES = 512
 
-_ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
-_EDGE = frozenset("-_.")
 _OTHER = re.compile(r"[^a-z0-9._-]+")
 
 
@@ -32,22 +32,11 @@ class InvalidID(ValueError):
     """An id that breaks TauGrid's rule; the message is TauGrid's own."""
 
 
-def _quote(value: str) -> str:
-    return go_quote(value)  # Go's %q, as TauGrid's messages quote
-
-
 def validate_id(kind: str, value: str) -> str:
     """``value`` if it is a valid TauGrid id, else :class:`InvalidID` with TauGrid's message naming ``kind``."""
-    if not isinstance(value, str) or value == "":
-        raise InvalidID(f"{kind} is required")
-    invalid = f"{kind} {_quote(value)} is invalid (use lowercase alphanumerics with internal '-', '_' or '.')"
-    if value.strip() != value or "/" in value or "\\" in value:
-        raise InvalidID(invalid)
-    for i, c in enumerate(value):
-        if c not in _ALLOWED:
-            raise InvalidID(invalid)
-        if (i == 0 or i == len(value) - 1) and c in _EDGE:
-            raise InvalidID(f"{kind} {_quote(value)} is invalid (must start and end with an alphanumeric)")
+    problem = id_problem(kind, value) if isinstance(value, str) else f"{kind} is required"
+    if problem:
+        raise InvalidID(problem)
     if len(value) > MAX_ID_BYTES:  # ASCII by now: characters are bytes
         raise InvalidID(_too_long(kind, value))
     return value
@@ -55,7 +44,7 @@ def validate_id(kind: str, value: str) -> str:
 
 def _too_long(kind: str, value: str) -> str:
     # The id itself is not quoted whole: it is long enough to bury the message.
-    return (f"{kind} {_quote(value[:40] + '...')} is invalid ({len(value.encode('utf-8', 'surrogatepass'))} bytes; "
+    return (f"{kind} {go_quote(value[:40] + '...')} is invalid ({len(value.encode('utf-8', 'surrogatepass'))} bytes; "
             f"at most {MAX_ID_BYTES}, the longest id TauGrid's v2 API serves in a path)")
 
 
@@ -67,7 +56,7 @@ def unreachable_id(kind: str, value: str) -> str | None:
     space (the handlers trim it away), more than :data:`MAX_ID_BYTES` bytes.
     """
     if not value or value.strip() != value or value in (".", "..") or any(c in value for c in "/\\\x00"):
-        return (f"{kind} {_quote(value)} cannot be named in an API path "
+        return (f"{kind} {go_quote(value)} cannot be named in an API path "
                 "(empty, '.', '..', '/', '\\', NUL or surrounding space)")
     if len(value.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
         return _too_long(kind, value)
@@ -91,3 +80,85 @@ def derive_id(text: str, fallback: str = "run") -> str:
     """
     cleaned = _OTHER.sub("-", text.lower()).strip("._-")
     return re.sub(r"-{2,}", "-", cleaned) or fallback
+
+
+# -- identity rules (exptelemetry.ValidateID, experiment.KubernetesLabelValue) ----------
+
+
+def id_problem(kind: str, value: str) -> str | None:
+    """TauGrid's ``ValidateID`` message for ``value``, or None when it is a valid id (no length limit)."""
+    if value == "":
+        return f"{kind} is required"
+    invalid = f"{kind} {go_quote(value)} is invalid (use lowercase alphanumerics with internal '-', '_' or '.')"
+    if go_trim(value) != value or "/" in value or "\\" in value:
+        return invalid
+    last = len(value.encode("utf-8", "surrogatepass")) - 1
+    at = 0
+    for ch in value:
+        if not ("a" <= ch <= "z" or "0" <= ch <= "9" or ch in "-_."):
+            return invalid
+        if (at == 0 or at == last) and ch in "-_.":
+            return f"{kind} {go_quote(value)} is invalid (must start and end with an alphanumeric)"
+        at += 1
+    return None
+
+
+# Go's unicode.IsSpace: the characters strings.TrimSpace removes.
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+            "\u2028\u2029\u202f\u205f\u3000"
+
+
+def go_trim(value: str) -> str:
+    """Go's ``strings.TrimSpace`` (Python's ``str.strip`` also removes U+001C..U+001F)."""
+    return value.strip(_GO_SPACE)
+
+
+def _label_hash(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _valid_label(value: str) -> bool:
+    for ch in value:
+        if not (ch.islower() or ch.isdigit() or ch in "-_."):
+            return False
+    return value[:1] in _LABEL_EDGE and value[-1:] in _LABEL_EDGE
+
+
+_LABEL_EDGE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def kubernetes_label_value(value: str) -> str:
+    """TauGrid's ``KubernetesLabelValue``: trimmed, lowercased, each run of characters outside
+    ``[a-z0-9._-]`` one ``-``, ``-_.`` trimmed from the ends; a 12-hex SHA-256 of the trimmed text when
+    nothing is left; past 63 bytes cut to fit ``-<hash>``."""
+    original = go_trim(value)
+    if not original:
+        return ""
+    out: list[str] = []
+    dash = False
+    for ch in go_lower(original):
+        if "a" <= ch <= "z" or "0" <= ch <= "9" or ch in "-_.":
+            out.append(ch)
+            dash = False
+        elif not dash:
+            out.append("-")
+            dash = True
+    normalized = "".join(out).strip("-_.") or _label_hash(original)
+    if len(normalized) <= 63 and _valid_label(normalized):
+        return normalized
+    suffix = "-" + _label_hash(original)
+    limit = 63 - len(suffix)
+    normalized = normalized[:limit].strip("-_.")
+    return normalized + suffix if normalized else suffix.strip("-")
+
+
+def go_lower(value: str) -> str:
+    # Go's strings.ToLower maps each rune alone ("İ" is "i", no final-sigma rule).
+    return "".join(ch.lower()[0] for ch in value)
+
+
+def id_from_title(title: str) -> str:
+    """TauGrid's ``experiment.IDFromTitle``: the experiment id a human-written title stands for."""
+    return kubernetes_label_value(title)
+
+
