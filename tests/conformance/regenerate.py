@@ -7,6 +7,10 @@ Needs a Go toolchain and a GOPATH holding TauGrid's run-config packages and what
     gopkg.in/yaml.v3, github.com/docker/distribution/reference (Debian: golang-gopkg-yaml.v3-dev,
     golang-github-docker-distribution-dev, under /usr/share/gocode)
 
+The driver uses ``runconfig`` (``config.go``; ``schema.go``'s field-path walk and ``unknown.go``'s key walk, which
+the managed-manifest warnings need; ``discover.go``'s ``ExperimentRunMetadata``), ``exptelemetry.ValidateID``,
+``experiment`` (``KubernetesLabelValue``, ``IDFromTitle``, ``HashJSON``), ``envspec`` and ``fileutil``; the
+documentation catalog of ``schema.go`` and the did-you-mean text of the warnings play no part in a verdict.
 TauGrid imports ``github.com/distribution/reference``; Debian ships the same API as
 ``github.com/docker/distribution/reference``, so a scratch copy of ``core/runconfig/config.go`` imports that.
 TauGrid's code stays outside this repository; what is kept is our driver (``taugrid_driver.go``) and the table.
