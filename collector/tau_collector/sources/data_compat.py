@@ -1,4 +1,5 @@
-"""Old and new summary forms to one scalar: which values are scalars, and the number each holds.
+"""Old and new summary forms to one: which series a value belongs to, the number a scalar holds, and the
+tensors of histograms, images and text as TensorBoard's plugins read them.
 
 A tag's time series is classified by its *first* value in the run (writers put the metadata on
 the first event only), by TensorBoard's rules (rustboard ``data_compat.rs``, ``initial_metadata``),
@@ -35,23 +36,61 @@ dtype   name        repeated field  note
 
 (rustboard reads float only; TensorBoard's Python reader takes every dtype ``make_ndarray``
 knows, as we do.) Other dtypes are ``bad_value`` problems. Images, histograms, audio, text,
-tensors of other series and non-rank-0 tensors are dropped and counted by :func:`dropped_bucket`.
+tensors of other series and non-rank-0 tensors are not scalars: the scalar path counts them by
+:func:`dropped_bucket`.
+
+Histograms, images and text are read as TensorBoard's ``data_compat.py`` migrates them and its plugins
+then read the tensor (``make_ndarray``, whose rules :func:`tensor_values` keeps: ``tensor_content``
+first, else the typed field, whose one value fills a larger shape):
+
+- a histogram (:func:`histogram_buckets`) is a ``[k, 3]`` tensor of ``(left, right, count)``; an old
+  ``histo`` (``HistogramProto``: torch, tensorboardX, TF1) migrates to float32 buckets without its empty
+  end buckets, its outer edges ``min`` and ``max``;
+- an image event (:func:`image_values`) is a rank-1 string tensor ``[width, height, image…]`` (decimal
+  strings, then encoded images, any number); an old ``Summary.Image`` migrates to one image;
+- a text event (:func:`text_values`) is a string tensor of any shape, UTF-8.
+
+Nothing a tensor claims sizes an allocation: its shape, repeated fields and old-style buckets are
+counted against ``max_values`` before any value is read (:class:`ValueError` beyond it).
 """
 
 from __future__ import annotations
 
+import re
 import struct
 
-__all__ = ["DATA_CLASS_SCALAR", "SCALARS", "dropped_bucket", "series_kind", "tensor_scalar"]
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from tau_collector.sources.protobuf_wire import fields
+from tau_collector.sources.tensorboard_proto.event_pb2 import HistogramProto, SummaryImage
+
+__all__ = [
+    "DATA_CLASS_SCALAR",
+    "HISTOGRAMS",
+    "IMAGES",
+    "SCALARS",
+    "TEXT",
+    "dropped_bucket",
+    "histogram_buckets",
+    "image_values",
+    "series_kind",
+    "tensor_scalar",
+    "tensor_values",
+    "text_values",
+]
 
 SCALARS = "scalars"
+HISTOGRAMS = "histograms"
+IMAGES = "images"
+TEXT = "text"
 DATA_CLASS_UNKNOWN = 0
 DATA_CLASS_SCALAR = 1
 
 # A tensor value's plugin -> the ``dropped`` bucket it is counted in; any other plugin is "tensor".
-_DROPPED_PLUGIN = {"images": "image", "histograms": "histogram", "audio": "audio", "text": "text"}
+_DROPPED_PLUGIN = {IMAGES: "image", HISTOGRAMS: "histogram", "audio": "audio", TEXT: "text"}
 # Old-style values TensorBoard migrates to tensors of a plugin; the plugin their tag gets in the run.
-_MIGRATED_PLUGIN = {"simple_value": SCALARS, "histo": "histograms", "image": "images", "audio": "audio"}
+_MIGRATED_PLUGIN = {"simple_value": SCALARS, "histo": HISTOGRAMS, "image": IMAGES, "audio": "audio"}
 _DROPPED_KIND = {"histo": "histogram", "obsolete_old_style_histogram": "histogram", "image": "image",
                  "audio": "audio"}
 # A data class other than scalar on a series TensorBoard would otherwise call scalars.
@@ -131,3 +170,166 @@ def tensor_scalar(tensor) -> float:
     if repeated == "half_val":
         return _from_half_bits(dtype, int(number))
     return float(number)
+
+
+_DT_STRING = 7
+_MAX_RANK = 64  # TensorFlow's own limit is 254; no summary comes near either
+_DIMENSION = re.compile(rb"-?[0-9]{1,19}")  # an image's width or height: an int64 in decimal
+
+
+def _repeated_doubles(data: bytes) -> int:
+    """How many values the repeated double fields of a ``HistogramProto`` hold, counted from the wire format
+    (packed or not) without reading them. :class:`ValueError` for a message that is not well formed."""
+    count = 0
+    for number, wire, field in fields(memoryview(data)):
+        if number in (6, 7):  # bucket_limit, bucket
+            count += len(field) // 8 if wire == 2 else 1
+    return count
+
+
+def _parse(message, data: bytes, max_values: int):
+    """The ``HistogramProto`` or ``SummaryImage`` in a value's bytes; :class:`ValueError` says why there is none.
+    A histogram's buckets are counted against ``max_values`` (three values a bucket) before it is parsed."""
+    try:
+        if message is HistogramProto:
+            values = _repeated_doubles(data)
+            if values * 3 // 2 > max_values:
+                raise ValueError(f"histogram holds {values // 2} buckets, over the limit of {max_values // 3} "
+                                 "(--max-tensor-values counts three values a bucket)")
+        return message.FromString(data)
+    except DecodeError as exc:
+        raise ValueError(f"not a {message.__name__} ({exc})") from None
+
+
+def _shape(tensor, max_values: int) -> tuple[tuple[int, ...], int]:
+    """A tensor's shape and number of elements, refused past ``max_values`` before anything is read."""
+    dims = tensor.tensor_shape.dim
+    if len(dims) > _MAX_RANK:
+        raise ValueError(f"tensor has rank {len(dims)}, over {_MAX_RANK}")
+    shape = tuple(dim.size for dim in dims)
+    count = 1
+    for size in shape:
+        if size < 0:
+            raise ValueError(f"tensor shape {list(shape)} has an unknown (negative) dimension")
+        count *= size
+    if count > max_values:
+        raise ValueError(f"tensor shape {list(shape)} holds {count} values, over the limit of {max_values} "
+                         "(--max-tensor-values)")
+    return shape, count
+
+
+def _numbers(tensor, count: int, max_values: int) -> np.ndarray:
+    """The ``count`` numbers of a numeric tensor as float64, in row-major order (``make_ndarray``'s rules)."""
+    dtype = tensor.dtype
+    spec = _DTYPES.get(dtype)
+    if spec is None:
+        raise ValueError(f"dtype {dtype} is not a float, int or bool dtype")
+    repeated, fmt = spec
+    half = repeated == "half_val"
+    content = tensor.tensor_content
+    if content:
+        size = struct.calcsize(fmt)
+        if len(content) != count * size:
+            raise ValueError(f"tensor_content has {len(content)} bytes, {count} dtype-{dtype} values take "
+                             f"{count * size}")
+        raw = np.frombuffer(content, dtype=np.dtype(fmt))
+    else:
+        field = getattr(tensor, repeated)
+        held = len(field)
+        if held > max_values:
+            raise ValueError(f"{repeated} holds {held} values, over the limit of {max_values} (--max-tensor-values)")
+        if held != count and held != 1:
+            raise ValueError(f"{repeated} holds {held} values for a tensor of {count}")
+        raw = np.fromiter(field, dtype=np.uint16 if half else np.dtype(fmt), count=held)
+        if held == 1 and count != 1:
+            raw = np.repeat(raw, count)  # make_ndarray fills the shape with a lone value (count <= max_values)
+    if half:
+        bits = raw.astype(np.uint16)
+        if dtype == _DT_BFLOAT16:
+            return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        return bits.view(np.float16).astype(np.float64)
+    return raw.astype(np.float64)
+
+
+def _strings(tensor, count: int, max_values: int) -> list[bytes]:
+    """The ``count`` strings of a string tensor in row-major order (``make_ndarray``'s rules)."""
+    if tensor.dtype != _DT_STRING:
+        raise ValueError(f"dtype {tensor.dtype} is not the string dtype ({_DT_STRING})")
+    field = tensor.string_val
+    held = len(field)
+    if held > max_values:
+        raise ValueError(f"string_val holds {held} strings, over the limit of {max_values} (--max-tensor-values)")
+    if held == 1 and count != 1:
+        return [field[0]] * count  # one object, ``count`` references (count <= max_values)
+    if held != count:
+        raise ValueError(f"string_val holds {held} strings for a tensor of {count}")
+    return list(field)
+
+
+def tensor_values(tensor, max_values: int) -> tuple[tuple[int, ...], np.ndarray | list[bytes]]:
+    """A tensor's shape and its values in row-major order: float64 numbers, or ``bytes`` for a string tensor.
+
+    :class:`ValueError` says why there are none (a shape or field over ``max_values``, values that do not
+    fill the shape, an unknown dtype)."""
+    shape, count = _shape(tensor, max_values)
+    if tensor.dtype == _DT_STRING:
+        return shape, _strings(tensor, count, max_values)
+    return shape, _numbers(tensor, count, max_values)
+
+
+def histogram_buckets(value, kind: str, max_values: int) -> np.ndarray:
+    """A histogram value's ``[k, 3]`` float64 buckets ``(left, right, count)``, exactly the numbers
+    TensorBoard's histograms plugin reads (an old ``histo``'s are float32, as its migration makes them)."""
+    if kind == "histo":
+        histo = _parse(HistogramProto, value.histo, max_values)
+        counts_field, limits_field = histo.bucket, histo.bucket_limit
+        n = len(counts_field)
+        counts = np.fromiter(counts_field, dtype=np.float64, count=n)
+        filled = np.flatnonzero(counts > 0)
+        if not filled.size:
+            return np.zeros((0, 3), dtype=np.float64)
+        start, end = int(filled[0]), int(filled[-1])
+        if len(limits_field) < end:
+            raise ValueError(f"histogram has {n} buckets but only {len(limits_field)} bucket limits")
+        inner = np.fromiter(limits_field, dtype=np.float64, count=len(limits_field))[start:end]
+        buckets = np.empty((end - start + 1, 3), dtype=np.float32)
+        buckets[:, 0] = np.concatenate(([histo.min], inner))
+        buckets[:, 1] = np.concatenate((inner, [histo.max]))
+        buckets[:, 2] = counts[start:end + 1]
+        return buckets.astype(np.float64)
+    shape, values = tensor_values(value.tensor, max_values)
+    if len(shape) != 2 or shape[1] != 3:
+        raise ValueError(f"a histogram tensor has shape [k, 3], this one {list(shape)}")
+    if isinstance(values, list):
+        raise ValueError("a histogram tensor holds numbers, this one strings")
+    return values.reshape(shape)
+
+
+def _dimension(text: bytes, what: str) -> int:
+    if _DIMENSION.fullmatch(text) is None:
+        raise ValueError(f"the image {what} {text[:40]!r} is not a decimal integer")
+    return int(text)
+
+
+def image_values(value, kind: str, max_values: int) -> tuple[int, int, list[bytes]]:
+    """An image value's width, height and encoded images (any number: ``tf.summary.image`` writes up to
+    ``max_outputs`` of a batch in one value; an old ``Summary.Image`` holds one)."""
+    if kind == "image":
+        image = _parse(SummaryImage, value.image, max_values)
+        return image.width, image.height, [image.encoded_image_string]
+    shape, values = tensor_values(value.tensor, max_values)
+    if not isinstance(values, list):
+        raise ValueError(f"an image tensor holds strings, this one dtype {value.tensor.dtype}")
+    if len(shape) != 1 or shape[0] < 2:
+        raise ValueError(f"an image tensor has shape [2 + images] (width, height, images), this one {list(shape)}")
+    return _dimension(values[0], "width"), _dimension(values[1], "height"), values[2:]
+
+
+def text_values(value, max_values: int) -> tuple[tuple[int, ...], list[str]]:
+    """A text value's shape and its strings in row-major order (invalid UTF-8 replaced by U+FFFD)."""
+    shape, values = tensor_values(value.tensor, max_values)
+    if not isinstance(values, list):
+        raise ValueError(f"a text tensor holds strings, this one dtype {value.tensor.dtype}")
+    decoded: dict[bytes, str] = {}  # a lone string filling a shape is decoded once
+    return shape, [decoded[raw] if raw in decoded else decoded.setdefault(raw, raw.decode("utf-8", errors="replace"))
+                   for raw in values]

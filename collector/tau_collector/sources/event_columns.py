@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tau_collector.sources.event_file import CANONICAL_MAX
+from tau_collector.sources.media import MediaRequest
 from tau_collector.sources.read_limits import DEFAULT_LIMITS
 from tau_collector.sources.tensorboard_run import (
     RunMemory,
@@ -26,6 +27,7 @@ from tau_collector.sources.tensorboard_run import (
     block_problems,
     cyclic_gc_paused,
     decode_event_into,
+    skipped_record,
     unreadable_problem,
 )
 from tau_collector.sources.tf_record import DEFAULT_MAX_RECORD_BYTES, HEADER_SIZE, FrameIndex, StopReason, read_block
@@ -95,7 +97,8 @@ def _equal_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameIndex, first_record: int,
-                  base_offset: int, batch: SegmentBatch, memory: RunMemory, max_values: int) -> ScalarColumns:
+                  base_offset: int, batch: SegmentBatch, memory: RunMemory, max_values: int,
+                  media: MediaRequest | None) -> ScalarColumns:
     count = len(frames)
     key_of = np.full(count, -1, dtype=np.int64)
     step = np.zeros(count, dtype=np.int64)
@@ -146,7 +149,7 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
         for i in indices.tolist():
             start = int(frames.starts[i]) + HEADER_SIZE
             decode_event_into(run, path, data[start:start + int(frames.lengths[i])], first_record + i,
-                          base_offset + int(frames.starts[i]), batch, memory, max_values)
+                          base_offset + int(frames.starts[i]), batch, memory, max_values, media)
 
     decode(np.flatnonzero(slow))
     if waiting.any():
@@ -206,6 +209,7 @@ def read_block_columns(
     final: bool = False,
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     max_values: int = DEFAULT_LIMITS.max_row_fields,
+    media: MediaRequest | None = None,
 ) -> tuple[SegmentBatch, ScalarColumns]:
     """Read the frames of ``path`` that lie within ``max_bytes`` (and ``max_records``) from ``offset``.
 
@@ -213,7 +217,8 @@ def read_block_columns(
     ended the block (continue from ``checkpoint`` with ``records_before=batch.records``); a frame
     larger than the bound is read whole, as far as the file holds it. The scalars are in the
     returned columns, not in ``batch.observations``. Blocks are cut deterministically by the
-    file's bytes and the bounds. ``final``: the run is complete (see ``read_segment``).
+    file's bytes and the bounds. ``final``: the run is complete (see ``read_segment``). ``media``: the
+    histograms, images and text to read as records (``batch.media``, in file order; see ``read_segment``).
     """
     batch = SegmentBatch(path, offset, offset, records_before, StopReason.END.value)
     try:
@@ -228,12 +233,13 @@ def read_block_columns(
     if max_records is not None and len(frames) > max_records:
         frames, more = frames.first(max(max_records, 1), offset), True
     with cyclic_gc_paused():
-        columns = _decode_block(run, path, block.data, frames, records_before + 1, offset, batch, memory, max_values)
+        columns = _decode_block(run, path, block.data, frames, records_before + 1, offset, batch, memory, max_values,
+                                media)
     batch.checkpoint = block.checkpoint if frames is block.scan else frames.checkpoint
     batch.records = records_before + len(frames)
     if block.skipped:
         batch.records += 1
-        batch.dropped["oversized_record"] = batch.dropped.get("oversized_record", 0) + 1
+        skipped_record(batch, block.offset, block.skipped, max_record_bytes, media)
     if more:
         batch.more = True
     else:

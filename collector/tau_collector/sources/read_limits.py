@@ -33,13 +33,16 @@ class Limits:
     longest line or record read; ``max_depth``: the deepest nesting flattened into metric names;
     ``max_row_fields``: the most keys a history line, or summary values an event record, may have (each
     numeric one is an event of ~700 bytes: 16 MiB of ``"k":1,`` would be two million events, gigabytes
-    in one chunk)."""
+    in one chunk); ``max_tensor_values``: the most values the tensor of a histogram, image or text summary
+    may have (a histogram's buckets count three each, an image event's width and height two), checked before
+    any is read: a 16 MiB record can hold a million buckets or strings, and a tensor's shape claim any number."""
 
     batch_bytes: int = 512 * 1024
     batch_records: int = 20_000
     max_line_bytes: int = 16 * 1024 * 1024
     max_depth: int = 32
     max_row_fields: int = 20_000
+    max_tensor_values: int = 100_000
 
 
 DEFAULT_LIMITS = Limits()
@@ -60,6 +63,9 @@ _FLAGS = {  # field: (flag, environment variable, help)
     "max_row_fields": ("--max-row-fields", "TAU_COLLECTOR_MAX_ROW_FIELDS",
                        "a history line with more keys, or an event with more summary values, than this is "
                        "skipped and reported"),
+    "max_tensor_values": ("--max-tensor-values", "TAU_COLLECTOR_MAX_TENSOR_VALUES",
+                          "a histogram, image or text summary whose tensor has more values than this is skipped "
+                          "and reported"),
 }
 
 

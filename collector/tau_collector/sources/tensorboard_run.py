@@ -57,6 +57,7 @@ from tau_collector.sources.event_file import (
     decode_event,
     summary_value_count,
 )
+from tau_collector.sources.media import MediaRecord, MediaRequest, media_record
 from tau_collector.sources.read_limits import DEFAULT_LIMITS
 from tau_collector.sources.records import HistoryRow, ProblemKind, SourceProblem
 from tau_collector.sources.tf_record import DEFAULT_MAX_RECORD_BYTES, Block, FrameScan, StopReason, read_block
@@ -78,6 +79,7 @@ __all__ = [
     "read_run",
     "read_segment",
     "rebuild_run_memory",
+    "skipped_record",
     "to_history_row",
     "unreadable_problem",
 ]
@@ -189,7 +191,8 @@ class SegmentBatch:
     ``stop`` is ``end``, ``truncated`` (tail not yet complete: retry later), ``corrupt`` (the
     run is complete and the file ends inside a frame), ``crc_mismatch`` (hard stop: this file
     does not advance) or ``unreadable``. ``more`` says a ``max_bytes``
-    bound ended the read before the end of the file.
+    bound ended the read before the end of the file. ``media`` holds the histograms, images and text a
+    :class:`~.media.MediaRequest` asked for, in file order.
     """
 
     path: str
@@ -199,6 +202,7 @@ class SegmentBatch:
     stop: str
     observations: list[ScalarObservation] = field(default_factory=list)
     restarts: list[SessionRestart] = field(default_factory=list)
+    media: list[MediaRecord] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
     problems: list[SourceProblem] = field(default_factory=list)
     more: bool = False
@@ -235,6 +239,7 @@ def read_segment(
     final: bool = False,
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     max_values: int = DEFAULT_LIMITS.max_row_fields,
+    media: MediaRequest | None = None,
 ) -> SegmentBatch:
     """Read the verified frames of one event file of ``run`` from ``offset`` (a frame boundary).
 
@@ -246,7 +251,9 @@ def read_segment(
     checkpoint; without it the call reads to the end of the file, ``read_size`` bytes per read.
     ``final`` says the run is complete: a file ending inside a frame is then corrupt, not a
     writer still at work. An event with more than ``max_values`` summary values is a bad event,
-    skipped without being decoded (see :func:`decode_event_into`).
+    skipped without being decoded (see :func:`decode_event_into`). ``media`` asks for histograms, images
+    or text as records (``batch.media``); a record over ``max_record_bytes`` is then also a bad event
+    (it may have held them), not only a ``dropped`` count.
     """
     if memory is None:
         memory = RunMemory()
@@ -261,10 +268,10 @@ def read_segment(
             batch.problems.append(unreadable_problem(path, exc, batch.checkpoint))
             return batch
         with cyclic_gc_paused():
-            _decode_frames(run, path, block.scan, batch, memory, max_values)
+            _decode_frames(run, path, block.scan, batch, memory, max_values, media)
         if block.skipped:
             batch.records += 1
-            batch.dropped["oversized_record"] = batch.dropped.get("oversized_record", 0) + 1
+            skipped_record(batch, block.offset, block.skipped, max_record_bytes, media)
         batch.checkpoint = block.checkpoint
         if block.more:
             if max_bytes is not None:
@@ -302,6 +309,18 @@ def block_problems(path: str, block: Block, records: int, *, final: bool,
     return stop.value, []
 
 
+def skipped_record(batch: SegmentBatch, offset: int, size: int, max_record_bytes: int,
+                   media: MediaRequest | None) -> None:
+    """Count a record over the record limit (``batch.records`` already counts it); a reader asked for media
+    also reports it, since it may have held the images asked for."""
+    batch.dropped["oversized_record"] = batch.dropped.get("oversized_record", 0) + 1
+    if media is not None:
+        batch.problems.append(_bad_event(
+            batch.path, batch.records, offset,
+            f"is {size} bytes, over the limit of {max_record_bytes} a record may have (--max-line-bytes), so it "
+            "was checked but not read"))
+
+
 def unreadable_problem(path: str, exc: OSError, offset: int) -> SourceProblem:
     return SourceProblem(
         path, ProblemKind.UNREADABLE,
@@ -321,7 +340,8 @@ def _crc_problem(path: str, message: str, checkpoint: int, record: int) -> Sourc
 
 
 def _decode_frames(
-    run: TensorBoardRun, path: str, scan: FrameScan, batch: SegmentBatch, memory: RunMemory, max_values: int
+    run: TensorBoardRun, path: str, scan: FrameScan, batch: SegmentBatch, memory: RunMemory, max_values: int,
+    media: MediaRequest | None,
 ) -> None:
     append = batch.observations.append
     layouts = memory.scalar_layouts
@@ -382,19 +402,22 @@ def _decode_frames(
                         record, frame_offset,
                     )))
                     continue
-        decode_event_into(run, path, payload, record, frame_offset, batch, memory, max_values)
+        decode_event_into(run, path, payload, record, frame_offset, batch, memory, max_values, media)
     batch.records = record
 
 
 def decode_event_into(
     run: TensorBoardRun, path: str, payload: bytes | memoryview, record: int, frame_offset: int,
     batch: SegmentBatch, memory: RunMemory, max_values: int = DEFAULT_LIMITS.max_row_fields,
+    media: MediaRequest | None = None,
 ) -> None:
     """Decode one frame with protobuf (any event the canonical-scalar fast path did not take) into ``batch``.
 
     An event with more than ``max_values`` summary values (``--max-row-fields``, as a history line's keys)
     is a bad event, counted from the wire format and never decoded: a record within the size limit can
-    hold a million values, a gigabyte or more of objects."""
+    hold a million values, a gigabyte or more of objects. The histograms, images and text ``media`` asks
+    for become records in ``batch.media`` (a value that cannot be read is a ``bad_value`` problem); they
+    are counted as ``dropped`` all the same, as the scalar path does not take them."""
     if max_values and len(payload) > 2 * max_values:  # a value takes two bytes at least
         values = summary_value_count(payload, max_values)
         if values > max_values:
@@ -451,6 +474,19 @@ def decode_event_into(
             elif kind is not None:
                 bucket = dropped_bucket(kind, plugin)
                 dropped[bucket] = dropped.get(bucket, 0) + 1
+                if media is not None:
+                    try:
+                        item = media_record(media, plugin, value, kind, run.prefix, step, wall_time, record,
+                                            frame_offset)
+                    except ValueError as exc:
+                        batch.problems.append(SourceProblem(
+                            path, ProblemKind.BAD_VALUE,
+                            f"{plugin} {tag!r} at step {step} cannot be read: {exc}; skipped this value",
+                            line=record, offset=frame_offset,
+                        ))
+                        continue
+                    if item is not None:
+                        batch.media.append(item)
     elif what == "session_log" and event.session_log.status == SESSION_START:
         batch.restarts.append(SessionRestart(
             run.relative, event.step, event.wall_time, record, frame_offset,
@@ -483,28 +519,35 @@ def rebuild_run_memory(run: TensorBoardRun, path: str, offset: int,
     return memory
 
 
-def read_run(run: TensorBoardRun, max_values: int = DEFAULT_LIMITS.max_row_fields) -> list[SegmentBatch]:
+def read_run(run: TensorBoardRun, max_values: int = DEFAULT_LIMITS.max_row_fields, *,
+             media: MediaRequest | None = None,
+             max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> list[SegmentBatch]:
     """Read every segment of ``run`` from the start, sharing one memory (batch consumers, ``dump``)."""
     memory = RunMemory()
-    return [read_segment(run, segment, memory=memory, max_values=max_values) for segment in run.segments()]
+    return [read_segment(run, segment, memory=memory, max_values=max_values, media=media,
+                         max_record_bytes=max_record_bytes) for segment in run.segments()]
 
 
-def in_read_order(batches: Iterable[SegmentBatch]) -> Iterator[ScalarObservation | SessionRestart]:
-    """Observations and restarts of a run's batches interleaved as they appear in the files."""
+def in_read_order(batches: Iterable[SegmentBatch], *,
+                  media: bool = False) -> Iterator[ScalarObservation | MediaRecord | SessionRestart]:
+    """Observations (or, with ``media``, media records) and restarts of a run's batches interleaved as they
+    appear in the files."""
     for batch in batches:
-        yield from heapq.merge(batch.observations, batch.restarts, key=lambda item: item.offset)
+        yield from heapq.merge(batch.media if media else batch.observations, batch.restarts,
+                               key=lambda item: item.offset)
 
 
 def apply_tensorboard_purge(
-    items: Iterable[ScalarObservation | SessionRestart], *, first_start_purges: bool = False
-) -> list[ScalarObservation]:
+    items: Iterable[ScalarObservation | MediaRecord | SessionRestart], *, first_start_purges: bool = False
+) -> list[ScalarObservation | MediaRecord]:
     """TensorBoard's view of one run: each restart drops the points before it with step >= its step.
 
-    ``items`` are one run's observations and restarts in read order (:func:`in_read_order`).
+    ``items`` are one run's observations (or media records: TensorBoard purges every series alike) and
+    restarts in read order (:func:`in_read_order`).
     By default the run's first ``START`` does not purge, as in TensorBoard's plugin
     ``EventAccumulator``; ``first_start_purges=True`` gives the legacy ``event_accumulator``.
     """
-    kept: list[ScalarObservation] = []
+    kept: list[ScalarObservation | MediaRecord] = []
     for item in items:
         if isinstance(item, SessionRestart):
             if first_start_purges or not item.first_in_run:
