@@ -1,7 +1,15 @@
-"""``tau-collector dump``: print every scalar observation a history file, event file or logdir holds.
+"""``tau-collector dump``: print every scalar observation (or histogram, image or text) a history file, event file
+or logdir holds.
 
 stdout carries one JSON object per observation, in file order:
 ``{"file","metric","step","wall_time","value"}`` (non-finite values as "NaN"/"Infinity"/"-Infinity").
+``--kind histograms|images|text`` prints the event files' values of that kind instead, one object per value,
+``tag`` named as ``metric`` is (the run's directory below the logdir first):
+``{"file","tag","step","wall_time","buckets":[[left,right,count],…]}`` (the buckets TensorBoard reads),
+``{"file","tag","step","wall_time","width","height","images":[sha256 hex of each encoded image…],"content_type"}``
+(``content_type`` is the images' MIME type; null without images, ``application/octet-stream`` when they differ),
+``{"file","tag","step","wall_time","text":[…],"shape":[…]}`` (the strings in row-major order, the tensor's shape).
+History files hold no such values this reader knows: they are passed over.
 stderr carries one JSON object per problem: ``{"file","offset"|"line","error","message"}``.
 Exit 0 when everything readable was read (a truncated tail is not an error), 3 when a file is
 corrupt or a row is bad, or a PATH is missing (after printing all that could be read), 2 on usage
@@ -12,6 +20,7 @@ when stderr is a terminal (``--progress``/``--no-progress`` to choose).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import math
 import os
@@ -32,6 +41,7 @@ from tau_collector.projection.projector import RowError, history_step, metric_nu
 from tau_collector.sources import read_limits as input_limits
 from tau_collector.sources.event_columns import read_block_columns
 from tau_collector.sources.jsonl import read_history
+from tau_collector.sources.media import MEDIA_KINDS, OCTET_STREAM, MediaRecord, MediaRequest
 from tau_collector.sources.records import ProblemKind, SourceProblem
 from tau_collector.sources.tensorboard_run import RunMemory, apply_tensorboard_purge, in_read_order, read_run
 
@@ -46,18 +56,23 @@ examples:
   tau-collector dump result.json --step-field training_iteration --time-field timestamp
   tau-collector dump logs/ 2>problems.jsonl | jq -c 'select(.metric=="train/loss")'
   tau-collector dump --progress -v big-logdir/ > points.jsonl   # progress and a summary on stderr
+  tau-collector dump --kind histograms logs/ | jq -c 'select(.tag=="train/weights") | .step'
 """
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subcommand_parser(
         subparsers, "dump", run,
-        help="print the scalar observations of history files, event files or logdirs as JSON lines",
+        help="print the scalar observations (or histograms, images, text) of history files, event files or logdirs "
+             "as JSON lines",
         description=__doc__, epilog=_EPILOG,
     )
     add_paths(parser)
     parser.add_argument("--step-field", default="_step", help="JSONL step field (default: _step)")
     parser.add_argument("--time-field", default="_timestamp", help="JSONL time field (default: _timestamp)")
+    parser.add_argument("--kind", choices=("scalars", *MEDIA_KINDS), default="scalars",
+                        help="what to print: scalar observations (default), or the histograms, images or text "
+                             "of event files")
     parser.add_argument("--tensorboard-purge", action="store_true",
                         help="apply TensorBoard's restart purge (SessionLog.START) to event files, "
                              "printing exactly the points TensorBoard would show")
@@ -214,6 +229,57 @@ def _dump_run(item: RunInput, args: argparse.Namespace, output: _Output) -> None
             offset, records = batch.checkpoint, batch.records
 
 
+def _dump_media(item: RunInput, args: argparse.Namespace, output: _Output) -> None:
+    """The histograms, images or text (``args.kind``) of a run's event files, in file order."""
+    limits = args.limits
+    request = MediaRequest(frozenset({args.kind}), limits.max_tensor_values)
+    if args.tensorboard_purge:
+        batches = read_run(item.run, limits.max_row_fields, media=request, max_record_bytes=limits.max_line_bytes)
+        kept = {id(record) for record in apply_tensorboard_purge(in_read_order(batches, media=True))}
+        for batch in batches:
+            _print_media(item, output, batch, [record for record in batch.media if id(record) in kept])
+        return
+    memory = RunMemory()
+    for segment in item.run.segments():
+        offset = records = 0
+        while True:
+            batch, _scalars = read_block_columns(item.run, segment, memory=memory, offset=offset,
+                                                 records_before=records, max_bytes=limits.batch_bytes,
+                                                 max_record_bytes=limits.max_line_bytes,
+                                                 max_values=limits.max_row_fields, media=request)
+            _print_media(item, output, batch, batch.media)
+            if not batch.more:
+                break
+            offset, records = batch.checkpoint, batch.records
+
+
+def _print_media(item: RunInput, output: _Output, batch, records: list[MediaRecord]) -> None:
+    file = item.display_path(batch.path)
+    output.lines(b"".join(orjson.dumps(media_json(file, record), option=orjson.OPT_APPEND_NEWLINE)
+                          for record in records), len(records))
+    for problem in batch.problems:
+        output.problem(problem, file)
+
+
+def media_json(file: str, record: MediaRecord) -> dict:
+    """The JSON object ``dump --kind`` prints for one histogram, image or text record."""
+    out = {"file": file, "tag": record.name, "step": record.step, "wall_time": record.wall_time}
+    if record.kind == "histograms":
+        buckets = record.buckets
+        rows = buckets.tolist()
+        if not np.isfinite(buckets).all():
+            rows = [[_value(number) for number in row] for row in rows]
+        out["buckets"] = rows
+    elif record.kind == "images":
+        types = set(record.content_types)
+        out.update(width=record.width, height=record.height,
+                   images=[hashlib.sha256(image).hexdigest() for image in record.images],
+                   content_type=types.pop() if len(types) == 1 else (OCTET_STREAM if types else None))
+    else:
+        out.update(text=list(record.text), shape=list(record.shape))
+    return out
+
+
 def _print_batch(item: RunInput, output: _Output, batch, observations: list) -> None:
     file = item.display_path(batch.path)
     output.lines(_observation_lines(file, observations), len(observations))
@@ -310,9 +376,15 @@ def run(args: argparse.Namespace) -> int:
             if isinstance(item, SourceProblem):
                 output.problem(item)
             elif isinstance(item, HistoryInput):
-                _dump_history(item, args, output)
-            else:
+                if args.kind == "scalars":
+                    _dump_history(item, args, output)
+                else:
+                    log.info("history file passed over: it holds no %s this reader knows", args.kind,
+                             extra={"input": item.path})
+            elif args.kind == "scalars":
                 _dump_run(item, args, output)
+            else:
+                _dump_media(item, args, output)
             log.info("input read", extra={"input": input_name(item), "observations": output.observations - before})
             bar.advance(index, f"{output.observations} observations")
         output.flush()

@@ -158,6 +158,9 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
         now_known = np.array([name is not None for name in key_names] + [False], dtype=bool)
         fast |= waiting & now_known[key_of]
         decode(np.flatnonzero(waiting & ~now_known[key_of]))
+        # A histogram or text event repeats its bytes but for the step and time, like a scalar's: such frames
+        # wait for their first one too, so the media they hold come after the others' and go back in file order.
+        batch.media.sort(key=lambda record: record.offset)
 
     # Fast frames: one scalar each, read from the arrays.
     rows = np.flatnonzero(fast)
