@@ -276,19 +276,19 @@ def tf_media_events(steps: Iterable[int] = range(3)) -> list[event_pb2.Event]:
     from tensorboard.plugins.text import summary_v2 as text_summary
 
     events = []
-    for step in steps:
+    for index, step in enumerate(steps):
         rng = np.random.default_rng(step)
         event = event_pb2.Event(wall_time=MEDIA_T0 + step, step=step)
         values = event.summary.value
         values.extend(histogram_summary.histogram_pb("dense/kernel", rng.normal(size=(20, 30)), buckets=12).value)
         values.extend(histogram_summary.histogram_pb("empty", np.zeros(0), buckets=4).value)
         values.extend(histogram_summary.histogram_pb("one_value", np.array([7.0]), buckets=5).value)
-        values.append(tf_image_value("inputs", pictures(5, 7, 9, 200 + step), max_outputs=3, metadata=step == 0))
+        values.append(tf_image_value("inputs", pictures(5, 7, 9, 200 + step), max_outputs=3, metadata=index == 0))
         values.extend(text_summary.text_pb("scalar_text", f"step {step}").value)
         values.extend(text_summary.text_pb("table", np.array([["a", "b"], ["ç", f"{step}"]])).value)
         values.extend(text_summary.text_pb("cube", np.array([f"{i}" for i in range(8)]).reshape(2, 2, 2)).value)
         values.add(tag="loss", simple_value=0.5 / (step + 1))
-        if step:  # later events of a tag without metadata, as TF1's writer strips it
+        if index:  # later events of a tag without metadata, as TF1's writer strips it
             for value in values:
                 if value.tag in ("table", "dense/kernel"):
                     value.ClearField("metadata")
@@ -328,3 +328,12 @@ def reference_media(path: Path | str, kind: str) -> list[dict]:
                 row.update(text=[item.decode("utf-8") for item in array.reshape(-1).tolist()], shape=list(array.shape))
             out.append(row)
     return out
+
+
+def accumulator_histograms(run_directory: Path | str) -> dict[str, list[tuple[int, float, list]]]:
+    """TensorBoard's served view of a run's histograms (plugin ``EventAccumulator``, every tensor kept, its purge
+    on ``SessionLog.START``): tag -> [(step, wall_time, buckets)]."""
+    acc = plugin_event_accumulator.EventAccumulator(str(run_directory), size_guidance={"tensors": 0})
+    acc.Reload()
+    return {tag: [(te.step, te.wall_time, tensor_util.make_ndarray(te.tensor_proto).tolist()) for te in acc.Tensors(tag)]
+            for tag in acc.PluginTagToContent("histograms")}
