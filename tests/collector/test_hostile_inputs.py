@@ -9,13 +9,16 @@ command holds what the file claims in memory (the peak is measured in the subpro
 from __future__ import annotations
 
 import json
+import os
 import struct
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
+from tensorboard.compat.proto import event_pb2 as tb_event_pb2
 
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.sources.jsonl import read_history
@@ -23,6 +26,7 @@ from tau_collector.sources.logdir import discover_runs
 from tau_collector.sources.masked_crc import masked_crc32c
 from tau_collector.sources.records import ProblemKind
 from tau_collector.sources.tensorboard_run import read_segment
+from tau_collector.sources.tf_record import encode_frame, scan_file
 from taunotebook.importer import import_paths
 
 from .tb_writers import write_tensorboardx
@@ -380,3 +384,144 @@ def test_the_depth_limit_is_a_flag(tmp_path: Path):
     assert "1 values that are not scalars dropped" in proc.stdout
     assert StoreReader(tmp_path / "store").run("trial").metric_names == ("e/f",)
 
+
+
+# --- histograms, images and text that claim too much (issue 29) ---------------------------------------------------
+
+
+def _media_event(step: int, *values) -> tb_event_pb2.Event:
+    event = tb_event_pb2.Event(wall_time=T0 + step, step=step)
+    event.summary.value.extend(values)
+    return event
+
+
+@pytest.fixture()
+def huge_media(tmp_path: Path) -> tuple[Path, dict[str, int]]:
+    """Between a real writer's histogram and text, each within the 16 MiB record limit: an old-style histogram
+    of a million buckets, a ``[1000000, 3]`` histogram tensor, a text tensor of a million strings, and tensors
+    whose shapes claim 2**40 values from one value (``make_ndarray`` would fill them)."""
+    from tensorboard.compat.proto import summary_pb2
+    from tensorboard.plugins.histogram import metadata as histogram_metadata
+    from tensorboard.plugins.histogram import summary_v2 as histogram_summary
+    from tensorboard.plugins.text import summary_v2 as text_summary
+
+    from .tb_writers import raw_tensor, write_events
+
+    hist = histogram_metadata.create_summary_metadata(display_name="", description="")
+    million = 1_000_000
+    histo = summary_pb2.HistogramProto(min=0.0, max=1.0, bucket_limit=np.linspace(0, 1, million).tolist(),
+                                       bucket=[1.0] * million)
+    events = [
+        _media_event(0, *histogram_summary.histogram_pb("h", np.arange(10.0), buckets=3).value,
+                     *text_summary.text_pb("t", "before").value),
+        _media_event(1, summary_pb2.Summary.Value(tag="h", histo=histo)),
+        _media_event(2, summary_pb2.Summary.Value(tag="h", tensor=raw_tensor(
+            1, shape=(million, 3), tensor_content=np.ones((million, 3), np.float32).tobytes()))),
+        _media_event(3, summary_pb2.Summary.Value(tag="t", tensor=raw_tensor(7, shape=(million,),
+                                                                             string_val=[b""] * million))),
+        _media_event(4, summary_pb2.Summary.Value(tag="h", tensor=raw_tensor(2, shape=(1 << 40, 3), double_val=[1.0]),
+                                                  metadata=hist)),
+        _media_event(5, summary_pb2.Summary.Value(tag="t", tensor=raw_tensor(7, shape=(1 << 40,), string_val=[b"x"]))),
+        _media_event(6, *histogram_summary.histogram_pb("h", np.arange(4.0), buckets=2).value,
+                     *text_summary.text_pb("t", "after").value),
+    ]
+    path = write_events(tmp_path / "tb" / "run", events)
+    frames = [offset for offset, _ in scan_file(path).frames]
+    return path, {"histo": frames[2], "tensor": frames[3], "strings": frames[4], "claim_h": frames[5],
+                  "claim_t": frames[6]}
+
+
+@pytest.mark.slow
+def test_a_million_buckets_or_strings_and_shapes_claiming_2_40_values_are_bad_values_and_nothing_grows(
+        huge_media, tmp_path: Path):
+    path, at = huge_media
+    code, out, err, peak = measured(["tau_collector", "dump", "--kind", "histograms", str(path)], tmp_path)
+    assert code == 3
+    assert [(r["step"], len(r["buckets"])) for r in map(json.loads, out.splitlines())] == [(0, 3), (6, 2)]
+    problems = [json.loads(line) for line in err.strip().splitlines()]
+    assert [(p["error"], p["offset"]) for p in problems] == [("bad_value", at["histo"]), ("bad_value", at["tensor"]),
+                                                              ("bad_value", at["claim_h"])]
+    assert "histogram holds 1000000 buckets, over the limit of 33333 (--max-tensor-values" in problems[0]["message"]
+    assert "tensor shape [1000000, 3] holds 3000000 values, over the limit of 100000" in problems[1]["message"]
+    assert "tensor shape [1099511627776, 3] holds 3298534883328 values" in problems[2]["message"]
+    assert peak < 250, f"dump --kind histograms peaked at {peak} MiB"
+
+    code, out, err, peak = measured(["tau_collector", "dump", "--kind", "text", str(path)], tmp_path)
+    assert code == 3 and [json.loads(r)["text"] for r in out.splitlines()] == [["before"], ["after"]]
+    problems = [json.loads(line) for line in err.strip().splitlines()]
+    assert [(p["error"], p["offset"]) for p in problems] == [("bad_value", at["strings"]), ("bad_value", at["claim_t"])]
+    assert f"{path}" == problems[0]["file"] and "holds 1000000 values, over the limit of 100000" in problems[0]["message"]
+    assert peak < 250, f"dump --kind text peaked at {peak} MiB"
+
+
+def _image_claiming(claim: int) -> bytes:
+    """A ``Summary.Image`` whose ``encoded_image_string`` says it is ``claim`` bytes long; 16 bytes follow."""
+    length = bytearray()
+    while claim >= 0x80:
+        length.append(claim & 0x7F | 0x80)
+        claim >>= 7
+    length.append(claim)
+    return b"\x08\x02\x10\x02\x22" + bytes(length) + b"\x89PNG\r\n\x1a\n" + bytes(8)
+
+
+def test_an_image_claiming_2_31_bytes_is_a_bad_value_at_its_offset_and_the_images_around_it_are_read(tmp_path: Path):
+    from tau_collector.sources.tensorboard_proto import event_pb2 as ours
+
+    from .tb_writers import pictures, tf_image_value, write_events
+
+    path = write_events(tmp_path / "run", [_media_event(0, tf_image_value("im", pictures(2, 3, 3, 0)))])
+    hostile = ours.Event(wall_time=T0 + 1, step=1)
+    hostile.summary.value.add(tag="im", image=_image_claiming(1 << 31))
+    good = _media_event(2, tf_image_value("im", pictures(1, 3, 3, 1), metadata=False))
+    at = path.stat().st_size
+    with path.open("ab") as handle:
+        handle.write(encode_frame(hostile.SerializeToString()) + encode_frame(good.SerializeToString()))
+    proc = subprocess.run([sys.executable, "-m", "tau_collector", "dump", "--kind", "images", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3
+    assert [(r["step"], len(r["images"])) for r in map(json.loads, proc.stdout.splitlines())] == [(0, 2), (2, 1)]
+    (problem,) = [json.loads(line) for line in proc.stderr.strip().splitlines()]
+    assert (problem["error"], problem["offset"], problem["line"]) == ("bad_value", at, 3)
+    assert problem["message"].startswith("images 'im' at step 1 cannot be read: not a SummaryImage")
+
+
+def test_an_image_event_over_the_record_limit_is_a_bad_event_naming_its_offset_when_images_are_read(tmp_path: Path):
+    from .tb_writers import pictures, tf_image_value, write_events
+
+    small = _media_event(0, tf_image_value("im", pictures(1, 4, 4, 0)))
+    big = _media_event(1, tf_image_value("im", pictures(1, 200, 200, 1), metadata=False))
+    after = _media_event(2, tf_image_value("im", pictures(1, 4, 4, 2), metadata=False))
+    path = write_events(tmp_path / "run", [small, big, after])
+    offset = scan_file(path).frames[2][0]
+    # (A record longer than the limit is read whole when a block holds it anyway: blocks of 4 KiB here.)
+    limits = ["--max-line-bytes", "100000", "--batch-bytes", "4096"]
+    proc = subprocess.run([sys.executable, "-m", "tau_collector", "dump", "--kind", "images", *limits, str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3 and [json.loads(r)["step"] for r in proc.stdout.splitlines()] == [0, 2]
+    (problem,) = [json.loads(line) for line in proc.stderr.strip().splitlines()]
+    assert (problem["error"], problem["offset"], problem["line"]) == ("bad_event", offset, 3)
+    assert "over the limit of 100000 a record may have (--max-line-bytes)" in problem["message"]
+    # The scalar dump counts it as before, without a problem.
+    scalars = subprocess.run([sys.executable, "-m", "tau_collector", "dump", *limits, str(path)],
+                             capture_output=True, text=True, timeout=120)
+    assert (scalars.returncode, scalars.stdout, scalars.stderr) == (0, "", "")
+
+
+def test_the_tensor_value_limit_is_a_flag_and_an_environment_variable(tmp_path: Path):
+    from tensorboard.plugins.histogram import summary_v2 as histogram_summary
+
+    from .tb_writers import write_events
+
+    path = write_events(tmp_path / "run", [_media_event(0, *histogram_summary.histogram_pb(
+        "h", np.arange(100.0), buckets=10).value)])  # 30 values
+
+    def run(*extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tau_collector", "dump", "--kind", "histograms", *extra, str(path)],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **(env or {})})
+
+    refused = run("--max-tensor-values", "29")
+    assert refused.returncode == 3 and refused.stdout == ""
+    assert "holds 30 values, over the limit of 29 (--max-tensor-values)" in refused.stderr
+    assert len(run("--max-tensor-values", "30").stdout.splitlines()) == 1
+    assert run(env={"TAU_COLLECTOR_MAX_TENSOR_VALUES": "29"}).returncode == 3

@@ -3,6 +3,7 @@ and ``tau-collector dump --kind``, never scalars."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 
@@ -80,7 +81,7 @@ def test_several_images_of_one_event_and_every_text_shape_are_read(tmp_path, cap
     _, images, _ = dump(capsysbinary, "--kind", "images", str(path))
     (row,) = images
     assert (row["tag"], row["width"], row["height"], row["content_type"]) == ("inputs", 9, 7, "image/png")
-    assert row["images"] == [__import__("hashlib").sha256(png(p)).hexdigest() for p in pictures(5, 7, 9, 204)[:3]]
+    assert row["images"] == [hashlib.sha256(png(p)).hexdigest() for p in pictures(5, 7, 9, 204)[:3]]
     _, text, _ = dump(capsysbinary, "--kind", "text", str(path))
     assert [(r["tag"], r["shape"], r["text"]) for r in text] == [
         ("scalar_text", [], ["step 4"]), ("table", [2, 2], ["a", "b", "ç", "4"]),
