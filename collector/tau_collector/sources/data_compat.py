@@ -177,14 +177,14 @@ _MAX_RANK = 64  # TensorFlow's own limit is 254; no summary comes near either
 _DIMENSION = re.compile(rb"-?[0-9]{1,19}")  # an image's width or height: an int64 in decimal
 
 
-def _repeated_doubles(data: bytes) -> int:
-    """How many values the repeated double fields of a ``HistogramProto`` hold, counted from the wire format
-    (packed or not) without reading them. :class:`ValueError` for a message that is not well formed."""
-    count = 0
+def _histogram_buckets_claimed(data: bytes) -> int:
+    """How many buckets a ``HistogramProto`` holds (the longer of ``bucket`` and ``bucket_limit``), counted from
+    the wire format, packed or not, without reading them. :class:`ValueError` for a message not well formed."""
+    counts = {6: 0, 7: 0}  # bucket_limit, bucket
     for number, wire, field in fields(memoryview(data)):
-        if number in (6, 7):  # bucket_limit, bucket
-            count += len(field) // 8 if wire == 2 else 1
-    return count
+        if number in counts:
+            counts[number] += len(field) // 8 if wire == 2 else 1
+    return max(counts.values())
 
 
 def _parse(message, data: bytes, max_values: int):
@@ -192,9 +192,9 @@ def _parse(message, data: bytes, max_values: int):
     A histogram's buckets are counted against ``max_values`` (three values a bucket) before it is parsed."""
     try:
         if message is HistogramProto:
-            values = _repeated_doubles(data)
-            if values * 3 // 2 > max_values:
-                raise ValueError(f"histogram holds {values // 2} buckets, over the limit of {max_values // 3} "
+            buckets = _histogram_buckets_claimed(data)
+            if 3 * buckets > max_values:
+                raise ValueError(f"histogram holds {buckets} buckets, over the limit of {max_values // 3} "
                                  "(--max-tensor-values counts three values a bucket)")
         return message.FromString(data)
     except DecodeError as exc:
