@@ -78,7 +78,7 @@ def open_jupyterlab(port: int) -> int:
     return subprocess.call(command)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="taunotebook-quickstart", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--headless", action="store_true", help="print the live series in the terminal")
@@ -86,7 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--delay", type=duration_type(zero=True), default=0.01, metavar="DURATION",
                         help="time between training steps (default 10ms; 0: none)")
     parser.add_argument("--port", type=int, default=8888, help="JupyterLab's port (default 8888)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if not args.headless:
         return open_jupyterlab(args.port)
     home = tau_home()

@@ -200,12 +200,24 @@ def _env(name: str) -> str:
     return os.environ.get(ENV_PREFIX + name, "").strip()
 
 
-def _env_duration(name: str, default: str, parse) -> float:
-    raw = _env(name)
-    try:
-        return parse(raw or default)
-    except argparse.ArgumentTypeError as exc:
-        raise UsageError(f"${ENV_PREFIX}{name}: {exc}") from None
+# Every duration of collect: (flag, its variable, default, parser). The flag wins, then the variable.
+DURATIONS = (
+    ("--interval", ENV_PREFIX + "INTERVAL", "1m", INTERVAL),
+    ("--batch-wait", "TAU_COLLECTOR_BATCH_WAIT", "0s", _BATCH_WAIT),
+    ("--closed-after", "TAU_COLLECTOR_CLOSED_AFTER", "1m", _CLOSED_AFTER),
+    ("--adx-retry-backoff", ENV_PREFIX + "ADX_RETRY_BACKOFF", "1s", _ADX_DURATION),
+    ("--adx-final-status-timeout", ENV_PREFIX + "ADX_FINAL_STATUS_TIMEOUT", "10m", _ADX_DURATION),
+)
+
+
+def resolve_durations(args: argparse.Namespace) -> dict[str, float]:
+    """Each duration in seconds, keyed by its flag's attribute (``batch_wait``): from the flag, else its
+    variable, else its default; a bad variable is a :class:`UsageError` naming it."""
+    durations = {}
+    for flag, variable, default, parse in DURATIONS:
+        name = flag[2:].replace("-", "_")
+        durations[name] = _ours(getattr(args, name), variable, default, parse)
+    return durations
 
 
 def _pick(value: object, env: str, default: object = None) -> object:
@@ -259,10 +271,8 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
                 except argparse.ArgumentTypeError as exc:
                     raise UsageError(f"${ENV_PREFIX}TAGS: {exc}") from None
                 tags[key] = value
-    interval = args.interval if args.interval is not None else _env_duration("INTERVAL", "1m", INTERVAL)
-    batch_wait = _ours(args.batch_wait, "TAU_COLLECTOR_BATCH_WAIT", "0s", _BATCH_WAIT)
+    durations = resolve_durations(args)
     cpu_budget = _ours(args.cpu_budget, "TAU_COLLECTOR_CPU_BUDGET", DEFAULT_CPU_BUDGET, _percent)
-    closed_after = _ours(args.closed_after, "TAU_COLLECTOR_CLOSED_AFTER", "1m", _CLOSED_AFTER)
     if args.max_iterations < 0:
         raise UsageError(f"--max-iterations must be 0 (no limit) or more, got {args.max_iterations}")
     if args.baseline_existing_history and not args.ready_file.strip():
@@ -284,7 +294,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
 
             sinks.append(ExpstoreSink(args.store, source_id=os.path.abspath(out), compaction_process=True))
         else:
-            sinks.append(_adx_sink(args, name))
+            sinks.append(_adx_sink(args, name, durations))
     try:
         rules = [parse_stop_on_nan(m) for m in args.stop_on_nan or ()] + [parse_stop_if(r) for r in args.stop_if or ()]
     except StopRuleError as exc:
@@ -293,20 +303,20 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
         run=run, project=project, experiment=experiment, group=group, out=out, sinks=sinks,
         history=history, tfevents=list(args.tfevents), source=str(_pick(args.source, "SOURCE", "stellar-online")),
         tags=tags, completion_file=str(_pick(args.completion_file, "COMPLETION_FILE", "")),
-        interval=interval, batch_wait=batch_wait, cpu_budget=cpu_budget,
+        interval=durations["interval"], batch_wait=durations["batch_wait"], cpu_budget=cpu_budget,
         baseline_existing_history=args.baseline_existing_history,
         ready_file=args.ready_file, done_file=args.done_file,
         status_artifact_uri=str(_pick(args.status_artifact_uri, "ARTIFACT_URI", "")),
         status_checkpoint_uri=str(_pick(args.status_checkpoint_uri, "CHECKPOINT_URI", "")),
         watch=args.watch, max_iterations=args.max_iterations, step_field=args.step_field,
-        time_field=args.time_field, limits=limits, run_config=args.run_config, closed_after=closed_after,
+        time_field=args.time_field, limits=limits, run_config=args.run_config, closed_after=durations["closed_after"],
         spool_format=args.spool_format,
         on_delivered=StopWatch(rules, out, log=log.warning).check if rules else None,
     )
     return options, sinks
 
 
-def _adx_sink(args: argparse.Namespace, name: str = "adx-queued-v1") -> Sink:
+def _adx_sink(args: argparse.Namespace, name: str, durations: dict[str, float]) -> Sink:
     from tau_collector.sinks.adx.queued import AdxQueuedSink
 
     values = {}
@@ -324,15 +334,12 @@ def _adx_sink(args: argparse.Namespace, name: str = "adx-queued-v1") -> Sink:
         raise UsageError(f"--adx-max-attempts must be an integer, got {attempts!r}") from None
     if not 0 <= attempts <= 10:
         raise UsageError("--adx-max-attempts must be between 0 and 10")
-    backoff = args.adx_retry_backoff if args.adx_retry_backoff is not None else \
-        _env_duration("ADX_RETRY_BACKOFF", "1s", _ADX_DURATION)
-    timeout = args.adx_final_status_timeout if args.adx_final_status_timeout is not None else \
-        _env_duration("ADX_FINAL_STATUS_TIMEOUT", "10m", _ADX_DURATION)
     options = dict(
         client_id=values["adx_client_id"],
         table=str(_pick(args.adx_table, "ADX_TABLE", "TauExpMetricEventsV1")),
         mapping=str(_pick(args.adx_mapping, "ADX_MAPPING", "TauExpMetricEventsV1Json")),
-        max_attempts=attempts, retry_backoff_s=backoff, final_status_timeout_s=timeout,
+        max_attempts=attempts, retry_backoff_s=durations["adx_retry_backoff"],
+        final_status_timeout_s=durations["adx_final_status_timeout"],
     )
     if name == "adx-streaming":
         from tau_collector.sinks.adx.streaming import AdxStreamingSink

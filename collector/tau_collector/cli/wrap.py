@@ -85,6 +85,12 @@ _TIMEOUT = duration_type()  # a wait that cannot last is refused, not taken as "
 SYSTEM_INTERVAL = duration_type(zero=True)  # 0 turns system metrics off
 
 
+def resolve_system_interval(args: argparse.Namespace) -> float:
+    """``--system-interval``, else ``$TAU_COLLECTOR_SYSTEM_INTERVAL``, else 10 s; 0 is off. A bad variable is a
+    :class:`UsageError` naming it."""
+    return _ours(args.system_interval, SYSTEM_INTERVAL_ENV, "10s", SYSTEM_INTERVAL)
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subcommand_parser(
         subparsers, "wrap", run, help="run a training command with the collector beside it",
@@ -218,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(args, "no command given; put the training command after --, "
                                  "e.g. `tau-collector wrap --run-dir DIR ... -- python train.py`")
     try:
-        system_interval = _ours(args.system_interval, SYSTEM_INTERVAL_ENV, "10", SYSTEM_INTERVAL)
+        system_interval = resolve_system_interval(args)
         # A run the collector would refuse is refused before the trainer starts or a file is written.
         resolve_identity(_identity_flags(args.collect_args))
         _check_stop_rules(args.collect_args)
