@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tau_collector.cli.durations import duration_type
 from tau_collector.expstore.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
@@ -77,14 +78,19 @@ def open_jupyterlab(port: int) -> int:
     return subprocess.call(command)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="taunotebook-quickstart", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--headless", action="store_true", help="print the live series in the terminal")
     parser.add_argument("--steps", type=int, default=600)
-    parser.add_argument("--delay", type=float, default=0.01, help="seconds between training steps")
+    parser.add_argument("--delay", type=duration_type(zero=True), default=0.01, metavar="DURATION",
+                        help="time between training steps (default 10ms; 0: none)")
     parser.add_argument("--port", type=int, default=8888, help="JupyterLab's port (default 8888)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if not args.headless:
         return open_jupyterlab(args.port)
     home = tau_home()

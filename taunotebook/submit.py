@@ -19,6 +19,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from tau_collector.cli.durations import DurationError, parse_duration
 from tau_collector.collect.stop_rules import parse_stop_if, parse_stop_on_nan
 from tau_collector.taugrid.ids import MAX_ID_BYTES
 
@@ -238,8 +239,14 @@ class SubmittedRun:
         """True once the job and its collector finished: every metric it wrote is in the store."""
         return self._backend.finished(self.record)
 
-    def wait(self, timeout: float | None = None) -> str:
-        """Block until the run is done; returns its final state. Raises ``TimeoutError`` after ``timeout`` s."""
+    def wait(self, timeout: float | str | None = None) -> str:
+        """Block until the run is done; returns its final state. Raises ``TimeoutError`` after ``timeout``:
+        seconds (``600``) or a duration text (``"10m"``, ``"1m30s"``; :mod:`tau_collector.cli.durations`)."""
+        if isinstance(timeout, str):
+            try:
+                timeout = parse_duration(timeout)
+            except DurationError as exc:
+                raise ValueError(f"timeout: {exc}") from None
         if not poll(lambda: self.done, timeout):
             raise TimeoutError(f"run {self.run_id} still {self.state} after {timeout:g}s")
         return self.state

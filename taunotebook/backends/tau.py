@@ -43,14 +43,14 @@ normalize = subprocess.Popen([sys.executable, "-m", "tau_collector", "normalize"
                              stdin=trainer.stdout)
 trainer.stdout.close()
 # system/ metrics of the trainer's process tree, as wrap samples them (TAU_COLLECTOR_SYSTEM_INTERVAL, 0 = off)
+from tau_collector.cli.durations import DurationError, duration_type
 try:
-    interval = float(os.environ.get("TAU_COLLECTOR_SYSTEM_INTERVAL", "").strip() or 10)
-except ValueError:
-    print("tau_entry: $TAU_COLLECTOR_SYSTEM_INTERVAL is not a number of seconds; sampling every 10s",
-          file=sys.stderr)
+    interval = duration_type(zero=True)(os.environ.get("TAU_COLLECTOR_SYSTEM_INTERVAL", "").strip() or "10")
+except DurationError as exc:
+    print(f"tau_entry: $TAU_COLLECTOR_SYSTEM_INTERVAL: {{exc}}; sampling every 10s", file=sys.stderr)
     interval = 10.0
 sampler = None
-if interval > 0 and interval < float("inf"):
+if interval > 0:
     from tau_collector.job.system_sampler import SystemSampler
     sampler = SystemSampler(history, trainer.pid, interval).start()
 code = trainer.wait()

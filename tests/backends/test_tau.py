@@ -230,7 +230,31 @@ def test_a_bad_system_interval_in_the_job_is_said_and_the_trainer_runs(tau_home,
                           env={**os.environ, "TAU_RUN_OUTPUT": str(tmp_path / "output"),
                                "TAU_COLLECTOR_SYSTEM_INTERVAL": "often"})
     assert done.returncode == 0, done.stderr
-    assert "$TAU_COLLECTOR_SYSTEM_INTERVAL is not a number of seconds; sampling every 10s" in done.stderr
+    assert "tau_entry: $TAU_COLLECTOR_SYSTEM_INTERVAL: invalid duration 'often'" in done.stderr
+    assert "; sampling every 10s" in done.stderr
+
+
+@pytest.mark.parametrize(("value", "system"), [("200ms", True), ("1m30s", False), ("0", False)])
+def test_the_job_reads_the_system_interval_in_the_one_duration_syntax(tau_home, stand_in, tmp_path, value, system):
+    # With 200ms the trainer waits for the sampler's first row; 1m30s (no row before the trainer ends) and 0
+    # (off) are taken without the warning a bad value gets.
+    script = tmp_path / "train.py"
+    script.write_text("import glob, json, os, sys, time\n"
+                      "pattern = os.path.join(os.environ['TAU_RUN_OUTPUT'], 'metrics-history-attempt-0', 'chunk-*')\n"
+                      "while sys.argv[1] == 'wait' and not any('system/' in open(p).read() "
+                      "for p in glob.glob(pattern)):\n"
+                      "    time.sleep(0.05)\n"
+                      "print(json.dumps({'step': 0, 'loss': 1.0}))\n")
+    run = submit(script, backend="tau", project="demo", name="sgd", group="lr", workspace="team-a",
+                 args=["wait" if system else "go"])
+    stage = tau_home / "projects" / "team-a" / "runs" / run.run_id / "tau"
+    output = tmp_path / "output"
+    done = subprocess.run([sys.executable, str(stage / "tau_entry.py")], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TAU_RUN_OUTPUT": str(output), "TAU_COLLECTOR_SYSTEM_INTERVAL": value})
+    assert done.returncode == 0, done.stderr
+    assert "tau_entry:" not in done.stderr
+    text = "".join(chunk.read_text() for chunk in (output / "metrics-history-attempt-0").glob("chunk-*.jsonl"))
+    assert ("system/" in text) is system and '"loss"' in text
 
 
 def test_a_failing_tau_run_is_reported_with_its_last_line_and_leaves_no_run(tau_home, stand_in, monkeypatch):

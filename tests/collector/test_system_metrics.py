@@ -226,4 +226,4 @@ def test_a_bad_system_interval_is_a_usage_error_naming_the_flag(tmp_path, value)
 def test_a_bad_system_interval_variable_is_a_usage_error_naming_it(tmp_path):
     out = _wrap(tmp_path, env_extra={"TAU_COLLECTOR_SYSTEM_INTERVAL": "often"})
     assert out.returncode == 2
-    assert "$TAU_COLLECTOR_SYSTEM_INTERVAL: invalid number of seconds 'often'" in out.stderr
+    assert "$TAU_COLLECTOR_SYSTEM_INTERVAL: invalid duration 'often' (use seconds such as 10" in out.stderr

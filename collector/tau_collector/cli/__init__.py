@@ -12,10 +12,8 @@ import sys
 from collections.abc import Sequence
 
 from tau_collector import __version__
-from tau_collector.cli import collect, dump, normalize, project, store, wrap
-from tau_collector.cli.common import command_parser
 
-_SUBCOMMANDS = (collect, wrap, normalize, dump, project, store)
+_SUBCOMMANDS = ("collect", "wrap", "normalize", "dump", "project", "store")
 
 _EPILOG = """\
 examples:
@@ -33,6 +31,12 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # The subcommands are imported here, not with the package: a light module of it (durations) is
+    # imported by job launchers and by taunotebook without loading the collector.
+    import importlib
+
+    from tau_collector.cli.common import command_parser
+
     parser = command_parser(
         "tau-collector",
         description="TauGrid-compatible metrics collector: read history and event files, "
@@ -41,12 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
         version=__version__,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in _SUBCOMMANDS:
-        module.add_parser(subparsers)
+    for name in _SUBCOMMANDS:
+        importlib.import_module(f"tau_collector.cli.{name}").add_parser(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from tau_collector.cli import wrap
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["wrap"] and not {"-h", "--help"} & set(wrap.split_argv(argv[1:])[0]):
         # wrap passes the flags it does not know to `collect`, and the command after `--` to the trainer

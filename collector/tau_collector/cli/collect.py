@@ -7,6 +7,9 @@ when the flag is absent). Additions: ``--tfevents`` logdirs, ``--sink`` (repeata
 ``--step-field``/``--time-field``. Without ``--sink`` the sink is TauGrid's ``adx-queued-v1``,
 or ``expstore`` when ``--store`` is given.
 
+Every duration (``--interval``, ``--batch-wait``, ``--closed-after``, the ADX ones, and their variables)
+is seconds (``10``) or Go syntax (``1m30s``): :mod:`tau_collector.cli.durations`.
+
 Run, project, experiment and group ids follow TauGrid's ID rule (lowercase ``[a-z0-9._-]``, a
 letter or digit first and last): another id is a usage error naming the flag or variable.
 
@@ -21,13 +24,13 @@ import argparse
 import errno
 import logging
 import os
-import re
 import sys
 import threading
 
 from tau_collector.cli import logging_setup as logs
 from tau_collector.cli import progress
 from tau_collector.cli.common import subcommand_parser, usage_error
+from tau_collector.cli.durations import duration_type
 from tau_collector.collect.loop import (
     Collector,
     CollectorCancelled,
@@ -64,8 +67,11 @@ examples:
   TAU_METRICS_OFFLOAD_RUN=r1 ... tau-collector collect --watch --interval 10s
 """
 
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+# Each duration flag's rule (the syntax is cli/durations'): 0 is refused where it would mean nothing.
+INTERVAL = duration_type()  # TauGrid's --interval: a watch that never waits is not a thing
+_BATCH_WAIT = duration_type(zero=True)  # 0: drain at every change
+_CLOSED_AFTER = duration_type(zero=True)  # 0: fold a closed file as soon as it qualifies
+_ADX_DURATION = duration_type(zero=True)  # 0: TauGrid's default (1s backoff, 10m final-status timeout)
 
 
 DEFAULT_CPU_BUDGET = "3%"  # also in --cpu-budget's help
@@ -91,24 +97,6 @@ def _ours(value, variable: str, default: str, parse):
         return parse(os.environ.get(variable, "").strip() or default)
     except argparse.ArgumentTypeError as exc:
         raise UsageError(f"${variable}: {exc}") from None
-
-
-def parse_duration(text: str) -> float:
-    """Go's ``time.ParseDuration`` (``10s``, ``1m30s``, ``500ms``) in seconds."""
-    raw = text.strip()
-    sign = -1.0 if raw.startswith("-") else 1.0
-    body = raw.lstrip("+-")
-    if body == "0":
-        return 0.0
-    total, pos = 0.0, 0
-    for match in _DURATION.finditer(body):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    if not body or pos != len(body):
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (use Go syntax such as 10s, 1m, 500ms)")
-    return sign * total
 
 
 def _tag(text: str) -> tuple[str, str]:
@@ -146,19 +134,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     spool = p.add_argument_group("spool and lifecycle (TauGrid)")
     spool.add_argument("--out", help="spool and checkpoint directory [$TAU_METRICS_OFFLOAD_OUT]")
     spool.add_argument("--completion-file", help="the job's completion file [$TAU_METRICS_OFFLOAD_COMPLETION_FILE]")
-    spool.add_argument("--interval", type=parse_duration,
-                       help="longest wait between drains when no change is seen (default 1m) "
+    spool.add_argument("--interval", type=INTERVAL, metavar="DURATION",
+                       help="longest wait between drains when no change is seen (default 1m; more than 0) "
                             "[$TAU_METRICS_OFFLOAD_INTERVAL]")
     spool.add_argument("--watch", action="store_true", help="run until the completion file appears")
-    spool.add_argument("--batch-wait", type=parse_duration,
+    spool.add_argument("--batch-wait", type=_BATCH_WAIT, metavar="DURATION",
                        help="with --watch, the shortest time between two drains: changes meanwhile are read "
-                            "together, as one chunk per file (ours; default 0s) [$TAU_COLLECTOR_BATCH_WAIT]")
+                            "together, as one chunk per file (ours; default 0s: drain at every change) "
+                            "[$TAU_COLLECTOR_BATCH_WAIT]")
     spool.add_argument("--cpu-budget", type=_percent,
                        help="with --watch, after a drain that spent C of CPU on appended files, wait C/BUDGET "
                             "(at most 1s) before the next, so that reading them uses about BUDGET of a core (ours; "
                             "default 3%%; "
                             "0 drains at every change) [$TAU_COLLECTOR_CPU_BUDGET]")
-    spool.add_argument("--closed-after", type=parse_duration,
+    spool.add_argument("--closed-after", type=_CLOSED_AFTER, metavar="DURATION",
                        help="a history file unchanged this long, completely read and followed by 64 later-named "
                             "files is folded into one complete-through checkpoint entry for its directory, so "
                             "checkpoint.json stays bounded (ours; default 1m) [$TAU_COLLECTOR_CLOSED_AFTER]")
@@ -184,10 +173,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     sink.add_argument("--adx-table", help="default TauExpMetricEventsV1 [$TAU_METRICS_OFFLOAD_ADX_TABLE]")
     sink.add_argument("--adx-mapping", help="default TauExpMetricEventsV1Json [$TAU_METRICS_OFFLOAD_ADX_MAPPING]")
     sink.add_argument("--adx-max-attempts", type=int, help="0..10, 0 means 3 [$TAU_METRICS_OFFLOAD_ADX_MAX_ATTEMPTS]")
-    sink.add_argument("--adx-retry-backoff", type=parse_duration,
-                      help="default 1s [$TAU_METRICS_OFFLOAD_ADX_RETRY_BACKOFF]")
-    sink.add_argument("--adx-final-status-timeout", type=parse_duration,
-                      help="default 10m [$TAU_METRICS_OFFLOAD_ADX_FINAL_STATUS_TIMEOUT]")
+    sink.add_argument("--adx-retry-backoff", type=_ADX_DURATION, metavar="DURATION",
+                      help="default 1s; 0 means 1s [$TAU_METRICS_OFFLOAD_ADX_RETRY_BACKOFF]")
+    sink.add_argument("--adx-final-status-timeout", type=_ADX_DURATION, metavar="DURATION",
+                      help="default 10m; 0 means 10m [$TAU_METRICS_OFFLOAD_ADX_FINAL_STATUS_TIMEOUT]")
     stop = p.add_argument_group("stop on divergence (ours)")
     stop.add_argument("--stop-on-nan", action="append", nargs="?", const="", metavar="METRIC",
                       help="ask the job to stop at the first NaN or infinite value of METRIC (any metric without "
@@ -211,12 +200,24 @@ def _env(name: str) -> str:
     return os.environ.get(ENV_PREFIX + name, "").strip()
 
 
-def _env_duration(name: str, default: str) -> float:
-    raw = _env(name)
-    try:
-        return parse_duration(raw or default)
-    except argparse.ArgumentTypeError as exc:
-        raise UsageError(f"${ENV_PREFIX}{name}: {exc}") from None
+# Every duration of collect: (flag, its variable, default, parser). The flag wins, then the variable.
+DURATIONS = (
+    ("--interval", ENV_PREFIX + "INTERVAL", "1m", INTERVAL),
+    ("--batch-wait", "TAU_COLLECTOR_BATCH_WAIT", "0s", _BATCH_WAIT),
+    ("--closed-after", "TAU_COLLECTOR_CLOSED_AFTER", "1m", _CLOSED_AFTER),
+    ("--adx-retry-backoff", ENV_PREFIX + "ADX_RETRY_BACKOFF", "1s", _ADX_DURATION),
+    ("--adx-final-status-timeout", ENV_PREFIX + "ADX_FINAL_STATUS_TIMEOUT", "10m", _ADX_DURATION),
+)
+
+
+def resolve_durations(args: argparse.Namespace) -> dict[str, float]:
+    """Each duration in seconds, keyed by its flag's attribute (``batch_wait``): from the flag, else its
+    variable, else its default; a bad variable is a :class:`UsageError` naming it."""
+    durations = {}
+    for flag, variable, default, parse in DURATIONS:
+        name = flag[2:].replace("-", "_")
+        durations[name] = _ours(getattr(args, name), variable, default, parse)
+    return durations
 
 
 def _pick(value: object, env: str, default: object = None) -> object:
@@ -270,16 +271,8 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
                 except argparse.ArgumentTypeError as exc:
                     raise UsageError(f"${ENV_PREFIX}TAGS: {exc}") from None
                 tags[key] = value
-    interval = args.interval if args.interval is not None else _env_duration("INTERVAL", "1m")
-    if interval <= 0:
-        raise UsageError(f"--interval must be positive, got {interval:g}s")
-    batch_wait = _ours(args.batch_wait, "TAU_COLLECTOR_BATCH_WAIT", "0s", parse_duration)
-    if batch_wait < 0:
-        raise UsageError(f"--batch-wait must be 0 or more, got {batch_wait:g}s")
+    durations = resolve_durations(args)
     cpu_budget = _ours(args.cpu_budget, "TAU_COLLECTOR_CPU_BUDGET", DEFAULT_CPU_BUDGET, _percent)
-    closed_after = _ours(args.closed_after, "TAU_COLLECTOR_CLOSED_AFTER", "1m", parse_duration)
-    if closed_after < 0:
-        raise UsageError(f"--closed-after must be 0 or more, got {closed_after:g}s")
     if args.max_iterations < 0:
         raise UsageError(f"--max-iterations must be 0 (no limit) or more, got {args.max_iterations}")
     if args.baseline_existing_history and not args.ready_file.strip():
@@ -301,7 +294,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
 
             sinks.append(ExpstoreSink(args.store, source_id=os.path.abspath(out), compaction_process=True))
         else:
-            sinks.append(_adx_sink(args, name))
+            sinks.append(_adx_sink(args, name, durations))
     try:
         rules = [parse_stop_on_nan(m) for m in args.stop_on_nan or ()] + [parse_stop_if(r) for r in args.stop_if or ()]
     except StopRuleError as exc:
@@ -310,20 +303,20 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
         run=run, project=project, experiment=experiment, group=group, out=out, sinks=sinks,
         history=history, tfevents=list(args.tfevents), source=str(_pick(args.source, "SOURCE", "stellar-online")),
         tags=tags, completion_file=str(_pick(args.completion_file, "COMPLETION_FILE", "")),
-        interval=interval, batch_wait=batch_wait, cpu_budget=cpu_budget,
+        interval=durations["interval"], batch_wait=durations["batch_wait"], cpu_budget=cpu_budget,
         baseline_existing_history=args.baseline_existing_history,
         ready_file=args.ready_file, done_file=args.done_file,
         status_artifact_uri=str(_pick(args.status_artifact_uri, "ARTIFACT_URI", "")),
         status_checkpoint_uri=str(_pick(args.status_checkpoint_uri, "CHECKPOINT_URI", "")),
         watch=args.watch, max_iterations=args.max_iterations, step_field=args.step_field,
-        time_field=args.time_field, limits=limits, run_config=args.run_config, closed_after=closed_after,
+        time_field=args.time_field, limits=limits, run_config=args.run_config, closed_after=durations["closed_after"],
         spool_format=args.spool_format,
         on_delivered=StopWatch(rules, out, log=log.warning).check if rules else None,
     )
     return options, sinks
 
 
-def _adx_sink(args: argparse.Namespace, name: str = "adx-queued-v1") -> Sink:
+def _adx_sink(args: argparse.Namespace, name: str, durations: dict[str, float]) -> Sink:
     from tau_collector.sinks.adx.queued import AdxQueuedSink
 
     values = {}
@@ -341,15 +334,12 @@ def _adx_sink(args: argparse.Namespace, name: str = "adx-queued-v1") -> Sink:
         raise UsageError(f"--adx-max-attempts must be an integer, got {attempts!r}") from None
     if not 0 <= attempts <= 10:
         raise UsageError("--adx-max-attempts must be between 0 and 10")
-    backoff = args.adx_retry_backoff if args.adx_retry_backoff is not None else \
-        _env_duration("ADX_RETRY_BACKOFF", "1s")
-    timeout = args.adx_final_status_timeout if args.adx_final_status_timeout is not None else \
-        _env_duration("ADX_FINAL_STATUS_TIMEOUT", "10m")
     options = dict(
         client_id=values["adx_client_id"],
         table=str(_pick(args.adx_table, "ADX_TABLE", "TauExpMetricEventsV1")),
         mapping=str(_pick(args.adx_mapping, "ADX_MAPPING", "TauExpMetricEventsV1Json")),
-        max_attempts=attempts, retry_backoff_s=backoff, final_status_timeout_s=timeout,
+        max_attempts=attempts, retry_backoff_s=durations["adx_retry_backoff"],
+        final_status_timeout_s=durations["adx_final_status_timeout"],
     )
     if name == "adx-streaming":
         from tau_collector.sinks.adx.streaming import AdxStreamingSink

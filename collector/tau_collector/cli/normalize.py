@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 from tau_collector.cli import logging_setup as logs
 from tau_collector.cli.common import subcommand_parser
+from tau_collector.cli.durations import duration_type
 from tau_collector.job.history_writer import HistoryWriteError, HistoryWriter
 from tau_collector.job.normalizer import Normalizer, StepError, classify_line
 
@@ -50,23 +51,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
 def _configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="directory for chunk-NNNNNN-<unix_ms>.jsonl files (created if missing)")
     parser.add_argument("--max-rows", type=_positive_int, default=100_000, metavar="N",
                         help="start the next chunk file after N rows (default: 100000)")
-    parser.add_argument("--max-delay", type=_positive_seconds, default=0.1, metavar="SECONDS",
-                        help="write (append and fsync) rows at most this long after they came (default: 0.1)")
+    parser.add_argument("--max-delay", type=duration_type(), default=0.1, metavar="DURATION",
+                        help="write (append and fsync) rows at most this long after they came (default: 100ms)")
     logs.add_arguments(parser)
     return parser
 

@@ -17,11 +17,12 @@ Run directory layout (TauGrid's workspace layout below ``runs/<run>/``)::
 Flags before ``--`` that are not wrap's own are passed to ``collect`` (``--run``, ``--project``,
 ``--experiment``, ``--group``, ``--store``/``--sink``, ``--tag``, ADX flags, ...). ``-v`` and
 ``--log-format`` are wrap's own; the collector always logs at info level into ``collector.log``,
-in wrap's ``--log-format``. Usage errors exit 2, a missing or invalid run identity or stop rule among
+in wrap's ``--log-format``. Durations are seconds (``10``) or Go syntax (``1m30s``):
+:mod:`tau_collector.cli.durations`. Usage errors exit 2, a missing or invalid run identity or stop rule among
 them (checked before anything starts).
 
 Beside the trainer, wrap samples its process tree, the host and NVIDIA GPUs as ``system/`` metrics
-every ``--system-interval`` seconds (:mod:`tau_collector.job.system_sampler`), and stops it when one of
+every ``--system-interval`` (:mod:`tau_collector.job.system_sampler`), and stops it when one of
 the collector's stop rules fires (``--stop-on-nan``/``--stop-if``, passed on to ``collect``, which
 writes ``collector/stop-request.json``): the run then ends ``cancelled``, reason
 ``metric-stop-rule``, with the rule, metric, value and step in the completion's message.
@@ -39,9 +40,10 @@ import threading
 import time
 
 from tau_collector.cli import logging_setup as logs
-from tau_collector.cli.collect import IDENTITY, UsageError, _ours, parse_duration, resolve_identity
+from tau_collector.cli.collect import IDENTITY, INTERVAL, UsageError, _ours, resolve_identity
 from tau_collector.cli.common import subcommand_parser, usage_error
-from tau_collector.cli.normalize import _Filter, _Passthrough, _positive_seconds
+from tau_collector.cli.durations import duration_type
+from tau_collector.cli.normalize import _Filter, _Passthrough
 from tau_collector.collect.completion_file import write_completion
 from tau_collector.collect.signal_stop import StopFlag, leave_stop_signals_to_main_thread
 from tau_collector.collect.stop_rules import REASON as STOP_RULE_REASON
@@ -72,23 +74,21 @@ examples:
 """
 
 
-def _duration_text(text: str) -> str:
-    parse_duration(text)  # a bad duration is wrap's usage error, not a collector that never gets ready
+def _interval_text(text: str) -> str:
+    INTERVAL(text)  # a bad duration is wrap's usage error, not a collector that never gets ready
     return text
 
 
+_interval_text.__name__ = "duration"
 SYSTEM_INTERVAL_ENV = "TAU_COLLECTOR_SYSTEM_INTERVAL"
+_TIMEOUT = duration_type()  # a wait that cannot last is refused, not taken as "do not wait"
+SYSTEM_INTERVAL = duration_type(zero=True)  # 0 turns system metrics off
 
 
-def _system_interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number of seconds {text!r} (use e.g. 10, or 0 to turn "
-                                         "system metrics off)") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be 0 (off) or a positive number of seconds, got {text!r}")
-    return value
+def resolve_system_interval(args: argparse.Namespace) -> float:
+    """``--system-interval``, else ``$TAU_COLLECTOR_SYSTEM_INTERVAL``, else 10 s; 0 is off. A bad variable is a
+    :class:`UsageError` naming it."""
+    return _ours(args.system_interval, SYSTEM_INTERVAL_ENV, "10s", SYSTEM_INTERVAL)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -99,16 +99,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         allow_abbrev=False,  # `--run` belongs to collect, not an abbreviation of --run-dir
     )
     p.add_argument("--run-dir", required=True, help="the run's directory (created if missing)")
-    p.add_argument("--ready-timeout", type=_positive_seconds, default=120.0,
-                   help="seconds to wait for the collector (120)")
-    p.add_argument("--done-timeout", type=_positive_seconds, default=None,
-                   help="seconds to wait for the collector's terminal publication after the trainer exits "
-                        "(default: TauGrid's drain budget for ADX, 120 for a local store)")
-    p.add_argument("--interval", default="10s", type=_duration_text,
+    p.add_argument("--ready-timeout", type=_TIMEOUT, default=120.0, metavar="DURATION",
+                   help="how long to wait for the collector to be ready (default 120s)")
+    p.add_argument("--done-timeout", type=_TIMEOUT, default=None, metavar="DURATION",
+                   help="how long to wait for the collector's terminal publication after the trainer exits "
+                        "(default: 1833s for ADX, TauGrid's drain budget at its default ADX flags; 120s for a "
+                        "local store)")
+    p.add_argument("--interval", default="10s", type=_interval_text, metavar="DURATION",
                    help="collector --interval (default 10s, TauGrid's renderer)")
-    p.add_argument("--system-interval", type=_system_interval, default=None, metavar="SECONDS",
-                   help="sample the trainer's CPU, memory and GPUs as system/ metrics every SECONDS "
-                        "(default 10; 0 turns it off) [$TAU_COLLECTOR_SYSTEM_INTERVAL]")
+    p.add_argument("--system-interval", type=SYSTEM_INTERVAL, default=None, metavar="DURATION",
+                   help="sample the trainer's CPU, memory and GPUs as system/ metrics every DURATION "
+                        "(default 10s; 0 turns it off) [$TAU_COLLECTOR_SYSTEM_INTERVAL]")
     logs.add_arguments(p)
     p.set_defaults(collect_args=[], command=[])
     return p
@@ -223,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(args, "no command given; put the training command after --, "
                                  "e.g. `tau-collector wrap --run-dir DIR ... -- python train.py`")
     try:
-        system_interval = _ours(args.system_interval, SYSTEM_INTERVAL_ENV, "10", _system_interval)
+        system_interval = resolve_system_interval(args)
         # A run the collector would refuse is refused before the trainer starts or a file is written.
         resolve_identity(_identity_flags(args.collect_args))
         _check_stop_rules(args.collect_args)
