@@ -47,7 +47,7 @@ def spike_steps(points: int) -> list[int]:
 
 def build(root: Path, points: int, files: int) -> None:
     from tau_collector.expstore import open_store
-    from tau_collector.expstore.writer import MetricWriter, RunColumns
+    from tau_collector.expstore.write.writer import MetricWriter, RunColumns
 
     store = open_store(root, create=True)
     writer = MetricWriter(store)

@@ -38,7 +38,7 @@ from pathlib import Path
 import httpx
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.listing import rebuild_all
+from tau_collector.expstore.write.listing import rebuild_all
 from tau_collector.taugrid.gojson import dumps_fast, marshal
 
 TOKEN = "bench-token"

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
 from .home import tau_home

@@ -6,7 +6,7 @@ The same checks as the v2 series read, in the same order and with the same envel
 ``workspace``, ``metric``, the path id, the run lookup, ``int64`` step bounds), then ``format``
 (default ``csv``). Unlike the v2 series nothing is reduced and nothing is left out: every stored
 point in the window, non-finite values spelled ``NaN``/``Infinity``/``-Infinity``, in step order.
-The answer streams batch by batch (:mod:`tau_collector.expstore.series_export`), so memory holds
+The answer streams batch by batch (:mod:`tau_collector.expstore.read.series_export`), so memory holds
 one group of files of the metric whatever the series' length. Local runs only: a Kusto-served run
 is read through the v2 series.
 """
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from tau_collector.expstore.series_export import FORMATS, csv_chunks, iter_series, json_chunks
+from tau_collector.expstore.read.series_export import FORMATS, csv_chunks, iter_series, json_chunks
 
 from .errors import V2Error
 from .identity import decode_path_id, raw_segments

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.sources.jsonl import read_history
 from tau_collector.sources.logdir import discover_runs
 from tau_collector.sources.masked_crc import masked_crc32c

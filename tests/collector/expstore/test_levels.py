@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tau_collector.expstore import StoreReader, open_store
-from tau_collector.expstore import levels as lv
-from tau_collector.expstore.compaction import CompactionPolicy, compact_run, delete_retired
-from tau_collector.expstore.level_series import choose_base, snapped_edges
-from tau_collector.expstore.m4 import m4_indices
-from tau_collector.expstore.writer import MetricWriter, RunColumns
+from tau_collector.expstore.format import levels as lv
+from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_run, delete_retired
+from tau_collector.expstore.read.level_series import choose_base, snapped_edges
+from tau_collector.expstore.read.m4 import m4_indices
+from tau_collector.expstore.write.writer import MetricWriter, RunColumns
 from tau_collector.reads import WouldBlock, no_blocking
 
 RUN, METRIC = "r", "m"

@@ -68,7 +68,7 @@ def _same(a, b) -> None:
 
 
 def test_a_reader_following_a_live_run_answers_like_a_fresh_reader(tmp_path):
-    from tau_collector.expstore.compaction import compact_run
+    from tau_collector.expstore.maintain.compaction import compact_run
 
     from .events import non_finite
 
@@ -183,7 +183,7 @@ def test_a_file_wanted_by_many_threads_at_once_is_read_once(tmp_path, monkeypatc
     import threading
     import time
 
-    import tau_collector.expstore.series_merge as series_merge
+    import tau_collector.expstore.read.series_merge as series_merge
 
     store, writer = new_store(tmp_path)
     writer.write_chunk("k", [event(s, 1.0) for s in range(100)], [], request_hash="h")

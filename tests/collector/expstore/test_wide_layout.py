@@ -11,12 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tau_collector.expstore import StoreReader, metric_clusters
-from tau_collector.expstore.compaction import CompactionPolicy, compact_run
-from tau_collector.expstore.metric_clusters import cluster_quietly, cluster_run, metric_ranges
-from tau_collector.expstore.metric_files import metric_row_groups
+from tau_collector.expstore import StoreReader
+from tau_collector.expstore.format.metric_files import metric_row_groups
+from tau_collector.expstore.maintain import metric_clusters
+from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_run
+from tau_collector.expstore.maintain.metric_clusters import cluster_quietly, cluster_run, metric_ranges
 from tau_collector.expstore.store import StoreError
-from tau_collector.expstore.writer import RunColumns
+from tau_collector.expstore.write.writer import RunColumns
 
 from .events import new_store
 

@@ -30,7 +30,7 @@ import zipfile
 
 import numpy as np
 
-from tau_collector.expstore.schema import METRICS_DIR
+from tau_collector.expstore.format.schema import METRICS_DIR
 from tau_collector.expstore.store import ExpStore
 
 __all__ = ["BASES", "LEVELS_DIR", "POINT_FIELDS", "RECORD", "FileLevels", "combine", "levels_path",

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tau_collector.expstore import levels as lv
-from tau_collector.expstore.level_series import choose_base, columns, reduce_records, snapped_edges
-from tau_collector.expstore.series_merge import merge  # the reader's own merge: one last-wins rule
+from tau_collector.expstore.format import levels as lv
+from tau_collector.expstore.read.level_series import choose_base, columns, reduce_records, snapped_edges
+from tau_collector.expstore.read.series_merge import merge  # the reader's own merge: one last-wins rule
 from tau_collector.reads.blocking import may_block
 
 if TYPE_CHECKING:
-    from tau_collector.expstore.reader import StoreReader
+    from tau_collector.expstore.read.reader import StoreReader
 
 __all__ = ["LEVELS_MIN_POINTS", "LevelReads"]
 

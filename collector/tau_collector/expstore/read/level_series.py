@@ -18,8 +18,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tau_collector.expstore.levels import RECORD
-from tau_collector.expstore.m4 import bucket_edges
+from tau_collector.expstore.format.levels import RECORD
+from tau_collector.expstore.read.m4 import bucket_edges
 
 __all__ = ["choose_base", "columns", "reduce_records", "snapped_edges"]
 

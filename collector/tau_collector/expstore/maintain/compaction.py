@@ -21,9 +21,9 @@ import uuid
 from dataclasses import dataclass
 
 from tau_collector.collect.process_memory import release_arrow_memory
-from tau_collector.expstore import schema
-from tau_collector.expstore.levels import levels_path, publish_table_levels
-from tau_collector.expstore.metric_files import metric_file_path, metric_row_groups
+from tau_collector.expstore.format import schema
+from tau_collector.expstore.format.levels import levels_path, publish_table_levels
+from tau_collector.expstore.format.metric_files import metric_file_path, metric_row_groups
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
 __all__ = ["CompactionPolicy", "CompactionResult", "compact_all", "compact_quietly", "compact_run", "delete_retired",

@@ -36,15 +36,24 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from tau_collector.expstore import listing
-from tau_collector.expstore.config_rows import read_run_configs
-from tau_collector.expstore.level_reads import LevelReads
-from tau_collector.expstore.m4 import M4Index, m4_indices
-from tau_collector.expstore.read_cache import LRU, IndexCache
-from tau_collector.expstore.run_events import read_run_events
-from tau_collector.expstore.series_merge import EMPTY_F, EMPTY_I, FileList, Merged, bounds, clamp, merge, read_slice
+from tau_collector.expstore.read.level_reads import LevelReads
+from tau_collector.expstore.read.m4 import M4Index, m4_indices
+from tau_collector.expstore.read.read_cache import LRU, IndexCache
+from tau_collector.expstore.read.series_merge import (
+    EMPTY_F,
+    EMPTY_I,
+    FileList,
+    Merged,
+    bounds,
+    clamp,
+    merge,
+    read_slice,
+)
 from tau_collector.expstore.store import ExpStore
-from tau_collector.expstore.summaries import SUMMARY_COLUMNS
+from tau_collector.expstore.write import listing
+from tau_collector.expstore.write.config_rows import read_run_configs
+from tau_collector.expstore.write.run_events import read_run_events
+from tau_collector.expstore.write.summaries import SUMMARY_COLUMNS
 from tau_collector.reads.blocking import QUICK_FILE_ROWS, may_block
 from tau_collector.reads.rows import (
     WORKSPACE_TAG,
