@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from tau_collector.expstore.read.series_export import FORMATS, csv_chunks, iter_series, json_chunks
+from tau_collector.expstore.read.series_export import FORMATS, csv_chunks, json_chunks
 
 from .errors import V2Error
 from .identity import decode_path_id, raw_segments
@@ -62,12 +62,12 @@ class SeriesExport:
         fmt = (q.get("format") or "csv").strip().lower()
         if fmt not in FORMATS:
             raise V2Error(400, "INVALID_ARGUMENT", "format must be csv or json")
-        store = getattr(self.api.sources.local, "store", None)
-        if found.served != "local" or store is None:
+        export = getattr(self.api.sources.local, "export_series", None)  # the store reader's
+        if found.served != "local" or export is None:
             raise V2Error(400, "INVALID_ARGUMENT", "export reads runs of the local store; this run is served by "
                                                    f"{found.served}: read it with the v2 series instead")
         run = found.run
-        batches = iter_series(store, run.run_id, metric, start, end)
+        batches = export(run.run_id, metric, start, end)
         body: Iterator[bytes]
         if fmt == "csv":
             body = csv_chunks(batches)
