@@ -83,7 +83,7 @@ def _percent(text: str) -> float:
     return value
 
 
-def _ours(value, variable: str, default: str, parse):
+def flag_or_env(value, variable: str, default: str, parse):
     """A flag of ours, else its ``TAU_COLLECTOR_*`` variable, else the default."""
     if value is not None:
         return value
@@ -273,11 +273,11 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
     interval = args.interval if args.interval is not None else _env_duration("INTERVAL", "1m")
     if interval <= 0:
         raise UsageError(f"--interval must be positive, got {interval:g}s")
-    batch_wait = _ours(args.batch_wait, "TAU_COLLECTOR_BATCH_WAIT", "0s", parse_duration)
+    batch_wait = flag_or_env(args.batch_wait, "TAU_COLLECTOR_BATCH_WAIT", "0s", parse_duration)
     if batch_wait < 0:
         raise UsageError(f"--batch-wait must be 0 or more, got {batch_wait:g}s")
-    cpu_budget = _ours(args.cpu_budget, "TAU_COLLECTOR_CPU_BUDGET", DEFAULT_CPU_BUDGET, _percent)
-    closed_after = _ours(args.closed_after, "TAU_COLLECTOR_CLOSED_AFTER", "1m", parse_duration)
+    cpu_budget = flag_or_env(args.cpu_budget, "TAU_COLLECTOR_CPU_BUDGET", DEFAULT_CPU_BUDGET, _percent)
+    closed_after = flag_or_env(args.closed_after, "TAU_COLLECTOR_CLOSED_AFTER", "1m", parse_duration)
     if closed_after < 0:
         raise UsageError(f"--closed-after must be 0 or more, got {closed_after:g}s")
     if args.max_iterations < 0:

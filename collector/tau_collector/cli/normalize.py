@@ -50,7 +50,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _positive_seconds(text: str) -> float:
+def positive_seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -65,7 +65,7 @@ def _configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="directory for chunk-NNNNNN-<unix_ms>.jsonl files (created if missing)")
     parser.add_argument("--max-rows", type=_positive_int, default=100_000, metavar="N",
                         help="start the next chunk file after N rows (default: 100000)")
-    parser.add_argument("--max-delay", type=_positive_seconds, default=0.1, metavar="SECONDS",
+    parser.add_argument("--max-delay", type=positive_seconds, default=0.1, metavar="SECONDS",
                         help="write (append and fsync) rows at most this long after they came (default: 0.1)")
     logs.add_arguments(parser)
     return parser
@@ -79,7 +79,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     ))
 
 
-class _Passthrough:
+class Passthrough:
     """stdout for the job log; if the reader goes away, rows are still collected."""
 
     def __init__(self, out: BinaryIO) -> None:
@@ -101,8 +101,8 @@ class _Passthrough:
                 self.open = False
 
 
-class _Filter:
-    def __init__(self, writer: HistoryWriter, out: _Passthrough) -> None:
+class HistoryFilter:
+    def __init__(self, writer: HistoryWriter, out: Passthrough) -> None:
         self.writer = writer
         self.out = out
         self.normalizer = Normalizer()
@@ -182,7 +182,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 def run(args: argparse.Namespace) -> int:
     logs.configure_from(args)
-    out = _Passthrough(sys.stdout.buffer)
+    out = Passthrough(sys.stdout.buffer)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     stdin = sys.stdin.buffer.fileno()
@@ -195,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
                                          "max_delay": args.max_delay})
     try:
         with writer:
-            filter_ = _Filter(writer, out)
+            filter_ = HistoryFilter(writer, out)
             try:
                 while True:
                     # os.read returns whatever the pipe holds: lines flow on without waiting for a full buffer

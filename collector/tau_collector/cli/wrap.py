@@ -39,9 +39,9 @@ import threading
 import time
 
 from tau_collector.cli import logging_setup as logs
-from tau_collector.cli.collect import IDENTITY, UsageError, _ours, parse_duration, resolve_identity
+from tau_collector.cli.collect import IDENTITY, UsageError, flag_or_env, parse_duration, resolve_identity
 from tau_collector.cli.common import subcommand_parser, usage_error
-from tau_collector.cli.normalize import _Filter, _Passthrough, _positive_seconds
+from tau_collector.cli.normalize import HistoryFilter, Passthrough, positive_seconds
 from tau_collector.collect.completion_file import write_completion
 from tau_collector.collect.signal_stop import StopFlag, leave_stop_signals_to_main_thread
 from tau_collector.collect.stop_rules import REASON as STOP_RULE_REASON
@@ -99,9 +99,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         allow_abbrev=False,  # `--run` belongs to collect, not an abbreviation of --run-dir
     )
     p.add_argument("--run-dir", required=True, help="the run's directory (created if missing)")
-    p.add_argument("--ready-timeout", type=_positive_seconds, default=120.0,
+    p.add_argument("--ready-timeout", type=positive_seconds, default=120.0,
                    help="seconds to wait for the collector (120)")
-    p.add_argument("--done-timeout", type=_positive_seconds, default=None,
+    p.add_argument("--done-timeout", type=positive_seconds, default=None,
                    help="seconds to wait for the collector's terminal publication after the trainer exits "
                         "(default: TauGrid's drain budget for ADX, 120 for a local store)")
     p.add_argument("--interval", default="10s", type=_duration_text,
@@ -146,10 +146,10 @@ def _terminate_with_parent() -> None:
         pass
 
 
-def _pump(fd: int, history_dir: str, log: _Passthrough) -> None:
+def _pump(fd: int, history_dir: str, log: Passthrough) -> None:
     leave_stop_signals_to_main_thread()
     with HistoryWriter(history_dir) as writer:
-        filter_ = _Filter(writer, log)
+        filter_ = HistoryFilter(writer, log)
         while True:
             data = os.read(fd, 1 << 16)
             if not data:
@@ -223,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(args, "no command given; put the training command after --, "
                                  "e.g. `tau-collector wrap --run-dir DIR ... -- python train.py`")
     try:
-        system_interval = _ours(args.system_interval, SYSTEM_INTERVAL_ENV, "10", _system_interval)
+        system_interval = flag_or_env(args.system_interval, SYSTEM_INTERVAL_ENV, "10", _system_interval)
         # A run the collector would refuse is refused before the trainer starts or a file is written.
         resolve_identity(_identity_flags(args.collect_args))
         _check_stop_rules(args.collect_args)
@@ -303,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
         if trainer is not None:
             log.info("trainer started", extra={"pid": trainer.pid, "command": " ".join(args.command)})
             sampler = SystemSampler(history_dir, trainer.pid, system_interval).start() if system_interval else None
-            pump = threading.Thread(target=_pump, args=(read_fd, history_dir, _Passthrough(sys.stdout.buffer)),
+            pump = threading.Thread(target=_pump, args=(read_fd, history_dir, Passthrough(sys.stdout.buffer)),
                                     name="tau-normalize", daemon=True)
             pump.start()
             threading.Thread(target=_stop_on_request, args=(out_dir, trainer, stop_request), name="tau-stop-rules",
