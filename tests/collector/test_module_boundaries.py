@@ -170,3 +170,13 @@ def test_the_reader_and_its_level_reads_share_one_file_slices_object(tmp_path):
 
     reader = StoreReader(open_store(tmp_path / "store", create=True))
     assert isinstance(reader.file_slices, FileSlices) and reader.levels.files is reader.file_slices
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in (PACKAGE_ROOT / "tau_collector/expstore/read").glob("*.py")))
+def test_the_read_layer_runs_no_sql_of_its_own(module):
+    # Its SQL is the index modules' (write/: index_rows, summaries, listing, ...); the index cache only asks
+    # SQLite whether another connection committed.
+    tree = ast.parse((PACKAGE_ROOT / "tau_collector/expstore/read" / module).read_text())
+    statements = [ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.Call)
+                  and isinstance(node.func, ast.Attribute) and node.func.attr.startswith("execute")]
+    assert [s for s in statements if "PRAGMA data_version" not in s] == []

@@ -1,4 +1,4 @@
-"""The store's reader (runs, metric summaries, raw rows, reduced series): the only SQL readers use.
+"""The store's reader (runs, metric summaries, raw rows, reduced series, exports): :class:`StoreReader`.
 
 :class:`StoreReader` is the local implementation of the read contract (:mod:`tau_collector.reads`:
 :class:`~tau_collector.reads.ExperimentReader`, its row types and the non-blocking rule); the Kusto
