@@ -103,7 +103,7 @@ class ExpstoreSink(Sink):
         compaction: CompactionPolicy | None = None,
         compaction_process: bool = False,
     ) -> None:
-        """``compaction_process``: merge small files in a child process (:mod:`..expstore.compaction_process`),
+        """``compaction_process``: merge small files in a child process (:mod:`..expstore.maintain.compaction_process`),
         as the sidecar does so that pyarrow never loads in it; otherwise in this process, after a delivery."""
         self._store = ExpStore(store_dir, create=True)
         self._source_id = source_id

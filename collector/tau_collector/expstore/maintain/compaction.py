@@ -257,7 +257,7 @@ _STATISTICS_COLUMNS = ["metric_name", "step", "wall_time", "value"]  # the reade
 
 def parquet_bytes(table) -> bytes:
     """A merged ``tau.metrics.scalar.v2`` table as Parquet file bytes (Snappy: a compacted file is read
-    many times; a delivery's file, written by :mod:`.parquet_encoder`, is GZIP)."""
+    many times; a delivery's file, written by :mod:`..format.parquet_encoder`, is GZIP)."""
     import numpy as np
     import pyarrow.parquet as pq
 

@@ -2,7 +2,7 @@
 
 For a request over more than :data:`LEVELS_MIN_POINTS` points (after dedupe) the reader does not
 merge the series: each file wholly inside the range gives its level records (its levels file,
-:mod:`.levels`, or -- for a file without one, e.g. written before levels existed or compacted --
+:mod:`..format.levels`, or -- for a file without one, e.g. written before levels existed or compacted --
 levels computed once from that file's rows and cached), a file cut by the range's ends gives its
 points in range, and :mod:`.level_series` reduces the lot. Memory and work follow the answer's
 resolution and the size of a file, not the length of the series.

@@ -154,7 +154,7 @@ class StoreReader:
         return self._index.get(("listing_ready",), load)
 
     def search_experiments(self, workspace: str, **filters) -> list[listing.ExperimentListingRow]:
-        """:func:`.listing.search_experiments` (filters, order and limit in SQL); needs :meth:`has_listings`."""
+        """:func:`..write.listing.search_experiments` (filters, order and limit in SQL); needs :meth:`has_listings`."""
         with self.store.read_transaction() as conn:
             return listing.search_experiments(conn, workspace, **filters)
 
@@ -164,7 +164,7 @@ class StoreReader:
             return listing.experiment_details(conn, workspace, experiment_ids, with_run_ids)
 
     def run_window(self, workspace: str, **query) -> tuple[int, list[RunRow]]:
-        """(how many runs match, the runs of the window): :func:`.listing.run_window` with the rows read in two
+        """(how many runs match, the runs of the window): :func:`..write.listing.run_window` with the rows read in two
         queries. These rows carry no ``metric_names`` (a table row does not show them; :meth:`run` has them)."""
         with self.store.read_transaction() as conn:
             total, ids = self._window_ids(conn, workspace, query)

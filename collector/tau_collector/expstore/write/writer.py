@@ -73,7 +73,7 @@ class RunColumns:
 
     ``metric`` indexes ``names``; ``wall_time`` is in microseconds (0 where ``wall_valid`` is
     False; ``wall_valid`` None means every row has one); ``tags`` holds each row's tags as a JSON
-    object with sorted keys (as text, or already PLAIN-encoded: :class:`.parquet_encoder.PlainTexts`),
+    object with sorted keys (as text, or already PLAIN-encoded: :class:`..format.parquet_encoder.PlainTexts`),
     and ``tag_sets`` the distinct tag maps behind them (the run's tags
     are what all of them share). ``source``/``unit``/``split`` are one value for every row or an
     array per row. ``first_wall_ns`` (the earliest wall time, ns) and ``status`` (the newest
@@ -136,7 +136,7 @@ class MetricWriter:
         # None: never compact opportunistically.
         self.compaction = compaction
         # Merging reads and re-encodes files with pyarrow: with ``compaction_process`` it runs in a child
-        # process (:mod:`.compaction_process`), so that a sidecar never loads pyarrow itself.
+        # process (:mod:`..maintain.compaction_process`), so that a sidecar never loads pyarrow itself.
         self._compaction_process = (CompactionProcess(store, compaction)
                                     if compaction is not None and compaction_process else None)
 
