@@ -1,4 +1,4 @@
-"""The run listings (``expstore/listing.py``): kept by the writer, built for older stores, and what readers trust."""
+"""The run listings (``expstore/write/listing.py``): kept by the writer, built for older stores, and what readers trust."""
 
 from __future__ import annotations
 
