@@ -1,15 +1,16 @@
 """The local experiment store (TauGrid's expstore layout), in layers: formats, writing, maintenance, reading.
 
-- :mod:`.store`: opening and creating a store directory, and the SQLite discipline every layer shares.
 - :mod:`.format`: the index schema and layout, metric files, their Parquet encoding, series levels.
-- :mod:`.write`: the writer and the index rows it keeps (summaries, run listings, configs, events, runs);
-  their reading SQL lives beside their writing SQL.
+- :mod:`.store`: opening and creating a store directory, and the SQLite discipline every layer shares.
 - :mod:`.maintain`: compaction, clustering by metric, and the child process they run in.
+- :mod:`.write`: the writer and the index rows it keeps (runs, summaries, run listings, configs, events);
+  their reading SQL lives beside their writing SQL.
 - :mod:`.read`: :class:`StoreReader` over one :class:`~.read.file_slices.FileSlices` (file lists, decoded
   slices, caches) shared with its level reads; merge, M4 and export.
 
 A layer imports only the layers listed before it (the writer starts maintenance, so :mod:`.write` comes
-after :mod:`.maintain`); ``tests/collector/test_module_boundaries.py`` checks it.
+after :mod:`.maintain`; the store's migration builds the run listings of :mod:`.write.listing`, which
+imports nothing of the store); ``tests/collector/test_module_boundaries.py`` checks it.
 
 The rows its reader answers with and the non-blocking rule are the read contract's
 (:mod:`tau_collector.reads`); run configurations are :mod:`tau_collector.taugrid.run_config`'s.
