@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 from tau_collector.job.history_writer import HistoryWriter
 

@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
 HERE = Path(__file__).resolve().parent

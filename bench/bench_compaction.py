@@ -2,7 +2,7 @@
 
 A store is filled with ``--files`` delivery files of ``--rows`` rows (4 metrics), compaction held off while
 filling, then copied once per code under test; each copy is compacted by ``compact_all`` (what
-``python -m tau_collector.expstore.compaction_process`` runs) in a process of its own. ``--before DIR``
+``python -m tau_collector.expstore.maintain.compaction_process`` runs) in a process of its own. ``--before DIR``
 also runs another checkout's code (``DIR/collector`` on ``PYTHONPATH``) on an identical copy, in the same
 run, so the two are compared on the same machine state.
 
@@ -29,7 +29,7 @@ METRICS = ("loss", "acc", "lr", "grad_norm")
 
 _COMPACT = """
 import json, sys, time
-from tau_collector.expstore.compaction import compact_all
+from tau_collector.expstore.maintain.compaction import compact_all
 from tau_collector.expstore.store import ExpStore
 store = ExpStore(sys.argv[1], writable=True)
 wall, cpu = time.perf_counter(), time.process_time()
@@ -44,8 +44,8 @@ print(json.dumps({"merges": merges, "seconds": wall, "cpu_s": cpu, "files_after"
 def fill(store_dir: Path, files: int, rows: int) -> None:
     sys.path[:0] = [str(ROOT / "collector")]
     from tau_collector.expstore import open_store
-    from tau_collector.expstore.compaction import CompactionPolicy
-    from tau_collector.expstore.writer import MetricWriter
+    from tau_collector.expstore.maintain.compaction import CompactionPolicy
+    from tau_collector.expstore.write.writer import MetricWriter
     from tau_collector.projection.metric_event import new_metric_event
 
     store = open_store(store_dir, create=True)

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import new_metric_event
 
 HERE = Path(__file__).resolve().parent

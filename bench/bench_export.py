@@ -31,7 +31,7 @@ import numpy as np
 import psutil
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.writer import MetricWriter, RunColumns
+from tau_collector.expstore.write.writer import MetricWriter, RunColumns
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

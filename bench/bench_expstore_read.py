@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from tau_collector.expstore import StoreReader, open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import MetricEvent
 
 BASE_NS = 1_760_000_000_000_000_000

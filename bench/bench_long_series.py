@@ -47,7 +47,7 @@ def spike_steps(points: int) -> list[int]:
 
 def build(root: Path, points: int, files: int) -> None:
     from tau_collector.expstore import open_store
-    from tau_collector.expstore.writer import MetricWriter, RunColumns
+    from tau_collector.expstore.write.writer import MetricWriter, RunColumns
 
     store = open_store(root, create=True)
     writer = MetricWriter(store)
@@ -92,7 +92,7 @@ def baseline(store: Path, end_step: int, max_points: int, repeats: int) -> None:
     from tau_collector.expstore import StoreReader
 
     reader = StoreReader(store)
-    reader._levels.min_points = 2**62  # every range merged point by point, as before levels
+    reader.levels.min_points = 2**62  # every range merged point by point, as before levels
     samples = []
     for _ in range(repeats):
         t = time.perf_counter()

@@ -53,7 +53,7 @@ from stellar_page_bench import baseline_package, print_stellar, stellar_wide  # 
 from wide_run import RequestLog, wide_metric_names, write_rows  # noqa: E402 - the UI tests' wide run
 
 from tau_collector.expstore import open_store  # noqa: E402
-from tau_collector.expstore.writer import MetricWriter  # noqa: E402
+from tau_collector.expstore.write.writer import MetricWriter  # noqa: E402
 from tau_collector.projection.metric_event import MetricEvent  # noqa: E402
 from taunotebook.portal.app import create_app  # noqa: E402
 

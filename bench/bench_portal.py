@@ -120,7 +120,7 @@ def latency(args) -> None:
 def append_forever(store: Path, rate: int) -> None:
     """The appending writer of a live run: ``rate`` points in one chunk every second, after the last step."""
     from tau_collector.expstore import StoreReader, open_store
-    from tau_collector.expstore.writer import MetricWriter
+    from tau_collector.expstore.write.writer import MetricWriter
     from tau_collector.projection.metric_event import MetricEvent
 
     writer = MetricWriter(open_store(store, writable=True))
@@ -258,7 +258,7 @@ def pane_poll(args) -> None:
     import uvicorn
 
     from tau_collector.expstore import open_store
-    from tau_collector.expstore.writer import MetricWriter
+    from tau_collector.expstore.write.writer import MetricWriter
     from tau_collector.projection.metric_event import new_metric_event
     from taunotebook.pane import LossPane
     from taunotebook.portal.app import create_app

@@ -1,5 +1,5 @@
 """Workspaces of many runs through the real Portal: experiment search and runs-table windows, with run listings
-(``expstore/listing.py``) against the same store read the old way (no listings: every run classified in Python).
+(``expstore/write/listing.py``) against the same store read the old way (no listings: every run classified in Python).
 
 For each size (default 2,000 / 20,000 / 100,000 runs, 100 runs per experiment) a store is generated
 directly in SQLite (runs, tags, experiments, two metric summaries per run; no metric files, which these
@@ -38,7 +38,7 @@ from pathlib import Path
 import httpx
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.listing import rebuild_all
+from tau_collector.expstore.write.listing import rebuild_all
 from tau_collector.taugrid.gojson import dumps_fast, marshal
 
 TOKEN = "bench-token"

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from tau_collector.cli.durations import duration_type
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
 from .home import tau_home

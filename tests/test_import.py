@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.sources.read_limits import Limits
 from taunotebook import cli, importer
 from taunotebook.importer import discover_sources, import_paths, safe_run_id
@@ -351,7 +351,7 @@ def _odd_run(root: Path) -> Path:
 def _projection_path_store(logdir: Path, store: Path) -> None:
     """The reference: every observation through the projection, one MetricEvent per point, into a store."""
     from tau_collector.expstore.store import ExpStore
-    from tau_collector.expstore.writer import MetricWriter
+    from tau_collector.expstore.write.writer import MetricWriter
     from tau_collector.projection.projector import ProjectionConfig, Projector
     from tau_collector.sources.tensorboard_run import (
         RunMemory,

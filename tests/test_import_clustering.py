@@ -13,8 +13,8 @@ import textwrap
 import orjson
 import pytest
 
-from tau_collector.expstore import metric_clusters
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.maintain import metric_clusters
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.sources.read_limits import Limits
 from taunotebook.importer import import_paths
 
@@ -109,7 +109,8 @@ def test_import_rejects_an_unknown_clustering_mode(tmp_path):
 # transaction, or right after the transaction committed.
 _KILLER = textwrap.dedent("""
     import os, signal, sys
-    from tau_collector.expstore import metric_clusters, store as store_module
+    from tau_collector.expstore import store as store_module
+    from tau_collector.expstore.maintain import metric_clusters
 
     mode, n = sys.argv[1], int(sys.argv[2])
     calls = [0]

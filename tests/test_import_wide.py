@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.sources.read_limits import Limits
 from taunotebook.importer import import_paths
 

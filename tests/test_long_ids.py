@@ -22,7 +22,7 @@ from polling import DEADLINE
 
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore.store import StoreError
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import new_metric_event
 from tau_collector.taugrid.ids import MAX_ID_BYTES
 from taunotebook.importer import MAX_DERIVED_ID

@@ -12,7 +12,7 @@ from portal.sweep_store import LRS, PROJECT, build_sweep_store, trial_id
 from test_pane_python import _without_page_data, make_pane, wait_until
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import new_metric_event
 from tau_collector.taugrid.run_config import run_config
 from taunotebook import compare_runs, pane_poller

@@ -19,7 +19,7 @@ from portal import conftest as portal_fixtures
 from portal.conftest import LOSS_POINTS, TOKEN, ServerThread, _event, _non_finite, free_port, serve
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from taunotebook import pane as pane_module
 from taunotebook.client import PortalClient
 from taunotebook.pane import LossPane
@@ -360,7 +360,7 @@ def test_a_much_wider_pane_rereads_the_full_range_for_its_width(portal_server, c
 
 
 def test_a_corrupt_source_reported_by_the_collector_is_said_in_words(live_store):
-    from tau_collector.expstore.run_events import record_run_events
+    from tau_collector.expstore.write.run_events import record_run_events
     from tau_collector.reads import SOURCE_PROBLEM, RunEvent
 
     store, writer = live_store

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
 

@@ -16,7 +16,7 @@ import pytest
 from polling import DEADLINE
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import new_metric_event
 
 from .read_only_mount import read_only, require_root, run_read_only, snapshot

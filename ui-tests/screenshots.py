@@ -28,7 +28,7 @@ from jupyterlab import open_notebook, run_all, start_lab  # noqa: E402 - sibling
 from portal.conftest import BASE_NS, TOKEN, ServerThread  # noqa: E402
 
 from tau_collector.expstore import open_store  # noqa: E402
-from tau_collector.expstore.writer import MetricWriter  # noqa: E402
+from tau_collector.expstore.write.writer import MetricWriter  # noqa: E402
 from tau_collector.projection.metric_event import new_metric_event  # noqa: E402
 from taunotebook.portal.app import create_app  # noqa: E402
 

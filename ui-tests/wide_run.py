@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import parse_qs
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import new_metric_event
 
 BASE_NS = 1_700_000_000 * 10**9

@@ -6,7 +6,7 @@ The same checks as the v2 series read, in the same order and with the same envel
 ``workspace``, ``metric``, the path id, the run lookup, ``int64`` step bounds), then ``format``
 (default ``csv``). Unlike the v2 series nothing is reduced and nothing is left out: every stored
 point in the window, non-finite values spelled ``NaN``/``Infinity``/``-Infinity``, in step order.
-The answer streams batch by batch (:mod:`tau_collector.expstore.series_export`), so memory holds
+The answer streams batch by batch (:mod:`tau_collector.expstore.read.series_export`), so memory holds
 one group of files of the metric whatever the series' length. Local runs only: a Kusto-served run
 is read through the v2 series.
 """
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from tau_collector.expstore.series_export import FORMATS, csv_chunks, iter_series, json_chunks
+from tau_collector.expstore.read.series_export import FORMATS, csv_chunks, json_chunks
 
 from .errors import V2Error
 from .identity import decode_path_id, raw_segments
@@ -62,12 +62,12 @@ class SeriesExport:
         fmt = (q.get("format") or "csv").strip().lower()
         if fmt not in FORMATS:
             raise V2Error(400, "INVALID_ARGUMENT", "format must be csv or json")
-        store = getattr(self.api.sources.local, "store", None)
-        if found.served != "local" or store is None:
+        export = getattr(self.api.sources.local, "export_series", None)  # the store reader's
+        if found.served != "local" or export is None:
             raise V2Error(400, "INVALID_ARGUMENT", "export reads runs of the local store; this run is served by "
                                                    f"{found.served}: read it with the v2 series instead")
         run = found.run
-        batches = iter_series(store, run.run_id, metric, start, end)
+        batches = export(run.run_id, metric, start, end)
         body: Iterator[bytes]
         if fmt == "csv":
             body = csv_chunks(batches)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tau_collector.collect.loop import Collector, CollectorError, CollectorOptions
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 from tau_collector.projection.metric_event import decode_canonical_ndjson
 from tau_collector.sinks.base import Chunk, Sink, SinkError

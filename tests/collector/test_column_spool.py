@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tau_collector.collect.loop import Collector, CollectorError
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 from tau_collector.sinks.base import SinkError
 from tau_collector.sinks.expstore import ExpstoreSink

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
 JSONL_ROWS = 40_000  # x 2 metrics

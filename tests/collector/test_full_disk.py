@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
 from .spooled import spooled

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from tensorboard.compat.proto import event_pb2 as tb_event_pb2
 
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.sources.jsonl import read_history
 from tau_collector.sources.logdir import discover_runs
 from tau_collector.sources.masked_crc import masked_crc32c

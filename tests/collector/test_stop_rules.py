@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tau_collector.collect.stop_rules import StopRule, StopRuleError, StopWatch, parse_stop_if, parse_stop_on_nan
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 from tau_collector.projection.columns import PointColumns
 from tau_collector.sinks.base import Chunk

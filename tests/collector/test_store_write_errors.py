@@ -17,7 +17,7 @@ import pytest
 
 from tau_collector.cli.collect import _next_step
 from tau_collector.collect.loop import CollectorError
-from tau_collector.expstore import metric_files
+from tau_collector.expstore.format import metric_files
 from tau_collector.projection.metric_event import encode_ndjson_many, new_metric_event
 from tau_collector.sinks.base import Chunk, SinkError
 from tau_collector.sinks.expstore import ExpstoreSink

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 from tau_collector.job.system_sampler import ProcessTreeSampler
 

@@ -10,7 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
 from ..backends.processes import started_at, still_running

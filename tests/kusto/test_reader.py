@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tau_collector.expstore.m4 import m4_indices
+from tau_collector.expstore.read.m4 import m4_indices
 from tau_collector.projection.metric_event import encode_ndjson_many
 from tau_collector.reads import WouldBlock, no_blocking
 from taunotebook.portal.kusto import AmbiguousRunError

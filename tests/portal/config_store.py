@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from tau_collector.expstore import StoreReader, open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import new_metric_event
 from tau_collector.taugrid.run_config import run_config
 

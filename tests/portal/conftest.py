@@ -28,7 +28,7 @@ import pytest
 import uvicorn
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import MetricEvent, new_metric_event
 from taunotebook.portal.app import create_app
 

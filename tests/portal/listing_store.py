@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tau_collector.collect.completion_file import RUN_STATUS_METRIC
 from tau_collector.expstore import open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import new_metric_event
 
 BASE_NS = 1_760_000_000_000_000_000

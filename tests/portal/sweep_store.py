@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import new_metric_event
 from tau_collector.taugrid.run_config import run_config
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 
 from tau_collector.expstore import StoreReader, open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from taunotebook.portal.answer_cache import MAX_ANSWER_BYTES, MAX_ANSWERS
 from taunotebook.portal.params import Query
 from taunotebook.portal.serving import answer

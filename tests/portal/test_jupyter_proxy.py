@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import new_metric_event
 from taunotebook.client.links import path_segment
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.writer import MetricWriter, RunColumns
+from tau_collector.expstore.write.writer import MetricWriter, RunColumns
 from tau_collector.reads import MetricSummaryRow
 from taunotebook.portal.errors import encode_json
 from taunotebook.portal.v2 import _catalog_json

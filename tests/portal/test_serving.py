@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.reads import QUICK_FILE_ROWS
 from taunotebook.portal import serving
 

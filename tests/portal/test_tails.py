@@ -110,7 +110,7 @@ def test_client_tails_reads_the_answer_into_columns(portal_server):
 
 def test_the_store_reads_only_the_named_summaries_and_the_names(tmp_path, monkeypatch):
     from tau_collector.expstore import StoreReader, open_store
-    from tau_collector.expstore.writer import MetricWriter
+    from tau_collector.expstore.write.writer import MetricWriter
     from taunotebook.portal.params import Query
     from taunotebook.portal.serving import answer
     from taunotebook.portal.sources import Sources

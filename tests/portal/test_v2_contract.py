@@ -282,8 +282,8 @@ def test_bulk_encoded_points_equal_go_encoding_of_each_point(points):
 
 def test_collector_problems_are_warnings_on_every_read_of_the_run(tmp_path):
     from tau_collector.expstore import open_store
-    from tau_collector.expstore.run_events import record_run_events
-    from tau_collector.expstore.writer import MetricWriter
+    from tau_collector.expstore.write.run_events import record_run_events
+    from tau_collector.expstore.write.writer import MetricWriter
     from tau_collector.projection.metric_event import new_metric_event
     from tau_collector.reads import SOURCE_PROBLEM, RunEvent
 

@@ -89,7 +89,7 @@ def _percent(text: str) -> float:
     return value
 
 
-def _ours(value, variable: str, default: str, parse):
+def flag_or_env(value, variable: str, default: str, parse):
     """A flag of ours, else its ``TAU_COLLECTOR_*`` variable, else the default."""
     if value is not None:
         return value
@@ -216,7 +216,7 @@ def resolve_durations(args: argparse.Namespace) -> dict[str, float]:
     durations = {}
     for flag, variable, default, parse in DURATIONS:
         name = flag[2:].replace("-", "_")
-        durations[name] = _ours(getattr(args, name), variable, default, parse)
+        durations[name] = flag_or_env(getattr(args, name), variable, default, parse)
     return durations
 
 
@@ -272,7 +272,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
                     raise UsageError(f"${ENV_PREFIX}TAGS: {exc}") from None
                 tags[key] = value
     durations = resolve_durations(args)
-    cpu_budget = _ours(args.cpu_budget, "TAU_COLLECTOR_CPU_BUDGET", DEFAULT_CPU_BUDGET, _percent)
+    cpu_budget = flag_or_env(args.cpu_budget, "TAU_COLLECTOR_CPU_BUDGET", DEFAULT_CPU_BUDGET, _percent)
     if args.max_iterations < 0:
         raise UsageError(f"--max-iterations must be 0 (no limit) or more, got {args.max_iterations}")
     if args.baseline_existing_history and not args.ready_file.strip():

@@ -82,7 +82,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return parser
 
 
-def _value(value: float) -> float | str:
+def json_value(value: float) -> float | str:
     if math.isfinite(value):
         return value
     if math.isnan(value):
@@ -268,7 +268,7 @@ def media_json(file: str, record: MediaRecord) -> dict:
         buckets = record.buckets
         rows = buckets.tolist()
         if not np.isfinite(buckets).all():
-            rows = [[_value(number) for number in row] for row in rows]
+            rows = [[json_value(number) for number in row] for row in rows]
         out["buckets"] = rows
     elif record.kind == "images":
         types = set(record.content_types)
@@ -291,7 +291,7 @@ def _observation_lines(file: str, observations: list) -> bytes:
     """The JSON lines of observations (``--tensorboard-purge``'s path): one ``orjson.dumps`` per object, the
     reference :func:`_json_lines` matches."""
     return b"".join(orjson.dumps({"file": file, "metric": metric, "step": step, "wall_time": wall_time,
-                                  "value": _value(value)}, option=orjson.OPT_APPEND_NEWLINE)
+                                  "value": json_value(value)}, option=orjson.OPT_APPEND_NEWLINE)
                     for metric, step, wall_time, value, _record, _offset in observations)
 
 
@@ -306,7 +306,7 @@ def _json_lines(file: str, names: list[str], metric: Sequence[int] | np.ndarray,
     steps, walls, values = (_numbers(column) for column in columns)
     raw_values = np.asarray(columns[2], dtype=np.float64)
     for index in np.flatnonzero(~np.isfinite(raw_values)).tolist():  # orjson writes null for these
-        values[index] = b'"' + _value(float(raw_values[index])).encode() + b'"'
+        values[index] = b'"' + json_value(float(raw_values[index])).encode() + b'"'
     head = b'{"file":' + orjson.dumps(file) + b',"metric":'
     heads = np.array([head + orjson.dumps(name) + b',"step":' for name in names], dtype=object)
     return b"".join(map(b"".join, zip(heads[np.asarray(metric, dtype=np.intp)], steps, repeat(b',"wall_time":'),

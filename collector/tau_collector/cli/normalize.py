@@ -70,7 +70,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     ))
 
 
-class _Passthrough:
+class Passthrough:
     """stdout for the job log; if the reader goes away, rows are still collected."""
 
     def __init__(self, out: BinaryIO) -> None:
@@ -92,8 +92,8 @@ class _Passthrough:
                 self.open = False
 
 
-class _Filter:
-    def __init__(self, writer: HistoryWriter, out: _Passthrough) -> None:
+class HistoryFilter:
+    def __init__(self, writer: HistoryWriter, out: Passthrough) -> None:
         self.writer = writer
         self.out = out
         self.normalizer = Normalizer()
@@ -173,7 +173,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 def run(args: argparse.Namespace) -> int:
     logs.configure_from(args)
-    out = _Passthrough(sys.stdout.buffer)
+    out = Passthrough(sys.stdout.buffer)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     stdin = sys.stdin.buffer.fileno()
@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
                                          "max_delay": args.max_delay})
     try:
         with writer:
-            filter_ = _Filter(writer, out)
+            filter_ = HistoryFilter(writer, out)
             try:
                 while True:
                     # os.read returns whatever the pipe holds: lines flow on without waiting for a full buffer

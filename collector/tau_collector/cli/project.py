@@ -21,7 +21,7 @@ import orjson
 from tau_collector.cli import logging_setup as logs
 from tau_collector.cli import progress
 from tau_collector.cli.common import subcommand_parser, usage_error
-from tau_collector.cli.dump import EXIT_CORRUPT, InputProgress, _value, input_name
+from tau_collector.cli.dump import EXIT_CORRUPT, InputProgress, input_name, json_value
 from tau_collector.cli.inputs import HistoryInput, RunInput, add_paths, resolve_inputs
 from tau_collector.projection.projector import ProjectionConfig, ProjectionError, Projector
 from tau_collector.sources.jsonl import history_metric_file_id, read_history_file
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
             counts["non_finite"] += 1
             problem_line(
                 {"file": file, "line": int(obs.tags["jsonl.history_line"]), "error": "non_finite",
-                 "metric": obs.metric_name, "step": obs.step, "value": _value(obs.value),
+                 "metric": obs.metric_name, "step": obs.step, "value": json_value(obs.value),
                  "message": "non-finite value: kept by the local store, not a MetricEvent"})
 
     items = list(resolve_inputs(args.paths))

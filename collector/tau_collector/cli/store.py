@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from tau_collector.expstore.reader import StoreReader  # pyarrow and numpy: loaded by this command only
+    from tau_collector.expstore.read.reader import StoreReader  # pyarrow and numpy: loaded by this command only
 
     reader = StoreReader(ExpStore(args.store))
     out = sys.stdout
@@ -144,18 +144,16 @@ def _query(args: argparse.Namespace) -> int:
             out.write(orjson.dumps(record).decode() + "\n")
         return 0
     if args.what == "rows" and args.format == "csv":
-        from tau_collector.expstore.series_export import csv_chunks, iter_series
+        from tau_collector.expstore.read.series_export import csv_chunks
 
         out.flush()
-        sys.stdout.buffer.writelines(csv_chunks(iter_series(reader.store, args.run, args.metric, args.start_step,
-                                                            args.end_step)))
+        sys.stdout.buffer.writelines(csv_chunks(reader.export_series(args.run, args.metric, args.start_step,
+                                                                     args.end_step)))
         return 0
     if args.what == "rows":
         # In bounded batches, as the CSV: a 10M-point series never sits in memory (a wall time the
         # store does not have keeps the reader's sentinel, as before).
-        from tau_collector.expstore.series_export import iter_series
-
-        for batch in iter_series(reader.store, args.run, args.metric, args.start_step, args.end_step):
+        for batch in reader.export_series(args.run, args.metric, args.start_step, args.end_step):
             out.writelines(_point_line(args.metric, s, w, v) for s, w, v in zip(
                 batch.step.tolist(), batch.wall_time.tolist(), batch.value.tolist(), strict=True))
         return 0

@@ -40,10 +40,10 @@ import threading
 import time
 
 from tau_collector.cli import logging_setup as logs
-from tau_collector.cli.collect import IDENTITY, INTERVAL, UsageError, _ours, resolve_identity
+from tau_collector.cli.collect import IDENTITY, INTERVAL, UsageError, flag_or_env, resolve_identity
 from tau_collector.cli.common import subcommand_parser, usage_error
 from tau_collector.cli.durations import duration_type
-from tau_collector.cli.normalize import _Filter, _Passthrough
+from tau_collector.cli.normalize import HistoryFilter, Passthrough
 from tau_collector.collect.completion_file import write_completion
 from tau_collector.collect.signal_stop import StopFlag, leave_stop_signals_to_main_thread
 from tau_collector.collect.stop_rules import REASON as STOP_RULE_REASON
@@ -88,7 +88,7 @@ SYSTEM_INTERVAL = duration_type(zero=True)  # 0 turns system metrics off
 def resolve_system_interval(args: argparse.Namespace) -> float:
     """``--system-interval``, else ``$TAU_COLLECTOR_SYSTEM_INTERVAL``, else 10 s; 0 is off. A bad variable is a
     :class:`UsageError` naming it."""
-    return _ours(args.system_interval, SYSTEM_INTERVAL_ENV, "10s", SYSTEM_INTERVAL)
+    return flag_or_env(args.system_interval, SYSTEM_INTERVAL_ENV, "10s", SYSTEM_INTERVAL)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -147,10 +147,10 @@ def _terminate_with_parent() -> None:
         pass
 
 
-def _pump(fd: int, history_dir: str, log: _Passthrough) -> None:
+def _pump(fd: int, history_dir: str, log: Passthrough) -> None:
     leave_stop_signals_to_main_thread()
     with HistoryWriter(history_dir) as writer:
-        filter_ = _Filter(writer, log)
+        filter_ = HistoryFilter(writer, log)
         while True:
             data = os.read(fd, 1 << 16)
             if not data:
@@ -304,7 +304,7 @@ def run(args: argparse.Namespace) -> int:
         if trainer is not None:
             log.info("trainer started", extra={"pid": trainer.pid, "command": " ".join(args.command)})
             sampler = SystemSampler(history_dir, trainer.pid, system_interval).start() if system_interval else None
-            pump = threading.Thread(target=_pump, args=(read_fd, history_dir, _Passthrough(sys.stdout.buffer)),
+            pump = threading.Thread(target=_pump, args=(read_fd, history_dir, Passthrough(sys.stdout.buffer)),
                                     name="tau-normalize", daemon=True)
             pump.start()
             threading.Thread(target=_stop_on_request, args=(out_dir, trainer, stop_request), name="tau-stop-rules",

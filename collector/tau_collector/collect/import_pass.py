@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from tau_collector.expstore.config_rows import ConfigConflictError
-from tau_collector.expstore.metric_clusters import cluster_quietly, start_clustering
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.maintain.metric_clusters import cluster_quietly, start_clustering
+from tau_collector.expstore.write.config_rows import ConfigConflictError
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.pipeline import Pipeline, ProjectedBatch
 from tau_collector.projection.projector import ProjectionConfig
 from tau_collector.sinks.base import Chunk

@@ -1,4 +1,16 @@
-"""The local experiment store (TauGrid's expstore layout): schema, writer, summaries, compaction, the store's reader.
+"""The local experiment store (TauGrid's expstore layout), in layers: formats, writing, maintenance, reading.
+
+- :mod:`.format`: the index schema and layout, metric files, their Parquet encoding, series levels.
+- :mod:`.store`: opening and creating a store directory, and the SQLite discipline every layer shares.
+- :mod:`.maintain`: compaction, clustering by metric, and the child process they run in.
+- :mod:`.write`: the writer and the index rows it keeps (runs, summaries, run listings, configs, events);
+  their reading SQL lives beside their writing SQL.
+- :mod:`.read`: :class:`StoreReader` over one :class:`~.read.file_slices.FileSlices` (file lists, decoded
+  slices, caches) shared with its level reads; merge, M4 and export.
+
+A layer imports only the layers listed before it (the writer starts maintenance, so :mod:`.write` comes
+after :mod:`.maintain`; the store's migration builds the run listings of :mod:`.write.listing`, which
+imports nothing of the store); ``tests/collector/test_module_boundaries.py`` checks it.
 
 The rows its reader answers with and the non-blocking rule are the read contract's
 (:mod:`tau_collector.reads`); run configurations are :mod:`tau_collector.taugrid.run_config`'s.
@@ -28,15 +40,15 @@ __all__ = [
 _HOME = {
     "ExpStore": "store", "StoreError": "store", "StoreNotFoundError": "store", "StoreReadOnlyError": "store",
     "open_store": "store",
-    "IdempotencyConflictError": "writer", "WriteResult": "writer", "ConfigConflictError": "config_rows",
-    "StoreReader": "reader",
+    "IdempotencyConflictError": "write.writer", "WriteResult": "write.writer",
+    "ConfigConflictError": "write.config_rows", "StoreReader": "read.reader",
 }
 
 if TYPE_CHECKING:
-    from tau_collector.expstore.config_rows import ConfigConflictError
-    from tau_collector.expstore.reader import StoreReader
+    from tau_collector.expstore.read.reader import StoreReader
     from tau_collector.expstore.store import ExpStore, StoreError, StoreNotFoundError, StoreReadOnlyError, open_store
-    from tau_collector.expstore.writer import IdempotencyConflictError, WriteResult
+    from tau_collector.expstore.write.config_rows import ConfigConflictError
+    from tau_collector.expstore.write.writer import IdempotencyConflictError, WriteResult
 
 
 def __getattr__(name: str) -> object:

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import orjson
 
-from tau_collector.expstore import schema
-from tau_collector.expstore.listing import ensure_listings
+from tau_collector.expstore.format import schema
+from tau_collector.expstore.write.listing import ensure_listings
 from tau_collector.spool.durable import fsync_directory, make_dirs
 
 __all__ = ["ExpStore", "StoreError", "StoreNotFoundError", "StoreReadOnlyError", "open_store", "utc_now_rfc3339"]

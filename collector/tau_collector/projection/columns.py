@@ -24,7 +24,7 @@ from tau_collector.projection.metric_event import METRIC_EVENT_SCHEMA_V1
 from tau_collector.projection.projector import PointLists, Projected, Projector, RowError
 from tau_collector.sources.event_columns import ScalarColumns
 from tau_collector.sources.records import HistoryRow
-from tau_collector.taugrid.gojson import MAX_TIME_NS, MIN_TIME_NS, _format_date_second, encode_float
+from tau_collector.taugrid.gojson import MAX_TIME_NS, MIN_TIME_NS, encode_float, format_date_second
 
 __all__ = ["PointColumns", "point_columns", "project_scalar_columns"]
 
@@ -155,7 +155,7 @@ def time_texts(wall_ns: np.ndarray) -> list[str]:
     """:func:`~.gojson.format_time` of every time (all inside the years the column path allows),
     each second's date and clock formatted once."""
     seconds, frac = np.divmod(wall_ns, 1_000_000_000)
-    dates = {s: _format_date_second(s) for s in np.unique(seconds).tolist()}
+    dates = {s: format_date_second(s) for s in np.unique(seconds).tolist()}
     return [f"{dates[s]}.{f:09d}".rstrip("0") + "Z" if f else dates[s] + "Z"
             for s, f in zip(seconds.tolist(), frac.tolist(), strict=True)]
 

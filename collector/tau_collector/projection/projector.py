@@ -189,7 +189,7 @@ def metric_number(value: object) -> float | None:
     return None
 
 
-def _compact_tags(tags: Mapping[str, str]) -> dict[str, str]:
+def compact_tags(tags: Mapping[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in tags.items():
         key = key.strip()
@@ -208,7 +208,7 @@ def go_base(path: str) -> str:
     return stripped.rsplit("/", 1)[-1]
 
 
-def _prefixed(prefix: str, name: str) -> str:
+def prefixed(prefix: str, name: str) -> str:
     if prefix:
         return prefix.removesuffix("/") + "/" + name
     return name
@@ -245,7 +245,7 @@ class Projector:
         for key in config.tags:
             if key.strip() in PROTECTED_JSONL_TAGS:
                 raise ProjectionError(f"tag {encode_string(key)} cannot override protected JSONL metadata")
-        self._user_tags = _compact_tags(config.tags)
+        self._user_tags = compact_tags(config.tags)
         for key in self._user_tags:
             if key in PROTECTED_FIELDS:
                 raise ProjectionError(f"tag {encode_string(key)} cannot override a protected metric field")
@@ -325,7 +325,7 @@ class Projector:
         name = raw_key.strip()
         pieces: MetricPieces | None = None
         if name:
-            name = _prefixed(self.config.metric_prefix, name)
+            name = prefixed(self.config.metric_prefix, name)
             card = metric_card(name)
             standard = "true" if is_standard_metric(name) else "false"
             slots = {

@@ -19,12 +19,12 @@ from tau_collector.projection.projector import (
     ProjectionConfig,
     ProjectionError,
     RowError,
-    _compact_tags,
-    _prefixed,
+    compact_tags,
     go_base,
     history_step,
     history_time_ns,
     metric_number,
+    prefixed,
 )
 from tau_collector.taugrid.gojson import encode_string
 
@@ -65,8 +65,8 @@ def project_row_reference(
         name = raw_key.strip()
         if not name:
             continue
-        name = _prefixed(config.metric_prefix, name)
-        tags = _compact_tags(config.tags)
+        name = prefixed(config.metric_prefix, name)
+        tags = compact_tags(config.tags)
         tags.update(
             {
                 "jsonl.raw_key": raw_key,

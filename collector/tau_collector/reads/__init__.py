@@ -1,7 +1,7 @@
 """The read contract: what every reader of experiments answers, in the Portal's words rather than a store's.
 
 - :mod:`.contract`: :class:`ExperimentReader`, the interface every Portal route reads through; the local
-  store's ``StoreReader`` (``tau_collector.expstore.reader``) and the Kusto reader
+  store's ``StoreReader`` (``tau_collector.expstore.read.reader``) and the Kusto reader
   (``taunotebook/portal/kusto/reader.py``) are its two implementations;
 - :mod:`.rows`: the rows readers answer with (:class:`RunRow`, :class:`MetricSummaryRow`, :class:`Rows`,
   :class:`ReducedSeries`, :class:`RunEvent`, ...) and the names they carry (:data:`WORKSPACE_TAG`,

@@ -3,7 +3,7 @@
 A server answers what a reader has at hand on its event loop and hands the rest to a worker thread
 (``taunotebook/portal/serving.py``). Readers mark each place that would do slow work with
 :func:`may_block`: the store before reading a Parquet file or touching more than :data:`QUICK_POINTS`
-points (``tau_collector.expstore.reader``), the Kusto reader before every network round trip
+points (``tau_collector.expstore.read.reader``), the Kusto reader before every network round trip
 (``taunotebook/portal/kusto/reader.py``).
 """
 

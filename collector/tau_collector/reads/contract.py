@@ -1,7 +1,7 @@
 """The reader interface every Portal route reads through: :class:`ExperimentReader`.
 
 Two implementations: the local store's :class:`~tau_collector.expstore.StoreReader`
-(``tau_collector/expstore/reader.py``) and the Portal's Kusto reader (``taunotebook/portal/kusto/reader.py``);
+(``tau_collector/expstore/read/reader.py``) and the Portal's Kusto reader (``taunotebook/portal/kusto/reader.py``);
 ``source=auto`` (``taunotebook/portal/sources.py``) merges the two behind the same interface. Both answer
 with the rows of :mod:`.rows` and keep the non-blocking rule of :mod:`.blocking`.
 

@@ -2,7 +2,7 @@
 
 One rule for everyone who needs it: the Portal's run answers (``lifecycle_state``, ``successful``,
 ``success_reasons``) and the writer, which keeps each run's lifecycle in the index's run listing
-(``tau_collector.expstore.listing``) so that listings filter and count by it without reading summaries.
+(``tau_collector.expstore.write.listing``) so that listings filter and count by it without reading summaries.
 """
 
 from __future__ import annotations

@@ -21,11 +21,11 @@ import sqlite3
 
 import orjson
 
-from tau_collector.expstore.compaction import CompactionPolicy
-from tau_collector.expstore.config_rows import ConfigConflictError
-from tau_collector.expstore.run_events import record_run_events
+from tau_collector.expstore.maintain.compaction import CompactionPolicy
 from tau_collector.expstore.store import ExpStore, StoreError, unwritable_reason, utc_now_rfc3339
-from tau_collector.expstore.writer import IdempotencyConflictError, MetricWriter
+from tau_collector.expstore.write.config_rows import ConfigConflictError
+from tau_collector.expstore.write.run_events import record_run_events
+from tau_collector.expstore.write.writer import IdempotencyConflictError, MetricWriter
 from tau_collector.projection.metric_event import MetricEvent, NotCanonicalError
 from tau_collector.reads import SOURCE_PROBLEM, RunEvent
 from tau_collector.sinks.base import Chunk, RunConfigConflict, Sink, SinkError
@@ -103,7 +103,7 @@ class ExpstoreSink(Sink):
         compaction: CompactionPolicy | None = None,
         compaction_process: bool = False,
     ) -> None:
-        """``compaction_process``: merge small files in a child process (:mod:`..expstore.compaction_process`),
+        """``compaction_process``: merge small files in a child process (:mod:`..expstore.maintain.compaction_process`),
         as the sidecar does so that pyarrow never loads in it; otherwise in this process, after a delivery."""
         self._store = ExpStore(store_dir, create=True)
         self._source_id = source_id

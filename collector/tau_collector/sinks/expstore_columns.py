@@ -1,5 +1,5 @@
 """Points in columns (:class:`~tau_collector.projection.columns.PointColumns`) as the expstore writer's
-:class:`~tau_collector.expstore.writer.RunColumns`: the same rows the writer makes of MetricEvents.
+:class:`~tau_collector.expstore.write.writer.RunColumns`: the same rows the writer makes of MetricEvents.
 
 Rows are put in the order the store keeps them (metric name, step, wall time, arrival), so the
 tags column is built once in place; each row's tags are its key's JSON text with its history line.
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from tau_collector.collect.completion_file import RUN_STATUS_METRIC
-from tau_collector.expstore.parquet_encoder import PlainTexts
-from tau_collector.expstore.writer import RunColumns, run_status_of
+from tau_collector.expstore.format.parquet_encoder import PlainTexts
+from tau_collector.expstore.write.writer import RunColumns, run_status_of
 from tau_collector.projection.columns import PointColumns
 
 __all__ = ["run_columns"]

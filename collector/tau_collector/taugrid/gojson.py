@@ -209,7 +209,7 @@ def _days_from_civil(year: int, month: int, day: int) -> int:
 
 
 @lru_cache(maxsize=4096)
-def _format_date_second(seconds: int) -> str:
+def format_date_second(seconds: int) -> str:
     days, secs = divmod(seconds, 86_400)
     year, month, day = _civil_from_days(days)
     hour, rem = divmod(secs, 3600)
@@ -222,7 +222,7 @@ def format_time(ns: int) -> str:
     if ns < MIN_TIME_NS or ns > MAX_TIME_NS:
         raise GoJSONError("Time.MarshalJSON: year outside of range [0,9999]")
     seconds, frac = divmod(ns, _NS)
-    text = _format_date_second(seconds)
+    text = format_date_second(seconds)
     if frac:
         text += "." + f"{frac:09d}".rstrip("0")
     return text + "Z"

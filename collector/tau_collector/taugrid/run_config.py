@@ -18,7 +18,7 @@ up to :data:`MAX_CONFIG_BYTES`, nesting is bounded by :data:`MAX_DEPTH` and the 
 :mod:`.config_limits`, YAML decoding in :mod:`.config_yaml` (loaded only for a YAML file).
 
 A run configuration is part of what readers answer (:mod:`tau_collector.reads`), and what sources hand
-to sinks; the store keeps it in its ``configs`` table (:mod:`tau_collector.expstore.config_rows`).
+to sinks; the store keeps it in its ``configs`` table (:mod:`tau_collector.expstore.write.config_rows`).
 """
 
 from __future__ import annotations

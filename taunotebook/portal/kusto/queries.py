@@ -14,7 +14,7 @@ metrics. What differs, on purpose (``collector/kql/README.md`` says why):
   ``summarize``, instead of TauGrid's catalog views: exact counts, no catalog to deploy, and the same
   reads work on a database TauGrid's chart manages.
 * **The series is reduced by M4** (first, last, min and max of every step bucket, the buckets of
-  ``tau_collector.expstore.m4.bucket_edges``) instead of TauGrid's min/max per bin, so the pane is
+  ``tau_collector.expstore.read.m4.bucket_edges``) instead of TauGrid's min/max per bin, so the pane is
   pixel-exact over ADX as it is over the local store; milestone steps are kept as TauGrid keeps them.
   Points are one per step, the latest ``wall_time`` winning, as the local store dedupes.
 """

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tau_collector.expstore import open_store
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import MetricEvent, new_metric_event
 
 BASE_NS = 1_760_000_000_000_000_000  # 2025-10-09T08:53:20Z

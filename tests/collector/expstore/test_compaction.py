@@ -6,8 +6,9 @@ import threading
 
 import numpy as np
 
-from tau_collector.expstore import StoreReader, compaction
-from tau_collector.expstore.compaction import CompactionPolicy, compact_all, compact_run, delete_retired
+from tau_collector.expstore import StoreReader
+from tau_collector.expstore.maintain import compaction
+from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_all, compact_run, delete_retired
 
 from .events import BASE_NS, event, new_store, non_finite
 

@@ -7,8 +7,8 @@ import multiprocessing
 import numpy as np
 
 from tau_collector.expstore import StoreReader, open_store
-from tau_collector.expstore.compaction import CompactionPolicy
-from tau_collector.expstore.writer import MetricWriter
+from tau_collector.expstore.maintain.compaction import CompactionPolicy
+from tau_collector.expstore.write.writer import MetricWriter
 
 from .events import event
 

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tau_collector.expstore import StoreReader, open_store
-from tau_collector.expstore import levels as lv
-from tau_collector.expstore.compaction import CompactionPolicy, compact_run, delete_retired
-from tau_collector.expstore.level_series import choose_base, snapped_edges
-from tau_collector.expstore.m4 import m4_indices
-from tau_collector.expstore.writer import MetricWriter, RunColumns
+from tau_collector.expstore.format import levels as lv
+from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_run, delete_retired
+from tau_collector.expstore.read.level_series import choose_base, snapped_edges
+from tau_collector.expstore.read.m4 import m4_indices
+from tau_collector.expstore.write.writer import MetricWriter, RunColumns
 from tau_collector.reads import WouldBlock, no_blocking
 
 RUN, METRIC = "r", "m"
@@ -45,8 +45,8 @@ def small_levels():
 def readers(store, min_points=0):
     """(a reader that uses levels from ``min_points`` points on, a reader that always merges the rows)."""
     fast, plain = StoreReader(store), StoreReader(store)
-    fast._levels.min_points = min_points
-    plain._levels.min_points = 2**62
+    fast.levels.min_points = min_points
+    plain.levels.min_points = 2**62
     return fast, plain
 
 
@@ -123,7 +123,7 @@ def test_levels_answer_equals_m4_of_the_raw_rows(data, query):
             end = query.draw(st.one_of(st.none(), st.integers(lo - 5, hi + 5)))
             max_points = query.draw(st.integers(1, 48))
             finite_only = query.draw(st.booleans())
-            used = fast._levels.series(RUN, METRIC, start, end, max_points, finite_only=finite_only) is not None
+            used = fast.levels.series(RUN, METRIC, start, end, max_points, finite_only=finite_only) is not None
             want_plain = expected(plain, start, end, max_points, finite_only, snapped=False)
             if want_plain[3] > max_points and max_points > 1:
                 rows = want_plain[3]
@@ -161,7 +161,7 @@ def test_a_full_range_read_from_default_levels_equals_m4_of_the_rows(tmp_path):
     steps, _ = _write_long(store, 400_000, 4, np.random.default_rng(3))
     fast, plain = readers(store, min_points=100_000)
     for finite_only in (True, False):
-        assert fast._levels.series(RUN, METRIC, None, None, 2000, finite_only=finite_only) is not None
+        assert fast.levels.series(RUN, METRIC, None, None, 2000, finite_only=finite_only) is not None
         got = fast.series(RUN, METRIC, max_points=2000, finite_only=finite_only)
         assert_same(got, expected(plain, None, None, 2000, finite_only, snapped=True))
     assert got.source_points == steps.size and got.non_finite.any()
@@ -172,7 +172,7 @@ def test_non_finite_observations_of_a_long_range_are_counted_from_levels(tmp_pat
     _write_long(store, 90_000, 3, np.random.default_rng(9))
     fast, plain = readers(store, min_points=1000)
     for start, end, limit in ((None, None, 1000), (None, None, 3), (40_000, 200_000, 7), (1, 2, 5)):
-        assert (fast._levels.non_finite(RUN, METRIC, start, end, limit) is not None) == (end != 2)  # short: merged
+        assert (fast.levels.non_finite(RUN, METRIC, start, end, limit) is not None) == (end != 2)  # short: merged
         count, rows = fast.non_finite(RUN, METRIC, start, end, limit=limit)
         want_count, want_rows = plain.non_finite(RUN, METRIC, start, end, limit=limit)
         assert count == want_count and (count > 0 or end == 2)
@@ -192,7 +192,7 @@ def test_a_spike_is_kept_at_every_zoom(tmp_path):
         writer.write_columns(f"k{i}", [columns(part, value[part])], request_hash="h")
     fast, plain = readers(store, min_points=1000)
     for start, end, max_points in ((None, None, 8), (None, None, 2000), (0, 200_000, 400), (100_000, None, 1000)):
-        assert fast._levels.series(RUN, METRIC, start, end, max_points, finite_only=False) is not None
+        assert fast.levels.series(RUN, METRIC, start, end, max_points, finite_only=False) is not None
         got = fast.series(RUN, METRIC, start, end, max_points)
         assert_same(got, expected(plain, start, end, max_points, False, snapped=True))
         inside = [s for s in spikes if (start or 0) <= s <= (n if end is None else end)]
@@ -208,7 +208,7 @@ def test_where_the_edges_are_multiples_of_the_level_the_answer_is_the_plain_redu
     for i, part in enumerate(np.array_split(np.arange(n), 2)):
         writer.write_columns(f"k{i}", [columns(part, value[part])], request_hash="h")
     fast, plain = readers(store, min_points=1000)
-    assert fast._levels.series(RUN, METRIC, None, None, max_points, finite_only=False) is not None
+    assert fast.levels.series(RUN, METRIC, None, None, max_points, finite_only=False) is not None
     assert_same(fast.series(RUN, METRIC, max_points=max_points),
                  expected(plain, None, None, max_points, False, snapped=False))
 
@@ -226,7 +226,7 @@ def test_files_without_levels_are_summarized_from_their_rows(tmp_path):
     paths[1].write_bytes(b"not a levels file")  # damaged
     paths[2].write_bytes(paths[2].read_bytes().replace(b"metrics-", b"metrics+"))  # another file's
     fresh, _ = readers(store, min_points=1000)
-    assert fresh._levels.series(RUN, METRIC, 100, None, 400, finite_only=False) is not None
+    assert fresh.levels.series(RUN, METRIC, 100, None, 400, finite_only=False) is not None
     assert_same(fresh.series(RUN, METRIC, 100, None, 400), want)
 
 
@@ -251,7 +251,7 @@ def test_compaction_writes_the_merged_files_levels_and_retires_the_old_ones(tmp_
     for _ in range(2):  # from the compacted file's levels, then from its rows
         fresh, _ = readers(store, min_points=1000)
         for fo in (False, True):
-            assert fresh._levels.series(RUN, METRIC, None, None, 40, finite_only=fo) is not None
+            assert fresh.levels.series(RUN, METRIC, None, None, 40, finite_only=fo) is not None
             assert_same(fresh.series(RUN, METRIC, max_points=40, finite_only=fo), want[fo])
         made.unlink(missing_ok=True)
     delete_retired(store, grace_seconds=0)
@@ -270,10 +270,10 @@ def test_a_resumed_run_merges_only_the_files_that_overlap(tmp_path):
                          request_hash="h")
     fast, plain = readers(store, min_points=1000)
     for finite_only in (False, True):
-        assert fast._levels.series(RUN, METRIC, None, None, 400, finite_only=finite_only) is not None
+        assert fast.levels.series(RUN, METRIC, None, None, 400, finite_only=finite_only) is not None
         assert_same(fast.series(RUN, METRIC, max_points=400, finite_only=finite_only),
                     expected(plain, None, None, 400, finite_only, snapped=True))
-    cluster = [k for k in fast._cache._items if k[0] == "level-cluster"]
+    cluster = [k for k in fast.file_slices.cache._items if k[0] == "level-cluster"]
     assert [len(k[2]) for k in cluster] == [3]  # the resumed file and the two it overlaps; not the first
 
 
@@ -286,7 +286,7 @@ def test_a_wide_file_keeps_each_metrics_levels_apart(tmp_path):
     MetricWriter(store).write_columns("k", [columns(step, value, names=("c", METRIC, "a"), metric=metric)],
                                       request_hash="h")
     fast, plain = readers(store, min_points=1000)
-    assert fast._levels.series(RUN, METRIC, None, None, 100, finite_only=False) is not None
+    assert fast.levels.series(RUN, METRIC, None, None, 100, finite_only=False) is not None
     assert_same(fast.series(RUN, METRIC, max_points=100), expected(plain, None, None, 100, False, snapped=True))
 
 
@@ -329,5 +329,5 @@ def test_a_series_no_longer_than_the_threshold_opens_no_levels_file(tmp_path):
         want = plain.series(RUN, "short", max_points=5)
         assert (answer.step.tolist(), answer.value.tolist(), answer.source_points) == (
             want.step.tolist(), want.value.tolist(), 30)
-        assert fast._levels.series(RUN, METRIC, None, None, 100, finite_only=False) is not None
+        assert fast.levels.series(RUN, METRIC, None, None, 100, finite_only=False) is not None
         assert opened.call_count == 3

@@ -1,4 +1,4 @@
-"""The run listings (``expstore/listing.py``): kept by the writer, built for older stores, and what readers trust."""
+"""The run listings (``expstore/write/listing.py``): kept by the writer, built for older stores, and what readers trust."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_a_run_window_is_the_filtered_sorted_slice_with_a_true_total(store):
 
 
 def test_a_kept_sorted_order_follows_the_store_when_it_changes(store):
-    from tau_collector.expstore.writer import MetricWriter
+    from tau_collector.expstore.write.writer import MetricWriter
     from tests.portal.listing_store import _event
 
     reader = StoreReader(store)
@@ -116,7 +116,7 @@ def test_a_kept_sorted_order_follows_the_store_when_it_changes(store):
 
 
 def test_deep_windows_of_the_newest_first_order_are_slices_of_the_kept_order(store, monkeypatch):
-    from tau_collector.expstore import reader as reader_module
+    from tau_collector.expstore.read import reader as reader_module
 
     monkeypatch.setattr(reader_module, "_WALKED_ROWS", 2)
     reader = StoreReader(store)

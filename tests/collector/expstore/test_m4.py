@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tau_collector.expstore.m4 import M4Index, m4_indices
+from tau_collector.expstore.read.m4 import M4Index, m4_indices
 
 HEIGHT = 97  # pixel rows; odd on purpose, nothing lines up by accident
 

@@ -7,7 +7,7 @@ import os
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tau_collector.expstore.metric_files import MAX_ID_COMPONENT_BYTES, id_component, metric_file_path
+from tau_collector.expstore.format.metric_files import MAX_ID_COMPONENT_BYTES, id_component, metric_file_path
 
 valid_ids = st.from_regex(r"[a-z0-9]([a-z0-9._-]{0,6000}[a-z0-9])?", fullmatch=True)
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tau_collector.expstore import parquet_encoder, schema
-from tau_collector.expstore.parquet_encoder import Coded, Column, encode_parquet
+from tau_collector.expstore.format import parquet_encoder, schema
+from tau_collector.expstore.format.parquet_encoder import Coded, Column, encode_parquet
 
 
 def _columns(names, steps, walls, wall_valid, values, units, tags, *, split=None):

@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tau_collector.expstore import parquet_encoder
-from tau_collector.expstore.parquet_encoder import Column, PlainTexts, encode_parquet
+from tau_collector.expstore.format import parquet_encoder
+from tau_collector.expstore.format.parquet_encoder import Column, PlainTexts, encode_parquet
 
 PARTS = [('{"a":"x","jsonl.history_line":"', '","z":"é€"}'), ("", ""), ('{"k":"', '"}')]
 

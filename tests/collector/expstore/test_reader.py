@@ -7,7 +7,7 @@ import pytest
 
 from tau_collector.expstore import StoreReader
 
-from .events import event, new_store
+from .events import BASE_NS, event, new_store
 
 
 def test_a_tail_request_never_opens_older_files(tmp_path):
@@ -68,7 +68,7 @@ def _same(a, b) -> None:
 
 
 def test_a_reader_following_a_live_run_answers_like_a_fresh_reader(tmp_path):
-    from tau_collector.expstore.compaction import compact_run
+    from tau_collector.expstore.maintain.compaction import compact_run
 
     from .events import non_finite
 
@@ -183,7 +183,7 @@ def test_a_file_wanted_by_many_threads_at_once_is_read_once(tmp_path, monkeypatc
     import threading
     import time
 
-    import tau_collector.expstore.series_merge as series_merge
+    import tau_collector.expstore.read.series_merge as series_merge
 
     store, writer = new_store(tmp_path)
     writer.write_chunk("k", [event(s, 1.0) for s in range(100)], [], request_hash="h")
@@ -203,3 +203,21 @@ def test_a_file_wanted_by_many_threads_at_once_is_read_once(tmp_path, monkeypatc
     for t in threads:
         t.join()
     assert len(reads) == 1
+
+
+def test_export_series_hands_out_every_stored_point_in_bounded_batches(tmp_path):
+    store, writer = new_store(tmp_path)
+    writer.write_chunk("even", [event(s, float(s)) for s in range(0, 40, 2)], [], request_hash="h")
+    writer.write_chunk("odd", [event(s, float(s)) for s in range(1, 40, 2)], [], request_hash="h")  # overlaps
+    writer.write_chunk("again", [event(10, -1.0, wall_ns=BASE_NS + 10**15)], [], request_hash="h")  # later wins
+    writer.write_chunk("tail", [event(s, float(s)) for s in range(40, 50)], [], request_hash="h")
+    reader = StoreReader(store)
+    batches = list(reader.export_series("seed-1", "train/loss", 5, 44, batch_rows=7))
+    assert all(0 < len(b) <= 7 for b in batches)
+    step = np.concatenate([b.step for b in batches])
+    value = np.concatenate([b.value for b in batches])
+    assert step.tolist() == list(range(5, 45))
+    assert value.tolist() == reader.rows("seed-1", "train/loss", 5, 44).value.tolist()
+    assert value[step == 10].tolist() == [-1.0]
+    with pytest.raises(ValueError, match="batch_rows"):
+        reader.export_series("seed-1", "train/loss", batch_rows=0)

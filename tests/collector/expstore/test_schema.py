@@ -9,7 +9,8 @@ import sqlite3
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tau_collector.expstore import open_store, schema
+from tau_collector.expstore import open_store
+from tau_collector.expstore.format import schema
 
 from .events import event, new_store
 

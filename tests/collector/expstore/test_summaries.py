@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tau_collector.expstore import StoreReader
-from tau_collector.expstore.summaries import (
+from tau_collector.expstore.write.summaries import (
     SUMMARY_COLUMNS,
     merge_summaries,
     summarize_metric,

@@ -11,12 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tau_collector.expstore import StoreReader, metric_clusters
-from tau_collector.expstore.compaction import CompactionPolicy, compact_run
-from tau_collector.expstore.metric_clusters import cluster_quietly, cluster_run, metric_ranges
-from tau_collector.expstore.metric_files import metric_row_groups
+from tau_collector.expstore import StoreReader
+from tau_collector.expstore.format.metric_files import metric_row_groups
+from tau_collector.expstore.maintain import metric_clusters
+from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_run
+from tau_collector.expstore.maintain.metric_clusters import cluster_quietly, cluster_run, metric_ranges
+from tau_collector.expstore.read.file_slices import FileSlices
 from tau_collector.expstore.store import StoreError
-from tau_collector.expstore.writer import RunColumns
+from tau_collector.expstore.write.writer import RunColumns
 
 from .events import new_store
 
@@ -148,17 +150,17 @@ def test_clustering_puts_each_metric_in_one_file_and_keeps_every_row(tmp_path):
     assert {s.latest_file_id for s in reader.metric_summaries("r")} == set(new_ids)
     # the reader opens only the file that holds the metric
     opened = []
-    original = StoreReader._read_slice
+    original = FileSlices.read
 
     def spy(self, path, metric):
         opened.append(path)
         return original(self, path, metric)
 
-    StoreReader._read_slice = spy
+    FileSlices.read = spy
     try:
         StoreReader(store).rows("r", "layer0150/grad_norm")
     finally:
-        StoreReader._read_slice = original
+        FileSlices.read = original
     assert len(opened) == 1 and new_ids[1] in opened[0]
 
 

@@ -1,7 +1,8 @@
 """Every stored point of one series, in step order, a bounded batch at a time, and as CSV or JSON bytes.
 
 The reader's series (:class:`~.reader.StoreReader`) merges a metric's files into one array, which
-is what a chart wants and what an export of 10M points must not do. Here the run's files are taken
+is what a chart wants and what an export of 10M points must not do. The reader's export
+(:meth:`~.reader.StoreReader.export_series`) hands its file list to :func:`iter_series`: the run's files are taken
 in groups whose step ranges overlap (a live run's appended files overlap none: each is a group of its
 own), each group is read for the one metric, merged by the reader's rule (sorted by step, the last
 stored point of a step wins: by wall time, then by registration order), and handed out in batches
@@ -99,14 +100,14 @@ def _read_group(store: ExpStore, group: _Group, metric: str) -> SeriesBatch:
     return SeriesBatch(step, wall, valid, value)
 
 
-def iter_series(store: ExpStore, run_id: str, metric: str, start_step: int | None = None,
-                end_step: int | None = None, *, batch_rows: int = 65_536) -> Iterator[SeriesBatch]:
-    """The series' points with ``start_step <= step <= end_step``, in step order, at most ``batch_rows`` a batch."""
+def iter_series(store: ExpStore, files: list[tuple[str, int | None, int | None]], metric: str,
+                start_step: int | None = None, end_step: int | None = None, *,
+                batch_rows: int = 65_536) -> Iterator[SeriesBatch]:
+    """The series' points with ``start_step <= step <= end_step``, in step order, at most ``batch_rows`` a batch,
+    from the run's ``files`` as ``(path, min_step, max_step)`` in registration order."""
     if batch_rows < 1:
         raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
-    rows = store.connection().execute(
-        "SELECT path, min_step, max_step FROM metric_files WHERE run_id = ? ORDER BY rowid", (run_id,)).fetchall()
-    for group in _groups(rows):
+    for group in _groups(files):
         if (start_step is not None and group.high < start_step) or (end_step is not None and group.low > end_step):
             continue
         batch = _read_group(store, group, metric)

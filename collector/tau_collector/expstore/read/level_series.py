@@ -1,4 +1,4 @@
-"""M4 of a long series from its level records (:mod:`.levels`), without touching its points.
+"""M4 of a long series from its level records (:mod:`..format.levels`), without touching its points.
 
 A request over ``span`` steps for ``max_points`` draws ``C = max(1, max_points // 4)`` columns
 (:func:`.m4.bucket_edges`). The reader picks the coarsest level ``b`` with ``4 * b <= span // C``
@@ -18,8 +18,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tau_collector.expstore.levels import RECORD
-from tau_collector.expstore.m4 import bucket_edges
+from tau_collector.expstore.format.levels import RECORD
+from tau_collector.expstore.read.m4 import bucket_edges
 
 __all__ = ["choose_base", "columns", "reduce_records", "snapped_edges"]
 

@@ -29,10 +29,11 @@ import uuid
 from collections.abc import Sequence
 
 from tau_collector.collect.process_memory import release_arrow_memory
-from tau_collector.expstore import schema
-from tau_collector.expstore.compaction import COMPACTED_PREFIX, parquet_bytes
-from tau_collector.expstore.levels import publish_table_levels
-from tau_collector.expstore.metric_files import metric_file_path
+from tau_collector.expstore.format import schema
+from tau_collector.expstore.format.levels import publish_table_levels
+from tau_collector.expstore.format.metric_files import metric_file_path
+from tau_collector.expstore.maintain.compaction import COMPACTED_PREFIX, parquet_bytes
+from tau_collector.expstore.maintain.compaction_process import child_environment
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
 __all__ = ["CLUSTER_ROWS", "SLICE_ROWS", "cluster_quietly", "cluster_run", "clustering_due", "main", "metric_ranges",
@@ -144,8 +145,6 @@ def start_clustering(store: ExpStore, run_ids: Sequence[str], *,
     """Start a child that clusters those of ``run_ids`` that are due, and return it without waiting (None when
     none is due). It runs in its own session: a Ctrl-C meant for the import that started it does not stop it
     (stopping it would be harmless: see the module doc)."""
-    from tau_collector.expstore.compaction_process import _child_environment
-
     due = clustering_due(store, run_ids, max_rows)
     if not due:
         return None
@@ -153,13 +152,13 @@ def start_clustering(store: ExpStore, run_ids: Sequence[str], *,
     for run_id in due:
         command += ["--run", run_id]
     return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            env=_child_environment(), start_new_session=True)
+                            env=child_environment(), start_new_session=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tau_collector.expstore.metric_clusters --store DIR --run ID [--run ID ...]``: cluster each run
-    (:func:`cluster_quietly`: a run that cannot be clustered now is left as it is); 1 when the store cannot be
-    opened."""
+    """``python -m tau_collector.expstore.maintain.metric_clusters --store DIR --run ID [--run ID ...]``: cluster
+    each run (:func:`cluster_quietly`: a run that cannot be clustered now is left as it is); 1 when the store
+    cannot be opened."""
     from tau_collector.collect.process_memory import bound_process_memory, pandas_kept_out
 
     parser = argparse.ArgumentParser(prog="python -m " + __name__, description="cluster runs' files by metric")

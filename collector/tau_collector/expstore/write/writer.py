@@ -20,16 +20,16 @@ import numpy as np
 import orjson
 
 from tau_collector.collect.completion_file import RUN_STATUS_METRIC
-from tau_collector.expstore import schema
-from tau_collector.expstore.compaction import CompactionPolicy, compact_quietly
-from tau_collector.expstore.compaction_process import CompactionProcess
-from tau_collector.expstore.config_rows import ConfigConflictError, put_run_config, run_config_hash
-from tau_collector.expstore.levels import publish_write_levels
-from tau_collector.expstore.listing import refresh_runs
-from tau_collector.expstore.metric_files import metric_file_path, metric_row_groups
-from tau_collector.expstore.parquet_encoder import Coded, Column, PlainTexts, TextValues, encode_parquet
+from tau_collector.expstore.format import schema
+from tau_collector.expstore.format.levels import publish_write_levels
+from tau_collector.expstore.format.metric_files import metric_file_path, metric_row_groups
+from tau_collector.expstore.format.parquet_encoder import Coded, Column, PlainTexts, TextValues, encode_parquet
+from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_quietly
+from tau_collector.expstore.maintain.compaction_process import CompactionProcess
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
-from tau_collector.expstore.summaries import read_summary, store_summary, summarize_sorted, upsert_summaries
+from tau_collector.expstore.write.config_rows import ConfigConflictError, put_run_config, run_config_hash
+from tau_collector.expstore.write.listing import refresh_runs
+from tau_collector.expstore.write.summaries import read_summary, store_summary, summarize_sorted, upsert_summaries
 from tau_collector.projection.metric_event import MetricEvent
 from tau_collector.taugrid.gojson import format_time
 from tau_collector.taugrid.ids import unreachable_id
@@ -73,7 +73,7 @@ class RunColumns:
 
     ``metric`` indexes ``names``; ``wall_time`` is in microseconds (0 where ``wall_valid`` is
     False; ``wall_valid`` None means every row has one); ``tags`` holds each row's tags as a JSON
-    object with sorted keys (as text, or already PLAIN-encoded: :class:`.parquet_encoder.PlainTexts`),
+    object with sorted keys (as text, or already PLAIN-encoded: :class:`..format.parquet_encoder.PlainTexts`),
     and ``tag_sets`` the distinct tag maps behind them (the run's tags
     are what all of them share). ``source``/``unit``/``split`` are one value for every row or an
     array per row. ``first_wall_ns`` (the earliest wall time, ns) and ``status`` (the newest
@@ -136,7 +136,7 @@ class MetricWriter:
         # None: never compact opportunistically.
         self.compaction = compaction
         # Merging reads and re-encodes files with pyarrow: with ``compaction_process`` it runs in a child
-        # process (:mod:`.compaction_process`), so that a sidecar never loads pyarrow itself.
+        # process (:mod:`..maintain.compaction_process`), so that a sidecar never loads pyarrow itself.
         self._compaction_process = (CompactionProcess(store, compaction)
                                     if compaction is not None and compaction_process else None)
 

@@ -27,11 +27,14 @@ import io
 import itertools
 import logging
 import zipfile
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tau_collector.expstore.schema import METRICS_DIR
-from tau_collector.expstore.store import ExpStore
+from tau_collector.expstore.format.schema import METRICS_DIR
+
+if TYPE_CHECKING:  # the format layer names the store only in annotations
+    from tau_collector.expstore.store import ExpStore
 
 __all__ = ["BASES", "LEVELS_DIR", "POINT_FIELDS", "RECORD", "FileLevels", "combine", "levels_path",
            "publish_chunk_levels", "publish_table_levels", "publish_write_levels", "read_levels", "summarize"]

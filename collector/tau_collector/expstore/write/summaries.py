@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 
 from tau_collector.reads.rows import MetricSummaryRow
 
-__all__ = ["SUMMARY_COLUMNS", "merge_summaries", "read_summary", "store_summary",
-           "summarize_metric", "summarize_sorted", "upsert_summaries"]
+__all__ = ["SUMMARY_COLUMNS", "merge_summaries", "read_summary", "run_summaries", "store_summary", "summaries_named",
+           "summaries_of", "summarize_metric", "summarize_sorted", "summary_count", "summary_names",
+           "upsert_summaries"]
 
 
 # The ``metric_summaries`` columns in the order of :class:`MetricSummaryRow`'s fields.
@@ -45,6 +47,46 @@ def store_summary(tx, s: MetricSummaryRow) -> None:
     marks = ",".join("?" * len(dataclasses.fields(MetricSummaryRow)))
     tx.execute(f"INSERT OR REPLACE INTO metric_summaries({SUMMARY_COLUMNS}) VALUES ({marks})",
                dataclasses.astuple(s))
+
+
+def run_summaries(conn, run_id: str) -> tuple[MetricSummaryRow, ...]:
+    """Every stored summary of the run, by metric name."""
+    rows = conn.execute(
+        f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = ? ORDER BY metric_name", (run_id,)
+    ).fetchall()
+    return tuple(MetricSummaryRow(*row) for row in rows)
+
+
+def summary_names(conn, run_id: str) -> tuple[str, ...]:
+    """The names of the run's summarized metrics, in order, without reading their summaries."""
+    return tuple(n for (n,) in conn.execute(
+        "SELECT metric_name FROM metric_summaries WHERE run_id = ? ORDER BY metric_name", (run_id,)))
+
+
+def summaries_named(conn, run_id: str, names: Sequence[str]) -> dict[str, MetricSummaryRow]:
+    """The run's summaries of those of ``names`` it has, by name (500 names a query: SQLite's bound variables)."""
+    out: dict[str, MetricSummaryRow] = {}
+    for i in range(0, len(names), 500):
+        chunk = names[i:i + 500]
+        for row in conn.execute(f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = ? "
+                                f"AND metric_name IN ({','.join('?' * len(chunk))})", (run_id, *chunk)):
+            out[row[1]] = MetricSummaryRow(*row)
+    return out
+
+
+def summaries_of(conn, run_ids: Sequence[str], metrics: Sequence[str]) -> dict[tuple[str, str], MetricSummaryRow]:
+    """The summaries of these metrics of these runs, in one query: ``(run_id, metric) -> row``."""
+    sql = (f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id IN ({','.join('?' * len(run_ids))}) "
+           f"AND metric_name IN ({','.join('?' * len(metrics))})")
+    rows = [MetricSummaryRow(*row) for row in conn.execute(sql, [*run_ids, *metrics])]
+    return {(r.run_id, r.metric_name): r for r in rows}
+
+
+def summary_count(conn, run_id: str, metric: str) -> int | None:
+    """How many observations the run's summary of ``metric`` counts (every one, before dedupe); None: no summary."""
+    row = conn.execute("SELECT count FROM metric_summaries WHERE run_id = ? AND metric_name = ?",
+                       (run_id, metric)).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
 
 
 def summarize_metric(

@@ -4,7 +4,7 @@ After each delivery the writer hands :class:`CompactionProcess` the runs it wrot
 run says whether more than ``policy.min_files`` delivered files have piled up since the last merge; if
 so, no child is running and none started in the last ``min_interval`` seconds, one is started::
 
-    python -m tau_collector.expstore.compaction_process --store DIR --run ID [--run ID ...]
+    python -m tau_collector.expstore.maintain.compaction_process --store DIR --run ID [--run ID ...]
 
 It merges those runs' small files, a bounded merge at a time, until fewer than two are left
 (:func:`.compaction.compact_all`), and exits. One child at a time per writer; a child still running
@@ -30,10 +30,10 @@ import sys
 import time
 from collections.abc import Sequence
 
-from tau_collector.expstore.compaction import CompactionPolicy, compact_all, new_file_count
+from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_all, new_file_count
 from tau_collector.expstore.store import ExpStore, StoreError
 
-__all__ = ["CompactionProcess", "main"]
+__all__ = ["CompactionProcess", "child_environment", "main"]
 
 log = logging.getLogger("tau_collector.compaction")
 
@@ -65,7 +65,7 @@ class CompactionProcess:
         if not due:
             return False
         self._child = subprocess.Popen(self.command(due), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                       env=_child_environment())
+                                       env=child_environment())
         self._started = time.monotonic()
         return True
 
@@ -96,7 +96,7 @@ class CompactionProcess:
         self._child = None
 
 
-def _child_environment() -> dict[str, str]:
+def child_environment() -> dict[str, str]:
     """The child imports this package from where the parent did, whatever its ``PYTHONPATH``."""
     import tau_collector
 

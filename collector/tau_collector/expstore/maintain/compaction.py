@@ -21,9 +21,9 @@ import uuid
 from dataclasses import dataclass
 
 from tau_collector.collect.process_memory import release_arrow_memory
-from tau_collector.expstore import schema
-from tau_collector.expstore.levels import levels_path, publish_table_levels
-from tau_collector.expstore.metric_files import metric_file_path, metric_row_groups
+from tau_collector.expstore.format import schema
+from tau_collector.expstore.format.levels import levels_path, publish_table_levels
+from tau_collector.expstore.format.metric_files import metric_file_path, metric_row_groups
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
 __all__ = ["CompactionPolicy", "CompactionResult", "compact_all", "compact_quietly", "compact_run", "delete_retired",
@@ -257,7 +257,7 @@ _STATISTICS_COLUMNS = ["metric_name", "step", "wall_time", "value"]  # the reade
 
 def parquet_bytes(table) -> bytes:
     """A merged ``tau.metrics.scalar.v2`` table as Parquet file bytes (Snappy: a compacted file is read
-    many times; a delivery's file, written by :mod:`.parquet_encoder`, is GZIP)."""
+    many times; a delivery's file, written by :mod:`..format.parquet_encoder`, is GZIP)."""
     import numpy as np
     import pyarrow.parquet as pq
 

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tau_collector.expstore.m4 import M4Index
+from tau_collector.expstore.read.m4 import M4Index
 from tau_collector.reads.blocking import may_block
 
 __all__ = [

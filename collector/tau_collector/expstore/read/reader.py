@@ -1,4 +1,4 @@
-"""The store's reader (runs, metric summaries, raw rows, reduced series): the only SQL readers use.
+"""The store's reader (runs, metric summaries, raw rows, reduced series, exports): :class:`StoreReader`.
 
 :class:`StoreReader` is the local implementation of the read contract (:mod:`tau_collector.reads`:
 :class:`~tau_collector.reads.ExperimentReader`, its row types and the non-blocking rule); the Kusto
@@ -7,8 +7,9 @@ reader (``taunotebook/portal/kusto/reader.py``) is the other.
 Rows of a metric come from every registered file of the run whose step range overlaps the
 request. Equal steps are deduplicated, **last wins**: the row with the latest wall_time, then
 the one from the later-registered file (``metric_files`` rowid), then the later row in its file
-(the rule, a file's decoding and a run's file list live in :mod:`.series_merge`; this module caches them).
-Files are immutable and keyed by file_id, so decoded slices are cached (bounded LRU by bytes);
+(the rule, a file's decoding and a run's file list live in :mod:`.series_merge`).
+Files are immutable and keyed by file_id, so decoded slices are cached (bounded LRU by bytes, in the
+:class:`~.file_slices.FileSlices` this reader shares with its :class:`~.level_reads.LevelReads`);
 the merged full series of a (run, metric) is cached too, keyed by the exact set of files it was
 built from, with an :class:`~.m4.M4Index` so that reducing 10M points costs milliseconds. When a
 live run appends files, the cached series and its index are extended rather than rebuilt.
@@ -17,7 +18,12 @@ from the files' series levels (:mod:`.level_reads`), so its cost follows the ans
 
 What the index says (runs, summaries, events, file lists) is cached too, for as long as SQLite's
 ``PRAGMA data_version`` says no other connection has committed: a Portal answering hundreds of live
-panes a second re-reads it once per change of the store, not once per request.
+panes a second re-reads it once per change of the store, not once per request. The SQL is the index
+modules' (:mod:`..write.index_rows`, :mod:`..write.summaries`, :mod:`..write.listing`,
+:mod:`..write.config_rows`, :mod:`..write.run_events`); this module asks them and caches the answers.
+
+:meth:`StoreReader.export_series` hands out every stored point of a series in bounded batches
+(:mod:`.series_export`), for a download that must not hold the series in memory.
 
 Inside :func:`~tau_collector.reads.no_blocking` (the read contract's rule) a read raises
 :class:`~tau_collector.reads.WouldBlock` instead of doing slow work (reading a
@@ -29,23 +35,22 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from tau_collector.expstore import listing
-from tau_collector.expstore.config_rows import read_run_configs
-from tau_collector.expstore.level_reads import LevelReads
-from tau_collector.expstore.m4 import M4Index, m4_indices
-from tau_collector.expstore.read_cache import LRU, IndexCache
-from tau_collector.expstore.run_events import read_run_events
-from tau_collector.expstore.series_merge import EMPTY_F, EMPTY_I, FileList, Merged, bounds, clamp, merge, read_slice
+from tau_collector.expstore.read import series_export
+from tau_collector.expstore.read.file_slices import FileSlices
+from tau_collector.expstore.read.level_reads import LevelReads
+from tau_collector.expstore.read.m4 import M4Index, m4_indices
+from tau_collector.expstore.read.series_merge import FileList, Merged, bounds, clamp, merge
 from tau_collector.expstore.store import ExpStore
-from tau_collector.expstore.summaries import SUMMARY_COLUMNS
-from tau_collector.reads.blocking import QUICK_FILE_ROWS, may_block
+from tau_collector.expstore.write import index_rows, listing, summaries
+from tau_collector.expstore.write.config_rows import read_run_configs
+from tau_collector.expstore.write.run_events import read_run_events
+from tau_collector.reads.blocking import may_block
 from tau_collector.reads.rows import (
     WORKSPACE_TAG,
     ExperimentRow,
@@ -63,10 +68,6 @@ DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
 _KEPT_ORDERS = 4  # sorted orders of a workspace's runs kept for windows (100,000 ids: about 7 MB each)
 _WALKED_ROWS = 5000  # a window of the newest runs within this is read by walking the index, not kept
 _MISSING_FILE_RETRIES = 3
-_RUN_COLUMNS = (
-    "run_id, project, experiment_id, run_group_id, parent_run_id, state, owner, created_at, started_at, "
-    "completed_at, config_hash, code_sha, image_digest, tau_command, result_uri"
-)
 
 
 class StoreReader:
@@ -77,14 +78,13 @@ class StoreReader:
         self, store: ExpStore | str | os.PathLike[str], *, cache_bytes: int = DEFAULT_CACHE_BYTES
     ) -> None:
         self.store = store if isinstance(store, ExpStore) else ExpStore(store)
-        self._cache = LRU(cache_bytes)
-        self._index = IndexCache(self.store)
+        # The runs' file lists, decoded slices and both caches: one object, shared with the level reads.
+        self.file_slices = FileSlices(self.store, cache_bytes)
+        self.levels = LevelReads(self.file_slices)  # the long-series path (series levels)
+        self._cache, self._index = self.file_slices.cache, self.file_slices.index
         # (run_id, metric) -> cache key of the newest merged full series, for cheap extension.
         self._latest: dict[tuple[str, str], tuple] = {}
         self._latest_lock = threading.Lock()
-        self._loading: dict[tuple, threading.Lock] = {}  # file slices being read, one lock each
-        self._loading_lock = threading.Lock()
-        self._levels = LevelReads(self)
 
     @contextlib.contextmanager
     def pinned(self) -> Iterator[None]:
@@ -93,7 +93,7 @@ class StoreReader:
         A request wraps itself in this: one change check instead of one per lookup, and one view
         of the index for the whole answer (unless another request sees a change meanwhile).
         """
-        with self._index.pinned():
+        with self.file_slices.pinned():
             yield
 
     def generation(self) -> object:
@@ -124,44 +124,22 @@ class StoreReader:
 
     def _all_runs(self) -> list[RunRow]:
         with self.store.read_transaction() as conn:
-            rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at DESC, run_id").fetchall()
-            tags = _group(conn.execute("SELECT scope_id, key, value FROM tags WHERE scope_type = 'run'"))
-            names = _group_names(conn.execute(
-                "SELECT run_id, metric_name FROM metric_summaries ORDER BY run_id, metric_name"
-            ))
-        return [RunRow(*row, tags=tags.get(row[0], {}), metric_names=names.get(row[0], ())) for row in rows]
+            return index_rows.all_runs(conn)
 
     def run(self, run_id: str, project: str | None = None) -> RunRow | None:
         """The run with exactly this id (and project, when given), or None."""
         return self._index.get(("run", run_id, project), lambda: self._run(run_id, project))
 
     def _run(self, run_id: str, project: str | None) -> RunRow | None:
-        sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?"
-        params: list[str] = [run_id]
-        if project is not None:
-            sql += " AND project = ?"
-            params.append(project)
         with self.store.read_transaction() as conn:
-            row = conn.execute(sql, params).fetchone()
-            if row is None:
-                return None
-            tags = dict(conn.execute(
-                "SELECT key, value FROM tags WHERE scope_type = 'run' AND scope_id = ? ORDER BY key",
-                (run_id,),
-            ).fetchall())
-            names = tuple(n for (n,) in conn.execute(
-                "SELECT metric_name FROM metric_summaries WHERE run_id = ? ORDER BY metric_name", (run_id,)
-            ))
-        return RunRow(*row, tags=tags, metric_names=names)
+            return index_rows.run(conn, run_id, project)
 
     def experiments(self) -> list[ExperimentRow]:
         """Every row of the ``experiments`` table, by id (a run names its experiment; this has its name and times)."""
 
         def load() -> list[ExperimentRow]:
             with self.store.read_transaction() as conn:
-                return [ExperimentRow(*row) for row in conn.execute(
-                    "SELECT experiment_id, project, name, description, source, created_at, updated_at "
-                    "FROM experiments ORDER BY experiment_id")]
+                return index_rows.experiments(conn)
 
         return list(self._index.get(("experiments",), load))
 
@@ -176,7 +154,7 @@ class StoreReader:
         return self._index.get(("listing_ready",), load)
 
     def search_experiments(self, workspace: str, **filters) -> list[listing.ExperimentListingRow]:
-        """:func:`.listing.search_experiments` (filters, order and limit in SQL); needs :meth:`has_listings`."""
+        """:func:`..write.listing.search_experiments` (filters, order and limit in SQL); needs :meth:`has_listings`."""
         with self.store.read_transaction() as conn:
             return listing.search_experiments(conn, workspace, **filters)
 
@@ -186,17 +164,13 @@ class StoreReader:
             return listing.experiment_details(conn, workspace, experiment_ids, with_run_ids)
 
     def run_window(self, workspace: str, **query) -> tuple[int, list[RunRow]]:
-        """(how many runs match, the runs of the window): :func:`.listing.run_window` with the rows read in two
+        """(how many runs match, the runs of the window): :func:`..write.listing.run_window` with the rows read in two
         queries. These rows carry no ``metric_names`` (a table row does not show them; :meth:`run` has them)."""
         with self.store.read_transaction() as conn:
             total, ids = self._window_ids(conn, workspace, query)
             if not ids:
                 return total, []
-            marks = ",".join("?" * len(ids))
-            rows = {r[0]: r for r in conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id IN ({marks})", ids)}
-            tags = _group(conn.execute(
-                f"SELECT scope_id, key, value FROM tags WHERE scope_type = 'run' AND scope_id IN ({marks})", ids))
-        return total, [RunRow(*rows[i], tags=tags.get(i, {})) for i in ids if i in rows]
+            return total, index_rows.runs_by_id(conn, ids)
 
     def _window_ids(self, conn, workspace: str, query: dict) -> tuple[int, list[str]]:
         # Sorting every run by a column other than creation time costs a sort of the workspace in SQLite, and a
@@ -224,11 +198,8 @@ class StoreReader:
         """The summaries of these metrics of these runs, in one query: ``(run_id, metric) -> row``."""
         if not run_ids or not metrics:
             return {}
-        sql = (f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id IN ({','.join('?' * len(run_ids))}) "
-               f"AND metric_name IN ({','.join('?' * len(metrics))})")
         with self.store.read_transaction() as conn:
-            rows = [MetricSummaryRow(*row) for row in conn.execute(sql, [*run_ids, *metrics])]
-        return {(r.run_id, r.metric_name): r for r in rows}
+            return summaries.summaries_of(conn, run_ids, metrics)
 
     def listing_metric_names(self, workspace: str, experiment: str = "") -> list[str]:
         with self.store.read_transaction() as conn:
@@ -266,18 +237,10 @@ class StoreReader:
         wanted = tuple(sorted(set(names)))
 
         def load_names() -> tuple[str, ...]:
-            return tuple(n for (n,) in self.store.connection().execute(
-                "SELECT metric_name FROM metric_summaries WHERE run_id = ? ORDER BY metric_name", (run_id,)))
+            return summaries.summary_names(self.store.connection(), run_id)
 
         def load_rows() -> dict[str, MetricSummaryRow]:
-            out: dict[str, MetricSummaryRow] = {}
-            conn = self.store.connection()
-            for i in range(0, len(wanted), 500):  # under SQLite's limit of bound variables
-                chunk = wanted[i:i + 500]
-                for row in conn.execute(f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = ? "
-                                        f"AND metric_name IN ({','.join('?' * len(chunk))})", (run_id, *chunk)):
-                    out[row[1]] = MetricSummaryRow(*row)
-            return out
+            return summaries.summaries_named(self.store.connection(), run_id, wanted)
 
         names_now = self._index.get(("summary_names", run_id), load_names)
         return names_now, dict(self._index.get(("summaries_named", run_id, wanted), load_rows) if wanted else {})
@@ -286,14 +249,7 @@ class StoreReader:
         return next((s for s in self._summaries(run_id) if s.metric_name == metric), None)
 
     def _summaries(self, run_id: str) -> tuple[MetricSummaryRow, ...]:
-        def load() -> tuple[MetricSummaryRow, ...]:
-            rows = self.store.connection().execute(
-                f"SELECT {SUMMARY_COLUMNS} FROM metric_summaries WHERE run_id = ? ORDER BY metric_name",
-                (run_id,),
-            ).fetchall()
-            return tuple(MetricSummaryRow(*row) for row in rows)
-
-        return self._index.get(("summaries", run_id), load)
+        return self._index.get(("summaries", run_id), lambda: summaries.run_summaries(self.store.connection(), run_id))
 
     def run_events(self, run_id: str, *, type: str | None = None) -> list[RunEvent]:
         """What the collector reported about the run's sources (``events`` table), oldest first."""
@@ -321,7 +277,7 @@ class StoreReader:
         limit: int | None = None,
     ) -> tuple[int, Rows]:
         """(how many NaN/±Inf observations lie in range, the first ``limit`` of them)."""
-        found = self._levels.non_finite(run_id, metric, clamp(start_step), clamp(end_step), limit)
+        found = self.levels.non_finite(run_id, metric, clamp(start_step), clamp(end_step), limit)
         if found is not None:  # a long range: counted from the series levels, listed from the files holding any
             count, step, wall, value = found
             return count, Rows(step, wall, value)
@@ -354,7 +310,7 @@ class StoreReader:
             raise ValueError("step_interval must be at least 1")
         if step_interval is None or step_interval == 1:
             # A long range is reduced from the series levels, without reading its points.
-            found = self._levels.series(run_id, metric, clamp(start_step), clamp(end_step), max_points,
+            found = self.levels.series(run_id, metric, clamp(start_step), clamp(end_step), max_points,
                                         finite_only=finite_only)
             if found is not None:
                 step, wall, value, source_points = found
@@ -383,18 +339,19 @@ class StoreReader:
         return ReducedSeries(step[idx], wall[idx], out_value, ~np.isfinite(out_value), source_points,
                              int(idx.size) < source_points)
 
+    # -- export ---------------------------------------------------------------------------
+
+    def export_series(self, run_id: str, metric: str, start_step: int | None = None, end_step: int | None = None,
+                      *, batch_rows: int = 65_536) -> Iterator[series_export.SeriesBatch]:
+        """Every stored point of the series with ``start_step <= step <= end_step``, in step order, at most
+        ``batch_rows`` a batch, never the whole series in memory (:func:`.series_export.iter_series`; encode
+        the batches with :func:`.series_export.csv_chunks` or :func:`.series_export.json_chunks`)."""
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
+        files = [(path, lo, hi) for _, path, lo, hi, _ in self.file_slices.files(run_id).rows]
+        return series_export.iter_series(self.store, files, metric, start_step, end_step, batch_rows=batch_rows)
+
     # -- internals ------------------------------------------------------------------------
-
-    def _files(self, run_id: str) -> FileList:
-        def load() -> FileList:
-            rows = self.store.connection().execute(
-                "SELECT file_id, path, min_step, max_step, row_count FROM metric_files WHERE run_id = ? "
-                "ORDER BY rowid",
-                (run_id,),
-            ).fetchall()
-            return FileList(rows)
-
-        return self._index.get(("files", run_id), load)
 
     def _range(self, run_id: str, metric: str, start_step: int | None, end_step: int | None):
         start_step, end_step = clamp(start_step), clamp(end_step)
@@ -407,12 +364,12 @@ class StoreReader:
                 # fresh list names its replacement.
                 if attempt == _MISSING_FILE_RETRIES - 1:
                     raise
-                self._index.forget(("files", run_id))
+                self.file_slices.forget_files(run_id)
         lo, hi = bounds(merged.step, start_step, end_step)
         return merged, lo, hi
 
     def _merged(self, run_id: str, metric: str, start_step: int | None, end_step: int | None) -> Merged:
-        full = self._files(run_id)
+        full = self.file_slices.files(run_id)
         key = ("series", run_id, metric, full.ids)
         cached = self._cache.get(key)
         if cached is not None:
@@ -421,7 +378,8 @@ class StoreReader:
             merged = self._extend_previous(run_id, metric, full)
             if merged is None:
                 may_block()
-                merged = merge([(rank, s) for rank, s in enumerate(self._slices(full.rows, metric)) if s.step.size])
+                slices = self.file_slices.slices(full.rows, metric)
+                merged = merge([(rank, s) for rank, s in enumerate(slices) if s.step.size])
             self._remember(run_id, metric, key, merged)
             return merged
         # A range (a live pane's tail) reads only the files whose steps overlap it; the merge is kept
@@ -431,14 +389,11 @@ class StoreReader:
         cached = self._cache.get(range_key)
         if cached is not None:
             return cached  # type: ignore[return-value]
-        slices = self._slices(files, metric)
+        slices = self.file_slices.slices(files, metric)
         may_block(sum(s.step.size for s in slices))
         merged = merge([(rank, s) for rank, s in enumerate(slices) if s.step.size])
         self._cache.put(range_key, merged, merged.nbytes * 2)
         return merged
-
-    def _slices(self, files: list[tuple], metric: str) -> list[Merged]:
-        return [self._file_slice(file_id, path, metric, rows) for file_id, path, _, _, rows in files]
 
     def _remember(self, run_id: str, metric: str, key: tuple, merged: Merged) -> None:
         self._cache.put(key, merged, merged.nbytes * 2)  # x2: room for the M4 index and views
@@ -462,7 +417,7 @@ class StoreReader:
         if prev is None:
             return None
         may_block(prev.step.size)
-        added = self._slices(full.rows[len(prev_ids):], metric)
+        added = self.file_slices.slices(full.rows[len(prev_ids):], metric)
         added = sorted((a for a in added if a.step.size), key=lambda a: int(a.step[0]))
         last = int(prev.step[-1]) if prev.step.size else None
         for a in added:
@@ -483,55 +438,3 @@ class StoreReader:
                 offset += a.step.size
             merged._non_finite = np.concatenate(parts)
         return merged
-
-    def _file_slice(self, file_id: str, path: str, metric: str, row_count: int | None = None) -> Merged:
-        key = ("file", file_id, metric)
-        cached = self._cache.get(key)
-        if cached is not None:
-            return cached  # type: ignore[return-value]
-        held = self._file_metrics(file_id)
-        if held is not None and not held[0] <= metric <= held[1]:
-            return Merged(EMPTY_I, EMPTY_I, EMPTY_F)  # the index says the file holds no row of it
-        may_block(row_count, QUICK_FILE_ROWS)  # a live run's new chunk is small: read it where it is asked for
-        # One reader per file: when a new chunk lands, every pane polling the tail asks for it at once.
-        with self._loading_lock:
-            lock = self._loading.setdefault(key, threading.Lock())
-        with lock:
-            cached = self._cache.get(key)
-            if cached is None:
-                cached = self._read_slice(path, metric)
-                self._cache.put(key, cached, cached.nbytes)
-        with self._loading_lock:
-            if self._loading.get(key) is lock:
-                del self._loading[key]
-        return cached  # type: ignore[return-value]
-
-    def _file_metrics(self, file_id: str) -> tuple[str, str] | None:
-        """The first and last metric name the file holds (``metric_file_metrics``); None when not known."""
-
-        def load() -> tuple[str, str] | None:
-            try:
-                return self.store.connection().execute(
-                    "SELECT first_metric, last_metric FROM metric_file_metrics WHERE file_id = ?", (file_id,)
-                ).fetchone()
-            except sqlite3.OperationalError:
-                return None  # a store written before the table, opened read-only
-
-        return self._index.get(("file_metrics", file_id), load)
-
-    def _read_slice(self, path: str, metric: str) -> Merged:
-        return read_slice(self.store.absolute(path), metric)
-
-
-def _group(cursor) -> dict[str, dict[str, str]]:
-    out: dict[str, dict[str, str]] = {}
-    for scope_id, key, value in cursor:
-        out.setdefault(scope_id, {})[key] = value
-    return dict(out)
-
-
-def _group_names(cursor) -> dict[str, tuple[str, ...]]:
-    out: dict[str, list[str]] = {}
-    for run_id, name in cursor:
-        out.setdefault(run_id, []).append(name)
-    return {k: tuple(v) for k, v in out.items()}

@@ -2,7 +2,7 @@
 
 For a request over more than :data:`LEVELS_MIN_POINTS` points (after dedupe) the reader does not
 merge the series: each file wholly inside the range gives its level records (its levels file,
-:mod:`.levels`, or -- for a file without one, e.g. written before levels existed or compacted --
+:mod:`..format.levels`, or -- for a file without one, e.g. written before levels existed or compacted --
 levels computed once from that file's rows and cached), a file cut by the range's ends gives its
 points in range, and :mod:`.level_series` reduces the lot. Memory and work follow the answer's
 resolution and the size of a file, not the length of the series.
@@ -15,17 +15,14 @@ point by point as before (``None`` from :meth:`LevelReads.series`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from tau_collector.expstore import levels as lv
-from tau_collector.expstore.level_series import choose_base, columns, reduce_records, snapped_edges
-from tau_collector.expstore.series_merge import merge  # the reader's own merge: one last-wins rule
+from tau_collector.expstore.format import levels as lv
+from tau_collector.expstore.read.file_slices import FileSlices
+from tau_collector.expstore.read.level_series import choose_base, columns, reduce_records, snapped_edges
+from tau_collector.expstore.read.series_merge import merge  # the reader's own merge: one last-wins rule
+from tau_collector.expstore.write.summaries import summary_count
 from tau_collector.reads.blocking import may_block
-
-if TYPE_CHECKING:
-    from tau_collector.expstore.reader import StoreReader
 
 __all__ = ["LEVELS_MIN_POINTS", "LevelReads"]
 
@@ -53,10 +50,11 @@ def _metric_slice(records: np.ndarray, metric: int) -> np.ndarray:
 
 
 class LevelReads:
-    """Reduced series from levels, for one :class:`~.reader.StoreReader` (its file list and cache)."""
+    """Reduced series from levels, over the :class:`~.file_slices.FileSlices` (file lists, slices, caches) of one
+    :class:`~.reader.StoreReader`."""
 
-    def __init__(self, reader: StoreReader, *, min_points: int = LEVELS_MIN_POINTS) -> None:
-        self.reader = reader
+    def __init__(self, files: FileSlices, *, min_points: int = LEVELS_MIN_POINTS) -> None:
+        self.files = files
         self.min_points = min_points
 
     def series(self, run_id: str, metric: str, start: int | None, end: int | None, max_points: int, *,
@@ -109,7 +107,7 @@ class LevelReads:
                 continue
             if not _is_points(source):
                 row = source[2]
-                points = self.reader._file_slice(row[0], row[1], metric, row[4])
+                points = self.files.slice(row[0], row[1], metric, row[4])
                 source = (points.step, points.wall_time, points.value)
             at = np.flatnonzero(~np.isfinite(source[2]))[:wanted]
             found.append(tuple(a[at] for a in source[:3]))
@@ -124,21 +122,17 @@ class LevelReads:
         opened: each file of a wide run lists thousands of metrics, and reading every file's levels to learn
         that a short series is short cost a cold read of a 10,000-metric run ~0.4 s and ~100 MB."""
 
-        def load() -> int | None:
-            row = self.reader.store.connection().execute(
-                "SELECT count FROM metric_summaries WHERE run_id = ? AND metric_name = ?", (run_id, metric)).fetchone()
-            return None if row is None or row[0] is None else int(row[0])
-
-        count = self.reader._index.get(("summary_count", run_id, metric), load)
+        count = self.files.index.get(("summary_count", run_id, metric),
+                                     lambda: summary_count(self.files.store.connection(), run_id, metric))
         return count is not None and count <= points
 
     def _whole_or_cut(self, run_id: str, metric: str, start: int | None, end: int | None, at_least: int
                       ) -> tuple | None:
         """(:meth:`_parts`, their combined stats record); kept while the file list holds and every file
         lies wholly inside the range (so a repeated read skips the per-file work)."""
-        ids = self.reader._files(run_id).ids
+        ids = self.files.files(run_id).ids
         key = ("level-parts", run_id, metric, start, end, at_least, ids)
-        cached = self.reader._cache.get(key)
+        cached = self.files.cache.get(key)
         if cached is not None:
             return cached
         parts = self._parts(run_id, metric, start, end, at_least)
@@ -146,15 +140,14 @@ class LevelReads:
             return None
         found = (parts, lv.combine(_as_one_metric(_cat([p[0] for p in parts])), None)[0])
         if all(not _is_points(source) for _, source in parts):
-            self.reader._cache.put(key, found, 1024 + 64 * len(parts))
+            self.files.cache.put(key, found, 1024 + 64 * len(parts))
         return found
 
     def _parts(self, run_id: str, metric: str, start: int | None, end: int | None, at_least: int) -> list | None:
         """Per file holding ``metric`` in range, in step order: (its stats record for the range, and either
         (levels, metric index) for a file wholly inside or (step, wall, value) of its points in range).
         None when no file holds it, files overlap in steps, or the range holds at most ``at_least`` points."""
-        reader = self.reader
-        files = reader._files(run_id).overlapping(start, end)
+        files = self.files.files(run_id).overlapping(start, end)
         # The index's row counts bound the points in range (every metric's rows count): a range that cannot
         # hold more than ``at_least`` is merged from its points without opening a levels file, as before.
         if all(row[4] is not None for row in files) and sum(row[4] for row in files) <= at_least:
@@ -181,7 +174,7 @@ class LevelReads:
                 points_in_range += int(stat["count"][0])
                 continue
             if len(cluster) == 1:
-                points, key = reader._file_slice(row[0], row[1], metric, row[4]), row[0]
+                points, key = self.files.slice(row[0], row[1], metric, row[4]), row[0]
             else:  # files overlapping in steps: merged (last wins between them), the rest still from levels
                 points, key = self._merged_cluster(files, cluster, metric)
             a = int(np.searchsorted(points.step, lo_step, side="left"))
@@ -199,25 +192,25 @@ class LevelReads:
         """The merged points of files whose steps overlap, by the reader's last-wins rule (kept)."""
         ids = tuple(p[4][0] for p in cluster)
         key = ("level-cluster", metric, ids)
-        merged = self.reader._cache.get(key)
+        merged = self.files.cache.get(key)
         if merged is None:
             may_block()
             in_cluster = set(ids)
             # Rank = registration order among the run's files, as the reader's merge of the full list has it.
-            slices = [(rank, self.reader._file_slice(row[0], row[1], metric, row[4]))
+            slices = [(rank, self.files.slice(row[0], row[1], metric, row[4]))
                       for rank, row in enumerate(files) if row[0] in in_cluster]
             merged = merge([(rank, sl) for rank, sl in slices if sl.step.size])
-            self.reader._cache.put(key, merged, merged.nbytes)
+            self.files.cache.put(key, merged, merged.nbytes)
         return merged, ids
 
     def _cut_records(self, metric: str, source: tuple, base: int | None) -> np.ndarray:
         """Records of a file's points in range (kept: a zoomed pane repeats its range)."""
         key = ("level-cut", metric, source[3], base)
-        cached = self.reader._cache.get(key)
+        cached = self.files.cache.get(key)
         if cached is None:
             may_block(source[0].size)  # summarizing a cut costs its points
             cached = lv.summarize(np.zeros(source[0].size, np.int64), *source[:3], base)
-            self.reader._cache.put(key, cached, cached.nbytes)
+            self.files.cache.put(key, cached, cached.nbytes)
         return cached
 
     def _level_records(self, run_id: str, metric: str, parts: list, base: int, finite_only: bool
@@ -229,7 +222,7 @@ class LevelReads:
         key = ("level-records", run_id, metric, base, finite_only,
                tuple(id(source[0]) for _, source in parts)) if whole else None
         if key is not None:
-            cached = self.reader._cache.get(key)
+            cached = self.files.cache.get(key)
             if cached is not None:
                 return cached[1]
         may_block(sum(int(stat["count"].sum()) for stat, _ in parts) // base)  # about the records to group
@@ -241,7 +234,7 @@ class LevelReads:
         merged = columns(merged)
         if key is not None:
             # The levels objects in the key are kept alive with the value, so their ids cannot be reused.
-            self.reader._cache.put(key, ([source[0] for _, source in parts], merged),
+            self.files.cache.put(key, ([source[0] for _, source in parts], merged),
                                    sum(c.nbytes for c in merged.values()))
         return merged
 
@@ -250,12 +243,12 @@ class LevelReads:
     def _levels(self, row: tuple, metric: str) -> tuple[_Levels | None, int]:
         """The levels of ``metric`` in the file ``row`` and its index there; None when the file lacks it."""
         file_id, path, _, _, row_count = row
-        cache = self.reader._cache
+        cache = self.files.cache
         key = ("levels", file_id)
         found = cache.get(key)
         if found is None:
             may_block()
-            read = lv.read_levels(self.reader.store.absolute(lv.levels_path(path)), file_id, row_count)
+            read = lv.read_levels(self.files.store.absolute(lv.levels_path(path)), file_id, row_count)
             found = _Levels(read.index, read.stats, path=read.path, bases=read.bases) if read is not None else False
             cache.put(key, found, found.nbytes if found else 64)
         if found is not False:
@@ -265,7 +258,7 @@ class LevelReads:
         key = ("levels-of-rows", file_id, metric)
         computed = cache.get(key)
         if computed is None:
-            points = self.reader._file_slice(file_id, path, metric, row_count)
+            points = self.files.slice(file_id, path, metric, row_count)
             if points.step.size == 0:
                 computed = _Levels({}, np.zeros(0, lv.RECORD))
             else:
@@ -288,14 +281,14 @@ class LevelReads:
         if base in levels.members:
             return levels.members[base]
         key = ("level", str(levels.path), base)
-        cached = self.reader._cache.get(key)
+        cached = self.files.cache.get(key)
         if cached is None:
             may_block()
             with np.load(levels.path, allow_pickle=False) as npz:
                 cached = npz[f"b{base}"]
             if cached.dtype != lv.RECORD:
                 raise ValueError(f"levels file {levels.path}: member b{base} is not a level")
-            self.reader._cache.put(key, cached, cached.nbytes)
+            self.files.cache.put(key, cached, cached.nbytes)
         return cached
 
 

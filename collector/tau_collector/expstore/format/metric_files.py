@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from urllib.parse import quote
 
-from tau_collector.expstore import schema
+from tau_collector.expstore.format import schema
 
 __all__ = ["MAX_GROUP_ROWS", "MAX_ID_COMPONENT_BYTES", "METRIC_GROUP_ROWS", "id_component", "metric_file_path",
            "metric_row_groups"]
