@@ -14,14 +14,20 @@ import importlib
 from typing import TYPE_CHECKING
 
 __all__ = [
+    "CompactionPolicy",
     "ConfigConflictError",
     "ExpStore",
     "IdempotencyConflictError",
+    "MetricWriter",
+    "RunColumns",
     "StoreError",
     "StoreNotFoundError",
     "StoreReadOnlyError",
     "StoreReader",
     "WriteResult",
+    "cluster_run",
+    "compact_all",
+    "compact_run",
     "open_store",
 ]
 
@@ -30,13 +36,18 @@ _HOME = {
     "open_store": "store",
     "IdempotencyConflictError": "writer", "WriteResult": "writer", "ConfigConflictError": "config_rows",
     "StoreReader": "reader",
+    "MetricWriter": "writer", "RunColumns": "writer",
+    "CompactionPolicy": "compaction", "compact_all": "compaction", "compact_run": "compaction",
+    "cluster_run": "metric_clusters",
 }
 
 if TYPE_CHECKING:
+    from tau_collector.expstore.compaction import CompactionPolicy, compact_all, compact_run
     from tau_collector.expstore.config_rows import ConfigConflictError
+    from tau_collector.expstore.metric_clusters import cluster_run
     from tau_collector.expstore.reader import StoreReader
     from tau_collector.expstore.store import ExpStore, StoreError, StoreNotFoundError, StoreReadOnlyError, open_store
-    from tau_collector.expstore.writer import IdempotencyConflictError, WriteResult
+    from tau_collector.expstore.writer import IdempotencyConflictError, MetricWriter, RunColumns, WriteResult
 
 
 def __getattr__(name: str) -> object:
