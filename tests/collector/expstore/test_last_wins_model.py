@@ -136,7 +136,7 @@ def check(model: Model, reader: StoreReader, query) -> None:
         step, wall, value = model.series(metric)
         rows = reader.rows(RUN, metric)
         assert same(rows.step, step) and same(rows.wall_time, wall) and same(rows.value, value), (
-            metric, list(zip(rows.step.tolist(), rows.value.tolist())), list(zip(step.tolist(), value.tolist())))
+            metric, list(zip(rows.step.tolist(), rows.value.tolist(), strict=True)), list(zip(step.tolist(), value.tolist(), strict=True)))
         got = summary_of(reader.metric_summary(RUN, metric))
         assert _same_summary(got, model.summary(metric)), (metric, got, model.summary(metric))
         count, _ = reader.non_finite(RUN, metric)
@@ -164,7 +164,8 @@ def check(model: Model, reader: StoreReader, query) -> None:
         at = np.searchsorted(s, reduced.step)
         assert (at < s.size).all() and same(s[np.minimum(at, max(s.size - 1, 0))], reduced.step), "a step not in the model"
         assert same(v[at], reduced.value) and same(w[at], reduced.wall_time), (
-            metric, list(zip(reduced.step.tolist(), reduced.value.tolist())), list(zip(s[at].tolist(), v[at].tolist())))
+            metric, list(zip(reduced.step.tolist(), reduced.value.tolist(), strict=True)),
+            list(zip(s[at].tolist(), v[at].tolist(), strict=True)))
         if s.size and max_points > 1:
             assert int(reduced.step[-1]) == int(s[-1])
             if s.size <= max_points:
@@ -310,14 +311,14 @@ def test_the_store_reads_as_the_last_wins_model(steps, query):
                 _, work, kill_at, policy, chunk = action
                 key = f"k{len(written)}"
                 if work == "write":
-                    _run_killed_at(store.root, kill_at, lambda s: write(MetricWriter(s), key, chunk))
+                    _run_killed_at(store.root, kill_at, lambda s, key=key, chunk=chunk: write(MetricWriter(s), key, chunk))
                     if writer.recorded(key):  # committed before the kill: it counts
                         written.append((key, chunk))
                         model.add(chunk)
                 elif not model.rows:
                     continue
                 elif work == "compact_all":
-                    _run_killed_at(store.root, kill_at, lambda s: compact_all(s, RUN, policy=policy))
+                    _run_killed_at(store.root, kill_at, lambda s, policy=policy: compact_all(s, RUN, policy=policy))
                 else:
                     _run_killed_at(store.root, kill_at, lambda s: cluster_run(s, RUN, max_rows=1000))
             if model.rows:
