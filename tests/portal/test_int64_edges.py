@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tau_collector.expstore import MetricWriter, RunColumns, StoreReader, open_store
@@ -64,5 +65,10 @@ def test_the_portal_answers_int64_edges(edge_store):
         assert list(details.wall_times) == WALLS
         columns = client.series_columns("edge", "m")
         assert columns.step.tolist() == STEPS
+        frame = columns.to_pandas()  # wall times as datetimes past 2262, where nanoseconds end
+        assert frame["wall_time"].notna().all()
+        assert [t.year for t in frame["wall_time"][1:3]] == [1970, 2262]
+        # Float seconds keep ~16 digits: year 9999's last microsecond comes back within a millisecond.
+        assert abs(frame["wall_time"][3] - pd.Timestamp("9999-12-31T23:59:59.999999Z")) <= pd.Timedelta("1ms")
         run = client.run("edge")
         assert run.completed_at
