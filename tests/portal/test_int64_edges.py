@@ -70,5 +70,7 @@ def test_the_portal_answers_int64_edges(edge_store):
         assert [t.year for t in frame["wall_time"][1:3]] == [1970, 2262]
         # Float seconds keep ~16 digits: year 9999's last microsecond comes back within a millisecond.
         assert abs(frame["wall_time"][3] - pd.Timestamp("9999-12-31T23:59:59.999999Z")) <= pd.Timedelta("1ms")
+        (tail,) = client.tails("edge", {"m": (INT64_MAX - 1, None)}).metrics  # the pane's poll of its tail
+        assert (list(tail.steps), list(tail.values)) == ([INT64_MAX - 1, INT64_MAX], [3.5, 9.5])
         run = client.run("edge")
         assert run.completed_at
