@@ -267,13 +267,16 @@ def chunks(draw):
 
 policies = st.builds(
     lambda small, rows: CompactionPolicy(min_files=1, small_file_bytes=small, max_merge_rows=rows, grace_seconds=0),
-    st.sampled_from([3_000, 6_000, 12_000, 1 << 20]), st.integers(1, 300))
+    st.sampled_from([2_500, 4_000, 12_000, 1 << 20]), st.integers(1, 300))
 
+_resend = st.tuples(st.just("resend"), st.integers(0, 1000), st.booleans(), st.lists(values, min_size=1, max_size=12))
 actions = st.one_of(
-    st.tuples(st.just("write"), chunks()),
-    st.tuples(st.just("write"), chunks()),
+    *[st.tuples(st.just("write"), chunks())] * 3,
+    # An earlier chunk's rows sent again under a new key, same steps and wall times, new values; in a large file
+    # (padded with a wide metric) or a small one.
+    *[_resend] * 3,
     st.tuples(st.just("replay"), st.integers(0, 1000)),
-    st.tuples(st.just("compact_all"), policies),
+    *[st.tuples(st.just("compact_all"), policies)] * 2,
     st.tuples(st.just("compact_run"), policies, st.booleans()),
     st.tuples(st.just("cluster"), st.integers(50, 2000)),
     st.tuples(st.just("killed"), st.sampled_from(["compact_all", "cluster", "write"]), st.integers(0, 14), policies,
@@ -282,8 +285,27 @@ actions = st.one_of(
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(steps=st.lists(actions, min_size=1, max_size=10), query=st.data())
+@given(steps=st.lists(actions, min_size=1, max_size=14), query=st.data())
 def test_the_store_reads_as_the_last_wins_model(steps, query):
+    run_experiment(steps, query)
+
+
+class _Unranged:
+    """``query`` of a fixed experiment: whole series, 12 points, non-finite points kept."""
+
+    def draw(self, strategy, label: str):
+        return {"start": None, "end": None, "max_points": 12, "finite_only": False}[label]
+
+
+def test_a_step_resent_in_a_large_file_between_small_ones_still_wins_after_compaction():
+    """What the model found (shrunk): step 5 in a small file, sent again (same wall time) in a large one, a
+    small file after; compaction merged the two small files past the large one, and the first value won."""
+    policy = CompactionPolicy(min_files=1, small_file_bytes=2500, max_merge_rows=100, grace_seconds=0)
+    run_experiment([("write", [("a", 5, 1, 1.0)]), ("resend", 0, True, [2.0]), ("write", [("a", 7, 1, 3.0)]),
+                    ("compact_all", policy)], _Unranged())
+
+
+def run_experiment(steps, query) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(Path(tmp) / "s", create=True)
         writer = MetricWriter(store)
@@ -298,6 +320,16 @@ def test_the_store_reads_as_the_last_wins_model(steps, query):
                 write(writer, key, action[1])
                 written.append((key, action[1]))
                 model.add(action[1])
+            elif kind == "resend" and written:
+                _, at, large, new_values = action
+                earlier = written[at % len(written)][1]
+                chunk = [(m, s, w, new_values[i % len(new_values)]) for i, (m, s, w, _) in enumerate(earlier)]
+                if large:
+                    chunk += [("wide", 5000 + i, 1, float(np.sin(i * 7.1 + at))) for i in range(400)]
+                key = f"k{len(written)}"
+                write(writer, key, chunk)
+                written.append((key, chunk))
+                model.add(chunk)
             elif kind == "replay" and written:  # the spool delivering a recorded chunk again: nothing changes
                 key, chunk = written[action[1] % len(written)]
                 assert writer.write_columns(key, [columns_of(chunk)], request_hash="h").reused
