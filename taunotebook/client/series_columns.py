@@ -51,8 +51,22 @@ class SeriesColumns:
         except ImportError:
             raise ImportError("SeriesColumns.to_pandas() needs pandas: pip install pandas (the columns are "
                               "numpy arrays as they are: .step, .wall_time, .value)") from None
-        wall = pd.to_datetime(self.wall_time, unit="s", utc=True)
+        wall = pd.to_datetime(wall_datetimes(self.wall_time), utc=True)
         return pd.DataFrame({"step": self.step, "wall_time": wall, "value": self.value})
+
+
+_US_LIMIT = float(2**63 - 1024)  # the largest float64 below 2^63: its microseconds fit int64
+
+
+def wall_datetimes(seconds: np.ndarray) -> np.ndarray:
+    """Wall times (float seconds, NaN unknown) as ``datetime64[us]`` (NaT unknown): the store's microseconds
+    reach far past 2262, where pandas' ``unit="s"`` (nanoseconds) stops. Float seconds round the ends of int64
+    microseconds to 2^63, which is held to the last float below it; a time beyond is NaT."""
+    us = np.asarray(seconds, dtype=np.float64) * 1e6
+    valid = np.isfinite(us) & (np.abs(us) <= 2.0**63)
+    out = np.full(us.shape, np.datetime64("NaT"), dtype="datetime64[us]")
+    out[valid] = np.round(np.clip(us[valid], -_US_LIMIT, _US_LIMIT)).astype(np.int64).view("datetime64[us]")
+    return out
 
 
 class _Chunks(io.RawIOBase):

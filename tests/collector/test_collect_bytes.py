@@ -22,7 +22,7 @@ from tau_collector.sinks.expstore import _non_finite_digest, chunk_request_hash
 from tau_collector.sources.event_columns import ScalarColumns
 from tau_collector.sources.records import HistoryRow
 from tau_collector.spool.manifest import Manifest, SourceRange
-from tau_collector.taugrid.gojson import encode_float, format_time, marshal
+from tau_collector.taugrid.gojson import MAX_TIME_NS, MIN_TIME_NS, encode_float, format_time, marshal
 
 from .expstore.events import non_finite
 
@@ -60,10 +60,34 @@ def test_float_texts_across_every_magnitude():
 
 
 @settings(max_examples=200, deadline=None)
-@given(ns=st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1)
-                   | st.integers(min_value=0, max_value=3 * 10**9).map(lambda n: n + int(T0) * 10**9), max_size=30))
-def test_a_columns_time_texts_are_go_s(ns):
-    assert time_texts(np.array(ns, dtype=np.int64)) == [format_time(t) for t in ns]
+@given(us=st.lists(st.integers(min_value=MIN_TIME_NS // 1000, max_value=MAX_TIME_NS // 1000)
+                   | st.integers(min_value=0, max_value=3 * 10**6).map(lambda n: n + int(T0) * 10**6), max_size=30))
+def test_a_columns_time_texts_are_go_s(us):
+    """Times in microseconds, over all of the years 0-9999 (in nanoseconds those after 2262 are past int64)."""
+    assert time_texts(np.array(us, dtype=np.int64)) == [format_time(t * 1000) for t in us]
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(min_value=0, max_value=2**32 - 1))
+def test_scalar_columns_after_2262_are_the_lines_and_points_of_the_row_path(seed):
+    """Wall times whose nanoseconds leave int64 (2262 to 9999) and steps to 2^63-1, both paths alike."""
+    rng = np.random.default_rng(seed)
+    n = 20
+    wall = np.sort(rng.uniform(9_300_000_000.0, 253_402_000_000.0, n))
+    cols = ScalarColumns(names=["train/loss"], metric=np.zeros(n, np.int32),
+                         step=np.sort(rng.integers(2**62, 2**63 - 1, n, dtype=np.int64)), wall_time=wall,
+                         value=rng.standard_normal(n), record=np.arange(1, n + 1, dtype=np.int64),
+                         offset=np.arange(n, dtype=np.int64) * 40)
+    cols.step[-1] = 2**63 - 1
+    out, errors, points = project_scalar_columns(Projector(CONFIG, with_events=False, **FILE), cols, joined=True,
+                                                 points=True)
+    assert errors == []
+    rows = [HistoryRow({"_step": int(s), "_timestamp": float(w), "train/loss": float(v)}, int(r), int(o))
+            for s, w, v, r, o in zip(cols.step, cols.wall_time, cols.value, cols.record, cols.offset, strict=True)]
+    assert b"".join(out.ndjson) == _plain_lines(rows)
+    by_rows, _ = Projector(CONFIG, with_events=False, **FILE).project_rows(rows, points=True)
+    assert points.wall_us.tolist() == [w // 1000 for w in by_rows.points.walls] == [int(w * 1e6) for w in wall]
+    assert points.step.tolist() == cols.step.tolist()
 
 
 def _plain_lines(rows: list[HistoryRow]) -> bytes:

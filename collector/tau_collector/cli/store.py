@@ -30,7 +30,7 @@ import orjson
 from tau_collector.cli import logging_setup as logs
 from tau_collector.cli.common import EXIT_USAGE, subcommand_parser, usage_error
 from tau_collector.expstore.store import ExpStore, StoreError, StoreNotFoundError
-from tau_collector.taugrid.gojson import encode_float, encode_string, format_time
+from tau_collector.taugrid.gojson import MAX_TIME_NS, MIN_TIME_NS, encode_float, encode_string, format_time
 
 log = logging.getLogger("tau_collector.store")
 
@@ -79,10 +79,18 @@ def _value_json(value: float) -> str:
     return encode_float(value)
 
 
+def _wall_json(wall_us: int) -> str:
+    """RFC 3339 text, or null for a time the text cannot say: none (the reader's INT64_MIN) or outside the
+    years 0-9999 (a store holds any int64 microseconds)."""
+    if not MIN_TIME_NS <= wall_us * 1000 <= MAX_TIME_NS:
+        return "null"
+    return '"' + format_time(wall_us * 1000) + '"'
+
+
 def _point_line(metric: str, step: int, wall_us: int, value: float) -> str:
     return (
         '{"metric":' + encode_string(metric) + ',"step":' + str(step)
-        + ',"wall_time":"' + format_time(wall_us * 1000) + '","value":' + _value_json(value) + "}\n"
+        + ',"wall_time":' + _wall_json(wall_us) + ',"value":' + _value_json(value) + "}\n"
     )
 
 

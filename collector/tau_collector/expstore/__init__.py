@@ -26,14 +26,20 @@ import importlib
 from typing import TYPE_CHECKING
 
 __all__ = [
+    "CompactionPolicy",
     "ConfigConflictError",
     "ExpStore",
     "IdempotencyConflictError",
+    "MetricWriter",
+    "RunColumns",
     "StoreError",
     "StoreNotFoundError",
     "StoreReadOnlyError",
     "StoreReader",
     "WriteResult",
+    "cluster_run",
+    "compact_all",
+    "compact_run",
     "open_store",
 ]
 
@@ -41,14 +47,19 @@ _HOME = {
     "ExpStore": "store", "StoreError": "store", "StoreNotFoundError": "store", "StoreReadOnlyError": "store",
     "open_store": "store",
     "IdempotencyConflictError": "write.writer", "WriteResult": "write.writer",
+    "MetricWriter": "write.writer", "RunColumns": "write.writer",
     "ConfigConflictError": "write.config_rows", "StoreReader": "read.reader",
+    "CompactionPolicy": "maintain.compaction", "compact_all": "maintain.compaction",
+    "compact_run": "maintain.compaction", "cluster_run": "maintain.metric_clusters",
 }
 
 if TYPE_CHECKING:
+    from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_all, compact_run
+    from tau_collector.expstore.maintain.metric_clusters import cluster_run
     from tau_collector.expstore.read.reader import StoreReader
     from tau_collector.expstore.store import ExpStore, StoreError, StoreNotFoundError, StoreReadOnlyError, open_store
     from tau_collector.expstore.write.config_rows import ConfigConflictError
-    from tau_collector.expstore.write.writer import IdempotencyConflictError, WriteResult
+    from tau_collector.expstore.write.writer import IdempotencyConflictError, MetricWriter, RunColumns, WriteResult
 
 
 def __getattr__(name: str) -> object:

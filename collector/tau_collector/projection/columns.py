@@ -80,8 +80,9 @@ def point_columns(projector: Projector, points: PointLists | None) -> PointColum
         return None
     codes: dict[str, int] = {}
     key = np.fromiter((codes.setdefault(k, len(codes)) for k in points.keys), dtype=np.int32, count=len(points))
-    wall_ns = np.array(points.walls, dtype=np.int64)
-    return _columns(projector, list(codes), key, np.array(points.steps, dtype=np.int64), wall_ns // 1000,
+    # Microseconds from the Python integers: nanoseconds after 2262 are past int64.
+    wall_us = np.array([w // 1000 for w in points.walls], dtype=np.int64)
+    return _columns(projector, list(codes), key, np.array(points.steps, dtype=np.int64), wall_us,
                     np.array(points.values, dtype=np.float64), np.array(points.lines, dtype=np.int64))
 
 
@@ -124,7 +125,7 @@ def project_scalar_columns(projector: Projector, cols: ScalarColumns, *, points:
                            int(cols.offset[i])) for i in odd.tolist()]
         out.non_finite = projector.project_rows(rows)[0].non_finite
     if projector.with_lines and keep.size:
-        _lines(out, projector, pieces, cols.metric[keep], cols.step[keep], wall_us[keep] * 1000, cols.value[keep],
+        _lines(out, projector, pieces, cols.metric[keep], cols.step[keep], wall_us[keep], cols.value[keep],
                cols.record[keep])
     columns = None
     if points and keep.size:
@@ -151,23 +152,23 @@ def float_texts(value: np.ndarray) -> list[str]:
     return texts
 
 
-def time_texts(wall_ns: np.ndarray) -> list[str]:
-    """:func:`~.gojson.format_time` of every time (all inside the years the column path allows),
-    each second's date and clock formatted once."""
-    seconds, frac = np.divmod(wall_ns, 1_000_000_000)
+def time_texts(wall_us: np.ndarray) -> list[str]:
+    """:func:`~.gojson.format_time` of every time in microseconds (all inside the years the column path
+    allows; in nanoseconds those after 2262 would overflow int64), each second's date and clock formatted once."""
+    seconds, frac = np.divmod(wall_us, 1_000_000)
     dates = {s: format_date_second(s) for s in np.unique(seconds).tolist()}
-    return [f"{dates[s]}.{f:09d}".rstrip("0") + "Z" if f else dates[s] + "Z"
+    return [f"{dates[s]}.{f:06d}".rstrip("0") + "Z" if f else dates[s] + "Z"
             for s, f in zip(seconds.tolist(), frac.tolist(), strict=True)]
 
 
 def _lines(out: Projected, projector: Projector, pieces: list, metric: np.ndarray, step: np.ndarray,
-           wall_ns: np.ndarray, value: np.ndarray, record: np.ndarray) -> None:
+           wall_us: np.ndarray, value: np.ndarray, record: np.ndarray) -> None:
     """The canonical NDJSON line of every point, as :meth:`Projector.project_rows` writes it, into ``out``."""
     sha256 = hashlib.sha256
     head = '{"schema_version":"' + METRIC_EVENT_SCHEMA_V1 + '","event_id":"metric-'
     lines = out.lines
     append = lines.append
-    for n, (code, s, time, number, r) in enumerate(zip(metric.tolist(), step.tolist(), time_texts(wall_ns),
+    for n, (code, s, time, number, r) in enumerate(zip(metric.tolist(), step.tolist(), time_texts(wall_us),
                                                        float_texts(value), record.tolist(), strict=True)):
         if not n % 4096:
             out.join_lines()

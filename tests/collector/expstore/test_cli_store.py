@@ -87,3 +87,14 @@ def test_unknown_action_exits_2(store_dir):
     with pytest.raises(SystemExit) as info:
         _main(["store", "bogus", "--store", store_dir])
     assert info.value.code == 2
+
+
+def test_rows_without_a_sayable_wall_time_print_null(tmp_path, capsys):
+    """No wall time (the reader's INT64_MIN) or one past year 9999 (the store holds any int64 µs): null."""
+    store, writer = new_store(tmp_path)
+    missing, far = event(1, 1.0), event(2, 2.0)
+    missing.wall_time, far.wall_time = None, (2**63 - 1) * 1000  # as another writer's file may hold them
+    writer.write_chunk("a", [missing, far, event(3, 3.0, wall_ns=253_402_300_799_999_999_000)], [], request_hash="h")
+    assert _main(["store", "rows", "--store", str(store.root), "--run", "seed-1", "--metric", "train/loss"]) == 0
+    assert [json.loads(line)["wall_time"] for line in capsys.readouterr().out.splitlines()] == [
+        None, None, "9999-12-31T23:59:59.999999Z"]

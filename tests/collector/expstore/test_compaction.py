@@ -140,3 +140,23 @@ def test_reader_during_compaction_never_sees_a_gap_or_a_duplicate(tmp_path):
         thread.join()
     assert reads[0] > 0
     assert failures == []
+
+
+def test_small_files_with_a_large_one_between_them_are_not_merged_past_it(tmp_path):
+    """A (small), B (large), C (small) each write step 5 at the same wall time: B's, written after A's, wins.
+    Merging A with C would put A's row in C's place, after B: A's older value would win."""
+    store, writer = new_store(tmp_path)
+    writer.write_chunk("a", [event(5, 1.0)], [], request_hash="h")
+    writer.write_chunk("b", [event(5, 2.0)] + [event(1000 + i, float(np.sin(i)), metric="wide") for i in range(400)],
+                       [], request_hash="h")
+    writer.write_chunk("c", [event(7, 3.0)], [], request_hash="h")
+    sizes = [store.absolute(p).stat().st_size for (p,) in store.connection().execute(
+        "SELECT path FROM metric_files ORDER BY rowid")]
+    assert sizes[1] > 2 * max(sizes[0], sizes[2])
+    policy = CompactionPolicy(min_files=1, small_file_bytes=(sizes[1] + max(sizes[0], sizes[2])) // 2, grace_seconds=0)
+    assert compact_all(store, "seed-1", policy=policy) == 0  # no two small files are next to each other
+    writer.write_chunk("d", [event(8, 4.0)], [], request_hash="h")
+    assert compact_all(store, "seed-1", policy=policy) == 1  # C and D are
+    assert StoreReader(store).rows("seed-1", "train/loss").value.tolist() == [2.0, 3.0, 4.0]
+    (s,) = [s for s in StoreReader(store).metric_summaries("seed-1") if s.metric_name == "train/loss"]
+    assert (s.latest_step, s.latest_value) == (8, 4.0)

@@ -66,7 +66,7 @@ MERGES = [
           latest_step=7, latest_value=-1.0, latest_file_id="f2")),
     ("an older second file keeps the first latest", [(9, 90, 1.0)], [(3, 30, 2.0)],
      dict(latest_step=9, latest_value=1.0, latest_file_id="f1")),
-    ("equal step and wall_time: the later updated_at wins", [(9, 90, 1.0)], [(9, 90, 2.0)],
+    ("equal step and wall_time: the later file wins", [(9, 90, 1.0)], [(9, 90, 2.0)],
      dict(latest_value=2.0, latest_file_id="f2")),
     ("a non-finite second file keeps the latest", [(1, 10, 1.0)], [(50, 500, NAN)],
      dict(latest_step=1, latest_value=1.0, max_step=50, finite_count=1, non_finite_count=1)),
@@ -145,3 +145,22 @@ def test_columnar_summaries_equal_the_per_metric_rules(tmp_path_factory, first, 
     times = ["2026-01-01T00:00:00Z"] * 3 if same_time else [f"2026-01-01T00:00:0{i}Z" for i in range(3)]
     files = [("f1", times[0], first), ("f2", times[1], second), ("f0", times[2], third)]
     assert _columnar(store, files) == _reference(files)
+
+
+def test_a_tie_on_step_and_wall_time_goes_to_the_file_written_later():
+    """Within one second the updated_at are equal: the later file's latest wins whatever its (random) id."""
+    first = _summary([(9, 90, 1.0)], file_id="metrics-ff", updated_at="2026-01-01T00:00:00Z")
+    second = _summary([(9, 90, 2.0)], file_id="metrics-00", updated_at="2026-01-01T00:00:00Z")
+    merged = merge_summaries(first, second)
+    assert (merged.latest_value, merged.latest_file_id) == (2.0, "metrics-00")
+
+
+def test_a_latest_point_without_a_wall_time_has_no_latest_wall_time(tmp_path):
+    store, writer = new_store(tmp_path)
+    writer.write_chunk("a", [event(1, 1.0)], [], request_hash="h")
+    writer.write_chunk("b", [event(2, 2.0)], [], request_hash="h")
+    e = event(3, 3.0)
+    e.wall_time = None
+    writer.write_chunk("c", [e], [], request_hash="h")
+    (s,) = StoreReader(store).metric_summaries("seed-1")
+    assert (s.latest_step, s.latest_value, s.latest_wall_time) == (3, 3.0, None)

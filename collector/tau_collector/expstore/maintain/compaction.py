@@ -3,7 +3,10 @@
 A live run delivers a chunk every few seconds, and one small Parquet file per chunk would make
 every read open thousands of files. When a run has more than ``min_files`` files under
 ``small_file_bytes``, they are merged into one replacement (rows sorted like any written file,
-ties kept in registration order). One transaction registers the replacement and retires the
+ties kept in registration order). Only files next to each other in registration order are merged:
+the replacement takes the place of the newest of them, and a file left between them (a large one)
+would otherwise move from after the older ones' rows to before them, reversing which of two rows of
+one step with equal wall times wins. One transaction registers the replacement and retires the
 originals, so a reader's file list is either the old set or the new one. The replacement is
 marked summarized without being merged into ``metric_summaries`` (its rows are already counted).
 Retired files stay on disk for ``grace_seconds`` because a reader may have listed them just
@@ -66,31 +69,35 @@ def compact_run(
         if count <= policy.min_files:
             delete_retired(store, grace_seconds=policy.grace_seconds)
             return None
-    small = _small_files(store, run_id, policy)
+    runs = _small_files(store, run_id, policy)
     result = None
-    if len(small) >= 2 and (force or len(small) > policy.min_files):
-        result = _merge(store, run_id, _first_merge(small, policy))
+    first = next((run for run in runs if len(run) >= 2), None)
+    if first is not None and (force or sum(map(len, runs)) > policy.min_files):
+        result = _merge(store, run_id, _first_merge(first, policy))
         release_arrow_memory()  # the merge's buffers were the largest this process holds; return them now
     delete_retired(store, grace_seconds=policy.grace_seconds)
     return result
 
 
-def _small_files(store: ExpStore, run_id: str, policy: CompactionPolicy) -> list[tuple]:
-    """``run_id``'s files under ``small_file_bytes``, in registration order (one listing, a stat each)."""
+def _small_files(store: ExpStore, run_id: str, policy: CompactionPolicy) -> list[list[tuple]]:
+    """``run_id``'s files under ``small_file_bytes`` in registration order, as runs of files next to each other
+    (any other file of the run between two small ones separates them); one listing, a stat each."""
     files = store.connection().execute(
-        "SELECT rowid, file_id, path, project, run_group_id, min_step, max_step, row_count FROM metric_files "
-        "WHERE run_id = ? AND format = ? ORDER BY rowid",
-        (run_id, schema.METRIC_FILE_FORMAT),
+        "SELECT rowid, file_id, path, project, run_group_id, min_step, max_step, row_count, format FROM metric_files "
+        "WHERE run_id = ? ORDER BY rowid",
+        (run_id,),
     ).fetchall()
-    small = []
+    runs: list[list[tuple]] = [[]]
     for f in files:
         try:
-            size = store.absolute(f[2]).stat().st_size
+            small = f[8] == schema.METRIC_FILE_FORMAT and store.absolute(f[2]).stat().st_size < policy.small_file_bytes
         except FileNotFoundError:
-            continue  # retired by a concurrent compaction; not ours to merge
-        if size < policy.small_file_bytes:
-            small.append(f)
-    return small
+            small = False  # retired by a concurrent compaction; not ours to merge
+        if small:
+            runs[-1].append(f[:8])
+        elif runs[-1]:
+            runs.append([])
+    return [run for run in runs if run]
 
 
 def _first_merge(small: list[tuple], policy: CompactionPolicy) -> list[tuple]:
@@ -129,14 +136,14 @@ def compact_all(store: ExpStore, run_id: str, *, policy: CompactionPolicy | None
     policy = policy or CompactionPolicy()
     merges = 0
     while True:
-        small = _small_files(store, run_id, policy)
         merged_now = 0
-        while len(small) >= 2:
-            group = _first_merge(small, policy)
-            small = small[len(group):]
-            if _merge(store, run_id, group) is not None:  # None: a concurrent compaction took some first
-                merged_now += 1
-            release_arrow_memory()
+        for small in _small_files(store, run_id, policy):
+            while len(small) >= 2:
+                group = _first_merge(small, policy)
+                small = small[len(group):]
+                if _merge(store, run_id, group) is not None:  # None: a concurrent compaction took some first
+                    merged_now += 1
+                release_arrow_memory()
         delete_retired(store, grace_seconds=policy.grace_seconds)
         merges += merged_now
         if not merged_now:

@@ -66,7 +66,8 @@ def reduce_records(records: Mapping[str, np.ndarray] | np.ndarray, edges: np.nda
         first, last = "first", "last"
     if records["count"].size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64)
-    col = np.searchsorted(edges, records[f"{first}_step"], side="right") - 1
+    # The last column ends at the last edge, held to 2^63-1 when a step is that (m4.bucket_edges): it holds it.
+    col = np.minimum(np.searchsorted(edges, records[f"{first}_step"], side="right") - 1, edges.size - 2)
     starts = np.flatnonzero(np.append(True, col[1:] != col[:-1]))
     ends = np.append(starts[1:], col.size)
     group = np.repeat(np.arange(starts.size), ends - starts)
@@ -84,15 +85,17 @@ def reduce_records(records: Mapping[str, np.ndarray] | np.ndarray, edges: np.nda
         picks.append(("first_non_finite",
                       *_first_hit(records["count"] > records["count_finite"], starts, ends)))
     # Per column at most 5 points, all inside it: sort each column's few, and the columns are in order.
+    # A missing pick sorts last by its own flag, not by a sentinel step: 2^63-1 is a step like any other.
     big = np.iinfo(np.int64).max
     step = np.stack([np.where(ok, records[f"{n}_step"][pos], big) for n, pos, ok in picks], axis=1)
-    order = np.argsort(step, axis=1, kind="stable")
+    missing = np.stack([~ok for _, _, ok in picks], axis=1)
+    order = np.lexsort((step, missing), axis=1)
     rows = np.arange(ncol)[:, None]
     step = step[rows, order].ravel()
     wall = np.stack([records[f"{n}_wall"][pos] for n, pos, _ in picks], axis=1)[rows, order].ravel()
     value = np.stack([records[f"{n}_value"][pos] for n, pos, _ in picks], axis=1)[rows, order].ravel()
-    keep = step != big
-    keep[1:] &= step[1:] != step[:-1]  # the same point picked twice (e.g. a column's first is its min)
+    keep = ~missing[rows, order].ravel()
+    keep[1:] &= (step[1:] != step[:-1]) | ~keep[:-1]  # the same point picked twice (a column's first is its min)
     return step[keep], wall[keep], value[keep]
 
 

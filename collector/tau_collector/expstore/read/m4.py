@@ -76,18 +76,22 @@ class M4Index:
         return best
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def bucket_edges(first_step: int, last_step: int, buckets: int) -> np.ndarray:
     """Step edges: bucket k holds steps s with ``floor((s - first) * buckets / span) == k``.
 
     ``span = last - first + 1``; edge k is the smallest such step, ``first + ceil(k * span / buckets)``.
-    Python integers: ``k * span`` can overflow int64.
+    Python integers: ``k * span`` can overflow int64. The last edge, ``last + 1``, is held to 2^63-1 when
+    ``last`` is that (a caller counts the range's last point in the last bucket, whatever that edge says).
     """
     span = last_step - first_step + 1
     if span < 2**62 // (buckets + 1) and abs(first_step) < 2**62:  # no int64 overflow: in numpy
         k = np.arange(buckets + 1, dtype=np.int64)
         return first_step + (k * span + buckets - 1) // buckets
     return np.array(
-        [first_step + (k * span + buckets - 1) // buckets for k in range(buckets + 1)], dtype=np.int64
+        [min(first_step + (k * span + buckets - 1) // buckets, _INT64_MAX) for k in range(buckets + 1)], dtype=np.int64
     )
 
 
@@ -187,6 +191,7 @@ def m4_indices(
     if edges is None:
         edges = bucket_edges(int(steps[lo]), int(steps[hi - 1]), max(1, max_points // 4))
     pos = np.searchsorted(steps[lo:hi], edges, side="left") + lo
+    pos[-1] = hi  # the last edge lies above the range (but for a last step of 2^63-1: bucket_edges)
     starts, ends = pos[:-1], pos[1:]
     nonempty = ends > starts
     starts, ends = starts[nonempty], ends[nonempty]

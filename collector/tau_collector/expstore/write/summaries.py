@@ -2,8 +2,8 @@
 
 The rules (TauGrid ``metric_summary.go``): non-finite rows add only to ``count``,
 ``non_finite_count`` and the step range; min/max/latest come from finite rows; the latest
-point is ordered by step, then wall_time, then updated_at, then file_id, then row order, and a
-non-null key beats a null one; merging adds counts, widens ranges and keeps the later latest;
+point is ordered by step, then wall_time, then write order, and a non-null key beats a null one;
+merging adds counts, widens ranges and keeps the later latest;
 values stay NULL while ``finite_count`` is 0; each file is summarized once
 (``metric_summary_files``, enforced by the writer and by compaction).
 
@@ -12,6 +12,12 @@ over the file's metric slices, whatever the number of metrics) and folds it into
 one upsert statement that spells the merge rules in SQL (:func:`upsert_summaries`): a run of 10,000
 metrics costs no Python call per metric. :func:`summarize_metric` and :func:`merge_summaries` are the
 same rules one metric at a time, the reference the columnar path is tested against.
+
+Write order, not TauGrid's (updated_at, file_id): files are folded in the order they are registered, so a
+file's latest point wins a tie on (step, wall_time) against what is stored -- the reader's last-wins rule
+(:mod:`.series_merge`), so the latest value is the series' own. TauGrid's key orders by updated_at (whole
+seconds) and then by file_id (a random id), which for a step re-sent with the same wall time within one
+second picked the older value about half the time.
 """
 
 from __future__ import annotations
@@ -145,8 +151,6 @@ def _latest_key(s: MetricSummaryRow) -> tuple:
     return (
         s.latest_step is not None, s.latest_step or 0,
         s.latest_wall_time is not None, s.latest_wall_time or 0,
-        s.updated_at or "",
-        s.latest_file_id or "",
     )
 
 
@@ -175,7 +179,8 @@ def merge_summaries(existing: MetricSummaryRow | None, new: MetricSummaryRow) ->
         max_value=_widen(existing.max_value, new.max_value, max),
         updated_at=max(existing.updated_at, new.updated_at),
     )
-    if new.finite_count and (existing.finite_count == 0 or _latest_key(new) > _latest_key(existing)):
+    # A tie goes to ``new``: it was written after the files folded into ``existing``.
+    if new.finite_count and (existing.finite_count == 0 or _latest_key(new) >= _latest_key(existing)):
         merged = dataclasses.replace(
             merged,
             latest_step=new.latest_step,
@@ -198,9 +203,12 @@ def summarize_sorted(
     values: np.ndarray,
     file_id: str,
     updated_at: str,
+    wall_valid: np.ndarray | None = None,
 ) -> list[tuple]:
     """Every metric's summary of one file as ``metric_summaries`` rows (tuples in :data:`SUMMARY_COLUMNS`
-    order), computed in columns: what :func:`summarize_metric` gives for each metric's slice.
+    order), computed in columns: what :func:`summarize_metric` gives for each metric's slice. A latest
+    point without a wall time (``wall_valid`` False there; its ``wall_times`` entry is 0) has a NULL
+    ``latest_wall_time``, as TauGrid's, not the epoch.
 
     The rows are in file order, sorted by ``metric`` (a code into ``names``), then step, then wall time,
     then arrival: a metric is one contiguous slice, its step range is its first and last row, and its
@@ -227,23 +235,27 @@ def summarize_sorted(
     def finite_only(array: np.ndarray) -> list:
         return [v if h else None for v, h in zip(array.tolist(), has, strict=True)]
 
+    latest_walls = finite_only(wall_times[at])
+    if wall_valid is not None:
+        latest_walls = [w if ok else None for w, ok in zip(latest_walls, wall_valid[at].tolist(), strict=True)]
     return list(zip(
         itertools.repeat(run_id), [names[c] for c in metric[starts].tolist()], itertools.repeat(project),
         itertools.repeat(run_group_id), count.tolist(), finite_count.tolist(), (count - finite_count).tolist(),
-        steps[starts].tolist(), steps[ends - 1].tolist(), finite_only(steps[at]), finite_only(wall_times[at]),
+        steps[starts].tolist(), steps[ends - 1].tolist(), finite_only(steps[at]), latest_walls,
         finite_only(values[at]), finite_only(low), finite_only(high), itertools.repeat(updated_at),
         [file_id if h else None for h in has], strict=False,
     ))
 
 
-# A newer latest point: TauGrid's key (step, wall_time, updated_at, file_id), a non-null component beating a
-# null one; compared as SQLite row values. Unqualified names are the stored row, ``excluded`` the new one.
+# A newer latest point: the key (step, wall_time), a non-null component beating a null one, and a tie going to
+# the new file (written later); compared as SQLite row values. Unqualified names are the stored row,
+# ``excluded`` the new one.
 def _latest_key_sql(row: str) -> str:
     return (f"({row}latest_step IS NOT NULL, coalesce({row}latest_step, 0), {row}latest_wall_time IS NOT NULL, "
-            f"coalesce({row}latest_wall_time, 0), coalesce({row}updated_at, ''), coalesce({row}latest_file_id, ''))")
+            f"coalesce({row}latest_wall_time, 0))")
 
 
-_NEWER = (f"(excluded.finite_count > 0 AND (finite_count = 0 OR {_latest_key_sql('excluded.')} > "
+_NEWER = (f"(excluded.finite_count > 0 AND (finite_count = 0 OR {_latest_key_sql('excluded.')} >= "
           f"{_latest_key_sql('')}))")
 
 

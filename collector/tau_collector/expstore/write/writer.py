@@ -31,7 +31,7 @@ from tau_collector.expstore.write.config_rows import ConfigConflictError, put_ru
 from tau_collector.expstore.write.listing import refresh_runs
 from tau_collector.expstore.write.summaries import read_summary, store_summary, summarize_sorted, upsert_summaries
 from tau_collector.projection.metric_event import MetricEvent
-from tau_collector.taugrid.gojson import format_time
+from tau_collector.taugrid.gojson import MAX_TIME_NS, MIN_TIME_NS, format_time
 from tau_collector.taugrid.ids import unreachable_id
 from tau_collector.taugrid.run_config import RunConfig
 
@@ -231,7 +231,7 @@ class MetricWriter:
         with self.store.write_transaction() as tx:
             newest = tx.execute("SELECT max(latest_wall_time) FROM metric_summaries WHERE run_id = ?",
                                 (run_id,)).fetchone()[0]
-            completed = format_time(newest * 1000) if newest is not None else utc_now_rfc3339()
+            completed = _time_text(newest * 1000) if newest is not None else utc_now_rfc3339()
             tx.execute("UPDATE runs SET state = ?, completed_at = ? WHERE run_id = ? AND state IN (?, ?)",
                        (RUN_STATE_COMPLETED, completed, run_id, RUN_STATE_RUNNING, RUN_STATE_COMPLETED))
             refresh_runs(tx, [run_id])
@@ -317,7 +317,8 @@ class MetricWriter:
             data=data,
             summaries=summarize_sorted(run_id=run.run_id, names=names_sorted, metric=metric_sorted,
                                        project=run.project, run_group_id=run.run_group_id, steps=steps,
-                                       wall_times=walls, values=values, file_id=file_id, updated_at=now),
+                                       wall_times=walls, values=values, file_id=file_id, updated_at=now,
+                                       wall_valid=None if run.wall_valid is None else rows(run.wall_valid)),
             tags=_common_tags(run.tag_sets),
             status=run.status,
             first_wall_ns=run.first_wall_ns,
@@ -340,7 +341,7 @@ class MetricWriter:
             "ON CONFLICT(run_group_id) DO UPDATE SET updated_at = excluded.updated_at",
             (rf.run_group_id, rf.project, rf.run_group_id, now, now),
         )
-        started = format_time(rf.first_wall_ns) if rf.first_wall_ns else None
+        started = _time_text(rf.first_wall_ns) if rf.first_wall_ns else None
         existing = tx.execute(
             "SELECT project, experiment_id, run_group_id, started_at FROM runs WHERE run_id = ?",
             (rf.run_id,),
@@ -367,7 +368,7 @@ class MetricWriter:
             state, completed_ns = rf.status
             tx.execute(
                 "UPDATE runs SET state = ?, completed_at = ? WHERE run_id = ?",
-                (state, format_time(completed_ns) if completed_ns else now, rf.run_id),
+                (state, _time_text(completed_ns) if completed_ns else now, rf.run_id),
             )
         if rf.tags:
             tx.executemany(
@@ -481,6 +482,12 @@ def _common_tags(tag_sets: list[dict[str, str]]) -> dict[str, str]:
             break
         common = {k: v for k, v in common.items() if tags.get(k) == v}
     return common
+
+
+def _time_text(ns: int) -> str:
+    """A run's time as TauGrid's RFC 3339 text; a wall time outside the years 0-9999 (a store holds any int64
+    microseconds) is held to that range's end, which is all the text can say."""
+    return format_time(min(max(int(ns), MIN_TIME_NS), MAX_TIME_NS))
 
 
 def _parse_ns(text: str) -> int:
