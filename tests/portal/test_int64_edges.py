@@ -47,7 +47,7 @@ def test_the_store_reads_int64_edges_back(edge_store):
         0, INT64_MAX, INT64_MAX, INT64_MAX, 9.5)
     reduced = reader.series("edge", "m", max_points=4)
     assert reduced.step.tolist()[-1] == INT64_MAX and reduced.source_points == 5
-    reader._levels.min_points = 0  # the long-range path: reduced from the files' series levels
+    reader.levels.min_points = 0  # the long-range path: reduced from the files' series levels
     assert reader.series("edge", "m", max_points=4).step.tolist()[-1] == INT64_MAX
 
 

@@ -179,7 +179,7 @@ def _same_summary(got: tuple, want: tuple) -> bool:
 
 def readers(store: ExpStore) -> list[StoreReader]:
     fresh = StoreReader(ExpStore(store.root))
-    fresh._levels.min_points = 0  # every range long enough for a level is reduced from the levels
+    fresh.levels.min_points = 0  # every range long enough for a level is reduced from the levels
     return [fresh]
 
 
@@ -312,7 +312,7 @@ def run_experiment(steps, query) -> None:
         model = Model()
         written: list[tuple[str, list]] = []
         kept = StoreReader(store)  # a reader that lives through every change (its caches extended and dropped)
-        kept._levels.min_points = 0
+        kept.levels.min_points = 0
         for action in steps:
             kind = action[0]
             if kind == "write":
