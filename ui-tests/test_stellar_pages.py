@@ -19,8 +19,8 @@ from portal.conftest import LOSS_POINTS, PortalServer
 from ui_pages import open_ready, screenshot
 
 from taunotebook.portal import jupyter_proxy
-from taunotebook.portal.views import pages
 from taunotebook.portal.jupyter_proxy import setup_tau_portal, stellar_link
+from taunotebook.portal.views import pages
 
 # -- helpers ---------------------------------------------------------------------------------------
 
