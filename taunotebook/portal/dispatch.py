@@ -27,6 +27,7 @@ from .serving import answer, serve
 __all__ = ["DataRoute", "View", "raw_path", "respond"]
 
 ViewFunction = Callable[[Context], Response]
+_RAW_PATH = "taunotebook.raw_path"  # the scope's key for the path as routes match it
 
 
 class _Segment(Convertor[str]):
@@ -46,10 +47,13 @@ register_url_convertor("segment", _Segment())
 
 def raw_path(scope: Scope) -> str:
     """The request's path as sent, still escaped (one character per byte), without its query."""
-    raw = scope.get("raw_path")
-    if raw is None:  # a server that gives no raw path: re-escape the decoded one (a %2F reads as a '/')
-        raw = quote(scope.get("path", ""), safe="/").encode()
-    return raw.split(b"?", 1)[0].decode("latin-1")
+    path = scope.get(_RAW_PATH)
+    if path is None:  # read once per request, not once per route tried
+        raw = scope.get("raw_path")
+        if raw is None:  # a server that gives no raw path: re-escape the decoded one (a %2F reads as a '/')
+            raw = quote(scope.get("path", ""), safe="/").encode()
+        path = scope[_RAW_PATH] = raw.split(b"?", 1)[0].decode("latin-1")
+    return path
 
 
 class View:

@@ -15,6 +15,10 @@ where a reader lacks it. Which reader has which is pinned by ``tests/portal/test
 - :class:`HasListings`: the indexed listings a search or a runs table is answered from in one query
   (store; usable only when ``has_listings()`` says so: a store last written by TauGrid has none);
 - :class:`ExportsSeries`: ``export_series(...)``, every stored point of a series in batches (store).
+
+A reader's capabilities are its class's methods, so each check is answered once per reader class and
+remembered: Python 3.11 walks every member of a protocol on each ``isinstance``, tens of microseconds that a
+live pane's poll (a fraction of a millisecond) would pay several times over.
 """
 
 from __future__ import annotations
@@ -41,38 +45,50 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_OFFERED: dict[tuple[type, type], bool] = {}  # (capability, reader class) -> whether it offers it
+
+
+class _Capability(type(Protocol)):  # type: ignore[misc]
+    """The protocols' metaclass: ``isinstance`` as Python answers it, remembered per class of reader."""
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        key = (cls, type(instance))
+        offered = _OFFERED.get(key)
+        if offered is None:
+            offered = _OFFERED[key] = super().__instancecheck__(instance)
+        return offered
 
 
 @runtime_checkable
-class PinsRequests(Protocol):
+class PinsRequests(Protocol, metaclass=_Capability):
     """One view of the source for a request: a store checks its index once, Kusto reads runs once."""
 
     def pinned(self) -> AbstractContextManager[None]: ...
 
 
 @runtime_checkable
-class HasGeneration(Protocol):
+class HasGeneration(Protocol, metaclass=_Capability):
     """A token that is the same object while the data is unchanged: what was computed under it still holds."""
 
     def generation(self) -> object: ...
 
 
 @runtime_checkable
-class CachesDerived(Protocol):
+class CachesDerived(Protocol, metaclass=_Capability):
     """``build()`` once per change of the data, under ``key`` (an encoded answer of a wide run, a listing)."""
 
     def derived(self, key: tuple, build: Callable[[], _T]) -> _T: ...
 
 
 @runtime_checkable
-class ReadsRunConfigs(Protocol):
+class ReadsRunConfigs(Protocol, metaclass=_Capability):
     """Each run's configuration among ``run_ids`` that has one, in one read."""
 
     def run_configs(self, run_ids: Iterable[str]) -> dict[str, RunConfig]: ...
 
 
 @runtime_checkable
-class ReadsNamedSummaries(Protocol):
+class ReadsNamedSummaries(Protocol, metaclass=_Capability):
     """(every metric name of the run, sorted; the summaries of those of ``names`` it has), by name."""
 
     def metric_summaries_named(self, run_id: str, names: Iterable[str]) -> tuple[tuple[str, ...],
@@ -80,14 +96,14 @@ class ReadsNamedSummaries(Protocol):
 
 
 @runtime_checkable
-class ReadsExperimentTable(Protocol):
+class ReadsExperimentTable(Protocol, metaclass=_Capability):
     """The experiments table (names, descriptions, times); without it experiments are named by their runs."""
 
     def experiments(self) -> list[ExperimentRow]: ...
 
 
 @runtime_checkable
-class HasListings(Protocol):
+class HasListings(Protocol, metaclass=_Capability):
     """Searches and windows answered from an index of runs, filtered, sorted and cut in one query.
 
     Only when :meth:`has_listings` is true: the listings exist and cover every run.
@@ -108,7 +124,7 @@ class HasListings(Protocol):
 
 
 @runtime_checkable
-class ExportsSeries(Protocol):
+class ExportsSeries(Protocol, metaclass=_Capability):
     """Every stored point of one series with ``start_step <= step <= end_step``, in step order, in batches."""
 
     def export_series(self, run_id: str, metric: str, start_step: int | None = None,
