@@ -3,10 +3,11 @@
 A data route (:class:`DataRoute`) matches the request's raw path (ASGI ``raw_path``), so that each path id is
 percent-decoded exactly once, by the view's context (:mod:`.identity`), and an escaped ``/`` inside an id
 never splits it. ``{name:segment}`` is one segment, empty included (an empty id is ``400 INVALID_PATH``, as
-TauGrid's, not an unknown route). Every method reaches the route: TauGrid answers ``405`` only after the
-path's ids are read. The shell (:class:`View`) reads the query, holds one view of the sources for the
-request, builds the :class:`~.context.Context` and runs the view on the event loop when its answer is at hand,
-else in a worker thread (:mod:`.serving`).
+TauGrid's, not an unknown route); a name starting with ``_`` matches a segment that is not an id (not
+decoded). Every method reaches the route: TauGrid answers ``405`` only after the path's ids are read. The
+shell (:class:`View`) reads the query, holds one view of the sources for the request, builds the
+:class:`~.context.Context` and runs the view on the event loop when its answer is at hand, else in a worker
+thread (:mod:`.serving`).
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ class DataRoute(Route):
         match = self.path_regex.match(raw_path(scope))
         if match is None:
             return Match.NONE, {}
-        ids = {name: value.encode("latin-1") for name, value in match.groupdict().items()}
+        ids = {name: value.encode("latin-1") for name, value in match.groupdict().items() if not name.startswith("_")}
         return Match.FULL, {"endpoint": self.endpoint, "path_params": ids}
 
 

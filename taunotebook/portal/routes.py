@@ -12,9 +12,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from .context import Portal
+from .context import Context, Portal
 from .dispatch import DataRoute, View
-from .errors import json_response
+from .errors import V2Error, json_response
 from .openapi import openapi_document
 from .prefixes import API_BASE, EXPORT_BASE, PAGE_DATA_BASE
 from .views import (
@@ -48,6 +48,8 @@ def data_routes(portal: Portal) -> list[DataRoute]:
         route(API_BASE + "/runs/{run_id:segment}/metrics", metrics.read),
         route(API_BASE + "/runs/{run_id:segment}/series", series.read),
         route(API_BASE + "/runs/{run_id:segment}/config", run_config.read),
+        # Another read of a run: TauGrid reads the id and the method before it finds no such route.
+        route(API_BASE + "/runs/{run_id:segment}/{_read:segment}", _no_such_read),
         route(API_BASE + "/experiments/search", experiment_search.read, inline=False),
         # TauGrid checks this route's method before its path id.
         route(API_BASE + "/experiments/{experiment_id:segment}/runs", experiment_runs.read, inline=False,
@@ -58,6 +60,10 @@ def data_routes(portal: Portal) -> list[DataRoute]:
         route(PAGE_DATA_BASE + "/runs/{run_id:segment}/tails", tails.read),
         route(EXPORT_BASE + "/{run_id:segment}", export.read, inline=False),
     ]
+
+
+def _no_such_read(ctx: Context) -> Response:
+    raise V2Error(404, "NOT_FOUND", "route was not found")
 
 
 def route_table(portal: Portal, default_source: str) -> list[BaseRoute]:
