@@ -21,7 +21,6 @@ from tau_collector.reads import (
     ReadsNamedSummaries,
     ReadsRunConfigs,
 )
-from taunotebook.portal.app import create_app
 from taunotebook.portal.kusto import KustoConnection, KustoReader, KustoSettings
 from taunotebook.portal.sources import AutoReader
 
@@ -32,9 +31,7 @@ PORTAL = Path(__file__).resolve().parents[2] / "taunotebook" / "portal"
 # source=auto merges configs from whichever source has them; a bare reader offers nothing more.
 TABLE = {
     "store": {PinsRequests, HasGeneration, CachesDerived, ReadsRunConfigs, ReadsNamedSummaries, ReadsExperimentTable,
-              HasListings},
-    "portal's local store": {PinsRequests, HasGeneration, CachesDerived, ReadsRunConfigs, ReadsNamedSummaries,
-                             ReadsExperimentTable, HasListings, ExportsSeries},
+              HasListings, ExportsSeries},
     "kusto": {PinsRequests},
     "auto": {ReadsRunConfigs},
     "contract only": set(),
@@ -47,9 +44,7 @@ def readers(tmp_path_factory) -> dict[str, object]:
     open_store(root, create=True).close()
     store = StoreReader(root)
     kusto = KustoReader(KustoConnection(KustoSettings("http://127.0.0.1:9", "db", auth="none")))
-    app = create_app(root, token="t")
-    portal_reader = _portal_local_reader(app)
-    return {"store": store, "portal's local store": portal_reader, "kusto": kusto,
+    return {"store": store, "kusto": kusto,
             "auto": AutoReader(store, kusto), "contract only": _ContractOnly(store)}
 
 
@@ -81,14 +76,6 @@ class _ContractOnly:
 
     def non_finite(self, run_id, metric, start_step=None, end_step=None, limit=None):
         return self._reader.non_finite(run_id, metric, start_step, end_step, limit)
-
-
-def _portal_local_reader(app) -> object:
-    """The local reader a Portal made by ``create_app`` serves (its views' sources), found through its routes."""
-    while not hasattr(app, "router"):
-        app = app.app  # the gates in front: security headers, Host allow-list, token
-    views = [route.endpoint for route in app.router.routes if hasattr(route.endpoint, "portal")]
-    return views[0].portal.sources.local
 
 
 @pytest.mark.parametrize("name", list(TABLE))
