@@ -20,9 +20,11 @@ from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import new_metric_event
 from tau_collector.taugrid.run_config import run_config
+from taunotebook.portal.context import Portal
+from taunotebook.portal.dispatch import respond
 from taunotebook.portal.params import Query
+from taunotebook.portal.routes import data_routes
 from taunotebook.portal.sources import Sources
-from taunotebook.portal.v2 import StellarV2
 
 BASE_NS = 1_760_000_000_000_000_000
 LRS = [0.1, 0.03, 0.01, 0.001]
@@ -43,13 +45,13 @@ def build(root: Path, runs: int) -> None:
     store.close()
 
 
-def timed(api: StellarV2, path: str, pairs: list[tuple[str, str]], repeat: int) -> float:
-    parts = path.encode().split(b"/")
+def timed(api: Portal, path: str, pairs: list[tuple[str, str]], repeat: int) -> float:
+    routes = data_routes(api)
     times = []
     for _ in range(repeat):
         api.sources.local = StoreReader(api.sources.local.store)  # a cold reader each time: no cached answers
         start = time.perf_counter()
-        response = api.dispatch(parts, "GET", Query(pairs))
+        response = respond(routes, "/api/v2/stellar/" + path, "GET", Query(pairs))
         times.append((time.perf_counter() - start) * 1000)
         assert response.status_code == 200, response.body[:200]
     return statistics.median(times)
@@ -65,7 +67,7 @@ def main() -> None:
         start = time.perf_counter()
         build(root, args.runs)
         print(f"wrote {args.runs} runs with configs in {time.perf_counter() - start:.1f} s")
-        api = StellarV2(Sources(StoreReader(root)))
+        api = Portal(Sources(StoreReader(root)))
         cases = [
             ("listing, limit 200 (baseline)", "experiments/sweep/runs", [("limit", "200")]),
             ("listing, limit 200, include=config", "experiments/sweep/runs", [("limit", "200"), ("include", "config")]),

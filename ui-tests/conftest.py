@@ -12,7 +12,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from portal.conftest import PortalServer, portal_server, portal_store  # noqa: F401
 from ui_pages import CHROMIUM_ARGS, chromium_path
 
-from taunotebook.portal.pages import BUILD_HINT, PAGE_BUNDLE
+from taunotebook.portal.views.pages import BUILD_HINT, PAGE_BUNDLE
 
 REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session", autouse=True)

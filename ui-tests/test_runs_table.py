@@ -18,7 +18,7 @@ from portal.conftest import TOKEN, PortalServer, serve
 from portal.sweep_store import LRS, build_sweep_store, final_loss, trial_config, trial_id
 from ui_pages import ARTIFACTS, CHROMIUM_ARGS, chromium_path, open_ready, screenshot
 
-from taunotebook.portal import run_table
+from taunotebook.portal.views import run_table
 
 TRIALS = 12
 MANY = 1000

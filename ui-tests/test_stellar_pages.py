@@ -18,8 +18,9 @@ from playwright.sync_api import Page
 from portal.conftest import LOSS_POINTS, PortalServer
 from ui_pages import open_ready, screenshot
 
-from taunotebook.portal import jupyter_proxy, pages
+from taunotebook.portal import jupyter_proxy
 from taunotebook.portal.jupyter_proxy import setup_tau_portal, stellar_link
+from taunotebook.portal.views import pages
 
 # -- helpers ---------------------------------------------------------------------------------------
 

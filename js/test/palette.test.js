@@ -44,7 +44,7 @@ test("a run listed twice keeps its first colour", () => {
 
 test("the pane and the compare page its link opens agree on every run's colour", () => {
   // The pane lists its run then `compare` (without repeats); its link carries target=<run>&compare=<the rest>,
-  // and the page lists target then compare values (taunotebook/portal/pages.py _targets).
+  // and the page lists target then compare values (taunotebook/portal/views/pages.py _targets).
   const paneRuns = (primary, compare) => [primary, ...compare.filter((r) => r !== primary)];
   const pageTargets = (query) => {
     const params = new URLSearchParams(query);

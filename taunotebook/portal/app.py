@@ -1,4 +1,4 @@
-"""The Portal's app factory: v2 reads, page data, OpenAPI document, Stellar pages, and the gates in front.
+"""The Portal's app factory: its readers and sources, the one route table (:mod:`.routes`), and the gates in front.
 
 In front of every route, outermost first: security headers, the Host allow-list, the token gate.
 """
@@ -12,23 +12,19 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tau_collector.expstore import StoreReader
 from tau_collector.reads import ExperimentReader
 
 from .auth import TokenGate
-from .errors import SECURITY_HEADERS, error_response, json_response
+from .context import Portal
+from .errors import SECURITY_HEADERS, error_response
 from .hosts import HostAllowList
 from .kusto.connection import KustoSettings
 from .openapi import openapi_document
-from .page_data import PAGE_DATA_BASE, PageData
-from .pages import page_routes
-from .series_export import EXPORT_BASE, SeriesExport
+from .routes import route_table
 from .sources import Sources
-from .v2 import API_BASE, StellarV2
-from .workspaces import workspaces_route
 
 __all__ = ["create_app", "openapi_document"]
 
@@ -58,42 +54,13 @@ def create_app(
         kusto = KustoReader(KustoConnection(kusto), workspace=workspace)
     reader = StoreReader(store) if store is not None else None
     default_source = default_source or ("local" if reader is not None else "kusto")
-    sources = Sources(reader, default_source=default_source, kusto=kusto)
-    api = StellarV2(sources, workspace=workspace, cursor_key=cursor_key)
-    page_data = PageData(api)
-    document = openapi_document()
-
-    def openapi(request: Request) -> Response:
-        return json_response(document)
-
-    routes = [Route("/openapi.json", openapi, methods=["GET"]), *page_routes(),
-              workspaces_route(workspace, default_source)]
-    pages = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, Exception: _internal_error})
+    portal = Portal(Sources(reader, default_source=default_source, kusto=kusto), workspace=workspace,
+                    cursor_key=cursor_key)
+    app = Starlette(routes=route_table(portal, default_source),
+                    exception_handlers={HTTPException: _http_error, Exception: _internal_error})
     # Slash redirects would answer unknown API paths with 307 instead of TauGrid's 404 envelope.
-    pages.router.redirect_slashes = False
-    # The API and the page data route every method and path themselves (TauGrid answers 405 only after
-    # INVALID_PATH), and a live pane's poll should not pay for a router it does not need.
-    # The export's prefix lies under the page data's: it comes first.
-    app = _Prefixes({API_BASE + "/": api, EXPORT_BASE + "/": SeriesExport(api), PAGE_DATA_BASE + "/": page_data},
-                    pages)
+    app.router.redirect_slashes = False
     return _SecurityHeaders(HostAllowList(TokenGate(app, token), allow_hosts))
-
-
-class _Prefixes:
-    """Requests under a prefix go to its app, the rest to ``fallback``."""
-
-    def __init__(self, apps: dict[str, ASGIApp], fallback: ASGIApp) -> None:
-        self.apps = list(apps.items())
-        self.fallback = fallback
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            path = scope["path"]
-            for prefix, app in self.apps:
-                if path.startswith(prefix):
-                    await app(scope, receive, send)
-                    return
-        await self.fallback(scope, receive, send)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -1,6 +1,6 @@
 """Which run, experiment or project a request names: path ids decoded exactly once, TauGrid's two id rules.
 
-**Decoded once.** A path segment is read from the raw request path (ASGI ``raw_path``) and
+**Decoded once.** A path segment is read from the raw request path (ASGI ``raw_path``, :mod:`.dispatch`) and
 percent-decoded exactly once, so ``/runs/pct%2561x`` names the run ``pct%61x`` and never ``pctax``:
 every client that escapes an id once (``encodeURIComponent``, :func:`taunotebook.client.links.path_segment`)
 reads back the same id. TauGrid's Go handlers unescape the already-decoded ``r.URL.Path`` a second
@@ -22,31 +22,17 @@ answered exactly like a missing one.
 from __future__ import annotations
 
 import re
-from urllib.parse import quote, unquote_to_bytes
-
-from starlette.types import Scope
+from urllib.parse import unquote_to_bytes
 
 from tau_collector.taugrid.ids import MAX_ID_BYTES, InvalidID, unreachable_id, validate_id
 
 from .errors import V2Error
 
-__all__ = ["MAX_PATH_ID", "NOT_FOUND_MESSAGE", "decode_path_id", "miss", "raw_segments"]
+__all__ = ["MAX_PATH_ID", "NOT_FOUND_MESSAGE", "decode_path_id", "miss"]
 
 MAX_PATH_ID = MAX_ID_BYTES  # one limit for what is collected, stored and served (tau_collector.taugrid.ids)
 NOT_FOUND_MESSAGE = "requested experiment data was not found"
 _BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
-
-
-def raw_segments(scope: Scope, prefix: str) -> list[bytes] | None:
-    """The still-escaped path segments after ``prefix/``, or None when the path is not under it."""
-    raw = scope.get("raw_path")
-    if raw is None:  # a server that gives no raw path: re-escape the decoded one (a %2F reads as a '/')
-        raw = quote(scope.get("path", ""), safe="/").encode()
-    raw = raw.split(b"?", 1)[0]
-    head = prefix.encode() + b"/"
-    if not raw.startswith(head):
-        return None
-    return raw[len(head):].split(b"/")
 
 
 def decode_path_id(raw: bytes | str) -> str:

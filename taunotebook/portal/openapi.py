@@ -6,12 +6,12 @@ the running Portal against it.
 
 from __future__ import annotations
 
-from .page_data import NON_FINITE_LIMIT, PAGE_DATA_BASE
 from .params import CONFIG_FILTERS_LIMIT, DEFAULT_LIMIT, DEFAULT_MAX_POINTS, MAX_LIMIT, MAX_MAX_POINTS
+from .prefixes import API_BASE, PAGE_DATA_BASE
 from .run_configs import CONFIG_KEYS_LIMIT, CONFIG_VALUES_LIMIT
-from .run_table import METRIC_NAMES_LIMIT, METRICS_LIMIT, RUN_IDS_LIMIT, RUN_SORTS, RUNS_LIMIT
-from .tails import MAX_TAIL_METRICS
-from .v2 import API_BASE
+from .views.points import NON_FINITE_LIMIT
+from .views.run_table import METRIC_NAMES_LIMIT, METRICS_LIMIT, RUN_IDS_LIMIT, RUN_SORTS, RUNS_LIMIT
+from .views.tails import MAX_TAIL_METRICS
 
 __all__ = ["openapi_document"]
 

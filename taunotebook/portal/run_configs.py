@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tau_collector.reads import ExperimentReader
+from tau_collector.reads import ExperimentReader, ReadsRunConfigs
 from tau_collector.taugrid.gojson import marshal
 from tau_collector.taugrid.run_config import RunConfig
 
@@ -28,13 +28,14 @@ _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 
 def reads_configs(reader: ExperimentReader) -> bool:
-    return callable(getattr(reader, "run_configs", None))
+    """Whether the source carries run configurations (TauGrid's Kusto tables do not)."""
+    return isinstance(reader, ReadsRunConfigs)
 
 
 def read_configs(reader: ExperimentReader, run_ids: Iterable[str]) -> dict[str, RunConfig]:
     """The configs of ``run_ids`` in one read; ``{}`` from a source that carries none."""
     ids = list(run_ids)
-    return reader.run_configs(ids) if ids and reads_configs(reader) else {}  # type: ignore[attr-defined]
+    return reader.run_configs(ids) if ids and isinstance(reader, ReadsRunConfigs) else {}
 
 
 def _wire(value: Any) -> Any:

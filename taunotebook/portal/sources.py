@@ -26,7 +26,17 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
-from tau_collector.reads import ExperimentReader, MetricSummaryRow, ReducedSeries, Rows, RunEvent, RunRow, WouldBlock
+from tau_collector.reads import (
+    ExperimentReader,
+    MetricSummaryRow,
+    PinsRequests,
+    ReadsRunConfigs,
+    ReducedSeries,
+    Rows,
+    RunEvent,
+    RunRow,
+    WouldBlock,
+)
 
 from .errors import V2Error
 from .kusto.errors import AmbiguousRunError, KustoError
@@ -146,8 +156,8 @@ class AutoReader:
         found: dict = {}
         for reader in (self.local, self.kusto):
             mine = [r for r in ids if self._for(r) is reader]
-            if mine and callable(getattr(reader, "run_configs", None)):
-                found.update(reader.run_configs(mine))  # type: ignore[attr-defined]
+            if mine and isinstance(reader, ReadsRunConfigs):
+                found.update(reader.run_configs(mine))
         return found
 
 
@@ -180,7 +190,7 @@ class Sources:
         """One request: readers that can (``StoreReader.pinned``, ``KustoReader.pinned``) hold one view of it."""
         with contextlib.ExitStack() as stack:
             for reader in (self.local, self.kusto):
-                if reader is not None and hasattr(reader, "pinned"):
+                if isinstance(reader, PinsRequests):
                     stack.enter_context(reader.pinned())
             yield
 

@@ -31,7 +31,7 @@ STORE_USERS = {
     "taunotebook/portal/app.py",
     "taunotebook/portal/cli.py",
     "taunotebook/portal/jupyter_proxy.py",
-    "taunotebook/portal/series_export.py",
+    "taunotebook/portal/views/export.py",
 }
 
 

@@ -7,18 +7,18 @@ import orjson
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore.write.writer import MetricWriter
 from taunotebook.portal.answer_cache import MAX_ANSWER_BYTES, MAX_ANSWERS
+from taunotebook.portal.context import Portal
+from taunotebook.portal.dispatch import respond
 from taunotebook.portal.params import Query
-from taunotebook.portal.serving import answer
+from taunotebook.portal.routes import data_routes
 from taunotebook.portal.sources import Sources
-from taunotebook.portal.v2 import StellarV2
 
 from .conftest import _event
 
 
-def _series(api: StellarV2, run: str, **params) -> tuple[int, dict]:
+def _series(api: Portal, run: str, **params) -> tuple[int, dict]:
     q = Query([("target", run), ("metric", "loss"), *((k, str(v)) for k, v in params.items())])
-    with api.sources.pinned():
-        response = answer(lambda: api.dispatch([b"runs", run.encode(), b"series"], "GET", q))
+    response = respond(data_routes(api), f"/api/v2/stellar/runs/{run}/series", "GET", q)
     return response.status_code, orjson.loads(response.body)
 
 
@@ -26,7 +26,7 @@ def test_a_write_is_seen_by_the_next_identical_read(tmp_path):
     store = open_store(tmp_path / "s", create=True)
     writer = MetricWriter(store)
     writer.write_chunk("c0", [_event("live", "loss", s, float(s)) for s in range(10)], [], request_hash="c0")
-    api = StellarV2(Sources(StoreReader(tmp_path / "s")))
+    api = Portal(Sources(StoreReader(tmp_path / "s")))
     status, first = _series(api, "live", start_step=5)
     assert status == 200 and [p["step"] for p in first["points"]] == [5, 6, 7, 8, 9]
     assert _series(api, "live", start_step=5)[1]["points"] == first["points"]  # the kept answer
@@ -42,13 +42,13 @@ def test_errors_are_not_kept_and_the_cache_is_bounded(tmp_path):
     store = open_store(tmp_path / "s", create=True)
     writer = MetricWriter(store)
     writer.write_chunk("c0", [_event("r", "loss", s, 1.0) for s in range(20)], [], request_hash="c0")
-    api = StellarV2(Sources(StoreReader(tmp_path / "s")))
+    api = Portal(Sources(StoreReader(tmp_path / "s")))
     assert _series(api, "r", start_step="x")[0] == 400
     assert _series(api, "nope")[0] == 404
-    assert api._answers._answers == {}
+    assert api.answers._answers == {}
     for i in range(MAX_ANSWERS + 20):
         status, body = _series(api, "r", start_step=i % 20, max_points=100 + i)
         assert status == 200 and body["points"][0]["step"] == i % 20
-    assert len(api._answers._answers) <= MAX_ANSWERS
-    assert all(len(b) <= MAX_ANSWER_BYTES for b in api._answers._answers.values())
+    assert len(api.answers._answers) <= MAX_ANSWERS
+    assert all(len(b) <= MAX_ANSWER_BYTES for b in api.answers._answers.values())
     store.close()

@@ -10,20 +10,22 @@ import sqlite3
 import pytest
 
 from tau_collector.expstore import StoreReader
+from taunotebook.portal.context import Portal
+from taunotebook.portal.dispatch import respond
 from taunotebook.portal.params import Query
+from taunotebook.portal.routes import data_routes
 from taunotebook.portal.sources import Sources
-from taunotebook.portal.v2 import StellarV2
 
 from .config_store import RunsOnlyReader
 
 
 @pytest.fixture(scope="module")
-def api(config_store) -> StellarV2:
-    return StellarV2(Sources(RunsOnlyReader(StoreReader(config_store))))
+def api(config_store) -> Portal:
+    return Portal(Sources(RunsOnlyReader(StoreReader(config_store))))
 
 
-def _get(api: StellarV2, path: str, pairs=()) -> dict:
-    response = api.dispatch(path.encode().split(b"/"), "GET", Query(list(pairs)))
+def _get(api: Portal, path: str, pairs=()) -> dict:
+    response = respond(data_routes(api), "/api/v2/stellar/" + path, "GET", Query(list(pairs)))
     assert response.status_code == 200, response.body
     return json.loads(response.body)
 
@@ -59,7 +61,7 @@ def test_a_config_hash_without_its_configs_row_is_said(config_store, tmp_path):
     shutil.copytree(config_store, copy)
     with sqlite3.connect(copy / "index.sqlite") as conn:
         conn.execute("DELETE FROM configs WHERE run_id = 'lr-0.1'")
-    api = StellarV2(Sources(StoreReader(copy)))
+    api = Portal(Sources(StoreReader(copy)))
     body = _get(api, "runs/lr-0.1/config")
     stored_hash = StoreReader(copy).run("lr-0.1").config_hash
     assert body["metadata"]["availability"] == {

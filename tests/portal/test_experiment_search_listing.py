@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tau_collector.expstore import StoreReader
-from taunotebook.portal.experiment_search import experiments_json, search_experiments
 from taunotebook.portal.params import ExperimentFilters
-from taunotebook.portal.v2 import classify_run
+from taunotebook.portal.views.experiment_search import experiments_json, search_experiments
+from taunotebook.portal.views.run import classify_run
 
 from .listing_store import build_listing_store
 

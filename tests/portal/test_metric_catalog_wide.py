@@ -13,7 +13,7 @@ from tau_collector.expstore import open_store
 from tau_collector.expstore.write.writer import MetricWriter, RunColumns
 from tau_collector.reads import MetricSummaryRow
 from taunotebook.portal.errors import encode_json
-from taunotebook.portal.v2 import _catalog_json
+from taunotebook.portal.views.metrics import catalog_json as _catalog_json
 
 from .conftest import TOKEN, serve
 

@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from taunotebook.client import NotFoundError, PortalClient
-from taunotebook.portal import run_table
+from taunotebook.portal.views import run_table
 
 from .conftest import LOSS_POINTS, NOTE, PAGE_RUNS, TOKEN, loss_value, serve
 from .sweep_store import build_sweep_store, final_loss

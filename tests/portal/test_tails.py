@@ -111,11 +111,11 @@ def test_client_tails_reads_the_answer_into_columns(portal_server):
 def test_the_store_reads_only_the_named_summaries_and_the_names(tmp_path, monkeypatch):
     from tau_collector.expstore import StoreReader, open_store
     from tau_collector.expstore.write.writer import MetricWriter
+    from taunotebook.portal.context import Portal
+    from taunotebook.portal.dispatch import respond
     from taunotebook.portal.params import Query
-    from taunotebook.portal.serving import answer
+    from taunotebook.portal.routes import data_routes
     from taunotebook.portal.sources import Sources
-    from taunotebook.portal.tails import tails
-    from taunotebook.portal.v2 import StellarV2
 
     from .conftest import _event
 
@@ -131,9 +131,9 @@ def test_the_store_reads_only_the_named_summaries_and_the_names(tmp_path, monkey
     assert reader.metric_summaries_named("wide", []) == (tuple(sorted(names)), {})
     # A running run's poll never reads the whole catalog.
     monkeypatch.setattr(StoreReader, "metric_summaries", lambda *a: pytest.fail("read every summary"))
-    api = StellarV2(Sources(reader))
-    with api.sources.pinned():
-        response = answer(lambda: tails(api, Query([("metric", names[7]), ("metric", names[9])]), "wide"))
+    api = Portal(Sources(reader))
+    response = respond(data_routes(api), "/stellar/data/runs/wide/tails", "GET",
+                       Query([("metric", names[7]), ("metric", names[9])]))
     body = httpx.Response(200, content=response.body).json()
     assert [m["name"] for m in body["metrics"]] == [names[7], names[9]] and body["run"]["state"] == "running"
     assert body["metrics"][0]["latest_value"] == 7.0 and body["catalog"]["total"] == 1200

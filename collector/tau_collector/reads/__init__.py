@@ -3,6 +3,8 @@
 - :mod:`.contract`: :class:`ExperimentReader`, the interface every Portal route reads through; the local
   store's ``StoreReader`` (``tau_collector.expstore.read.reader``) and the Kusto reader
   (``taunotebook/portal/kusto/reader.py``) are its two implementations;
+- :mod:`.capabilities`: what a reader may offer besides (configs, listings, caches, export), one
+  ``runtime_checkable`` protocol each, checked with ``isinstance``;
 - :mod:`.rows`: the rows readers answer with (:class:`RunRow`, :class:`MetricSummaryRow`, :class:`Rows`,
   :class:`ReducedSeries`, :class:`RunEvent`, ...) and the names they carry (:data:`WORKSPACE_TAG`,
   :data:`SOURCE_PROBLEM`, :data:`RUN_SORTS`);
@@ -16,6 +18,17 @@ implementation of this contract, not its home.
 from __future__ import annotations
 
 from tau_collector.reads.blocking import QUICK_FILE_ROWS, QUICK_POINTS, WouldBlock, may_block, no_blocking
+from tau_collector.reads.capabilities import (
+    CAPABILITIES,
+    CachesDerived,
+    ExportsSeries,
+    HasGeneration,
+    HasListings,
+    PinsRequests,
+    ReadsExperimentTable,
+    ReadsNamedSummaries,
+    ReadsRunConfigs,
+)
 from tau_collector.reads.contract import ExperimentReader
 from tau_collector.reads.rows import (
     RUN_SORTS,
@@ -32,16 +45,25 @@ from tau_collector.reads.rows import (
 )
 
 __all__ = [
+    "CAPABILITIES",
     "QUICK_FILE_ROWS",
     "QUICK_POINTS",
     "RUN_SORTS",
     "SOURCE_PROBLEM",
     "WORKSPACE_TAG",
+    "CachesDerived",
     "ExperimentDetails",
     "ExperimentListingRow",
     "ExperimentReader",
     "ExperimentRow",
+    "ExportsSeries",
+    "HasGeneration",
+    "HasListings",
     "MetricSummaryRow",
+    "PinsRequests",
+    "ReadsExperimentTable",
+    "ReadsNamedSummaries",
+    "ReadsRunConfigs",
     "ReducedSeries",
     "Rows",
     "RunEvent",

@@ -5,25 +5,21 @@ Two implementations: the local store's :class:`~tau_collector.expstore.StoreRead
 ``source=auto`` (``taunotebook/portal/sources.py``) merges the two behind the same interface. Both answer
 with the rows of :mod:`.rows` and keep the non-blocking rule of :mod:`.blocking`.
 
-Readers may offer more, and the Portal asks for it by name (``getattr``) and answers without it where
-it is missing: ``pinned()`` (one view of the source for a request), ``generation()`` (a token that
-changes with the data, for answer caches), ``run_configs(run_ids)`` (each run's
-:class:`~tau_collector.taugrid.run_config.RunConfig`), ``metric_summaries_named(run_id, names)``, ``derived(key,
-build)`` (a value cached until the data changes), and the indexed listings of a store
-(``has_listings()``, ``search_experiments``, ``experiment_details`` → :class:`~.rows.ExperimentDetails`,
-``run_window`` sorted by one of :data:`~.rows.RUN_SORTS`, ``summaries_of``, ``runs_per_metric``,
-``experiments()`` → :class:`~.rows.ExperimentRow`).
+Readers may offer more; each such capability is a ``runtime_checkable`` protocol of :mod:`.capabilities`
+(configs, listings, caches, export), which the Portal checks with ``isinstance`` and answers without where
+a reader lacks it.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from tau_collector.reads.rows import MetricSummaryRow, ReducedSeries, Rows, RunEvent, RunRow
 
 __all__ = ["ExperimentReader"]
 
 
+@runtime_checkable
 class ExperimentReader(Protocol):
     """What the routes read; :class:`~tau_collector.expstore.StoreReader` is the local one."""
 

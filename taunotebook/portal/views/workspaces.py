@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .errors import json_response
+from ..errors import json_response
 
-__all__ = ["WORKSPACES_PATH", "workspace_directory", "workspaces_route"]
+__all__ = ["WORKSPACES_PATH", "route", "workspace_directory"]
 
 WORKSPACES_PATH = "/api/portal/workspaces"
 
@@ -41,7 +41,7 @@ def workspace_directory(workspace: str, default_source: str) -> dict:
     return {"workspaces": [scope], "selected": scope, "managed": False}
 
 
-def workspaces_route(workspace: str, default_source: str) -> Route:
+def route(workspace: str, default_source: str) -> Route:
     """The route; behind the token gate like every other read. Non-GET: TauGrid's ``405 {"error": ...}``."""
     body = workspace_directory(workspace, default_source)
 

@@ -8,7 +8,8 @@ gets no points read at all; of the run's summaries only the named metrics' rows 
 (:meth:`~tau_collector.expstore.StoreReader.metric_summaries_named`), and its names once per change.
 The full list of metric names comes only when it changed since the client's ``catalog_since``
 cursor, so a run of thousands of metrics costs a poll what its visible metrics cost. Parameters and
-the answer are in ``docs/api.md``.
+the answer are in ``docs/api.md``. The tails answer is encoded here (:func:`read`, its catalog entries by
+:func:`_entry`, the v2 catalog entry's fields and omissions).
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ import hashlib
 
 import numpy as np
 import orjson
+from starlette.responses import Response
 
-from tau_collector.reads import ExperimentReader
+from tau_collector.reads import ExperimentReader, ReadsNamedSummaries
 from tau_collector.taugrid.gojson import encode_string
 
-from .errors import RawJSON, V2Error, json_response, metadata_json
-from .params import DEFAULT_MAX_POINTS, MAX_MAX_POINTS, Query, parse_int
-from .v2 import StellarV2, classify_run
+from ..context import Context
+from ..errors import RawJSON, V2Error, json_response, metadata_json
+from ..params import DEFAULT_MAX_POINTS, MAX_MAX_POINTS, Query, parse_int
+from .run import classify_run
 
-__all__ = ["MAX_TAIL_METRICS", "tails"]
+__all__ = ["MAX_TAIL_METRICS", "read"]
 
 MAX_TAIL_METRICS = 256  # metrics named in one request; a pane showing more asks in several
 STATUS_MESSAGE_TAG = "tau.status.message"
@@ -38,9 +41,8 @@ _cursors: dict[tuple[int, str], tuple[tuple[str, ...], str]] = {}
 
 def _catalog(reader: ExperimentReader, run_id: str, wanted: list[str]) -> tuple[tuple[str, ...], dict, str]:
     """(every metric name of the run, by name; the summaries of ``wanted`` it has; the cursor of the names)."""
-    named = getattr(reader, "metric_summaries_named", None)
-    if named is not None:  # the local store: only the named rows, not the whole catalog
-        names, by_name = named(run_id, wanted)
+    if isinstance(reader, ReadsNamedSummaries):  # the local store: only the named rows, not the whole catalog
+        names, by_name = reader.metric_summaries_named(run_id, wanted)
     else:
         rows = reader.metric_summaries(run_id)
         names = tuple(s.metric_name for s in rows)
@@ -105,8 +107,9 @@ def _parallel(q: Query, name: str, n: int) -> list[int | None]:
     return out + [None] * (n - len(out))
 
 
-def tails(api: StellarV2, q: Query, run_id: str):
-    source, workspace = api.source_and_workspace(q)
+def read(ctx: Context) -> Response:
+    q, run_id = ctx.query, ctx.run_id
+    source, workspace = ctx.source_and_workspace()
     metrics = [m.strip() for m in q.all("metric")]
     if len(metrics) > MAX_TAIL_METRICS:
         raise V2Error(400, "INVALID_ARGUMENT", f"at most {MAX_TAIL_METRICS} metric parameters per request, "
@@ -122,7 +125,7 @@ def tails(api: StellarV2, q: Query, run_id: str):
         max_points = parse_int(q.get("max_points"), "max_points")
         if not 1 <= max_points <= MAX_MAX_POINTS:
             raise V2Error(400, "INVALID_ARGUMENT", f"max_points must be between 1 and {MAX_MAX_POINTS}")
-    found = api.exact_run(q, source, workspace, run_id)
+    found = ctx.exact_run(source, workspace)
     reader, run = found.reader, found.run
     names, by_name, cursor = _catalog(reader, run.run_id, metrics)
     # A live run's lifecycle needs no summaries; a finished one's success gates read them all (once: it no

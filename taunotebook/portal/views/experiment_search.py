@@ -1,4 +1,4 @@
-"""TauGrid's ``/experiments/search`` over one reader: which experiments match, and each one's summary.
+"""``GET /api/v2/stellar/experiments/search``: which experiments match, and each one's summary (``v2Experiment``).
 
 By ``expstore.SearchExperiments`` (``portal/internal/expstore/experiment.go``): an experiment is listed
 when the served workspace holds at least one of its runs; ``q`` is a case-insensitive substring of its
@@ -13,6 +13,7 @@ A local store with run listings (``expstore/listing.py``) is searched in SQL: fi
 scan limit in the query, the summaries read for the page's experiments only, so a search costs what
 its answer holds, whatever the workspace's size. Text search (``q``) and config filters, and sources
 without listings (Kusto, ``source=auto``, a store last written by TauGrid), classify every run as before.
+The experiment shape is encoded here (:meth:`Experiment.to_json`, :func:`experiments_json`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tau_collector.reads import ExperimentDetails, ExperimentReader, RunRow
+from starlette.responses import Response
 
-from .params import ExperimentFilters
-from .run_configs import config_space, matches, read_configs
+from tau_collector.reads import ExperimentDetails, ExperimentReader, HasListings, ReadsExperimentTable, RunRow
+from tau_collector.taugrid.gojson import dumps_fast
 
-__all__ = ["Experiment", "experiments_json", "search_experiments"]
+from ..context import Context
+from ..errors import SECURITY_HEADERS, json_response, metadata
+from ..params import ExperimentFilters, experiment_filters, include_param, limit_param
+from ..run_configs import config_space, matches, read_configs
+from .experiment_runs import SCAN_LIMIT
+from .run import classify_run
+
+__all__ = ["Experiment", "experiments_json", "read", "search_experiments"]
 
 
 @dataclass(slots=True)
@@ -115,8 +123,7 @@ def _experiments(reader: ExperimentReader, workspace: str) -> list[Experiment]:
     for run in reader.runs(workspace):
         if run.experiment_id:
             by_id.setdefault(run.experiment_id, []).append(run)
-    read_rows = getattr(reader, "experiments", None)
-    rows = {row.experiment_id: row for row in read_rows()} if callable(read_rows) else {}
+    rows = {row.experiment_id: row for row in reader.experiments()} if isinstance(reader, ReadsExperimentTable) else {}
     out = []
     for experiment_id, runs in by_id.items():
         row = rows.get(experiment_id)
@@ -133,7 +140,7 @@ def search_experiments(reader: ExperimentReader, workspace: str, f: ExperimentFi
                        lifecycle_of: Callable[[RunRow], str], scan_limit: int) -> tuple[list[Experiment], bool]:
     """(the matching experiments, newest first, at most ``scan_limit``; whether there were more)."""
     if not f.query and not f.config and _has_listings(reader):
-        rows = reader.search_experiments(  # type: ignore[attr-defined]
+        rows = reader.search_experiments(
             workspace, project=f.project, tags=f.tags, metric_names=f.metric_names, since=f.since, start=f.start,
             end=f.end, lifecycle=f.lifecycle, limit=scan_limit + 1)
         listed = [Experiment(r.experiment_id, r.project, r.name, r.description, r.created_at, r.updated_at, [], {},
@@ -170,8 +177,7 @@ def search_experiments(reader: ExperimentReader, workspace: str, f: ExperimentFi
 
 
 def _has_listings(reader: ExperimentReader) -> bool:
-    has = getattr(reader, "has_listings", None)
-    return callable(has) and bool(has())
+    return isinstance(reader, HasListings) and reader.has_listings()
 
 
 def experiments_json(reader: ExperimentReader, page: list[Experiment], include_config: bool,
@@ -179,8 +185,8 @@ def experiments_json(reader: ExperimentReader, page: list[Experiment], include_c
     """The page's experiments as TauGrid's ``v2Experiment``; with ``include_config``, each one's config space
     (every config key of its runs with the distinct values), and warnings for what that cut."""
     listed = [e for e in page if e.indexed_latest is not None and e.details is None]
-    if listed:
-        details = reader.experiment_details(  # type: ignore[attr-defined]
+    if listed and isinstance(reader, HasListings):  # only a listing's search leaves details to read
+        details = reader.experiment_details(
             workspace, [e.experiment_id for e in listed], with_run_ids=include_config)
         for e in listed:
             e.details = details[e.experiment_id]
@@ -193,3 +199,35 @@ def experiments_json(reader: ExperimentReader, page: list[Experiment], include_c
             body["config"] = space
             warnings += [f"experiment {e.experiment_id}: {c}" for c in cut]
     return bodies, warnings
+
+
+def read(ctx: Context) -> Response:
+    """TauGrid's ``/experiments/search``, with our ``config.<key>=<value>`` filters and ``include=config``."""
+    q = ctx.query
+    source, workspace = ctx.source_and_workspace()
+    filters = experiment_filters(q)
+    limit = limit_param(q)
+    include = include_param(q)
+    filter_hash = filters.hash(source, workspace)
+    cursor = ctx.cursors.decode(q.get("cursor"), filter_hash)
+    reader, served, warnings = ctx.sources.reader(source)
+
+    def lifecycle_of(run: RunRow) -> str:
+        return classify_run(run, reader.metric_summaries(run.run_id))[0]
+
+    found, truncated = search_experiments(reader, workspace, filters, lifecycle_of, SCAN_LIMIT)
+    if cursor is not None:
+        sort_at, item_id = cursor
+        found = [e for e in found if e.sort_at < sort_at or (e.sort_at == sort_at and e.experiment_id > item_id)]
+    next_cursor = None
+    if len(found) > limit:
+        found = found[:limit]
+        next_cursor = ctx.cursors.encode(filter_hash, found[-1].sort_at, found[-1].experiment_id)
+    bodies, cut = experiments_json(reader, found, "config" in include, workspace)
+    body: dict = {"metadata": metadata(source, [served], truncated, warnings + cut), "experiments": bodies}
+    if next_cursor:
+        body["next_cursor"] = next_cursor
+    if "config" in include:  # config values hold floats: the Go encoder spells them
+        return json_response(body)
+    # Ids, names, counts and times only: orjson writes Go's bytes for them (gojson.dumps_fast).
+    return Response(dumps_fast(body), media_type="application/json", headers=SECURITY_HEADERS)

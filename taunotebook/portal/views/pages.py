@@ -1,4 +1,4 @@
-"""The Stellar browser pages (``/stellar``, the runs listing) and their static assets; their data: ``page_data``."""
+"""The Stellar browser pages (``/stellar``, the runs listing) and their static assets (their data: page-data views)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-__all__ = ["BUILD_HINT", "PAGE_BUNDLE", "page_routes"]
+__all__ = ["BUILD_HINT", "PAGE_BUNDLE", "routes"]
 
 # The pages' script and style are bundled from js/stellar/ into static/stellar/ at build time (plotly.js inside).
-_BUILT_DIR = Path(__file__).resolve().parent.parent / "static" / "stellar"
+_BUILT_DIR = Path(__file__).resolve().parents[2] / "static" / "stellar"
 PAGE_BUNDLE = "stellar.js"
 BUILD_HINT = "npm ci --prefix js && npm run build --prefix js   (or: pip install -e .)"
 
@@ -143,7 +143,7 @@ async def _asset(request: Request) -> Response:
     )
 
 
-def page_routes() -> list[BaseRoute]:
+def routes() -> list[BaseRoute]:
     """The Stellar pages and their assets, for the app factory to mount beside the API."""
     return [
         Route("/", _listing("./"), methods=["GET", "HEAD"], name="stellar_home"),

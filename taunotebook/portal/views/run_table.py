@@ -1,4 +1,4 @@
-"""The runs table's data (``GET /stellar/data/runs``): any window of the workspace's runs, the total always true.
+"""``GET /stellar/data/runs`` (page data): the runs table, any window of the workspace's runs, the total always true.
 
 Each run with its ids, state, tags and creation time, its config's flattened fields (what the table's
 hyperparameter columns, the compare page's names and the parallel coordinates show), and a chosen
@@ -11,7 +11,8 @@ them. A store with run listings (``expstore/listing.py``) filters, sorts and win
 summaries and configs for the window only; other sources (Kusto, ``source=auto``) do the same in Python
 over their runs. Bounds: :data:`METRICS_LIMIT` metrics, :data:`RUN_IDS_LIMIT` ``run_id`` filters,
 :data:`CONFIG_FIELDS_LIMIT` fields per run and :data:`CONFIG_TEXT_LIMIT` characters per text value (both
-said in a warning when cut). The answer is encoded by orjson in Go's bytes (``gojson.dumps_fast``).
+said in a warning when cut). The table row is encoded here (:func:`run_table`); the answer is written by
+orjson in Go's bytes (``gojson.dumps_fast``).
 """
 
 from __future__ import annotations
@@ -20,12 +21,16 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tau_collector.collect.completion_file import RUN_STATUS_METRIC
-from tau_collector.reads import RUN_SORTS, ExperimentReader, RunRow
-from tau_collector.taugrid.gojson import go_number
+from starlette.responses import Response
 
-from .errors import V2Error
-from .params import Query, parse_int
+from tau_collector.collect.completion_file import RUN_STATUS_METRIC
+from tau_collector.reads import RUN_SORTS, ExperimentReader, HasListings, RunRow
+from tau_collector.taugrid.gojson import dumps_fast, go_number
+
+from ..context import Context
+from ..errors import SECURITY_HEADERS, V2Error, metadata
+from ..params import Query, parse_int
+from ..run_configs import read_configs
 
 __all__ = [
     "CONFIG_FIELDS_LIMIT",
@@ -36,6 +41,7 @@ __all__ = [
     "RUN_IDS_LIMIT",
     "RUN_SORTS",
     "default_metric",
+    "read",
     "run_table",
 ]
 
@@ -96,12 +102,6 @@ def _config_json(fields: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
         out[key], was_cut = _field_value(fields[key])
         cut = cut or was_cut
     return out, cut
-
-
-def _configs(reader: ExperimentReader, run_ids: list[str]) -> dict[str, Any]:
-    # A source without configs (TauGrid's Kusto tables carry none) answers every run's config as null.
-    read = getattr(reader, "run_configs", None)
-    return read(run_ids) if read is not None and run_ids else {}
 
 
 def _stats(summary) -> dict[str, Any]:
@@ -167,7 +167,7 @@ def _window_python(reader: ExperimentReader, runs: list[RunRow], q: Query, metri
     state, tag, needle = q.get("state"), _tag_param(q), q.get("q").lower()
     runs = [r for r in runs if (not state or r.state == state) and (tag is None or r.tags.get(tag[0]) == tag[1])]
     if needle:
-        configs = _configs(reader, [r.run_id for r in runs])
+        configs = read_configs(reader, [r.run_id for r in runs])
         runs = [r for r in runs if _matches_text(r, configs.get(r.run_id), needle)]
     if sort == "created_at":
         if not descending:
@@ -194,17 +194,13 @@ def _selected(runs: Iterable[RunRow], q: Query, run_ids: list[str]) -> list[RunR
             and (not group or r.run_group_id == group)]
 
 
-def _has_listings(reader: ExperimentReader) -> bool:
-    has = getattr(reader, "has_listings", None)
-    return callable(has) and bool(has())
+def _listings(reader: ExperimentReader) -> HasListings | None:
+    """The reader's listings when it has them and they cover every run, else None (list from ``runs``)."""
+    return reader if isinstance(reader, HasListings) and reader.has_listings() else None
 
 
-def _listed_names(reader: ExperimentReader, workspace: str, q: Query, window: list[RunRow],
-                  indexed: bool) -> dict[str, int]:
-    """Runs per metric name: of the workspace's runs (of the experiment, when one is named) from the listings,
-    else of the window's runs."""
-    if indexed:
-        return reader.runs_per_metric(workspace, q.get("experiment"))  # type: ignore[attr-defined]
+def _window_names(reader: ExperimentReader, window: list[RunRow]) -> dict[str, int]:
+    """Runs per metric name among the window's runs (a source without listings)."""
     counts: dict[str, int] = {}
     for run in window:
         for s in reader.metric_summaries(run.run_id):
@@ -218,35 +214,36 @@ def run_table(reader: ExperimentReader, workspace: str, q: Query) -> tuple[dict[
     run_ids = _run_ids_param(q)
     offset, limit, windowed, sort, descending = _window_params(q)
     tag = _tag_param(q)
-    indexed = _has_listings(reader)
+    listings = _listings(reader)
     warnings: list[str] = []
-    if indexed and not metrics:
-        chosen = default_metric(reader.runs_per_metric(workspace, q.get("experiment")))  # type: ignore[attr-defined]
+    if listings is not None and not metrics:
+        chosen = default_metric(listings.runs_per_metric(workspace, q.get("experiment")))
         metrics = [chosen] if chosen else []
     if sort.startswith("metric:") and not metrics:
         raise V2Error(400, "INVALID_ARGUMENT", "sort by a metric statistic needs a metric")
-    if indexed:
-        total, listed = reader.run_window(  # type: ignore[attr-defined]
+    if listings is not None:
+        total, listed = listings.run_window(
             workspace, project=q.get("project"), experiment=q.get("experiment"), group=q.get("group"),
             run_ids=run_ids, state=q.get("state"), tag=tag, query=q.get("q"), sort=sort, descending=descending,
             metric=metrics[0] if metrics else None, offset=offset, limit=limit)
-        runs_per_metric = _listed_names(reader, workspace, q, listed, True)
+        # Of the workspace's runs (of the experiment, when one is named).
+        runs_per_metric = listings.runs_per_metric(workspace, q.get("experiment"))
     else:
         matching = _selected(reader.runs(workspace, project=q.get("project") or None), q, run_ids)
         if not metrics:
             # Without listings the default metric comes from the first window's runs, as it always did.
             first = matching[:RUNS_LIMIT]
-            chosen = default_metric(_listed_names(reader, workspace, q, first, False))
+            chosen = default_metric(_window_names(reader, first))
             metrics = [chosen] if chosen else []
         total, listed = _window_python(reader, matching, q, metrics[0] if metrics else None, offset, limit, sort,
                                        descending)
-        runs_per_metric = _listed_names(reader, workspace, q, listed, False)
+        runs_per_metric = _window_names(reader, listed)
     partial = offset + len(listed) < total or (offset > 0 and total > 0)
     if partial and not windowed:
         warnings.append(f"the first {len(listed)} of {total} runs are listed; ask with offset= and limit= for "
                         "the others, or filter by project, experiment or group")
-    if indexed:
-        found = reader.summaries_of([r.run_id for r in listed], metrics)  # type: ignore[attr-defined]
+    if listings is not None:
+        found = listings.summaries_of([r.run_id for r in listed], metrics)
         summaries = {r.run_id: {m: found.get((r.run_id, m)) for m in metrics} for r in listed}
     else:
         summaries = {r.run_id: {m: reader.metric_summary(r.run_id, m) for m in metrics} for r in listed}
@@ -255,7 +252,7 @@ def run_table(reader: ExperimentReader, workspace: str, q: Query) -> tuple[dict[
     if len(names) > METRIC_NAMES_LIMIT:
         warnings.append(f"{len(names)} metric names; the first {METRIC_NAMES_LIMIT} are listed")
         names = names[:METRIC_NAMES_LIMIT]
-    configs = _configs(reader, [r.run_id for r in listed])
+    configs = read_configs(reader, [r.run_id for r in listed])
     cut_configs: list[str] = []
     rows = []
     for run in listed:
@@ -279,3 +276,15 @@ def run_table(reader: ExperimentReader, workspace: str, q: Query) -> tuple[dict[
                         f"{shown}")
     body = {"metric_names": names, "metrics": metrics, "run_count": total, "offset": offset, "runs": rows}
     return body, partial, warnings
+
+
+def read(ctx: Context) -> Response:
+    source, workspace = ctx.source_and_workspace()
+    reader, served, warnings = ctx.sources.reader(source)
+    q = ctx.query
+    ctx.known_ids(reader, workspace, ("project", q.get("project"), "project"),
+                  ("experiment_id", q.get("experiment"), "experiment_id"), ("group", q.get("group"), "run_group_id"))
+    body, partial, more = run_table(reader, workspace, q)
+    # Thousands of rows: encoded by orjson in Go's bytes (the metadata as a dict: orjson splices no RawJSON).
+    payload = {"metadata": metadata(source, [served], partial, warnings + more), **body}
+    return Response(dumps_fast(payload), media_type="application/json", headers=SECURITY_HEADERS)
