@@ -2,8 +2,9 @@
 
 Every source found becomes one run: a TensorBoard run (a directory holding event files; an
 ``add_hparams`` sub-directory of one is part of it, see :mod:`.hparams`), a W&B run folder
-(``files/wandb-history.jsonl``, else the ``run-<id>.wandb`` log of today's clients), a Ray Tune trial (a directory holding ``result.json``; one that
-also holds event files is its result rows only, so the trial is one run), or a JSONL history file
+(``files/wandb-history.jsonl``, else the ``run-<id>.wandb`` log of today's clients), a Ray Tune
+trial (a directory holding ``result.json``; one that also holds event files is its result rows only,
+so the trial is one run), or a JSONL history file
 (given directly, or found in a directory that is none of the above). ``name`` is the text a
 run id is derived from: the source's path relative to the given path (the given path's own name
 when it is the source), the file name without ``.jsonl`` for a history file, and a W&B log's run its

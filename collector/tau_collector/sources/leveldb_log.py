@@ -79,10 +79,10 @@ class LogStop(StrEnum):
 class LogRead:
     """What one :func:`read_log` call found.
 
-    ``records`` are ``(number, offset, payload)`` of complete logical records (1-based in the file; the
-    offset of the first fragment's header); ``skipped`` are ``(number, offset, size)`` of verified records longer than the
-    limit, whose payloads were not kept. ``checkpoint`` is where the next read starts and
-    ``count`` the logical records before it. For a stop other than ``END``, ``error_offset`` is
+    ``records`` are ``(number, offset, payload)`` of complete logical records (numbered from 1 in the
+    file; the offset of the first fragment's header); ``skipped`` are ``(number, offset, size)`` of
+    verified records longer than the limit, whose payloads were not kept. ``checkpoint`` is where the
+    next read starts and ``count`` the logical records before it. For a stop other than ``END``, ``error_offset`` is
     the byte where the problem is and ``message`` says what it is. ``more``: a bound, not the end of
     the readable bytes, ended the read.
     """
@@ -121,7 +121,7 @@ def encode_log(payloads: list[bytes], *, file_header: bytes = b"", checksum: Che
 class _Blocks:
     """The file's blocks, read one at a time (the current one cached)."""
 
-    __slots__ = ("fd", "size", "start", "data")
+    __slots__ = ("data", "fd", "size", "start")
 
     def __init__(self, fd: int, size: int) -> None:
         self.fd, self.size, self.start, self.data = fd, size, -1, b""

@@ -204,7 +204,8 @@ class WandbLogSource(Source):
                 batch.problems.append(SourceProblem(
                     path, ProblemKind.CORRUPT,
                     f"the run is complete but its W&B log ends inside a record at byte {log.error_offset}, so the "
-                    f"file was cut; records before byte {log.checkpoint} were read", line=line, offset=log.error_offset))
+                    f"file was cut; records before byte {log.checkpoint} were read", line=line,
+                    offset=log.error_offset))
             else:
                 batch.problems.append(SourceProblem(path, ProblemKind.TRUNCATED, log.message, line=line,
                                                     offset=log.error_offset))

@@ -83,7 +83,7 @@ def _item(data: Any) -> tuple[tuple[str, ...], Any, bool]:
             key = _text(raw)
         elif number == 2 and wire == 2:
             nested.append(_text(raw))
-        elif number == 16 and wire == 2 or number == 8 and wire == 2:  # value_json, json
+        elif number in (16, 8) and wire == 2:  # value_json, json
             value, has = _json(raw), True
         elif number == 3 and wire == 0:  # none
             value, has = None, True
