@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tau_collector.collect.loop import Collector, CollectorOptions
 from tau_collector.expstore.reader import StoreReader
+from tau_collector.sinks.expstore import ExpstoreSink
 from tau_collector.sources.base import Position, SourceInput
 from tau_collector.sources.leveldb_log import (
     BLOCK_SIZE,
@@ -245,3 +247,32 @@ def test_source_input_is_the_log(wandb_run: WandbRun) -> None:
     assert source.inputs({str(wandb_run.folder / "other")}) == []
     assert WandbLogSource(str(wandb_run.folder), limits=Limits(batch_records=3)).read(
         source_input, Position(), final=False).more
+
+
+def test_the_sidecar_reads_a_growing_log_and_never_passes_a_torn_tail(wandb_run: WandbRun, tmp_path: Path) -> None:
+    data = wandb_run.log.read_bytes()
+    whole = read_all(wandb_run.log).records
+    history = [o for (_, o, p), r in zip(whole, wandb_records([p for _, _, p in whole]), strict=True)
+               if r.WhichOneof("record_type") == "history"]
+    wandb_dir = tmp_path / "job"  # $WANDB_DIR: the run folder appears under wandb/ once the job starts
+    folder = wandb_dir / "wandb" / wandb_run.folder.name
+    folder.mkdir(parents=True)
+    log_path = folder / wandb_run.log.name
+    store = tmp_path / "store"
+
+    def collect() -> None:
+        Collector(CollectorOptions(run="seed-1", project="demo", experiment="e", group="g", out=str(tmp_path / "out"),
+                                   sinks=[ExpstoreSink(store, source_id="t")], wandb=[str(wandb_dir)])).run()
+
+    cut = history[10] + HEADER_SIZE + 5  # inside the 11th history record
+    log_path.write_bytes(data[:cut])
+    collect()
+    assert StoreReader(store).rows("seed-1", "val.acc").step.tolist() == list(range(10))
+    log_path.write_bytes(data)  # the job wrote on
+    collect()
+    collect()  # again: nothing new, nothing twice
+    reader = StoreReader(store)
+    assert reader.rows("seed-1", "val.acc").step.tolist() == list(range(STEPS))
+    # A run's configuration is stored once: what the log held when the sidecar first read it (wandb.init's).
+    config = reader.run_config("seed-1")
+    assert config is not None and config.values == wandb_run.logged["config"]

@@ -105,10 +105,25 @@ _MEDIA_BUCKET = {"histogram": "wandb_histogram", "image-file": "wandb_image", "i
 _META_BATCH = 4 * 1024 * 1024
 
 
-def wandb_logs(directory: str) -> list[str]:
-    """The ``run-<id>.wandb`` logs directly in ``directory``, in name order."""
-    return sorted(p for p in glob.glob(os.path.join(glob.escape(directory), "run-*.wandb"))
-                  if _LOG_NAME.fullmatch(os.path.basename(p)) and os.path.isfile(p))
+# Where a watched W&B directory holds run logs: in itself (a run folder), in its run folders (``wandb/``),
+# or in the run folders of its ``wandb/`` (``WANDB_DIR``).
+_WATCHED_DEPTHS = ((), ("*",), ("wandb", "*"))
+
+
+def wandb_logs(directory: str, depths: tuple[tuple[str, ...], ...] = ((),)) -> list[str]:
+    """The ``run-<id>.wandb`` logs directly in ``directory`` (or in its sub-directories ``depths`` name), sorted."""
+    found = set()
+    for parts in depths:
+        pattern = os.path.join(glob.escape(directory), *parts, "run-*.wandb")
+        found.update(p for p in glob.glob(pattern) if _LOG_NAME.fullmatch(os.path.basename(p)) and os.path.isfile(p))
+    return sorted(found)
+
+
+def _at_depth(parts: tuple[str, ...], depth: tuple[str, ...]) -> bool:
+    """Whether directory ``parts`` (relative to a watched directory) match ``depth`` (names, or ``*`` for any)."""
+    if len(parts) != len(depth) or os.pardir in parts:
+        return False
+    return all(want in ("*", part) for want, part in zip(depth, parts, strict=True))
 
 
 def _count_media(fields: dict[str, Any], batch: Batch) -> None:
@@ -124,13 +139,18 @@ def _count_media(fields: dict[str, Any], batch: Batch) -> None:
 
 
 class WandbLogSource(Source):
-    """A W&B run folder's ``run-<id>.wandb`` transaction log(s): history rows, config, summary, identity."""
+    """A W&B run folder's ``run-<id>.wandb`` transaction log(s): history rows, config, summary, identity.
+
+    ``watched``: the folder is a directory the sidecar watches (``--wandb``), whose run folders may
+    appear later: its logs are those in it, in its sub-directories, and in those of its ``wandb/``.
+    """
 
     kind = "wandb"
 
-    def __init__(self, run_folder: str, *, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(self, run_folder: str, *, watched: bool = False, limits: Limits = DEFAULT_LIMITS) -> None:
         super().__init__(limits)
         self.run_folder = os.path.abspath(run_folder)
+        self._depths = _WATCHED_DEPTHS if watched else ((),)
         # The metadata scan: per log, how far it read and the record count there.
         self._scanned: dict[str, tuple[int, int]] = {}
         self._config: dict[str, Any] = {}
@@ -141,14 +161,21 @@ class WandbLogSource(Source):
     def detect(directory: str) -> bool:
         return bool(wandb_logs(directory))
 
+    def logs(self) -> list[str]:
+        return wandb_logs(self.run_folder, self._depths)
+
     def inputs(self, changed: set[str] | None = None) -> list[SourceInput]:
-        logs = wandb_logs(self.run_folder)
+        logs = self.logs()
         if changed is not None:
             logs = [p for p in logs if p in changed]
         return [SourceInput(p, history_metric_file_id(p), p) for p in logs]
 
     def owns(self, path: str) -> bool:
-        return os.path.dirname(path) == self.run_folder and bool(_LOG_NAME.fullmatch(os.path.basename(path)))
+        if not _LOG_NAME.fullmatch(os.path.basename(path)):
+            return False
+        relative = os.path.relpath(os.path.dirname(path), self.run_folder)
+        parts = () if relative == os.curdir else tuple(relative.split(os.sep))
+        return any(_at_depth(parts, depth) for depth in self._depths)
 
     def watch_roots(self) -> list[str]:
         return [self.run_folder]
@@ -218,7 +245,7 @@ class WandbLogSource(Source):
 
     def _scan_metadata(self) -> None:
         """Fold the config, summary and run records written since the last scan into what is known."""
-        for path in wandb_logs(self.run_folder):
+        for path in self.logs():
             start = Position(*self._scanned.get(path, (0, 0)))
             while True:
                 log = self._read(path, start, _META_BATCH, 1 << 30)
@@ -255,5 +282,5 @@ class WandbLogSource(Source):
         values = {k: v for k, v in self._config.items() if k not in WANDB_BOOKKEEPING}
         if not values:
             return None
-        logs = wandb_logs(self.run_folder)
+        logs = self.logs()
         return run_config(values, format="json", uri=logs[0] if logs else self.run_folder)
