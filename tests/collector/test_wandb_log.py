@@ -25,7 +25,7 @@ from tau_collector.sources.read_limits import Limits
 from tau_collector.sources.records import ProblemKind
 from tau_collector.sources.wandb import WandbLogSource
 from tau_collector.sources.wandb_log import FILE_HEADER, apply_items, decode_record
-from taunotebook.importer import import_paths
+from taunotebook import cli
 
 from .wandb_runs import LONG, STEPS, WandbRun, wandb_items, wandb_records
 from .wandb_runs import wandb_run_fixture as wandb_run_fixture
@@ -220,10 +220,12 @@ def test_leveldb_checksums_are_a_choice_of_the_reader(tmp_path: Path) -> None:
 
 
 def test_taunotebook_import_of_an_offline_run_stores_its_scalars_and_config(wandb_run: WandbRun,
-                                                                          tmp_path: Path) -> None:
+                                                                          tmp_path: Path, capsys) -> None:
     store = tmp_path / "store"
-    summary = import_paths([str(wandb_run.folder.parent.parent)], store, clustering="off")
-    assert summary.run_ids == ["wandblog-run"] and summary.dropped == STEPS
+    assert cli.main(["import", str(wandb_run.folder.parent.parent), "--store", str(store), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "imported 1 runs, 4 metrics" in out and f"{STEPS} values that are not scalars dropped" in out
+    assert "1 run configurations stored" in out
     reader = StoreReader(store)
     (run,) = reader.runs()
     assert set(run.metric_names) == {"loss", "epoch", "val.acc", "val.deep.f1"}
