@@ -39,8 +39,9 @@ Ray Tune trials (result.json: training_iteration is the step, the time from the 
 to the microsecond, else result.json's whole-second timestamp), JSONL history files.
 
 configurations (hyperparameters), stored with each run: a Tune trial's params.json, a W&B run's
-files/config.yaml (its values) or, without it, the config its run-<id>.wandb log holds, a TensorBoard run's HParams session (SummaryWriter.add_hparams writes
-it into a sub-directory, which is read as part of the run it was written from). Importing again
+files/config.yaml (its values) or, without it, the config its run-<id>.wandb log holds, a TensorBoard
+run's HParams session (SummaryWriter.add_hparams writes it into a sub-directory, which is read as part
+of the run it was written from). Importing again
 changes nothing; a run whose configuration changed since keeps its first one, and the import says so
 and exits 1.
 
