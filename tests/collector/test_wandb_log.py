@@ -278,3 +278,11 @@ def test_the_sidecar_reads_a_growing_log_and_never_passes_a_torn_tail(wandb_run:
     # A run's configuration is stored once: what the log held when the sidecar first read it (wandb.init's).
     config = reader.run_config("seed-1")
     assert config is not None and config.values == wandb_run.logged["config"]
+
+
+def test_a_row_wider_than_the_limit_is_skipped_before_it_is_decoded(wandb_run: WandbRun) -> None:
+    source = WandbLogSource(str(wandb_run.folder), limits=Limits(max_row_fields=3))
+    batch = source.read(source.inputs()[0], Position(), final=True)
+    assert not batch.rows and len(batch.problems) == STEPS
+    assert {p.kind for p in batch.problems} == {ProblemKind.BAD_EVENT}
+    assert "more than the limit of 3" in batch.problems[0].message

@@ -200,10 +200,10 @@ class WandbLogSource(Source):
             try:
                 if record_kind(payload) != 2:  # Record.history
                     continue
-                record = decode_record(payload)
+                record = decode_record(payload, max_items=limits.max_row_fields)
             except ValueError as exc:
                 batch.problems.append(SourceProblem(path, ProblemKind.BAD_EVENT,
-                                                    f"record is not a W&B Record ({exc}); skipped",
+                                                    f"record is not a W&B history row we can read ({exc}); skipped",
                                                     line=number, offset=offset))
                 continue
             if record.row is not None:

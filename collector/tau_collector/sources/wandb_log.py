@@ -135,7 +135,11 @@ def _items(data: Any, kinds: tuple[int, int] = (1, 2)) -> tuple[list, list]:
     return updates, removes
 
 
-def _history(data: Any) -> dict[str, Any]:
+def _history(data: Any, max_items: int | None) -> dict[str, Any]:
+    if max_items is not None:
+        count = sum(1 for number, wire, _ in fields(data) if number == 1 and wire == 2)
+        if count > max_items:
+            raise ValueError(f"a history row of {count} items, more than the limit of {max_items}")
     items = []
     step = None
     for number, wire, raw in fields(data):
@@ -179,13 +183,14 @@ def _run(data: Any, record: WandbRecord) -> None:
     record.run = info
 
 
-def decode_record(payload: bytes | memoryview) -> WandbRecord:
-    """The parts of a ``Record`` read here; :class:`ValueError` for a payload that is not well formed."""
+def decode_record(payload: bytes | memoryview, *, max_items: int | None = None) -> WandbRecord:
+    """The parts of a ``Record`` read here; :class:`ValueError` for a payload that is not well formed, or a
+    history row of more than ``max_items`` items (counted before any is decoded)."""
     for number, wire, raw in fields(memoryview(payload)):
         if wire != 2:
             continue
         if number == _HISTORY:
-            return WandbRecord("history", row=_history(raw))
+            return WandbRecord("history", row=_history(raw, max_items))
         if number == _CONFIG:
             updates, removes = _items(raw)
             return WandbRecord("config", updates=updates, removes=removes)
