@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tau_collector.collect.loop import Collector, CollectorOptions
-from tau_collector.expstore.reader import StoreReader
+from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.sinks.expstore import ExpstoreSink
 from tau_collector.sources.base import Position, SourceInput
 from tau_collector.sources.leveldb_log import (
