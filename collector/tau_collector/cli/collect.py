@@ -126,7 +126,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="TensorBoard logdir to watch, repeatable (ours)")
     src.add_argument("--wandb", action="append", default=[], metavar="DIR",
                      help="W&B directory to watch for run-<id>.wandb logs: a run folder, a wandb/ folder or "
-                          "$WANDB_DIR, repeatable (ours)")
+                          "the job's WANDB_DIR, repeatable (ours)")
     src.add_argument("--run-config", default="", metavar="PATH",
                      help="the run's configuration (hyperparameters), a JSON or YAML file, stored with the "
                           "run in the expstore (ours; default: a source's own, e.g. TensorBoard HParams)")
