@@ -259,6 +259,7 @@ def test_the_sidecar_reads_a_growing_log_and_never_passes_a_torn_tail(wandb_run:
     wandb_dir = tmp_path / "job"  # $WANDB_DIR: the run folder appears under wandb/ once the job starts
     folder = wandb_dir / "wandb" / wandb_run.folder.name
     folder.mkdir(parents=True)
+    (wandb_dir / "wandb" / "latest-run").symlink_to(folder.name)  # as wandb links it: not a second run
     log_path = folder / wandb_run.log.name
     store = tmp_path / "store"
 
@@ -268,6 +269,9 @@ def test_the_sidecar_reads_a_growing_log_and_never_passes_a_torn_tail(wandb_run:
 
     cut = history[10] + HEADER_SIZE + 5  # inside the 11th history record
     log_path.write_bytes(data[:cut])
+    watched = WandbLogSource(str(wandb_dir), watched=True)
+    assert [i.path for i in watched.inputs()] == [str(log_path)]
+    assert not watched.owns(str(wandb_dir / "wandb" / "latest-run" / log_path.name))
     collect()
     assert StoreReader(store).rows("seed-1", "val.acc").step.tolist() == list(range(10))
     log_path.write_bytes(data)  # the job wrote on

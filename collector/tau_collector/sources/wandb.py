@@ -111,11 +111,16 @@ _WATCHED_DEPTHS = ((), ("*",), ("wandb", "*"))
 
 
 def wandb_logs(directory: str, depths: tuple[tuple[str, ...], ...] = ((),)) -> list[str]:
-    """The ``run-<id>.wandb`` logs directly in ``directory`` (or in its sub-directories ``depths`` name), sorted."""
+    """The ``run-<id>.wandb`` logs directly in ``directory`` (or in its sub-directories ``depths`` name), sorted.
+
+    A sub-directory that is a symbolic link (W&B's ``wandb/latest-run``) is passed over: the run folder it
+    points to is found under its own name, and one log read under two paths would deliver its points twice.
+    """
     found = set()
     for parts in depths:
         pattern = os.path.join(glob.escape(directory), *parts, "run-*.wandb")
-        found.update(p for p in glob.glob(pattern) if _LOG_NAME.fullmatch(os.path.basename(p)) and os.path.isfile(p))
+        found.update(p for p in glob.glob(pattern) if _LOG_NAME.fullmatch(os.path.basename(p)) and os.path.isfile(p)
+                     and not (parts and os.path.islink(os.path.dirname(p))))
     return sorted(found)
 
 
@@ -173,7 +178,10 @@ class WandbLogSource(Source):
     def owns(self, path: str) -> bool:
         if not _LOG_NAME.fullmatch(os.path.basename(path)):
             return False
-        relative = os.path.relpath(os.path.dirname(path), self.run_folder)
+        directory = os.path.dirname(path)
+        if directory != self.run_folder and os.path.islink(directory):
+            return False
+        relative = os.path.relpath(directory, self.run_folder)
         parts = () if relative == os.curdir else tuple(relative.split(os.sep))
         return any(_at_depth(parts, depth) for depth in self._depths)
 
