@@ -290,3 +290,17 @@ def test_a_row_wider_than_the_limit_is_skipped_before_it_is_decoded(wandb_run: W
     assert not batch.rows and len(batch.problems) == STEPS
     assert {p.kind for p in batch.problems} == {ProblemKind.BAD_EVENT}
     assert "more than the limit of 3" in batch.problems[0].message
+
+
+def test_any_prefix_of_the_log_reads_a_prefix_of_its_records(wandb_run: WandbRun, tmp_path: Path) -> None:
+    data = wandb_run.log.read_bytes()
+    whole = read_all(wandb_run.log).records
+    ends = {o for _, o, _ in whole[1:]} | {len(data)}  # where a complete record ends (the next one starts)
+    prefix = tmp_path / "prefix.wandb"
+    for cut in [*range(0, len(data), 331), BLOCK_SIZE - 3, BLOCK_SIZE, BLOCK_SIZE + HEADER_SIZE]:
+        prefix.write_bytes(data[:cut])
+        log = read_all(prefix)
+        assert log.records == whole[:len(log.records)] and log.checkpoint <= max(cut, len(FILE_HEADER)), cut
+        assert log.stop in (LogStop.END, LogStop.TRUNCATED), cut
+        if len(log.records) < len(whole):  # the next record is not all there
+            assert whole[len(log.records)][1] >= log.checkpoint and min(e for e in ends if e > log.checkpoint) > cut
