@@ -32,13 +32,16 @@ EXAMPLES = """examples:
   taunotebook import runs/ && taunotebook import runs/   # the second import changes nothing
   taunotebook import runs/ -v --log-format json --no-progress 2>import-log.jsonl   # each source logged
 
-sources: TensorBoard event files (Tune trials included), W&B run folders (files/wandb-history.jsonl),
+sources: TensorBoard event files (Tune trials included), W&B run folders (files/wandb-history.jsonl, or
+the run-<id>.wandb log that today's wandb writes offline and online; such a run is named by its W&B
+display name, else its W&B run id; histograms and media are counted as dropped),
 Ray Tune trials (result.json: training_iteration is the step, the time from the trial's event file
 to the microsecond, else result.json's whole-second timestamp), JSONL history files.
 
 configurations (hyperparameters), stored with each run: a Tune trial's params.json, a W&B run's
-files/config.yaml (its values), a TensorBoard run's HParams session (SummaryWriter.add_hparams writes
-it into a sub-directory, which is read as part of the run it was written from). Importing again
+files/config.yaml (its values) or, without it, the config its run-<id>.wandb log holds, a TensorBoard
+run's HParams session (SummaryWriter.add_hparams writes it into a sub-directory, which is read as part
+of the run it was written from). Importing again
 changes nothing; a run whose configuration changed since keeps its first one, and the import says so
 and exits 1.
 
@@ -92,8 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     runs = discover_sources(args.paths, limits)
     if not runs:
-        parser.error("nothing to import: no event files, files/wandb-history.jsonl, result.json or *.jsonl under "
-                     + ", ".join(args.paths))
+        parser.error("nothing to import: no event files, files/wandb-history.jsonl, run-*.wandb, result.json or "
+                     "*.jsonl under " + ", ".join(args.paths))
     if args.store:
         store = args.store
     else:

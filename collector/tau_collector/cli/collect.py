@@ -1,7 +1,7 @@
 """``tau-collector collect``: TauGrid's ``taugrid-metrics-collector collect`` flags, plus ours.
 
 Every TauGrid flag keeps its name, default and ``TAU_METRICS_OFFLOAD_*`` variable (used only
-when the flag is absent). Additions: ``--tfevents`` logdirs, ``--sink`` (repeatable:
+when the flag is absent). Additions: ``--tfevents`` logdirs, ``--wandb`` directories, ``--sink`` (repeatable:
 ``expstore`` needs ``--store``; the ADX flags are required only for ``adx-queued-v1`` and
 ``adx-streaming``, which streams with a queued fallback and takes ``--adx-ingest-uri``),
 ``--step-field``/``--time-field``. Without ``--sink`` the sink is TauGrid's ``adx-queued-v1``,
@@ -124,6 +124,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                      help="JSONL history file or glob, repeatable [$TAU_METRICS_HISTORY]")
     src.add_argument("--tfevents", action="append", default=[], metavar="LOGDIR",
                      help="TensorBoard logdir to watch, repeatable (ours)")
+    src.add_argument("--wandb", action="append", default=[], metavar="DIR",
+                     help="W&B directory to watch for run-<id>.wandb logs: a run folder, a wandb/ folder or "
+                          "the job's WANDB_DIR, repeatable (ours)")
     src.add_argument("--run-config", default="", metavar="PATH",
                      help="the run's configuration (hyperparameters), a JSON or YAML file, stored with the "
                           "run in the expstore (ours; default: a source's own, e.g. TensorBoard HParams)")
@@ -260,8 +263,8 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
     run, project, experiment, group = (identity[flag] for flag, _, _ in IDENTITY)
     out = _required(args.out, "out", "OUT")
     history = args.history or ([os.environ["TAU_METRICS_HISTORY"]] if os.environ.get("TAU_METRICS_HISTORY") else [])
-    if not history and not args.tfevents:
-        raise UsageError("--history is required (or $TAU_METRICS_HISTORY, or --tfevents)")
+    if not history and not args.tfevents and not args.wandb:
+        raise UsageError("--history is required (or $TAU_METRICS_HISTORY, or --tfevents, or --wandb)")
     tags = dict(args.tag or [])
     if args.tag is None and _env("TAGS"):
         for item in _env("TAGS").split(","):
@@ -301,7 +304,8 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
         raise UsageError(str(exc)) from None
     options = CollectorOptions(
         run=run, project=project, experiment=experiment, group=group, out=out, sinks=sinks,
-        history=history, tfevents=list(args.tfevents), source=str(_pick(args.source, "SOURCE", "stellar-online")),
+        history=history, tfevents=list(args.tfevents), wandb=list(args.wandb),
+        source=str(_pick(args.source, "SOURCE", "stellar-online")),
         tags=tags, completion_file=str(_pick(args.completion_file, "COMPLETION_FILE", "")),
         interval=durations["interval"], batch_wait=durations["batch_wait"], cpu_budget=cpu_budget,
         baseline_existing_history=args.baseline_existing_history,
@@ -406,7 +410,8 @@ def run(args: argparse.Namespace) -> int:
     log.info("collector starting", extra={
         "run": options.run, "project": options.project, "experiment": options.experiment, "group": options.group,
         "out": os.path.abspath(options.out), "sinks": ",".join(s.name for s in sinks),
-        "history": ",".join(options.history), "tfevents": ",".join(options.tfevents), "watch": options.watch,
+        "history": ",".join(options.history), "tfevents": ",".join(options.tfevents), "wandb": ",".join(options.wandb),
+        "watch": options.watch,
     })
     return _collect(args, options, sinks)
 

@@ -21,6 +21,7 @@ from tau_collector.sources.base import Source
 from tau_collector.sources.history import HistorySource
 from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
 from tau_collector.sources.tensorboard import TensorBoardSource
+from tau_collector.sources.wandb import WandbLogSource
 from tau_collector.spool.manifest import MANIFEST_SCHEMA_V1
 from tau_collector.taugrid.gojson import GoMap, marshal
 
@@ -43,6 +44,7 @@ class CollectorOptions:
     sinks: list[Sink]
     history: list[str] = field(default_factory=list)
     tfevents: list[str] = field(default_factory=list)
+    wandb: list[str] = field(default_factory=list)
     source: str = "stellar-online"
     tags: dict[str, str] = field(default_factory=dict)
     completion_file: str = ""
@@ -89,8 +91,8 @@ def validate(options: CollectorOptions) -> None:
     for name in ("run", "project", "experiment", "group", "source", "out"):
         if not getattr(options, name).strip():
             raise CollectorError(f"--{name} is required")
-    if not options.history and not options.tfevents:
-        raise CollectorError("--history is required (or --tfevents)")
+    if not options.history and not options.tfevents and not options.wandb:
+        raise CollectorError("--history is required (or --tfevents, or --wandb)")
     if options.interval <= 0:
         raise CollectorError("--interval must be positive")
     if options.max_iterations < 0:
@@ -108,13 +110,14 @@ def validate(options: CollectorOptions) -> None:
 
 
 def collector_sources(options: CollectorOptions) -> list[Source]:
-    """The sources the options ask for, in reading order: JSONL history, then TensorBoard logdirs."""
+    """The sources the options ask for, in reading order: JSONL history, TensorBoard logdirs, W&B directories."""
     sources: list[Source] = []
     if options.history:
         sources.append(HistorySource(options.history, step_field=options.step_field, time_field=options.time_field,
                                      limits=options.limits))
     if options.tfevents:
         sources.append(TensorBoardSource(options.tfevents, limits=options.limits))
+    sources.extend(WandbLogSource(directory, watched=True, limits=options.limits) for directory in options.wandb)
     return sources
 
 
@@ -161,6 +164,8 @@ def config_identity(o: CollectorOptions, tags: dict[str, str]) -> str:
     # configuration keeps TauGrid's identity.
     if o.tfevents:
         doc["tfevents"] = list(o.tfevents)
+    if o.wandb:
+        doc["wandb"] = list(o.wandb)
     if o.run_config:
         doc["run_config"] = o.run_config
     if o.step_field != "_step" or o.time_field != "_timestamp":

@@ -2,11 +2,13 @@
 
 Every source found becomes one run: a TensorBoard run (a directory holding event files; an
 ``add_hparams`` sub-directory of one is part of it, see :mod:`.hparams`), a W&B run folder
-(``files/wandb-history.jsonl``), a Ray Tune trial (a directory holding ``result.json``; one that
-also holds event files is its result rows only, so the trial is one run), or a JSONL history file
+(``files/wandb-history.jsonl``, else the ``run-<id>.wandb`` log of today's clients), a Ray Tune
+trial (a directory holding ``result.json``; one that also holds event files is its result rows only,
+so the trial is one run), or a JSONL history file
 (given directly, or found in a directory that is none of the above). ``name`` is the text a
 run id is derived from: the source's path relative to the given path (the given path's own name
-when it is the source), the file name without ``.jsonl`` for a history file.
+when it is the source), the file name without ``.jsonl`` for a history file, and a W&B log's run its
+display name (else its W&B run id) as its run record gives it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
 from tau_collector.sources.tensorboard import TensorBoardSource
 from tau_collector.sources.tensorboard_run import TensorBoardRun, is_event_file, metric_file_id
 from tau_collector.sources.tune import TUNE_RESULT, TuneSource
-from tau_collector.sources.wandb import WandbSource
+from tau_collector.sources.wandb import WandbLogSource, WandbSource
+from tau_collector.taugrid.run_config import ConfigError
 
 __all__ = ["Found", "discover"]
 
@@ -48,6 +51,15 @@ def _source_in(directory: str, name: str, limits: Limits) -> Found | None:
     """What ``directory`` itself is (possibly nothing)."""
     if WandbSource.detect(directory):
         return Found("wandb", name, directory, WandbSource(directory, limits=limits))
+    if WandbLogSource.detect(directory):
+        source = WandbLogSource(directory, limits=limits)
+        try:
+            info = source.run_info()
+        except (ConfigError, OSError):
+            info = None  # the import reports what it cannot read; the run keeps its path's name
+        if info is not None and (info.display_name or info.run_id):
+            name = info.display_name or info.run_id
+        return Found("wandb", name, directory, source)
     if TuneSource.detect(directory):
         return Found("tune", name, directory, TuneSource(directory, limits=limits))
     try:
