@@ -62,7 +62,14 @@ from tau_collector.collect.stop_rules import (
     read_stop_request,
 )
 from tau_collector.job.history_writer import HistoryWriter
-from tau_collector.job.notify import Delivery, Notification, Notifier, NotifyUrlError, resolve_notify_urls
+from tau_collector.job.notify import (
+    Delivery,
+    Notification,
+    Notifier,
+    NotifyUrlError,
+    check_notify_url,
+    resolve_notify_urls,
+)
 from tau_collector.job.system_sampler import SystemSampler
 
 log = logging.getLogger("tau_collector.wrap")
@@ -287,7 +294,6 @@ def run(args: argparse.Namespace) -> int:
         _check_stop_rules(args.collect_args)
         notify_urls = resolve_notify_urls(args.notify)
         if args.notify_link is not None:
-            from tau_collector.job.notify import check_notify_url
             check_notify_url(args.notify_link, where="--notify-link")
     except (UsageError, NotifyUrlError) as exc:
         return usage_error(args, str(exc))
