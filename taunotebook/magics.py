@@ -18,13 +18,13 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.display import display
 
 from .backends import BACKENDS, BackendError
-from .submit import SubmittedRun, attach, runs, stop_rule_flags, submit
+from .submit import SubmittedRun, attach, notify_flags, runs, stop_rule_flags, submit
 
 __all__ = ["TauMagics", "load_ipython_extension"]
 
 SUBMIT_USAGE = ("%%tau_submit [--name N] [--project P] [--experiment E] [--group G] [--workspace W] "
                 "[--backend local|ray|tau] [--tfevents DIR]... [--config K=V]... [--config-file F] "
-                "[--metric M]... [--no-pane] [--as VAR] "
+                "[--metric M]... [--notify URL]... [--no-pane] [--as VAR] "
                 "[--dry-run] [--ray-address A]   (or: %tau_submit [flags] script.py [args...])")
 
 
@@ -58,6 +58,7 @@ def _submit_parser() -> _Parser:
     p.add_argument("--ray-address")
     p.add_argument("--stop-on-nan", action="append", nargs="?", const="", default=[], metavar="METRIC")
     p.add_argument("--stop-if", action="append", default=[], metavar="RULE")
+    p.add_argument("--notify", action="append", default=None, metavar="URL")
     p.add_argument("script", nargs="?")
     p.add_argument("args", nargs=argparse.REMAINDER)
     return p
@@ -98,6 +99,7 @@ class TauMagics(Magics):
             raise UsageError(f"%tau_submit: --as {opts.var!r} is not a Python identifier")
         try:  # checked here, so that an error names the magic's flags
             stop_rule_flags([m or None for m in opts.stop_on_nan], opts.stop_if, names=("--stop-on-nan", "--stop-if"))
+            notify_flags(opts.notify, opts.backend, name="--notify")
         except ValueError as err:
             raise UsageError(f"%tau_submit: {err}") from None
         common: dict[str, Any] = {
@@ -105,7 +107,7 @@ class TauMagics(Magics):
             "workspace": opts.workspace, "backend": opts.backend, "tfevents": opts.tfevents,
             "ray_address": opts.ray_address, "dry_run": opts.dry_run, "config_items": opts.config,
             "config_file": opts.config_file, "stop_on_nan": [m or None for m in opts.stop_on_nan],
-            "stop_if": opts.stop_if,
+            "stop_if": opts.stop_if, "notify": opts.notify,
         }
         try:
             if cell is None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from tau_collector.cli.durations import DurationError, parse_duration
 from tau_collector.collect.stop_rules import parse_stop_if, parse_stop_on_nan
+from tau_collector.job.notify import NotifyUrlError, check_notify_url, resolve_notify_urls
 from tau_collector.taugrid.ids import MAX_ID_BYTES
 
 from .backends import (
@@ -80,6 +81,25 @@ def stop_rule_flags(stop_on_nan: bool | str | Sequence[str | None] = False, stop
     return tuple(arg for rule in rules for arg in rule.as_args())
 
 
+def notify_flags(notify: str | Sequence[str] | None, backend: str, *, name: str = "notify") -> tuple[str, ...]:
+    """wrap's ``--notify`` flags for ``submit``'s ``notify``: a URL or several; ``None`` takes
+    ``$TAU_NOTIFY_URL`` or the per-user file ``<TAU_HOME>/notify-urls`` (not for the tau backend, which sends
+    none); ``[]`` sends none. Each URL is checked (``ValueError`` naming ``name``)."""
+    if notify is None:
+        if backend == "tau":
+            return ()
+        try:
+            urls = resolve_notify_urls(None)
+        except NotifyUrlError as err:
+            raise ValueError(str(err)) from None
+    else:
+        given = [notify] if isinstance(notify, str) else list(notify)
+        urls = [check_notify_url(str(u), where=name) for u in given if str(u).strip()]
+        if not urls:
+            return ("--notify", "") if backend != "tau" else ()  # none, not the defaults
+    return tuple(arg for url in urls for arg in ("--notify", url))
+
+
 def submit(
     script: str | PathLike[str] | None = None,
     *,
@@ -102,6 +122,7 @@ def submit(
     config_items: Sequence[str] = (),
     stop_on_nan: bool | str | Sequence[str | None] = False,
     stop_if: str | Sequence[str] = (),
+    notify: str | Sequence[str] | None = None,
 ) -> SubmittedRun:
     """Submit a training script (a path) or ``code`` (its text) as a run; returns its :class:`SubmittedRun`.
 
@@ -114,6 +135,9 @@ def submit(
     ``stop_on_nan`` (True: any metric; a metric name, or several) and ``stop_if`` (``"loss>10"``, also ``<``,
     ``>=``, ``<=``; one or several) stop the job when a rule fires on a logged value (``local``, ``ray``):
     the run ends ``cancelled`` with the rule, the value and its step as its status message.
+    ``notify`` (a webhook URL or several; default ``$TAU_NOTIFY_URL`` or ``<TAU_HOME>/notify-urls``; ``[]``:
+    none) is POSTed a Slack/Teams-compatible message when a stop rule fires and when the run finishes,
+    fails or is cancelled (``local``, ``ray``; see docs/alerts.md).
     Raises ``ValueError`` for bad arguments and :class:`BackendUnavailable` when the backend cannot run
     here — in both cases nothing is submitted.
     """
@@ -137,12 +161,17 @@ def submit(
         raise ValueError("--dry-run is only for the tau backend (it prints the TauGrid run config)")
     run_config = build_config(config, config_file, config_items)
     stop_rules = stop_rule_flags(stop_on_nan, stop_if)
+    notify_args = notify_flags(notify, backend)
     home = tau_home()
     chosen = get_backend(backend)
     run_id = new_run_id(name, workspace, home)
     directory = run_dir(run_id, workspace, home)
     if script_path is None:
         script_path = directory / CELL_SCRIPT
+    if notify_args and notify_args[1] and os.environ.get("TAU_PORTAL_URL"):
+        from .client.links import stellar_link
+
+        notify_args += ("--notify-link", stellar_link(run_id, project))
     options: dict[str, Any] = {"dry_run": dry_run, "out": out or print}
     if ray_address:
         options["ray_address"] = ray_address
@@ -151,7 +180,7 @@ def submit(
                    tfevents=tuple(str(Path(t).resolve()) for t in tfevents), env=dict(env or {}),
                    cwd=Path(cwd).resolve() if cwd is not None else Path.cwd(), home=home, options=options,
                    config_path=directory / RUN_CONFIG_FILE if run_config is not None else None,
-                   stop_rules=stop_rules)
+                   stop_rules=stop_rules, notify=notify_args)
     chosen.check(spec)  # a missing dependency fails here, before anything is written
     wrote = code is not None or run_config is not None
     if code is not None:

@@ -97,6 +97,7 @@ class RunSpec:
     options: Mapping[str, Any] = field(default_factory=dict)  # backend-specific (ray address, dry run, ...)
     config_path: Path | None = None  # the run's configuration (config.json in the run directory), if it has one
     stop_rules: tuple[str, ...] = ()  # collector flags, e.g. ("--stop-if", "loss>10"): the job stops when one fires
+    notify: tuple[str, ...] = ()  # wrap's webhook flags, e.g. ("--notify", URL, "--notify-link", STELLAR_URL)
 
     @property
     def run_dir(self) -> Path:

@@ -50,6 +50,7 @@ def wrapper_argv(spec: RunSpec, run_dir: str, sink: list[str], *, python: str = 
     if config is not None:
         argv += ["--run-config", config]
     argv += spec.stop_rules
+    argv += spec.notify
     return [*argv, "--", python, script or str(spec.script), *spec.args]
 
 

@@ -107,6 +107,9 @@ class TauBackend:
             raise BackendError("--stop-on-nan and --stop-if are not supported by the tau backend: TauGrid's own "
                                "collector sidecar delivers its metrics and does not watch rules; use the local or "
                                "ray backend")
+        if spec.notify:
+            raise BackendError("--notify is not supported by the tau backend: TauGrid's own collector sidecar "
+                               "runs the job and sends no webhooks; use the local or ray backend")
         if spec.tfevents:
             raise BackendError("--tfevents is not supported by the tau backend: TauGrid's collector reads "
                                "JSONL history only; print JSON rows instead")

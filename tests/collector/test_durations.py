@@ -83,9 +83,10 @@ FLAGS = [
     ("--done-timeout", False, lambda f, v: _wrap(f, v).done_timeout),
     ("--interval", False, lambda f, v: parse_duration(_wrap(f, v).interval)),  # wrap's, passed on to collect
     ("--system-interval", True, lambda f, v: wrap.resolve_system_interval(_wrap(f, v))),
+    ("--notify-grace", True, lambda f, v: _wrap(f, v).notify_grace),  # 0: exit without waiting for webhooks
     ("--max-delay", False, _normalize),
 ]
-IDS = ["collect " + f for f, _, _ in FLAGS[:5]] + ["wrap " + f for f, _, _ in FLAGS[5:9]] + ["normalize --max-delay"]
+IDS = ["collect " + f for f, _, _ in FLAGS[:5]] + ["wrap " + f for f, _, _ in FLAGS[5:10]] + ["normalize --max-delay"]
 
 
 def test_the_table_covers_every_duration_of_collect():

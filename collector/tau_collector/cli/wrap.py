@@ -26,6 +26,12 @@ every ``--system-interval`` (:mod:`tau_collector.job.system_sampler`), and stops
 the collector's stop rules fires (``--stop-on-nan``/``--stop-if``, passed on to ``collect``, which
 writes ``collector/stop-request.json``): the run then ends ``cancelled``, reason
 ``metric-stop-rule``, with the rule, metric, value and step in the completion's message.
+
+With ``--notify URL`` (repeatable; else ``$TAU_NOTIFY_URL``, else ``<TAU_HOME>/notify-urls``) wrap POSTs
+a webhook when a stop rule fires and when the run finishes, fails or is cancelled
+(:mod:`tau_collector.job.notify`). Delivery runs on background threads with bounded retries; at exit
+wrap waits at most ``--notify-grace`` for it, and never changes its exit code for it. Each delivery,
+sent or failed, becomes a ``notification`` run event in a local ``--store``.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 from tau_collector.cli import logging_setup as logs
 from tau_collector.cli.collect import IDENTITY, INTERVAL, UsageError, flag_or_env, resolve_identity
@@ -55,6 +62,14 @@ from tau_collector.collect.stop_rules import (
     read_stop_request,
 )
 from tau_collector.job.history_writer import HistoryWriter
+from tau_collector.job.notify import (
+    Delivery,
+    Notification,
+    Notifier,
+    NotifyUrlError,
+    check_notify_url,
+    resolve_notify_urls,
+)
 from tau_collector.job.system_sampler import SystemSampler
 
 log = logging.getLogger("tau_collector.wrap")
@@ -83,6 +98,8 @@ _interval_text.__name__ = "duration"
 SYSTEM_INTERVAL_ENV = "TAU_COLLECTOR_SYSTEM_INTERVAL"
 _TIMEOUT = duration_type()  # a wait that cannot last is refused, not taken as "do not wait"
 SYSTEM_INTERVAL = duration_type(zero=True)  # 0 turns system metrics off
+NOTIFY_GRACE = duration_type(zero=True)
+NOTIFY_EVENT = "notification"  # the run event type of each webhook delivery
 
 
 def resolve_system_interval(args: argparse.Namespace) -> float:
@@ -110,6 +127,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--system-interval", type=SYSTEM_INTERVAL, default=None, metavar="DURATION",
                    help="sample the trainer's CPU, memory and GPUs as system/ metrics every DURATION "
                         "(default 10s; 0 turns it off) [$TAU_COLLECTOR_SYSTEM_INTERVAL]")
+    p.add_argument("--notify", action="append", default=[], metavar="URL",
+                   help="POST a Slack/Teams-compatible webhook when a stop rule fires and when the run finishes, "
+                        "fails or is cancelled (repeatable; default $TAU_NOTIFY_URL, comma- or space-separated, "
+                        "else the URLs in <TAU_HOME>/notify-urls; --notify '' sends none)")
+    p.add_argument("--notify-grace", type=NOTIFY_GRACE, default=5.0, metavar="DURATION",
+                   help="at exit, wait at most this long for webhooks still being retried (default 5s; 0: not at "
+                        "all); a webhook never changes wrap's exit code")
+    p.add_argument("--notify-link", metavar="URL", help="the run's Stellar page, put in each notification")
     logs.add_arguments(p)
     p.set_defaults(collect_args=[], command=[])
     return p
@@ -176,7 +201,8 @@ def _wait_for(path: str, timeout: float, *, stop: StopFlag, process: subprocess.
     return "ok"
 
 
-def _stop_on_request(out_dir: str, trainer: subprocess.Popen, request: dict) -> None:
+def _stop_on_request(out_dir: str, trainer: subprocess.Popen, request: dict,
+                     on_request: Callable[[dict], None] = lambda found: None) -> None:
     """Stop the trainer when one of the collector's stop rules fired (its stop-request.json): SIGTERM, and
     SIGKILL if it is still running 30 s later."""
     leave_stop_signals_to_main_thread()
@@ -184,6 +210,7 @@ def _stop_on_request(out_dir: str, trainer: subprocess.Popen, request: dict) -> 
         found = read_stop_request(out_dir)
         if found is not None:
             request.update(found)
+            on_request(found)
             log.warning(f"{found.get('message', 'a stop rule fired')}; stopping the trainer")
             trainer.send_signal(signal.SIGTERM)
             try:
@@ -218,6 +245,43 @@ def _check_stop_rules(collect_args: list[str]) -> None:
         raise UsageError(str(exc)) from None
 
 
+def _store_flag(collect_args: list[str]) -> str | None:
+    """The ``--store`` among the flags passed on to ``collect``: where notifications are recorded."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--store")
+    known, _ = parser.parse_known_args(collect_args)
+    return known.store
+
+
+def _record_deliveries(store_root: str | None, run_id: str, deliveries: list[Delivery], grace: float) -> None:
+    """Each webhook delivery as a ``notification`` run event in the local store; never raises."""
+    events = []
+    for d in deliveries:
+        outcome, detail = d.outcome, d.detail
+        if outcome == "pending":
+            outcome = "failed"
+            detail = f"still undelivered when wrap exited ({grace:g}s grace; last: {detail or 'no answer yet'})"
+        n = d.notification
+        message = f"{n.trigger} notification to {d.redacted_url} {outcome} after {d.attempts} attempt(s): {detail}"
+        log.info(message) if outcome == "sent" else log.warning(message)
+        events.append((outcome, message, {"trigger": n.trigger, "outcome": outcome, "url": d.redacted_url,
+                                          "attempts": d.attempts, "status": d.status, "detail": detail,
+                                          "state": n.state, "reason": n.reason}))
+    if store_root is None or not events:
+        return
+    try:
+        from tau_collector.expstore import open_store, record_run_events
+        from tau_collector.expstore.store import utc_now_rfc3339
+        from tau_collector.reads import RunEvent
+
+        now = utc_now_rfc3339()
+        record_run_events(open_store(store_root, writable=True), [
+            RunEvent(run_id, now, NOTIFY_EVENT, "tau-collector-wrap", "info" if outcome == "sent" else "warning",
+                     message, payload) for outcome, message, payload in events])
+    except Exception as exc:  # the run's outcome stands whatever happens to its notification record
+        log.warning(f"could not record the notifications in --store {store_root}: {exc}")
+
+
 def run(args: argparse.Namespace) -> int:
     logs.configure_from(args)
     if not args.command:
@@ -226,10 +290,20 @@ def run(args: argparse.Namespace) -> int:
     try:
         system_interval = resolve_system_interval(args)
         # A run the collector would refuse is refused before the trainer starts or a file is written.
-        resolve_identity(_identity_flags(args.collect_args))
+        identity = resolve_identity(_identity_flags(args.collect_args))
         _check_stop_rules(args.collect_args)
-    except UsageError as exc:
+        notify_urls = resolve_notify_urls(args.notify)
+        if args.notify_link is not None:
+            check_notify_url(args.notify_link, where="--notify-link")
+    except (UsageError, NotifyUrlError) as exc:
         return usage_error(args, str(exc))
+    notifier = Notifier(notify_urls)
+
+    def notify(trigger: str, state: str, reason: str, message: str, step: int | None = None) -> None:
+        if notify_urls:
+            notifier.send(Notification(trigger, identity["run"], identity.get("project"), state, reason, message,
+                                       step=step, link=args.notify_link))
+
     run_dir = os.path.abspath(args.run_dir)
     history_dir = os.path.join(run_dir, HISTORY_DIR)
     tensorboard_dir = os.path.join(run_dir, "tensorboard")
@@ -307,8 +381,13 @@ def run(args: argparse.Namespace) -> int:
             pump = threading.Thread(target=_pump, args=(read_fd, history_dir, Passthrough(sys.stdout.buffer)),
                                     name="tau-normalize", daemon=True)
             pump.start()
-            threading.Thread(target=_stop_on_request, args=(out_dir, trainer, stop_request), name="tau-stop-rules",
-                             daemon=True).start()
+            def on_stop_request(found: dict) -> None:
+                step = found.get("step")
+                notify("stop-rule", "running", STOP_RULE_REASON, found.get("message", "a stop rule fired"),
+                       step if isinstance(step, int) else None)
+
+            threading.Thread(target=_stop_on_request, args=(out_dir, trainer, stop_request, on_stop_request),
+                             name="tau-stop-rules", daemon=True).start()
             code = trainer.wait()
             pump.join()
             if sampler is not None:
@@ -326,6 +405,8 @@ def run(args: argparse.Namespace) -> int:
         message = f"{stop_request.get('message', 'a stop rule fired')}; {message}"
     write_completion(completion, state, reason=reason, message=message,
                      completed_at=time.time_ns() // 1_000_000_000 * 1_000_000_000)
+    if not stop_request:  # a stop rule's own notification already said how this run ends
+        notify("finished" if state == "succeeded" else state, state, reason, message)
     waited = _wait_for(done, done_timeout, stop=StopFlag(), process=collector)
     if waited != "ok":
         why = "exited before confirming the terminal publication" if waited == "exited" else \
@@ -342,4 +423,7 @@ def run(args: argparse.Namespace) -> int:
     except subprocess.TimeoutExpired:
         collector.terminate()
     log_file.close()
+    if notify_urls:  # after the collector's terminal publication: the run page is complete before this
+        _record_deliveries(_store_flag(args.collect_args), identity["run"], notifier.close(args.notify_grace),
+                           args.notify_grace)
     return status

@@ -41,6 +41,8 @@ __all__ = [
     "compact_all",
     "compact_run",
     "open_store",
+    "read_run_events",
+    "record_run_events",
 ]
 
 _HOME = {
@@ -51,6 +53,7 @@ _HOME = {
     "ConfigConflictError": "write.config_rows", "StoreReader": "read.reader",
     "CompactionPolicy": "maintain.compaction", "compact_all": "maintain.compaction",
     "compact_run": "maintain.compaction", "cluster_run": "maintain.metric_clusters",
+    "read_run_events": "write.run_events", "record_run_events": "write.run_events",
 }
 
 if TYPE_CHECKING:
@@ -59,6 +62,7 @@ if TYPE_CHECKING:
     from tau_collector.expstore.read.reader import StoreReader
     from tau_collector.expstore.store import ExpStore, StoreError, StoreNotFoundError, StoreReadOnlyError, open_store
     from tau_collector.expstore.write.config_rows import ConfigConflictError
+    from tau_collector.expstore.write.run_events import read_run_events, record_run_events
     from tau_collector.expstore.write.writer import IdempotencyConflictError, MetricWriter, RunColumns, WriteResult
 
 
