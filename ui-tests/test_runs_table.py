@@ -14,10 +14,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import Page
-from portal.conftest import TOKEN, PortalServer, serve
-from portal.sweep_store import LRS, build_sweep_store, final_loss, trial_config, trial_id
-from ui_pages import ARTIFACTS, CHROMIUM_ARGS, chromium_path, open_ready, screenshot
 
+from fixtures.browser import ARTIFACTS, CHROMIUM_ARGS, chromium_path, open_ready, screenshot
+from fixtures.portal import TOKEN, PortalServer, serve
+from fixtures.sweep_store import LRS, build_sweep_store, final_loss, trial_config, trial_id
 from taunotebook.portal import run_table
 
 TRIALS = 12

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page
-from portal.conftest import TOKEN, ServerThread
-from ui_pages import open_ready, screenshot
-from wide_run import RequestLog, write_rows, write_wide_run
 
+from fixtures.browser import open_ready, screenshot
+from fixtures.portal import TOKEN
+from fixtures.servers import ServerThread
+from fixtures.wide_run import RequestLog, write_rows, write_wide_run
 from tau_collector.expstore import open_store
 from taunotebook.portal.app import create_app
 

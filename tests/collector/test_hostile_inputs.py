@@ -13,13 +13,14 @@ import os
 import struct
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 from tensorboard.compat.proto import event_pb2 as tb_event_pb2
 
+from fixtures.collector import measured
+from fixtures.tb_writers import write_tensorboardx
 from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.sources.jsonl import read_history
 from tau_collector.sources.logdir import discover_runs
@@ -29,34 +30,8 @@ from tau_collector.sources.tensorboard_run import read_segment
 from tau_collector.sources.tf_record import encode_frame, scan_file
 from taunotebook.importer import import_paths
 
-from .tb_writers import write_tensorboardx
-
 T0 = 1_790_000_000.0
 GIB = 1 << 30
-
-# Runs a command in this interpreter and prints the peak RSS (MiB) of that process on stderr's last line.
-MEASURED = textwrap.dedent("""
-    import runpy, sys
-    sys.argv = sys.argv[1:]
-    code = 0
-    try:
-        runpy.run_module(sys.argv[0], run_name="__main__")
-    except SystemExit as exc:
-        code = exc.code or 0
-    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forking parent (this test run).
-    peak = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
-    sys.stderr.write("\\npeak-rss-mib %d\\n" % (int(peak) // 1024))
-    sys.exit(code)
-""")
-
-
-def measured(args: list[str], cwd: Path) -> tuple[int, str, str, int]:
-    """(exit code, stdout, stderr without the measurement, peak RSS in MiB) of ``python -m args...``."""
-    proc = subprocess.run([sys.executable, "-c", MEASURED, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=900)
-    err, _, peak = proc.stderr.rpartition("peak-rss-mib ")
-    return proc.returncode, proc.stdout, err, int(peak)
-
 
 def rows(steps, **extra) -> str:
     return "".join(json.dumps({"_step": s, "_timestamp": T0 + s / 4, "loss": 1.0 / (s + 1), **extra}) + "\n"
@@ -259,7 +234,7 @@ def test_collect_import_and_dump_keep_the_good_frames_of_a_file_claiming_2_60_by
 def test_a_record_over_the_limit_is_checked_in_pieces_and_skipped(tmp_path: Path):
     from tensorboard.compat.proto import event_pb2
 
-    from .tb_writers import write_events
+    from fixtures.tb_writers import write_events
 
     big = event_pb2.Event(wall_time=T0, step=1, graph_def=b"g" * 300_000)
     events = [event_pb2.Event(wall_time=T0, step=0), big, event_pb2.Event(wall_time=T0 + 2, step=2)]
@@ -288,7 +263,7 @@ def wide_event(tmp_path: Path) -> Path:
     decoded, ~700 MB of protobuf objects and observations (collect reached 2.4 GB)."""
     from tensorboard.compat.proto import event_pb2
 
-    from .tb_writers import write_events
+    from fixtures.tb_writers import write_events
 
     events = [event_pb2.Event(wall_time=T0 + s, step=s) for s in range(5)]
     for s in (0, 1, 3, 4):
@@ -330,7 +305,7 @@ def test_an_event_of_a_million_values_is_a_bad_event_in_collect_import_and_dump_
 def test_the_event_value_limit_is_the_row_field_flag(tmp_path: Path):
     from tensorboard.compat.proto import event_pb2
 
-    from .tb_writers import write_events
+    from fixtures.tb_writers import write_events
 
     event = event_pb2.Event(wall_time=T0, step=0)
     for i in range(12):

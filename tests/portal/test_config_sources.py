@@ -9,12 +9,11 @@ import sqlite3
 
 import pytest
 
+from fixtures.config_store import RunsOnlyReader
 from tau_collector.expstore import StoreReader
 from taunotebook.portal.params import Query
 from taunotebook.portal.sources import Sources
 from taunotebook.portal.v2 import StellarV2
-
-from .config_store import RunsOnlyReader
 
 
 @pytest.fixture(scope="module")
