@@ -9,7 +9,7 @@
    first draw, then responsiveness while 100 points/s are appended for ``--append-seconds``: the
    lateness of a 50 ms ``setInterval`` probe in the page (p50/p95/max) and long tasks (> 50 ms).
 
-3. ``--metrics W [W ...]`` (instead of 1 and 2): a live run of W metrics (``ui-tests/wide_run.py``: loss,
+3. ``--metrics W [W ...]`` (instead of 1 and 2): a live run of W metrics (``tests/fixtures/wide_run.py``: loss,
    eval/, train/, act/, grad_norm/ per layer, system/), 2 rows of all W appended per second, shown by
    ``LossPane(run)`` with no ``metrics=``: the first ``loss`` point drawn after the cell started, browser long
    tasks over 100 ms after that first draw, the page's DOM nodes and JS heap (Chrome DevTools' Performance

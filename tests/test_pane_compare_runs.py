@@ -1,6 +1,6 @@
 """``compare=`` takes run, experiment and run group ids; the pane names the runs by what differs.
 
-Against a real Portal over a sweep written by the real writer (tests/portal/sweep_store.py), and against a
+Against a real Portal over a sweep written by the real writer (tests/fixtures/sweep_store.py), and against a
 Portal like TauGrid's (no local page data).
 """
 

@@ -3,7 +3,7 @@
 the searchable list, and lazy plots: only the metrics on screen get a plot, and only those are in the
 ``visible`` trait the kernel polls by.
 
-The run is written by the real writer (``wide_run.py``), served by a Portal the test starts, and drawn by
+The run is written by the real writer (``tests/fixtures/wide_run.py``), served by a Portal the test starts, and drawn by
 :class:`taunotebook.pane.LossPane` in the kernel of a ``jupyter lab`` the test starts. Screenshots go to
 ``artifacts/ui/``.
 """
@@ -19,6 +19,7 @@ from playwright.sync_api import Page
 
 from fixtures.browser import screenshot
 from fixtures.jupyter import JupyterServer, cell_running, execute, open_notebook, run_cell, start_jupyter
+from fixtures.pane_ui import PANE
 from fixtures.portal import TOKEN
 from fixtures.servers import ServerThread
 from fixtures.wide_run import RequestLog, wide_metric_names, write_rows, write_wide_run
@@ -28,7 +29,6 @@ from taunotebook.portal.app import create_app
 
 WIDTH = 1000
 RUN = "ui-wide"
-PANE = ".jp-OutputArea-output .tau-pane"
 NOTEBOOK = {
     "cells": [
         {"cell_type": "code", "execution_count": None, "id": "c0", "metadata": {}, "outputs": [],

@@ -1,6 +1,6 @@
 """The runs table (/stellar/runs), its parallel coordinates and the compare page's names, in headless Chromium.
 
-Against the real Portal over a sweep written by the real writer (tests/portal/sweep_store.py): twelve trials
+Against the real Portal over a sweep written by the real writer (tests/fixtures/sweep_store.py): twelve trials
 of experiment ``sweep`` (``lr`` 0.1/0.03/0.01/0.001, ``optimizer.name`` adam/sgd, ``seed`` 0-2, ``batch``
 32 in all) and two runs of ``baseline`` without a config; and a second store of 1,000 trials.
 """

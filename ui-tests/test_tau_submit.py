@@ -11,16 +11,13 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page
-from polling import DEADLINE
 
 from fixtures.browser import screenshot
 from fixtures.jupyter import JupyterServer, cell_running, open_notebook, run_all, start_jupyter
+from fixtures.pane_ui import DEADLINE_MS, LOSS_PLOT, points
 from fixtures.processes import stop_processes_mentioning
 
 NOTEBOOKS = Path(__file__).resolve().parent / "submit_notebooks"
-LOSS_PLOT = ".jp-OutputArea-output .tau-pane .tau-pane-metric[data-metric=loss]"
-
-DEADLINE_MS = DEADLINE * 1000  # Playwright counts milliseconds
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +30,6 @@ def tau_home(tmp_path_factory) -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, tau_home: Path) -> Iterator[JupyterServer]:
     yield from start_jupyter(tmp_path_factory.mktemp("submit-lab"), {"TAU_HOME": str(tau_home)})
-
-
-def points(page: Page) -> int:
-    plot = page.locator(LOSS_PLOT)
-    return int(plot.get_attribute("data-points") or 0) if plot.count() else 0
 
 
 def test_tau_submit_draws_a_growing_curve_while_another_cell_sleeps(lab: JupyterServer, page: Page, tmp_path: Path):
