@@ -380,7 +380,7 @@ def huge_media(tmp_path: Path) -> tuple[Path, dict[str, int]]:
     from tensorboard.plugins.histogram import summary_v2 as histogram_summary
     from tensorboard.plugins.text import summary_v2 as text_summary
 
-    from .tb_writers import raw_tensor, write_events
+    from fixtures.tb_writers import raw_tensor, write_events
 
     hist = histogram_metadata.create_summary_metadata(display_name="", description="")
     million = 1_000_000
@@ -440,9 +440,8 @@ def _image_claiming(claim: int) -> bytes:
 
 
 def test_an_image_claiming_2_31_bytes_is_a_bad_value_at_its_offset_and_the_images_around_it_are_read(tmp_path: Path):
+    from fixtures.tb_writers import pictures, tf_image_value, write_events
     from tau_collector.sources.tensorboard_proto import event_pb2 as ours
-
-    from .tb_writers import pictures, tf_image_value, write_events
 
     path = write_events(tmp_path / "run", [_media_event(0, tf_image_value("im", pictures(2, 3, 3, 0)))])
     hostile = ours.Event(wall_time=T0 + 1, step=1)
@@ -461,7 +460,7 @@ def test_an_image_claiming_2_31_bytes_is_a_bad_value_at_its_offset_and_the_image
 
 
 def test_an_image_event_over_the_record_limit_is_a_bad_event_naming_its_offset_when_images_are_read(tmp_path: Path):
-    from .tb_writers import pictures, tf_image_value, write_events
+    from fixtures.tb_writers import pictures, tf_image_value, write_events
 
     small = _media_event(0, tf_image_value("im", pictures(1, 4, 4, 0)))
     big = _media_event(1, tf_image_value("im", pictures(1, 200, 200, 1), metadata=False))
@@ -485,7 +484,7 @@ def test_an_image_event_over_the_record_limit_is_a_bad_event_naming_its_offset_w
 def test_the_tensor_value_limit_is_a_flag_and_an_environment_variable(tmp_path: Path):
     from tensorboard.plugins.histogram import summary_v2 as histogram_summary
 
-    from .tb_writers import write_events
+    from fixtures.tb_writers import write_events
 
     path = write_events(tmp_path / "run", [_media_event(0, *histogram_summary.histogram_pb(
         "h", np.arange(100.0), buckets=10).value)])  # 30 values
