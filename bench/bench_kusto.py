@@ -100,12 +100,12 @@ def pane_latency(points: int, rate: float) -> dict:
     import shutil
     import tempfile
 
-    sys.path.insert(0, str(ROOT / "ui-tests"))
     from bench_pane import CHROMIUM_ARGS, Timed, latency
-    from jupyterlab import start_lab
     from playwright.sync_api import sync_playwright
-    from portal.conftest import TOKEN, ServerThread
 
+    from fixtures.jupyter import start_jupyter
+    from fixtures.portal import TOKEN
+    from fixtures.servers import ServerThread
     from tau_collector.expstore import open_store
     from taunotebook.portal.app import create_app
 
@@ -119,7 +119,7 @@ def pane_latency(points: int, rate: float) -> dict:
         requests: list[dict] = []
         with ServerThread(Timed(create_app(store, token=TOKEN, kusto=kusto), requests)) as server:
             portal = f"http://127.0.0.1:{server.port}"
-            lab_gen = start_lab(work / "lab", {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal})
+            lab_gen = start_jupyter(work / "lab", {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal})
             lab = next(lab_gen)
             try:
                 with sync_playwright() as p:

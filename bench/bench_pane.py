@@ -9,7 +9,7 @@
    first draw, then responsiveness while 100 points/s are appended for ``--append-seconds``: the
    lateness of a 50 ms ``setInterval`` probe in the page (p50/p95/max) and long tasks (> 50 ms).
 
-3. ``--metrics W [W ...]`` (instead of 1 and 2): a live run of W metrics (``ui-tests/wide_run.py``: loss,
+3. ``--metrics W [W ...]`` (instead of 1 and 2): a live run of W metrics (``tests/fixtures/wide_run.py``: loss,
    eval/, train/, act/, grad_norm/ per layer, system/), 2 rows of all W appended per second, shown by
    ``LossPane(run)`` with no ``metrics=``: the first ``loss`` point drawn after the cell started, browser long
    tasks over 100 ms after that first draw, the page's DOM nodes and JS heap (Chrome DevTools' Performance
@@ -45,13 +45,14 @@ from pathlib import Path
 from playwright.sync_api import Page, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "ui-tests"), str(ROOT / "tests"), str(Path(__file__).resolve().parent)]
+sys.path[:0] = [str(ROOT / "tests"), str(Path(__file__).resolve().parent)]
 from bench_expstore_read import BASE_NS, METRIC, RUN, build  # noqa: E402 - sibling script
-from jupyterlab import open_notebook, run_cell, start_lab  # noqa: E402 - the UI tests' JupyterLab helper
-from portal.conftest import TOKEN, ServerThread  # noqa: E402
 from stellar_page_bench import baseline_package, print_stellar, stellar_wide  # noqa: E402 - sibling module
-from wide_run import RequestLog, wide_metric_names, write_rows  # noqa: E402 - the UI tests' wide run
 
+from fixtures.jupyter import open_notebook, run_cell, start_jupyter  # noqa: E402 - the suite's Jupyter launcher
+from fixtures.portal import TOKEN  # noqa: E402
+from fixtures.servers import ServerThread  # noqa: E402
+from fixtures.wide_run import RequestLog, wide_metric_names, write_rows  # noqa: E402 - the UI tests' wide run
 from tau_collector.expstore import open_store  # noqa: E402
 from tau_collector.expstore.write.writer import MetricWriter  # noqa: E402
 from tau_collector.projection.metric_event import MetricEvent  # noqa: E402
@@ -468,7 +469,7 @@ def wide_main(widths: list[int], steady: float, baseline: Path | None, baseline_
     results: dict = {"panes": [], "stellar": []}
     with tempfile.TemporaryDirectory(prefix="bench-pane-wide-") as tmp:
         work = Path(tmp)
-        lab_gen = start_lab(work / "lab", {"TAU_PORTAL_TOKEN": TOKEN})
+        lab_gen = start_jupyter(work / "lab", {"TAU_PORTAL_TOKEN": TOKEN})
         lab = next(lab_gen)
         try:
             with sync_playwright() as p:
@@ -536,7 +537,7 @@ def main() -> None:
         open_store(store, create=True).close()
         with ServerThread(create_app(store, token=TOKEN)) as server:
             portal = f"http://127.0.0.1:{server.port}"
-            lab_gen = start_lab(work / "lab", {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal,
+            lab_gen = start_jupyter(work / "lab", {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal,
                                                "TAU_STORE": str(store)})
             lab = next(lab_gen)
             try:

@@ -15,7 +15,8 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
-from portal.conftest import TOKEN, free_port  # noqa: E402
+from fixtures.portal import TOKEN  # noqa: E402
+from fixtures.servers import free_port  # noqa: E402
 
 __all__ = ["baseline_package", "print_stellar", "stellar_wide"]
 

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.tb_writers import reference_scalars, write_tensorboardx, write_torch
 from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.sources.read_limits import Limits
 from taunotebook import cli, importer
 from taunotebook.importer import discover_sources, import_paths, safe_run_id
-
-from .collector.tb_writers import reference_scalars, write_tensorboardx, write_torch
 
 T0 = 1_700_000_000.0
 
@@ -326,7 +325,7 @@ def _odd_run(root: Path) -> Path:
     """One run holding every case the bulk path must treat as the projection does."""
     from tensorboard.compat.proto import event_pb2
 
-    from .collector.tb_writers import restart_event, scalar_tensor, tensor_event, write_events
+    from fixtures.tb_writers import restart_event, scalar_tensor, tensor_event, write_events
 
     events = []
     for i in range(60):

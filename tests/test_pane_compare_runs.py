@@ -1,16 +1,17 @@
 """``compare=`` takes run, experiment and run group ids; the pane names the runs by what differs.
 
-Against a real Portal over a sweep written by the real writer (tests/portal/sweep_store.py), and against a
+Against a real Portal over a sweep written by the real writer (tests/fixtures/sweep_store.py), and against a
 Portal like TauGrid's (no local page data).
 """
 
 from __future__ import annotations
 
 import pytest
-from portal.conftest import TOKEN, ServerThread, _event, serve
-from portal.sweep_store import LRS, PROJECT, build_sweep_store, trial_id
-from test_pane_python import _without_page_data, make_pane, wait_until
 
+from fixtures.pane import make_pane, wait_until, without_page_data
+from fixtures.portal import TOKEN, event, serve
+from fixtures.servers import ServerThread
+from fixtures.sweep_store import LRS, PROJECT, build_sweep_store, trial_id
 from tau_collector.expstore import open_store
 from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import new_metric_event
@@ -123,7 +124,7 @@ def test_a_pane_says_which_compare_entry_names_nothing(sweep_portal):
 
 
 def test_against_a_portal_without_page_data_a_group_is_found_in_the_runs_experiment(sweep_root):
-    with ServerThread(_without_page_data(create_app(sweep_root, token=TOKEN))) as server, \
+    with ServerThread(without_page_data(create_app(sweep_root, token=TOKEN))) as server, \
             PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0) as client:
         resolved = resolve_compare(client, "trial-000", ["lr-sweep"])
         assert resolved.run_ids == TRIAL_IDS
@@ -138,7 +139,7 @@ def test_a_sweeps_new_run_joins_a_pane_comparing_its_experiment(tmp_path, monkey
 
     def trial(run: str, lr: float) -> None:
         writer.put_run_config(run, run_config({"lr": lr}, format="json", uri=f"file:///{run}.json"))
-        writer.write_chunk(run, [_event(run, "loss", s, lr * s, experiment="grow", group="grow") for s in range(5)],
+        writer.write_chunk(run, [event(run, "loss", s, lr * s, experiment="grow", group="grow") for s in range(5)],
                            [], request_hash=run)
 
     trial("grow-1", 0.1)
@@ -165,8 +166,8 @@ def test_a_parked_pane_comparing_an_experiment_wakes_for_the_sweeps_next_run(tmp
 
     def trial(run: str, lr: float) -> None:
         writer.put_run_config(run, run_config({"lr": lr}, format="json", uri=f"file:///{run}.json"))
-        events = [_event(run, "loss", s, lr * s, experiment="seq", group="seq") for s in range(5)]
-        events.append(_event(run, "tau/run_status", 5, 1.0, experiment="seq", group="seq"))  # succeeded
+        events = [event(run, "loss", s, lr * s, experiment="seq", group="seq") for s in range(5)]
+        events.append(event(run, "tau/run_status", 5, 1.0, experiment="seq", group="seq"))  # succeeded
         writer.write_chunk(run, events, [], request_hash=run)
 
     trial("seq-1", 0.1)

@@ -8,68 +8,21 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from polling import DEADLINE
-from portal import conftest as portal_fixtures
-from portal.conftest import LOSS_POINTS, TOKEN, ServerThread, _event, _non_finite, free_port, serve
 
+from fixtures.pane import Recorder, make_pane, wait_until, without_page_data
+from fixtures.portal import LOSS_POINTS, TOKEN, event, non_finite, serve
+from fixtures.servers import ServerThread, free_port
 from tau_collector.expstore import open_store
 from tau_collector.expstore.write.writer import MetricWriter
 from taunotebook import pane as pane_module
 from taunotebook.client import PortalClient
 from taunotebook.pane import LossPane
 from taunotebook.portal.app import create_app
-
-# The real Portal over the shared store (see tests/portal/conftest.py), as fixtures of this module too.
-portal_store = portal_fixtures.portal_store
-portal_server = portal_fixtures.portal_server
-
-
-def wait_until(predicate, what: str, timeout: float = DEADLINE):
-    """Poll ``predicate`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-class Recorder:
-    """Stands in for the browser: keeps every message and decodes its buffers."""
-
-    def __init__(self) -> None:
-        self.messages: list[dict] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, content, buffers=None) -> None:
-        steps_buf, values_buf = buffers
-        n = content["n"]
-        assert len(steps_buf) == 8 * n and len(values_buf) == 8 * n
-        steps = list(struct.unpack(f"<{n}q", steps_buf))
-        values = list(struct.unpack(f"<{n}d", values_buf))
-        with self.lock:
-            self.messages.append({**content, "steps": steps, "values": values})
-
-    def of(self, op: str, run: str | None = None, metric: str | None = None) -> list[dict]:
-        with self.lock:
-            return [m for m in self.messages if m["op"] == op and (run is None or m["run"] == run)
-                    and (metric is None or m["metric"] == metric)]
-
-
-def make_pane(run_id: str, portal, **kw) -> tuple[LossPane, Recorder]:
-    pane = LossPane(run_id, portal=portal, start=False, **kw)
-    rec = Recorder()
-    pane.send = rec  # type: ignore[method-assign]
-    pane._poller.start()
-    return pane, rec
 
 
 @pytest.fixture
@@ -88,7 +41,7 @@ def live_store(tmp_path: Path):
 
 
 def write(writer: MetricWriter, name: str, run: str, steps, value=lambda s: 1.0 / (1 + s), metric="loss"):
-    writer.write_chunk(name, [_event(run, metric, s, value(s)) for s in steps], [], request_hash=name)
+    writer.write_chunk(name, [event(run, metric, s, value(s)) for s in steps], [], request_hash=name)
 
 
 def test_bundle_is_built():
@@ -184,13 +137,13 @@ def test_tail_reads_append_new_points_with_last_wins(live_store):
             assert [s for m in appended for s in m["steps"]] == list(range(10, 15))
             # Step 14 again with a new value: the tail starts at the last seen step, the new value wins.
             time.sleep(0.01)
-            writer.write_chunk("c2", [_event("live", "loss", 14, 42.0, wall_ns=time.time_ns())], [],
+            writer.write_chunk("c2", [event("live", "loss", 14, 42.0, wall_ns=time.time_ns())], [],
                                request_hash="c2")
             redo = wait_until(lambda: [m for m in rec.of("append", "live", "loss") if 42.0 in m["values"]],
                               "the rewritten step")[0]
             assert redo["steps"] == [14] and redo["values"] == [42.0]
             assert list(pane._poller.held[("live", "loss")].steps) == list(range(15))
-            writer.write_chunk("end", [_event("live", "tau/run_status", 15, 1.0)], [], request_hash="end")
+            writer.write_chunk("end", [event("live", "tau/run_status", 15, 1.0)], [], request_hash="end")
             wait_until(lambda: not pane.polling, "the thread to stop once the run succeeded")
             assert pane.state == "succeeded"
             assert "tau/run_status" not in pane.metrics
@@ -303,7 +256,7 @@ def test_non_finite_write_appears_while_running(live_store):
         pane, rec = make_pane("live", PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0))
         try:
             wait_until(lambda: rec.of("reset"), "the first read")
-            writer.write_chunk("nan", [_event("live", "loss", 6, 0.5)], [_non_finite("live", "loss", 5, math.nan)],
+            writer.write_chunk("nan", [event("live", "loss", 6, 0.5)], [non_finite("live", "loss", 5, math.nan)],
                                request_hash="nan")
             marks = wait_until(lambda: [m for m in rec.of("nonfinite", "live", "loss") if m["n"]], "the NaN mark")
             assert marks[-1]["steps"] == [5] and math.isnan(marks[-1]["values"][0])
@@ -314,7 +267,7 @@ def test_non_finite_write_appears_while_running(live_store):
 def test_failed_run_is_said_in_words_and_stops_polling(live_store):
     store, writer = live_store
     write(writer, "c0", "doomed", range(5))
-    writer.write_chunk("end", [_event("doomed", "tau/run_status", 5, -1.0)], [], request_hash="end")
+    writer.write_chunk("end", [event("doomed", "tau/run_status", 5, -1.0)], [], request_hash="end")
     with serve(store) as server:
         pane, rec = make_pane("doomed", PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0))
         try:
@@ -377,24 +330,8 @@ def test_a_corrupt_source_reported_by_the_collector_is_said_in_words(live_store)
             pane.close()
 
 
-def _without_page_data(app):
-    """A Portal like TauGrid's: the v2 reads, and 404 "route was not found" for the local page data."""
-    body = (b'{"error":{"code":"NOT_FOUND","message":"route was not found","classification":"not_found",'
-            b'"retryable":false}}\n')
-
-    async def portal(scope, receive, send):
-        if scope["type"] == "http" and scope["path"].startswith("/stellar/data/"):
-            await send({"type": "http.response.start", "status": 404,
-                        "headers": [(b"content-type", b"application/json")]})
-            await send({"type": "http.response.body", "body": body})
-            return
-        await app(scope, receive, send)
-
-    return portal
-
-
 def test_against_a_portal_without_page_data_the_pane_draws_without_marks(portal_store):
-    with ServerThread(_without_page_data(create_app(portal_store, token=TOKEN))) as server:
+    with ServerThread(without_page_data(create_app(portal_store, token=TOKEN))) as server:
         pane, rec = make_pane("run-b", f"http://127.0.0.1:{server.port}/?token={TOKEN}")
         try:
             reset = wait_until(lambda: rec.of("reset", "run-b", "train/loss"), "the first draw")[0]
@@ -449,7 +386,7 @@ def wide_store(tmp_path_factory) -> Path:
     store = open_store(root, create=True)
     writer = MetricWriter(store)
     names = wide_names()
-    events = [_event("wide", name, s, float(i + s)) for s in range(3) for i, name in enumerate(names)]
+    events = [event("wide", name, s, float(i + s)) for s in range(3) for i, name in enumerate(names)]
     writer.write_chunk("w0", events, [], request_hash="w0")
     store.close()
     return root

@@ -23,10 +23,10 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
-from jupyterlab import open_notebook, run_all, start_lab  # noqa: E402 - sibling helper
-from portal.conftest import BASE_NS, TOKEN, ServerThread  # noqa: E402
-
+sys.path[:0] = [str(HERE.parent / "tests")]
+from fixtures.jupyter import open_notebook, run_all, start_jupyter  # noqa: E402 - the suite's fixtures
+from fixtures.portal import BASE_NS, TOKEN  # noqa: E402
+from fixtures.servers import ServerThread  # noqa: E402
 from tau_collector.expstore import open_store  # noqa: E402
 from tau_collector.expstore.write.writer import MetricWriter  # noqa: E402
 from tau_collector.projection.metric_event import new_metric_event  # noqa: E402
@@ -99,7 +99,7 @@ def main() -> None:
     try:
         with ServerThread(create_app(store, token=TOKEN)) as server:
             portal = f"http://127.0.0.1:{server.port}"
-            lab_gen = start_lab(work / "lab", {"TAU_PORTAL_TOKEN": TOKEN, "TAU_STORE": str(store)})
+            lab_gen = start_jupyter(work / "lab", {"TAU_PORTAL_TOKEN": TOKEN, "TAU_STORE": str(store)})
             lab = next(lab_gen)
             try:
                 nb = json.loads(json.dumps(NOTEBOOK))

@@ -11,12 +11,12 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from kusto.conftest import reader_for
-from kusto.events import event, fixture_events, marker
 from playwright.sync_api import Page
-from portal.conftest import ServerThread
-from ui_pages import open_ready, screenshot
 
+from fixtures.browser import open_ready, screenshot
+from fixtures.kusto import reader_for
+from fixtures.kusto_events import event, fixture_events, marker
+from fixtures.servers import ServerThread
 from services.kusto_cluster import KustoCluster
 from tau_collector.expstore import open_store
 from tau_collector.projection.metric_event import encode_ndjson_many, replace

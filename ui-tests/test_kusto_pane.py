@@ -15,14 +15,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from jupyterlab import JupyterLab, cell_running, open_notebook, run_cell, start_lab
-from kusto.conftest import reader_for
 from playwright.sync_api import Page
 from polling import DEADLINE
-from portal.conftest import TOKEN, ServerThread
-from test_pane import DEADLINE_MS, LOSS_PLOT, PANE, TRAINER, points, wait_points
-from ui_pages import screenshot
 
+from fixtures.browser import screenshot
+from fixtures.jupyter import JupyterServer, cell_running, open_notebook, run_cell, start_jupyter
+from fixtures.kusto import reader_for
+from fixtures.pane_ui import DEADLINE_MS, LOSS_PLOT, PANE, TRAINER, points, wait_points
+from fixtures.portal import TOKEN
+from fixtures.servers import ServerThread
 from services.kusto_cluster import KustoCluster
 from tau_collector.expstore import open_store
 from taunotebook.portal.app import create_app
@@ -48,8 +49,9 @@ def portal(tmp_path_factory, cluster: KustoCluster) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory, portal: str) -> Iterator[JupyterLab]:
-    yield from start_lab(tmp_path_factory.mktemp("kusto-lab"), {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal})
+def lab(tmp_path_factory, portal: str) -> Iterator[JupyterServer]:
+    yield from start_jupyter(tmp_path_factory.mktemp("kusto-lab"),
+                             {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal})
 
 
 def streaming_trainer(workdir: Path, cluster: KustoCluster, run: str, points: int, delay: float, stage: int = 0):
@@ -66,7 +68,7 @@ def streaming_trainer(workdir: Path, cluster: KustoCluster, run: str, points: in
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, env=env), log
 
 
-def test_a_kusto_pane_draws_a_streamed_run_as_it_grows(lab: JupyterLab, page: Page, cluster: KustoCluster,
+def test_a_kusto_pane_draws_a_streamed_run_as_it_grows(lab: JupyterServer, page: Page, cluster: KustoCluster,
                                                        portal: str, tmp_path):
     # The trainer streams its 40 points in four stages of 10, each once the test has seen the pane draw the
     # stage before, and the other cell runs until the test ends it: growth observed, not timed.

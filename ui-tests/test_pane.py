@@ -13,44 +13,24 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from jupyterlab import JupyterLab, cell_running, execute, open_notebook, run_all, run_cell, start_lab
 from playwright.sync_api import Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from polling import DEADLINE
-from portal.conftest import TOKEN, ServerThread, free_port
-from ui_pages import ARTIFACTS, screenshot
 
+from fixtures.browser import ARTIFACTS, screenshot
+from fixtures.jupyter import JupyterServer, cell_running, execute, open_notebook, run_all, run_cell, start_jupyter
+from fixtures.pane_ui import DEADLINE_MS, LOSS_PLOT, PANE, TRAINER, points, wait_points
+from fixtures.portal import TOKEN
+from fixtures.servers import ServerThread, free_port
 from tau_collector.expstore import open_store
 from taunotebook.pane import BUILD_HINT, BUNDLE
 from taunotebook.portal.app import create_app
 
 NOTEBOOKS = Path(__file__).resolve().parent / "pane_notebooks"
-PANE = ".jp-OutputArea-output .tau-pane"
-TRAINER = textwrap.dedent(
-    """
-    import json, math, os, sys, time
-    go, n, delay, nan_at = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-    stage = int(sys.argv[5]) if len(sys.argv) > 5 else 0  # wait for go-<step> before each multiple of stage
-    print(json.dumps({"step": 0, "loss": 2.0}), flush=True)
-    while go != "-" and not os.path.exists(go):
-        time.sleep(0.05)
-    for step in range(1, n):
-        while stage and step % stage == 0 and not os.path.exists(f"{go}-{step}"):
-            time.sleep(0.05)
-        speed = float(os.environ.get("UI_TRAINER_SPEED", "1"))  # how fast the loss falls (a sweep's lr)
-        value = float("nan") if step == nan_at else 2.0 * math.exp(-step * speed / 15) + 0.02 * math.sin(step)
-        print(json.dumps({"step": step, "loss": value, "lr": 0.1 / (1 + step)}), flush=True)
-        time.sleep(delay)
-    """
-)
-
-
 @pytest.fixture(scope="module", autouse=True)
 def pane_built() -> None:
     if not BUNDLE.is_file():
@@ -71,20 +51,20 @@ def portal(store: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory, store: Path, portal: str) -> Iterator[JupyterLab]:
+def lab(tmp_path_factory, store: Path, portal: str) -> Iterator[JupyterServer]:
     home = tmp_path_factory.mktemp("lab")
-    yield from start_lab(home, {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal, "TAU_STORE": str(store)})
+    yield from start_jupyter(home, {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal, "TAU_STORE": str(store)})
 
 
 @pytest.fixture(scope="module")
-def notebook7(tmp_path_factory, store: Path, portal: str) -> Iterator[JupyterLab]:
+def notebook7(tmp_path_factory, store: Path, portal: str) -> Iterator[JupyterServer]:
     home = tmp_path_factory.mktemp("notebook7")
-    yield from start_lab(home, {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal, "TAU_STORE": str(store)},
+    yield from start_jupyter(home, {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal, "TAU_STORE": str(store)},
                          app="notebook")
 
 
 @pytest.fixture(params=["lab", "notebook"])
-def jupyter(request) -> JupyterLab:
+def jupyter(request) -> JupyterServer:
     """JupyterLab, then Jupyter Notebook 7: where users open the same notebooks."""
     return request.getfixturevalue("lab" if request.param == "lab" else "notebook7")
 
@@ -127,23 +107,7 @@ class Trainer:
         self.wait(30)
 
 
-LOSS_PLOT = f"{PANE} .tau-pane-metric[data-metric=loss]"
-DEADLINE_MS = DEADLINE * 1000  # Playwright counts milliseconds
-
-
-def points(page: Page) -> int:
-    """Points drawn in the loss plot."""
-    plot = page.locator(LOSS_PLOT)
-    return int(plot.get_attribute("data-points") or 0) if plot.count() else 0
-
-
-def wait_points(page: Page, at_least: int, timeout: float = DEADLINE_MS) -> None:
-    page.wait_for_function(
-        "([sel, n]) => { const p = document.querySelector(sel); return p && Number(p.dataset.points) >= n; }",
-        arg=[LOSS_PLOT, at_least], timeout=timeout)
-
-
-def test_points_grow_while_another_cell_sleeps(jupyter: JupyterLab, page: Page, store: Path, portal: str,
+def test_points_grow_while_another_cell_sleeps(jupyter: JupyterServer, page: Page, store: Path, portal: str,
                                                tmp_path):
     run = f"ui-live-{jupyter.app}"
     # The trainer writes its 60 points in four stages of 15, each once the test has seen the pane draw the
@@ -197,7 +161,7 @@ def test_points_grow_while_another_cell_sleeps(jupyter: JupyterLab, page: Page, 
         trainer.stop()
 
 
-def test_nan_point_is_marked_with_a_count(lab: JupyterLab, page: Page, store: Path, portal: str, tmp_path):
+def test_nan_point_is_marked_with_a_count(lab: JupyterServer, page: Page, store: Path, portal: str, tmp_path):
     trainer = Trainer(tmp_path / "t", store, "ui-nan", points=30, delay=0.02, nan_at=12, gated=False)
     assert trainer.wait() == 0
     name = lab.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "nan.ipynb", RUN_ID="ui-nan", PORTAL_URL=portal)
@@ -219,7 +183,7 @@ def test_nan_point_is_marked_with_a_count(lab: JupyterLab, page: Page, store: Pa
     screenshot(page, "pane-nan-marked")
 
 
-def test_stellar_link_opens_a_page_showing_the_run(jupyter: JupyterLab, page: Page, store: Path, portal: str,
+def test_stellar_link_opens_a_page_showing_the_run(jupyter: JupyterServer, page: Page, store: Path, portal: str,
                                                    tmp_path):
     run = f"ui-link-{jupyter.app}"
     trainer = Trainer(tmp_path / "t", store, run, points=10, delay=0.02, gated=False)
@@ -241,7 +205,7 @@ def test_stellar_link_opens_a_page_showing_the_run(jupyter: JupyterLab, page: Pa
         stellar.close()
 
 
-def test_portal_outage_is_said_in_words_and_recovers(lab: JupyterLab, page: Page, store: Path, tmp_path):
+def test_portal_outage_is_said_in_words_and_recovers(lab: JupyterServer, page: Page, store: Path, tmp_path):
     trainer = Trainer(tmp_path / "t", store, "ui-outage", points=40, delay=0.2)
     port = free_port()
     own = f"http://127.0.0.1:{port}"
@@ -273,7 +237,7 @@ def test_portal_outage_is_said_in_words_and_recovers(lab: JupyterLab, page: Page
         trainer.stop()
 
 
-def test_saved_notebook_shows_the_last_figure_without_a_kernel(jupyter: JupyterLab, page: Page, store: Path,
+def test_saved_notebook_shows_the_last_figure_without_a_kernel(jupyter: JupyterServer, page: Page, store: Path,
                                                                portal: str, tmp_path):
     run = f"ui-saved-{jupyter.app}"
     trainer = Trainer(tmp_path / "t", store, run, points=20, delay=0.02, gated=False)
@@ -313,7 +277,7 @@ def loss_traces(page: Page) -> list[dict]:
     }""")
 
 
-def test_controls_smoothing_log_y_wall_time_compare_and_zoom(lab: JupyterLab, page: Page, store: Path, portal: str,
+def test_controls_smoothing_log_y_wall_time_compare_and_zoom(lab: JupyterServer, page: Page, store: Path, portal: str,
                                                              tmp_path):
     # 6000 rows: more than the first, width-sized read asks for, so zooming has detail to fetch.
     big = Trainer(tmp_path / "big", store, "ui-big", points=6000, delay=0.0, gated=False)
@@ -377,7 +341,7 @@ def test_controls_smoothing_log_y_wall_time_compare_and_zoom(lab: JupyterLab, pa
     screenshot(page, "pane-controls")
 
 
-def test_a_run_has_the_same_colour_in_the_pane_and_on_the_stellar_page(lab: JupyterLab, page: Page, store: Path,
+def test_a_run_has_the_same_colour_in_the_pane_and_on_the_stellar_page(lab: JupyterServer, page: Page, store: Path,
                                                                        portal: str, tmp_path):
     runs = ["ui-colour-a", "ui-colour-b", "ui-colour-c"]
     trainers = [Trainer(tmp_path / r, store, r, points=20, delay=0.0, gated=False) for r in runs]
@@ -421,7 +385,7 @@ def test_a_run_has_the_same_colour_in_the_pane_and_on_the_stellar_page(lab: Jupy
     screenshot(page, "pane-colours")
 
 
-def test_compare_an_experiment_and_the_legend_names_runs_by_what_differs(lab: JupyterLab, page: Page, store: Path,
+def test_compare_an_experiment_and_the_legend_names_runs_by_what_differs(lab: JupyterServer, page: Page, store: Path,
                                                                          portal: str, tmp_path):
     lrs = {"ui-sweep-a": 0.1, "ui-sweep-b": 0.03, "ui-sweep-c": 0.01}
     trainers = [Trainer(tmp_path / run, store, run, points=20, delay=0.0, gated=False, experiment="ui-sweep",
@@ -454,7 +418,7 @@ def test_compare_an_experiment_and_the_legend_names_runs_by_what_differs(lab: Ju
     page.locator(PANE).first.screenshot(path=str(ARTIFACTS / "pane-compare-by-config.png"))
 
 
-def test_seeds_drawn_as_their_mean_with_a_band_and_on_relative_time(lab: JupyterLab, page: Page, store: Path,
+def test_seeds_drawn_as_their_mean_with_a_band_and_on_relative_time(lab: JupyterServer, page: Page, store: Path,
                                                                      portal: str, tmp_path):
     seeds = {"ui-seed-0": 1.0, "ui-seed-1": 1.3, "ui-seed-2": 0.8}
     trainers = [Trainer(tmp_path / run, store, run, points=20, delay=0.0, gated=False, experiment="ui-seeds",

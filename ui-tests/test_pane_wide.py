@@ -3,7 +3,7 @@
 the searchable list, and lazy plots: only the metrics on screen get a plot, and only those are in the
 ``visible`` trait the kernel polls by.
 
-The run is written by the real writer (``wide_run.py``), served by a Portal the test starts, and drawn by
+The run is written by the real writer (``tests/fixtures/wide_run.py``), served by a Portal the test starts, and drawn by
 :class:`taunotebook.pane.LossPane` in the kernel of a ``jupyter lab`` the test starts. Screenshots go to
 ``artifacts/ui/``.
 """
@@ -15,19 +15,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from jupyterlab import JupyterLab, cell_running, execute, open_notebook, run_cell, start_lab
 from playwright.sync_api import Page
-from portal.conftest import TOKEN, ServerThread
-from ui_pages import screenshot
-from wide_run import RequestLog, wide_metric_names, write_rows, write_wide_run
 
+from fixtures.browser import screenshot
+from fixtures.jupyter import JupyterServer, cell_running, execute, open_notebook, run_cell, start_jupyter
+from fixtures.pane_ui import PANE
+from fixtures.portal import TOKEN
+from fixtures.servers import ServerThread
+from fixtures.wide_run import RequestLog, wide_metric_names, write_rows, write_wide_run
 from tau_collector.expstore import open_store
 from taunotebook.pane import BUILD_HINT, BUNDLE
 from taunotebook.portal.app import create_app
 
 WIDTH = 1000
 RUN = "ui-wide"
-PANE = ".jp-OutputArea-output .tau-pane"
 NOTEBOOK = {
     "cells": [
         {"cell_type": "code", "execution_count": None, "id": "c0", "metadata": {}, "outputs": [],
@@ -68,9 +69,9 @@ def portal(requests_log: RequestLog) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory, store: Path, portal: str) -> Iterator[JupyterLab]:
+def lab(tmp_path_factory, store: Path, portal: str) -> Iterator[JupyterServer]:
     home = tmp_path_factory.mktemp("lab-wide")
-    yield from start_lab(home, {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal, "TAU_STORE": str(store)})
+    yield from start_jupyter(home, {"TAU_PORTAL_TOKEN": TOKEN, "TAU_PORTAL_URL": portal, "TAU_STORE": str(store)})
 
 
 def kernel_traits(page: Page) -> dict:
@@ -126,7 +127,7 @@ def visible_in_kernel(page: Page, expected: set[str]) -> dict:
     raise AssertionError(f"the kernel's visible list {sorted(traits['visible'])} is not the plotted {sorted(expected)}")
 
 
-def test_a_1000_metric_run_shows_sections_and_plots_only_what_is_on_screen(lab: JupyterLab, page: Page,
+def test_a_1000_metric_run_shows_sections_and_plots_only_what_is_on_screen(lab: JupyterServer, page: Page,
                                                                            portal: str, requests_log: RequestLog):
     (lab.root_dir / "wide.ipynb").write_text(json.dumps(NOTEBOOK).replace("{{RUN_ID}}", RUN)
                                              .replace("{{PORTAL_URL}}", portal), encoding="utf-8")
@@ -256,7 +257,7 @@ def test_a_1000_metric_run_shows_sections_and_plots_only_what_is_on_screen(lab: 
 LIVE = "ui-wide-live"
 
 
-def test_loss_keeps_updating_while_another_cell_runs_on_a_live_1000_metric_run(lab: JupyterLab, page: Page,
+def test_loss_keeps_updating_while_another_cell_runs_on_a_live_1000_metric_run(lab: JupyterServer, page: Page,
                                                                                portal: str, store: Path):
     """The pane polls from its own thread: a cell that holds the kernel (here it sleeps) does not stop new rows
     of a live wide run reaching the loss plot. Rows are written only once that cell is running, and the plot

@@ -1,6 +1,6 @@
 """The runs table (/stellar/runs), its parallel coordinates and the compare page's names, in headless Chromium.
 
-Against the real Portal over a sweep written by the real writer (tests/portal/sweep_store.py): twelve trials
+Against the real Portal over a sweep written by the real writer (tests/fixtures/sweep_store.py): twelve trials
 of experiment ``sweep`` (``lr`` 0.1/0.03/0.01/0.001, ``optimizer.name`` adam/sgd, ``seed`` 0-2, ``batch``
 32 in all) and two runs of ``baseline`` without a config; and a second store of 1,000 trials.
 """
@@ -14,10 +14,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import Page
-from portal.conftest import TOKEN, PortalServer, serve
-from portal.sweep_store import LRS, build_sweep_store, final_loss, trial_config, trial_id
-from ui_pages import ARTIFACTS, CHROMIUM_ARGS, chromium_path, open_ready, screenshot
 
+from fixtures.browser import ARTIFACTS, CHROMIUM_ARGS, chromium_path, open_ready, screenshot
+from fixtures.portal import TOKEN, PortalServer, serve
+from fixtures.sweep_store import LRS, build_sweep_store, final_loss, trial_config, trial_id
 from taunotebook.portal.views import run_table
 
 TRIALS = 12

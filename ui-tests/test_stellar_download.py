@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 from playwright.sync_api import Page
-from portal.conftest import BASE_NS, LOSS_POINTS, PortalServer
-from ui_pages import open_ready
+
+from fixtures.browser import open_ready
+from fixtures.portal import BASE_NS, LOSS_POINTS, PortalServer
 
 
 def url(server: PortalServer, path: str) -> str:

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 from playwright.sync_api import Page
-from portal.conftest import LOSS_POINTS, PortalServer
-from ui_pages import open_ready, screenshot
 
+from fixtures.browser import open_ready, screenshot
+from fixtures.jupyter import JupyterServer, start_jupyter
+from fixtures.portal import LOSS_POINTS, PortalServer
 from taunotebook.portal import jupyter_proxy
 from taunotebook.portal.jupyter_proxy import setup_tau_portal, stellar_link
 from taunotebook.portal.views import pages
@@ -363,62 +359,18 @@ def test_stellar_link_on_jupyterhub_goes_through_the_proxy(monkeypatch):
     assert stellar_link("run-a", "proj") == "/user/ada/tau-portal/stellar?target=run-a&project=proj"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
-def jupyter_server(tmp_path, portal_store):
+def jupyter_server(tmp_path, portal_store) -> Iterator[JupyterServer]:
     """A real ``jupyter server`` on 127.0.0.1 with a base_url and a token, the Portal registered with the proxy."""
-    port, jupyter_token = _free_port(), "jupyter-test-token"
-    config_dir, runtime_dir = tmp_path / "config", tmp_path / "runtime"
-    config_dir.mkdir()
-    # The same config the entry point gives jupyter-server-proxy, without needing the package reinstalled.
-    (config_dir / "jupyter_server_config.py").write_text(
-        "from taunotebook.portal.jupyter_proxy import setup_tau_portal\n"
-        "c.ServerProxy.servers = {'tau-portal': setup_tau_portal()}\n"
-    )
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config_dir), "JUPYTER_RUNTIME_DIR": str(runtime_dir),
-           "JUPYTER_DATA_DIR": str(tmp_path / "data"), "TAU_STORE": str(portal_store), "TMPDIR": str(tmp_path)}
-    log = (tmp_path / "jupyter.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "server", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", "--ServerApp.base_url=/jbase/", "--ServerApp.token=",
-         f"--IdentityProvider.token={jupyter_token}", "--allow-root", "--ServerApp.open_browser=False",
-         f"--ServerApp.root_dir={tmp_path}"],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}/jbase/"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}api/status", headers={"Authorization": f"token {jupyter_token}"}).is_success:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"jupyter server did not start:\n{(tmp_path / 'jupyter.log').read_text()[-3000:]}")
-            time.sleep(0.2)
-        yield {"base": base, "origin": f"http://127.0.0.1:{port}", "token": jupyter_token, "pid": proc.pid,
-               "runtime_dir": runtime_dir}
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    yield from start_jupyter(tmp_path, {"TAU_STORE": str(portal_store)}, "server", base_url="/jbase/",
+                             token="jupyter-test-token")
 
 
 def test_the_portal_is_reachable_through_jupyter_server_proxy_with_jupyters_auth(
         page: Page, jupyter_server, monkeypatch):
-    api = f"{jupyter_server['base']}tau-portal/api/v2/stellar/runs/run-a?project=proj"
+    api = f"{jupyter_server.base}tau-portal/api/v2/stellar/runs/run-a?project=proj"
     anonymous = httpx.get(api, timeout=90)
-    authorized = httpx.get(api, headers={"Authorization": f"token {jupyter_server['token']}"}, timeout=90)
+    authorized = httpx.get(api, headers={"Authorization": f"token {jupyter_server.token}"}, timeout=90)
 
     assert anonymous.status_code in (302, 403)  # Jupyter's auth stops it before the Portal
     assert authorized.status_code == 200, authorized.text
@@ -426,13 +378,13 @@ def test_the_portal_is_reachable_through_jupyter_server_proxy_with_jupyters_auth
 
     # A kernel of that server would build this link: JPY_PARENT_PID is the server's pid.
     monkeypatch.delenv("JUPYTERHUB_SERVICE_PREFIX", raising=False)
-    monkeypatch.setenv("JPY_PARENT_PID", str(jupyter_server["pid"]))
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(jupyter_server["runtime_dir"]))
+    monkeypatch.setenv("JPY_PARENT_PID", str(jupyter_server.pid))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(jupyter_server.runtime_dir))
     link = stellar_link("run-a", "proj")
     assert link == "/jbase/tau-portal/stellar?target=run-a&project=proj"
 
-    page.goto(f"{jupyter_server['base']}api/status?token={jupyter_server['token']}")  # logs the browser in
-    open_ready(page, jupyter_server["origin"] + link)
+    page.goto(f"{jupyter_server.base}api/status?token={jupyter_server.token}")  # logs the browser in
+    open_ready(page, jupyter_server.origin + link)
     assert int(chart(page, "eval/acc").get_attribute("data-points")) == 50
     assert chart(page, "train/loss").get_attribute("data-non-finite") == "0"
     screenshot(page, "through-jupyter-server-proxy")

@@ -1,8 +1,8 @@
 """The Stellar run page of a run of 2,000 metrics in headless Chromium: charts in sections, a search box, and no
 read for a chart nobody looks at (a chart is fetched when its section is open and it scrolls into view).
 
-The run is written by the real writer (``wide_run.py``); the Portal serving it records every request, so the
-test counts the per-metric reads the page made at the Portal itself, not only in the page's own log.
+The run is written by the real writer (``tests/fixtures/wide_run.py``); the Portal serving it records every
+request, so the test counts the per-metric reads the page made at the Portal itself, not only in the page's own log.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page
-from portal.conftest import TOKEN, ServerThread
-from ui_pages import open_ready, screenshot
-from wide_run import RequestLog, write_rows, write_wide_run
 
+from fixtures.browser import open_ready, screenshot
+from fixtures.portal import TOKEN
+from fixtures.servers import ServerThread
+from fixtures.wide_run import RequestLog, write_rows, write_wide_run
 from tau_collector.expstore import open_store
 from taunotebook.portal.app import create_app
 

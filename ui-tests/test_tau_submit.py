@@ -6,22 +6,18 @@ collector and the local Portal on demand, exactly as on a first-time user's lapt
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from jupyterlab import JupyterLab, cell_running, open_notebook, run_all, start_lab
 from playwright.sync_api import Page
-from ui_pages import screenshot
+
+from fixtures.browser import screenshot
+from fixtures.jupyter import JupyterServer, cell_running, open_notebook, run_all, start_jupyter
+from fixtures.pane_ui import DEADLINE_MS, LOSS_PLOT, points
+from fixtures.processes import stop_processes_mentioning
 
 NOTEBOOKS = Path(__file__).resolve().parent / "submit_notebooks"
-LOSS_PLOT = ".jp-OutputArea-output .tau-pane .tau-pane-metric[data-metric=loss]"
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from backends.processes import stop_processes_mentioning  # noqa: E402
-from polling import DEADLINE  # noqa: E402
-
-DEADLINE_MS = DEADLINE * 1000  # Playwright counts milliseconds
 
 
 @pytest.fixture(scope="module")
@@ -32,16 +28,11 @@ def tau_home(tmp_path_factory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory, tau_home: Path) -> Iterator[JupyterLab]:
-    yield from start_lab(tmp_path_factory.mktemp("submit-lab"), {"TAU_HOME": str(tau_home)})
+def lab(tmp_path_factory, tau_home: Path) -> Iterator[JupyterServer]:
+    yield from start_jupyter(tmp_path_factory.mktemp("submit-lab"), {"TAU_HOME": str(tau_home)})
 
 
-def points(page: Page) -> int:
-    plot = page.locator(LOSS_PLOT)
-    return int(plot.get_attribute("data-points") or 0) if plot.count() else 0
-
-
-def test_tau_submit_draws_a_growing_curve_while_another_cell_sleeps(lab: JupyterLab, page: Page, tmp_path: Path):
+def test_tau_submit_draws_a_growing_curve_while_another_cell_sleeps(lab: JupyterServer, page: Page, tmp_path: Path):
     # The job writes its 150 points in stages (0..39, then 40.., 80.., 120..), each once the test has seen the
     # pane draw the stage before, and the other cell runs until the test ends it: growth observed, not timed.
     go, stop = tmp_path / "go", tmp_path / "stop"

@@ -10,27 +10,14 @@ import time
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
+from fixtures.local_backend import shell
 from taunotebook.backends import NAME_MAX, iter_records, path_component, run_dir, validate_id
 from taunotebook.backends.local import process_alive, start_ticks_of
 from taunotebook.local_portal import ensure_portal, record_file, stop_portal
 from taunotebook.submit import attach, runs, submit
 
 from ..polling import DEADLINE
-from .processes import stop_processes_mentioning
-
-
-@pytest.fixture
-def tau_home(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    monkeypatch.setenv("TAU_HOME", str(home))
-    try:
-        yield home
-    finally:
-        for workspace in ("default", "team-a"):
-            stop_portal(workspace, home=home)
-        stop_processes_mentioning(home)  # wrappers, trainers and collectors a failed test may have left
 
 
 @pytest.mark.parametrize("good", ["a", "seed-1", "lr.0_1", "9x", "run-a1b2c3"])
@@ -148,12 +135,6 @@ def test_the_local_portal_is_started_once_reused_and_replaced_when_its_process_i
     assert replacement.pid != first.pid and replacement.token != first.token
     with replacement.client() as client:
         assert client.experiment_runs("none").runs == ()
-
-
-def shell():
-    ip = InteractiveShell.instance()
-    ip.extension_manager.load_extension("taunotebook")
-    return ip
 
 
 @pytest.mark.parametrize(("line", "cell", "message"), [

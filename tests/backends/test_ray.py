@@ -15,12 +15,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from fixtures.processes import stop_processes_mentioning
 from taunotebook.backends import BackendUnavailable
 from taunotebook.backends.ray import ray_auth_headers, ray_state
 from taunotebook.local_portal import ensure_portal, stop_portal
 from taunotebook.submit import attach, runs, submit
-
-from .processes import stop_processes_mentioning
 
 pytestmark = pytest.mark.slow
 
@@ -186,7 +185,7 @@ def test_a_cell_runs_as_a_ray_job_with_the_wrapper_and_its_series_reaches_the_lo
 
 
 def test_a_diverging_trainer_on_ray_is_stopped_by_its_rule_and_the_run_ends_cancelled(ray_head, tau_home):
-    from .test_stop_on_divergence import DIVERGING, first_step
+    from fixtures.local_backend import DIVERGING, first_step
 
     step, loss = first_step(lambda v: v > 1e6)
     run = submit(code=DIVERGING, backend="ray", ray_address=ray_head, project="demo", name="ray-diverge",

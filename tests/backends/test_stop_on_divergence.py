@@ -1,8 +1,8 @@
 """Stop on divergence through ``submit()``/``%%tau_submit`` on the local backend: a real diverging trainer stopped.
 
-The trainer is plain gradient descent on a least-squares problem with a step size too large for it:
-its loss grows geometrically, overflows to infinity, then NaN, and it would run forever. The step at
-which each rule must fire is computed here by the same arithmetic.
+The trainer (``fixtures.local_backend.DIVERGING``) is plain gradient descent on a least-squares problem with a
+step size too large for it: its loss grows geometrically, overflows to infinity, then NaN, and it would run
+forever. The step at which each rule must fire is computed by the same arithmetic (``first_step``).
 """
 
 from __future__ import annotations
@@ -10,51 +10,16 @@ from __future__ import annotations
 import json
 import math
 
-import numpy as np
 import pytest
 from IPython.core.error import UsageError
 
+from fixtures.local_backend import DIVERGING, first_step, shell
 from taunotebook.backends import BackendError, iter_records
 from taunotebook.local_portal import ensure_portal
 from taunotebook.submit import submit
 
-from .test_local import shell, tau_home  # noqa: F401 - the fixture
 
-DIVERGING = """\
-import json, time
-import numpy as np
-rng = np.random.default_rng(0)
-X = rng.normal(size=(64, 4))
-y = X @ rng.normal(size=4)
-w = np.zeros(4)
-step = 0
-with np.errstate(all="ignore"):
-    while True:
-        err = X @ w - y
-        print(json.dumps({"step": step, "loss": float(np.mean(err ** 2))}), flush=True)
-        w = w - 1.5 * 2 * X.T @ err / len(y)  # lr 1.5: far beyond 1/L, so it diverges
-        step += 1
-        time.sleep(0.005)
-"""
-
-
-def first_step(holds) -> tuple[int, float]:
-    """The step and loss of the trainer's first loss for which ``holds(loss)``."""
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(64, 4))
-    y = X @ rng.normal(size=4)
-    w = np.zeros(4)
-    with np.errstate(all="ignore"):
-        for step in range(100_000):
-            err = X @ w - y
-            loss = float(np.mean(err ** 2))
-            if holds(loss):
-                return step, loss
-            w = w - 1.5 * 2 * X.T @ err / len(y)
-    raise AssertionError("the trainer never diverged")
-
-
-def test_submit_stop_if_stops_a_diverging_trainer_and_the_run_answer_says_which_rule_at_which_step(tau_home):  # noqa: F811
+def test_submit_stop_if_stops_a_diverging_trainer_and_the_run_answer_says_which_rule_at_which_step(tau_home):
     step, loss = first_step(lambda v: v > 1e6)
     run = submit(code=DIVERGING, name="diverge", stop_if="loss>1e6")
     assert run.wait(180) == "cancelled"
@@ -70,7 +35,7 @@ def test_submit_stop_if_stops_a_diverging_trainer_and_the_run_answer_says_which_
         assert max(client.series(run.run_id, "loss").steps) >= step  # what came before the stop is kept
 
 
-def test_stop_on_nan_in_the_magic_stops_at_the_first_infinite_loss(tau_home):  # noqa: F811
+def test_stop_on_nan_in_the_magic_stops_at_the_first_infinite_loss(tau_home):
     step, loss = first_step(lambda v: not math.isfinite(v))
     spelled = "NaN" if math.isnan(loss) else ("Infinity" if loss > 0 else "-Infinity")
     ip = shell()
@@ -91,20 +56,20 @@ def test_stop_on_nan_in_the_magic_stops_at_the_first_infinite_loss(tau_home):  #
     ("--stop-if loss", "%tau_submit: --stop-if 'loss': use METRIC>VALUE"),
     ("--stop-on-nan=loss<1", "%tau_submit: --stop-on-nan 'loss<1': takes a metric name"),
 ])
-def test_a_bad_rule_in_the_magic_is_a_usage_error_naming_the_flag_and_submits_nothing(tau_home, line, message):  # noqa: F811
+def test_a_bad_rule_in_the_magic_is_a_usage_error_naming_the_flag_and_submits_nothing(tau_home, line, message):
     with pytest.raises(UsageError) as caught:
         shell().run_cell_magic("tau_submit", line, "print(1)")
     assert message in str(caught.value)
     assert list(iter_records(tau_home)) == []
 
 
-def test_a_bad_rule_in_submit_names_the_parameter(tau_home):  # noqa: F811
+def test_a_bad_rule_in_submit_names_the_parameter(tau_home):
     with pytest.raises(ValueError, match="^stop_if 'loss=1': use METRIC>VALUE"):
         submit(code="print(1)\n", stop_if=["loss>1", "loss=1"])
     assert list(iter_records(tau_home)) == []
 
 
-def test_the_tau_backend_refuses_stop_rules_before_anything_is_written(tau_home):  # noqa: F811
+def test_the_tau_backend_refuses_stop_rules_before_anything_is_written(tau_home):
     with pytest.raises(BackendError, match="--stop-on-nan and --stop-if are not supported by the tau backend"):
         submit(code="print(1)\n", backend="tau", dry_run=True, stop_on_nan=True)
     assert list(iter_records(tau_home)) == []

@@ -13,8 +13,6 @@ from tau_collector.expstore import StoreReader
 from taunotebook.submit import submit
 from taunotebook.submit_config import build_config, parse_items
 
-from .test_local import tau_home  # noqa: F401 - the fixture
-
 TRAIN = textwrap.dedent("""\
     import json, os
     config = json.load(open(os.environ["TAU_RUN_CONFIG"]))
@@ -58,21 +56,21 @@ def test_items_override_the_mapping_which_overrides_the_file(tmp_path):
     ({"config_file": "missing.json"}, r"--config-file missing\.json: cannot read it"),
     ({"config_file": "config.toml"}, r"--config-file config\.toml: give a \.json, \.yaml or \.yml file"),
 ])
-def test_bad_configs_are_refused_before_anything_is_submitted(tau_home, tmp_path, monkeypatch, kwargs, message):  # noqa: F811
+def test_bad_configs_are_refused_before_anything_is_submitted(tau_home, tmp_path, monkeypatch, kwargs, message):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match=message):
         submit(code="print(1)\n", name="cfg", **kwargs)
     assert not (tau_home / "projects").exists() or not any((tau_home / "projects").rglob("run.json"))
 
 
-def test_a_bad_config_file_names_the_file_and_line(tau_home, tmp_path):  # noqa: F811
+def test_a_bad_config_file_names_the_file_and_line(tau_home, tmp_path):
     path = tmp_path / "sweep.yaml"
     path.write_text("lr: 0.1\nlr: 0.2\n")
     with pytest.raises(ValueError, match=r"--config-file .*sweep\.yaml: line 2: mapping key 'lr' already defined"):
         submit(code="print(1)\n", name="cfg", config_file=path)
 
 
-def test_the_job_reads_its_config_and_the_run_keeps_it(tau_home, tmp_path):  # noqa: F811
+def test_the_job_reads_its_config_and_the_run_keeps_it(tau_home, tmp_path):
     run = submit(code=TRAIN, name="cfg", project="demo", group="lr-sweep", config={"optimizer": {"batch": 16}},
                  config_items=["lr=0.1"])
     assert run.wait(120) == "succeeded", run.logs()
@@ -90,7 +88,7 @@ def test_the_job_reads_its_config_and_the_run_keeps_it(tau_home, tmp_path):  # n
     assert reader.rows(run.run_id, "loss").value.tolist() == pytest.approx([0.3, 0.2, 0.1])
 
 
-def test_tau_submit_config_flags_reach_the_job(tau_home, tmp_path):  # noqa: F811
+def test_tau_submit_config_flags_reach_the_job(tau_home, tmp_path):
     shell = InteractiveShell.instance()
     try:
         shell.run_line_magic("load_ext", "taunotebook")

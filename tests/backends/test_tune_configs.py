@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.processes import stop_processes_mentioning
 from tau_collector.expstore import StoreReader
 from taunotebook.importer import import_paths
-
-from .processes import stop_processes_mentioning
 
 pytestmark = pytest.mark.slow
 

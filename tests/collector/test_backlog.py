@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.collector import measured
 from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
 from ..polling import wait_until
 from .spooled import spooled
-from .test_hostile_inputs import measured
 
 T0 = 1_790_000_000.0
 KILLS = 5

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.collector import RecordingSink, row, write_chunk
 from tau_collector.collect.loop import Collector, CollectorError, CollectorOptions
 from tau_collector.spool.checkpoint_folding import COMPLETE_THROUGH_FILE_ID, COMPLETE_THROUGH_PREFIX
 from tau_collector.spool.manifest import Manifest, SourceRange
-
-from .test_collect import RecordingSink, row, write_chunk
 
 KEEP = 4
 

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import orjson
 
+from fixtures.tb_writers import write_tensorboard_summary, write_tensorboardx
 from tau_collector.collect.loop import Collector, CollectorOptions
 from tau_collector.projection.metric_event import decode_canonical_ndjson, encode_ndjson
 from tau_collector.sinks.base import Chunk, Sink
 from tau_collector.taugrid.gojson import parse_time
-
-from .tb_writers import write_tensorboard_summary, write_tensorboardx
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

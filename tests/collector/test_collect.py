@@ -15,59 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from tau_collector.collect.loop import Collector, CollectorError, CollectorOptions
+from fixtures.collector import RecordingSink, options, row, write_chunk
+from fixtures.tb_writers import write_tensorboardx
+from tau_collector.collect.loop import Collector, CollectorError
 from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
-from tau_collector.projection.metric_event import decode_canonical_ndjson
-from tau_collector.sinks.base import Chunk, Sink, SinkError
+from tau_collector.sinks.base import SinkError
 from tau_collector.sinks.expstore import ExpstoreSink
 from tau_collector.spool.manifest import SpoolError
 
 from ..polling import DEADLINE, wait_until
-from .tb_writers import write_tensorboardx
-
-
-class RecordingSink(Sink):
-    """A sink that keeps what it acknowledged, and can be told to fail (a protocol test double)."""
-
-    name = "recording"
-
-    def __init__(self, fail: SinkError | None = None) -> None:
-        self.chunks: list[Chunk] = []
-        self.fail = fail
-
-    def identity(self) -> str:
-        return "memory"
-
-    def deliver(self, chunk: Chunk) -> None:
-        if self.fail is not None:
-            raise self.fail
-        self.chunks.append(chunk)
-
-    def events(self):
-        return [e for c in self.chunks for e in decode_canonical_ndjson(c.ndjson)]
-
-
-def row(step, **metrics):
-    return json.dumps({"_step": step, "_timestamp": 1_790_000_000 + step * 0.25, **metrics})
-
-
-def write_chunk(directory: Path, index: int, lines: list[str]) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"chunk-{index:06d}-{1_790_000_000_000 + index}.jsonl"
-    tmp = directory / f".{path.name}.tmp"
-    tmp.write_text("".join(line + "\n" for line in lines))
-    os.rename(tmp, path)
-    return path
-
-
-def options(tmp_path: Path, sinks, **changes) -> CollectorOptions:
-    base = dict(
-        run="seed-1", project="demo", experiment="sweep", group="lr", out=str(tmp_path / "out"), sinks=sinks,
-        history=[str(tmp_path / "hist" / "*.jsonl")], completion_file=str(tmp_path / "completion.json"),
-    )
-    base.update(changes)
-    return CollectorOptions(**base)
 
 
 def test_one_shot_delivers_new_files_read_together_as_one_chunk_and_checkpoints_each(tmp_path):

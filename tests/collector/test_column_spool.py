@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fixtures.collector import RecordingSink, options, row, write_chunk
+from fixtures.tb_writers import write_tensorboardx
 from tau_collector.collect.loop import Collector, CollectorError
 from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
@@ -16,8 +18,6 @@ from tau_collector.sinks.expstore import ExpstoreSink
 from tau_collector.spool.manifest import SpoolError
 
 from .spooled import spooled
-from .tb_writers import write_tensorboardx
-from .test_collect import RecordingSink, options, row, write_chunk
 
 
 class FailingOnce(ExpstoreSink):

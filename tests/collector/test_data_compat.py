@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
+from fixtures.tb_writers import scalar_tensor, write_events
 from tau_collector.sources.event_columns import read_block_columns
 from tau_collector.sources.logdir import discover_runs
 from tau_collector.sources.tensorboard_run import RunMemory, read_run
-
-from .tb_writers import scalar_tensor, write_events
 
 T0 = 1_790_000_000.0
 

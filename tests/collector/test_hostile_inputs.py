@@ -13,13 +13,14 @@ import os
 import struct
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 from tensorboard.compat.proto import event_pb2 as tb_event_pb2
 
+from fixtures.collector import measured
+from fixtures.tb_writers import write_tensorboardx
 from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.sources.jsonl import read_history
 from tau_collector.sources.logdir import discover_runs
@@ -29,34 +30,8 @@ from tau_collector.sources.tensorboard_run import read_segment
 from tau_collector.sources.tf_record import encode_frame, scan_file
 from taunotebook.importer import import_paths
 
-from .tb_writers import write_tensorboardx
-
 T0 = 1_790_000_000.0
 GIB = 1 << 30
-
-# Runs a command in this interpreter and prints the peak RSS (MiB) of that process on stderr's last line.
-MEASURED = textwrap.dedent("""
-    import runpy, sys
-    sys.argv = sys.argv[1:]
-    code = 0
-    try:
-        runpy.run_module(sys.argv[0], run_name="__main__")
-    except SystemExit as exc:
-        code = exc.code or 0
-    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forking parent (this test run).
-    peak = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
-    sys.stderr.write("\\npeak-rss-mib %d\\n" % (int(peak) // 1024))
-    sys.exit(code)
-""")
-
-
-def measured(args: list[str], cwd: Path) -> tuple[int, str, str, int]:
-    """(exit code, stdout, stderr without the measurement, peak RSS in MiB) of ``python -m args...``."""
-    proc = subprocess.run([sys.executable, "-c", MEASURED, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=900)
-    err, _, peak = proc.stderr.rpartition("peak-rss-mib ")
-    return proc.returncode, proc.stdout, err, int(peak)
-
 
 def rows(steps, **extra) -> str:
     return "".join(json.dumps({"_step": s, "_timestamp": T0 + s / 4, "loss": 1.0 / (s + 1), **extra}) + "\n"
@@ -259,7 +234,7 @@ def test_collect_import_and_dump_keep_the_good_frames_of_a_file_claiming_2_60_by
 def test_a_record_over_the_limit_is_checked_in_pieces_and_skipped(tmp_path: Path):
     from tensorboard.compat.proto import event_pb2
 
-    from .tb_writers import write_events
+    from fixtures.tb_writers import write_events
 
     big = event_pb2.Event(wall_time=T0, step=1, graph_def=b"g" * 300_000)
     events = [event_pb2.Event(wall_time=T0, step=0), big, event_pb2.Event(wall_time=T0 + 2, step=2)]
@@ -288,7 +263,7 @@ def wide_event(tmp_path: Path) -> Path:
     decoded, ~700 MB of protobuf objects and observations (collect reached 2.4 GB)."""
     from tensorboard.compat.proto import event_pb2
 
-    from .tb_writers import write_events
+    from fixtures.tb_writers import write_events
 
     events = [event_pb2.Event(wall_time=T0 + s, step=s) for s in range(5)]
     for s in (0, 1, 3, 4):
@@ -330,7 +305,7 @@ def test_an_event_of_a_million_values_is_a_bad_event_in_collect_import_and_dump_
 def test_the_event_value_limit_is_the_row_field_flag(tmp_path: Path):
     from tensorboard.compat.proto import event_pb2
 
-    from .tb_writers import write_events
+    from fixtures.tb_writers import write_events
 
     event = event_pb2.Event(wall_time=T0, step=0)
     for i in range(12):
@@ -405,7 +380,7 @@ def huge_media(tmp_path: Path) -> tuple[Path, dict[str, int]]:
     from tensorboard.plugins.histogram import summary_v2 as histogram_summary
     from tensorboard.plugins.text import summary_v2 as text_summary
 
-    from .tb_writers import raw_tensor, write_events
+    from fixtures.tb_writers import raw_tensor, write_events
 
     hist = histogram_metadata.create_summary_metadata(display_name="", description="")
     million = 1_000_000
@@ -465,9 +440,8 @@ def _image_claiming(claim: int) -> bytes:
 
 
 def test_an_image_claiming_2_31_bytes_is_a_bad_value_at_its_offset_and_the_images_around_it_are_read(tmp_path: Path):
+    from fixtures.tb_writers import pictures, tf_image_value, write_events
     from tau_collector.sources.tensorboard_proto import event_pb2 as ours
-
-    from .tb_writers import pictures, tf_image_value, write_events
 
     path = write_events(tmp_path / "run", [_media_event(0, tf_image_value("im", pictures(2, 3, 3, 0)))])
     hostile = ours.Event(wall_time=T0 + 1, step=1)
@@ -486,7 +460,7 @@ def test_an_image_claiming_2_31_bytes_is_a_bad_value_at_its_offset_and_the_image
 
 
 def test_an_image_event_over_the_record_limit_is_a_bad_event_naming_its_offset_when_images_are_read(tmp_path: Path):
-    from .tb_writers import pictures, tf_image_value, write_events
+    from fixtures.tb_writers import pictures, tf_image_value, write_events
 
     small = _media_event(0, tf_image_value("im", pictures(1, 4, 4, 0)))
     big = _media_event(1, tf_image_value("im", pictures(1, 200, 200, 1), metadata=False))
@@ -510,7 +484,7 @@ def test_an_image_event_over_the_record_limit_is_a_bad_event_naming_its_offset_w
 def test_the_tensor_value_limit_is_a_flag_and_an_environment_variable(tmp_path: Path):
     from tensorboard.plugins.histogram import summary_v2 as histogram_summary
 
-    from .tb_writers import write_events
+    from fixtures.tb_writers import write_events
 
     path = write_events(tmp_path / "run", [_media_event(0, *histogram_summary.histogram_pb(
         "h", np.arange(100.0), buckets=10).value)])  # 30 values

@@ -8,12 +8,11 @@ import json
 
 import pytest
 
+from fixtures.collector import RecordingSink, options, row
 from tau_collector.collect.loop import Collector, CollectorError
 from tau_collector.collect.read_ahead import ReadAhead
 from tau_collector.sources.history import HistorySource
 from tau_collector.sources.read_limits import DEFAULT_LIMITS
-
-from .test_collect import RecordingSink, options, row
 
 
 def test_read_ahead_returns_the_value_and_raises_the_error():

@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 
+from fixtures.collector import options
 from tau_collector.collect.loop import Collector
 from tau_collector.collect.signal_stop import StopFlag
 from tau_collector.job.history_writer import HistoryWriter
@@ -14,7 +15,6 @@ from tau_collector.job.system_sampler import SystemSampler
 from tau_collector.sinks.expstore import ExpstoreSink
 
 from ..polling import DEADLINE, wait_until
-from .test_collect import options
 
 
 def test_a_stop_set_by_a_signal_handler_ends_a_wait_in_progress():

@@ -7,7 +7,6 @@ a store path SQLite cannot open, and a store that becomes read-only while a coll
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -15,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.collector import one_point_chunk
 from tau_collector.cli.collect import _next_step
 from tau_collector.collect.loop import CollectorError
 from tau_collector.expstore.format import metric_files
-from tau_collector.projection.metric_event import encode_ndjson_many, new_metric_event
-from tau_collector.sinks.base import Chunk, SinkError
+from tau_collector.sinks.base import SinkError
 from tau_collector.sinks.expstore import ExpstoreSink
 
 from ..read_only_mount import require_root
@@ -50,20 +49,12 @@ def test_a_store_too_deep_for_sqlite_is_a_clear_error(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def _chunk(run: str) -> Chunk:
-    e = new_metric_event(project="p", experiment_id="e", run_group_id="g", run_id=run, metric_name="loss", step=0,
-                         wall_time=1_760_000_000_000_000_000, value=1.0, exported_at=1_760_000_000_000_000_000,
-                         source="s")
-    ndjson = encode_ndjson_many([e])
-    return Chunk(1, "history", hashlib.sha256(ndjson).hexdigest(), ndjson, 1)
-
-
 def test_a_name_too_long_for_the_filesystem_is_not_retried(tmp_path, monkeypatch):
     # What every run id over ~250 bytes met before ids were shortened on disk: the kernel's own ENAMETOOLONG.
     monkeypatch.setattr(metric_files, "MAX_ID_COMPONENT_BYTES", 10_000)
     sink = ExpstoreSink(tmp_path / "store")
     with pytest.raises(SinkError) as info:
-        sink.deliver(_chunk("r" * 300))
+        sink.deliver(one_point_chunk("r" * 300))
     assert info.value.retryable is False
     message = str(info.value)
     assert "File name too long" in message and "a retry cannot fix this" in message
@@ -77,13 +68,13 @@ def test_a_damaged_layout_is_not_retried(tmp_path):
     sink = ExpstoreSink(tmp_path / "store")
     (tmp_path / "store" / "metrics" / "project=p").write_text("a file where a directory belongs")
     with pytest.raises(SinkError) as info:
-        sink.deliver(_chunk("r"))
+        sink.deliver(one_point_chunk("r"))
     assert info.value.retryable is False and "the store's layout is damaged" in str(info.value)
 
 
 _REMOUNT_THEN_DELIVER = """
 import json, subprocess, sys
-from tests.collector.test_store_write_errors import _chunk
+from fixtures.collector import one_point_chunk
 from tau_collector.sinks.base import SinkError
 from tau_collector.sinks.expstore import ExpstoreSink
 
@@ -92,7 +83,7 @@ sink = ExpstoreSink(store)  # writable when opened
 sink.store.close()  # Linux refuses a read-only remount while a file on it is open for writing
 subprocess.run(["mount", "-o", "remount,bind,ro", store], check=True)
 try:
-    sink.deliver(_chunk("r"))
+    sink.deliver(one_point_chunk("r"))
 except SinkError as exc:
     print(json.dumps({"retryable": exc.retryable, "message": str(exc)}))
 """
@@ -105,7 +96,8 @@ def test_a_store_that_becomes_read_only_is_a_delivery_error_no_retry_can_fix(tmp
     script = 'mount --bind "$1" "$1" && shift && exec "$@"'
     result = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(store),
                              sys.executable, "-c", _REMOUNT_THEN_DELIVER, str(store)],
-                            capture_output=True, text=True, timeout=120, cwd=REPOSITORY)
+                            capture_output=True, text=True, timeout=120,
+                            cwd=REPOSITORY / "tests")  # `-c` puts the working directory first: `fixtures`
     assert result.returncode == 0, result.stderr
     error = json.loads(result.stdout)
     assert error["retryable"] is False

@@ -14,21 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
-from tau_collector.sources.logdir import discover_runs
-from tau_collector.sources.records import HistoryRow, ProblemKind
-from tau_collector.sources.tensorboard_run import (
-    RunMemory,
-    SessionRestart,
-    apply_tensorboard_purge,
-    in_read_order,
-    read_run,
-    read_segment,
-    rebuild_run_memory,
-    to_history_row,
-)
-from tau_collector.sources.tf_record import encode_frame, scan_frames
-
-from .tb_writers import (
+from fixtures.tb_writers import (
     by_tag,
     event_files,
     legacy_reference_scalars,
@@ -43,6 +29,19 @@ from .tb_writers import (
     write_tensorboardx,
     write_torch,
 )
+from tau_collector.sources.logdir import discover_runs
+from tau_collector.sources.records import HistoryRow, ProblemKind
+from tau_collector.sources.tensorboard_run import (
+    RunMemory,
+    SessionRestart,
+    apply_tensorboard_purge,
+    in_read_order,
+    read_run,
+    read_segment,
+    rebuild_run_memory,
+    to_history_row,
+)
+from tau_collector.sources.tf_record import encode_frame, scan_frames
 
 T0 = 1_760_000_000.0
 

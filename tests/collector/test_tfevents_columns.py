@@ -11,13 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tensorboard.compat.proto import event_pb2
 
-from tau_collector.sources.event_columns import read_block_columns
-from tau_collector.sources.logdir import discover_runs
-from tau_collector.sources.records import ProblemKind
-from tau_collector.sources.tensorboard_run import RunMemory, read_segment
-from tau_collector.sources.tf_record import encode_frame, scan_frames
-
-from .tb_writers import (
+from fixtures.tb_writers import (
     restart_event,
     scalar_tensor,
     tensor_event,
@@ -26,6 +20,11 @@ from .tb_writers import (
     write_tensorboardx,
     write_torch,
 )
+from tau_collector.sources.event_columns import read_block_columns
+from tau_collector.sources.logdir import discover_runs
+from tau_collector.sources.records import ProblemKind
+from tau_collector.sources.tensorboard_run import RunMemory, read_segment
+from tau_collector.sources.tf_record import encode_frame, scan_frames
 
 T0 = 1_760_000_000.0
 

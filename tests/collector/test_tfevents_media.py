@@ -11,20 +11,7 @@ import numpy as np
 import pytest
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
-from tau_collector.cli import main
-from tau_collector.sources.event_columns import read_block_columns
-from tau_collector.sources.logdir import discover_runs
-from tau_collector.sources.media import (
-    MEDIA_KINDS,
-    HistogramRecord,
-    ImageRecord,
-    MediaRequest,
-    TextRecord,
-)
-from tau_collector.sources.records import ProblemKind
-from tau_collector.sources.tensorboard_run import RunMemory, apply_tensorboard_purge, in_read_order, read_run
-
-from .tb_writers import (
+from fixtures.tb_writers import (
     MEDIA_T0,
     accumulator_histograms,
     pictures,
@@ -38,6 +25,18 @@ from .tb_writers import (
     write_tf_media,
     write_torch_media,
 )
+from tau_collector.cli import main
+from tau_collector.sources.event_columns import read_block_columns
+from tau_collector.sources.logdir import discover_runs
+from tau_collector.sources.media import (
+    MEDIA_KINDS,
+    HistogramRecord,
+    ImageRecord,
+    MediaRequest,
+    TextRecord,
+)
+from tau_collector.sources.records import ProblemKind
+from tau_collector.sources.tensorboard_run import RunMemory, apply_tensorboard_purge, in_read_order, read_run
 
 ALL = MediaRequest(frozenset(MEDIA_KINDS))
 WRITERS = [write_torch_media, write_tensorboardx_media, write_tf_media]

@@ -10,10 +10,10 @@ import textwrap
 import time
 from pathlib import Path
 
+from fixtures.processes import started_at, still_running
 from tau_collector.expstore.read.reader import StoreReader
 from tau_collector.expstore.store import ExpStore
 
-from ..backends.processes import started_at, still_running
 from ..polling import DEADLINE
 
 

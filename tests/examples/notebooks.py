@@ -18,7 +18,7 @@ import httpx
 import nbformat
 from nbclient import NotebookClient
 
-from ..backends.processes import stop_processes_mentioning
+from fixtures.processes import stop_processes_mentioning
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"

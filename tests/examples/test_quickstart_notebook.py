@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
-from backends.processes import stop_processes_mentioning
 from nbclient import NotebookClient
+
+from fixtures.processes import stop_processes_mentioning
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "quickstart.ipynb"
 

@@ -8,7 +8,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..backends.processes import _running, processes_mentioning, stop_processes_mentioning
+from fixtures.processes import _running, processes_mentioning, stop_processes_mentioning
+
 from ..polling import DEADLINE
 from .notebooks import (
     cell,

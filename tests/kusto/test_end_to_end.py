@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from portal.conftest import ServerThread
 
-from services.adx_env import AdxEnv, adx_env, azurite  # noqa: F401  (fixtures, used by name)
+from fixtures.kusto import reader_for
+from fixtures.servers import ServerThread
+from services.adx_env import AdxEnv
 from services.kusto_cluster import KustoCluster
 from tau_collector.collect.loop import Collector, CollectorOptions
 from tau_collector.collect.options import CollectorError
@@ -27,13 +28,12 @@ from taunotebook.client import PortalClient
 from taunotebook.portal.app import create_app
 
 from ..polling import DEADLINE
-from .conftest import reader_for
 
 NOW = "2026-12-31T00:00:00Z"
 
 
 @pytest.fixture
-def cluster(adx_env: AdxEnv) -> Iterator[KustoCluster]:  # noqa: F811
+def cluster(adx_env: AdxEnv) -> Iterator[KustoCluster]:
     with KustoCluster() as cluster:
         adx_env.worker.on_ingest = cluster.ingest_ndjson
         cluster.database_aliases.add(adx_env.database)
@@ -69,7 +69,7 @@ def streaming(cluster: KustoCluster, env: AdxEnv) -> AdxStreamingSink:
 
 
 @pytest.mark.parametrize("kind", ["queued", "streaming"])
-def test_a_finished_run_reads_back_whole_once_and_succeeded(tmp_path, adx_env, cluster, kind):  # noqa: F811
+def test_a_finished_run_reads_back_whole_once_and_succeeded(tmp_path, adx_env, cluster, kind):
     write_chunk(tmp_path / "hist", 0, range(0, 600))
     write_chunk(tmp_path / "hist", 1, range(600, 1000))
     (tmp_path / "completion.json").write_text("")
@@ -98,7 +98,7 @@ def test_a_finished_run_reads_back_whole_once_and_succeeded(tmp_path, adx_env, c
         assert whole.metadata.provenance.served_sources == ("kusto",)
 
 
-def test_a_live_pane_polling_the_tail_sees_streamed_points_within_seconds(tmp_path, adx_env, cluster):  # noqa: F811
+def test_a_live_pane_polling_the_tail_sees_streamed_points_within_seconds(tmp_path, adx_env, cluster):
     """What a ``source=kusto`` pane does: poll the steps after the last one it has, one small query a poll."""
     sink = streaming(cluster, adx_env)
     collector = Collector(options(tmp_path, sink, watch=True, interval=0.2))

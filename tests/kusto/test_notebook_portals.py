@@ -10,13 +10,12 @@ import json
 import httpx
 import pytest
 
+from fixtures.kusto_events import event
 from services.kusto_cluster import KustoCluster
 from tau_collector.projection.metric_event import encode_ndjson_many
 from taunotebook.kusto_env import engine_uri, portal_kusto_env
 from taunotebook.local_portal import ensure_portal, record_file, stop_portal
 from taunotebook.portal.jupyter_proxy import setup_tau_portal
-
-from .events import event
 
 KUSTO_VARS = ("TAU_PORTAL_KUSTO_CLUSTER", "TAU_PORTAL_KUSTO_DATABASE", "TAU_PORTAL_KUSTO_AUTH",
               "TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI", "TAU_METRICS_OFFLOAD_ADX_DATABASE")

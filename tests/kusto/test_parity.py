@@ -15,12 +15,11 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from fixtures.kusto import reader_for
+from fixtures.kusto_events import chunk, event, fixture_events, loss, marker
 from services.kusto_cluster import KustoCluster
 from tau_collector.expstore import StoreReader
 from tau_collector.sinks.expstore import ExpstoreSink
-
-from .conftest import reader_for
-from .events import chunk, event, fixture_events, loss, marker
 
 MILESTONES = {0, 1000, 2000, 3000, 4000}
 

@@ -13,7 +13,6 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from portal.conftest import ServerThread
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -21,6 +20,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from fixtures.kusto import reader_for
+from fixtures.kusto_events import DIP_STEP, SPIKE_STEP, chunk, event, fixture_events
+from fixtures.servers import ServerThread
 from services.azurite import free_port
 from services.kusto_cluster import KustoCluster
 from services.kusto_faults import KustoFaultServer
@@ -29,9 +31,6 @@ from tau_collector.sinks.expstore import ExpstoreSink
 from taunotebook.portal.app import create_app
 from taunotebook.portal.kusto import KustoConnection, KustoReader, KustoSettings, KustoUpstreamError
 from taunotebook.portal.sources import AutoReader
-
-from .conftest import reader_for
-from .events import DIP_STEP, SPIKE_STEP, chunk, event, fixture_events
 
 TOKEN = "kusto-portal-token-0123456789"
 V2 = "/api/v2/stellar"

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from fixtures.kusto import reader_for
+from fixtures.kusto_events import fixture_events
 from services.kusto_cluster import KustoCluster
 from tau_collector.projection.metric_event import encode_ndjson_many
-
-from .conftest import reader_for
-from .events import fixture_events
 
 
 def test_elided_casts_answer_exactly_as_the_shipped_function():

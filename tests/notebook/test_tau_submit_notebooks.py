@@ -7,10 +7,9 @@ import re
 
 import pytest
 
+from fixtures.notebook_kernel import KERNEL, execute, notebook, text, usage_errors
 from taunotebook.local_portal import ensure_portal
 from taunotebook.submit import attach
-
-from .conftest import KERNEL, execute, notebook, text, usage_errors
 
 pytestmark = pytest.mark.slow
 

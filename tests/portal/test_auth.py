@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from .conftest import TOKEN, serve
+from fixtures.portal import TOKEN, serve
+
 from .expected import envelope
 
 V2 = "/api/v2/stellar"

@@ -11,11 +11,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from fixtures.portal import TOKEN
 from taunotebook.cli import main as taunotebook_main
 from taunotebook.portal.cli import main as portal_main
 
 from ..polling import DEADLINE
-from .conftest import TOKEN
 
 
 def _start(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str, str]:

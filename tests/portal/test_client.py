@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 import httpx
 import pytest
 
+from fixtures.portal import LOSS_POINTS, PAGE_RUNS, TOKEN, serve
 from taunotebook.client import (
     ENV_TOKEN,
     ENV_URL,
@@ -33,8 +34,6 @@ from taunotebook.client import (
     stellar_url,
 )
 from taunotebook.client.links import path_segment
-
-from .conftest import LOSS_POINTS, PAGE_RUNS, TOKEN, serve
 
 # ---------------------------------------------------------------------------------------------------------------
 # Stand-ins for TauGrid's real Portal, which cannot run here: a tiny HTTP server on 127.0.0.1 answering a script of

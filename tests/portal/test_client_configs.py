@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from fixtures.config_store import sweep_config
+from fixtures.portal import TOKEN
 from taunotebook.client import (
     ClientError,
     ExperimentSummary,
@@ -15,9 +17,6 @@ from taunotebook.client import (
     Run,
     RunConfiguration,
 )
-
-from .config_store import sweep_config
-from .conftest import TOKEN
 
 
 @pytest.fixture

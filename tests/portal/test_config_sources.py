@@ -9,14 +9,13 @@ import sqlite3
 
 import pytest
 
+from fixtures.config_store import RunsOnlyReader
 from tau_collector.expstore import StoreReader
 from taunotebook.portal.context import Portal
 from taunotebook.portal.dispatch import respond
 from taunotebook.portal.params import Query
 from taunotebook.portal.routes import data_routes
 from taunotebook.portal.sources import Sources
-
-from .config_store import RunsOnlyReader
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from fixtures.listing_store import build_listing_store
 from tau_collector.expstore import StoreReader
 from taunotebook.portal.params import ExperimentFilters
 from taunotebook.portal.views.experiment_search import experiments_json, search_experiments
 from taunotebook.portal.views.run import classify_run
-
-from .listing_store import build_listing_store
 
 
 class _Unlisted:

@@ -10,10 +10,10 @@ import sys
 import httpx
 import pytest
 
+from fixtures.portal import TOKEN, serve
 from taunotebook.portal.hosts import ENV_ALLOW_HOSTS, host_name
 
 from ..polling import DEADLINE
-from .conftest import TOKEN, serve
 
 RUN = "/api/v2/stellar/runs/run-a"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

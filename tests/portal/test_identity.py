@@ -15,20 +15,19 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from fixtures.portal import BASE_NS, TOKEN, serve
 from tau_collector.expstore import open_store
 from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import new_metric_event
 from taunotebook.client import ClientError, NotFoundError, PortalClient, stellar_url
 from taunotebook.client.links import path_segment
 
-from .conftest import BASE_NS, TOKEN, serve
-
 V2 = "/api/v2/stellar"
 RUNS = {"pctax": 1.0, "pct%61x": 2.0, "a b": 3.0, "été": 4.0, "Run-A": 5.0, "run-1": 6.0, "50%": 7.0}
 LEGACY_EXPERIMENT = "Exp Legacy"
 
 
-def _event(run: str, value: float, **kw):
+def event(run: str, value: float, **kw):
     fields = {"project": "proj", "experiment_id": "exp-1", "run_group_id": "g1", "tags": {}, **kw}
     return new_metric_event(run_id=run, metric_name="loss", step=1, wall_time=BASE_NS, value=value,
                             exported_at=BASE_NS, source="history", **fields)
@@ -41,8 +40,8 @@ def portal(tmp_path_factory) -> Iterator[str]:
     writer = MetricWriter(store)
     for i, (run, value) in enumerate(RUNS.items()):
         experiment = LEGACY_EXPERIMENT if run == "Run-A" else "exp-1"
-        writer.write_chunk(f"k{i}", [_event(run, value, experiment_id=experiment)], [], request_hash="h")
-    writer.write_chunk("other", [_event("Other Ws", 9.0, tags={"tau_workspace": "other"})], [], request_hash="h")
+        writer.write_chunk(f"k{i}", [event(run, value, experiment_id=experiment)], [], request_hash="h")
+    writer.write_chunk("other", [event("Other Ws", 9.0, tags={"tau_workspace": "other"})], [], request_hash="h")
     store.close()
     with serve(root) as server:
         yield f"http://127.0.0.1:{server.port}"

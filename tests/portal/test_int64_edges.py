@@ -6,10 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fixtures.portal import TOKEN, serve
 from tau_collector.expstore import MetricWriter, RunColumns, StoreReader, open_store
 from taunotebook.client import PortalClient
-
-from .conftest import TOKEN, serve
 
 INT64_MAX = 2**63 - 1
 # Wall times (µs): the epoch's far past and future, the first µs past 2262 (where nanoseconds leave int64),

@@ -8,13 +8,12 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from fixtures.jupyter import JupyterServer, running_jupyter
+from fixtures.portal import BASE_NS
 from tau_collector.expstore import open_store
 from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.metric_event import new_metric_event
 from taunotebook.client.links import path_segment
-
-from .conftest import BASE_NS
-from .jupyter_server import JupyterServer, jupyter_server
 
 RUNS = {"pctax": 1.0, "pct%61x": 2.0, "a b": 3.0, "été": 4.0, "run-a": 5.0}
 PUBLIC_NAME = "jupyter.example"
@@ -32,7 +31,9 @@ def server(tmp_path_factory) -> Iterator[JupyterServer]:
             wall_time=BASE_NS, value=value, exported_at=BASE_NS, source="history", tags={})], [], request_hash="h")
     store.close()
     # Jupyter answers its public name (as a JupyterHub or a remote server does); the Portal behind it never sees it.
-    with jupyter_server(tmp, tmp / "store", f"c.ServerApp.local_hostnames = ['localhost', '{PUBLIC_NAME}']\n") as s:
+    with running_jupyter(tmp / "jupyter", {"TAU_STORE": str(tmp / "store")}, "server", base_url="/jbase/",
+                         token="jupyter-test-token",
+                         config=f"c.ServerApp.local_hostnames = ['localhost', '{PUBLIC_NAME}']\n") as s:
         # The first request starts the Portal (imports, opening the store): give it time.
         first = httpx.get(f"{s.base}{API}/runs/run-a", headers=s.auth, timeout=90)
         assert first.status_code == 200, first.text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .conftest import LOSS_POINTS, loss_value
+from fixtures.portal import LOSS_POINTS, loss_value
 
 HEIGHT = 480
 

@@ -9,13 +9,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fixtures.portal import TOKEN, serve
 from tau_collector.expstore import open_store
 from tau_collector.expstore.write.writer import MetricWriter, RunColumns
 from tau_collector.reads import MetricSummaryRow
 from taunotebook.portal.errors import encode_json
 from taunotebook.portal.views.metrics import catalog_json as _catalog_json
-
-from .conftest import TOKEN, serve
 
 WIDTH = 3000
 

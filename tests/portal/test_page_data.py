@@ -7,10 +7,9 @@ import math
 import httpx
 import pytest
 
+from fixtures.portal import BASE_NS, LOSS_POINTS, TOKEN, serve
 from taunotebook.client import ClientError, DependencyError, NotFoundError, PortalClient
 from taunotebook.client.models import Experiment
-
-from .conftest import BASE_NS, LOSS_POINTS, TOKEN, serve
 
 POINTS = "/stellar/data/runs/run-b/points"
 

@@ -7,7 +7,8 @@ import base64
 import httpx
 import pytest
 
-from .conftest import PAGE_RUNS, TOKEN, serve
+from fixtures.portal import PAGE_RUNS, TOKEN, serve
+
 from .expected import envelope
 
 LIST = "/api/v2/stellar/experiments/exp-page/runs"

@@ -6,11 +6,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from fixtures.portal import LOSS_POINTS, NOTE, PAGE_RUNS, TOKEN, loss_value, serve
+from fixtures.sweep_store import build_sweep_store, final_loss
 from taunotebook.client import NotFoundError, PortalClient
 from taunotebook.portal.views import run_table
-
-from .conftest import LOSS_POINTS, NOTE, PAGE_RUNS, TOKEN, loss_value, serve
-from .sweep_store import build_sweep_store, final_loss
 
 RUNS = "/stellar/data/runs"
 

@@ -14,10 +14,9 @@ import httpx
 import numpy as np
 import pytest
 
+from fixtures.portal import BASE_NS, LOSS_POINTS, TOKEN, serve
 from tau_collector.expstore import StoreReader
 from taunotebook.client import NotFoundError, PortalClient
-
-from .conftest import BASE_NS, LOSS_POINTS, TOKEN, serve
 
 EXPORT = "/stellar/data/export/run-b"
 

@@ -8,12 +8,11 @@ import anyio.to_thread
 import httpx
 import pytest
 
+from fixtures.portal import TOKEN, build_store, event, serve
 from tau_collector.expstore import open_store
 from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.reads import QUICK_FILE_ROWS
 from taunotebook.portal import serving
-
-from .conftest import TOKEN, _event, build_store, serve
 
 SERIES = "/api/v2/stellar/runs/run-a/series"
 
@@ -36,7 +35,7 @@ def test_a_large_cold_read_goes_to_a_thread_and_the_same_poll_then_stays_on_the_
     store = open_store(tmp_path / "store", create=True)
     writer = MetricWriter(store)
     big = QUICK_FILE_ROWS + 5000
-    writer.write_chunk("big", [_event("run-a", "train/loss", s, 1.0) for s in range(big)], [], request_hash="h")
+    writer.write_chunk("big", [event("run-a", "train/loss", s, 1.0) for s in range(big)], [], request_hash="h")
     with serve(tmp_path / "store") as server, httpx.Client(base_url=f"http://127.0.0.1:{server.port}",
                                                            headers={"Authorization": f"Bearer {TOKEN}"}) as http:
         params = {"target": "run-a", "metric": "train/loss", "start_step": big - 500}
@@ -47,7 +46,7 @@ def test_a_large_cold_read_goes_to_a_thread_and_the_same_poll_then_stays_on_the_
             assert again.json()["points"] == first.json()["points"]
         assert len(counted_threads) == 1
         # A live run's next chunk is small: read where it is asked for, on the event loop.
-        writer.write_chunk("next", [_event("run-a", "train/loss", s, 2.0) for s in range(big, big + 100)], [],
+        writer.write_chunk("next", [event("run-a", "train/loss", s, 2.0) for s in range(big, big + 100)], [],
                            request_hash="h")
         tail = http.get(SERIES, params={**params, "start_step": big - 10}).json()
         assert [p["step"] for p in tail["points"]] == list(range(big - 10, big + 100))

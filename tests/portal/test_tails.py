@@ -5,9 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from fixtures.portal import LOSS_POINTS, loss_value
 from taunotebook.client import NotFoundError, PortalClient
-
-from .conftest import LOSS_POINTS, loss_value
 
 TAILS = "/stellar/data/runs/run-a/tails"
 
@@ -109,6 +108,7 @@ def test_client_tails_reads_the_answer_into_columns(portal_server):
 
 
 def test_the_store_reads_only_the_named_summaries_and_the_names(tmp_path, monkeypatch):
+    from fixtures.portal import event
     from tau_collector.expstore import StoreReader, open_store
     from tau_collector.expstore.write.writer import MetricWriter
     from taunotebook.portal.context import Portal
@@ -117,11 +117,9 @@ def test_the_store_reads_only_the_named_summaries_and_the_names(tmp_path, monkey
     from taunotebook.portal.routes import data_routes
     from taunotebook.portal.sources import Sources
 
-    from .conftest import _event
-
     store = open_store(tmp_path / "s", create=True)
     names = [f"layer_{i:04d}/norm" for i in range(1200)]
-    MetricWriter(store).write_chunk("c0", [_event("wide", n, 0, float(i)) for i, n in enumerate(names)], [],
+    MetricWriter(store).write_chunk("c0", [event("wide", n, 0, float(i)) for i, n in enumerate(names)], [],
                                     request_hash="c0")
     reader = StoreReader(tmp_path / "s")
     every = {s.metric_name: s for s in reader.metric_summaries("wide")}

@@ -8,10 +8,10 @@ import hashlib
 import httpx
 import pytest
 
+from fixtures.config_store import RunsOnlyReader, sweep_config
+from fixtures.portal import TOKEN, serve
 from tau_collector.expstore import StoreReader
 
-from .config_store import RunsOnlyReader, sweep_config
-from .conftest import TOKEN, serve
 from .expected import RFC3339_SECONDS, envelope, expected_metadata
 
 V2 = "/api/v2/stellar"

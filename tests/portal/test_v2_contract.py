@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fixtures.portal import BASE_NS, LOSS_POINTS, NOTE, TOKEN, loss_value, serve
 from taunotebook.portal.errors import go_float
 
-from .conftest import BASE_NS, LOSS_POINTS, NOTE, TOKEN, loss_value, serve
 from .expected import (
     METADATA_KEYS,
     METRIC_KEYS,

@@ -7,7 +7,8 @@ import shutil
 import httpx
 import pytest
 
-from .conftest import TOKEN, build_store, serve
+from fixtures.portal import TOKEN, build_store, serve
+
 from .expected import envelope
 
 V2 = "/api/v2/stellar"

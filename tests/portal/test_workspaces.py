@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from .conftest import TOKEN, serve
+from fixtures.portal import TOKEN, serve
 
 WORKSPACES = "/api/portal/workspaces"
 

@@ -6,10 +6,10 @@ import sqlite3
 
 import pytest
 
+from fixtures.listing_store import RUNS, build_listing_store, event
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.reads import WORKSPACE_TAG
 from tau_collector.reads.lifecycle import classify
-from tests.portal.listing_store import RUNS, build_listing_store
 
 
 @pytest.fixture()
@@ -103,14 +103,13 @@ def test_a_run_window_is_the_filtered_sorted_slice_with_a_true_total(store):
 
 def test_a_kept_sorted_order_follows_the_store_when_it_changes(store):
     from tau_collector.expstore.write.writer import MetricWriter
-    from tests.portal.listing_store import _event
 
     reader = StoreReader(store)
     before = reader.run_window("default", sort="metric:max", metric="errors", descending=True, limit=3)
     again = reader.run_window("default", sort="metric:max", metric="errors", descending=True, offset=1, limit=2)
     assert [r.run_id for r in again[1]] == [r.run_id for r in before[1][1:3]]  # a slice of the same order
     writer = MetricWriter(open_store(store, writable=True))
-    writer.write_chunk("late", [_event(99, "errors", 1, 1e9, {"tau_workspace": "default"})], [], request_hash="h")
+    writer.write_chunk("late", [event(99, "errors", 1, 1e9, {"tau_workspace": "default"})], [], request_hash="h")
     total, window = reader.run_window("default", sort="metric:max", metric="errors", descending=True, limit=3)
     assert total == before[0] + 1 and window[0].run_id == "r99"
 

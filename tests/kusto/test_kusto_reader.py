@@ -8,13 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fixtures.kusto import reader_for
+from fixtures.kusto_events import DIP_STEP, SPIKE_STEP, WALL_NS, event, fixture_events, loss
 from tau_collector.expstore.read.m4 import m4_indices
 from tau_collector.projection.metric_event import encode_ndjson_many
 from tau_collector.reads import WouldBlock, no_blocking
 from taunotebook.portal.kusto import AmbiguousRunError
-
-from .conftest import reader_for
-from .events import DIP_STEP, SPIKE_STEP, WALL_NS, event, fixture_events, loss
 
 
 def test_a_redelivered_event_is_counted_once(reader):
@@ -33,7 +32,7 @@ def test_run_state_comes_from_the_latest_terminal_marker(reader):
 
 
 def test_a_later_cancelled_marker_wins(kusto_cluster):
-    from .events import marker
+    from fixtures.kusto_events import marker
 
     kusto_cluster.ingest_ndjson(encode_ndjson_many([
         event("r", "train/loss", 0, 1.0), marker("r", "failed", -1.0, at_step=1), marker("r", "cancelled", -2.0, at_step=2),

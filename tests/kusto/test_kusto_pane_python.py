@@ -7,17 +7,16 @@ the browser is the pane tests' recorder.
 from __future__ import annotations
 
 import pytest
-from portal.conftest import ServerThread
-from test_pane_python import make_pane, wait_until
 
+from fixtures.kusto import reader_for
+from fixtures.kusto_events import event, marker
+from fixtures.pane import make_pane, wait_until
+from fixtures.servers import ServerThread
 from tau_collector.expstore import open_store
 from tau_collector.projection.metric_event import encode_ndjson_many
 from taunotebook.client import PortalClient
 from taunotebook.pane import LossPane
 from taunotebook.portal.app import create_app
-
-from .conftest import reader_for
-from .events import event, marker
 
 TOKEN = "kusto-pane-token-0123456789"
 
