@@ -6,18 +6,17 @@ from __future__ import annotations
 import pytest
 from IPython.core.error import UsageError
 
+from fixtures import webhook_receiver
+from fixtures.local_backend import shell
 from taunotebook.backends import BackendError, iter_records
 from taunotebook.submit import notify_flags, submit
-
-from ..collector import webhook_receiver
-from .test_local import shell, tau_home  # noqa: F401 - the fixture
 
 receiver = webhook_receiver.receiver  # the fixture: a receiver on 127.0.0.1
 
 FINE = "import json\nfor step in range(3):\n    print(json.dumps({'step': step, 'loss': 1.0}), flush=True)\n"
 
 
-def test_a_submitted_run_posts_when_it_finishes_and_the_link_opens_its_stellar_page(tau_home, receiver,  # noqa: F811
+def test_a_submitted_run_posts_when_it_finishes_and_the_link_opens_its_stellar_page(tau_home, receiver,
                                                                                       monkeypatch):
     monkeypatch.setenv("TAU_PORTAL_URL", "http://portal.example:8080/")
     run = submit(code=FINE, name="alert", project="demo", notify=receiver.url)
@@ -28,7 +27,7 @@ def test_a_submitted_run_posts_when_it_finishes_and_the_link_opens_its_stellar_p
     assert tau["link"] == f"http://portal.example:8080/stellar?target={run.run_id}&project=demo"
 
 
-def test_the_default_urls_come_from_the_variable_else_the_per_user_file(tau_home, monkeypatch):  # noqa: F811
+def test_the_default_urls_come_from_the_variable_else_the_per_user_file(tau_home, monkeypatch):
     monkeypatch.delenv("TAU_NOTIFY_URL", raising=False)
     assert notify_flags(None, "local") == ()
     tau_home.mkdir(parents=True)
@@ -40,7 +39,7 @@ def test_the_default_urls_come_from_the_variable_else_the_per_user_file(tau_home
     assert notify_flags(None, "tau") == ()
 
 
-def test_a_bad_url_names_the_parameter_or_the_flag_and_submits_nothing(tau_home):  # noqa: F811
+def test_a_bad_url_names_the_parameter_or_the_flag_and_submits_nothing(tau_home):
     with pytest.raises(ValueError, match="^notify 'slack': a webhook must be an http"):
         submit(code=FINE, notify=["https://hooks.example/ok", "slack"])
     with pytest.raises(UsageError, match="%tau_submit: --notify 'ftp://x/y': a webhook must be an http"):
@@ -48,7 +47,7 @@ def test_a_bad_url_names_the_parameter_or_the_flag_and_submits_nothing(tau_home)
     assert list(iter_records(tau_home)) == []
 
 
-def test_the_tau_backend_refuses_a_webhook_before_anything_is_written(tau_home):  # noqa: F811
+def test_the_tau_backend_refuses_a_webhook_before_anything_is_written(tau_home):
     with pytest.raises(BackendError, match="--notify is not supported by the tau backend"):
         submit(code=FINE, backend="tau", dry_run=True, notify="https://hooks.example/x")
     assert list(iter_records(tau_home)) == []

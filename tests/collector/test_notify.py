@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import webhook_receiver
+from fixtures.webhook_receiver import refused_url
 from tau_collector.expstore import open_store, read_run_events
 from tau_collector.job.notify import (
     TRIGGERS,
@@ -24,8 +26,6 @@ from tau_collector.job.notify import (
 )
 
 from ..polling import wait_until
-from . import webhook_receiver
-from .webhook_receiver import refused_url
 
 receiver = webhook_receiver.receiver  # the fixture: a receiver on 127.0.0.1
 
