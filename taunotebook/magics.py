@@ -18,6 +18,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.display import display
 
 from .backends import BACKENDS, BackendError
+from .resources import add_resource_arguments, resources_from_args
 from .submit import SubmittedRun, attach, notify_flags, runs, stop_rule_flags, submit
 
 __all__ = ["TauMagics", "load_ipython_extension"]
@@ -25,7 +26,11 @@ __all__ = ["TauMagics", "load_ipython_extension"]
 SUBMIT_USAGE = ("%%tau_submit [--name N] [--project P] [--experiment E] [--group G] [--workspace W] "
                 "[--backend local|ray|tau] [--tfevents DIR]... [--config K=V]... [--config-file F] "
                 "[--metric M]... [--notify URL]... [--no-pane] [--as VAR] "
-                "[--dry-run] [--ray-address A]   (or: %tau_submit [flags] script.py [args...])")
+                "[--dry-run] [--ray-address A] [--base-config tau.yaml] [--gpus N] [--gpus-per-worker N] "
+                "[--workers N] [--cpu Q] [--cpu-limit Q] [--memory Q] [--memory-limit Q] [--image I] [--pip REQ]... "
+                "[--env K=V]... [--secret K=SECRET:KEY]... [--queue Q] [--profile P] [--nodes N] "
+                "[--procs-per-node N] [--retries N] [--checkpoint-path P] [--time-limit T] [--engine job|rayjob]   "
+                "(or: %tau_submit [flags] script.py [args...])")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,7 +48,7 @@ class _Parser(argparse.ArgumentParser):
 def _submit_parser() -> _Parser:
     p = _Parser(prog="%tau_submit", usage=SUBMIT_USAGE, add_help=False, allow_abbrev=False)
     p.add_argument("--name")
-    p.add_argument("--project", default="default")
+    p.add_argument("--project")
     p.add_argument("--experiment")
     p.add_argument("--group")
     p.add_argument("--workspace", default="default")
@@ -59,6 +64,8 @@ def _submit_parser() -> _Parser:
     p.add_argument("--stop-on-nan", action="append", nargs="?", const="", default=[], metavar="METRIC")
     p.add_argument("--stop-if", action="append", default=[], metavar="RULE")
     p.add_argument("--notify", action="append", default=None, metavar="URL")
+    p.add_argument("--base-config", metavar="tau.yaml")
+    add_resource_arguments(p)
     p.add_argument("script", nargs="?")
     p.add_argument("args", nargs=argparse.REMAINDER)
     return p
@@ -100,6 +107,7 @@ class TauMagics(Magics):
         try:  # checked here, so that an error names the magic's flags
             stop_rule_flags([m or None for m in opts.stop_on_nan], opts.stop_if, names=("--stop-on-nan", "--stop-if"))
             notify_flags(opts.notify, opts.backend, name="--notify")
+            resources, env = resources_from_args(opts)
         except ValueError as err:
             raise UsageError(f"%tau_submit: {err}") from None
         common: dict[str, Any] = {
@@ -107,7 +115,8 @@ class TauMagics(Magics):
             "workspace": opts.workspace, "backend": opts.backend, "tfevents": opts.tfevents,
             "ray_address": opts.ray_address, "dry_run": opts.dry_run, "config_items": opts.config,
             "config_file": opts.config_file, "stop_on_nan": [m or None for m in opts.stop_on_nan],
-            "stop_if": opts.stop_if, "notify": opts.notify,
+            "stop_if": opts.stop_if, "notify": opts.notify, "resources": resources, "env": env,
+            "base_config": opts.base_config,
         }
         try:
             if cell is None:

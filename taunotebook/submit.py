@@ -38,6 +38,8 @@ from .backends import (
     tau_home,
     validate_id,
 )
+from .base_config import load_base_config
+from .resources import JobResources
 from .submit_config import RUN_CONFIG_FILE, build_config, write_config
 
 __all__ = ["BackendError", "BackendUnavailable", "SubmittedRun", "attach", "new_run_id", "runs", "submit"]
@@ -105,7 +107,7 @@ def submit(
     *,
     code: str | None = None,
     name: str | None = None,
-    project: str = "default",
+    project: str | None = None,
     experiment: str | None = None,
     group: str | None = None,
     workspace: str = "default",
@@ -123,12 +125,23 @@ def submit(
     stop_on_nan: bool | str | Sequence[str | None] = False,
     stop_if: str | Sequence[str] = (),
     notify: str | Sequence[str] | None = None,
+    resources: JobResources | Mapping[str, Any] | None = None,
+    base_config: str | PathLike[str] | None = None,
+    **resource_options: Any,
 ) -> SubmittedRun:
     """Submit a training script (a path) or ``code`` (its text) as a run; returns its :class:`SubmittedRun`.
 
     ``name`` defaults to the script's stem (``cell`` for code); ``group`` to ``name``; ``experiment`` to
     ``group`` (TauGrid's fallback for ``experiment.name``). Every id must pass TauGrid's ``ValidateID``.
-    ``dry_run`` (``tau`` backend) prints what would be submitted through ``out`` and submits nothing.
+    ``project`` defaults to ``default``.
+    ``dry_run`` (``tau``, ``ray``) prints what would be sent through ``out`` (TauGrid's run config, or the exact
+    ``submit_job`` keyword arguments) and submits nothing.
+    ``resources`` (a :class:`~taunotebook.resources.JobResources` or a mapping), or its fields as keyword
+    arguments (``gpus=2``, ``image=...``, ``pip=[...]``, ``queue=...``, ``retries=2``, ``time_limit="2h"`` ...),
+    say what the job asks of the platform; an option a backend cannot honour is a ``ValueError`` naming it.
+    ``base_config`` (``tau`` backend): the team's TauGrid ``tau.yaml``, ours merged in
+    (:mod:`taunotebook.base_config`); its ``name`` and ``experiment`` are the defaults of ``name``,
+    ``project``, ``experiment`` and ``group``, and a value both set differently is a ``ValueError``.
     ``config`` (a mapping), ``config_file`` (a ``.json``/``.yaml`` file) and ``config_items`` (``k=v``
     texts, see :mod:`.submit_config`) are the run's hyperparameters: the job reads them from the JSON
     file ``$TAU_RUN_CONFIG`` names, and they are stored with the run.
@@ -148,6 +161,21 @@ def submit(
     script_path = Path(script).resolve() if script is not None else None
     if script_path is not None and not script_path.is_file():
         raise ValueError(f"script {script} does not exist")
+    if resources is not None and resource_options:
+        raise ValueError(f"give resources= or its options ({', '.join(sorted(resource_options))}), not both")
+    job_resources = JobResources.from_options(resources if resources is not None else resource_options)
+    base = None
+    if base_config is not None:
+        if backend != "tau":
+            raise ValueError(f"base_config {os.fspath(base_config)} is a TauGrid run config: it is for the tau "
+                             f"backend, not {backend}")
+        base = load_base_config(base_config)
+        known = base.identity()
+        name = name if name is not None else base.name
+        project = project if project is not None else known.get("project")
+        group = group if group is not None else known.get("group")
+        experiment = experiment if experiment is not None else known.get("experiment")
+    project = project if project is not None else "default"
     name = name if name is not None else _default_name(script_path)
     group = group if group is not None else name
     experiment = experiment if experiment is not None else group
@@ -157,8 +185,9 @@ def submit(
     if len(name) > MAX_ID_BYTES - RUN_ID_SUFFIX:  # the run id <name>-<6 hex> is within the one id limit too
         raise ValueError(f"name is {len(name)} bytes long: the run id it makes (<name>-<6 hex>) must be at most "
                          f"{MAX_ID_BYTES} bytes, so a name at most {MAX_ID_BYTES - RUN_ID_SUFFIX}")
-    if dry_run and backend != "tau":
-        raise ValueError("--dry-run is only for the tau backend (it prints the TauGrid run config)")
+    if dry_run and backend == "local":
+        raise ValueError("--dry-run is for the tau backend (it prints the TauGrid run config) and the ray backend "
+                         "(the job submission); a local run is just started")
     run_config = build_config(config, config_file, config_items)
     stop_rules = stop_rule_flags(stop_on_nan, stop_if)
     notify_args = notify_flags(notify, backend)
@@ -180,7 +209,7 @@ def submit(
                    tfevents=tuple(str(Path(t).resolve()) for t in tfevents), env=dict(env or {}),
                    cwd=Path(cwd).resolve() if cwd is not None else Path.cwd(), home=home, options=options,
                    config_path=directory / RUN_CONFIG_FILE if run_config is not None else None,
-                   stop_rules=stop_rules, notify=notify_args)
+                   stop_rules=stop_rules, notify=notify_args, resources=job_resources, base_config=base)
     chosen.check(spec)  # a missing dependency fails here, before anything is written
     wrote = code is not None or run_config is not None
     if code is not None:

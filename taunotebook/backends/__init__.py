@@ -22,7 +22,9 @@ from typing import Any, Protocol
 
 from tau_collector.taugrid import ids
 
+from ..base_config import BaseConfig
 from ..home import tau_home
+from ..resources import JobResources
 
 __all__ = [
     "BACKENDS",
@@ -98,6 +100,8 @@ class RunSpec:
     config_path: Path | None = None  # the run's configuration (config.json in the run directory), if it has one
     stop_rules: tuple[str, ...] = ()  # collector flags, e.g. ("--stop-if", "loss>10"): the job stops when one fires
     notify: tuple[str, ...] = ()  # wrap's webhook flags, e.g. ("--notify", URL, "--notify-link", STELLAR_URL)
+    resources: JobResources = field(default_factory=JobResources)  # GPUs, image, queue ... (taunotebook.resources)
+    base_config: BaseConfig | None = None  # the team's tau.yaml (tau backend), see taunotebook.base_config
 
     @property
     def run_dir(self) -> Path:

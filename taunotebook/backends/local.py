@@ -21,6 +21,7 @@ from typing import Any
 
 from tau_collector.collect.completion_file import write_completion
 
+from ..resources import local_environment
 from ..submit_config import CONFIG_ENV
 from . import BackendError, RunSpec, tau_home, write_record
 
@@ -40,8 +41,8 @@ def store_dir(home: Path | None = None) -> Path:
 
 def wrapper_argv(spec: RunSpec, run_dir: str, sink: list[str], *, python: str = sys.executable,
                  script: str | None = None, interval: str = "2s", config: str | None = None) -> list[str]:
-    """``python -m tau_collector wrap --run-dir D <identity> <sink> [--tfevents X]... [--run-config C] -- python
-    SCRIPT ARGS...``."""
+    """``python -m tau_collector wrap --run-dir D <identity> <sink> [--tfevents X]... [--run-config C] --
+    [timeout LIMIT] python SCRIPT ARGS...`` (coreutils ``timeout`` when the resources have a time limit)."""
     argv = [python, "-m", "tau_collector", "wrap", "--run-dir", run_dir, "--interval", interval,
             "--run", spec.run_id, "--project", spec.project, "--experiment", spec.experiment,
             "--group", spec.group, "--tag", f"tau_workspace={spec.workspace}", *sink]
@@ -51,7 +52,9 @@ def wrapper_argv(spec: RunSpec, run_dir: str, sink: list[str], *, python: str = 
         argv += ["--run-config", config]
     argv += spec.stop_rules
     argv += spec.notify
-    return [*argv, "--", python, script or str(spec.script), *spec.args]
+    limit = spec.resources.time_limit_seconds()
+    timeout = ["timeout", "--kill-after=30", f"{limit:g}"] if limit is not None else []  # exit 124: failed
+    return [*argv, "--", *timeout, python, script or str(spec.script), *spec.args]
 
 
 def start_ticks_of(pid: int) -> int | None:
@@ -84,7 +87,8 @@ class LocalBackend:
     name = "local"
 
     def check(self, spec: RunSpec) -> None:
-        """Nothing to check: the local backend needs only this Python and ``tau_collector``."""
+        """The local backend needs only this Python and ``tau_collector``; resources it cannot apply are refused."""
+        local_environment(spec.resources, spec.env)
 
     def submit(self, spec: RunSpec) -> dict[str, Any]:
         if not spec.script.is_file():
@@ -94,7 +98,8 @@ class LocalBackend:
         store = store_dir(spec.home)
         config = str(spec.config_path) if spec.config_path is not None else None
         argv = wrapper_argv(spec, str(directory), ["--sink", "expstore", "--store", str(store)], config=config)
-        env = dict(os.environ, **spec.env, TAU_WORKSPACE=spec.workspace, TAU_RUN_ID=spec.run_id)
+        env = dict(os.environ, **spec.env, **local_environment(spec.resources, spec.env),
+                   TAU_WORKSPACE=spec.workspace, TAU_RUN_ID=spec.run_id)
         if config is not None:
             env[CONFIG_ENV] = config
         log_path = directory / LOG

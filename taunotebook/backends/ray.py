@@ -22,6 +22,7 @@ Ray's token authentication (Ray >= 2.52; on by default for local clusters since 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import shutil
@@ -32,11 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from ..loopback import is_loopback_url
+from ..resources import ray_submit_options
 from ..submit_config import CONFIG_ENV
 from . import BackendError, BackendUnavailable, RunSpec, write_record
 from .local import store_dir, wrapper_argv
 
-__all__ = ["RayBackend", "ray_auth_headers", "ray_state"]
+__all__ = ["RayBackend", "ray_auth_headers", "ray_state", "submit_job_kwargs"]
 
 ADX_ENV = ("TAU_METRICS_OFFLOAD_ADX_CLUSTER_URI", "TAU_METRICS_OFFLOAD_ADX_DATABASE",
            "TAU_METRICS_OFFLOAD_ADX_CLIENT_ID")
@@ -96,6 +98,16 @@ def _adx_sink() -> str:
     return sink
 
 
+def submit_job_kwargs(spec: RunSpec, entrypoint: str, working_dir: str, env: Mapping[str, str]) -> dict[str, Any]:
+    """The exact keyword arguments of ``JobSubmissionClient.submit_job`` for ``spec`` (what ``--dry-run`` prints):
+    the entrypoint, the run id as submission id, ``runtime_env`` (working dir, env, pip, image) and the
+    resources (:func:`~taunotebook.resources.ray_submit_options`)."""
+    resources, runtime_extra = ray_submit_options(spec.resources)
+    return {"entrypoint": entrypoint, "submission_id": spec.run_id,
+            "runtime_env": {"working_dir": working_dir, "env_vars": dict(env), **runtime_extra},
+            "metadata": {"tau_project": spec.project, "tau_group": spec.group}, **resources}
+
+
 class RayBackend:
     name = "ray"
 
@@ -106,6 +118,7 @@ class RayBackend:
         return address
 
     def check(self, spec: RunSpec) -> None:
+        ray_submit_options(spec.resources)  # a resource Ray's Jobs API has no field for is refused first
         address = self._address(spec)
         try:
             import ray.job_submission  # noqa: F401
@@ -121,11 +134,13 @@ class RayBackend:
 
     def submit(self, spec: RunSpec) -> dict[str, Any]:
         address = self._address(spec)
-        client = _client(address)
+        dry_run = bool(spec.options.get("dry_run"))
+        client = None if dry_run else _client(address)
         directory = spec.run_dir
         stage = directory / "ray-working-dir"
-        stage.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(spec.script, stage / "train.py")
+        if not dry_run:
+            stage.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(spec.script, stage / "train.py")
         shared = _shared(address)
         env = {**spec.env, "TAU_WORKSPACE": spec.workspace, "TAU_RUN_ID": spec.run_id}
         if shared:
@@ -142,14 +157,19 @@ class RayBackend:
             config = str(spec.config_path)
             if not shared:
                 config = RAY_CONFIG_FILE
-                shutil.copyfile(spec.config_path, stage / RAY_CONFIG_FILE)
+                if not dry_run:
+                    shutil.copyfile(spec.config_path, stage / RAY_CONFIG_FILE)
             env[CONFIG_ENV] = config
         argv = wrapper_argv(spec, run_dir, sink, python="python", script="train.py", config=config)
         entrypoint = shlex.join(argv)
+        kwargs = submit_job_kwargs(spec, entrypoint, str(stage), env)
+        if dry_run:
+            out = spec.options.get("out") or print
+            out(f"# JobSubmissionClient({address!r}).submit_job(**kwargs) with kwargs:\n"
+                + json.dumps(kwargs, indent=2, sort_keys=True))
+            return {**spec.identity(), "backend": self.name, "dry_run": True, "submit_job": kwargs}
         try:
-            client.submit_job(entrypoint=entrypoint, submission_id=spec.run_id,
-                              runtime_env={"working_dir": str(stage), "env_vars": env},
-                              metadata={"tau_project": spec.project, "tau_group": spec.group})
+            client.submit_job(**kwargs)
         except Exception as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise BackendError(f"Ray refused the job: {first}") from None

@@ -22,6 +22,8 @@ from typing import Any
 from tau_collector.taugrid.direct_config import check_run_config
 from tau_collector.taugrid.yaml_writer import dump_yaml
 
+from ..base_config import merge_base
+from ..resources import tau_engine, tau_sections
 from . import BackendError, BackendUnavailable, RunSpec, path_component, write_record
 
 __all__ = ["TauBackend", "render_config", "to_yaml", "validate_config"]
@@ -38,6 +40,12 @@ import os, subprocess, sys
 history = os.path.join(os.environ.get("TAU_RUN_OUTPUT", {output!r}), {history!r})
 os.makedirs(history, exist_ok=True)
 here = os.path.dirname(os.path.abspath(__file__))
+limit = {time_limit!r}  # seconds (taunotebook's time_limit), or None
+if os.environ.get("RANK", "0") != "0":  # torchrun: only rank 0's stdout becomes the run's history
+    try:
+        sys.exit(subprocess.call([sys.executable, os.path.join(here, {script!r}), *{args!r}], timeout=limit))
+    except subprocess.TimeoutExpired:
+        sys.exit(124)
 trainer = subprocess.Popen([sys.executable, os.path.join(here, {script!r}), *{args!r}], stdout=subprocess.PIPE)
 normalize = subprocess.Popen([sys.executable, "-m", "tau_collector", "normalize", "--out", history],
                              stdin=trainer.stdout)
@@ -53,7 +61,17 @@ sampler = None
 if interval > 0:
     from tau_collector.job.system_sampler import SystemSampler
     sampler = SystemSampler(history, trainer.pid, interval).start()
-code = trainer.wait()
+try:
+    code = trainer.wait(timeout=limit)
+except subprocess.TimeoutExpired:
+    print(f"tau_entry: time limit of {{limit:g}}s reached; stopping the trainer", file=sys.stderr)
+    trainer.terminate()
+    try:
+        trainer.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        trainer.kill()
+        trainer.wait()
+    code = 124
 normalize.wait()
 if sampler is not None:
     sampler.stop()
@@ -62,22 +80,25 @@ sys.exit(code)
 
 
 def render_config(spec: RunSpec, *, data_pvc: str | None = None) -> dict[str, Any]:
-    """TauGrid's run config for ``spec``: storage, metrics history with offload enabled, experiment identity."""
+    """TauGrid's run config for ``spec``: storage, metrics history with offload enabled, experiment identity, the
+    resources asked for (:func:`~taunotebook.resources.tau_sections`), merged into the base config if there is one
+    (:func:`~taunotebook.base_config.merge_base`). ValueError names an option the engine cannot take, or a conflict."""
     output = posixpath.join(DATA_ROOT, "projects", path_component(spec.workspace), "runs", path_component(spec.run_id))
     storage: dict[str, Any] = {"output": output}
     if data_pvc:
         storage = {"data_pvc": data_pvc, **storage}
+    base = spec.base_config
+    engine = tau_engine(spec.resources, base.engine if base is not None else "")
     config: dict[str, Any] = {
         "name": spec.run_id,
-        "engine": "job",
+        "engine": engine,
         "entrypoint": ENTRY,
         "storage": storage,
         "metrics": {"history": [f"{HISTORY_DIR}/*.jsonl"], "offload": {"enabled": True}},
         "experiment": {"project": spec.project, "name": spec.experiment, "group": spec.group},
+        **tau_sections(spec.resources, engine, spec.env),
     }
-    if spec.env:
-        config["runtime"] = {"env": dict(spec.env)}
-    return config
+    return merge_base(base, config) if base is not None else config
 
 
 def validate_config(config: Mapping[str, Any]) -> list[str]:
@@ -136,7 +157,8 @@ class TauBackend:
         shutil.copyfile(spec.script, stage / "train.py")
         output = config["storage"]["output"]
         (stage / ENTRY).write_text(LAUNCHER.format(output=output, history=HISTORY_DIR, script="train.py",
-                                                   args=list(spec.args)))
+                                                   args=list(spec.args),
+                                                   time_limit=spec.resources.time_limit_seconds()))
         config_path = stage / CONFIG
         config_path.write_text(text)
         command = ["tau", "run", "--workspace", spec.workspace, "--config", str(config_path)]

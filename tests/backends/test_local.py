@@ -143,7 +143,7 @@ def test_the_local_portal_is_started_once_reused_and_replaced_when_its_process_i
     ("--name Bad", "print(1)", '%tau_submit: name "Bad" is invalid (use lowercase alphanumerics'),
     ("--project a/b", "print(1)", '%tau_submit: project "a/b" is invalid (use lowercase alphanumerics'),
     ("--as 1x", "print(1)", "--as '1x' is not a Python identifier"),
-    ("--dry-run", "print(1)", "--dry-run is only for the tau backend"),
+    ("--dry-run", "print(1)", "--dry-run is for the tau backend"),
     ("train.py", "print(1)", "unexpected argument 'train.py': the cell body is the script"),
     ("--proj demo", "print(1)", "unrecognized arguments: --proj"),  # no abbreviations
 ])
