@@ -181,7 +181,13 @@ def submit(
     experiment = experiment if experiment is not None else group
     for value, what in ((name, "name"), (project, "project"), (group, "group"), (experiment, "experiment"),
                         (workspace, "workspace")):
-        validate_id(value, what)
+        try:
+            validate_id(value, what)
+        except ValueError as err:
+            if base is None or value not in (base.name, *base.identity().values()):
+                raise
+            raise ValueError(f"{err}: it comes from the base config {base.path}, whose metrics taunotebook offloads "
+                             "(TauGrid then requires ids there); change it in the file") from None
     if len(name) > MAX_ID_BYTES - RUN_ID_SUFFIX:  # the run id <name>-<6 hex> is within the one id limit too
         raise ValueError(f"name is {len(name)} bytes long: the run id it makes (<name>-<6 hex>) must be at most "
                          f"{MAX_ID_BYTES} bytes, so a name at most {MAX_ID_BYTES - RUN_ID_SUFFIX}")
