@@ -41,8 +41,8 @@ def store_dir(home: Path | None = None) -> Path:
 
 def wrapper_argv(spec: RunSpec, run_dir: str, sink: list[str], *, python: str = sys.executable,
                  script: str | None = None, interval: str = "2s", config: str | None = None) -> list[str]:
-    """``python -m tau_collector wrap --run-dir D <identity> <sink> [--tfevents X]... [--run-config C] --
-    [timeout LIMIT] python SCRIPT ARGS...`` (coreutils ``timeout`` when the resources have a time limit)."""
+    """``python -m tau_collector wrap --run-dir D <identity> <sink> [--tfevents X]... [--run-config C]
+    [--time-limit S] -- python SCRIPT ARGS...``."""
     argv = [python, "-m", "tau_collector", "wrap", "--run-dir", run_dir, "--interval", interval,
             "--run", spec.run_id, "--project", spec.project, "--experiment", spec.experiment,
             "--group", spec.group, "--tag", f"tau_workspace={spec.workspace}", *sink]
@@ -53,8 +53,9 @@ def wrapper_argv(spec: RunSpec, run_dir: str, sink: list[str], *, python: str = 
     argv += spec.stop_rules
     argv += spec.notify
     limit = spec.resources.time_limit_seconds()
-    timeout = ["timeout", "--kill-after=30", f"{limit:g}"] if limit is not None else []  # exit 124: failed
-    return [*argv, "--", *timeout, python, script or str(spec.script), *spec.args]
+    if limit is not None:
+        argv += ["--time-limit", f"{limit:g}"]
+    return [*argv, "--", python, script or str(spec.script), *spec.args]
 
 
 def start_ticks_of(pid: int) -> int | None:

@@ -250,3 +250,15 @@ def test_a_ray_job_without_the_shared_store_streams_to_adx_and_its_pane_reads_ku
             pane.close()
         assert not (tau_home / "store" / "metrics").exists() or not any((tau_home / "store" / "metrics").iterdir())
         assert cluster.errors == []
+
+
+def test_a_job_asking_for_more_gpus_than_the_head_has_stays_pending(ray_head, tau_home):
+    """The head has no GPU: Ray keeps the entrypoint pending while a job submitted after it runs to the end."""
+    waiting = submit(code="print('never')\n", backend="ray", ray_address=ray_head, name="gpu-job", gpus=4)
+    other = submit(code="print('ran')\n", backend="ray", ray_address=ray_head, name="cpu-job")
+    assert other.wait(300) == "succeeded"
+    try:
+        assert waiting.state == "pending"
+        assert waiting.record["entrypoint"] and "never" not in waiting.logs()
+    finally:
+        waiting.cancel()

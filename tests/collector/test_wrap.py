@@ -143,3 +143,18 @@ def test_a_killed_wrapper_takes_its_trainer_and_collector_with_it_and_the_run_en
     survivors = [pid for pid, at in started.items() if still_running(pid, at)]
     assert not survivors, [Path(f"/proc/{pid}/cmdline").read_bytes()[:300] for pid in survivors]
     assert reader(tmp_path).run("r1").state == "cancelled"
+
+
+def test_gpus_and_a_time_limit_apply_to_the_trainer(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    proc = wrap(tmp_path, """
+        import os, time
+        print("devices", os.environ["CUDA_VISIBLE_DEVICES"], flush=True)
+        time.sleep(300)
+    """, "--gpus", "3", "--time-limit", "2")
+    out, err = proc.communicate(timeout=120)
+    assert out == b"devices 0,1,2\n"
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    completion = json.loads((tmp_path / "run" / "completion.json").read_text())
+    assert completion["state"] == "failed"
+    assert completion["message"] == f"stopped at its time limit of 2s; entrypoint exited with code {128 + 15}"

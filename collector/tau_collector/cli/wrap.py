@@ -108,6 +108,30 @@ def resolve_system_interval(args: argparse.Namespace) -> float:
     return flag_or_env(args.system_interval, SYSTEM_INTERVAL_ENV, "10s", SYSTEM_INTERVAL)
 
 
+def _gpu_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number of GPUs >= 0, got {text!r}")
+    return value
+
+
+def _wait_limited(trainer: subprocess.Popen, limit: float | None) -> tuple[int, bool]:
+    """The trainer's exit code, and True when it was stopped at the time limit."""
+    try:
+        return trainer.wait(timeout=limit), False
+    except subprocess.TimeoutExpired:
+        log.error(f"time limit of {limit:g}s reached; stopping the trainer")
+        trainer.terminate()
+        try:
+            return trainer.wait(timeout=30), True
+        except subprocess.TimeoutExpired:
+            trainer.kill()
+            return trainer.wait(), True
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subcommand_parser(
         subparsers, "wrap", run, help="run a training command with the collector beside it",
@@ -135,6 +159,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="at exit, wait at most this long for webhooks still being retried (default 5s; 0: not at "
                         "all); a webhook never changes wrap's exit code")
     p.add_argument("--notify-link", metavar="URL", help="the run's Stellar page, put in each notification")
+    p.add_argument("--gpus", type=_gpu_count, default=None, metavar="N",
+                   help="give the trainer N GPUs: CUDA_VISIBLE_DEVICES=0,...,N-1 (unless the environment sets it)")
+    p.add_argument("--time-limit", type=_TIMEOUT, default=None, metavar="DURATION",
+                   help="stop the trainer (SIGTERM, SIGKILL 30s later) after DURATION; the run ends failed")
     logs.add_arguments(p)
     p.set_defaults(collect_args=[], command=[])
     return p
@@ -346,6 +374,7 @@ def run(args: argparse.Namespace) -> int:
     status = 0
     state, reason = "succeeded", "workload-entrypoint-exit"
     stop_request: dict = {}  # what a stop rule wrote, once it fired
+    limit_message = ""  # set when the trainer was stopped at --time-limit
     waited = _wait_for(ready, args.ready_timeout, stop=stop, process=collector)
     if waited == "stopped" or (waited == "ok" and stop.is_set()):
         # Terminated before the trainer started: TauGrid's 143, and the run is cancelled, not succeeded.
@@ -363,6 +392,8 @@ def run(args: argparse.Namespace) -> int:
         env = dict(os.environ, TAU_RUN_DIR=run_dir, TAU_HISTORY_DIR=history_dir,
                    TAU_TENSORBOARD_DIR=tensorboard_dir, TENSORBOARD_LOGDIR=tensorboard_dir,
                    PYTHONUNBUFFERED="1")
+        if args.gpus is not None and "CUDA_VISIBLE_DEVICES" not in os.environ:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(args.gpus))
         read_fd, write_fd = os.pipe()
         try:
             trainer = subprocess.Popen(args.command, stdout=write_fd, env=env, preexec_fn=_terminate_with_parent)
@@ -388,7 +419,7 @@ def run(args: argparse.Namespace) -> int:
 
             threading.Thread(target=_stop_on_request, args=(out_dir, trainer, stop_request, on_stop_request),
                              name="tau-stop-rules", daemon=True).start()
-            code = trainer.wait()
+            code, timed_out = _wait_limited(trainer, args.time_limit)
             pump.join()
             if sampler is not None:
                 sampler.stop()  # its rows are on disk before the completion file starts the final drain
@@ -396,12 +427,16 @@ def run(args: argparse.Namespace) -> int:
             log.info("trainer exited", extra={"code": status})
             if stop.is_set():
                 state, reason = "cancelled", "workload-termination"
-            elif status != 0:
+            elif status != 0 or timed_out:
                 state = "failed"
-            if stop_request:
+            if timed_out:
+                limit_message = f"stopped at its time limit of {args.time_limit:g}s"
+            elif stop_request:
                 state, reason = "cancelled", STOP_RULE_REASON
     message = f"entrypoint exited with code {status}"
-    if stop_request:
+    if limit_message:
+        message = f"{limit_message}; {message}"
+    elif stop_request:
         message = f"{stop_request.get('message', 'a stop rule fired')}; {message}"
     write_completion(completion, state, reason=reason, message=message,
                      completed_at=time.time_ns() // 1_000_000_000 * 1_000_000_000)
