@@ -114,6 +114,7 @@ class LocalBackend:
             "script": str(spec.script), "args": list(spec.args), "tfevents": list(spec.tfevents),
             "store": str(store), "log": str(log_path), "pid": process.pid, "start_ticks": start_ticks_of(process.pid),
             "command": argv, "config": config,
+            "resources": spec.resources.given(),  # what the job asked for (JobResources fields)
         }
         write_record(directory, record)
         return record

@@ -177,6 +177,7 @@ class RayBackend:
             **spec.identity(), "backend": self.name, "created_at": time.time(), "run_dir": str(directory),
             "address": address, "submission_id": spec.run_id, "shared_store": shared,
             "store": str(store) if store else None, "entrypoint": entrypoint, "config": config,
+            "resources": spec.resources.given(),  # what the job asked for (JobResources fields)
             "source": None if shared else "kusto",  # where the Portal finds its metrics (SubmittedRun.source)
         }
         write_record(directory, record)

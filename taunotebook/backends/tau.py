@@ -172,6 +172,7 @@ class TauBackend:
         record = {
             **spec.identity(), "backend": self.name, "created_at": time.time(), "run_dir": str(spec.run_dir),
             "config": config, "config_path": str(config_path), "command": command, "submit_output": done.stdout,
+            "resources": spec.resources.given(),  # what the job asked for (JobResources fields)
         }
         write_record(spec.run_dir, record)
         return record

@@ -154,6 +154,7 @@ def test_a_local_job_sees_its_gpus_and_env_and_is_stopped_at_its_time_limit(tau_
     seen = submit(code="import os\nprint(os.environ['CUDA_VISIBLE_DEVICES'], os.environ['MY_FLAG'])\n",
                   gpus=2, env={"MY_FLAG": "on"}, name="gpus")
     slow = submit(code="import time\ntime.sleep(120)\n", time_limit=1, name="slow")
+    assert seen.record["resources"] == {"gpus": 2} and slow.record["resources"] == {"time_limit": 1}
     assert seen.wait(120) == "succeeded" and seen.logs() == "0,1 on\n"
     assert slow.wait(120) == "failed"
 
