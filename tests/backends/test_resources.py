@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from IPython.core.error import UsageError
 
+from fixtures.local_backend import shell
 from tau_collector.taugrid.direct_config import check_run_config
 from taunotebook.backends import RunSpec, iter_records
 from taunotebook.backends.ray import submit_job_kwargs
@@ -16,8 +17,6 @@ from taunotebook.backends.tau import render_config, to_yaml
 from taunotebook.base_config import load_base_config
 from taunotebook.resources import JobResources, local_environment
 from taunotebook.submit import submit
-
-from .test_local import shell, tau_home  # noqa: F401  (fixture)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "conformance" / "taugrid_examples"
 
@@ -72,7 +71,7 @@ def test_workers_without_an_engine_choose_rayjob_and_gpus_with_rayjob_is_refused
         render_config(spec(resources=JobResources(workers=2, engine="job")))
 
 
-def test_a_reserved_environment_key_is_refused_as_taugrid_refuses_it(tau_home):  # noqa: F811
+def test_a_reserved_environment_key_is_refused_as_taugrid_refuses_it(tau_home):
     out: list[str] = []
     with pytest.raises(Exception, match="Tau-managed keys that cannot be overridden: NCCL_DEBUG"):
         submit(code="print(1)\n", backend="tau", dry_run=True, env={"NCCL_DEBUG": "INFO"}, out=out.append)
@@ -116,7 +115,7 @@ def test_ray_refuses_what_its_jobs_api_has_no_field_for(options, named):
         submit_job_kwargs(spec(resources=JobResources(**options)), "x", "/wd", {})
 
 
-def test_ray_dry_run_prints_the_exact_submit_job_kwargs_and_submits_nothing(tau_home):  # noqa: F811
+def test_ray_dry_run_prints_the_exact_submit_job_kwargs_and_submits_nothing(tau_home):
     pytest.importorskip("ray.job_submission")
     out: list[str] = []
     run = submit(code="print(1)\n", backend="ray", ray_address="http://127.0.0.1:1", dry_run=True, gpus=2, name="r",
@@ -143,14 +142,14 @@ def test_local_gpus_become_cuda_visible_devices_unless_the_env_names_them():
     ({"pip": ["einops"]}, "pip (--pip)"), ({"retries": 2}, "retries (--retries)"),
     ({"processes_per_node": 2}, "processes_per_node (--procs-per-node)"),
 ])
-def test_local_refuses_what_cannot_apply_here_and_writes_nothing(tau_home, options, named):  # noqa: F811
+def test_local_refuses_what_cannot_apply_here_and_writes_nothing(tau_home, options, named):
     with pytest.raises(ValueError, match=rf"{named.replace('(', '[(]').replace(')', '[)]')}: not available on the "
                                          "local backend"):
         submit(code="print(1)\n", **options)
     assert not (tau_home / "projects").exists()
 
 
-def test_a_local_job_sees_its_gpus_and_env_and_is_stopped_at_its_time_limit(tau_home):  # noqa: F811
+def test_a_local_job_sees_its_gpus_and_env_and_is_stopped_at_its_time_limit(tau_home):
     seen = submit(code="import os\nprint(os.environ['CUDA_VISIBLE_DEVICES'], os.environ['MY_FLAG'])\n",
                   gpus=2, env={"MY_FLAG": "on"}, name="gpus")
     slow = submit(code="import time\ntime.sleep(120)\n", time_limit=1, name="slow")
@@ -159,7 +158,7 @@ def test_a_local_job_sees_its_gpus_and_env_and_is_stopped_at_its_time_limit(tau_
     assert slow.wait(120) == "failed"
 
 
-def test_the_magic_takes_resource_flags_and_names_a_bad_one(tau_home, capsys):  # noqa: F811
+def test_the_magic_takes_resource_flags_and_names_a_bad_one(tau_home, capsys):
     ip = shell()
     ip.run_cell_magic("tau_submit", "--backend tau --dry-run --gpus 2 --env A=1 --secret T=s:k --queue gpu "
                       "--retries 1 --checkpoint-path /data/ckpt --image ghcr.io/t/i:1", "print(1)\n")
@@ -181,7 +180,7 @@ NO_OFFLOAD_PROJECT = ("kind-smoke.yaml", "kind-smoke-ray.yaml")
 
 
 @pytest.mark.parametrize("example", NO_OFFLOAD_PROJECT)
-def test_a_base_whose_project_cannot_carry_offloaded_metrics_is_refused_naming_the_file(tau_home, example):  # noqa: F811
+def test_a_base_whose_project_cannot_carry_offloaded_metrics_is_refused_naming_the_file(tau_home, example):
     with pytest.raises(ValueError) as caught:
         submit(code="print(1)\n", backend="tau", dry_run=True, base_config=EXAMPLES / example, out=print)
     assert 'project "Tau Local" is invalid' in str(caught.value) and example in str(caught.value)
@@ -209,7 +208,7 @@ def test_taugrids_examples_load_and_render_as_bases_with_every_section_passed_th
     assert config["entrypoint"] == "tau_entry.py" and config["name"] == "sgd-demo-abc123"
 
 
-def test_the_seed_base_gives_the_identity_and_our_resources_merge_in(tau_home, capsys):  # noqa: F811
+def test_the_seed_base_gives_the_identity_and_our_resources_merge_in(tau_home, capsys):
     out: list[str] = []
     submit(code="print(1)\n", backend="tau", dry_run=True, base_config=EXAMPLES / "portal-ray-stellar.yaml",
            env={"A": "1"}, pip=["einops"], out=out.append)
@@ -227,7 +226,7 @@ def test_the_seed_base_gives_the_identity_and_our_resources_merge_in(tau_home, c
     ("", {"queue": "fast"}, ["policy.queue", "'jobqueue'", "--queue", "'fast'"]),
     ("    - other/*.jsonl\n", {}, ["metrics.history", "other/*.jsonl", "metrics-history-attempt-0/*.jsonl"]),
 ])
-def test_a_conflict_with_the_base_is_one_error_naming_both_values(tau_home, tmp_path, change, options, words):  # noqa: F811
+def test_a_conflict_with_the_base_is_one_error_naming_both_values(tau_home, tmp_path, change, options, words):
     text = (EXAMPLES / "portal-ray-stellar.yaml").read_text()
     if change:
         text = text.replace("    - metrics-history-attempt-0/*.jsonl\n", change)
@@ -240,7 +239,7 @@ def test_a_conflict_with_the_base_is_one_error_naming_both_values(tau_home, tmp_
     assert "never overridden" in str(caught.value)
 
 
-def test_a_base_config_is_for_the_tau_backend_only(tau_home):  # noqa: F811
+def test_a_base_config_is_for_the_tau_backend_only(tau_home):
     with pytest.raises(ValueError, match="it is for the tau backend, not local"):
         submit(code="print(1)\n", base_config=EXAMPLES / "portal-ray-stellar.yaml")
 
