@@ -29,18 +29,21 @@ EXTRA = "extra"  # the field that keeps the keys a model does not know
 
 
 def wire(*, key: str | None = None, at: tuple[str, ...] | None = None, required: bool = False,
-         null: Any = None, decode: Callable[[Mapping[str, Any]], Any] | None = None, given: bool = False) -> dict:
+         null: Any = None, decode: Callable[[Mapping[str, Any]], Any] | None = None, sent: Any = None,
+         given: bool = False) -> dict:
     """A field's metadata for :func:`decode` (pass as ``field(metadata=wire(...))``).
 
     ``key``: the wire's key when it is not the field's name; ``at``: a path into nested objects
     (``("run", "state")``); ``required``: a missing key is a ``KeyError``; ``null``: the value of an explicit
     ``null`` (default ``None``); ``decode``: reads the field from the whole object itself (``at``/``key``
-    then name the keys it consumes); ``given``: not on the wire, passed to :func:`decode` by the caller.
+    then name the keys it consumes) and ``sent`` the JSON type it reads there; ``given``: not on the wire,
+    passed to :func:`decode` by the caller.
     """
-    return {_META: {"key": key, "at": at, "required": required, "null": null, "decode": decode, "given": given}}
+    return {_META: {"key": key, "at": at, "required": required, "null": null, "decode": decode, "sent": sent,
+                    "given": given}}
 
 
-_DEFAULTS = {"key": None, "at": None, "required": False, "null": None, "decode": None, "given": False}
+_DEFAULTS = {"key": None, "at": None, "required": False, "null": None, "decode": None, "sent": None, "given": False}
 
 
 def _spec(f: dataclasses.Field) -> dict:
@@ -63,15 +66,19 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def wire_keys(cls: type) -> dict[str, Any]:
-    """The top-level keys a model reads, each with the type of the field read from it (a nested path: ``dict``)."""
+    """The keys a model reads, each with the type of the field read from it; a key read through a path
+    (``at``) maps to a dict of the keys read inside it."""
     out: dict[str, Any] = {}
     hints = _hints(cls)
     for f in dataclasses.fields(cls):
         spec = _spec(f)
         if f.name == EXTRA or spec["given"]:
             continue
-        path = _path(f)
-        out.setdefault(path[0], hints[f.name] if len(path) == 1 else dict)
+        *outer, key = _path(f)
+        holder = out
+        for part in outer:
+            holder = holder.setdefault(part, {})
+        holder.setdefault(key, spec["sent"] or hints[f.name])
     return out
 
 

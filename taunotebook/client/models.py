@@ -208,13 +208,14 @@ class Series(WireModel):
     metric: str
     max_points: int
     source_points: int
-    returned_points: int = field(metadata=wire(decode=_returned_points))
-    steps: array = field(metadata=wire(key="points", decode=_point_steps))
-    values: array = field(metadata=wire(key="points", decode=_point_values))
+    returned_points: int = field(metadata=wire(decode=_returned_points, sent=int | None))
+    steps: array = field(metadata=wire(key="points", decode=_point_steps, sent=list[dict[str, Any]]))
+    values: array = field(metadata=wire(key="points", decode=_point_values, sent=list[dict[str, Any]]))
     start_step: int | None = None
     end_step: int | None = None
     step_interval: int | None = None
-    point_extra: tuple[dict[str, Any], ...] = field(default=(), metadata=wire(key="points", decode=_point_extra))
+    point_extra: tuple[dict[str, Any], ...] = field(default=(), metadata=wire(key="points", decode=_point_extra,
+                                                                              sent=list[dict[str, Any]]))
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -262,7 +263,7 @@ class NonFinitePoint(WireModel):
     """A non-finite observation: ``value`` is NaN, +inf or -inf; ``wall_time`` in µs since the epoch, UTC."""
 
     step: int = field(metadata=wire(required=True))
-    value: float = field(metadata=wire(decode=_non_finite_value))
+    value: float = field(metadata=wire(decode=_non_finite_value, sent=str))
     wall_time: int | None = None
 
 
@@ -280,8 +281,10 @@ class PointDetails(WireModel):
     metric: str
     non_finite_count: int
     non_finite: tuple[NonFinitePoint, ...]
-    wall_time_steps: array = field(metadata=wire(key="wall_time", decode=lambda d: _wall(d, "step")))
-    wall_times: array = field(metadata=wire(key="wall_time", decode=lambda d: _wall(d, "wall_time")))
+    wall_time_steps: array = field(metadata=wire(key="wall_time", decode=lambda d: _wall(d, "step"),
+                                              sent=dict[str, list[int]]))
+    wall_times: array = field(metadata=wire(key="wall_time", decode=lambda d: _wall(d, "wall_time"),
+                                         sent=dict[str, list[int]]))
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

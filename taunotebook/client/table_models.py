@@ -43,13 +43,15 @@ class RunTableRow(WireModel):
 
 @dataclass(frozen=True, slots=True)
 class RunTable(WireModel):
-    """Every listed run (newest first), the metric names they have, and the metrics each row carries."""
+    """A window of the matching runs (newest first unless sorted), the metric names they have, the metrics each
+    row carries; ``run_count`` counts every matching run, ``offset`` is the window's first row."""
 
     metadata: Metadata
     metric_names: tuple[str, ...]
     metrics: tuple[str, ...]
     run_count: int
     runs: tuple[RunTableRow, ...]
+    offset: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __iter__(self) -> Iterator[RunTableRow]:

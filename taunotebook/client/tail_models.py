@@ -31,12 +31,13 @@ class Tail(WireModel):
     """
 
     name: str
-    summary: MetricSummary | None = field(metadata=wire(key="missing", decode=_summary))
+    summary: MetricSummary | None = field(metadata=wire(key="missing", decode=_summary, sent=bool))
     since: int | None
-    changed: bool = field(metadata=wire(decode=lambda d: bool(d.get("changed", True))))
+    changed: bool = field(metadata=wire(decode=lambda d: bool(d.get("changed", True)), sent=bool))
     source_points: int
-    steps: array = field(metadata=wire(key="step", decode=points("q", "step", "metrics[]")))
-    values: array = field(metadata=wire(key="value", decode=points("d", "value", "metrics[]", nan_for_null)))
+    steps: array = field(metadata=wire(key="step", decode=points("q", "step", "metrics[]"), sent=list[int]))
+    values: array = field(metadata=wire(key="value", decode=points("d", "value", "metrics[]", nan_for_null),
+                                     sent=list[float]))
 
     def __post_init__(self) -> None:
         if len(self.steps) != len(self.values):
