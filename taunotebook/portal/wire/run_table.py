@@ -26,6 +26,7 @@ __all__ = [
     "RUNS_LIMIT",
     "RUN_TABLE",
     "RUN_TABLE_ROW",
+    "configs_cut_warning",
     "metric_stats",
     "run_table_row",
 ]
@@ -90,6 +91,12 @@ def run_table_row(run: RunRow, config_fields: Mapping[str, Any] | None,
         row["config"], cut = _config_json(config_fields)
     row["metrics"] = {m: metric_stats(s) for m, s in summaries.items() if s is not None}
     return row, cut
+
+
+def configs_cut_warning(run_ids: list[str]) -> str:
+    """The warning for rows whose config :func:`run_table_row` cut (the first five runs named)."""
+    shown = ", ".join(run_ids[:5]) + (f" and {len(run_ids) - 5} more" if len(run_ids) > 5 else "")
+    return f"configs cut to {CONFIG_FIELDS_LIMIT} fields of at most {CONFIG_TEXT_LIMIT} characters: {shown}"
 
 
 METRIC_STATS = {
