@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
-__all__ = ["WireModel", "decode", "wire", "wire_keys"]
+__all__ = ["WireModel", "decode", "nan_for_null", "points", "wire", "wire_keys"]
 
 _T = TypeVar("_T")
 _META = "taunotebook.wire"
@@ -93,104 +93,156 @@ def _optional(tp: Any) -> tuple[Any, bool]:
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if len(args) < len(typing.get_args(tp)):
-            # Several types besides None (a config field's scalars): the union itself, read as sent.
-            return (args[0] if len(args) == 1 else tp), True
+            # Several types besides None (a config field's scalars): read as sent.
+            return (args[0] if len(args) == 1 else Any), True
     return tp, False
 
 
-def _zero(tp: Any, what: str) -> Any:
-    """The value of a field the answer leaves out (or sends as null) and that has no default."""
-    if _optional(tp)[1]:
-        return None
-    origin = typing.get_origin(tp) or tp
-    if dataclasses.is_dataclass(origin):
-        return decode(origin, {}, what)
-    return {str: "", int: 0, float: 0.0, bool: False, tuple: (), dict: {}}.get(origin)
+# A converter reads one present, non-null value: (value, extra of the object being read) -> field value.
+_Convert = Callable[[Any, dict[str, Any]], Any]
 
 
-def _float(value: Any) -> float:
-    # Go cannot encode NaN/Inf in JSON: a server may send a string ("NaN", "-Infinity") for a non-finite value.
-    return float(value)
+def _as_str(value: Any, extra: dict[str, Any]) -> str:
+    return value if type(value) is str else str(value)
 
 
-def _convert(tp: Any, value: Any, what: str, key: str, extra: dict[str, Any]) -> Any:
+def _converter(tp: Any, what: str, key: str) -> _Convert:
+    """How a value of type ``tp`` is read (built once per field, so a read costs no type inspection)."""
     inner, optional = _optional(tp)
-    if optional and (value is None or (inner is str and value == "")):
-        return None
-    tp = inner
+    if optional:
+        read = _converter(inner, what, key)
+        if inner is str:
+            return lambda v, extra: None if v == "" else read(v, extra)
+        return read  # null never reaches a converter
     if tp is Any or typing.get_origin(tp) in (typing.Union, types.UnionType):
-        return value  # Any, or a union of scalars (a config field): as sent
+        return lambda v, extra: v  # Any, or a union of scalars (a config field): as sent
     origin = typing.get_origin(tp) or tp
     if dataclasses.is_dataclass(origin):
-        return decode(origin, value, what)
+        return lambda v, extra: decode(origin, v, what)
     if origin is str:
-        return str(value)
-    if origin is bool:
-        return bool(value)
-    if origin is int:
-        return int(value)
+        return _as_str
+    if origin in (int, bool):
+        return lambda v, extra: origin(v)
     if origin is float:
-        return _float(value)
+        return lambda v, extra: float(v)  # a server that cannot write NaN/Inf as numbers may send "NaN"
     if origin is datetime:
-        try:
-            return datetime.fromisoformat(str(value))
-        except ValueError:
-            # A timestamp quirk of a newer server must not make a whole read fail: kept, as sent, in extra.
-            extra[key] = value
-            return None
+        def read_time(v: Any, extra: dict[str, Any]) -> datetime | None:
+            try:
+                return datetime.fromisoformat(str(v))
+            except ValueError:
+                # A timestamp quirk of a newer server must not make a whole read fail: kept, as sent, in extra.
+                extra[key] = v
+                return None
+        return read_time
     if origin is tuple:
-        (item, *_) = typing.get_args(tp) or (Any,)
-        if isinstance(value, Mapping | str):
-            raise TypeError(f"{what}: expected a JSON array, got {type(value).__name__}")
-        return tuple(_convert(item, v, f"{what}[]", key, extra) for v in value)
+        (item_type, *_) = typing.get_args(tp) or (Any,)
+        item = _converter(item_type, f"{what}[]", key)
+
+        def read_tuple(v: Any, extra: dict[str, Any]) -> tuple:
+            if isinstance(v, Mapping | str):
+                raise TypeError(f"{what}: expected a JSON array, got {type(v).__name__}")
+            return tuple(item(x, extra) for x in v)
+        return read_tuple
     if origin is dict:
-        _, item = typing.get_args(tp) or (str, Any)
-        return {str(k): _convert(item, v, f"{what}.{k}", key, extra) for k, v in _obj(value, what).items()}
+        _, item_type = typing.get_args(tp) or (str, Any)
+        item = _converter(item_type, f"{what}{{}}", key)
+        return lambda v, extra: {str(k): item(x, extra) for k, x in _obj(v, what).items()}
     raise TypeError(f"{what}: no conversion for a field of type {tp!r}")  # pragma: no cover - a model's mistake
 
 
-def decode(cls: type[_T], data: Any, what: str | None = None, **given: Any) -> _T:
-    """``data`` (a decoded JSON object) as the model ``cls``; ``given`` sets the fields not on the wire."""
-    what = what or cls.__name__
-    d = _obj(data, what)
+def _zero(tp: Any, what: str) -> Callable[[], Any]:
+    """The value of a field the answer leaves out (or sends as null) and that has no default."""
+    if _optional(tp)[1]:
+        return lambda: None
+    origin = typing.get_origin(tp) or tp
+    if dataclasses.is_dataclass(origin):
+        return lambda: decode(origin, {}, what)
+    if origin is dict:
+        return dict
+    zero = {str: "", int: 0, float: 0.0, bool: False, tuple: ()}.get(origin)
+    return lambda: zero
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Field:
+    """One field's reading, compiled from its type and :func:`wire` metadata."""
+
+    name: str
+    path: tuple[str, ...]
+    required: bool
+    null: Any
+    custom: Callable[[Mapping[str, Any]], Any] | None
+    convert: _Convert | None
+    zero: Callable[[], Any] | None  # None: the dataclass's own default applies
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Plan:
+    fields: tuple[_Field, ...]
+    given: frozenset[str]
+    known: frozenset[str]  # the top-level keys the fields read
+    has_extra: bool
+
+
+_PLANS: dict[type, _Plan] = {}
+
+
+def _plan(cls: type) -> _Plan:
+    plan = _PLANS.get(cls)
+    if plan is not None:
+        return plan
     hints = _hints(cls)
-    values: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    known: set[str] = set()
-    has_extra = False
+    steps, given, known, has_extra = [], set(), set(), False
     for f in dataclasses.fields(cls):
         spec = _spec(f)
         if f.name == EXTRA:
             has_extra = True
             continue
         if spec["given"]:
-            if f.name in given:
-                values[f.name] = given[f.name]
+            given.add(f.name)
             continue
         path = _path(f)
         known.add(path[0])
-        if spec["decode"] is not None:
-            values[f.name] = spec["decode"](d)
+        label = ".".join(path)
+        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        custom = spec["decode"]
+        steps.append(_Field(f.name, path, spec["required"], spec["null"], custom,
+                            None if custom else _converter(hints[f.name], label, path[-1]),
+                            None if has_default or custom else _zero(hints[f.name], label)))
+    plan = _PLANS[cls] = _Plan(tuple(steps), frozenset(given), frozenset(known), has_extra)
+    return plan
+
+
+def decode(cls: type[_T], data: Any, what: str | None = None, **given: Any) -> _T:
+    """``data`` (a decoded JSON object) as the model ``cls``; ``given`` sets the fields not on the wire."""
+    what = what or cls.__name__
+    d = _obj(data, what)
+    plan = _plan(cls)
+    values: dict[str, Any] = {k: v for k, v in given.items() if k in plan.given}
+    extra: dict[str, Any] = {}
+    for f in plan.fields:
+        if f.custom is not None:
+            values[f.name] = f.custom(d)
             continue
         holder: Mapping[str, Any] | None = d
-        for part in path[:-1]:
-            inner = holder.get(part) if holder is not None else None
-            holder = None if inner is None else _obj(inner, f"{what}.{part}")
-        key = path[-1]
-        present = holder is not None and key in holder
-        if spec["required"] and not present:
-            raise KeyError(key)
+        if len(f.path) > 1:
+            for part in f.path[:-1]:
+                inner = holder.get(part) if holder is not None else None
+                holder = None if inner is None else _obj(inner, f"{what}.{part}")
+        key = f.path[-1]
         value = holder.get(key) if holder is not None else None
-        label = ".".join(path) if what == cls.__name__ else f"{what}.{'.'.join(path)}"
-        if value is None and present and spec["null"] is not None:
-            values[f.name] = spec["null"]
-        elif value is None:
-            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
-                continue  # the dataclass's own default
-            values[f.name] = _zero(hints[f.name], label)
+        if value is None:
+            present = holder is not None and key in holder
+            if f.required and not present:
+                raise KeyError(key)
+            if present and f.null is not None:
+                values[f.name] = f.null
+            elif f.zero is not None:
+                values[f.name] = f.zero()
         else:
-            values[f.name] = _convert(hints[f.name], value, label, key, extra)
-    if has_extra:
+            values[f.name] = f.convert(value, extra)  # type: ignore[misc]
+    if plan.has_extra:
+        known = plan.known
         extra.update((k, v) for k, v in d.items() if k not in known)
         values[EXTRA] = extra
     return cls(**values)
