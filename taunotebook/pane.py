@@ -30,7 +30,7 @@ Synced traitlets (Python → browser unless noted):
     how many metrics the primary run has (the header's "N metrics").
 ``runs``
     ``{run_id: {"state": str, "status_message": str, "warnings": [str], "metrics": {name: {"count",
-    "last_step", "last_value", "non_finite_count"}}}}`` — per run its state
+    "latest_step", "latest_value", "non_finite_count"}}}}`` — per run its state
     (pending/running/succeeded/failed/cancelled/…) and, for the metrics in ``visible`` only (never all
     of a wide run's), what the Portal's metric catalog says.
 ``state``

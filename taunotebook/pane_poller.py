@@ -137,8 +137,10 @@ def default_visible(names: Iterable[str], fixed: list[str] | None) -> list[str]:
 
 
 def _entry(m: MetricSummary) -> dict:
+    """A catalog entry as the ``runs`` trait carries it: the wire's names, a non-finite latest value as None."""
     value = m.latest_value if m.latest_value is None or math.isfinite(m.latest_value) else None
-    return {"count": m.count, "last_step": m.latest_step, "last_value": value, "non_finite_count": m.non_finite_count}
+    return {"count": m.count, "latest_step": m.latest_step, "latest_value": value,
+            "non_finite_count": m.non_finite_count}
 
 
 class Poller:

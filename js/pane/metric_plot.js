@@ -343,8 +343,8 @@ export class MetricPlot {
     }
     this.el.setAttribute("data-points", String(points));
     const m = ((info[runs[0]] || {}).metrics || {})[this.metric] || {};
-    this.latest.textContent = m.last_step !== undefined && m.last_step !== null
-      ? `step ${formatNumber(m.last_step)}: ${formatNumber(m.last_value)}` : "";
+    this.latest.textContent = m.latest_step !== undefined && m.latest_step !== null
+      ? `step ${formatNumber(m.latest_step)}: ${formatNumber(m.latest_value)}` : "";
     this.badge.setAttribute("data-nonfinite", String(nonFinite));
     this.badge.textContent = nonFinite
       ? `⚠ ${nonFinite} non-finite value${nonFinite === 1 ? "" : "s"}${where.length ? ` (${where.join(", ")})` : ""}`

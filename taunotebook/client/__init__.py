@@ -1,8 +1,8 @@
 """A sync Python client for TauGrid's v2 Stellar reads, against the local Portal or TauGrid's real Portal.
 
 Split as httpx is: :mod:`.errors` (typed exceptions from the error envelope), :mod:`.models`,
-:mod:`.config_models`, :mod:`.table_models` and :mod:`.tail_models` (the answers), :mod:`.links` (every URL
-the notebook side builds) and :mod:`.client` (``PortalClient``).
+:mod:`.config_models`, :mod:`.table_models` and :mod:`.tail_models` (the answers, built by the one decoder in
+:mod:`.decode`), :mod:`.links` (every URL the notebook side builds) and :mod:`.client` (``PortalClient``).
 """
 
 from __future__ import annotations

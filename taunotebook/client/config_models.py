@@ -11,21 +11,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .models import Metadata, _obj, _rest, _strs
+from .decode import WireModel, wire
+from .models import Metadata
 
 __all__ = ["ExperimentPage", "ExperimentSummary", "RunConfiguration"]
 
-_CONFIG_KEYS = ("metadata", "run_id", "config_hash", "format", "uri", "config", "fields")
-_EXPERIMENT_KEYS = ("experiment_id", "project", "name", "description", "created_at", "updated_at", "run_count",
-                    "run_group_count", "state_counts", "lifecycle_counts", "latest_run_at", "metric_names", "config")
-
-
-def _counts(value: Any, what: str) -> dict[str, int]:
-    return {str(k): int(v) for k, v in _obj(value or {}, what).items()}
-
 
 @dataclass(frozen=True, slots=True)
-class RunConfiguration:
+class RunConfiguration(WireModel):
     """A run's configuration: ``config`` the normalized values, ``fields`` the flattened scalars (dotted keys).
 
     ``config_hash``, ``format`` and ``uri`` are ``None`` for a run without a configuration (then
@@ -45,30 +38,16 @@ class RunConfiguration:
     def available(self) -> bool:
         return self.config_hash is not None and self.format is not None
 
-    @classmethod
-    def from_json(cls, data: Any) -> RunConfiguration:
-        d = _obj(data, "config response")
-        return cls(
-            metadata=Metadata.from_json(d.get("metadata")),
-            run_id=str(d.get("run_id", "")),
-            config=dict(_obj(d.get("config") or {}, "config")),
-            fields=dict(_obj(d.get("fields") or {}, "fields")),
-            config_hash=None if d.get("config_hash") is None else str(d["config_hash"]),
-            format=None if d.get("format") is None else str(d["format"]),
-            uri=None if d.get("uri") is None else str(d["uri"]),
-            extra=_rest(d, _CONFIG_KEYS),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class ExperimentSummary:
+class ExperimentSummary(WireModel):
     """One experiment of TauGrid's search, counted over the served workspace's runs.
 
     ``config`` (the local Portal's ``include=config``): each config key of its runs with the distinct
     values; ``None`` when not asked for.
     """
 
-    experiment_id: str
+    experiment_id: str = field(metadata=wire(required=True))
     project: str = ""
     name: str = ""
     description: str = ""
@@ -83,30 +62,9 @@ class ExperimentSummary:
     config: dict[str, tuple[Any, ...]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_json(cls, data: Any) -> ExperimentSummary:
-        d = _obj(data, "experiments[]")
-        config = d.get("config")
-        return cls(
-            experiment_id=str(d["experiment_id"]),
-            project=str(d.get("project", "")),
-            name=str(d.get("name", "")),
-            description=str(d.get("description", "")),
-            created_at=str(d.get("created_at", "")),
-            updated_at=str(d.get("updated_at", "")),
-            run_count=int(d.get("run_count") or 0),
-            run_group_count=int(d.get("run_group_count") or 0),
-            state_counts=_counts(d.get("state_counts"), "state_counts"),
-            lifecycle_counts=_counts(d.get("lifecycle_counts"), "lifecycle_counts"),
-            latest_run_at=d.get("latest_run_at") or None,
-            metric_names=_strs(d.get("metric_names")),
-            config=None if config is None else {str(k): tuple(v) for k, v in _obj(config, "config").items()},
-            extra=_rest(d, _EXPERIMENT_KEYS),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class ExperimentPage:
+class ExperimentPage(WireModel):
     """One page of TauGrid's experiment search, latest run first; ``next_cursor`` is ``None`` on the last."""
 
     metadata: Metadata
@@ -119,13 +77,3 @@ class ExperimentPage:
 
     def __len__(self) -> int:
         return len(self.experiments)
-
-    @classmethod
-    def from_json(cls, data: Any) -> ExperimentPage:
-        d = _obj(data, "experiments response")
-        return cls(
-            metadata=Metadata.from_json(d.get("metadata")),
-            experiments=tuple(ExperimentSummary.from_json(e) for e in d.get("experiments") or ()),
-            next_cursor=d.get("next_cursor") or None,
-            extra=_rest(d, ("metadata", "experiments", "next_cursor")),
-        )

@@ -1,5 +1,6 @@
 """The client's response models: TauGrid's v2 answers (and the local Portal's page data) as typed, frozen objects.
 
+Each model's fields carry the wire's names; :func:`~taunotebook.client.decode.decode` builds it from the JSON.
 Every model keeps the fields it does not know in ``extra``, so nothing a newer Portal adds is lost.
 """
 
@@ -7,10 +8,12 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from .decode import WireModel, decode, nan_for_null, points, wire
 
 __all__ = [
     "Availability",
@@ -29,89 +32,33 @@ __all__ = [
 ]
 
 
-def _rest(data: Mapping[str, Any], known: Sequence[str]) -> dict[str, Any]:
-    """Fields the server sent that this client does not model; kept so nothing the Portal adds is lost."""
-    return {k: v for k, v in data.items() if k not in known}
-
-
-def _obj(data: Any, what: str) -> Mapping[str, Any]:
-    if not isinstance(data, Mapping):
-        raise TypeError(f"{what}: expected a JSON object, got {type(data).__name__}")
-    return data
-
-
-def _strs(value: Any) -> tuple[str, ...]:
-    return tuple(str(v) for v in value or ())
-
-
-def _time(d: Mapping[str, Any], key: str, extra: dict[str, Any]) -> datetime | None:
-    """An RFC 3339 field as a datetime; a form this Python cannot parse stays, as sent, in ``extra``."""
-    value = d.get(key)
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError:
-        # A timestamp quirk of a newer server must not make a whole read fail.
-        extra[key] = value
-        return None
-
-
-def _opt_int(data: Mapping[str, Any], key: str) -> int | None:
-    return None if data.get(key) is None else int(data[key])
-
-
-def _float(value: Any) -> float:
-    # Go cannot encode NaN/Inf in JSON: a server may send null or a string for a non-finite value.
-    if value is None:
-        return math.nan
-    return float(value)
-
-
 @dataclass(frozen=True, slots=True)
-class Provenance:
+class Provenance(WireModel):
     requested_source: str
     served_sources: tuple[str, ...]
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_json(cls, data: Any) -> Provenance:
-        d = _obj(data or {}, "metadata.provenance")
-        return cls(
-            requested_source=str(d.get("requested_source", "")),
-            served_sources=_strs(d.get("served_sources")),
-            extra=_rest(d, ("requested_source", "served_sources")),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class Freshness:
+class Freshness(WireModel):
     state: str
     as_of: datetime | None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_json(cls, data: Any) -> Freshness:
-        d = _obj(data or {}, "metadata.freshness")
-        extra = _rest(d, ("state", "as_of"))
-        return cls(state=str(d.get("state", "")), as_of=_time(d, "as_of", extra), extra=extra)
-
 
 @dataclass(frozen=True, slots=True)
-class Availability:
+class Availability(WireModel):
     state: str
     reasons: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_json(cls, data: Any) -> Availability:
-        d = _obj(data or {}, "metadata.availability")
-        return cls(state=str(d.get("state", "")), reasons=_strs(d.get("reasons")), extra=_rest(d, ("state", "reasons")))
-
 
 @dataclass(frozen=True, slots=True)
-class Metadata:
-    """TauGrid's per-response ``metadata`` block: when, from which source, how fresh, how complete."""
+class Metadata(WireModel):
+    """TauGrid's per-response ``metadata`` block: when, from which source, how fresh, how complete.
+
+    A timestamp this Python cannot parse is ``None`` here and kept, as sent, in ``extra``.
+    """
 
     generated_at: datetime | None
     provenance: Provenance
@@ -121,57 +68,16 @@ class Metadata:
     warnings: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
-    _KEYS = ("generated_at", "provenance", "freshness", "availability", "partial", "warnings")
-
-    @classmethod
-    def from_json(cls, data: Any) -> Metadata:
-        d = _obj(data or {}, "metadata")
-        extra = _rest(d, cls._KEYS)
-        return cls(
-            generated_at=_time(d, "generated_at", extra),
-            provenance=Provenance.from_json(d.get("provenance")),
-            freshness=Freshness.from_json(d.get("freshness")),
-            availability=Availability.from_json(d.get("availability")),
-            partial=bool(d.get("partial", False)),
-            warnings=_strs(d.get("warnings")),
-            extra=extra,
-        )
-
-
-_RUN_KEYS = (
-    "run_id",
-    "experiment_id",
-    "project",
-    "run_group_id",
-    "parent_run_id",
-    "state",
-    "lifecycle_state",
-    "successful",
-    "success_reasons",
-    "owner",
-    "created_at",
-    "started_at",
-    "completed_at",
-    "config_hash",
-    "code_sha",
-    "image_digest",
-    "result_uri",
-    "tags",
-    "metric_names",
-    "source",
-    "config",
-)
-
 
 @dataclass(frozen=True, slots=True)
-class Run:
+class Run(WireModel):
     """One run as TauGrid's ``run`` object. Timestamps stay the server's RFC 3339 strings.
 
     ``metadata`` is set for :meth:`PortalClient.run` and ``None`` for the runs inside a :class:`RunPage`
     (the page carries it); ``response_extra`` keeps unknown top-level fields of the single-run answer.
     """
 
-    run_id: str
+    run_id: str = field(metadata=wire(required=True))
     project: str = ""
     run_group_id: str = ""
     state: str = ""
@@ -193,77 +99,31 @@ class Run:
     result_uri: str | None = None
     config: dict[str, Any] | None = None  # the local Portal's include=config: flattened fields
     extra: dict[str, Any] = field(default_factory=dict)
-    metadata: Metadata | None = None
-    response_extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, data: Any, metadata: Metadata | None = None, response_extra: Mapping[str, Any] = ()) -> Run:
-        d = _obj(data, "run")
-        if "run_id" not in d:
-            raise TypeError("run: the object has no run_id")
-        opt = {k: (None if d.get(k) is None else str(d[k])) for k in _OPTIONAL_RUN_KEYS}
-        return cls(
-            run_id=str(d["run_id"]),
-            project=str(d.get("project", "")),
-            run_group_id=str(d.get("run_group_id", "")),
-            state=str(d.get("state", "")),
-            lifecycle_state=str(d.get("lifecycle_state", "")),
-            successful=bool(d.get("successful", False)),
-            success_reasons=_strs(d.get("success_reasons")),
-            created_at=str(d.get("created_at", "")),
-            source=str(d.get("source", "")),
-            tags={str(k): v for k, v in (d.get("tags") or {}).items()},
-            metric_names=_strs(d.get("metric_names")),
-            config=dict(_obj(d["config"], "run.config")) if d.get("config") is not None else None,
-            extra=_rest(d, _RUN_KEYS),
-            metadata=metadata,
-            response_extra=dict(response_extra),
-            **opt,
-        )
+    metadata: Metadata | None = field(default=None, metadata=wire(given=True))
+    response_extra: dict[str, Any] = field(default_factory=dict, metadata=wire(given=True))
 
     @classmethod
     def from_response(cls, data: Any) -> Run:
         """The single-run answer ``{"metadata", "run"}``."""
-        d = _obj(data, "run response")
-        return cls.from_json(d.get("run"), metadata=Metadata.from_json(d.get("metadata")),
-                             response_extra=_rest(d, ("metadata", "run")))
-
-
-_OPTIONAL_RUN_KEYS = frozenset(
-    (
-        "experiment_id",
-        "parent_run_id",
-        "owner",
-        "started_at",
-        "completed_at",
-        "config_hash",
-        "code_sha",
-        "image_digest",
-        "result_uri",
-    )
-)
-
-_SUMMARY_KEYS = (
-    "name",
-    "count",
-    "finite_count",
-    "non_finite_count",
-    "min_step",
-    "max_step",
-    "latest_step",
-    "latest_wall_time",
-    "latest_value",
-    "min_value",
-    "max_value",
-    "updated_at",
-)
+        d = decode(RunResponse, data, "run response")
+        return decode(cls, d.run, "run", metadata=d.metadata, response_extra=d.extra)
 
 
 @dataclass(frozen=True, slots=True)
-class MetricSummary:
+class RunResponse(WireModel):
+    """``GET /runs/{run_id}`` as sent: the metadata block and the run object (read by :meth:`Run.from_response`)."""
+
+    metadata: Metadata
+    run: Any
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSummary(WireModel):
     """One metric of a run: counts, step range and (only when finite_count > 0) values.
 
-    ``latest_wall_time`` is microseconds since the epoch, as TauGrid sends it.
+    ``latest_wall_time`` is microseconds since the epoch, as TauGrid sends it. A value sent as ``null`` (a
+    server that cannot write a non-finite number) is NaN.
     """
 
     name: str
@@ -274,38 +134,15 @@ class MetricSummary:
     max_step: int | None = None
     latest_step: int | None = None
     latest_wall_time: int | None = None
-    latest_value: float | None = None
-    min_value: float | None = None
-    max_value: float | None = None
+    latest_value: float | None = field(default=None, metadata=wire(null=math.nan))
+    min_value: float | None = field(default=None, metadata=wire(null=math.nan))
+    max_value: float | None = field(default=None, metadata=wire(null=math.nan))
     updated_at: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_json(cls, data: Any) -> MetricSummary:
-        d = _obj(data, "metrics[]")
-
-        def opt_float(key: str) -> float | None:
-            return None if key not in d else _float(d[key])
-
-        return cls(
-            name=str(d.get("name", "")),
-            count=int(d.get("count") or 0),
-            finite_count=int(d.get("finite_count") or 0),
-            non_finite_count=int(d.get("non_finite_count") or 0),
-            min_step=_opt_int(d, "min_step"),
-            max_step=_opt_int(d, "max_step"),
-            latest_step=_opt_int(d, "latest_step"),
-            latest_wall_time=_opt_int(d, "latest_wall_time"),
-            latest_value=opt_float("latest_value"),
-            min_value=opt_float("min_value"),
-            max_value=opt_float("max_value"),
-            updated_at=None if d.get("updated_at") is None else str(d["updated_at"]),
-            extra=_rest(d, _SUMMARY_KEYS),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class RunMetrics:
+class RunMetrics(WireModel):
     """The name-sorted metric summaries of one run."""
 
     metadata: Metadata
@@ -328,34 +165,37 @@ class RunMetrics:
     def names(self) -> list[str]:
         return [m.name for m in self.metrics]
 
-    @classmethod
-    def from_json(cls, data: Any) -> RunMetrics:
-        d = _obj(data, "metrics response")
-        return cls(
-            metadata=Metadata.from_json(d.get("metadata")),
-            run_id=str(d.get("run_id", "")),
-            metrics=tuple(MetricSummary.from_json(m) for m in d.get("metrics") or ()),
-            extra=_rest(d, ("metadata", "run_id", "metrics")),
-        )
+
+def _points(d: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    raw = d.get("points") or ()
+    if isinstance(raw, Mapping | str):
+        raise TypeError(f"points: expected a JSON array, got {type(raw).__name__}")
+    for p in raw:
+        if not isinstance(p, Mapping):
+            raise TypeError(f"points[]: expected a JSON object, got {type(p).__name__}")
+    return raw
 
 
-_SERIES_KEYS = (
-    "metadata",
-    "target",
-    "run_id",
-    "metric",
-    "start_step",
-    "end_step",
-    "step_interval",
-    "max_points",
-    "source_points",
-    "returned_points",
-    "points",
-)
+def _point_steps(d: Mapping[str, Any]) -> array:
+    return array("q", (int(p["step"]) for p in _points(d)))
+
+
+def _point_values(d: Mapping[str, Any]) -> array:
+    return array("d", (nan_for_null(p.get("value")) for p in _points(d)))
+
+
+def _point_extra(d: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    out = tuple({k: v for k, v in p.items() if k not in ("step", "value")} for p in _points(d))
+    return out if any(out) else ()
+
+
+def _returned_points(d: Mapping[str, Any]) -> int:
+    n = d.get("returned_points")
+    return int(n) if n is not None else len(_points(d))
 
 
 @dataclass(frozen=True, slots=True)
-class Series:
+class Series(WireModel):
     """One metric of one run as two compact columns: ``steps`` (int64) and ``values`` (float64).
 
     ``partial`` is true when the server returned fewer points than the series holds (reduced or thinned).
@@ -368,13 +208,14 @@ class Series:
     metric: str
     max_points: int
     source_points: int
-    returned_points: int
-    steps: array
-    values: array
+    returned_points: int = field(metadata=wire(decode=_returned_points, sent=int | None))
+    steps: array = field(metadata=wire(key="points", decode=_point_steps, sent=list[dict[str, Any]]))
+    values: array = field(metadata=wire(key="points", decode=_point_values, sent=list[dict[str, Any]]))
     start_step: int | None = None
     end_step: int | None = None
     step_interval: int | None = None
-    point_extra: tuple[dict[str, Any], ...] = ()
+    point_extra: tuple[dict[str, Any], ...] = field(default=(), metadata=wire(key="points", decode=_point_extra,
+                                                                              sent=list[dict[str, Any]]))
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -387,40 +228,9 @@ class Series:
     def __iter__(self) -> Iterator[tuple[int, float]]:
         return zip(self.steps, self.values, strict=True)
 
-    @classmethod
-    def from_json(cls, data: Any) -> Series:
-        d = _obj(data, "series response")
-        steps = array("q")
-        values = array("d")
-        point_extra: list[dict[str, Any]] = []
-        for p in d.get("points") or ():
-            p = _obj(p, "points[]")
-            steps.append(int(p["step"]))
-            values.append(_float(p.get("value")))
-            point_extra.append({k: v for k, v in p.items() if k not in ("step", "value")})
-        if not any(point_extra):
-            point_extra = []
-
-        return cls(
-            metadata=Metadata.from_json(d.get("metadata")),
-            target=str(d.get("target", "")),
-            run_id=str(d.get("run_id", "")),
-            metric=str(d.get("metric", "")),
-            max_points=int(d.get("max_points") or 0),
-            source_points=int(d.get("source_points") or 0),
-            returned_points=int(d.get("returned_points") if d.get("returned_points") is not None else len(steps)),
-            steps=steps,
-            values=values,
-            start_step=_opt_int(d, "start_step"),
-            end_step=_opt_int(d, "end_step"),
-            step_interval=_opt_int(d, "step_interval"),
-            point_extra=tuple(point_extra),
-            extra=_rest(d, _SERIES_KEYS),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class RunPage:
+class RunPage(WireModel):
     """One page of an experiment's runs, newest first; ``next_cursor`` is ``None`` on the last page."""
 
     metadata: Metadata
@@ -435,42 +245,30 @@ class RunPage:
     def __len__(self) -> int:
         return len(self.runs)
 
-    @classmethod
-    def from_json(cls, data: Any) -> RunPage:
-        d = _obj(data, "runs response")
-        return cls(
-            metadata=Metadata.from_json(d.get("metadata")),
-            target=str(d.get("target", "")),
-            runs=tuple(Run.from_json(r) for r in d.get("runs") or ()),
-            next_cursor=d.get("next_cursor") or None,
-            extra=_rest(d, ("metadata", "target", "runs", "next_cursor")),
-        )
-
 
 # -- the local Portal's page data (``/stellar/data/...``) ------------------------------------------------
 
 _NON_FINITE = {"NaN": math.nan, "+Inf": math.inf, "-Inf": -math.inf}
 
 
+def _non_finite_value(d: Mapping[str, Any]) -> float:
+    value = d.get("value")
+    if value not in _NON_FINITE:
+        raise ValueError(f"non_finite[].value must be NaN, +Inf or -Inf, got {value!r}")
+    return _NON_FINITE[value]
+
+
 @dataclass(frozen=True, slots=True)
-class NonFinitePoint:
+class NonFinitePoint(WireModel):
     """A non-finite observation: ``value`` is NaN, +inf or -inf; ``wall_time`` in µs since the epoch, UTC."""
 
-    step: int
-    value: float
+    step: int = field(metadata=wire(required=True))
+    value: float = field(metadata=wire(decode=_non_finite_value, sent=str))
     wall_time: int | None = None
-
-    @classmethod
-    def from_json(cls, data: Any) -> NonFinitePoint:
-        d = _obj(data, "non_finite[]")
-        value = d.get("value")
-        if value not in _NON_FINITE:
-            raise ValueError(f"non_finite[].value must be NaN, +Inf or -Inf, got {value!r}")
-        return cls(step=int(d["step"]), value=_NON_FINITE[value], wall_time=_opt_int(d, "wall_time"))
 
 
 @dataclass(frozen=True, slots=True)
-class PointDetails:
+class PointDetails(WireModel):
     """What a v2 series cannot carry, for one metric of one run and a step range.
 
     ``non_finite`` lists where NaN/±Inf observations sit (the first 1000 in range; ``non_finite_count``
@@ -483,48 +281,36 @@ class PointDetails:
     metric: str
     non_finite_count: int
     non_finite: tuple[NonFinitePoint, ...]
-    wall_time_steps: array
-    wall_times: array
+    wall_time_steps: array = field(metadata=wire(key="wall_time", decode=lambda d: _wall(d, "step"),
+                                              sent=dict[str, list[int]]))
+    wall_times: array = field(metadata=wire(key="wall_time", decode=lambda d: _wall(d, "wall_time"),
+                                         sent=dict[str, list[int]]))
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_json(cls, data: Any) -> PointDetails:
-        d = _obj(data, "points response")
-        wall = _obj(d.get("wall_time") or {}, "wall_time")
-        steps, times = array("q", (int(s) for s in wall.get("step") or ())), array("q")
-        times.extend(int(t) for t in wall.get("wall_time") or ())
-        if len(steps) != len(times):
-            raise ValueError(f"wall_time: {len(steps)} steps but {len(times)} wall times")
-        return cls(
-            metadata=Metadata.from_json(d.get("metadata")),
-            run_id=str(d.get("run_id", "")),
-            metric=str(d.get("metric", "")),
-            non_finite_count=int(d.get("non_finite_count") or 0),
-            non_finite=tuple(NonFinitePoint.from_json(p) for p in d.get("non_finite") or ()),
-            wall_time_steps=steps,
-            wall_times=times,
-            extra=_rest(d, ("metadata", "run_id", "metric", "non_finite_count", "non_finite", "wall_time")),
-        )
+    def __post_init__(self) -> None:
+        if len(self.wall_time_steps) != len(self.wall_times):
+            raise ValueError(f"wall_time: {len(self.wall_time_steps)} steps but {len(self.wall_times)} wall times")
+
+
+def _wall(d: Mapping[str, Any], key: str) -> array:
+    wall = d.get("wall_time") or {}
+    if not isinstance(wall, Mapping):
+        raise TypeError(f"wall_time: expected a JSON object, got {type(wall).__name__}")
+    return points("q", key, "wall_time")(wall)
 
 
 @dataclass(frozen=True, slots=True)
-class Experiment:
+class Experiment(WireModel):
     """An experiment of the served workspace, with how many of its runs the Portal holds."""
 
-    experiment_id: str
+    experiment_id: str = field(metadata=wire(required=True))
     project: str
     run_count: int
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_json(cls, data: Any) -> Experiment:
-        d = _obj(data, "experiments[]")
-        return cls(experiment_id=str(d["experiment_id"]), project=str(d.get("project", "")),
-                   run_count=int(d.get("run_count") or 0), extra=_rest(d, ("experiment_id", "project", "run_count")))
-
 
 @dataclass(frozen=True, slots=True)
-class ExperimentList:
+class ExperimentList(WireModel):
     """The experiments of the served workspace, sorted by (experiment id, project)."""
 
     metadata: Metadata
@@ -536,10 +322,3 @@ class ExperimentList:
 
     def __len__(self) -> int:
         return len(self.experiments)
-
-    @classmethod
-    def from_json(cls, data: Any) -> ExperimentList:
-        d = _obj(data, "experiments response")
-        return cls(metadata=Metadata.from_json(d.get("metadata")),
-                   experiments=tuple(Experiment.from_json(e) for e in d.get("experiments") or ()),
-                   extra=_rest(d, ("metadata", "experiments")))

@@ -4,16 +4,25 @@ frozen objects."""
 from __future__ import annotations
 
 from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .models import Metadata, MetricSummary, _float, _obj, _opt_int, _rest, _strs
+from .decode import WireModel, decode, nan_for_null, points, wire
+from .models import Metadata, MetricSummary
 
 __all__ = ["Tail", "Tails"]
 
 
+def _summary(d: Mapping[str, Any]) -> MetricSummary | None:
+    """The catalog entry the tail carries (its own keys left out), or None for a metric the run does not have."""
+    if d.get("missing"):
+        return None
+    return decode(MetricSummary, {k: v for k, v in d.items() if k not in _TAIL_KEYS}, "metrics[]")
+
+
 @dataclass(frozen=True, slots=True)
-class Tail:
+class Tail(WireModel):
     """One metric of a :class:`Tails` answer: its catalog entry (``summary``; ``None`` when the run has no such
     metric) and its finite points from ``since`` on (the whole range, M4-reduced, when ``since`` was not given).
 
@@ -22,40 +31,42 @@ class Tail:
     """
 
     name: str
-    summary: MetricSummary | None
+    summary: MetricSummary | None = field(metadata=wire(key="missing", decode=_summary, sent=bool))
     since: int | None
-    changed: bool
+    changed: bool = field(metadata=wire(decode=lambda d: bool(d.get("changed", True)), sent=bool))
     source_points: int
-    steps: array
-    values: array
+    steps: array = field(metadata=wire(key="step", decode=points("q", "step", "metrics[]"), sent=list[int]))
+    values: array = field(metadata=wire(key="value", decode=points("d", "value", "metrics[]", nan_for_null),
+                                     sent=list[float]))
 
-    @classmethod
-    def from_json(cls, data: Any) -> Tail:
-        d = _obj(data, "metrics[]")
-        steps, values = array("q", (int(s) for s in d.get("step") or ())), array("d")
-        values.extend(_float(v) for v in d.get("value") or ())
-        if len(steps) != len(values):
-            raise ValueError(f"metrics[] {d.get('name')!r}: {len(steps)} steps but {len(values)} values")
-        return cls(name=str(d.get("name", "")), summary=None if d.get("missing") else MetricSummary.from_json(d),
-                   since=_opt_int(d, "since"), changed=bool(d.get("changed", True)),
-                   source_points=int(d.get("source_points") or 0), steps=steps, values=values)
+    def __post_init__(self) -> None:
+        if len(self.steps) != len(self.values):
+            raise ValueError(f"metrics[] {self.name!r}: {len(self.steps)} steps but {len(self.values)} values")
+
+    @property
+    def returned_points(self) -> int:
+        return len(self.steps)
+
+
+# The keys of a tail besides its catalog entry's.
+_TAIL_KEYS = frozenset({"missing", "since", "changed", "source_points", "returned_points", "step", "value"})
 
 
 @dataclass(frozen=True, slots=True)
-class Tails:
+class Tails(WireModel):
     """``GET /stellar/data/runs/{run_id}/tails``: the run's state, and per named metric its catalog entry and
     new points. ``names`` (every metric of the run, by name) is ``None`` when it is the one ``catalog_since``
     named; ``cursor`` names this one for the next request; ``total`` counts the run's metrics."""
 
     metadata: Metadata
     run_id: str
-    state: str
-    lifecycle_state: str
-    project: str
-    status_message: str
-    cursor: str
-    total: int
-    names: tuple[str, ...] | None
+    state: str = field(metadata=wire(at=("run", "state")))
+    lifecycle_state: str = field(metadata=wire(at=("run", "lifecycle_state")))
+    project: str = field(metadata=wire(at=("run", "project")))
+    status_message: str = field(metadata=wire(at=("run", "status_message")))
+    cursor: str = field(metadata=wire(at=("catalog", "cursor")))
+    total: int = field(metadata=wire(at=("catalog", "total")))
+    names: tuple[str, ...] | None = field(metadata=wire(at=("catalog", "names")))
     metrics: tuple[Tail, ...]
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -64,23 +75,3 @@ class Tails:
             if t.name == name:
                 return t
         raise KeyError(f"the answer has no metric {name!r}")
-
-    @classmethod
-    def from_json(cls, data: Any) -> Tails:
-        d = _obj(data, "tails response")
-        run = _obj(d.get("run") or {}, "run")
-        catalog = _obj(d.get("catalog") or {}, "catalog")
-        names = catalog.get("names")
-        return cls(
-            metadata=Metadata.from_json(d.get("metadata")),
-            run_id=str(d.get("run_id", "")),
-            state=str(run.get("state", "")),
-            lifecycle_state=str(run.get("lifecycle_state", "")),
-            project=str(run.get("project", "")),
-            status_message=str(run.get("status_message", "")),
-            cursor=str(catalog.get("cursor", "")),
-            total=int(catalog.get("total") or 0),
-            names=None if names is None else _strs(names),
-            metrics=tuple(Tail.from_json(m) for m in d.get("metrics") or ()),
-            extra=_rest(d, ("metadata", "run_id", "run", "catalog", "metrics")),
-        )

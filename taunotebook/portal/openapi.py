@@ -1,5 +1,7 @@
 """The Portal's OpenAPI document: the v2 reads and the page-data routes, their parameters, limits and errors.
 
+The answers' schemas are the fragments beside their encoders (:mod:`.wire`); this module adds the routes.
+
 Served at ``/openapi.json`` (no token needed: it says nothing about any run); schemathesis fuzzes
 the running Portal against it.
 """
@@ -8,16 +10,12 @@ from __future__ import annotations
 
 from .params import CONFIG_FILTERS_LIMIT, DEFAULT_LIMIT, DEFAULT_MAX_POINTS, MAX_LIMIT, MAX_MAX_POINTS
 from .prefixes import API_BASE, PAGE_DATA_BASE
-from .run_configs import CONFIG_KEYS_LIMIT, CONFIG_VALUES_LIMIT
-from .views.points import NON_FINITE_LIMIT
-from .views.run_table import METRIC_NAMES_LIMIT, METRICS_LIMIT, RUN_IDS_LIMIT, RUN_SORTS, RUNS_LIMIT
-from .views.tails import MAX_TAIL_METRICS
+from .views.run_table import METRICS_LIMIT, RUN_IDS_LIMIT, RUN_SORTS, RUNS_LIMIT
+from .wire.common import INT64, STRINGS, ref
+from .wire.schemas import component_schemas
+from .wire.tails import MAX_TAIL_METRICS
 
 __all__ = ["openapi_document"]
-
-
-def _ref(name: str) -> dict:
-    return {"$ref": f"#/components/schemas/{name}"}
 
 
 def _q(name: str, schema: dict, description: str, **extra) -> dict:
@@ -36,10 +34,6 @@ _COMMON = [
     _q("workspace", {"type": "string"}, "Must be empty or the server's workspace, else 403 WORKSPACE_FORBIDDEN."),
     _q("project", {"type": "string"}, "Disambiguates a run id present in several projects (else 409 CONFLICT)."),
 ]
-_INT64 = {"type": "integer", "format": "int64"}
-_SCALAR = {"nullable": True, "oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}
-_FIELDS = {"type": "object", "description": "flattened config fields: dotted keys, scalars (a list of up to 8 "
-                                            "scalars as its JSON text)", "additionalProperties": _SCALAR}
 _CONFIG_FILTERS = (f"Our addition: config.<key>=<value> (repeatable, at most {CONFIG_FILTERS_LIMIT}) keeps what has a "
                    "run whose flattened config field <key> has the text <value> (or, for a number, equals it); "
                    "one key given several times matches any of its values, different keys must all match. "
@@ -52,219 +46,20 @@ def _errors(*statuses: int) -> dict:
              401: "Missing or wrong token", 403: "WORKSPACE_FORBIDDEN", 404: "NOT_FOUND",
              405: "METHOD_NOT_ALLOWED", 409: "CONFLICT", 500: "INTERNAL", 502: "UPSTREAM_FAILURE (source=kusto)",
              503: "SOURCE_UNAVAILABLE", 504: "UPSTREAM_TIMEOUT (source=kusto)"}
-    envelope = {"application/json": {"schema": _ref("ErrorEnvelope")}}
+    envelope = {"application/json": {"schema": ref("ErrorEnvelope")}}
     return {str(s): {"description": texts[s], "content": envelope} for s in statuses}
 
 
 def _operation(op_id: str, summary: str, params: list[dict], ok_schema: str) -> dict:
-    responses = {"200": {"description": "OK", "content": {"application/json": {"schema": _ref(ok_schema)}}}}
+    responses = {"200": {"description": "OK", "content": {"application/json": {"schema": ref(ok_schema)}}}}
     responses.update(_errors(400, 401, 403, 404, 405, 409, 500, 502, 503, 504))
     return {"get": {"operationId": op_id, "summary": summary, "parameters": params, "responses": responses}}
 
 
 def openapi_document() -> dict:
     """The v2 routes as OpenAPI 3.0: parameters, limits and the error envelope, for clients and schemathesis."""
-    string_list = {"type": "array", "items": {"type": "string"}}
-    nonneg = {"type": "integer", "minimum": 0}
-    schemas = {
-        "ErrorEnvelope": {
-            "type": "object", "required": ["error"], "additionalProperties": False,
-            "properties": {"error": {
-                "type": "object", "additionalProperties": False,
-                "required": ["code", "message", "classification", "retryable"],
-                "properties": {
-                    "code": {"type": "string"}, "message": {"type": "string"},
-                    "classification": {"type": "string",
-                                       "enum": ["client", "authorization", "not_found", "dependency", "internal"]},
-                    "retryable": {"type": "boolean"},
-                }}},
-        },
-        "Metadata": {
-            "type": "object", "additionalProperties": False,
-            "required": ["generated_at", "provenance", "freshness", "availability", "partial"],
-            "properties": {
-                "generated_at": {"type": "string", "format": "date-time"},
-                "provenance": {"type": "object", "additionalProperties": False,
-                               "required": ["requested_source", "served_sources"],
-                               "properties": {"requested_source": {"type": "string"},
-                                              "served_sources": {**string_list, "minItems": 1}}},
-                "freshness": {"type": "object", "additionalProperties": False, "required": ["state", "as_of"],
-                              "properties": {"state": {"type": "string", "enum": ["immediate", "unknown"]},
-                                             "as_of": {"type": "string", "format": "date-time"}}},
-                "availability": {"type": "object", "additionalProperties": False, "required": ["state"],
-                                 "properties": {"state": {"type": "string",
-                                                          "enum": ["available", "degraded", "unavailable"]},
-                                                "reasons": {**string_list, "minItems": 1}}},
-                "partial": {"type": "boolean"},
-                "warnings": {**string_list, "minItems": 1},
-            },
-        },
-        "Run": {
-            "type": "object", "additionalProperties": False,
-            "required": ["run_id", "project", "run_group_id", "state", "lifecycle_state", "successful",
-                         "created_at", "tags", "metric_names", "source"],
-            "properties": {
-                **{k: {"type": "string"} for k in (
-                    "run_id", "experiment_id", "project", "run_group_id", "parent_run_id", "state",
-                    "lifecycle_state", "owner", "created_at", "started_at", "completed_at", "config_hash",
-                    "code_sha", "image_digest", "result_uri", "source")},
-                "successful": {"type": "boolean"},
-                "success_reasons": string_list,
-                "tags": {"type": "object", "additionalProperties": {"type": "string"}},
-                "metric_names": string_list,
-                "config": {**_FIELDS, "nullable": True,
-                           "description": "Our addition, with include=config: the run's flattened config fields, "
-                                          "null for a run without a config."},
-            },
-        },
-        "RunConfig": {
-            "type": "object", "additionalProperties": False,
-            "required": ["metadata", "run_id", "config", "fields"],
-            "properties": {
-                "metadata": _ref("Metadata"), "run_id": {"type": "string"},
-                "config_hash": {"type": "string", "description": "SHA-256 hex of the normalized JSON (of several "
-                                                                 "files: of their sorted hashes)"},
-                "format": {"type": "string", "description": "json | yaml | tensorboard-hparams (comma-joined for "
-                                                            "several files)"},
-                "uri": {"type": "string", "description": "where the configuration was read"},
-                "config": {"type": "object", "description": "the normalized configuration; {} without one"},
-                "fields": _FIELDS,
-            },
-        },
-        "Experiment": {
-            "type": "object", "additionalProperties": False,
-            "required": ["experiment_id", "project", "name", "created_at", "updated_at", "run_count",
-                         "run_group_count", "metric_names"],
-            "properties": {
-                **{k: {"type": "string"} for k in ("experiment_id", "project", "name", "description", "created_at",
-                                                   "updated_at", "latest_run_at")},
-                "run_count": nonneg, "run_group_count": nonneg,
-                "state_counts": {"type": "object", "additionalProperties": nonneg},
-                "lifecycle_counts": {"type": "object", "additionalProperties": nonneg},
-                "metric_names": string_list,
-                "config": {"type": "object", "maxProperties": CONFIG_KEYS_LIMIT,
-                           "description": "Our addition, with include=config: each config key of the experiment's "
-                                          "runs with its distinct values (numbers ascending, then texts)",
-                           "additionalProperties": {"type": "array", "maxItems": CONFIG_VALUES_LIMIT,
-                                                    "items": _SCALAR}},
-            },
-        },
-        "ExperimentSearch": {
-            "type": "object", "additionalProperties": False, "required": ["metadata", "experiments"],
-            "properties": {"metadata": _ref("Metadata"),
-                           "experiments": {"type": "array", "maxItems": MAX_LIMIT, "items": _ref("Experiment")},
-                           "next_cursor": {"type": "string"}},
-        },
-        "RunDetail": {"type": "object", "additionalProperties": False, "required": ["metadata", "run"],
-                      "properties": {"metadata": _ref("Metadata"), "run": _ref("Run")}},
-        "Metric": {
-            "type": "object", "additionalProperties": False,
-            "required": ["name", "count", "finite_count", "non_finite_count"],
-            "properties": {
-                "name": {"type": "string"}, "count": nonneg, "finite_count": nonneg, "non_finite_count": nonneg,
-                "min_step": _INT64, "max_step": _INT64, "latest_step": _INT64,
-                "latest_wall_time": {**_INT64, "description": "microseconds since the epoch, UTC"},
-                "latest_value": {"type": "number"}, "min_value": {"type": "number"},
-                "max_value": {"type": "number"}, "updated_at": {"type": "string"},
-            },
-        },
-        "MetricCatalog": {"type": "object", "additionalProperties": False,
-                          "required": ["metadata", "run_id", "metrics"],
-                          "properties": {"metadata": _ref("Metadata"), "run_id": {"type": "string"},
-                                         "metrics": {"type": "array", "items": _ref("Metric")}}},
-        "Series": {
-            "type": "object", "additionalProperties": False,
-            "required": ["metadata", "target", "run_id", "metric", "max_points", "source_points",
-                         "returned_points", "points"],
-            "properties": {
-                "metadata": _ref("Metadata"), "target": {"type": "string"}, "run_id": {"type": "string"},
-                "metric": {"type": "string"}, "start_step": _INT64, "end_step": _INT64,
-                "step_interval": {"type": "integer", "minimum": 1},
-                "max_points": {"type": "integer", "minimum": 1, "maximum": MAX_MAX_POINTS},
-                "source_points": nonneg, "returned_points": nonneg,
-                "points": {"type": "array", "items": {
-                    "type": "object", "additionalProperties": False, "required": ["step", "value"],
-                    "properties": {"step": _INT64, "value": {"type": "number"}}}},
-            },
-        },
-        "RunList": {"type": "object", "additionalProperties": False, "required": ["metadata", "target", "runs"],
-                    "properties": {"metadata": _ref("Metadata"), "target": {"type": "string"},
-                                   "runs": {"type": "array", "items": _ref("Run")},
-                                   "next_cursor": {"type": "string"}}},
-        "PointDetails": {
-            "type": "object", "additionalProperties": False,
-            "required": ["metadata", "run_id", "metric", "non_finite_count", "non_finite", "wall_time"],
-            "properties": {
-                "metadata": _ref("Metadata"), "run_id": {"type": "string"}, "metric": {"type": "string"},
-                "non_finite_count": nonneg,
-                "non_finite": {"type": "array", "maxItems": NON_FINITE_LIMIT, "items": {
-                    "type": "object", "additionalProperties": False, "required": ["step", "value", "wall_time"],
-                    "properties": {"step": _INT64, "value": {"type": "string", "enum": ["NaN", "+Inf", "-Inf"]},
-                                   "wall_time": {**_INT64, "description": "microseconds since the epoch, UTC"}}}},
-                "wall_time": {"type": "object", "additionalProperties": False, "required": ["step", "wall_time"],
-                              "properties": {"step": {"type": "array", "items": _INT64},
-                                             "wall_time": {"type": "array", "items": _INT64}}},
-            },
-        },
-        "Tails": {
-            "type": "object", "additionalProperties": False,
-            "required": ["metadata", "run_id", "run", "catalog", "metrics"],
-            "properties": {
-                "metadata": _ref("Metadata"), "run_id": {"type": "string"},
-                "run": {"type": "object", "required": ["state", "lifecycle_state", "project", "status_message"],
-                        "properties": {k: {"type": "string"}
-                                       for k in ("state", "lifecycle_state", "project", "status_message")}},
-                "catalog": {"type": "object", "additionalProperties": False, "required": ["cursor", "total"],
-                            "properties": {"cursor": {"type": "string"}, "total": nonneg, "names": string_list}},
-                "metrics": {"type": "array", "maxItems": MAX_TAIL_METRICS, "items": {
-                    "type": "object", "required": ["name", "since", "changed", "step", "value"],
-                    "description": "the metric's v2 catalog entry (or missing: true) and its points from since on",
-                    "properties": {"name": {"type": "string"}, "since": {**_INT64, "nullable": True},
-                                   "changed": {"type": "boolean"}, "missing": {"type": "boolean"},
-                                   "step": {"type": "array", "items": _INT64},
-                                   "value": {"type": "array", "items": {"type": "number"}}}}},
-            },
-        },
-        "RunTable": {
-            "type": "object", "additionalProperties": False,
-            "required": ["metadata", "metric_names", "metrics", "run_count", "runs"],
-            "properties": {
-                "metadata": _ref("Metadata"),
-                "metric_names": {**string_list, "maxItems": METRIC_NAMES_LIMIT},
-                "metrics": {**string_list, "maxItems": METRICS_LIMIT},
-                "run_count": nonneg,
-                "offset": nonneg,
-                "runs": {"type": "array", "maxItems": RUNS_LIMIT, "items": _ref("RunTableRow")},
-            },
-        },
-        "RunTableRow": {
-            "type": "object", "additionalProperties": False,
-            "required": ["run_id", "project", "experiment_id", "run_group_id", "state", "created_at", "tags",
-                         "config", "metrics"],
-            "properties": {
-                **{k: {"type": "string"} for k in ("run_id", "project", "experiment_id", "run_group_id", "state",
-                                                   "created_at", "config_hash")},
-                "tags": {"type": "object", "additionalProperties": {"type": "string"}},
-                "config": {"type": "object", "nullable": True, "description": "flattened fields (dotted keys)",
-                           "additionalProperties": {"nullable": True,
-                                                    "oneOf": [{"type": "string"}, {"type": "number"},
-                                                              {"type": "boolean"}]}},
-                "metrics": {"type": "object", "additionalProperties": {
-                    "type": "object", "additionalProperties": False, "required": ["count", "non_finite_count"],
-                    "properties": {"count": nonneg, "non_finite_count": nonneg, "latest_step": _INT64,
-                                   "latest_value": {"type": "number"}, "min_value": {"type": "number"},
-                                   "max_value": {"type": "number"}}}},
-            },
-        },
-        "ExperimentList": {
-            "type": "object", "additionalProperties": False, "required": ["metadata", "experiments"],
-            "properties": {"metadata": _ref("Metadata"), "experiments": {"type": "array", "items": {
-                "type": "object", "additionalProperties": False,
-                "required": ["experiment_id", "project", "run_count"],
-                "properties": {"experiment_id": {"type": "string"}, "project": {"type": "string"},
-                               "run_count": {"type": "integer", "minimum": 1}}}}},
-        },
-    }
+    string_list = STRINGS
+    schemas = component_schemas()  # each answer shape's fragment, beside its encoder in .wire
     run_id = _path("run_id", "Run id, percent-decoded once and trimmed; empty, '.', '..', '/', '\\\\', NUL or "
                              "more than 512 bytes is 400 INVALID_PATH. An id that breaks TauGrid's ID rule and "
                              "names no stored run is 400 INVALID_ARGUMENT; a valid one, 404 NOT_FOUND.")
@@ -273,8 +68,8 @@ def openapi_document() -> dict:
         run_id, *_COMMON, target_q,
         _q("metric", {"type": "string"}, "Metric name (required, with target: 400 EXACT_SERIES_REQUIRED)."),
         _q("run_id", {"type": "string"}, "If given, must equal the path's run id (400 RUN_MISMATCH)."),
-        _q("start_step", _INT64, "First step (inclusive); start_step <= end_step."),
-        _q("end_step", _INT64, "Last step (inclusive)."),
+        _q("start_step", INT64, "First step (inclusive); start_step <= end_step."),
+        _q("end_step", INT64, "Last step (inclusive)."),
         _q("step_interval", {"type": "integer", "minimum": 1},
            "Keep the first step, steps (step - first) % interval == 0, and the last step."),
         _q("max_points", {"type": "integer", "minimum": 1, "maximum": MAX_MAX_POINTS,
@@ -324,8 +119,8 @@ def openapi_document() -> dict:
         run_id, *_COMMON,
         _q("metric", {"type": "string"}, "Metric name (required: 400 EXACT_SERIES_REQUIRED)."),
         _q("target", {"type": "string"}, "If given, the run's id, experiment id or run group id."),
-        _q("start_step", _INT64, "First step (inclusive); start_step <= end_step."),
-        _q("end_step", _INT64, "Last step (inclusive)."),
+        _q("start_step", INT64, "First step (inclusive); start_step <= end_step."),
+        _q("end_step", INT64, "Last step (inclusive)."),
     ]
     tails_params = [
         run_id, *_COMMON,

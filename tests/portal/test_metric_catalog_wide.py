@@ -14,7 +14,7 @@ from tau_collector.expstore import open_store
 from tau_collector.expstore.write.writer import MetricWriter, RunColumns
 from tau_collector.reads import MetricSummaryRow
 from taunotebook.portal.errors import encode_json
-from taunotebook.portal.views.metrics import catalog_json as _catalog_json
+from taunotebook.portal.wire.metric import catalog_json
 
 WIDTH = 3000
 
@@ -86,7 +86,7 @@ _SUMMARY = st.builds(
 @settings(max_examples=200, deadline=None)
 @given(summaries=st.lists(_SUMMARY, max_size=6, unique_by=lambda s: s.metric_name))
 def test_the_catalog_encoder_writes_what_the_go_encoder_writes(summaries):
-    count, raw = _catalog_json(summaries)
+    count, raw = catalog_json(summaries)
     assert count == len(summaries)
     assert raw.text.encode() + b"\n" == _reference(summaries)
 

@@ -10,6 +10,7 @@ from fixtures.portal import LOSS_POINTS, NOTE, PAGE_RUNS, TOKEN, loss_value, ser
 from fixtures.sweep_store import build_sweep_store, final_loss
 from taunotebook.client import NotFoundError, PortalClient
 from taunotebook.portal.views import run_table
+from taunotebook.portal.wire import run_table as row_wire
 
 RUNS = "/stellar/data/runs"
 
@@ -210,7 +211,7 @@ def test_the_sweeps_metric_values_come_from_the_summaries(sweep):
 
 
 def test_a_config_beyond_the_limits_is_cut_and_said_so(sweep, monkeypatch):
-    monkeypatch.setattr(run_table, "CONFIG_FIELDS_LIMIT", 2)
+    monkeypatch.setattr(row_wire, "CONFIG_FIELDS_LIMIT", 2)
     body = sweep.get(RUNS, params={"experiment": "sweep"}).json()
     assert all(len(r["config"]) == 2 for r in body["runs"])
     assert body["metadata"]["warnings"][0].startswith("configs cut to 2 fields of at most 256 characters: trial-")
@@ -218,10 +219,10 @@ def test_a_config_beyond_the_limits_is_cut_and_said_so(sweep, monkeypatch):
 
 
 def test_a_long_text_value_is_cut_to_the_limit():
-    text, cut = run_table._field_value("x" * 1000)
-    assert cut and len(text) == run_table.CONFIG_TEXT_LIMIT and text.endswith("…")
-    assert run_table._field_value(float("nan")) == ("NaN", False)
-    assert run_table._field_value(0.5) == (0.5, False)
+    text, cut = row_wire._field_value("x" * 1000)
+    assert cut and len(text) == row_wire.CONFIG_TEXT_LIMIT and text.endswith("…")
+    assert row_wire._field_value(float("nan")) == ("NaN", False)
+    assert row_wire._field_value(0.5) == (0.5, False)
 
 
 # -- the same windows without run listings (a store TauGrid wrote, Kusto, source=auto) -------------------

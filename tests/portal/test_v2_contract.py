@@ -258,10 +258,10 @@ def test_floats_are_written_as_go_encoding_json_writes_them(value, go):
 
 
 def test_bulk_encoded_points_use_go_number_forms():
-    from taunotebook.portal.views.series import points_json as _points_json
+    from taunotebook.portal.wire.series import points_json
 
     values = [1e-7, 0.5, 1.0, 1e21, 1e16, 1.5e-6, -0.0, 2.0, 0.1 + 0.2]
-    text = _points_json(np.arange(len(values)), np.array(values)).text
+    text = points_json(np.arange(len(values)), np.array(values)).text
     expected = ",".join(f'{{"step":{i},"value":{go_float(v)}}}' for i, v in enumerate(values))
     assert text == f"[{expected}]"
     assert '"value":1e-7' in text and '"value":10000000000000000' in text and '"value":1}' in text
@@ -273,12 +273,12 @@ def test_bulk_encoded_points_use_go_number_forms():
                           st.one_of(st.floats(allow_nan=False, allow_infinity=False),
                                     st.integers(-(2**53), 2**53).map(float))), max_size=50))
 def test_bulk_encoded_points_equal_go_encoding_of_each_point(points):
-    from taunotebook.portal.views.series import points_json as _points_json
+    from taunotebook.portal.wire.series import points_json
 
     steps = np.array([s for s, _ in points], dtype=np.int64)
     values = np.array([v for _, v in points], dtype=np.float64)
     expected = ",".join(f'{{"step":{s},"value":{go_float(v)}}}' for s, v in points)
-    assert _points_json(steps, values).text == f"[{expected}]"
+    assert points_json(steps, values).text == f"[{expected}]"
 
 def test_collector_problems_are_warnings_on_every_read_of_the_run(tmp_path):
     from tau_collector.expstore import open_store

@@ -15,7 +15,7 @@ from tau_collector.reads import ExperimentReader, RunRow
 from ..context import Context
 from ..errors import V2Error, json_response, metadata
 from ..params import RunFilters, include_param, limit_param, run_filters
-from ..run_configs import fields_json, matches, read_configs
+from ..run_configs import matches, read_configs
 from ..sources import served_by, served_sources
 from .run import classify_run, run_encoded, run_json
 
@@ -48,19 +48,16 @@ def read(ctx: Context) -> Response:
         runs = runs[:limit]
         last = runs[-1]
         next_cursor = ctx.cursors.encode(filter_hash, last.created_at, _cursor_id(last))
-    body: dict = {"metadata": metadata(source, served_sources(reader, served, [r.run_id for r in runs]),
-                                       truncated, warnings), "target": target,
-                  # Each run encoded once per index change, unless its config is added to it below.
-                  "runs": [(run_json if "config" in include else run_encoded)(
-                      reader, r, served_by(reader, r.run_id, served)) for r in runs]}
-    if next_cursor:
-        body["next_cursor"] = next_cursor
+    meta = metadata(source, served_sources(reader, served, [r.run_id for r in runs]), truncated, warnings)
     if "config" in include:
         # Our addition: each run's flattened config fields, null for a run without a config.
         configs = read_configs(reader, [r.run_id for r in runs])
-        for item, run in zip(body["runs"], runs, strict=True):
-            config = configs.get(run.run_id)
-            item["config"] = fields_json(config.fields) if config is not None else None
+        items = [run_json(reader, r, served_by(reader, r.run_id, served), configs.get(r.run_id), True) for r in runs]
+    else:  # each run encoded once per index change
+        items = [run_encoded(reader, r, served_by(reader, r.run_id, served)) for r in runs]
+    body: dict = {"metadata": meta, "target": target, "runs": items}
+    if next_cursor:
+        body["next_cursor"] = next_cursor
     return json_response(body)
 
 

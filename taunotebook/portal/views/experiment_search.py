@@ -13,7 +13,7 @@ A local store with run listings (``expstore/listing.py``) is searched in SQL: fi
 scan limit in the query, the summaries read for the page's experiments only, so a search costs what
 its answer holds, whatever the workspace's size. Text search (``q``) and config filters, and sources
 without listings (Kusto, ``source=auto``, a store last written by TauGrid), classify every run as before.
-The experiment shape is encoded here (:meth:`Experiment.to_json`, :func:`experiments_json`).
+The experiment shape is encoded by :mod:`..wire.experiment` (through :meth:`Experiment.to_json`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from ..context import Context
 from ..errors import SECURITY_HEADERS, json_response, metadata
 from ..params import ExperimentFilters, experiment_filters, include_param, limit_param
 from ..run_configs import config_space, matches, read_configs
+from ..wire.experiment import experiment_json
 from .experiment_runs import SCAN_LIMIT
 from .run import classify_run
 
@@ -63,11 +64,8 @@ class Experiment:
                 return value
         return "0001-01-01T00:00:00Z"
 
-    def to_json(self) -> dict:
-        """TauGrid's ``v2Experiment`` (empty maps and strings omitted where Go's omitempty omits them)."""
-        out: dict = {"experiment_id": self.experiment_id, "project": self.project, "name": self.name}
-        if self.description:
-            out["description"] = self.description
+    def to_json(self, config: dict | None = None) -> dict:
+        """TauGrid's ``v2Experiment`` (:func:`..wire.experiment.experiment_json`), with ``config`` when given."""
         d = self.details
         if d is not None:
             run_count, groups, states, lifecycles = d.run_count, d.run_group_count, d.state_counts, d.lifecycle_counts
@@ -80,16 +78,11 @@ class Experiment:
                 state = run.state.strip().lower()
                 states[state] = states.get(state, 0) + 1
             names = sorted({n for r in self.runs for n in r.metric_names})
-        out.update(created_at=self.created_at, updated_at=self.updated_at, run_count=run_count,
-                   run_group_count=groups)
-        if states:
-            out["state_counts"] = dict(sorted(states.items()))
-        if lifecycles:
-            out["lifecycle_counts"] = dict(sorted(lifecycles.items()))
-        if self.latest_run_at:
-            out["latest_run_at"] = self.latest_run_at
-        out["metric_names"] = names
-        return out
+        return experiment_json(experiment_id=self.experiment_id, project=self.project, name=self.name,
+                               description=self.description, created_at=self.created_at, updated_at=self.updated_at,
+                               run_count=run_count, run_group_count=groups, state_counts=states,
+                               lifecycle_counts=lifecycles, latest_run_at=self.latest_run_at, metric_names=names,
+                               config=config)
 
     @property
     def run_ids(self) -> list[str]:
@@ -190,14 +183,15 @@ def experiments_json(reader: ExperimentReader, page: list[Experiment], include_c
             workspace, [e.experiment_id for e in listed], with_run_ids=include_config)
         for e in listed:
             e.details = details[e.experiment_id]
-    bodies = [e.to_json() for e in page]
     warnings: list[str] = []
-    if include_config:
-        configs = read_configs(reader, [r for e in page for r in e.run_ids])
-        for e, body in zip(page, bodies, strict=True):
-            space, cut = config_space(configs[r] for r in e.run_ids if r in configs)
-            body["config"] = space
-            warnings += [f"experiment {e.experiment_id}: {c}" for c in cut]
+    if not include_config:
+        return [e.to_json() for e in page], warnings
+    configs = read_configs(reader, [r for e in page for r in e.run_ids])
+    bodies = []
+    for e in page:
+        space, cut = config_space(configs[r] for r in e.run_ids if r in configs)
+        bodies.append(e.to_json(space))
+        warnings += [f"experiment {e.experiment_id}: {c}" for c in cut]
     return bodies, warnings
 
 

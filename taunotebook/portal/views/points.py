@@ -9,23 +9,16 @@ TauGrid's Portal has no such route (it answers 404) and clients draw without it.
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 from starlette.responses import Response
 
 from ..context import Context
 from ..errors import V2Error, json_response, metadata_json
 from ..params import step_range
+from ..wire.point_details import NON_FINITE_LIMIT, point_details_json
 
 __all__ = ["NON_FINITE_LIMIT", "WALL_TIME_SAMPLES", "read"]
 
 WALL_TIME_SAMPLES = 2000  # the page interpolates wall times of its drawn steps from these
-NON_FINITE_LIMIT = 1000  # marks listed per answer; non_finite_count counts them all
-
-
-def _kind(value: float) -> str:
-    return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
 
 
 def read(ctx: Context) -> Response:
@@ -37,16 +30,10 @@ def read(ctx: Context) -> Response:
     found = ctx.exact_run(source, workspace)
     start, end = step_range(q)
     reader, run = found.reader, found.run
-    body: dict = {"metadata": metadata_json(source, [found.served], False, found.warnings),
-                  "run_id": run_id, "metric": metric}
+    meta = metadata_json(source, [found.served], False, found.warnings)
     if reader.metric_summary(run.run_id, metric) is None:
-        body.update(non_finite_count=0, non_finite=[], wall_time={"step": [], "wall_time": []})
-        return json_response(body)
-    count, rows = reader.non_finite(run.run_id, metric, start, end, limit=NON_FINITE_LIMIT)
-    marks = [{"step": s, "value": _kind(v), "wall_time": w}
-             for s, v, w in zip(rows.step.tolist(), rows.value.tolist(), rows.wall_time.tolist(), strict=True)]
+        return json_response(point_details_json(meta, run_id, metric))
+    count, marks = reader.non_finite(run.run_id, metric, start, end, limit=NON_FINITE_LIMIT)
     # An M4 pick spreads the samples over the whole range cheaply, even for millions of points.
     sample = reader.series(run.run_id, metric, start, end, WALL_TIME_SAMPLES)
-    body.update(non_finite_count=count, non_finite=marks,
-                wall_time={"step": sample.step.tolist(), "wall_time": sample.wall_time.astype(np.int64).tolist()})
-    return json_response(body)
+    return json_response(point_details_json(meta, run_id, metric, count, marks, sample))

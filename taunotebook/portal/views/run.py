@@ -1,7 +1,7 @@
 """``GET /api/v2/stellar/runs/{run_id}``: one run, TauGrid's ``v2Run`` with its lifecycle (TAUGRID-REFERENCE §3).
 
-The run shape is encoded here (:func:`run_json`, :func:`run_encoded`) for every answer that carries runs
-(the experiment's runs listing too).
+The run shape is encoded by :mod:`..wire.run`; :func:`run_encoded` keeps it encoded per index change for every
+answer that carries runs (the experiment's runs listing too).
 """
 
 from __future__ import annotations
@@ -11,9 +11,12 @@ from starlette.responses import Response
 from tau_collector.reads import CachesDerived, ExperimentReader, RunRow
 from tau_collector.reads.lifecycle import classify
 from tau_collector.taugrid.gojson import marshal
+from tau_collector.taugrid.run_config import RunConfig
 
 from ..context import Context
 from ..errors import RawJSON, json_response, metadata_json
+from ..run_configs import fields_json
+from ..wire.run import run_json as wire_run_json
 
 __all__ = ["classify_run", "read", "run_encoded", "run_json"]
 
@@ -23,28 +26,12 @@ def classify_run(run: RunRow, summaries: list) -> tuple[str, bool, list[str]]:
     return classify(run.state, run.completed_at, run.tags, summaries)
 
 
-def run_json(reader: ExperimentReader, run: RunRow, served: str) -> dict:
-    """TauGrid's ``v2Run`` (keys in its order, empty ones omitted as Go's omitempty does)."""
-    summaries = reader.metric_summaries(run.run_id)
-    lifecycle, successful, reasons = classify_run(run, summaries)
-    out: dict = {"run_id": run.run_id}
-    if run.experiment_id:
-        out["experiment_id"] = run.experiment_id
-    out.update(project=run.project, run_group_id=run.run_group_id)
-    if run.parent_run_id:
-        out["parent_run_id"] = run.parent_run_id
-    out.update(state=run.state, lifecycle_state=lifecycle, successful=successful)
-    if reasons:
-        out["success_reasons"] = reasons
-    if run.owner:
-        out["owner"] = run.owner
-    out["created_at"] = run.created_at
-    for key in ("started_at", "completed_at", "config_hash", "code_sha", "image_digest", "result_uri"):
-        value = getattr(run, key)
-        if value:
-            out[key] = value
-    out.update(tags=dict(sorted(run.tags.items())), metric_names=sorted(run.metric_names), source=served)
-    return out
+def run_json(reader: ExperimentReader, run: RunRow, served: str, config: RunConfig | None = None,
+             with_config: bool = False) -> dict:
+    """TauGrid's ``v2Run`` of a run (:func:`..wire.run.run_json`), classified over its metric summaries;
+    ``with_config`` adds its flattened config fields (null without a config)."""
+    fields = fields_json(config.fields) if config is not None else None
+    return wire_run_json(run, reader.metric_summaries(run.run_id), served, fields, with_config)
 
 
 def run_encoded(reader: ExperimentReader, run: RunRow, served: str) -> RawJSON:

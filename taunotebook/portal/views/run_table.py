@@ -11,8 +11,8 @@ them. A store with run listings (``expstore/listing.py``) filters, sorts and win
 summaries and configs for the window only; other sources (Kusto, ``source=auto``) do the same in Python
 over their runs. Bounds: :data:`METRICS_LIMIT` metrics, :data:`RUN_IDS_LIMIT` ``run_id`` filters,
 :data:`CONFIG_FIELDS_LIMIT` fields per run and :data:`CONFIG_TEXT_LIMIT` characters per text value (both
-said in a warning when cut). The table row is encoded here (:func:`run_table`); the answer is written by
-orjson in Go's bytes (``gojson.dumps_fast``).
+said in a warning when cut). A row is encoded by :func:`..wire.run_table.run_table_row`; the answer is written
+by orjson in Go's bytes (``gojson.dumps_fast``).
 """
 
 from __future__ import annotations
@@ -25,12 +25,21 @@ from starlette.responses import Response
 
 from tau_collector.collect.completion_file import RUN_STATUS_METRIC
 from tau_collector.reads import RUN_SORTS, ExperimentReader, HasListings, RunRow
-from tau_collector.taugrid.gojson import dumps_fast, go_number
+from tau_collector.taugrid.gojson import dumps_fast
 
 from ..context import Context
 from ..errors import SECURITY_HEADERS, V2Error, metadata
 from ..params import Query, parse_int
 from ..run_configs import read_configs
+from ..wire.run_table import (
+    CONFIG_FIELDS_LIMIT,
+    CONFIG_TEXT_LIMIT,
+    METRIC_NAMES_LIMIT,
+    METRICS_LIMIT,
+    RUNS_LIMIT,
+    configs_cut_warning,
+    run_table_row,
+)
 
 __all__ = [
     "CONFIG_FIELDS_LIMIT",
@@ -45,12 +54,7 @@ __all__ = [
     "run_table",
 ]
 
-RUNS_LIMIT = 5000
-METRICS_LIMIT = 8
 RUN_IDS_LIMIT = 200
-METRIC_NAMES_LIMIT = 2000
-CONFIG_FIELDS_LIMIT = 256
-CONFIG_TEXT_LIMIT = 256
 _MARKER_PREFIX = RUN_STATUS_METRIC.split("/", 1)[0] + "/"  # tau/: the collector's markers, not metrics
 
 
@@ -79,41 +83,6 @@ def _run_ids_param(q: Query) -> list[str]:
     if len(ids) > RUN_IDS_LIMIT:
         raise V2Error(400, "INVALID_ARGUMENT", f"run_id may be given at most {RUN_IDS_LIMIT} times")
     return ids
-
-
-def _field_value(value: Any) -> tuple[Any, bool]:
-    """A config field as JSON can carry it (non-finite numbers as text), and whether it was cut."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return ("NaN" if math.isnan(value) else "+Inf" if value > 0 else "-Inf"), False
-    if isinstance(value, float):
-        return go_number(value), False
-    if value is None or isinstance(value, bool | int):
-        return value, False
-    text = value if isinstance(value, str) else str(value)
-    if len(text) > CONFIG_TEXT_LIMIT:
-        return text[:CONFIG_TEXT_LIMIT - 1] + "…", True
-    return text, False
-
-
-def _config_json(fields: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
-    out: dict[str, Any] = {}
-    cut = len(fields) > CONFIG_FIELDS_LIMIT
-    for key in sorted(fields)[:CONFIG_FIELDS_LIMIT]:
-        out[key], was_cut = _field_value(fields[key])
-        cut = cut or was_cut
-    return out, cut
-
-
-def _stats(summary) -> dict[str, Any]:
-    out: dict[str, Any] = {"count": summary.count, "non_finite_count": summary.non_finite_count}
-    if summary.latest_step is not None:
-        out["latest_step"] = summary.latest_step
-    if summary.finite_count > 0:
-        for key in ("latest_value", "min_value", "max_value"):
-            value = getattr(summary, key)
-            if value is not None and math.isfinite(value):
-                out[key] = go_number(float(value))
-    return out
 
 
 def _window_params(q: Query) -> tuple[int, int, bool, str, bool]:
@@ -256,24 +225,13 @@ def run_table(reader: ExperimentReader, workspace: str, q: Query) -> tuple[dict[
     cut_configs: list[str] = []
     rows = []
     for run in listed:
-        row: dict[str, Any] = {"run_id": run.run_id, "project": run.project, "experiment_id": run.experiment_id,
-                               "run_group_id": run.run_group_id, "state": run.state, "created_at": run.created_at,
-                               "tags": dict(sorted(run.tags.items()))}
-        if run.config_hash:
-            row["config_hash"] = run.config_hash
         config = configs.get(run.run_id)
-        if config is None:
-            row["config"] = None
-        else:
-            row["config"], cut = _config_json(config.fields)
-            if cut:
-                cut_configs.append(run.run_id)
-        row["metrics"] = {m: _stats(s) for m, s in summaries[run.run_id].items() if s is not None}
+        row, cut = run_table_row(run, config.fields if config is not None else None, summaries[run.run_id])
+        if cut:
+            cut_configs.append(run.run_id)
         rows.append(row)
     if cut_configs:
-        shown = ", ".join(cut_configs[:5]) + (f" and {len(cut_configs) - 5} more" if len(cut_configs) > 5 else "")
-        warnings.append(f"configs cut to {CONFIG_FIELDS_LIMIT} fields of at most {CONFIG_TEXT_LIMIT} characters: "
-                        f"{shown}")
+        warnings.append(configs_cut_warning(cut_configs))
     body = {"metric_names": names, "metrics": metrics, "run_count": total, "offset": offset, "runs": rows}
     return body, partial, warnings
 

@@ -2,7 +2,7 @@
 
 Parameters, defaults, limits and check order follow TAUGRID-REFERENCE §3. Where TauGrid's local path has
 quirks that would lose data (LTTB instead of M4; non-finite values that Go cannot encode) we keep the wire
-shape and say so below. The points array is encoded here (:func:`points_json`). Many panes polling one run
+shape and say so below. The answer is encoded by :mod:`..wire.series`. Many panes polling one run
 ask the same tail: a local store's answer is kept while its index and the second its metadata names are
 unchanged (:mod:`..answer_cache`).
 """
@@ -10,44 +10,16 @@ unchanged (:mod:`..answer_cache`).
 from __future__ import annotations
 
 import numpy as np
-import orjson
 from starlette.responses import Response
 
 from tau_collector.reads import ExperimentReader, HasGeneration
 
 from ..context import Context
-from ..errors import RawJSON, V2Error, go_float, json_response, metadata_json, rfc3339_now
+from ..errors import V2Error, json_response, metadata_json, rfc3339_now
 from ..params import SeriesParams, series_params
+from ..wire.series import points_json, series_json
 
 __all__ = ["points_json", "read"]
-
-
-def points_json(steps: np.ndarray, values: np.ndarray) -> RawJSON:
-    """The points array, encoded in bulk: a 12000-point response must not cost Python work per value.
-
-    orjson writes the same shortest digits as Go; only its ``1.0`` (Go: ``1``) and its exponent
-    forms (Go switches to them at other magnitudes) need rewriting.
-    """
-    n = int(steps.size)
-    if n == 0:
-        return RawJSON("[]")
-    text = orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY).decode()
-    texts = text[1:-1].split(",")
-    if "e" in text or "null" in text:
-        for i in [i for i, t in enumerate(texts) if "e" in t or t == "null"]:
-            texts[i] = go_float(float(values[i]))  # raises on a non-finite value rather than writing null
-    with np.errstate(invalid="ignore"):
-        whole = np.flatnonzero(values == np.trunc(values))
-    for i in whole.tolist():
-        if texts[i].endswith(".0"):
-            texts[i] = texts[i][:-2]
-    # Four parts per point, placed by slice assignment and joined once: no Python work per point.
-    parts = [',"value":'] * (4 * n)
-    parts[0::4] = ['},{"step":'] * n
-    parts[1::4] = orjson.dumps(steps, option=orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
-    parts[3::4] = texts
-    parts[0] = '[{"step":'
-    return RawJSON("".join(parts) + "}]")
 
 
 def _points(reader: ExperimentReader, run_id: str, metric: str,
@@ -121,16 +93,5 @@ def _series(ctx: Context, source: str, workspace: str) -> Response:
     steps, values, source_points, partial = _points(reader, run.run_id, metric, params)
     if source_points == 0 and not _has_non_finite(reader, run.run_id, metric, params):
         warnings = [*warnings, "no scalar metric points matched the series query"]
-    body: dict = {
-        "metadata": metadata_json(source, [found.served], partial, warnings),
-        "target": target, "run_id": run_id, "metric": metric,
-    }
-    if params.start_step is not None:
-        body["start_step"] = params.start_step
-    if params.end_step is not None:
-        body["end_step"] = params.end_step
-    if params.step_interval:
-        body["step_interval"] = params.step_interval
-    body.update(max_points=params.max_points, source_points=source_points, returned_points=int(steps.size),
-                points=points_json(steps, values))
-    return json_response(body)
+    return json_response(series_json(metadata_json(source, [found.served], partial, warnings), target, run_id,
+                                     metric, params, source_points, steps, values))

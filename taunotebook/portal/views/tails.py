@@ -8,8 +8,8 @@ gets no points read at all; of the run's summaries only the named metrics' rows 
 (:meth:`~tau_collector.expstore.StoreReader.metric_summaries_named`), and its names once per change.
 The full list of metric names comes only when it changed since the client's ``catalog_since``
 cursor, so a run of thousands of metrics costs a poll what its visible metrics cost. Parameters and
-the answer are in ``docs/api.md``. The tails answer is encoded here (:func:`read`, its catalog entries by
-:func:`_entry`, the v2 catalog entry's fields and omissions).
+the answer are in ``docs/api.md``; it is encoded by :mod:`..wire.tails` (each tail starting with the metric's
+v2 catalog entry, :mod:`..wire.metric`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-import orjson
 from starlette.responses import Response
 
 from tau_collector.reads import ExperimentReader, ReadsNamedSummaries
@@ -26,12 +25,12 @@ from tau_collector.taugrid.gojson import encode_string
 from ..context import Context
 from ..errors import RawJSON, V2Error, json_response, metadata_json
 from ..params import DEFAULT_MAX_POINTS, MAX_MAX_POINTS, Query, parse_int
+from ..wire.tails import MAX_TAIL_METRICS, missing_tail_json, tail_json, tails_json
 from .run import classify_run
 
 __all__ = ["MAX_TAIL_METRICS", "read"]
 
-MAX_TAIL_METRICS = 256  # metrics named in one request; a pane showing more asks in several
-STATUS_MESSAGE_TAG = "tau.status.message"
+_NO_POINTS = np.empty(0, np.int64)
 
 
 # The cursor of the last name set seen per run: a store reader hands out the same tuple of names until the
@@ -76,25 +75,6 @@ def _names_json(reader: ExperimentReader, run_id: str, names: tuple[str, ...], c
     return encoded
 
 
-def _entry(s) -> dict:
-    """A v2 catalog entry (same fields, same omissions)."""
-    item: dict = {"name": s.metric_name, "count": s.count, "finite_count": s.finite_count,
-                  "non_finite_count": s.non_finite_count}
-    for key in ("min_step", "max_step", "latest_step", "latest_wall_time"):
-        if getattr(s, key) is not None:
-            item[key] = getattr(s, key)
-    if s.finite_count > 0:
-        for key in ("latest_value", "min_value", "max_value"):
-            item[key] = float(getattr(s, key) or 0.0)
-    if s.updated_at:
-        item["updated_at"] = s.updated_at
-    return item
-
-
-def _array(values: np.ndarray) -> RawJSON:
-    return RawJSON(orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY).decode())
-
-
 def _parallel(q: Query, name: str, n: int) -> list[int | None]:
     """The ``name`` values paired with the ``metric`` values by position; blank (or absent) is None."""
     raw = q.all(name)
@@ -137,30 +117,16 @@ def read(ctx: Context) -> Response:
     for name, start, count in zip(metrics, since, counts, strict=True):
         s = by_name.get(name)
         if s is None:
-            items.append({"name": name, "missing": True, "since": start, "changed": False,
-                          "step": RawJSON("[]"), "value": RawJSON("[]")})
+            items.append(missing_tail_json(name, start))
             continue
-        item = _entry(s)
-        item["since"] = start
         # Unchanged since the client's read: no points to read (the common case of a quiet metric).
         unchanged = count is not None and count == s.count and start is not None and start == s.latest_step
-        item["changed"] = not unchanged
         if unchanged:
-            item.update(source_points=0, returned_points=0, step=RawJSON("[]"), value=RawJSON("[]"))
+            items.append(tail_json(s, start, False, 0, _NO_POINTS, _NO_POINTS))
         else:
             series = reader.series(run.run_id, name, start, None, max_points, finite_only=True)
             partial = partial or series.partial
-            item.update(source_points=series.source_points, returned_points=int(series.step.size),
-                        step=_array(series.step), value=_array(series.value))
-        items.append(item)
-    body: dict = {
-        "metadata": metadata_json(source, [found.served], partial, found.warnings),
-        "run_id": run_id,
-        "run": {"state": run.state, "lifecycle_state": lifecycle, "project": run.project,
-                "status_message": run.tags.get(STATUS_MESSAGE_TAG, "")},
-        "catalog": {"cursor": cursor, "total": len(names)},
-        "metrics": items,
-    }
-    if q.get("catalog_since") != cursor:
-        body["catalog"]["names"] = _names_json(reader, run.run_id, names, cursor)
-    return json_response(body)
+            items.append(tail_json(s, start, True, series.source_points, series.step, series.value))
+    names_json = _names_json(reader, run.run_id, names, cursor) if q.get("catalog_since") != cursor else None
+    return json_response(tails_json(metadata_json(source, [found.served], partial, found.warnings), run_id, run,
+                                    lifecycle, cursor, len(names), names_json, items))

@@ -11,6 +11,7 @@ from starlette.responses import Response
 from ..context import Context
 from ..errors import json_response, metadata_json
 from ..sources import served_sources
+from ..wire.experiment_list import experiment_list_json
 from .experiment_runs import SCAN_LIMIT
 
 __all__ = ["read"]
@@ -32,7 +33,5 @@ def read(ctx: Context) -> Response:
     for run in runs:
         key = (run.experiment_id, run.project)
         counts[key] = counts.get(key, 0) + 1
-    experiments = [{"experiment_id": e, "project": p, "run_count": n} for (e, p), n in sorted(counts.items())]
     served_list = served_sources(reader, served, [r.run_id for r in runs])
-    return json_response({"metadata": metadata_json(source, served_list, partial, warnings),
-                          "experiments": experiments})
+    return json_response(experiment_list_json(metadata_json(source, served_list, partial, warnings), counts))
