@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.config_store import RunsOnlyReader
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.reads import (
     CAPABILITIES,
@@ -45,37 +46,7 @@ def readers(tmp_path_factory) -> dict[str, object]:
     store = StoreReader(root)
     kusto = KustoReader(KustoConnection(KustoSettings("http://127.0.0.1:9", "db", auth="none")))
     return {"store": store, "kusto": kusto,
-            "auto": AutoReader(store, kusto), "contract only": _ContractOnly(store)}
-
-
-class _ContractOnly:
-    """ExperimentReader's methods of a store reader, and nothing more."""
-
-    def __init__(self, reader: StoreReader) -> None:
-        self._reader = reader
-
-    def runs(self, workspace=None, *, project=None, experiment_id=None, run_group_id=None):
-        return self._reader.runs(workspace, project=project, experiment_id=experiment_id, run_group_id=run_group_id)
-
-    def run(self, run_id, project=None):
-        return self._reader.run(run_id, project)
-
-    def metric_summaries(self, run_id):
-        return self._reader.metric_summaries(run_id)
-
-    def metric_summary(self, run_id, metric):
-        return self._reader.metric_summary(run_id, metric)
-
-    def run_events(self, run_id, *, type=None):
-        return self._reader.run_events(run_id, type=type)
-
-    def series(self, run_id, metric, start_step=None, end_step=None, max_points=8000, *, step_interval=None,
-               finite_only=False):
-        return self._reader.series(run_id, metric, start_step, end_step, max_points, step_interval=step_interval,
-                                   finite_only=finite_only)
-
-    def non_finite(self, run_id, metric, start_step=None, end_step=None, limit=None):
-        return self._reader.non_finite(run_id, metric, start_step, end_step, limit)
+            "auto": AutoReader(store, kusto), "contract only": RunsOnlyReader(store)}
 
 
 @pytest.mark.parametrize("name", list(TABLE))

@@ -16,6 +16,7 @@ source's points (the collector, the import) in the expstore's ``configs`` table.
 from __future__ import annotations
 
 import abc
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from tau_collector.sources.tensorboard_run import SessionRestart
     from tau_collector.taugrid.run_config import RunConfig
 
-__all__ = ["Batch", "Position", "Source", "SourceInput"]
+__all__ = ["Batch", "Position", "Source", "SourceInput", "hash_range"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,3 +137,15 @@ class Source(abc.ABC):
         naming the file and the place, and ``OSError`` when the file cannot be read at all.
         """
         return None
+
+
+def hash_range(digest: Any, path: str, start: int, end: int) -> None:
+    """Add the bytes ``[start, end)`` of ``path`` to ``digest`` (bytes just read: the page cache has them)."""
+    with open(path, "rb", buffering=0) as handle:
+        position = start
+        while position < end:
+            piece = os.pread(handle.fileno(), min(1 << 20, end - position), position)
+            if not piece:
+                raise OSError(f"{path} shrank below byte {end} while it was read")
+            digest.update(piece)
+            position += len(piece)

@@ -32,7 +32,6 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from tau_collector.sources.masked_crc import crc32c, mask
 
@@ -42,7 +41,6 @@ __all__ = [
     "LogRead",
     "LogStop",
     "encode_log",
-    "hash_range",
     "leveldb_checksum",
     "read_log",
     "wandb_checksum",
@@ -225,15 +223,3 @@ def _scan(path: str, blocks: _Blocks, offset: int, count: int, *, max_bytes: int
         return stop(LogStop.TRUNCATED, at, "the file ends inside a record; the writer is probably mid-write: "
                     "read again from here later")
     return out
-
-
-def hash_range(digest: Any, path: str, start: int, end: int) -> None:
-    """Add the bytes ``[start, end)`` of ``path`` to ``digest`` (bytes just read: the page cache has them)."""
-    with open(path, "rb", buffering=0) as handle:
-        position = start
-        while position < end:
-            piece = os.pread(handle.fileno(), min(1 << 20, end - position), position)
-            if not piece:
-                raise OSError(f"{path} shrank below byte {end} while it was read")
-            digest.update(piece)
-            position += len(piece)

@@ -17,7 +17,7 @@ import dataclasses
 import os
 from typing import Any
 
-from tau_collector.sources.base import Batch, Position, Source, SourceInput
+from tau_collector.sources.base import Batch, Position, Source, SourceInput, hash_range
 from tau_collector.sources.event_columns import read_block_columns
 from tau_collector.sources.hparams import HPARAMS_FORMAT, HParamsScan, scan_hparams
 from tau_collector.sources.logdir import discover_runs, run_in
@@ -103,7 +103,7 @@ class TensorBoardSource(Source):
             max_bytes=limits.batch_bytes, max_records=limits.batch_records, final=final,
             max_record_bytes=limits.max_line_bytes, max_values=limits.max_row_fields)
         if prefix_hash is not None and segment.checkpoint > start.offset:
-            _hash_range(prefix_hash, source_input.path, start.offset, segment.checkpoint)
+            hash_range(prefix_hash, source_input.path, start.offset, segment.checkpoint)
         return Batch(source_input, start, Position(segment.checkpoint, segment.records), columns=columns,
                      problems=segment.problems, dropped=segment.dropped, restarts=segment.restarts,
                      more=segment.more, stopped=segment.stop == StopReason.CRC_MISMATCH.value,
@@ -138,15 +138,3 @@ class TensorBoardSource(Source):
             raise ConfigError(f"TensorBoard HParams sessions with different hyperparameters in one run ({where}); "
                               "none was stored as the run's configuration. Give each session its own run")
         return configs[0]
-
-
-def _hash_range(digest: Any, path: str, start: int, end: int) -> None:
-    """Add the bytes ``[start, end)`` of ``path`` to ``digest`` (bytes just read: the page cache has them)."""
-    with open(path, "rb", buffering=0) as handle:
-        position = start
-        while position < end:
-            piece = os.pread(handle.fileno(), min(1 << 20, end - position), position)
-            if not piece:
-                raise OSError(f"{path} shrank below byte {end} while it was read")
-            digest.update(piece)
-            position += len(piece)

@@ -26,11 +26,11 @@ import os
 import re
 from typing import Any
 
-from tau_collector.sources.base import Batch, Position, Source, SourceInput
+from tau_collector.sources.base import Batch, Position, Source, SourceInput, hash_range
 from tau_collector.sources.flatten import NESTED_TOO_DEEP, flatten_rows
 from tau_collector.sources.history import history_input, read_history_batch
 from tau_collector.sources.jsonl import history_metric_file_id
-from tau_collector.sources.leveldb_log import LogRead, LogStop, hash_range, read_log
+from tau_collector.sources.leveldb_log import LogRead, LogStop, read_log
 from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
 from tau_collector.sources.records import HistoryRow, ProblemKind, SourceProblem
 from tau_collector.sources.wandb_log import (
