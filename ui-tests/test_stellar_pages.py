@@ -301,7 +301,7 @@ def test_selected_runs_open_compared(page: Page, portal_server: PortalServer):
 def test_the_page_bundle_is_served_from_the_package(portal_server: PortalServer):
     response = httpx.get(f"{portal_server.base_url}/static/stellar/stellar.js",
                          headers={"Authorization": f"Bearer {portal_server.token}"})
-    built = Path(pages.__file__).resolve().parent.parent / "static" / "stellar" / "stellar.js"
+    built = Path(pages.__file__).resolve().parents[2] / "static" / "stellar" / "stellar.js"
 
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/javascript")

@@ -28,6 +28,7 @@ STORE_USERS = {
     "collector/tau_collector/collect/import_pass.py",
     "collector/tau_collector/cli/collect.py",
     "collector/tau_collector/cli/store.py",
+    "collector/tau_collector/cli/wrap.py",  # records the run's webhook notifications as run events in --store
     "taunotebook/portal/app.py",
     "taunotebook/portal/cli.py",
     "taunotebook/portal/jupyter_proxy.py",
