@@ -217,11 +217,11 @@ def mutations() -> Iterator[dict[str, Any]]:
                               "pod_priority_class": "p", "node_selector": {"kubernetes.io/os": "linux"},
                               "clear_node_selector": False, "disable_default_priorities": True}),
         "policy-clear-selector": ("policy", {"clear_node_selector": True}),
-        "runtime": ("runtime", {"image": "python:3.12", "working_dir": "/work", "pip": ["torch==2.4.0"],
+        "runtime": ("runtime", {"image": "python:3.12", "working_dir": "/app", "pip": ["torch==2.4.0"],
                                 "env": {"A": "1"}, "env_secret": {"B": "secret:key"}, "security": {"mode": "restricted"}}),
         "runtime-security-bad": ("runtime", {"security": {"mode": "strict"}}),
         "runtime-working-dir-relative": ("runtime", {"working_dir": "work"}),
-        "runtime-working-dir-trailing": ("runtime", {"working_dir": "/work/"}),
+        "runtime-working-dir-trailing": ("runtime", {"working_dir": "/app/"}),
         "runtime-env-kv": ("runtime", {"env_kv": {"K": "vault/secret"}}),
         "runtime-env-kv-conflict": ("runtime", {"env": {"K": "1"}, "env_kv": {"K": "vault/secret"}}),
         "secret-bad-spec": ("runtime", {"env_secret": {"B": "nocolon"}}),
@@ -272,7 +272,7 @@ def mutations() -> Iterator[dict[str, Any]]:
     yield _mutated("mutation/section-ttl-rayjob",
                    lambda c: (c.update(engine="rayjob"), c.update(run={"ttl_seconds_after_finished": 60})))
     yield _mutated("mutation/section-working-dir-rayjob",
-                   lambda c: (c.update(engine="rayjob"), c.update(runtime={"working_dir": "/work"})))
+                   lambda c: (c.update(engine="rayjob"), c.update(runtime={"working_dir": "/app"})))
     yield _mutated("mutation/section-clear-selector-rayjob",
                    lambda c: (c.update(engine="rayjob"), c.update(policy={"clear_node_selector": True})))
     execution: dict[str, tuple[str, dict[str, Any]]] = {
