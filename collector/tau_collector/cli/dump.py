@@ -211,6 +211,16 @@ def _dump_run(item: RunInput, args: argparse.Namespace, output: _Output) -> None
         for batch in batches:
             _print_batch(item, output, batch, [obs for obs in batch.observations if id(obs) in kept])
         return
+    for batch, columns in _blocks(item, limits):
+        file = item.display_path(batch.path)
+        output.lines(_json_lines(file, columns.names, columns.metric, columns.step, columns.wall_time,
+                                 columns.value), len(columns))
+        for problem in batch.problems:
+            output.problem(problem, file)
+
+
+def _blocks(item: RunInput, limits, media: MediaRequest | None = None):
+    """Every bounded block of a run's event files, in file order: ``(batch, scalar columns)``."""
     memory = RunMemory()
     for segment in item.run.segments():
         offset = records = 0
@@ -218,12 +228,8 @@ def _dump_run(item: RunInput, args: argparse.Namespace, output: _Output) -> None
             batch, columns = read_block_columns(item.run, segment, memory=memory, offset=offset,
                                                 records_before=records, max_bytes=limits.batch_bytes,
                                                 max_record_bytes=limits.max_line_bytes,
-                                                max_values=limits.max_row_fields)
-            file = item.display_path(batch.path)
-            output.lines(_json_lines(file, columns.names, columns.metric, columns.step, columns.wall_time,
-                                     columns.value), len(columns))
-            for problem in batch.problems:
-                output.problem(problem, file)
+                                                max_values=limits.max_row_fields, media=media)
+            yield batch, columns
             if not batch.more:
                 break
             offset, records = batch.checkpoint, batch.records
@@ -239,18 +245,8 @@ def _dump_media(item: RunInput, args: argparse.Namespace, output: _Output) -> No
         for batch in batches:
             _print_media(item, output, batch, [record for record in batch.media if id(record) in kept])
         return
-    memory = RunMemory()
-    for segment in item.run.segments():
-        offset = records = 0
-        while True:
-            batch, _scalars = read_block_columns(item.run, segment, memory=memory, offset=offset,
-                                                 records_before=records, max_bytes=limits.batch_bytes,
-                                                 max_record_bytes=limits.max_line_bytes,
-                                                 max_values=limits.max_row_fields, media=request)
-            _print_media(item, output, batch, batch.media)
-            if not batch.more:
-                break
-            offset, records = batch.checkpoint, batch.records
+    for batch, _scalars in _blocks(item, limits, request):
+        _print_media(item, output, batch, batch.media)
 
 
 def _print_media(item: RunInput, output: _Output, batch, records: list[MediaRecord]) -> None:
