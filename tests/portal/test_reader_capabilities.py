@@ -18,6 +18,7 @@ from tau_collector.reads import (
     HasGeneration,
     HasListings,
     PinsRequests,
+    ReadsArtifacts,
     ReadsExperimentTable,
     ReadsNamedSummaries,
     ReadsRunConfigs,
@@ -32,7 +33,7 @@ PORTAL = Path(__file__).resolve().parents[2] / "taunotebook" / "portal"
 # source=auto merges configs from whichever source has them; a bare reader offers nothing more.
 TABLE = {
     "store": {PinsRequests, HasGeneration, CachesDerived, ReadsRunConfigs, ReadsNamedSummaries, ReadsExperimentTable,
-              HasListings, ExportsSeries},
+              HasListings, ExportsSeries, ReadsArtifacts},
     "kusto": {PinsRequests},
     "auto": {ReadsRunConfigs},
     "contract only": set(),

@@ -41,8 +41,11 @@ __all__ = [
     "compact_all",
     "compact_run",
     "open_store",
+    "read_artifacts",
     "read_run_events",
+    "record_artifacts",
     "record_run_events",
+    "store_artifact_bytes",
 ]
 
 _HOME = {
@@ -54,6 +57,8 @@ _HOME = {
     "CompactionPolicy": "maintain.compaction", "compact_all": "maintain.compaction",
     "compact_run": "maintain.compaction", "cluster_run": "maintain.metric_clusters",
     "read_run_events": "write.run_events", "record_run_events": "write.run_events",
+    "read_artifacts": "write.artifacts", "record_artifacts": "write.artifacts",
+    "store_artifact_bytes": "write.artifacts",
 }
 
 if TYPE_CHECKING:
@@ -61,6 +66,7 @@ if TYPE_CHECKING:
     from tau_collector.expstore.maintain.metric_clusters import cluster_run
     from tau_collector.expstore.read.reader import StoreReader
     from tau_collector.expstore.store import ExpStore, StoreError, StoreNotFoundError, StoreReadOnlyError, open_store
+    from tau_collector.expstore.write.artifacts import read_artifacts, record_artifacts, store_artifact_bytes
     from tau_collector.expstore.write.config_rows import ConfigConflictError
     from tau_collector.expstore.write.run_events import read_run_events, record_run_events
     from tau_collector.expstore.write.writer import IdempotencyConflictError, MetricWriter, RunColumns, WriteResult

@@ -39,6 +39,7 @@ __all__ = [
     "HasGeneration",
     "HasListings",
     "PinsRequests",
+    "ReadsArtifacts",
     "ReadsExperimentTable",
     "ReadsNamedSummaries",
     "ReadsRunConfigs",
@@ -131,6 +132,14 @@ class ExportsSeries(Protocol, metaclass=_Capability):
                       end_step: int | None = None) -> Iterator[Any]: ...
 
 
+@runtime_checkable
+class ReadsArtifacts(Protocol, metaclass=_Capability):
+    """A run's rows of TauGrid's ``artifacts`` table (checkpoints, media, history files), one bounded page at a time."""
+
+    def artifacts(self, run_id: str, *, type: str | None = None, step_min: int | None = None,
+                  step_max: int | None = None, after_id: str | None = None, limit: int = ...) -> list[Any]: ...
+
+
 # Every optional capability, in the order the module lists them (the capability table's columns).
 CAPABILITIES: tuple[type, ...] = (PinsRequests, HasGeneration, CachesDerived, ReadsRunConfigs, ReadsNamedSummaries,
-                                  ReadsExperimentTable, HasListings, ExportsSeries)
+                                  ReadsExperimentTable, HasListings, ExportsSeries, ReadsArtifacts)

@@ -21,6 +21,7 @@ __all__ = [
     "RUN_SORTS",
     "SOURCE_PROBLEM",
     "WORKSPACE_TAG",
+    "ArtifactRow",
     "ExperimentDetails",
     "ExperimentListingRow",
     "ExperimentRow",
@@ -168,3 +169,39 @@ class ExperimentDetails:
     lifecycle_counts: dict[str, int]
     metric_names: list[str]
     run_ids: list[str] | None = None  # only when asked for (a config space needs them)
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactRow:
+    """One row of TauGrid's ``artifacts`` table: a file that belongs to a run (checkpoint, image, history file)."""
+
+    run_id: str
+    type: str  # TauGrid's words: "checkpoint", "image", "metrics-jsonl", "tensorboard", …
+    uri: str  # store-relative for bytes the store keeps, else the file's own URI or path
+    name: str
+    step: int | None = None
+    digest: str | None = None  # "sha256:<hex>"
+    size_bytes: int | None = None
+    content_type: str | None = None
+    caption: str | None = None
+    created_at: str | None = None
+    tags: dict | None = None
+    rank: int | None = None
+    artifact_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.artifact_id:
+            key = orjson.dumps([self.run_id, self.type, self.name, self.step])
+            object.__setattr__(self, "artifact_id", "artifact-" + hashlib.sha256(key).hexdigest()[:32])
+
+    def tags_json(self) -> str | None:
+        return orjson.dumps(self.tags, option=orjson.OPT_SORT_KEYS).decode() if self.tags is not None else None
+
+    @classmethod
+    def from_row(cls, row: dict) -> ArtifactRow:
+        tags = row.get("tags")
+        return cls(run_id=row["run_id"], type=row["type"], uri=row["uri"], name=row["name"], step=row.get("step"),
+                   digest=row.get("digest"), size_bytes=row.get("size_bytes"), content_type=row.get("content_type"),
+                   caption=row.get("caption"), created_at=row.get("created_at"),
+                   tags=orjson.loads(tags) if tags else None, rank=row.get("rank"),
+                   artifact_id=row["artifact_id"])

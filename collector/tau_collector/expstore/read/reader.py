@@ -20,7 +20,8 @@ What the index says (runs, summaries, events, file lists) is cached too, for as 
 ``PRAGMA data_version`` says no other connection has committed: a Portal answering hundreds of live
 panes a second re-reads it once per change of the store, not once per request. The SQL is the index
 modules' (:mod:`..write.index_rows`, :mod:`..write.summaries`, :mod:`..write.listing`,
-:mod:`..write.config_rows`, :mod:`..write.run_events`); this module asks them and caches the answers.
+:mod:`..write.config_rows`, :mod:`..write.run_events`, :mod:`..write.artifacts`); this module asks them
+and caches the answers.
 
 :meth:`StoreReader.export_series` hands out every stored point of a series in bounded batches
 (:mod:`.series_export`), for a download that must not hold the series in memory.
@@ -48,11 +49,13 @@ from tau_collector.expstore.read.m4 import M4Index, m4_indices
 from tau_collector.expstore.read.series_merge import FileList, Merged, bounds, clamp, merge
 from tau_collector.expstore.store import ExpStore
 from tau_collector.expstore.write import index_rows, listing, summaries
+from tau_collector.expstore.write.artifacts import MAX_ARTIFACTS_PER_READ, read_artifacts
 from tau_collector.expstore.write.config_rows import read_run_configs
 from tau_collector.expstore.write.run_events import read_run_events
 from tau_collector.reads.blocking import may_block
 from tau_collector.reads.rows import (
     WORKSPACE_TAG,
+    ArtifactRow,
     ExperimentRow,
     MetricSummaryRow,
     ReducedSeries,
@@ -250,6 +253,13 @@ class StoreReader:
 
     def _summaries(self, run_id: str) -> tuple[MetricSummaryRow, ...]:
         return self._index.get(("summaries", run_id), lambda: summaries.run_summaries(self.store.connection(), run_id))
+
+    def artifacts(self, run_id: str, *, type: str | None = None, step_min: int | None = None,
+                  step_max: int | None = None, after_id: str | None = None,
+                  limit: int = MAX_ARTIFACTS_PER_READ) -> list[ArtifactRow]:
+        """The run's artifacts (``artifacts`` table) in step order, one bounded page (``after_id`` continues)."""
+        return read_artifacts(self.store, run_id, type=type, step_min=step_min, step_max=step_max,
+                              after_id=after_id, limit=limit)
 
     def run_events(self, run_id: str, *, type: str | None = None) -> list[RunEvent]:
         """What the collector reported about the run's sources (``events`` table), oldest first."""
