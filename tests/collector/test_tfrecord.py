@@ -20,6 +20,7 @@ from tau_collector.sources.tf_record import (
     encode_frame,
     index_frames,
     masked_crc32c,
+    read_block,
     read_new_bytes,
     scan_file,
     scan_frames,
@@ -287,3 +288,19 @@ def test_index_frames_catches_a_corruption_in_a_batch_of_equal_length_frames():
         bad[where] ^= 0x01
         assert_index_equals_scan(bytes(bad))
         assert index_frames(bytes(bad)).stop is StopReason.CRC_MISMATCH
+
+
+@pytest.mark.parametrize("index", [False, True])
+def test_a_block_ending_inside_the_last_partial_header_counts_the_files_bytes(tmp_path, index):
+    """The truncated-tail message counts the header bytes the file holds, not those in the block read."""
+    first, last = encode_frame(b"a" * 30), encode_frame(b"b" * 20)
+    path = tmp_path / "events"
+    path.write_bytes(first + last + last[:9])  # the file ends 9 bytes into a header
+    start = len(first)
+    # A block from the last whole frame that stops 4 bytes short of the file's end.
+    block = read_block(path, start, max_bytes=len(last) + 5, index=index)
+    assert block.scan.stop is StopReason.TRUNCATED and block.scan.checkpoint == start + len(last)
+    assert not block.more
+    assert "ends 9 bytes into a 12-byte frame header" in block.scan.message
+    whole = read_block(path, start, max_bytes=1 << 20, index=index)
+    assert whole.scan.message == block.scan.message

@@ -444,6 +444,9 @@ def read_block(path: str | os.PathLike[str], offset: int, *, max_bytes: int, ind
         end = offset + len(data)
         more = end < limit and scan.stop is not StopReason.CRC_MISMATCH and (
             scan.stop is StopReason.END or scan.checkpoint + scan.needed <= limit)
+        if scan.stop is StopReason.TRUNCATED and scan.needed == HEADER_SIZE and not more and end < limit:
+            # The block ended inside the last, partial header; the file holds a few more of its bytes.
+            scan.message = _truncated_header_message(limit - scan.checkpoint)
         return Block(offset, data, scan, limit, more=more)
 
 
