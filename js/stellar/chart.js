@@ -1,12 +1,15 @@
 // One chart per metric on the run page: each run's line in its colour, smoothed as in the pane, non-finite
-// marks on the x axis, and zooming that reads the visible steps again at full fidelity.
+// marks on the x axis, and zooming that reads the visible steps again at full fidelity. On a metric x axis
+// (`metric:tokens`) the x metric is read for the same steps with the same point budget and joined by step
+// (shared/x_metric.js).
 import Plotly from "../plotly/index.js";
 import { h } from "../shared/dom.js";
 import { formatNumber, plural } from "../shared/format.js";
 import { aggregateRuns, bandLabel } from "../shared/aggregate.js";
 import { NON_FINITE_COLOR } from "../shared/palette.js";
 import { smooth } from "../shared/smoothing.js";
-import { axisTitle, relativeUnit, timeValues } from "../shared/time_axis.js";
+import { axisMetric, axisTitle, relativeUnit, timeValues } from "../shared/time_axis.js";
+import { alignOnX, joinX, missingNote, stepsForX } from "../shared/x_metric.js";
 import { id } from "../shared/urls.js";
 import { api, explain, pageData } from "./api.js";
 import { state } from "./page.js";
@@ -56,6 +59,12 @@ function maxPoints(chart) {
 function stepRange(chart, runId, view) {
   if (!view) return null;
   if (view.axis === "step") return [Math.floor(view.range[0]), Math.ceil(view.range[1])];
+  if (axisMetric(view.axis) !== null) {
+    // A window of the x metric maps to the steps of this run whose joined x lies in it.
+    const series = chart.series[runId];
+    if (!series?.xJoin || series.xJoin.metric !== axisMetric(view.axis)) return null;
+    return stepsForX(series.step, series.xJoin.x, Number(view.range[0]), Number(view.range[1]));
+  }
   // A wall-time (or relative-time) window maps to steps through the points this run already has.
   const series = chart.series[runId];
   if (!series || !series.hasWallTime) return null;
@@ -99,6 +108,9 @@ export async function loadChart(chart, view) {
     }),
   );
   if (generation !== chart.generation) return; // a newer zoom superseded this one
+  const xMetric = axisMetric(state.xAxis);
+  if (xMetric !== null) await joinXMetric(chart, results, xMetric);
+  if (generation !== chart.generation) return;
   chart.fetches += 1;
   chart.view = view;
   chart.series = {};
@@ -120,6 +132,53 @@ export async function loadChart(chart, view) {
   chart.section.dataset.fetches = String(chart.fetches);
   chart.section.dataset.view = view ? `${view.axis}:${view.range.join("..")}` : "full";
   chart.section.dataset.state = Object.keys(chart.series).length ? "ready" : "error";
+}
+
+/**
+ * Reads the x metric of each run for the steps its y read covered (the same range and point budget, so the x read
+ * is reduced by the same step columns: reads stay proportional to what is drawn) and joins it by step into
+ * `series.xJoin` ({metric, x, missing, absent, reduced}). A run without the metric reads nothing: all its points
+ * are missing.
+ */
+async function joinXMetric(chart, results, metric) {
+  await Promise.all(results.map(async ([runId, series]) => {
+    if (series.error) return;
+    const names = metricsByName(runId);
+    if (!names.has(metric)) {
+      series.xJoin = { metric, x: series.step.map(() => null), missing: series.step.length, absent: true, reduced: false };
+      return;
+    }
+    const query = { target: runId, metric, max_points: series.body?.max_points ?? maxPoints(chart), project: state.project };
+    if (series.range) {
+      query.start_step = Math.max(0, series.range[0]);
+      query.end_step = Math.max(query.start_step, series.range[1]);
+    }
+    try {
+      const body = await api(["runs", id(runId), "series"], query);
+      const xs = parsePoints(body.points);
+      const joined = joinX(series.step, xs.step, xs.value);
+      series.xJoin = { metric, ...joined, absent: false,
+        reduced: Number(body.returned_points) < Number(body.source_points) };
+    } catch (err) {
+      series.xJoin = { metric, x: series.step.map(() => null), missing: series.step.length, absent: false,
+        error: explain(err, `${metric} of ${runId} (the x axis) could not be loaded`) };
+    }
+  }));
+}
+
+/** The x axis became a metric this chart has not joined yet: read it for the points held, then draw. */
+export async function ensureX(chart) {
+  const metric = axisMetric(state.xAxis);
+  if (metric === null || !chart.drawn) return;
+  const missing = Object.entries(chart.series).filter(([, s]) => s.xJoin?.metric !== metric);
+  if (!missing.length) return;
+  const generation = chart.generation;
+  chart.section.dataset.state = "loading";
+  await joinXMetric(chart, missing, metric);
+  if (generation !== chart.generation) return;
+  describe(chart);
+  draw(chart);
+  chart.section.dataset.state = "ready";
 }
 
 /** A run's metric catalog arrived: the charts' summaries (non-finite counts) follow it. */
@@ -147,6 +206,12 @@ function describe(chart) {
       const span = series.range ? `steps ${formatNumber(series.range[0])}–${formatNumber(series.range[1])}, ` : "";
       const reduced = returned < source ? `${formatNumber(returned)} of ${formatNumber(source)} points, reduced to keep every spike; zoom in for full detail` : `all ${plural(returned, "point")}`;
       parts.push(`${label}${span}${reduced}`);
+      const join = series.xJoin;
+      if (join && axisMetric(chartAxis(chart)) === join.metric) {
+        if (join.error) parts.push(`${label}${join.error}`);
+        else if (join.absent) parts.push(`${label}no metric ${join.metric} in this run: its ${plural(join.missing, "point")} not drawn`);
+        else if (join.missing) parts.push(`${label}${missingNote(join.metric, join.missing)}`);
+      }
     }
     // In a zoomed view the count is the view's; otherwise the run's catalog count.
     const inView = series && (series.nonFiniteCount ?? series.nonFinite.length);
@@ -173,10 +238,31 @@ function runName(runId) {
   return state.runs[runId].label || runId;
 }
 
-/** The x axis a chart is drawn on: a time axis only when its runs' points carry wall times. */
+/**
+ * The x axis a chart is drawn on: a time axis only when its runs' points carry wall times; a metric axis only
+ * when some run's points have a value of the metric (else steps, and the chart says why).
+ */
 function chartAxis(chart) {
+  const metric = axisMetric(state.xAxis);
+  if (metric !== null) {
+    const any = chart.runIds.some((runId) => {
+      const join = chart.series[runId]?.xJoin;
+      return join && join.metric === metric && join.missing < join.x.length;
+    });
+    return any ? state.xAxis : "step";
+  }
   const anyWall = chart.runIds.some((runId) => chart.series[runId]?.hasWallTime);
   return state.xAxis !== "step" && anyWall ? state.xAxis : "step";
+}
+
+/** A run's x on a metric axis at `steps` (null where none): its joined x for its points, joined anew for marks. */
+function metricX(chart, runId, steps) {
+  const series = chart.series[runId];
+  if (steps === series.step) return series.xJoin.x;
+  // Marks: the x of the point at or before each mark's step, from the run's joined points.
+  const known = series.step.filter((_, i) => series.xJoin.x[i] !== null);
+  const values = series.xJoin.x.filter((v) => v !== null);
+  return joinX(steps, known, values).x;
 }
 
 /** The unit of a relative-time axis: what keeps the longest series' numbers readable. */
@@ -195,6 +281,7 @@ function relativeUnitOf(chart) {
 /** x of points at `steps` with wall times `wallMs` (ms, null where unknown) on the chart's axis. */
 function xValues(chart, axis, unit, runId, steps, wallMs) {
   if (axis === "step") return steps;
+  if (axisMetric(axis) !== null) return metricX(chart, runId, steps);
   const origin = chart.origins[runId];
   return wallMs.map((ms, i) => {
     if (ms === null || ms === undefined) return axis === "wall" ? steps[i] : null;
@@ -214,13 +301,21 @@ function translucent(hex, alpha) {
  */
 function aggregateTraces(chart, axis, unit) {
   const runs = [];
+  const metric = axisMetric(axis);
   for (const runId of chart.runIds) {
     const series = chart.series[runId];
     if (!series) continue;
     let x = series.step;
     if (axis === "wall") x = series.wall;
     else if (axis === "relative") x = series.wall.map((ms) => (ms - chart.origins[runId]) / 1000 / unit.seconds);
-    const values = state.smoothing > 0 ? smooth(series.value, state.smoothing) : series.value;
+    let values = state.smoothing > 0 ? smooth(series.value, state.smoothing) : series.value;
+    if (metric !== null) {
+      // Aligned on the metric: points without it left out, equal x values last-wins; an x that goes down cannot
+      // be aligned on (null: the caller draws each run its own line and says why).
+      const aligned = alignOnX(series.xJoin.x, values);
+      if (!aligned) return { unaligned: runId };
+      ({ steps: x, values } = aligned);
+    }
     runs.push({ id: runId, steps: x, values });
   }
   const agg = aggregateRuns(runs, { center: state.aggregate, spread: state.band });
@@ -248,8 +343,13 @@ function traces(chart) {
   const out = [];
   const axis = chartAxis(chart);
   const unit = axis === "relative" ? relativeUnitOf(chart) : null;
-  const aggregate = state.aggregate && chart.runIds.length > 1;
-  const base = aggregate ? aggregateTraces(chart, axis, unit) : null;
+  let aggregate = state.aggregate && chart.runIds.length > 1;
+  let base = aggregate ? aggregateTraces(chart, axis, unit) : null;
+  chart.unaligned = base?.unaligned ?? null;
+  if (chart.unaligned) {
+    aggregate = false;
+    base = null;
+  }
   if (base) out.push(...base.data);
   let drawnPoints = base ? base.drawnPoints : 0;
   let rawTraces = 0;
@@ -259,8 +359,19 @@ function traces(chart) {
     const color = state.runs[runId].color;
     const name = runName(runId);
     const who = name === runId ? runId : `${name}<br>${runId}`;
-    const x = series.hasWallTime ? xValues(chart, axis, unit, runId, series.step, series.wall) : series.step;
-    const y = series.value.map((v) => (Number.isFinite(v) ? v : null));
+    let x = series.hasWallTime || axisMetric(axis) !== null
+      ? xValues(chart, axis, unit, runId, series.step, series.wall) : series.step;
+    let y = series.value.map((v) => (Number.isFinite(v) ? v : null));
+    let steps = series.step;
+    let smoothedAll = state.smoothing > 0 && !aggregate
+      ? smooth(series.value, state.smoothing).map((v) => (Number.isFinite(v) ? v : null)) : null;
+    if (axisMetric(axis) !== null) {
+      // Points without x are not drawn (the status line counts them); smoothing ran over every point, in step order.
+      const keep = x.map((v) => v !== null);
+      const pick = (arr) => arr.filter((_, i) => keep[i]);
+      [x, y, steps] = [pick(x), pick(y), pick(steps)];
+      if (smoothedAll) smoothedAll = pick(smoothedAll);
+    }
     const smoothing = state.smoothing > 0;
     if (!aggregate) out.push({
       type: "scatter",
@@ -269,7 +380,7 @@ function traces(chart) {
       legendgroup: runId,
       x,
       y,
-      customdata: series.step,
+      customdata: steps,
       connectgaps: false,
       line: { color, width: 1.5 },
       marker: { color, size: 5 },
@@ -283,7 +394,7 @@ function traces(chart) {
       rawTraces += 1;
     }
     if (smoothing && !aggregate) {
-      const smoothed = smooth(series.value, state.smoothing).map((v) => (Number.isFinite(v) ? v : null));
+      const smoothed = smoothedAll;
       out.push({
         type: "scatter",
         mode: x.length === 1 ? "markers" : "lines",
@@ -291,7 +402,7 @@ function traces(chart) {
         legendgroup: runId,
         x,
         y: smoothed,
-        customdata: series.step,
+        customdata: steps,
         connectgaps: false,
         line: { color, width: 2 },
         marker: { color, size: 5 },
@@ -345,8 +456,15 @@ function draw(chart) {
   }
   chart.section.dataset.points = String(drawnPoints);
   chart.section.dataset.traces = String(rawTraces);
-  if (state.xAxis !== "step" && axis === "step") {
+  const xMetric = axisMetric(state.xAxis);
+  chart.section.dataset.axis = axis;
+  if (xMetric !== null && axis === "step" && chart.fetches) {
+    chart.status.textContent += ` · no run here has ${xMetric} at these steps, so the axis stays on steps`;
+  } else if (xMetric === null && state.xAxis !== "step" && axis === "step") {
     chart.status.textContent += " · this Portal sends no wall times with the points, so the axis stays on steps";
+  }
+  if (chart.unaligned) {
+    chart.status.textContent += ` · runs drawn each as its own line: ${xMetric} goes down in ${runName(chart.unaligned)}, so the runs cannot be aligned on it for a band`;
   }
   if (state.logY) {
     const nonPositive = chart.runIds.reduce((n, id) => n + (chart.series[id]?.value.filter((v) => v <= 0).length || 0), 0);
@@ -370,9 +488,16 @@ function onRelayout(chart, event) {
 }
 
 export function redrawAll() {
+  const metric = axisMetric(state.xAxis);
+  const reads = [];
   for (const chart of Object.values(state.charts)) {
     if (!chart.drawn) continue; // not fetched yet (off screen): drawn with the settings when it is
+    if (metric !== null && Object.values(chart.series).some((s) => s.xJoin?.metric !== metric)) {
+      reads.push(ensureX(chart)); // a new x metric: read it for the points held, then draw
+      continue;
+    }
     describe(chart);
     draw(chart);
   }
+  return Promise.all(reads);
 }

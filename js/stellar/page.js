@@ -29,7 +29,7 @@ export const state = {
   charts: {},
   smoothing: 0,
   logY: false,
-  xAxis: loadAxis(), // step | relative | wall, as last chosen in this browser
+  xAxis: loadAxis(), // step | relative | wall | metric:<name>, as last chosen in this browser
   aggregate: "", // "" (each run its line) | mean | median: compared runs as one line with a band
   band: "minmax", // minmax | std | none
   requests: [],

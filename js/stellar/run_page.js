@@ -6,7 +6,8 @@ import { h } from "../shared/dom.js";
 import { formatTime } from "../shared/format.js";
 import { assignRunColors } from "../shared/palette.js";
 import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
-import { saveAxis } from "../shared/time_axis.js";
+import { METRIC_AXIS, axisMetric, saveAxis } from "../shared/time_axis.js";
+import { xCandidates } from "../shared/x_metric.js";
 import { id } from "../shared/urls.js";
 import { api, explain, pageData } from "./api.js";
 import { redrawAll, updateSummaries } from "./chart.js";
@@ -30,9 +31,12 @@ function controls() {
     state.logY = logY.checked;
     redrawAll();
   });
+  // step, relative or wall time, or a metric of the runs (`metric:<name>`, joined by step: shared/x_metric.js);
+  // the metrics are added when the runs' names are known (fillAxisMetrics).
   const xAxis = h("select", { id: "stellar-x-axis" });
   xAxis.append(h("option", { value: "step", text: "step" }), h("option", { value: "relative", text: "relative time" }),
     h("option", { value: "wall", text: "wall time" }));
+  if (axisMetric(state.xAxis) !== null) xAxis.append(metricOption(axisMetric(state.xAxis)));
   xAxis.value = state.xAxis;
   xAxis.addEventListener("change", () => {
     state.xAxis = xAxis.value;
@@ -67,6 +71,24 @@ function controls() {
     aggregateLabel,
     h("span", { class: "stellar-note", text: "Drag on a chart to zoom: the visible steps are fetched in full; double-click to reset." }),
   );
+}
+
+function metricOption(name) {
+  return h("option", { value: `${METRIC_AXIS}${name}`, text: name, "data-metric": name });
+}
+
+/** The x axis menu's metrics: the runs' names, progress-like ones (tokens, epoch, samples…) first. */
+function fillAxisMetrics(names) {
+  const select = document.getElementById("stellar-x-axis");
+  if (!select) return;
+  const { names: offered, more } = xCandidates(names);
+  const current = axisMetric(state.xAxis);
+  const group = h("optgroup", { label: more ? `metric (first ${offered.length}; ${more} more not listed)` : "metric" });
+  for (const name of offered) group.append(metricOption(name));
+  if (current !== null && !offered.includes(current)) group.append(metricOption(current));
+  select.querySelectorAll("option[data-metric], optgroup").forEach((node) => node.remove());
+  select.append(group);
+  select.value = state.xAxis;
 }
 
 function configLine(config, differing) {
@@ -182,6 +204,7 @@ export async function runPage() {
   if (ok.length && !names.size) {
     chartsBox.append(h("p", { class: "stellar-note", id: "stellar-no-metrics", text: "No metrics have been recorded for this run yet." }));
   }
+  fillAxisMetrics([...names]);
   // In sections, behind a search box; a chart is fetched when it scrolls into view (chart_sections.js).
   const ordered = [...names].sort(metricOrder);
   const sections = new ChartSections(ordered, ok, chartsBox);
