@@ -25,7 +25,7 @@ __all__ = ["TauMagics", "load_ipython_extension"]
 
 SUBMIT_USAGE = ("%%tau_submit [--name N] [--project P] [--experiment E] [--group G] [--workspace W] "
                 "[--backend local|ray|tau] [--tfevents DIR]... [--config K=V]... [--config-file F] "
-                "[--metric M]... [--notify URL]... [--no-pane] [--as VAR] "
+                "[--metric M]... [--x step|relative|wall|METRIC] [--notify URL]... [--no-pane] [--as VAR] "
                 "[--dry-run] [--ray-address A] [--base-config tau.yaml] [--gpus N] [--gpus-per-worker N] "
                 "[--workers N] [--cpu Q] [--cpu-limit Q] [--memory Q] [--memory-limit Q] [--image I] [--pip REQ]... "
                 "[--env K=V]... [--secret K=SECRET:KEY]... [--queue Q] [--profile P] [--nodes N] "
@@ -57,6 +57,7 @@ def _submit_parser() -> _Parser:
     p.add_argument("--config", action="append", default=[], metavar="K=V")
     p.add_argument("--config-file", metavar="F")
     p.add_argument("--metric", action="append", default=[], metavar="M")
+    p.add_argument("--x", metavar="AXIS")  # the pane's x axis: step, relative, wall or a metric (tokens)
     p.add_argument("--no-pane", action="store_true")
     p.add_argument("--as", dest="var", default="tau_run", metavar="VAR")
     p.add_argument("--dry-run", action="store_true")
@@ -78,10 +79,20 @@ def _split(line: str, prog: str) -> list[str]:
         raise UsageError(f"{prog}: {err}") from None
 
 
-def _show_pane(run: SubmittedRun, metrics: list[str] | None) -> None:
+def _check_x(prog: str, x: str | None) -> None:
+    """``--x`` is checked before anything is submitted: a bad axis names the flag."""
+    from .pane import x_axis_value
+
+    try:
+        x_axis_value(x)
+    except ValueError as err:
+        raise UsageError(f"{prog}: --x: {err}") from None
+
+
+def _show_pane(run: SubmittedRun, metrics: list[str] | None, x: str | None = None) -> None:
     """Display the run's live loss pane; if the pane cannot be built here, say why in one status line."""
     try:
-        pane = run.pane(metrics)
+        pane = run.pane(metrics, x=x)
     except Exception as err:  # the run is submitted either way: a missing widget must not hide its handle
         print(f"(no loss pane: {err}) run {run.run_id} is {run.state}; follow it with %tau_logs {run.run_id} "
               f"--follow or open {run.stellar_url()}")
@@ -104,6 +115,7 @@ class TauMagics(Magics):
             raise UsageError(f"%%tau_submit: unexpected argument {opts.script!r}: the cell body is the script")
         if not opts.var.isidentifier():
             raise UsageError(f"%tau_submit: --as {opts.var!r} is not a Python identifier")
+        _check_x("%tau_submit", opts.x)
         try:  # checked here, so that an error names the magic's flags
             stop_rule_flags([m or None for m in opts.stop_on_nan], opts.stop_if, names=("--stop-on-nan", "--stop-if"))
             notify_flags(opts.notify, opts.backend, name="--notify")
@@ -131,7 +143,7 @@ class TauMagics(Magics):
         print(f"run {run.run_id} submitted ({run.backend}; project {run.project}, group {run.run_group_id}) "
               f"-> {opts.var}", flush=True)
         if not opts.no_pane:
-            _show_pane(run, opts.metric or None)
+            _show_pane(run, opts.metric or None, opts.x)
 
     @line_magic
     def tau_runs(self, line: str) -> None:
@@ -192,14 +204,16 @@ class TauMagics(Magics):
         p.add_argument("run")
         p.add_argument("--workspace")
         p.add_argument("--metric", action="append", default=[])
+        p.add_argument("--x", metavar="AXIS")
         p.add_argument("--as", dest="var", default="tau_run")
         opts = p.parse_args(_split(line, "%tau_pane"))
+        _check_x("%tau_pane", opts.x)
         try:
             run = attach(opts.run, opts.workspace)
         except KeyError as err:
             raise UsageError(f"%tau_pane: {err.args[0]}") from None
         self.shell.user_ns[opts.var] = run
-        _show_pane(run, opts.metric or None)
+        _show_pane(run, opts.metric or None, opts.x)
 
 
 def load_ipython_extension(ip) -> None:

@@ -45,6 +45,12 @@ Synced traitlets (Python → browser unless noted):
     how compared runs are drawn: ``""`` each its own line, ``"mean"`` or ``"median"`` one line with a band
     (``band``: ``"minmax"``, ``"std"`` for ±1 standard deviation, ``"none"``), computed in the browser by
     ``js/shared/aggregate.js`` at the union of the runs' steps (docs/comparing-runs.md says the rule).
+``x_axis`` (both ways)
+    what the plots are drawn against: ``"step"``, ``"relative"``, ``"wall"`` or ``"metric:<name>"`` (``""``: the
+    browser's last choice). On a metric axis the kernel polls that metric for every drawn run beside the
+    visible ones (and reads it again for a zoomed window), and the browser joins it by step
+    (``js/shared/x_metric.js``: the last x value carried forward, points before its first value counted
+    and not drawn; docs/loss-pane.md).
 ``visible`` (browser → Python)
     the metric names whose plots exist in the browser (open section, in or near the viewport, or pinned
     and on screen). Only these are fetched and polled, for every drawn run: a name entering gets a fresh
@@ -106,6 +112,8 @@ from taunotebook.pane_poller import DEFAULT_WIDTH, TERMINAL_STATES, Poller, stel
 __all__ = ["BUILD_HINT", "BUNDLE", "LossPane", "TERMINAL_STATES"]
 
 BUNDLE = Path(__file__).resolve().parent / "static" / "pane.js"
+TIME_AXES = ("step", "relative", "wall")
+METRIC_AXIS = "metric:"
 AGGREGATES = ("", "mean", "median")  # compared runs: each its line, or one line with a band around it
 BANDS = ("minmax", "std", "none")
 BUILD_HINT = "npm --prefix js ci && npm --prefix js run build   (or: pip install -e .)"
@@ -135,7 +143,9 @@ class LossPane(anywidget.AnyWidget):
     id wins when an id names both); ``aggregate="mean"`` (or ``"median"``) draws them as one line with a
     ``band`` (``"minmax"``, ``"std"``, ``"none"``), the seeds of one configuration as W&B groups them.
     ``source`` (``local``, ``kusto`` or ``auto``; default: the client's, else the Portal's default) is
-    named on every read and carried by "Open in Stellar". ``close()`` stops the thread.
+    named on every read and carried by "Open in Stellar". ``x`` is the x axis: ``"step"``, ``"relative"``,
+    ``"wall"`` or a metric of the run (``x="tokens"``: each point at the run's token count at its step;
+    default: the axis last chosen in the browser). ``close()`` stops the thread.
     """
 
     run_id = traitlets.Unicode().tag(sync=True)
@@ -160,6 +170,7 @@ class LossPane(anywidget.AnyWidget):
     sections = traitlets.Dict().tag(sync=True)  # {section: open}; not read by Python, kept as the page sends it
     aggregate = traitlets.Enum(AGGREGATES, "").tag(sync=True)
     band = traitlets.Enum(BANDS, "minmax").tag(sync=True)
+    x_axis = traitlets.Unicode("").tag(sync=True)
 
     def __init__(
         self,
@@ -172,6 +183,7 @@ class LossPane(anywidget.AnyWidget):
         source: str | None = None,
         aggregate: str = "",
         band: str = "minmax",
+        x: str | None = None,
         start: bool = True,
     ) -> None:
         if not isinstance(run_id, str) or not run_id.strip():
@@ -181,6 +193,7 @@ class LossPane(anywidget.AnyWidget):
         if band not in BANDS:
             raise ValueError(f"band must be one of {', '.join(map(repr, BANDS))}, got {band!r}")
         source = check_source(source)
+        x_axis = x_axis_value(x)
         self._esm = _bundle()
         if isinstance(portal, PortalClient):
             client, owns = portal, False
@@ -190,16 +203,19 @@ class LossPane(anywidget.AnyWidget):
         source = source if source is not None else (client.source or "")
         requested = list(dict.fromkeys(str(m) for m in metrics)) if metrics else []
         super().__init__(run_id=run_id.strip(), project=project or "", source=source,
-                         compare=[str(c) for c in compare], metrics=requested, aggregate=aggregate, band=band)
+                         compare=[str(c) for c in compare], metrics=requested, aggregate=aggregate, band=band,
+                         x_axis=x_axis)
         self.stellar_href = stellar_page_href(client, self.run_id, project, self.compare, self.source)
         self.pane_id = self.model_id  # names the static fallback output this pane's live view hides
         self._static_display = None
         self._poller = Poller(_PaneOutput(self), client, owns, run_id=self.run_id, project=project,
-                              source=self.source, compare=self.compare, metrics=requested or None)
+                              source=self.source, compare=self.compare, metrics=requested or None,
+                              x_metric=axis_metric(x_axis))
         self.on_msg(_on_msg_weak(self))
         self.observe(_on_width, names="width")
         self.observe(_on_visible, names="visible")  # set from Python; a browser's update comes by set_state
         self.observe(_on_snapshot, names="snapshot")
+        self.observe(_on_x_axis, names="x_axis")
         if start:
             self._poller.start()
 
@@ -216,6 +232,8 @@ class LossPane(anywidget.AnyWidget):
 
     def set_state(self, sync_data: dict) -> None:
         """A browser's update: its ``visible`` (even one equal to the last) decides what is polled from now on."""
+        if "x_axis" in sync_data and axis_metric(sync_data["x_axis"]) is None and sync_data["x_axis"] not in TIME_AXES:
+            sync_data = {k: v for k, v in sync_data.items() if k != "x_axis"}  # not an axis: ignored
         super().set_state(sync_data)
         if "visible" in sync_data:
             self._poller.set_visible(self.visible)
@@ -250,6 +268,29 @@ class LossPane(anywidget.AnyWidget):
         body = (f'<img alt="{label}" src="{html.escape(self.snapshot)}" style="max-width:100%">'
                 if self.snapshot.startswith("data:image/") else "")
         return f'<div class="tau-pane-static" data-tau-pane-static="{html.escape(self.pane_id)}">{body}</div>'
+
+
+def x_axis_value(x: str | None) -> str:
+    """The ``x_axis`` trait for ``LossPane(x=…)``: ``None`` → ``""`` (the browser's last choice); ``"step"``,
+    ``"relative"`` or ``"wall"`` as given; ``"metric:<name>"`` or any other name → ``"metric:<name>"``."""
+    if x is None:
+        return ""
+    if not isinstance(x, str) or not x.strip():
+        raise ValueError(f"x must be 'step', 'relative', 'wall' or a metric's name (e.g. x='tokens'), got {x!r}")
+    x = x.strip()
+    if x in TIME_AXES:
+        return x
+    name = x[len(METRIC_AXIS):] if x.startswith(METRIC_AXIS) else x
+    if not name:
+        raise ValueError(f"x={x!r} names no metric: write x='tokens' (or x='metric:tokens')")
+    return METRIC_AXIS + name
+
+
+def axis_metric(axis: object) -> str | None:
+    """The metric an ``x_axis`` value draws against (``"metric:tokens"`` → ``"tokens"``), else None."""
+    if isinstance(axis, str) and axis.startswith(METRIC_AXIS) and len(axis) > len(METRIC_AXIS):
+        return axis[len(METRIC_AXIS):]
+    return None
 
 
 def _on_msg_weak(pane: LossPane):
@@ -291,6 +332,10 @@ class _PaneOutput:
 
 def _on_width(change: dict) -> None:
     change["owner"]._poller.set_width(change["new"])
+
+
+def _on_x_axis(change: dict) -> None:
+    change["owner"]._poller.set_x_metric(axis_metric(change["new"]))
 
 
 def _on_visible(change: dict) -> None:

@@ -154,7 +154,7 @@ class Poller:
 
     def __init__(self, out: PaneOutput, client: PortalClient, owns_client: bool, *, run_id: str,
                  project: str | None = None, source: str | None = None, compare: Iterable[str] = (),
-                 metrics: Iterable[str] | None = None) -> None:
+                 metrics: Iterable[str] | None = None, x_metric: str | None = None) -> None:
         self.out = out
         self.client = client
         self.owns_client = owns_client
@@ -168,6 +168,7 @@ class Poller:
         self.compare_grows = False
         self.compare_notes: list[str] = []
         self.fixed_metrics = list(dict.fromkeys(metrics)) if metrics else None
+        self.x_metric = x_metric or None  # the x axis's metric: polled beside the visible ones, never shown alone
         self.views: dict[str, _RunView] = {}
         self._names: list[str] | None = None  # _all_names(), until a run's names change
         self._names_changed = True
@@ -250,6 +251,17 @@ class Poller:
             before = set(self.browser_visible if self.browser_visible is not None else self._default_visible())
             self.browser_visible = new
             self.entering |= set(new) - before
+        self.wake.set()
+
+    def set_x_metric(self, name: str | None) -> None:
+        """The x axis became ``name`` (a metric) or a time axis (None): poll that metric beside the visible ones,
+        from a fresh reset."""
+        with self.lock:
+            if name == self.x_metric:
+                return
+            self.x_metric = name or None
+            if self.x_metric is not None:
+                self.entering.add(self.x_metric)
         self.wake.set()
 
     # -- the thread
@@ -397,9 +409,13 @@ class Poller:
         return self._default[1]
 
     def _visible(self, browser: list[str] | None) -> list[str]:
+        """The metrics read this poll: those the browser shows (or the default set), then the x axis's metric."""
         if browser is None:
-            return self._default_visible()
-        return [m for m in browser if self.fixed_metrics is None or m in self.fixed_metrics]
+            shown = self._default_visible()
+        else:
+            shown = [m for m in browser if self.fixed_metrics is None or m in self.fixed_metrics]
+        x = self.x_metric
+        return shown if x is None or x in shown else [*shown, x]
 
     def _poll(self) -> bool:
         """One round: per run one read of its visible metrics (reduced full range on resync or on entering,
@@ -579,14 +595,17 @@ class Poller:
             return
         if metric not in shown or end < start:
             return
+        # On a metric axis the x metric is read for the same window too: the join is at full detail there.
+        zoomed = [metric] if self.x_metric in (None, metric) else [metric, self.x_metric]
         for run in self.runs:
-            held = self.held.get((run, metric))
-            if held is None:
-                continue
-            series = self._series(run, metric, start_step=start, end_step=end, max_points=_max_points(width))
-            steps, values = _chunk(series.steps, series.values)
-            held.splice(start, end, steps, values)
-            self._send("range", run, metric, steps, values, start_step=start, end_step=end)
+            for name in zoomed:
+                held = self.held.get((run, name))
+                if held is None:
+                    continue
+                series = self._series(run, name, start_step=start, end_step=end, max_points=_max_points(width))
+                steps, values = _chunk(series.steps, series.values)
+                held.splice(start, end, steps, values)
+                self._send("range", run, name, steps, values, start_step=start, end_step=end)
 
 
 class _PaneGone(Exception):

@@ -401,8 +401,9 @@ class SubmittedRun:
         return stellar_link(self.run_id, self.project, portal_url=ensure_portal(self.workspace).url,
                             source=self.source)
 
-    def pane(self, metrics: Sequence[str] | None = None):
-        """The live loss pane for this run (``taunotebook.pane.LossPane``), polling the run's Portal."""
+    def pane(self, metrics: Sequence[str] | None = None, *, x: str | None = None):
+        """The live loss pane for this run (``taunotebook.pane.LossPane``), polling the run's Portal; ``x`` is its x
+        axis (``"step"``, ``"relative"``, ``"wall"`` or a metric's name such as ``"tokens"``)."""
         from .pane import LossPane
 
         portal = None  # TauGrid's Portal: $TAU_PORTAL_URL / $TAU_PORTAL_TOKEN
@@ -412,7 +413,7 @@ class SubmittedRun:
             local = ensure_portal(self.workspace)
             portal = f"{local.url}/?token={local.token}"  # the pane owns (and closes) the client it builds
         return LossPane(self.run_id, list(metrics) if metrics else None, portal=portal, project=self.project,
-                        source=self.source)
+                        source=self.source, x=x)
 
     def __repr__(self) -> str:
         return f"SubmittedRun({self.run_id!r}, backend={self.backend!r}, state={self.state!r})"

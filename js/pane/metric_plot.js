@@ -1,13 +1,15 @@
 // One metric's plot in the pane: every run's raw and smoothed line and its non-finite marks, kept up to date
 // with extendTraces for appended points, a restyle of the marks trace for new non-finite marks, and a full
-// redraw for anything else. The pane creates one only while its metric is on screen (pane.js).
+// redraw for anything else. The pane creates one only while its metric is on screen (pane.js). On a metric x axis
+// (`metric:tokens`) each point takes the x metric's value at its step from the same store (shared/x_metric.js).
 import Plotly from "../plotly/index.js";
 import { h } from "../shared/dom.js";
 import { formatNumber } from "../shared/format.js";
 import { aggregateRuns, bandLabel } from "../shared/aggregate.js";
 import { NON_FINITE_COLOR } from "../shared/palette.js";
 import { createSmoother, smooth, smoothInto } from "../shared/smoothing.js";
-import { axisTitle, relativeUnit } from "../shared/time_axis.js";
+import { axisMetric, axisTitle, relativeUnit } from "../shared/time_axis.js";
+import { alignOnX, joinX, missingNote, stepsForX } from "../shared/x_metric.js";
 import { interpolate, stepsBetween } from "../shared/walltime.js";
 import { markDrawn } from "./marks.js";
 import { seriesKey } from "./store.js";
@@ -23,9 +25,10 @@ export class MetricPlot {
     this.metric = metric;
     this.badge = h("span", { class: "tau-pane-nonfinite", "data-nonfinite": "0" });
     this.latest = h("span", { class: "tau-pane-latest" });
+    this.xNote = h("span", { class: "tau-pane-xnote", "data-missing": "0" });
     this.div = h("div", { class: "tau-pane-plot" });
     this.el = el;
-    this.el.querySelector(".tau-pane-metric-head").append(this.latest, this.badge);
+    this.el.querySelector(".tau-pane-metric-head").append(this.latest, this.badge, this.xNote);
     this.el.append(this.div);
     this.drawn = new Map(); // series key → {version, length, smoother}
     this.ready = false;
@@ -63,10 +66,19 @@ export class MetricPlot {
     return this.pane.store.series.get(seriesKey(run, this.metric));
   }
 
-  /** The axis drawn: a time axis only when the points carry wall times (TauGrid's v2 reads carry none). */
+  /** The axis drawn: a time axis only when the points carry wall times (TauGrid's v2 reads carry none); a metric
+   *  axis once some drawn run has points of that metric (until then, and for a metric no run has, steps). */
   axis() {
     const axis = this.pane.settings.axis;
+    const metric = axisMetric(axis);
+    if (metric !== null) return this.runs().some((run) => this.xSeries(run)?.steps.length) ? axis : "step";
     return axis !== "step" && this.hasWall() ? axis : "step";
+  }
+
+  /** The x metric's series of `run` on a metric axis (held in the same store as the plotted ones), else null. */
+  xSeries(run) {
+    const metric = axisMetric(this.pane.settings.axis);
+    return metric === null ? null : this.pane.store.series.get(seriesKey(run, metric)) || null;
   }
 
   /** The unit of a relative-time axis, from the longest drawn series' span. */
@@ -89,11 +101,16 @@ export class MetricPlot {
     const labels = this.pane.labels();
     const s = this.pane.settings;
     const input = [];
+    const onMetric = axisMetric(this.axis()) !== null;
     for (const run of runs) {
       const series = this.series(run);
       if (!series) continue;
       const x = this.xFor(series, series.steps).map((v) => (v instanceof Date ? v.getTime() : v));
-      input.push({ id: run, steps: x, values: s.smoothing > 0 ? smooth(series.values, s.smoothing) : series.values });
+      const values = s.smoothing > 0 ? smooth(series.values, s.smoothing) : series.values;
+      if (onMetric) {
+        // Aligned on the metric (points without it left out, equal x last-wins); traces() checked it never goes down.
+        input.push({ id: run, ...alignOnX(x, values) });
+      } else input.push({ id: run, steps: x, values });
     }
     const result = aggregateRuns(input, agg);
     // Non-finite observations come as marks, not values: the band left them out, and says how many.
@@ -118,7 +135,8 @@ export class MetricPlot {
     for (const run of runs) {
       const series = this.series(run) || EMPTY;
       this.drawn.set(seriesKey(run, this.metric), { version: series.version, marksVersion: series.marksVersion,
-        wallVersion: series.wallVersion, length: series.steps.length, smoother: createSmoother(s.smoothing) });
+        wallVersion: series.wallVersion, length: series.steps.length, smoother: createSmoother(s.smoothing),
+        x: this.xState(run) });
     }
     return traces;
   }
@@ -126,7 +144,16 @@ export class MetricPlot {
   traces() {
     const s = this.pane.settings;
     this.unit = this.axis() === "relative" ? this.relativeUnit() : null;
-    const agg = this.pane.aggregate();
+    let agg = this.pane.aggregate();
+    // A band aligns the runs on the x axis: an x metric that goes down in some run cannot be aligned on.
+    this.unaligned = null;
+    if (agg && axisMetric(this.axis()) !== null) {
+      this.unaligned = this.runs().find((run) => {
+        const series = this.series(run);
+        return series && !alignOnX(this.xFor(series, series.steps), series.values);
+      }) || null;
+      if (this.unaligned) agg = null;
+    }
     this.aggregated = !!agg;
     if (agg) return this.aggregateTraces(agg);
     const runs = this.runs();
@@ -144,7 +171,7 @@ export class MetricPlot {
       const ys = [];
       smoothInto(smoother, series.values, ys);
       this.drawn.set(seriesKey(run, this.metric), { version: series.version, marksVersion: series.marksVersion,
-        wallVersion: series.wallVersion, length: series.steps.length, smoother });
+        wallVersion: series.wallVersion, length: series.steps.length, smoother, x: this.xState(run) });
       // Named by what differs between the runs' configs (lr=0.1); a run the configs do not name keeps its id.
       const label = labels.get(run)?.label ?? run;
       const name = label !== run || i === 0 ? label : `${run} (compare)`;
@@ -168,8 +195,18 @@ export class MetricPlot {
       text: nf.steps.map((st, k) => `${formatNumber(nf.values[k])} at step ${formatNumber(st)}`) };
   }
 
+  /** What a drawn series' x depended on, on a metric axis: the x series' version and last step (null: none). */
+  xState(run) {
+    const xs = this.xSeries(run);
+    return xs ? { version: xs.version, last: xs.steps.length ? xs.steps[xs.steps.length - 1] : -Infinity } : null;
+  }
+
   xFor(series, steps) {
     const axis = this.axis();
+    if (axisMetric(axis) !== null) {
+      const xs = this.xSeries(series.run);
+      return xs ? joinX(steps, xs.steps, xs.values).x : steps.map(() => null);
+    }
     const wall = series.wall;
     if (axis !== "step" && wall.steps.length) {
       const us = interpolate(steps, wall.steps, wall.wall);
@@ -227,7 +264,13 @@ export class MetricPlot {
     if (lo === undefined || hi === undefined) return;
     let range;
     const axis = this.axis();
-    if (axis !== "step") {
+    if (axisMetric(axis) !== null) {
+      // An x window maps to the steps of the pane's own run whose x lies in it.
+      const series = this.series(this.runs()[0]);
+      if (!series) return;
+      range = stepsForX(series.steps, this.xFor(series, series.steps), Number(lo), Number(hi));
+      if (!range) return;
+    } else if (axis !== "step") {
       // A time window maps to the steps of the pane's own run that cover it.
       const wall = this.series(this.runs()[0])?.wall;
       if (!wall || !wall.steps.length) return;
@@ -257,11 +300,12 @@ export class MetricPlot {
       return;
     }
     // One line with a band is recomputed whole; a relative axis whose unit changed is drawn anew.
-    let needFull = !this.ready || this.aggregated !== !!this.pane.aggregate()
+    let needFull = !this.ready || this.aggregated !== (!!this.pane.aggregate() && !this.unaligned)
       || (this.axis() === "relative" && this.relativeUnit().seconds !== this.unit?.seconds);
     const ext = { x: [], y: [], idx: [] };
     const restyle = { x: [], y: [], text: [], idx: [] };
-    const wallAxis = this.axis() !== "step";
+    const metricAxis = axisMetric(this.axis()) !== null;
+    const wallAxis = this.axis() !== "step" && !metricAxis;
     const marks = [];
     let big = false;
     runs.forEach((run, i) => {
@@ -272,6 +316,18 @@ export class MetricPlot {
       if (!drawn || drawn.version !== series.version || drawn.smoother.weight !== this.pane.settings.smoothing) {
         needFull = true;
         return;
+      }
+      if (metricAxis) {
+        // The x metric's new points change the x of drawn points past its last step then (the last x carried
+        // forward): redraw whole; an x that only grew past every drawn point leaves them as drawn.
+        const xState = this.xState(run);
+        const before = drawn.x;
+        const drawnLast = drawn.length ? series.steps[drawn.length - 1] : -Infinity;
+        const same = before === xState || (before && xState && before.version === xState.version);
+        if (before === undefined || !same || (xState && xState.last !== before.last && drawnLast >= before.last)) {
+          needFull = true;
+        }
+        drawn.x = xState;
       }
       if (this.aggregated) {
         if (series.steps.length !== drawn.length || drawn.marksVersion !== series.marksVersion
@@ -342,6 +398,22 @@ export class MetricPlot {
         where.push(`${formatNumber(series.nonFinite.values[k])} at step ${formatNumber(st)}`));
     }
     this.el.setAttribute("data-points", String(points));
+    // Points before the x metric's first value are not drawn: said, never silently hidden.
+    const metric = axisMetric(this.axis());
+    let missing = 0;
+    if (metric !== null) {
+      for (const run of runs) {
+        const series = this.series(run);
+        if (series) missing += this.xFor(series, series.steps).filter((v) => v === null).length;
+      }
+    }
+    const notes = [];
+    const wanted = axisMetric(this.pane.settings.axis);
+    if (wanted !== null && metric === null) notes.push(`no points of ${wanted} yet: drawn against step`);
+    if (missing) notes.push(missingNote(metric, missing));
+    if (this.unaligned) notes.push(`each run its own line: ${metric} goes down in ${this.unaligned}, so no band`);
+    this.xNote.dataset.missing = String(missing);
+    this.xNote.textContent = notes.join("; ");
     const m = ((info[runs[0]] || {}).metrics || {})[this.metric] || {};
     this.latest.textContent = m.latest_step !== undefined && m.latest_step !== null
       ? `step ${formatNumber(m.latest_step)}: ${formatNumber(m.latest_value)}` : "";
@@ -365,6 +437,7 @@ export class MetricPlot {
       this.div.remove();
       this.latest.remove();
       this.badge.remove();
+      this.xNote.remove();
     });
   }
 }

@@ -14,7 +14,8 @@ import { statusWords } from "../shared/run_status.js";
 import { PagedSections, filterNote } from "../shared/paged_sections.js";
 import { buildSections, compileFilter } from "../shared/sections.js";
 import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
-import { loadAxis, saveAxis } from "../shared/time_axis.js";
+import { METRIC_AXIS, axisMetric, isAxis, loadAxis, saveAxis } from "../shared/time_axis.js";
+import { xCandidates } from "../shared/x_metric.js";
 import { MetricPlot } from "./metric_plot.js";
 import { forgetMetric, storeFor, totalPoints } from "./store.js";
 import { PANE_CSS } from "./style.js";
@@ -47,7 +48,9 @@ export class Pane {
     this.model = model;
     this.el = el;
     this.store = storeFor(model);
-    this.settings = { smoothing: 0, logY: false, axis: loadAxis() };
+    // The x axis: the `x_axis` trait when Python set one (LossPane(x="tokens")), else this browser's last choice.
+    const given = model.get("x_axis");
+    this.settings = { smoothing: 0, logY: false, axis: isAxis(given) ? given : loadAxis() };
     this.plots = new Map(); // metric → MetricPlot, only for slots on screen
     this.slots = new Map(); // metric → its slot element, for the slots in the page
     this.onScreen = new Set();
@@ -108,13 +111,10 @@ export class Pane {
       this.settings.logY = e.target.checked;
       this.redrawAll();
     } });
-    this.axisSelect = h("select", { "aria-label": "x axis", onchange: (e) => {
-      this.settings.axis = e.target.value;
-      saveAxis(this.settings.axis); // kept across reloads, and the same on the Stellar pages
-      this.redrawAll();
-    } }, h("option", { value: "step" }, "step"), h("option", { value: "relative" }, "relative time"),
-    h("option", { value: "wall" }, "wall time"));
-    this.axisSelect.value = this.settings.axis;
+    this.axisSelect = h("select", { "aria-label": "x axis", onchange: (e) => this.setAxis(e.target.value, true) },
+      h("option", { value: "step" }, "step"), h("option", { value: "relative" }, "relative time"),
+      h("option", { value: "wall" }, "wall time"));
+    this.fillAxisMetrics();
     // Compared runs as one line with a band (the `aggregate` and `band` traits; shared/aggregate.js).
     this.aggregateSelect = h("select", { "aria-label": "runs as", onchange: (e) => this.setTrait("aggregate", e.target.value) },
       h("option", { value: "" }, "each run"), h("option", { value: "mean" }, "mean"),
@@ -150,6 +150,39 @@ export class Pane {
     this.root.append(h("style", {}, PANE_CSS), header, this.statusLine, controls, this.list, this.sectionsBox,
       this.errorLine);
     this.el.append(this.root);
+  }
+
+  /**
+   * Draw against `axis` (step, relative, wall or `metric:<name>`). Chosen here, it is kept in the browser (as on the
+   * Stellar pages) and in the `x_axis` trait, which tells the kernel to poll the x metric beside the plotted ones.
+   */
+  setAxis(axis, chosen) {
+    if (!isAxis(axis)) return;
+    this.settings.axis = axis;
+    if (chosen) {
+      saveAxis(axis); // kept across reloads, and the same on the Stellar pages
+      this.setTrait("x_axis", axis);
+    }
+    this.fillAxisMetrics();
+    this.redrawAll();
+  }
+
+  /** The x axis menu's metrics: the run's names, progress-like ones (tokens, epoch, samples…) first. */
+  fillAxisMetrics() {
+    const metrics = this.model.get("metrics") || [];
+    const current = axisMetric(this.settings.axis);
+    const key = JSON.stringify([metrics.length, metrics[0], metrics[metrics.length - 1], current]);
+    if (this.axisKey !== key) {
+      this.axisKey = key;
+      const { names, more } = xCandidates(metrics);
+      if (current !== null && !names.includes(current)) names.push(current);
+      this.axisSelect.querySelectorAll("optgroup").forEach((g) => g.remove());
+      if (names.length) {
+        this.axisSelect.append(h("optgroup", { label: more ? `metric (first ${names.length}; ${more} more)` : "metric" },
+          ...names.map((n) => h("option", { value: `${METRIC_AXIS}${n}`, "data-metric": n }, n))));
+      }
+    }
+    this.axisSelect.value = this.settings.axis;
   }
 
   /** How compared runs are drawn: null (each its line), else {center, spread} (one line with a band). */
@@ -208,6 +241,7 @@ export class Pane {
     const sections = buildSections(metrics, { pinned, filter, open: this.model.get("sections") || {} });
     const pinnedSet = new Set(pinned);
     const order = this.sections.render(sections);
+    this.fillAxisMetrics();
     for (const name of order) {
       const slot = this.slots.get(name);
       slot.dataset.pinned = String(pinnedSet.has(name));
@@ -324,6 +358,8 @@ export class Pane {
     const hidden = (this.store.hidden ??= new Set());
     for (const name of names) hidden.delete(name);
     for (const name of gone) hidden.add(name);
+    const xMetric = axisMetric(this.settings.axis);
+    if (xMetric !== null) hidden.delete(xMetric); // the x axis's series: kept while it is the axis (the kernel polls it)
     for (const name of hidden) {
       if (hidden.size <= KEEP_HIDDEN) break;
       hidden.delete(name);
@@ -411,7 +447,20 @@ export class Pane {
     };
     this.syncAggregate();
     for (const n of RUN_TRAITS) this.model.on(`change:${n}`, onRuns);
+    // Python set the axis (pane.x_axis = "metric:tokens"): draw against it.
+    const onAxis = () => {
+      const axis = this.model.get("x_axis");
+      if (isAxis(axis) && axis !== this.settings.axis) this.setAxis(axis, false);
+    };
+    this.model.on("change:x_axis", onAxis);
+    // This browser's remembered metric axis: the kernel must poll that metric too.
+    if (axisMetric(this.settings.axis) !== null && !this.model.get("x_axis")) this.setTrait("x_axis", this.settings.axis);
     const listener = (series) => {
+      if (series.metric === axisMetric(this.settings.axis)) {
+        for (const name of this.plots.keys()) this.dirty.add(name); // the x of every plot
+        this.schedule();
+        return;
+      }
       if (!this.plots.has(series.metric)) return; // not on screen: nothing to draw
       this.dirty.add(series.metric);
       this.schedule();
@@ -433,6 +482,7 @@ export class Pane {
       for (const n of metaNames) this.model.off(`change:${n}`, onMeta);
       for (const n of layoutNames) this.model.off(`change:${n}`, onLayout);
       for (const n of RUN_TRAITS) this.model.off(`change:${n}`, onRuns);
+      this.model.off("change:x_axis", onAxis);
       for (const plot of this.plots.values()) plot.destroy();
       if (hiddenStyle) hiddenStyle.remove();
       try {

@@ -42,5 +42,6 @@ export const PANE_CSS = `
 .tau-pane-plot { min-height: 220px; contain: inline-size layout style; } /* its drawn width never widens the pane; plotly measuring its text lays out this box, not the notebook */
 .tau-pane-metric-name { font-weight: 600; }
 .tau-pane-nonfinite { color: #b00; }
+.tau-pane-xnote { color: #666; font-size: 11px; margin-left: 6px; }
 .tau-pane-error { color: #b00; }
 `;
