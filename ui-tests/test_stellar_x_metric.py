@@ -21,7 +21,8 @@ TOKENS_PER_STEP = 512
 @pytest.fixture(scope="module")
 def tokens_portal(tmp_path_factory) -> Iterator[str]:
     """run-t: ``train/loss`` at steps 0..99 (value 100 - step), ``tokens`` every 10 steps from step 10
-    (value ``512 * step``): steps 0..9 have no token count, the others carry the last one."""
+    (value ``512 * step``): steps 0..9 have no token count, the others carry the last one. run-u (twice the
+    batch): ``train/loss`` at steps 0..49, ``tokens`` at every step (value ``1024 * step``)."""
     root: Path = tmp_path_factory.mktemp("xmetric") / "store"
     store = open_store(root, create=True)
     writer = MetricWriter(store)
@@ -29,9 +30,36 @@ def tokens_portal(tmp_path_factory) -> Iterator[str]:
     loss = [event("run-t", "train/loss", s, 100.0 - s, tags=tags) for s in range(100)]
     tokens = [event("run-t", "tokens", s, float(TOKENS_PER_STEP * s), tags=tags) for s in range(10, 100, 10)]
     writer.write_chunk("t-1", loss + tokens, [], request_hash="h")
+    writer.write_chunk("u-1", [event("run-u", "train/loss", s, 50.0 - s, tags=tags) for s in range(50)]
+                       + [event("run-u", "tokens", s, 2.0 * TOKENS_PER_STEP * s, tags=tags) for s in range(50)],
+                       [], request_hash="h")
     store.close()
     with serve(root) as server:
         yield f"http://127.0.0.1:{server.port}/stellar?target=run-t&project=proj&token={TOKEN}"
+
+
+def test_compared_runs_as_a_band_are_aligned_on_the_metric(page: Page, tokens_portal: str):
+    open_ready(page, tokens_portal.replace("target=run-t", "target=run-t&target=run-u"))
+    page.locator("#stellar-x-axis").select_option("metric:tokens")
+    page.locator("#stellar-aggregate").select_option("mean")
+    page.wait_for_function("""() => {
+        const gd = document.querySelector('section[data-metric="train/loss"] .stellar-plot');
+        return gd.layout.xaxis.title.text === 'tokens' && gd.data.some((t) => t.meta.role === 'aggregate');
+    }""")
+    center = page.evaluate("""() => {
+        const t = document.querySelector('section[data-metric="train/loss"] .stellar-plot')
+                  .data.find((d) => d.meta.role === 'aggregate');
+        return {x: Array.from(t.x), y: Array.from(t.y), text: Array.from(t.text)};
+    }""")
+    # Aligned on tokens, not steps: run-u's step 10 (10,240 tokens) meets run-t's steps 20..29 (10,240 tokens,
+    # the last of them wins), so the mean there is (50 - 10 + 100 - 29) / 2.
+    at = center["x"].index(2 * TOKENS_PER_STEP * 10)
+    assert center["y"][at] == pytest.approx((40 + 71) / 2)
+    assert center["text"][at].startswith("2 of 2 runs")
+    assert max(center["x"]) == 2 * TOKENS_PER_STEP * 49  # run-u goes further in tokens: counted alone there
+    assert center["text"][-1].startswith("1 of 2 runs")
+    page.locator("#stellar-aggregate").select_option("")
+    page.locator("#stellar-x-axis").select_option("step")
 
 
 def raw_trace(page: Page, metric: str) -> dict:
@@ -74,8 +102,9 @@ def test_picking_a_metric_as_x_moves_the_points_and_titles_the_axis(page: Page, 
     page.locator("#stellar-smoothing").fill("0.6")
     page.wait_for_function("""() => document.querySelector('section[data-metric="train/loss"] .stellar-plot')
                                       .data.some((t) => t.meta.role === 'smoothed')""")
-    smoothed = page.evaluate("""() => Array.from(document.querySelector('section[data-metric="train/loss"] .stellar-plot')
-                                  .data.find((t) => t.meta.role === 'smoothed').x)""")
+    smoothed = page.evaluate("""() => Array.from(
+        document.querySelector('section[data-metric="train/loss"] .stellar-plot')
+                .data.find((t) => t.meta.role === 'smoothed').x)""")
     assert smoothed == after["x"]
 
     open_ready(page, tokens_portal)  # the choice is kept across reloads, like the time axes
