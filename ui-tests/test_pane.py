@@ -323,6 +323,18 @@ def test_controls_smoothing_log_y_wall_time_compare_and_zoom(lab: JupyterServer,
                            "._fullLayout.xaxis.type === 'date'", timeout=10_000)
     xs = loss_traces(page)[0]["x"]
     assert abs(xs[-1] / 1000 - time.time()) < 3600 and xs == sorted(xs)
+
+    # A metric as x: the trainer logs lr = 0.1 / (1 + step) from step 1 on. The kernel polls lr beside loss; each
+    # loss point takes lr at its step (lr goes down: the line runs right to left), step 0 has none and is said.
+    page.locator(f"{PANE} select[aria-label='x axis']").select_option("metric:lr")
+    page.wait_for_function("() => document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot')"
+                           "._fullLayout.xaxis.title.text === 'lr'", timeout=30_000)
+    small_x = loss_traces(page)[3]["x"]
+    assert small_x[0] is None and small_x[1:] == pytest.approx([0.1 / (1 + s) for s in range(1, 50)], rel=1e-12)
+    note = page.locator(f"{LOSS_PLOT} .tau-pane-xnote")
+    assert note.get_attribute("data-missing") == "2"  # step 0 of each run
+    assert "2 points without lr not drawn" in note.inner_text()
+    screenshot(page, "pane-x-metric")
     page.locator(f"{PANE} select[aria-label='x axis']").select_option("step")
     page.wait_for_function("() => document.querySelector('.tau-pane-metric[data-metric=loss] .js-plotly-plot')"
                            "._fullLayout.xaxis.type === 'linear'", timeout=10_000)
