@@ -107,6 +107,17 @@ def test_picking_a_metric_as_x_moves_the_points_and_titles_the_axis(page: Page, 
                 .data.find((t) => t.meta.role === 'smoothed').x)""")
     assert smoothed == after["x"]
 
+    # Zoom on the tokens axis: the steps whose tokens lie in the window are read again (19..50, one step either
+    # side), with the x value carried into the window (tokens at step 10) read too: step 19 still has its x.
+    page.evaluate("""() => document.querySelector('section[data-metric="train/loss"] .stellar-plot')
+                     .emit('plotly_relayout', {'xaxis.range[0]': 10240, 'xaxis.range[1]': 20480})""")
+    page.wait_for_function("""() => document.querySelector('section[data-metric="train/loss"]')
+                                      .dataset.view === 'metric:tokens:10240..20480'""")
+    zoomed = raw_trace(page, "train/loss")
+    assert zoomed["steps"] == list(range(19, 51))
+    assert zoomed["x"][0] == TOKENS_PER_STEP * 10 and zoomed["x"][-1] == TOKENS_PER_STEP * 50
+    assert "without tokens" not in section.inner_text()
+
     open_ready(page, tokens_portal)  # the choice is kept across reloads, like the time axes
     assert page.locator("#stellar-x-axis").input_value() == "metric:tokens"
     page.locator("#stellar-x-axis").select_option("step")  # leave the browser's choice as the other tests expect

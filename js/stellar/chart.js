@@ -154,8 +154,14 @@ async function joinXMetric(chart, results, metric) {
       query.end_step = Math.max(query.start_step, series.range[1]);
     }
     try {
-      const body = await api(["runs", id(runId), "series"], query);
-      const xs = parsePoints(body.points);
+      // A window that starts past step 0 also reads the x value carried into it: the last one before its start
+      // (max_points=1 answers the last point), so the window's first points are not taken for points without x.
+      const carried = query.start_step > 0
+        ? api(["runs", id(runId), "series"], { target: runId, metric, end_step: query.start_step - 1, max_points: 1,
+          project: state.project })
+        : null;
+      const [body, before] = await Promise.all([api(["runs", id(runId), "series"], query), carried]);
+      const xs = parsePoints([...(before?.points || []), ...body.points]);
       const joined = joinX(series.step, xs.step, xs.value);
       series.xJoin = { metric, ...joined, absent: false,
         reduced: Number(body.returned_points) < Number(body.source_points) };
