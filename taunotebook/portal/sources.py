@@ -29,7 +29,9 @@ from typing import TypeVar
 from tau_collector.reads import (
     ExperimentReader,
     MetricSummaryRow,
+    NoteRow,
     PinsRequests,
+    ReadsNotes,
     ReadsRunConfigs,
     ReducedSeries,
     Rows,
@@ -159,6 +161,16 @@ class AutoReader:
             if mine and isinstance(reader, ReadsRunConfigs):
                 found.update(reader.run_configs(mine))
         return found
+
+
+    def notes(self, run_id: str, *, limit: int = 1000) -> list[NoteRow]:
+        """The run's notes from the source that holds it (Kusto holds none)."""
+        reader = self._for(run_id)
+        return reader.notes(run_id, limit=limit) if isinstance(reader, ReadsNotes) else []
+
+    def runs_with_note(self, run_ids: Iterable[str], text: str) -> set[str]:
+        local = [r for r in run_ids if self._for(r) is self.local]
+        return self.local.runs_with_note(local, text) if isinstance(self.local, ReadsNotes) else set()
 
 
 def served_by(reader: ExperimentReader, run_id: str, served: str) -> str:

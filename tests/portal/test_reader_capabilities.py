@@ -21,6 +21,7 @@ from tau_collector.reads import (
     ReadsArtifacts,
     ReadsExperimentTable,
     ReadsNamedSummaries,
+    ReadsNotes,
     ReadsRunConfigs,
 )
 from taunotebook.portal.kusto import KustoConnection, KustoReader, KustoSettings
@@ -33,9 +34,9 @@ PORTAL = Path(__file__).resolve().parents[2] / "taunotebook" / "portal"
 # source=auto merges configs from whichever source has them; a bare reader offers nothing more.
 TABLE = {
     "store": {PinsRequests, HasGeneration, CachesDerived, ReadsRunConfigs, ReadsNamedSummaries, ReadsExperimentTable,
-              HasListings, ExportsSeries, ReadsArtifacts},
+              HasListings, ExportsSeries, ReadsArtifacts, ReadsNotes},
     "kusto": {PinsRequests},
-    "auto": {ReadsRunConfigs},
+    "auto": {ReadsRunConfigs, ReadsNotes},
     "contract only": set(),
 }
 

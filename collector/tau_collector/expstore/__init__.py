@@ -3,7 +3,8 @@
 - :mod:`.format`: the index schema and layout, metric files, their Parquet encoding, series levels.
 - :mod:`.store`: opening and creating a store directory, and the SQLite discipline every layer shares.
 - :mod:`.maintain`: compaction, clustering by metric, and the child process they run in.
-- :mod:`.write`: the writer and the index rows it keeps (runs, summaries, run listings, configs, events);
+- :mod:`.write`: the writer and the index rows it keeps (runs, summaries, run listings, configs, events,
+  notes and tags people write);
   their reading SQL lives beside their writing SQL.
 - :mod:`.read`: :class:`StoreReader` over one :class:`~.read.file_slices.FileSlices` (file lists, decoded
   slices, caches) shared with its level reads; merge, M4 and export.
@@ -44,6 +45,7 @@ __all__ = [
     "read_artifacts",
     "read_run_events",
     "record_artifacts",
+    "record_note",
     "record_run_events",
     "store_artifact_bytes",
 ]
@@ -59,6 +61,7 @@ _HOME = {
     "read_run_events": "write.run_events", "record_run_events": "write.run_events",
     "read_artifacts": "write.artifacts", "record_artifacts": "write.artifacts",
     "store_artifact_bytes": "write.artifacts",
+    "record_note": "write.notes",
 }
 
 if TYPE_CHECKING:
@@ -68,6 +71,7 @@ if TYPE_CHECKING:
     from tau_collector.expstore.store import ExpStore, StoreError, StoreNotFoundError, StoreReadOnlyError, open_store
     from tau_collector.expstore.write.artifacts import read_artifacts, record_artifacts, store_artifact_bytes
     from tau_collector.expstore.write.config_rows import ConfigConflictError
+    from tau_collector.expstore.write.notes import record_note
     from tau_collector.expstore.write.run_events import read_run_events, record_run_events
     from tau_collector.expstore.write.writer import IdempotencyConflictError, MetricWriter, RunColumns, WriteResult
 

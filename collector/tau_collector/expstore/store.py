@@ -31,7 +31,7 @@ from pathlib import Path
 import orjson
 
 from tau_collector.expstore.format import schema
-from tau_collector.expstore.write.listing import ensure_listings
+from tau_collector.expstore.write.listing import ensure_listings, ensure_note_search
 from tau_collector.spool.durable import fsync_directory, make_dirs
 
 __all__ = ["ExpStore", "StoreError", "StoreNotFoundError", "StoreReadOnlyError", "open_store", "utc_now_rfc3339"]
@@ -181,6 +181,7 @@ class ExpStore:
                     "INSERT OR REPLACE INTO schema_meta(key, value) VALUES (?, ?)", schema.schema_meta_rows()
                 )
                 ensure_listings(tx)  # a store from before the run listings gets them once, here
+                ensure_note_search(tx)  # and its notes' search index
         except sqlite3.OperationalError as exc:
             self.close()
             # e.g. a -wal file of another user beside a writable index: SQLite says "readonly database"

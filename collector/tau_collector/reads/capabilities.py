@@ -14,7 +14,9 @@ where a reader lacks it. Which reader has which is pinned by ``tests/portal/test
 - :class:`ReadsExperimentTable`: ``experiments()``, the experiments table's rows (store);
 - :class:`HasListings`: the indexed listings a search or a runs table is answered from in one query
   (store; usable only when ``has_listings()`` says so: a store last written by TauGrid has none);
-- :class:`ExportsSeries`: ``export_series(...)``, every stored point of a series in batches (store).
+- :class:`ExportsSeries`: ``export_series(...)``, every stored point of a series in batches (store);
+- :class:`ReadsNotes`: ``notes(run_id)``, the notes people wrote on a run (``observations``), and
+  ``runs_with_note(run_ids, text)`` (store).
 
 A reader's capabilities are its class's methods, so each check is answered once per reader class and
 remembered: Python 3.11 walks every member of a protocol on each ``isinstance``, tens of microseconds that a
@@ -27,7 +29,14 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from tau_collector.reads.rows import ExperimentDetails, ExperimentListingRow, ExperimentRow, MetricSummaryRow, RunRow
+from tau_collector.reads.rows import (
+    ExperimentDetails,
+    ExperimentListingRow,
+    ExperimentRow,
+    MetricSummaryRow,
+    NoteRow,
+    RunRow,
+)
 
 if TYPE_CHECKING:
     from tau_collector.taugrid.run_config import RunConfig
@@ -42,6 +51,7 @@ __all__ = [
     "ReadsArtifacts",
     "ReadsExperimentTable",
     "ReadsNamedSummaries",
+    "ReadsNotes",
     "ReadsRunConfigs",
 ]
 
@@ -140,6 +150,16 @@ class ReadsArtifacts(Protocol, metaclass=_Capability):
                   step_max: int | None = None, after_id: str | None = None, limit: int = ...) -> list[Any]: ...
 
 
+@runtime_checkable
+class ReadsNotes(Protocol, metaclass=_Capability):
+    """A run's notes (TauGrid's ``observations`` with scope ``run``), oldest first, at most ``limit``; and which of
+    ``run_ids`` have a note containing ``text`` (any case)."""
+
+    def notes(self, run_id: str, *, limit: int = ...) -> list[NoteRow]: ...
+
+    def runs_with_note(self, run_ids: Iterable[str], text: str) -> set[str]: ...
+
+
 # Every optional capability, in the order the module lists them (the capability table's columns).
 CAPABILITIES: tuple[type, ...] = (PinsRequests, HasGeneration, CachesDerived, ReadsRunConfigs, ReadsNamedSummaries,
-                                  ReadsExperimentTable, HasListings, ExportsSeries, ReadsArtifacts)
+                                  ReadsExperimentTable, HasListings, ExportsSeries, ReadsArtifacts, ReadsNotes)

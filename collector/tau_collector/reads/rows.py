@@ -26,6 +26,7 @@ __all__ = [
     "ExperimentListingRow",
     "ExperimentRow",
     "MetricSummaryRow",
+    "NoteRow",
     "ReducedSeries",
     "Rows",
     "RunEvent",
@@ -143,6 +144,20 @@ class RunEvent:
         key = orjson.dumps([self.run_id, self.type, self.source, self.message, self.payload],
                            option=orjson.OPT_SORT_KEYS)
         return "event-" + hashlib.sha256(key).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class NoteRow:
+    """One row of TauGrid's ``observations`` table about a run: a note someone wrote on it, and when."""
+
+    observation_id: str
+    run_id: str  # the row's scope_id (scope_type "run")
+    author: str
+    text: str
+    created_at: str  # RFC3339, seconds (TauGrid's stamp)
+    source: str = "human"
+    type: str = "observation"
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -298,6 +298,9 @@ CREATE TABLE IF NOT EXISTS metric_file_metrics (
   last_metric TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_metric_file_metrics_run ON metric_file_metrics(run_id);
+-- Ours too, on TauGrid's tags table (an index, not a change to the table): a runs table filtered by one tag
+-- finds its runs from the tag, not by probing every run of the workspace.
+CREATE INDEX IF NOT EXISTS idx_tags_key_value ON tags(key, value, scope_type, scope_id);
 """
 
 

@@ -51,6 +51,7 @@ from tau_collector.expstore.store import ExpStore
 from tau_collector.expstore.write import index_rows, listing, summaries
 from tau_collector.expstore.write.artifacts import MAX_ARTIFACTS_PER_READ, read_artifacts
 from tau_collector.expstore.write.config_rows import read_run_configs
+from tau_collector.expstore.write.notes import MAX_NOTES_PER_READ, read_notes, runs_with_note
 from tau_collector.expstore.write.run_events import read_run_events
 from tau_collector.reads.blocking import may_block
 from tau_collector.reads.rows import (
@@ -58,6 +59,7 @@ from tau_collector.reads.rows import (
     ArtifactRow,
     ExperimentRow,
     MetricSummaryRow,
+    NoteRow,
     ReducedSeries,
     Rows,
     RunEvent,
@@ -180,7 +182,8 @@ class StoreReader:
         # deep window of the newest-first order a walk of that many index entries: for the unfiltered table
         # (what scrolling asks again and again) the order is kept until the store changes, at most
         # _KEPT_ORDERS of them, and each window is a slice of it.
-        filtered = any(query.get(k) for k in ("project", "experiment", "group", "run_ids", "state", "tag", "query"))
+        filtered = any(query.get(k) for k in ("project", "experiment", "group", "run_ids", "state", "tag", "query",
+                                               "note"))
         if filtered:
             return listing.run_window(conn, workspace, **query)
         orders = self._index.get(("window_orders",), OrderedDict)
@@ -260,6 +263,16 @@ class StoreReader:
         """The run's artifacts (``artifacts`` table) in step order, one bounded page (``after_id`` continues)."""
         return read_artifacts(self.store, run_id, type=type, step_min=step_min, step_max=step_max,
                               after_id=after_id, limit=limit)
+
+    def notes(self, run_id: str, *, limit: int = MAX_NOTES_PER_READ) -> list[NoteRow]:
+        """The notes people wrote on the run (``observations``), oldest first; the newest ``limit`` of them."""
+        return list(self._index.get(("notes", run_id, limit),
+                                    lambda: tuple(read_notes(self.store.connection(), run_id, limit))))
+
+    def runs_with_note(self, run_ids: Iterable[str], text: str) -> set[str]:
+        """Which of ``run_ids`` have a note containing ``text`` (any case), from the notes' search index."""
+        with self.store.read_transaction() as conn:
+            return runs_with_note(conn, run_ids, text)
 
     def run_events(self, run_id: str, *, type: str | None = None) -> list[RunEvent]:
         """What the collector reported about the run's sources (``events`` table), oldest first."""

@@ -10,6 +10,11 @@ Three tables of ours beside TauGrid's (``schema.EXTENSION_SQL``), derived from `
   creation time and the project of its newest run;
 - ``experiment_metrics``: the metric names each (experiment, workspace) has.
 
+Runs are found by their notes through ``note_search`` (:data:`NOTE_SEARCH_SQL`: the notes' text indexed by
+trigrams), kept by the note writer (``notes.py``) and built once for a store whose notes it did not write
+(:func:`ensure_note_search`); without it (an SQLite without FTS5's trigram tokenizer, a search shorter than
+three characters) notes are read instead.
+
 A store written before the listings existed gets them when a writer opens it (:func:`rebuild_all`,
 marked done by ``schema_meta`` key ``listing_version``). Readers never write: they use the listings
 only when :func:`listing_ready` says they are there and cover every run, and otherwise read runs as
@@ -28,9 +33,12 @@ from tau_collector.reads.rows import RUN_SORTS, WORKSPACE_TAG, ExperimentDetails
 
 __all__ = [
     "LISTING_VERSION",
+    "NOTE_SEARCH_SQL",
+    "ensure_note_search",
     "experiment_details",
     "listing_ready",
     "metric_names",
+    "note_runs_sql",
     "rebuild_all",
     "refresh_runs",
     "run_window",
@@ -40,6 +48,14 @@ __all__ = [
 
 LISTING_VERSION = "1"
 _META_KEY = "listing_version"
+# Ours: the text of every run's notes (TauGrid's ``observations`` with scope ``run``), indexed by trigrams so a
+# search for a note's words among 100,000 runs reads the index, not every note. Kept by the note writer in the
+# transaction that adds the note; built once for a store whose notes came from elsewhere (ensure_note_search).
+# Apart from schema.EXTENSION_SQL: an SQLite without FTS5's trigram tokenizer (before 3.34) has none, and notes
+# are then searched by reading them.
+NOTE_SEARCH_SQL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS note_search USING fts5(text, run_id UNINDEXED, tokenize='trigram')"
+)
 _Summary = namedtuple("_Summary", "metric_name max_step non_finite_count finite_count max_value")
 _SUMMARY_SQL = "SELECT metric_name, max_step, non_finite_count, finite_count, max_value FROM metric_summaries"
 _RUN_SQL = "SELECT run_id, project, experiment_id, run_group_id, state, created_at, started_at, completed_at FROM runs"
@@ -145,6 +161,43 @@ def ensure_listings(tx) -> None:
     done = tx.execute("SELECT value FROM schema_meta WHERE key = ?", (_META_KEY,)).fetchone()
     if done is None or done[0] != LISTING_VERSION:
         rebuild_all(tx)
+
+
+def ensure_note_search(tx) -> None:
+    """The writer's migration: the notes' search index, holding every run note (those TauGrid or an older writer
+    added too). Without FTS5's trigram tokenizer there is none, and notes are searched by reading them."""
+    try:
+        tx.execute(NOTE_SEARCH_SQL)
+    except sqlite3.OperationalError:
+        return
+    indexed = tx.execute("SELECT count(*) FROM note_search").fetchone()[0]
+    notes = tx.execute("SELECT count(*) FROM observations WHERE scope_type = 'run'").fetchone()[0]
+    if indexed != notes:
+        tx.execute("DELETE FROM note_search")
+        tx.execute("INSERT INTO note_search(rowid, text, run_id) "
+                   "SELECT rowid, text, scope_id FROM observations WHERE scope_type = 'run'")
+
+
+def index_note(tx, rowid: int, run_id: str, text: str) -> None:
+    """Add one new run note to the search index (in the transaction that adds the note)."""
+    if _has_note_search(tx):
+        tx.execute("INSERT INTO note_search(rowid, text, run_id) VALUES (?, ?, ?)", (rowid, text, run_id))
+
+
+def _has_note_search(conn) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'note_search'").fetchone() is not None
+
+
+def note_runs_sql(conn, text: str) -> tuple[str, list]:
+    """(a subquery of the run ids with a note containing ``text`` in any case, its arguments).
+
+    From the trigram index when there is one and the text has three characters or more (what a trigram can
+    find); else by reading the run notes (``tau_lower`` must be registered on ``conn``).
+    """
+    if len(text) >= 3 and _has_note_search(conn):
+        return "SELECT run_id FROM note_search WHERE note_search MATCH ?", ['"' + text.replace('"', '""') + '"']
+    return ("SELECT scope_id FROM observations WHERE scope_type = 'run' AND instr(tau_lower(text), ?) > 0",
+            [text.lower()])
 
 
 # -- reading --------------------------------------------------------------------------------------------
@@ -267,8 +320,9 @@ def experiment_details(conn: sqlite3.Connection, workspace: str, experiment_ids:
 _STAT_COLUMN = {"metric:latest": "latest_value", "metric:min": "min_value", "metric:max": "max_value"}
 
 
-def _run_filters(workspace: str, *, project: str, experiment: str, group: str, run_ids: Sequence[str],
-                 state: str, tag: tuple[str, str] | None, query: str) -> tuple[str, list]:
+def _run_filters(conn: sqlite3.Connection, workspace: str, *, project: str, experiment: str, group: str,
+                 run_ids: Sequence[str], state: str, tag: tuple[str, str] | None, query: str,
+                 note: str) -> tuple[str, list]:
     where = [f"rl.{_IN_WORKSPACE}"]
     args: list = [workspace]
     for column, value in (("project", project), ("experiment_id", experiment), ("run_group_id", group),
@@ -280,9 +334,13 @@ def _run_filters(workspace: str, *, project: str, experiment: str, group: str, r
         where.append(f"rl.run_id IN ({','.join('?' * len(run_ids))})")
         args += list(run_ids)
     if tag is not None:
-        where.append("EXISTS (SELECT 1 FROM tags t WHERE t.scope_type = 'run' AND t.scope_id = rl.run_id "
-                     "AND t.key = ? AND t.value = ?)")
+        # From the tag's own index (idx_tags_key_value): the runs that have it, not every run probed for it.
+        where.append("rl.run_id IN (SELECT scope_id FROM tags WHERE key = ? AND value = ? AND scope_type = 'run')")
         args += list(tag)
+    if note:
+        notes, note_args = note_runs_sql(conn, note)
+        where.append(f"rl.run_id IN ({notes})")
+        args += note_args
     if query:
         # Any case: ids, state, tags as key=value, and the config's flattened fields as stored (JSON text).
         where.append(
@@ -291,17 +349,21 @@ def _run_filters(workspace: str, *, project: str, experiment: str, group: str, r
             "OR EXISTS (SELECT 1 FROM tags t WHERE t.scope_type = 'run' AND t.scope_id = rl.run_id "
             "AND instr(tau_lower(t.key || '=' || t.value), ?1) > 0) "
             "OR EXISTS (SELECT 1 FROM configs c WHERE c.run_id = rl.run_id "
-            "AND instr(tau_lower(coalesce(c.indexed_fields, '')), ?1) > 0))".replace("?1", "?"))
+            "AND instr(tau_lower(coalesce(c.indexed_fields, '')), ?1) > 0) "
+            "OR rl.run_id IN (NOTES))".replace("?1", "?").replace("NOTES", note_runs_sql(conn, query)[0]))
         needle = query.lower()
-        args += [needle, needle, needle]
+        args += [needle, needle, needle, *note_runs_sql(conn, query)[1]]
     return " AND ".join(where), args
 
 
 def run_window(conn: sqlite3.Connection, workspace: str, *, project: str = "", experiment: str = "",
                group: str = "", run_ids: Sequence[str] = (), state: str = "", tag: tuple[str, str] | None = None,
-               query: str = "", sort: str = "created_at", descending: bool = True, metric: str | None = None,
+               query: str = "", note: str = "", sort: str = "created_at", descending: bool = True, metric: str | None = None,
                offset: int = 0, limit: int) -> tuple[int, list[str]]:
     """(how many runs match, the ids of rows ``offset .. offset+limit`` in the asked order).
+
+    ``tag`` keeps the runs with that tag, ``note`` those with a note containing the text (any case); ``query``
+    matches ids, state, tags, config fields and notes.
 
     Order: the sort column (a metric statistic among finite values), runs without a value last either
     way, then newest first, then run id; ``created_at`` alone is newest first (or oldest) then run id.
@@ -309,9 +371,9 @@ def run_window(conn: sqlite3.Connection, workspace: str, *, project: str = "", e
     if sort not in RUN_SORTS:
         raise ValueError(f"sort must be one of {', '.join(RUN_SORTS)}")
     conn.create_function("tau_lower", 1, lambda s: s.lower() if isinstance(s, str) else s, deterministic=True)
-    where, args = _run_filters(workspace, project=project, experiment=experiment, group=group, run_ids=run_ids,
-                               state=state, tag=tag, query=query)
-    unfiltered = not (project or experiment or group or run_ids or state or tag or query)
+    where, args = _run_filters(conn, workspace, project=project, experiment=experiment, group=group,
+                               run_ids=run_ids, state=state, tag=tag, query=query, note=note)
+    unfiltered = not (project or experiment or group or run_ids or state or tag or query or note)
     if unfiltered:  # the workspace's runs: counted per experiment already
         total = conn.execute(f"SELECT coalesce(sum(run_count), 0) FROM experiment_listing WHERE {_IN_WORKSPACE}",
                              [workspace]).fetchone()[0]
