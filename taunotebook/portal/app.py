@@ -1,6 +1,7 @@
 """The Portal's app factory: its readers and sources, the one route table (:mod:`.routes`), and the gates in front.
 
-In front of every route, outermost first: security headers, the Host allow-list, the token gate.
+In front of every route, outermost first: security headers, the Host allow-list, the token gate; in front of the
+writes (notes and tags) the write gate besides (:mod:`.writes`: the token in a header, origin, a bounded body).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .kusto.connection import KustoSettings
 from .openapi import openapi_document
 from .routes import route_table
 from .sources import Sources
+from .writes import WriteGate
 
 __all__ = ["create_app", "openapi_document"]
 
@@ -54,13 +56,16 @@ def create_app(
         kusto = KustoReader(KustoConnection(kusto), workspace=workspace)
     reader = StoreReader(store) if store is not None else None
     default_source = default_source or ("local" if reader is not None else "kusto")
+    hosts = HostAllowList(None, allow_hosts)  # type: ignore[arg-type]  # its app is set below
     portal = Portal(Sources(reader, default_source=default_source, kusto=kusto), workspace=workspace,
-                    cursor_key=cursor_key)
+                    cursor_key=cursor_key, store_root=Path(store) if store is not None else None,
+                    write_gate=WriteGate(token, hosts.allows) if token else None)
     app = Starlette(routes=route_table(portal, default_source),
                     exception_handlers={HTTPException: _http_error, Exception: _internal_error})
     # Slash redirects would answer unknown API paths with 307 instead of TauGrid's 404 envelope.
     app.router.redirect_slashes = False
-    return _SecurityHeaders(HostAllowList(TokenGate(app, token), allow_hosts))
+    hosts.app = TokenGate(app, token)
+    return _SecurityHeaders(hosts)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -9,9 +9,12 @@ path names (:meth:`Context.exact_run`), filters naming stored ids (:meth:`Contex
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
+from tau_collector.expstore.store import ExpStore, StoreReadOnlyError
 from tau_collector.reads import SOURCE_PROBLEM, ExperimentReader, RunRow
 from tau_collector.taugrid.ids import is_valid_id
 
@@ -22,6 +25,7 @@ from .errors import V2Error
 from .identity import decode_path_id, miss
 from .params import Query
 from .sources import Sources, served_by
+from .writes import WriteGate
 
 __all__ = ["Context", "Found", "Portal", "require_get"]
 
@@ -47,11 +51,36 @@ class Found:
 class Portal:
     """What every request of one Portal shares: its sources, the workspace it serves, cursors, the answer cache."""
 
-    def __init__(self, sources: Sources, *, workspace: str = "default", cursor_key: bytes | None = None) -> None:
+    def __init__(self, sources: Sources, *, workspace: str = "default", cursor_key: bytes | None = None,
+                 store_root: Path | None = None, write_gate: WriteGate | None = None) -> None:
         self.sources = sources
         self.workspace = workspace
         self.cursors = Cursors(cursor_key)
         self.answers = AnswerCache()
+        self.store_root = store_root  # the local store, which notes and tags are written to
+        self.write_gate = write_gate
+        self._writable: ExpStore | None = None
+        self._writable_lock = threading.Lock()
+
+    def writable_store(self) -> ExpStore:
+        """The local store opened for writing (once): ``409 READ_ONLY_STORE`` when this process cannot write it."""
+        with self._writable_lock:
+            if self._writable is None:
+                if self.store_root is None:
+                    raise V2Error(409, "READ_ONLY_SOURCE", "this Portal serves no local store, and notes and tags "
+                                                           "are kept in one: start it with --store")
+                try:
+                    self._writable = ExpStore(self.store_root, writable=True)
+                except StoreReadOnlyError as err:
+                    raise V2Error(409, "READ_ONLY_STORE", "this Portal's store is read-only "
+                                                          f"({err.reason.replace(str(self.store_root), 'the store')}"
+                                                          "): notes and tags cannot be written to it") from None
+            return self._writable
+
+    def write_context(self, query: Query, raw_ids: Mapping[str, bytes]) -> Context:
+        """A write's context: its path ids decoded exactly once (``400 INVALID_PATH``); any method."""
+        ids = {name: decode_path_id(raw) for name, raw in raw_ids.items()}
+        return Context(self.sources, self.workspace, query, ids, self.cursors, self.answers)
 
     def context(self, method: str, query: Query, raw_ids: Mapping[str, bytes], *,
                 method_first: bool = False) -> Context:

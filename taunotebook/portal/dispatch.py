@@ -8,13 +8,21 @@ decoded). Every method reaches the route: TauGrid answers ``405`` only after the
 shell (:class:`View`) reads the query, holds one view of the sources for the request, builds the
 :class:`~.context.Context` and runs the view on the event loop when its answer is at hand, else in a worker
 thread (:mod:`.serving`).
+
+A write route (:class:`WriteRoute`, notes and tags) answers its writing methods through :class:`Writes`: the
+write gate first (:mod:`.writes`: the token in a header, origin, a bounded JSON body), then its handler in a
+worker thread; its ``GET``, if it has one, is a :class:`View` as any read.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
+
+import anyio.to_thread
 
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.responses import Response
@@ -22,10 +30,11 @@ from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Receive, Scope, Send
 
 from .context import Context, Portal
+from .errors import V2Error, error_response
 from .params import Query, parse_query
 from .serving import answer, serve
 
-__all__ = ["DataRoute", "View", "raw_path", "respond"]
+__all__ = ["DataRoute", "View", "Write", "WriteRoute", "Writes", "raw_path", "respond"]
 
 ViewFunction = Callable[[Context], Response]
 _RAW_PATH = "taunotebook.raw_path"  # the scope's key for the path as routes match it
@@ -92,6 +101,59 @@ class DataRoute(Route):
         return Match.FULL, {"endpoint": self.endpoint, "path_params": ids}
 
 
+@dataclass(frozen=True)
+class Write:
+    """One writing method of a route: its handler, the body fields it takes, whether it takes a body at all."""
+
+    handler: Callable[[Context, Mapping[str, Any]], Response]
+    fields: tuple[str, ...] = ()
+    needs_body: bool = True
+
+
+class Writes:
+    """The ASGI shell of a write route: ``GET``/``HEAD`` to its read view (if any), its writes through the gate."""
+
+    def __init__(self, portal: Portal, writes: Mapping[str, Write], read: View | None = None) -> None:
+        self.portal = portal
+        self.writes = dict(writes)
+        self.read = read
+        self.allowed = ", ".join([*(("GET", "HEAD") if read is not None else ()), *self.writes])
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope["method"]
+        if method in ("GET", "HEAD") and self.read is not None:
+            await self.read(scope, receive, send)
+            return
+        write = self.writes.get(method)
+        if write is None or self.portal.write_gate is None:
+            response = error_response(405, "METHOD_NOT_ALLOWED", f"method not allowed: this route takes "
+                                                                 f"{self.allowed}", {"Allow": self.allowed})
+            await response(scope, receive, send)
+            return
+        try:
+            body = await self.portal.write_gate.body(scope, receive, allowed=write.fields,
+                                                     needs_body=write.needs_body)
+        except V2Error as err:
+            await error_response(err.status, err.code, err.message)(scope, receive, send)
+            return
+        query, raw_ids = Query(parse_query(scope)), scope["path_params"]
+
+        def handle() -> Response:
+            with self.portal.sources.pinned():
+                return write.handler(self.portal.write_context(query, raw_ids), body)
+
+        # A write waits for the store's lock and syncs its commit: never on the event loop.
+        response = await anyio.to_thread.run_sync(answer, handle)
+        await response(scope, receive, send)
+
+
+class WriteRoute(DataRoute):
+    """A data route whose methods besides ``GET`` write (:class:`Writes`)."""
+
+    def __init__(self, path: str, writes: Writes, name: str) -> None:
+        Route.__init__(self, path, writes, methods=None, name=name)
+
+
 def respond(routes: Sequence[BaseRoute], path: str, method: str = "GET", query: Query | None = None) -> Response:
     """In process, no server: the answer of the data route ``path`` (still escaped) names, envelopes included."""
     scope = {"type": "http", "raw_path": path.encode("latin-1"), "path": path, "method": method}
@@ -99,6 +161,8 @@ def respond(routes: Sequence[BaseRoute], path: str, method: str = "GET", query: 
         if isinstance(route, DataRoute):
             matched, child = route.matches(scope)
             if matched is Match.FULL:
-                view: View = route.endpoint  # type: ignore[assignment]
+                view = route.endpoint.read if isinstance(route.endpoint, Writes) else route.endpoint
+                if view is None:
+                    continue
                 return answer(functools.partial(view.respond, method, query or Query([]), child["path_params"]))
     raise LookupError(f"no data route matches {path}")

@@ -14,6 +14,15 @@ from .views.run_table import METRICS_LIMIT, RUN_IDS_LIMIT, RUN_SORTS, RUNS_LIMIT
 from .wire.common import INT64, STRINGS, ref
 from .wire.schemas import component_schemas
 from .wire.tails import MAX_TAIL_METRICS
+from .writes import (
+    MAX_AUTHOR_CHARS,
+    MAX_BODY_BYTES,
+    MAX_NOTE_CHARS,
+    MAX_TAG_KEY_CHARS,
+    MAX_TAG_VALUE_CHARS,
+    RESERVED_TAG_PREFIXES,
+    WRITE_TOKEN_HEADER,
+)
 
 __all__ = ["openapi_document"]
 
@@ -48,6 +57,25 @@ def _errors(*statuses: int) -> dict:
              503: "SOURCE_UNAVAILABLE", 504: "UPSTREAM_TIMEOUT (source=kusto)"}
     envelope = {"application/json": {"schema": ref("ErrorEnvelope")}}
     return {str(s): {"description": texts[s], "content": envelope} for s in statuses}
+
+
+def _write(op_id: str, summary: str, params: list[dict], ok_schema: str, body: dict | None,
+           created: bool = False) -> dict:
+    """A write (our addition): the token in X-Tau-Token, a JSON body, TauGrid's error envelope."""
+    ok = {"description": "OK", "content": {"application/json": {"schema": ref(ok_schema)}}}
+    responses = {"201": {**ok, "description": "Created"}, "200": {**ok, "description": "Written before (the "
+                 "idempotency key's note)"}} if created else {"200": ok}
+    responses.update(_errors(400, 401, 403, 404, 405, 409, 500))
+    texts = {413: "BODY_TOO_LARGE", 415: "UNSUPPORTED_MEDIA_TYPE (a write's body is application/json)"}
+    responses.update({str(s): {"description": t, "content": {"application/json": {"schema": ref("ErrorEnvelope")}}}
+                      for s, t in texts.items()})
+    header = {"name": WRITE_TOKEN_HEADER, "in": "header", "required": True, "schema": {"type": "string"},
+              "description": "The Portal's token (or a Stellar page's write key). Authorization or the page "
+                             "cookie alone never authorize a write: 401."}
+    op: dict = {"operationId": op_id, "summary": summary, "parameters": [*params, header], "responses": responses}
+    if body is not None:
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    return op
 
 
 def _operation(op_id: str, summary: str, params: list[dict], ok_schema: str) -> dict:
@@ -155,9 +183,27 @@ def openapi_document() -> dict:
            "asc or desc; default desc for created_at (newest first), asc otherwise."),
         _q("state", {"type": "string"}, "Only runs in this state."),
         _q("tag", {"type": "string"}, "Only runs with this tag, as key=value."),
-        _q("q", {"type": "string"}, "Only runs whose ids, state, tags (key=value) or config fields contain this "
-           "text, in any case."),
+        _q("note", {"type": "string"}, "Only runs with a note containing this text, in any case."),
+        _q("q", {"type": "string"}, "Only runs whose ids, state, tags (key=value), config fields or notes contain "
+           "this text, in any case."),
     ]
+    note_body = {
+        "type": "object", "additionalProperties": False, "required": ["text"],
+        "properties": {
+            "text": {"type": "string", "minLength": 1, "maxLength": MAX_NOTE_CHARS, "description": "The note."},
+            "author": {"type": "string", "minLength": 1, "maxLength": MAX_AUTHOR_CHARS,
+                       "description": "Who wrote it; default: the user the Portal runs as."},
+            "idempotency_key": {"type": "string", "description": "TauGrid's rule: the same key and note again is "
+                                "the note written before (200); the same key with another note is 409 CONFLICT."},
+        },
+        "description": f"At most {MAX_BODY_BYTES} bytes (413 BODY_TOO_LARGE).",
+    }
+    tag_key = _path("key", f"The tag's key: at most {MAX_TAG_KEY_CHARS} characters, no '=' or control characters, "
+                           f"not starting with {', '.join(RESERVED_TAG_PREFIXES)} (the collector's).")
+    tag_body = {"type": "object", "additionalProperties": False, "required": ["value"],
+                "properties": {"value": {"type": "string", "maxLength": MAX_TAG_VALUE_CHARS}}}
+    refusals = (" A run served from Kusto is 409 READ_ONLY_SOURCE; a store this Portal cannot write 409 "
+                "READ_ONLY_STORE; a request from another site 403 CROSS_SITE_WRITE.")
     return {
         "openapi": "3.0.3",
         "info": {"title": "taunotebook local Portal: TauGrid v2 Stellar API and page data", "version": "2",
@@ -178,6 +224,22 @@ def openapi_document() -> dict:
                 "getRunConfig", "Our addition: the run's configuration (normalized values, flattened fields, "
                 "format, uri, config_hash); a run without one is 200 with availability unavailable",
                 [run_id, *_COMMON], "RunConfig"),
+            f"{API_BASE}/runs/{{run_id}}/notes": {
+                **_operation("getRunNotes", "Our addition: the notes people wrote on the run (TauGrid's observations), "
+                             "oldest first", [run_id, *_COMMON], "NoteList"),
+                "post": _write("addRunNote", "Our addition: add a note to the run." + refusals,
+                               [run_id, *_COMMON], "NoteWritten", note_body, created=True),
+            },
+            f"{API_BASE}/runs/{{run_id}}/tags/{{key}}": {
+                "put": _write("setRunTag", "Our addition: set the run's tag; the answer is its tags after." + refusals,
+                              [run_id, tag_key, *_COMMON], "RunTags", tag_body),
+                "delete": _write("deleteRunTag", "Our addition: remove the run's tag (one it does not have is fine); "
+                                 "the answer is its tags after." + refusals, [run_id, tag_key, *_COMMON], "RunTags",
+                                 None),
+            },
+            f"{PAGE_DATA_BASE}/runs/{{run_id}}/notifications": _operation(
+                "getRunNotifications", "Page data: the webhook notifications the run's wrap sent (its notification "
+                "run events), oldest first", [run_id, *_COMMON], "Notifications"),
             f"{API_BASE}/experiments/{{experiment_id}}/runs": _operation(
                 "listExperimentRuns", "An experiment's runs, newest first, paged by cursor. " + _CONFIG_FILTERS,
                 list_params, "RunList"),

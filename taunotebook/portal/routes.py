@@ -1,6 +1,6 @@
 """The Portal's one route table: every path it answers, the view that answers it, and where that view runs.
 
-Data routes (TauGrid's v2 reads, our page data, the export) are :class:`~.dispatch.DataRoute` s matched on the
+Data routes (TauGrid's v2 reads, our page data, the export, and our notes and tags, the only writes) are :class:`~.dispatch.DataRoute` s matched on the
 still-escaped path and answered through one shell (:class:`~.dispatch.View`); the OpenAPI document, the
 workspace directory and the Stellar pages are plain Starlette routes. A path no route matches is TauGrid's
 ``404 NOT_FOUND`` envelope (the app's error handler, :mod:`.app`).
@@ -8,12 +8,14 @@ workspace directory and the Stellar pages are plain Starlette routes. A path no 
 
 from __future__ import annotations
 
+import functools
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from .context import Context, Portal
-from .dispatch import DataRoute, View
+from .dispatch import DataRoute, View, Write, WriteRoute, Writes
 from .errors import V2Error, json_response
 from .openapi import openapi_document
 from .prefixes import API_BASE, EXPORT_BASE, PAGE_DATA_BASE
@@ -22,6 +24,7 @@ from .views import (
     experiment_search,
     export,
     metrics,
+    notes,
     pages,
     points,
     run,
@@ -37,7 +40,7 @@ __all__ = ["data_routes", "route_table"]
 
 
 def data_routes(portal: Portal) -> list[DataRoute]:
-    """The v2 reads, the page data and the export. ``inline=False``: the view reads every run of the workspace
+    """The v2 reads, the page data, the export, and the notes and tags routes. ``inline=False``: the view reads every run of the workspace
     or a metric's files, so it always runs in a worker thread (the others first try the event loop)."""
 
     def route(path: str, view, **how) -> DataRoute:
@@ -48,6 +51,14 @@ def data_routes(portal: Portal) -> list[DataRoute]:
         route(API_BASE + "/runs/{run_id:segment}/metrics", metrics.read),
         route(API_BASE + "/runs/{run_id:segment}/series", series.read),
         route(API_BASE + "/runs/{run_id:segment}/config", run_config.read),
+        # Our additions, the Portal's only writes: a run's notes (read, add) and its tags (set, delete).
+        WriteRoute(API_BASE + "/runs/{run_id:segment}/notes",
+                   Writes(portal, {"POST": Write(functools.partial(notes.add, portal), notes.NOTE_FIELDS)},
+                          read=View(portal, notes.read)), name="notes"),
+        WriteRoute(API_BASE + "/runs/{run_id:segment}/tags/{key:segment}",
+                   Writes(portal, {"PUT": Write(functools.partial(notes.set_tag, portal), notes.TAG_FIELDS),
+                                   "DELETE": Write(functools.partial(notes.delete_tag, portal), needs_body=False)}),
+                   name="tags"),
         # Another read of a run: TauGrid reads the id and the method before it finds no such route.
         route(API_BASE + "/runs/{run_id:segment}/{_read:segment}", _no_such_read),
         route(API_BASE + "/experiments/search", experiment_search.read, inline=False),
@@ -58,6 +69,7 @@ def data_routes(portal: Portal) -> list[DataRoute]:
         route(PAGE_DATA_BASE + "/runs", run_table.read, inline=False),
         route(PAGE_DATA_BASE + "/runs/{run_id:segment}/points", points.read),
         route(PAGE_DATA_BASE + "/runs/{run_id:segment}/tails", tails.read),
+        route(PAGE_DATA_BASE + "/runs/{run_id:segment}/notifications", notes.notifications),
         route(EXPORT_BASE + "/{run_id:segment}", export.read, inline=False),
     ]
 
@@ -77,5 +89,5 @@ def route_table(portal: Portal, default_source: str) -> list[BaseRoute]:
         *data_routes(portal),
         Route("/openapi.json", openapi, methods=["GET"]),
         workspaces.route(portal.workspace, default_source),
-        *pages.routes(),
+        *pages.routes(portal.write_gate.page_key if portal.write_gate is not None else None),
     ]

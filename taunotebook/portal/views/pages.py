@@ -65,7 +65,8 @@ def _asset_notice() -> str:
     )
 
 
-def _page(request: Request, *, mode: str, root: str, targets: list[str], heading: str) -> HTMLResponse:
+def _page(request: Request, *, mode: str, root: str, targets: list[str], heading: str,
+          write_key: str | None) -> HTMLResponse:
     built = (_BUILT_DIR / PAGE_BUNDLE).is_file()
     config = {
         "mode": mode,
@@ -74,6 +75,9 @@ def _page(request: Request, *, mode: str, root: str, targets: list[str], heading
         "project": request.query_params.get("project") or None,
         # The page passes its source (local | kusto | auto) on to every read it makes; the reads check it.
         "source": request.query_params.get("source") or None,
+        # What the page sends in X-Tau-Token to write notes and tags (portal/writes.py): the page is served only
+        # after the token gate, and no other origin can read it.
+        "writeKey": write_key,
     }
     # "</" would end the JSON script element early; escaping "<" keeps any run id inert.
     config_json = json.dumps(config, separators=(",", ":")).replace("<", "\\u003c")
@@ -103,27 +107,6 @@ def _targets(request: Request) -> list[str]:
     return seen
 
 
-def _listing(root: str):
-    async def endpoint(request: Request) -> Response:
-        return _page(request, mode="listing", root=root, targets=[], heading="Runs")
-
-    return endpoint
-
-
-async def _stellar(request: Request) -> Response:
-    targets = _targets(request)
-    if not targets:
-        return _page(request, mode="listing", root="./", targets=[], heading="Runs")
-    return _page(request, mode="runs", root="./", targets=targets, heading=" vs ".join(targets))
-
-
-async def _stellar_run(request: Request) -> Response:
-    # TauGrid's SPA alias /stellar/runs/<id>; extra ?compare= runs are overlaid on it.
-    run_id = request.path_params["run_id"].strip()
-    targets = [run_id, *(t for t in _targets(request) if t != run_id)]
-    return _page(request, mode="runs", root="../../", targets=targets, heading=" vs ".join(targets))
-
-
 async def _asset(request: Request) -> Response:
     name = request.path_params["path"]
     # Assets are a flat directory: anything with a separator or a leading dot is not ours.
@@ -143,12 +126,34 @@ async def _asset(request: Request) -> Response:
     )
 
 
-def routes() -> list[BaseRoute]:
-    """The Stellar pages and their assets, for the app factory to mount beside the API."""
+def routes(write_key: str | None = None) -> list[BaseRoute]:
+    """The Stellar pages and their assets, for the app factory to mount beside the API; ``write_key`` is what
+    the pages send to write notes and tags (None: they do not write)."""
+
+    def listing(root: str):
+        async def endpoint(request: Request) -> Response:
+            return _page(request, mode="listing", root=root, targets=[], heading="Runs", write_key=write_key)
+
+        return endpoint
+
+    async def stellar(request: Request) -> Response:
+        targets = _targets(request)
+        if not targets:
+            return _page(request, mode="listing", root="./", targets=[], heading="Runs", write_key=write_key)
+        return _page(request, mode="runs", root="./", targets=targets, heading=" vs ".join(targets),
+                     write_key=write_key)
+
+    async def stellar_run(request: Request) -> Response:
+        # TauGrid's SPA alias /stellar/runs/<id>; extra ?compare= runs are overlaid on it.
+        run_id = request.path_params["run_id"].strip()
+        targets = [run_id, *(t for t in _targets(request) if t != run_id)]
+        return _page(request, mode="runs", root="../../", targets=targets, heading=" vs ".join(targets),
+                     write_key=write_key)
+
     return [
-        Route("/", _listing("./"), methods=["GET", "HEAD"], name="stellar_home"),
-        Route("/stellar", _stellar, methods=["GET", "HEAD"], name="stellar"),
-        Route("/stellar/runs", _listing("../"), methods=["GET", "HEAD"], name="stellar_runs"),
-        Route("/stellar/runs/{run_id}", _stellar_run, methods=["GET", "HEAD"], name="stellar_run"),
+        Route("/", listing("./"), methods=["GET", "HEAD"], name="stellar_home"),
+        Route("/stellar", stellar, methods=["GET", "HEAD"], name="stellar"),
+        Route("/stellar/runs", listing("../"), methods=["GET", "HEAD"], name="stellar_runs"),
+        Route("/stellar/runs/{run_id}", stellar_run, methods=["GET", "HEAD"], name="stellar_run"),
         Route("/static/stellar/{path:path}", _asset, methods=["GET", "HEAD"], name="stellar_asset"),
     ]

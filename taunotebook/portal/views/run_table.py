@@ -6,7 +6,7 @@ metric's latest, min and max from the run's metric summaries (no metric file is 
 
 The rows are a window (``offset``, ``limit`` up to :data:`RUNS_LIMIT`, newest first unless ``sort``/``order``
 say otherwise) of the runs that pass the filters (``project``, ``experiment``, ``group``, ``run_id``,
-``state``, ``tag``, ``q``); ``run_count`` counts every matching run, so a client pages through all of
+``state``, ``tag``, ``note``: a note's text, ``q``: ids, state, tags, config fields and notes); ``run_count`` counts every matching run, so a client pages through all of
 them. A store with run listings (``expstore/listing.py``) filters, sorts and windows in SQL and reads
 summaries and configs for the window only; other sources (Kusto, ``source=auto``) do the same in Python
 over their runs. Bounds: :data:`METRICS_LIMIT` metrics, :data:`RUN_IDS_LIMIT` ``run_id`` filters,
@@ -24,7 +24,7 @@ from typing import Any
 from starlette.responses import Response
 
 from tau_collector.collect.completion_file import RUN_STATUS_METRIC
-from tau_collector.reads import RUN_SORTS, ExperimentReader, HasListings, RunRow
+from tau_collector.reads import RUN_SORTS, ExperimentReader, HasListings, ReadsNotes, RunRow
 from tau_collector.taugrid.gojson import dumps_fast
 
 from ..context import Context
@@ -135,9 +135,15 @@ def _window_python(reader: ExperimentReader, runs: list[RunRow], q: Query, metri
     """The window by the listings' rules, over a source's runs (newest first, then run id)."""
     state, tag, needle = q.get("state"), _tag_param(q), q.get("q").lower()
     runs = [r for r in runs if (not state or r.state == state) and (tag is None or r.tags.get(tag[0]) == tag[1])]
+    note = q.get("note")
+    if note:
+        noted = reader.runs_with_note([r.run_id for r in runs], note) if isinstance(reader, ReadsNotes) else set()
+        runs = [r for r in runs if r.run_id in noted]
     if needle:
         configs = read_configs(reader, [r.run_id for r in runs])
-        runs = [r for r in runs if _matches_text(r, configs.get(r.run_id), needle)]
+        noted = (reader.runs_with_note([r.run_id for r in runs], needle) if isinstance(reader, ReadsNotes)
+                 else set())
+        runs = [r for r in runs if r.run_id in noted or _matches_text(r, configs.get(r.run_id), needle)]
     if sort == "created_at":
         if not descending:
             runs = sorted(runs, key=lambda r: r.run_id)
@@ -193,7 +199,8 @@ def run_table(reader: ExperimentReader, workspace: str, q: Query) -> tuple[dict[
     if listings is not None:
         total, listed = listings.run_window(
             workspace, project=q.get("project"), experiment=q.get("experiment"), group=q.get("group"),
-            run_ids=run_ids, state=q.get("state"), tag=tag, query=q.get("q"), sort=sort, descending=descending,
+            run_ids=run_ids, state=q.get("state"), tag=tag, query=q.get("q"), note=q.get("note"), sort=sort,
+            descending=descending,
             metric=metrics[0] if metrics else None, offset=offset, limit=limit)
         # Of the workspace's runs (of the experiment, when one is named).
         runs_per_metric = listings.runs_per_metric(workspace, q.get("experiment"))

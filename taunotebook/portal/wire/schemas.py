@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import copy
 
-from . import experiment, experiment_list, metadata, metric, point_details, run, run_config, run_table, series, tails
+from . import (
+    experiment,
+    experiment_list,
+    metadata,
+    metric,
+    notes,
+    point_details,
+    run,
+    run_config,
+    run_table,
+    series,
+    tails,
+)
 
 __all__ = ["component_schemas"]
 
@@ -30,4 +42,9 @@ def component_schemas() -> dict[str, dict]:
         "RunTableRow": run_table.RUN_TABLE_ROW,
         "MetricStats": run_table.METRIC_STATS,
         "ExperimentList": experiment_list.EXPERIMENT_LIST,
+        "Note": notes.NOTE,
+        "NoteList": notes.NOTE_LIST,
+        "NoteWritten": notes.NOTE_WRITTEN,
+        "RunTags": notes.RUN_TAGS,
+        "Notifications": notes.NOTIFICATIONS,
     })
