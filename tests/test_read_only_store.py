@@ -54,6 +54,15 @@ def test_the_portal_serves_a_read_only_store(store):
         assert series.status_code == 200
         body = series.json()
         assert body["source_points"] == 100 and body["points"][-1] == {"step": 99, "value": 0.01}
+        # Notes and tags are refused in words; the reads go on.
+        write = {**headers, "X-Tau-Token": "t0k3n"}
+        for response in (httpx.post(f"{api.group(1)}/runs/seed-1/notes", json={"text": "x"}, headers=write),
+                         httpx.put(f"{api.group(1)}/runs/seed-1/tags/k", json={"value": "v"}, headers=write)):
+            assert response.status_code == 409, response.text
+            error = response.json()["error"]
+            assert error["code"] == "READ_ONLY_STORE" and "read-only" in error["message"]
+            assert str(store) not in error["message"]  # the Portal's paths stay off the wire
+        assert httpx.get(f"{api.group(1)}/runs/seed-1/notes", headers=headers).json()["notes"] == []
     finally:
         proc.terminate()
         proc.wait(timeout=DEADLINE)
