@@ -390,6 +390,28 @@ class SubmittedRun:
             except NotFoundError:
                 return []
 
+    # -- notes and tags (kept in the store beside the run's metrics, through its Portal)
+
+    def note(self, text: str, *, author: str | None = None):
+        """Add a note to the run (``client.Note``; ``author`` default: the Portal's user). The run must be in the
+        store: it appears there with its first metrics (before that: ``NotFoundError``)."""
+        return self._notes_and_tags().note(text, author=author)
+
+    def notes(self) -> list:
+        """The run's notes (``client.Note``: ``.text``, ``.author``, ``.created_at``), oldest first."""
+        return self._notes_and_tags().notes()
+
+    @property
+    def tags(self):
+        """The run's tags, read and written through the Portal: ``run.tags["verdict"] = "keep"``,
+        ``del run.tags["verdict"]``, ``dict(run.tags)``."""
+        return self._notes_and_tags().tags
+
+    def _notes_and_tags(self):
+        from .client.run_handle import RunHandle
+
+        return RunHandle(self.portal, self.run_id, self.project)
+
     def stellar_url(self) -> str:
         """"Open in Stellar" for this run, through the Jupyter server when there is one."""
         from .client.links import jupyter_base_url, stellar_link

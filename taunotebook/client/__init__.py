@@ -1,8 +1,9 @@
 """A sync Python client for TauGrid's v2 Stellar reads, against the local Portal or TauGrid's real Portal.
 
 Split as httpx is: :mod:`.errors` (typed exceptions from the error envelope), :mod:`.models`,
-:mod:`.config_models`, :mod:`.table_models` and :mod:`.tail_models` (the answers, built by the one decoder in
-:mod:`.decode`), :mod:`.links` (every URL the notebook side builds) and :mod:`.client` (``PortalClient``).
+:mod:`.config_models`, :mod:`.table_models`, :mod:`.tail_models` and :mod:`.note_models` (the answers, built by the one decoder in
+:mod:`.decode`), :mod:`.links` (every URL the notebook side builds), :mod:`.client` (``PortalClient``) and :mod:`.run_handle` (a run's notes
+and tags from Python).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from .models import (
     RunPage,
     Series,
 )
+from .note_models import Note
+from .run_handle import RunHandle, RunTags
 from .series_columns import SeriesColumns
 from .table_models import MetricStats, RunTable, RunTableRow
 from .tail_models import Tail, Tails
@@ -58,6 +61,7 @@ __all__ = [
     "MetricStats",
     "MetricSummary",
     "NonFinitePoint",
+    "Note",
     "NotFoundError",
     "PointDetails",
     "PortalClient",
@@ -67,9 +71,11 @@ __all__ = [
     "Run",
     "RunConfiguration",
     "RunMetrics",
+    "RunHandle",
     "RunPage",
     "RunTable",
     "RunTableRow",
+    "RunTags",
     "Series",
     "SeriesColumns",
     "Tail",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
@@ -26,6 +28,8 @@ from .errors import (
 )
 from .links import API_PATH, PAGE_DATA_PATH, path_segment, portal_root, stellar_url
 from .models import ExperimentList, PointDetails, Run, RunMetrics, RunPage, Series
+from .note_models import Note, NoteList, NoteWritten, RunTagsAnswer
+from .run_handle import RunHandle
 from .series_columns import SeriesColumns, read_export_csv
 from .table_models import RunTable
 from .tail_models import Tails
@@ -120,6 +124,7 @@ class PortalClient:
         headers = {"Accept": "application/json", "User-Agent": "taunotebook-portal-client"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
+        self._token = token  # a write sends it in X-Tau-Token too (Authorization alone never writes)
         self._http = httpx.Client(
             base_url=self.base_url,
             headers=headers,
@@ -382,6 +387,52 @@ class PortalClient:
         params += [("metric", m) for m in metrics]
         return self._get(f"{PAGE_DATA_PATH}/runs", params, RunTable.from_json)
 
+    # -- notes and tags (the local Portal's addition; its only writes)
+
+    def notes(self, run_id: str, *, project: str | None = None, source: str | None = None) -> list[Note]:
+        """``GET /api/v2/stellar/runs/{run_id}/notes``: the run's notes, oldest first."""
+        params = [*self._common(source), *self._optional(project)]
+        return list(self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/notes", params,
+                              NoteList.from_json).notes)
+
+    def add_note(self, run_id: str, text: str, *, author: str | None = None, idempotency_key: str | None = None,
+                 project: str | None = None, source: str | None = None) -> Note:
+        """``POST /api/v2/stellar/runs/{run_id}/notes``: add a note (``author`` default: the Portal's user).
+
+        Sent with an idempotency key (a fresh one unless given), so a retry after a lost answer is the same note,
+        never a second one; a key used before for another note is a :class:`ClientError` with code ``CONFLICT``.
+        """
+        body = {"text": text, "idempotency_key": idempotency_key or f"note-{uuid.uuid4().hex}"}
+        if author is not None:
+            body["author"] = author
+        params = [*self._common(source), *self._optional(project)]
+        return self._send("POST", f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/notes", params, body,
+                          NoteWritten.from_json).note
+
+    def run_tags(self, run_id: str, *, project: str | None = None, source: str | None = None) -> dict[str, str]:
+        """The run's tags (those of :meth:`run`)."""
+        params = [*self._common(source), *self._optional(project)]
+        return dict(self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}", params, Run.from_response).tags)
+
+    def set_tag(self, run_id: str, key: str, value: str, *, project: str | None = None,
+                source: str | None = None) -> dict[str, str]:
+        """``PUT /api/v2/stellar/runs/{run_id}/tags/{key}``; returns the run's tags after."""
+        path = f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/tags/{path_segment(key, 'tag key')}"
+        params = [*self._common(source), *self._optional(project)]
+        return dict(self._send("PUT", path, params, {"value": value}, RunTagsAnswer.from_json).tags)
+
+    def delete_tag(self, run_id: str, key: str, *, project: str | None = None,
+                   source: str | None = None) -> dict[str, str]:
+        """``DELETE /api/v2/stellar/runs/{run_id}/tags/{key}`` (a tag the run lacks is fine); the tags after."""
+        path = f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/tags/{path_segment(key, 'tag key')}"
+        params = [*self._common(source), *self._optional(project)]
+        return dict(self._send("DELETE", path, params, None, RunTagsAnswer.from_json).tags)
+
+    def run_handle(self, run_id: str, *, project: str | None = None) -> RunHandle:
+        """The run's notes and tags through this client: ``.note(text)``, ``.notes()``, ``.tags[key] = value``."""
+        return RunHandle(lambda: contextlib.nullcontext(self), run_id,
+                         project if project is not None else self.project)
+
     # -- links
 
     def stellar_url(self, run_id: str, project: str | None = None, *, base: str | None = None,
@@ -418,12 +469,19 @@ class PortalClient:
         return self.backoff * (2 ** (attempt - 1))
 
     def _get(self, path: str, params: list[tuple[str, str]], build: Callable[[Any], _T]) -> _T:
+        return self._send("GET", path, params, None, build)
+
+    def _send(self, method: str, path: str, params: list[tuple[str, str]], body: Any,
+              build: Callable[[Any], _T]) -> _T:
+        # Writes are retried like reads: a note carries an idempotency key, and a tag's PUT or DELETE is the
+        # same whether it lands once or twice.
+        headers = {"X-Tau-Token": self._token} if method != "GET" and self._token else None
         attempt = 0
         while True:
             attempt += 1
             response: httpx.Response | None = None
             try:
-                response = self._http.get(path, params=params)
+                response = self._http.request(method, path, params=params, json=body, headers=headers)
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                 request = exc.request if _has_request(exc) else None
                 error: PortalError = PortalUnreachable(
