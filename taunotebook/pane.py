@@ -93,11 +93,14 @@ a cell runs the kernel cannot read the browser's ``hello``).
 
 Browser → Python custom messages: ``{"type": "hello", "width": px}`` (a model was created in a page),
 ``{"type": "zoom", "metric": name, "start_step": int, "end_step": int}`` and
-``{"type": "unzoom", "metric": name}``.
+``{"type": "unzoom", "metric": name}``; and ``{"type": "note", "text": str}``, the pane's "note" action: Python
+posts it to the run's notes route with its client (the token never reaches the browser) and answers
+``{"type": "note-result", "ok": bool, "message": str}``.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Iterable
 from pathlib import Path
@@ -106,7 +109,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from taunotebook.client import PortalClient, check_source
+from taunotebook.client import PortalClient, PortalError, check_source
 from taunotebook.pane_poller import DEFAULT_WIDTH, TERMINAL_STATES, Poller, stellar_page_href
 
 __all__ = ["BUILD_HINT", "BUNDLE", "LossPane", "TERMINAL_STATES"]
@@ -298,10 +301,30 @@ def _on_msg_weak(pane: LossPane):
 
     def handler(_widget: Any, content: Any, _buffers: Any) -> None:
         p = ref()
-        if p is not None:
-            p._poller.on_message(content)
+        if p is None:
+            return
+        if isinstance(content, dict) and content.get("type") == "note":
+            # The pane's "note" action: posted to the run's notes route by this kernel's client (the token stays in
+            # Python), off the kernel's message loop; the answer goes back as a "note-result" message.
+            threading.Thread(target=_post_note, args=(ref, str(content.get("text", ""))), daemon=True,
+                             name="tau-pane-note").start()
+            return
+        p._poller.on_message(content)
 
     return handler
+
+
+def _post_note(ref: weakref.ref, text: str) -> None:
+    pane = ref()
+    if pane is None:
+        return
+    try:
+        note = pane._poller.client.add_note(pane.run_id, text, project=pane.project or None,
+                                            source=pane.source or None)
+        result = {"type": "note-result", "ok": True, "message": f"note added ({note.created_at})"}
+    except (PortalError, ValueError) as err:
+        result = {"type": "note-result", "ok": False, "message": f"the note could not be added: {err}"}
+    pane.send(result)
 
 
 class _PaneOutput:

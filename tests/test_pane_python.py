@@ -577,3 +577,23 @@ def test_compared_runs_can_be_drawn_as_one_line_with_a_band():
 def test_an_unknown_aggregate_or_band_is_refused_by_name(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         LossPane("run-a", portal="http://127.0.0.1:9", start=False, **kwargs)
+
+
+def test_the_panes_note_action_posts_to_the_runs_notes_and_answers_in_words(tmp_path):
+    from fixtures.portal import build_store
+
+    root = build_store(tmp_path / "store")
+    with serve(root) as server, PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0) as c:
+        pane = LossPane("run-b", portal=c, start=False)
+        answers: list[dict] = []
+        pane.send = lambda content, buffers=None: answers.append(content)  # type: ignore[method-assign]
+        try:
+            pane._handle_custom_msg({"type": "note", "text": "spotted in the pane"}, [])
+            wait_until(lambda: answers, "the note's answer")
+            assert answers[0]["type"] == "note-result" and answers[0]["ok"] is True, answers
+            assert [n.text for n in c.notes("run-b")] == ["spotted in the pane"]
+            pane._handle_custom_msg({"type": "note", "text": "   "}, [])
+            wait_until(lambda: len(answers) == 2, "the refusal")
+            assert answers[1]["ok"] is False and "text is empty" in answers[1]["message"]
+        finally:
+            pane.close()

@@ -98,6 +98,25 @@ export class Pane {
     this.runLabel = h("span", { class: "tau-pane-run" });
     this.metricCount = h("span", { class: "tau-pane-count" });
     this.link = h("a", { class: "tau-pane-stellar", target: "_blank", rel: "noopener" }, "Open in Stellar ↗");
+    // A note on the run: Python posts it to the run's notes route (the pane's client holds the token).
+    this.noteInput = h("input", { type: "text", class: "tau-pane-note-input", maxlength: "10000",
+      placeholder: "note on this run…", "aria-label": "note on this run",
+      onkeydown: (e) => { if (e.key === "Enter") this.sendNote(); } });
+    this.noteStatus = h("span", { class: "tau-pane-note-status", role: "status" });
+    this.noteBox = h("span", { class: "tau-pane-note", hidden: true }, this.noteInput,
+      h("button", { type: "button", class: "tau-pane-note-send", onclick: () => this.sendNote() }, "add"));
+    this.noteButton = h("button", { type: "button", class: "tau-pane-note-toggle", title: "add a note to this run",
+      onclick: () => { this.noteBox.hidden = !this.noteBox.hidden; if (!this.noteBox.hidden) this.noteInput.focus(); } },
+    "note");
+    this.model.on("msg:custom", (msg) => {
+      if (!msg || msg.type !== "note-result") return;
+      this.noteStatus.textContent = msg.message;
+      this.noteStatus.dataset.ok = String(Boolean(msg.ok));
+      if (msg.ok) {
+        this.noteInput.value = "";
+        this.noteBox.hidden = true;
+      }
+    });
     this.statusLine = h("div", { class: "tau-pane-status", role: "status" });
     const smoothingValue = h("span", { class: "tau-pane-smoothing-value" }, "0");
     this.smoothingInput = h("input", { type: "range", min: "0", max: String(SMOOTHING_MAX),
@@ -141,7 +160,8 @@ export class Pane {
       item: (name) => this.slotFor(name),
       toggle: (key, open) => this.setTrait("sections", { ...(this.model.get("sections") || {}), [key]: open }),
       rerender: () => this.render() });
-    const header = h("div", { class: "tau-pane-header" }, this.runLabel, this.stateBadge, this.metricCount, this.link);
+    const header = h("div", { class: "tau-pane-header" }, this.runLabel, this.stateBadge, this.metricCount, this.link,
+      this.noteButton, this.noteBox, this.noteStatus);
     const controls = h("div", { class: "tau-pane-controls" },
       h("label", {}, "smoothing ", this.smoothingInput, " ", smoothingValue),
       h("label", {}, this.logInput, " log y"), h("label", {}, "x: ", this.axisSelect), this.aggregateLabel,
@@ -183,6 +203,16 @@ export class Pane {
       }
     }
     this.axisSelect.value = this.settings.axis;
+  }
+
+  sendNote() {
+    const text = this.noteInput.value.trim();
+    if (!text) {
+      this.noteStatus.textContent = "a note needs some text";
+      return;
+    }
+    this.noteStatus.textContent = "adding…";
+    this.model.send({ type: "note", text });
   }
 
   /** How compared runs are drawn: null (each its line), else {center, spread} (one line with a band). */

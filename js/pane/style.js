@@ -9,6 +9,10 @@ export const PANE_CSS = `
 .tau-pane-state-failed { background: #ffd6d6; color: #900; }
 .tau-pane-state-cancelled { background: #eee; color: #555; }
 .tau-pane-stellar { margin-left: auto; }
+.tau-pane-note-toggle, .tau-pane-note-send { font: inherit; padding: 0 6px; }
+.tau-pane-note-input { font: inherit; width: 16em; }
+.tau-pane-note-status { color: var(--jp-ui-font-color2, #555); }
+.tau-pane-note-status[data-ok="false"] { color: #b00; }
 .tau-pane-status { min-height: 1.3em; color: var(--jp-ui-font-color2, #555); }
 .tau-pane-status-unreachable, .tau-pane-status-unauthorized, .tau-pane-status-not_found,
 .tau-pane-status-error { color: #b00; font-weight: 600; }

@@ -1,6 +1,6 @@
-// The Portal's reads the pages make, and their errors in words.
+// The Portal's reads the pages make, their writes (notes and tags), and their errors in words.
 import { portalUrl } from "../shared/urls.js";
-import { root, state, urlToken } from "./page.js";
+import { config, root, state, urlToken } from "./page.js";
 
 export class StellarError extends Error {
   constructor(status, code, message, envelope = null) {
@@ -21,19 +21,37 @@ export function pageData(segments, query = {}) {
   return request(["stellar", "data", ...segments], query);
 }
 
-async function request(segments, query) {
+/**
+ * A write (notes and tags): `method` with a JSON `body`, the page's write key in X-Tau-Token (the Portal never
+ * takes the page's cookie alone as leave to write; portal/writes.py).
+ */
+export function apiWrite(method, segments, body = null) {
+  return request(["api", "v2", "stellar", ...segments], {}, method, body);
+}
+
+/** Whether this page may write notes and tags: the Portal served it a write key. */
+export function canWrite() {
+  return Boolean(config.writeKey);
+}
+
+async function request(segments, query, method = "GET", payload = null) {
   // The page's ?source= goes with every read, so a source=kusto page reads Kusto throughout.
   if (state.source && !("source" in query)) query = { ...query, source: state.source };
   const url = portalUrl(root, segments, query);
   const path = url.pathname.slice(root.pathname.length);
   const headers = { Accept: "application/json" };
   if (urlToken) headers.Authorization = `Bearer ${urlToken}`;
+  if (method !== "GET") {
+    headers["X-Tau-Token"] = config.writeKey || "";
+    if (payload !== null) headers["Content-Type"] = "application/json";
+  }
   // Logged when it is sent (status null until the answer comes), so the log never lags what the Portal served.
-  const sent = { path, query, status: null };
+  const sent = { path, query, status: null, method };
   state.requests.push(sent);
   let response;
   try {
-    response = await fetch(url, { headers, credentials: "same-origin" });
+    response = await fetch(url, { method, headers, credentials: "same-origin",
+      body: payload !== null ? JSON.stringify(payload) : undefined });
   } catch (err) {
     sent.status = 0;
     throw new StellarError(0, "NETWORK", `the Portal could not be reached (${err.message}); is it still running?`);
@@ -72,7 +90,8 @@ export function explain(err, what) {
   const tail = {
     0: "",
     401: "The Portal needs its token: open the link it printed at start-up (it carries ?token=…).",
-    403: "This Portal serves another workspace.",
+    403: "This Portal serves another workspace, or refuses a write from another site.",
+    409: "",
     404: "Check the run id and project in the address.",
     503: "The data source is unavailable right now; reload to try again.",
   }[err.status];

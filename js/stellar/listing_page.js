@@ -17,7 +17,7 @@ import { explain, pageData } from "./api.js";
 import { errorBox, showError } from "./notices.js";
 import { main, root, state } from "./page.js";
 import {
-  configColumns, filterChoices, filterRuns, PAGE_ROWS, pagesFor, parseConfigFilter, remoteRows, SERVER_SORTS, serverQuery,
+  configColumns, filterChoices, filterRuns, LOCAL_LIMIT, PAGE_ROWS, pagesFor, parseConfigFilter, remoteRows, SERVER_SORTS, serverQuery,
   sortRuns, tableRows,
 } from "./runs_table.js";
 import { columnsFor, createTableView } from "./table_view.js";
@@ -80,7 +80,8 @@ function select(id, label, choices, value) {
 
 export async function listingPage() {
   const box = errorBox();
-  const t = { ...readAddress(), all: [], metricNames: [], selected: new Set(), collapsed: new Set(), only: null, config: [] };
+  const t = { ...readAddress(), all: [], metricNames: [], selected: new Set(), collapsed: new Set(), only: null, config: [],
+    note: "", noted: null };
   state.table = t;
   state.timings = {};
   let body;
@@ -114,6 +115,9 @@ export async function listingPage() {
     "aria-label": "search runs" });
   const choices = filterChoices(t.all);
   const menus = Object.fromEntries(FILTERS.map((f) => [f, select(`stellar-filter-${f}`, FILTER_LABELS[f], choices[f], t.filters[f])]));
+  // Notes live in the Portal: the runs whose notes hold the text are asked of it (indexed), for either view.
+  const noteInput = h("input", { type: "search", id: "stellar-filter-note", placeholder: "notes contain…",
+    "aria-label": "filter by note text", title: "runs with a note containing this text (any case)" });
   const configInput = h("input", { type: "text", id: "stellar-filter-config", value: t.configText,
     placeholder: "config: lr>0.01, opt=adam", "aria-label": "filter by config values",
     title: "key=value, key!=value, key>number, key<=number, key~text; separated by commas" });
@@ -136,7 +140,8 @@ export async function listingPage() {
   const brushLine = h("p", { class: "stellar-note", id: "stellar-brushed", hidden: true });
   const parallelBox = h("div", { class: "stellar-parallel", id: "stellar-parallel", hidden: true });
   main.append(
-    h("div", { class: "stellar-controls stellar-table-controls" }, search, ...FILTERS.map((f) => menus[f]), configInput),
+    h("div", { class: "stellar-controls stellar-table-controls" }, search, ...FILTERS.map((f) => menus[f]), noteInput,
+      configInput),
     h("div", { class: "stellar-controls stellar-table-controls" },
       h("label", {}, "metric", metricSelect), h("label", {}, "group by", groupBy),
       h("label", {}, showConstant, "constant hyperparameters"), parallelButton, compare, count),
@@ -185,7 +190,8 @@ export async function listingPage() {
   const known = new Map(); // run id -> run, of every window seen (the compare button opens them)
 
   function query() {
-    return serverQuery({ project: state.project, search: t.search, filters: t.filters, metric: t.metric, sort: t.sort });
+    return serverQuery({ project: state.project, search: t.search, filters: t.filters, metric: t.metric, sort: t.sort,
+      note: t.note });
   }
 
   /** A server-side view: one window of the current query, then the table redrawn with it. */
@@ -228,7 +234,7 @@ export async function listingPage() {
 
   /** Everything but the brushed selection: what the parallel coordinates draw. */
   function filtered() {
-    return filterRuns(t.all, { search: t.search, ...t.filters, config: t.config });
+    return filterRuns(t.all, { search: t.search, ...t.filters, config: t.config, noted: t.noted });
   }
 
   function refreshRemote(keepScroll) {
@@ -345,6 +351,25 @@ export async function listingPage() {
       clearTimeout(typing);
       typing = setTimeout(filterChanged, 250);
     }
+  });
+  let noteTyping = 0;
+  noteInput.addEventListener("input", () => {
+    clearTimeout(noteTyping);
+    noteTyping = setTimeout(async () => {
+      t.note = noteInput.value.trim();
+      if (t.remote) {
+        filterChanged();
+        return;
+      }
+      try {
+        t.noted = t.note ? new Set(((await pageData(["runs"], { project: state.project, note: t.note, limit: LOCAL_LIMIT }))
+          .runs || []).map((r) => r.run_id)) : null;
+      } catch (err) {
+        showError(explain(err, "The runs with that note could not be found"), err, box);
+        t.noted = null;
+      }
+      filterChanged();
+    }, 250);
   });
   for (const f of FILTERS) {
     menus[f].addEventListener("change", () => {

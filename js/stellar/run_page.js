@@ -9,6 +9,7 @@ import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { METRIC_AXIS, axisMetric, saveAxis } from "../shared/time_axis.js";
 import { xCandidates } from "../shared/x_metric.js";
 import { id } from "../shared/urls.js";
+import { annotations } from "./annotations.js";
 import { api, explain, pageData } from "./api.js";
 import { redrawAll, updateSummaries } from "./chart.js";
 import { ChartSections } from "./chart_sections.js";
@@ -125,8 +126,6 @@ function runCard(run, entry, differing) {
   add("code", run.code_sha);
   add("image", run.image_digest);
   add("result", run.result_uri);
-  const tags = Object.entries(run.tags || {}).map(([k, v]) => `${k}=${v}`);
-  if (tags.length) add("tags", tags.join(", "));
   if (config && Object.keys(config).length) dl.append(h("dt", { text: "config" }), configLine(config, differing));
   add("metrics", (run.metric_names || []).filter((name) => !isMarker(name)).length);
   return h(
@@ -186,6 +185,7 @@ export async function runPage() {
     }),
   );
   const ok = loaded.filter(Boolean);
+  const annotationsRead = [];
   const configs = await configsRead;
   const labels = runLabels(ok, configs);
   const differing = new Set(differingKeys(ok.map((runId) => configs.get(runId) ?? null)));
@@ -193,7 +193,10 @@ export async function runPage() {
     const entry = state.runs[runId];
     entry.label = labels.get(runId).label;
     entry.config = configs.get(runId) ?? null;
-    runsBox.append(runCard(entry.run, entry, differing));
+    const card = runCard(entry.run, entry, differing);
+    runsBox.append(card);
+    // Its notes, tags and the notifications it sent (annotations.js): read beside the charts, never before them.
+    annotationsRead.push(annotations(entry.run).then((section) => card.append(section)));
     for (const warning of entry.metadata?.warnings || []) {
       box.append(h("p", { class: "stellar-note", text: `${runId}: ${warning}` }));
     }
@@ -217,4 +220,6 @@ export async function runPage() {
   main.dataset.state = ok.length ? "ready" : "error";
   await Promise.all(catalogs);
   main.dataset.catalog = "loaded";
+  await Promise.allSettled(annotationsRead);
+  main.dataset.annotations = "loaded";
 }

@@ -22,8 +22,16 @@ const STAT_FIELD = { latest: "latest_value", min: "min_value", max: "max_value" 
 export const metricColumn = (stat) => `metric:${stat}`;
 export const configColumn = (key) => `config:${key}`;
 
+/** The tags a table row shows: a person's tags as key=value (key alone when empty), not the workspace tag. */
+export function tagsText(run) {
+  const shown = Object.entries(run.tags || {}).filter(([k]) => k !== "tau_workspace")
+    .sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => (v === "" ? k : `${k}=${v}`));
+  return shown.length ? shown.join(", ") : undefined;
+}
+
 /** The value a run has in a column (undefined when it has none), for sorting, filtering and showing. */
 export function cellValue(run, column, metric) {
+  if (column === "tags") return tagsText(run);
   if (column.startsWith("metric:")) {
     const m = metric ? run.metrics?.[metric] : undefined;
     const v = m ? m[STAT_FIELD[column.slice(7)]] : undefined;
@@ -130,12 +138,13 @@ export function matchesSearch(run, needle) {
 
 /**
  * The runs that pass every filter: {search, state, project, experiment, group, tag ("key=value"),
- * config (parsed conditions), only (a Set of run ids, e.g. the lines brushed on the parallel coordinates)}.
+ * config (parsed conditions), only (a Set of run ids, e.g. the lines brushed on the parallel coordinates), noted
+ * (a Set of run ids: those whose notes the Portal found for the note filter)}.
  * Empty filters pass everything.
  */
 export function filterRuns(runs, filters = {}) {
-  const { search = "", state = "", project = "", experiment = "", group = "", tag = "", config = [], only = null } =
-    filters;
+  const { search = "", state = "", project = "", experiment = "", group = "", tag = "", config = [], only = null,
+    noted = null } = filters;
   const [tagKey, ...tagRest] = tag ? tag.split("=") : [];
   const tagValue = tagRest.join("=");
   return runs.filter((run) => {
@@ -146,6 +155,7 @@ export function filterRuns(runs, filters = {}) {
     if (tag && (run.tags || {})[tagKey] !== tagValue) return false;
     if (!matchesSearch(run, search)) return false;
     if (only && !only.has(run.run_id)) return false;
+    if (noted && !noted.has(run.run_id)) return false;
     return config.every((c) => matchesCondition(run, c));
   });
 }
@@ -253,13 +263,14 @@ export const PAGE_ROWS = 500;
 export const SERVER_SORTS = [...FIXED_COLUMNS.map((c) => c.key), ...METRIC_STATS.map(metricColumn)];
 
 /**
- * The page-data query of a server-side view: the page's project, the search text, the state, project,
- * experiment, group and tag filters, the metric, and the sort when the Portal can sort by that column.
+ * The page-data query of a server-side view: the page's project, the search text, the note text, the state,
+ * project, experiment, group and tag filters, the metric, and the sort when the Portal can sort by that column.
  */
-export function serverQuery({ project = "", search = "", filters = {}, metric = "", sort = null }) {
+export function serverQuery({ project = "", search = "", filters = {}, metric = "", sort = null, note = "" }) {
   const q = {};
   if (filters.project || project) q.project = filters.project || project;
   if (search) q.q = search;
+  if (note) q.note = note;
   for (const key of ["state", "experiment", "group", "tag"]) if (filters[key]) q[key] = filters[key];
   if (metric) q.metric = metric;
   if (sort && SERVER_SORTS.includes(sort.column)) {

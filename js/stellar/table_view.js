@@ -10,9 +10,10 @@ import { cellValue, configColumn, FIXED_COLUMNS, metricColumn, visibleWindow } f
 export const ROW_HEIGHT = 30; // px; every row (group headers too) has it, which makes the window maths exact
 const OVERSCAN = 12;
 
-/** The columns shown: fixed ones, the metric's statistics, then config columns (varying, then constant if shown). */
+/** The columns shown: fixed ones, the run's tags, the metric's statistics, then config columns (varying, then constant if shown). */
 export function columnsFor({ metric, varying, constant, showConstant, nonFinite }) {
   const columns = FIXED_COLUMNS.map((c) => ({ ...c, kind: "fixed" }));
+  columns.push({ key: "tags", label: "Tags", kind: "tags" });
   if (metric) {
     columns.push({ key: metricColumn("latest"), label: `${metric} latest`, kind: "metric" });
     columns.push({ key: metricColumn("min"), label: "min", kind: "metric" });
@@ -38,6 +39,7 @@ function cell(run, column, metric) {
     return h("td", { class: `num${n ? " bad" : ""}`, text: n ? formatNumber(n) : "" });
   }
   const value = cellValue(run, column.key, metric);
+  if (column.kind === "tags") return h("td", { class: "stellar-tags-cell", text: value ?? "", title: value ?? "" });
   if (column.kind === "metric") {
     const stats = run.metrics?.[metric];
     const title = column.key.endsWith("latest") && stats?.latest_step !== undefined ? `at step ${formatNumber(stats.latest_step)}` : "";

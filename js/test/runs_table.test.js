@@ -172,3 +172,21 @@ test("rows of windows not loaded yet are pending, so the table spans every run",
   assert.deepEqual(rows.map((r) => (r.type === "run" ? r.run.run_id : `…${r.index}`)), ["a", "b", "…2", "…3", "e", "…5"]);
   assert.equal(remoteRows(0, pages, 2).length, 0);
 });
+
+test("the tags column shows a person's tags sorted, not the workspace tag, and sorts by that text", async () => {
+  const { cellValue, tagsText } = await import("../stellar/runs_table.js");
+  const a = run("a", { tags: { tau_workspace: "default", verdict: "keep", baseline: "" } });
+  const b = run("b", { tags: { tau_workspace: "default" } });
+  assert.equal(tagsText(a), "baseline, verdict=keep");
+  assert.equal(tagsText(b), undefined);
+  assert.equal(cellValue(a, "tags"), "baseline, verdict=keep");
+  assert.deepEqual(sortRuns([b, a], "tags", "asc").map((r) => r.run_id), ["a", "b"]); // none last
+});
+
+test("the note filter keeps the runs the Portal found by their notes, and goes to the Portal as note=", async () => {
+  const { serverQuery } = await import("../stellar/runs_table.js");
+  const runs = [run("a"), run("b"), run("c")];
+  assert.deepEqual(filterRuns(runs, { noted: new Set(["b"]) }).map((r) => r.run_id), ["b"]);
+  assert.deepEqual(filterRuns(runs, { noted: null }).length, 3);
+  assert.deepEqual(serverQuery({ note: "diverged", filters: {} }), { note: "diverged" });
+});
