@@ -259,3 +259,21 @@ def test_a_kusto_served_run_refuses_in_words(portal_store):
         r = httpx.put(base + f"{V2}/runs/run-a/tags/k", json={"value": "v"}, headers=WRITE)
         _error(r, 409, "READ_ONLY_SOURCE")
         assert httpx.get(base + NOTES, headers=WRITE).json()["notes"] == []  # reads answer, with none
+
+
+def test_the_notifications_a_run_sent_are_listed_for_its_page(writable):
+    from tau_collector.expstore import open_store, record_run_events
+    from tau_collector.reads import RunEvent
+
+    store = open_store(writable.store_root, writable=True)
+    record_run_events(store, [RunEvent("run-a", "2026-01-02T03:04:05Z", "notification", "tau-collector-wrap",
+                                       "warning", "finished notification to https://hooks.example failed after 4 "
+                                       "attempt(s): refused", {"trigger": "finished", "outcome": "failed",
+                                                               "url": "https://hooks.example", "attempts": 4,
+                                                               "status": None})])
+    store.close()
+    body = writable.get("/stellar/data/runs/run-a/notifications", headers=WRITE).json()
+    assert body["notifications"] == [{"time": "2026-01-02T03:04:05Z", "severity": "warning",
+                                      "message": "finished notification to https://hooks.example failed after 4 "
+                                                 "attempt(s): refused", "trigger": "finished", "outcome": "failed",
+                                      "url": "https://hooks.example", "attempts": 4}]
