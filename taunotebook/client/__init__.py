@@ -1,9 +1,9 @@
 """A sync Python client for TauGrid's v2 Stellar reads, against the local Portal or TauGrid's real Portal.
 
 Split as httpx is: :mod:`.errors` (typed exceptions from the error envelope), :mod:`.models`,
-:mod:`.config_models`, :mod:`.table_models`, :mod:`.tail_models` and :mod:`.note_models` (the answers, built by the one decoder in
-:mod:`.decode`), :mod:`.links` (every URL the notebook side builds), :mod:`.client` (``PortalClient``) and :mod:`.run_handle` (a run's notes
-and tags from Python).
+:mod:`.config_models`, :mod:`.table_models`, :mod:`.tail_models` and :mod:`.note_models` (the answers, built by
+the one decoder in :mod:`.decode`), :mod:`.links` (every URL the notebook side builds), :mod:`.client`
+(``PortalClient``) and :mod:`.run_handle` (a run's notes and tags from Python).
 """
 
 from __future__ import annotations

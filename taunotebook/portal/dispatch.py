@@ -23,7 +23,6 @@ from typing import Any
 from urllib.parse import quote
 
 import anyio.to_thread
-
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route

@@ -1,7 +1,8 @@
 """The Portal's one route table: every path it answers, the view that answers it, and where that view runs.
 
-Data routes (TauGrid's v2 reads, our page data, the export, and our notes and tags, the only writes) are :class:`~.dispatch.DataRoute` s matched on the
-still-escaped path and answered through one shell (:class:`~.dispatch.View`); the OpenAPI document, the
+Data routes (TauGrid's v2 reads, our page data, the export, and our notes and tags, the only writes) are
+:class:`~.dispatch.DataRoute` s matched on the still-escaped path and answered through one shell
+(:class:`~.dispatch.View`; a write route's through :class:`~.dispatch.Writes`); the OpenAPI document, the
 workspace directory and the Stellar pages are plain Starlette routes. A path no route matches is TauGrid's
 ``404 NOT_FOUND`` envelope (the app's error handler, :mod:`.app`).
 """
@@ -40,8 +41,9 @@ __all__ = ["data_routes", "route_table"]
 
 
 def data_routes(portal: Portal) -> list[DataRoute]:
-    """The v2 reads, the page data, the export, and the notes and tags routes. ``inline=False``: the view reads every run of the workspace
-    or a metric's files, so it always runs in a worker thread (the others first try the event loop)."""
+    """The v2 reads, the page data, the export, and the notes and tags routes. ``inline=False``: the view reads
+    every run of the workspace or a metric's files, so it always runs in a worker thread (the others first try
+    the event loop)."""
 
     def route(path: str, view, **how) -> DataRoute:
         return DataRoute(path, View(portal, view, **how))

@@ -248,9 +248,8 @@ def test_other_methods_are_405_naming_the_allowed_ones(writable, method, path):
 
 def test_a_kusto_served_run_refuses_in_words(portal_store):
     # A Portal whose only source is a cluster (here a reader over a store, served as source=kusto).
-    from taunotebook.portal.app import create_app
-
     from fixtures.servers import ServerThread
+    from taunotebook.portal.app import create_app
 
     with ServerThread(create_app(None, token=TOKEN, kusto=StoreReader(portal_store))) as server:
         base = f"http://127.0.0.1:{server.port}"

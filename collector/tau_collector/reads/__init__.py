@@ -27,8 +27,8 @@ from tau_collector.reads.capabilities import (
     PinsRequests,
     ReadsArtifacts,
     ReadsExperimentTable,
-    ReadsNotes,
     ReadsNamedSummaries,
+    ReadsNotes,
     ReadsRunConfigs,
 )
 from tau_collector.reads.contract import ExperimentReader

@@ -358,8 +358,8 @@ def _run_filters(conn: sqlite3.Connection, workspace: str, *, project: str, expe
 
 def run_window(conn: sqlite3.Connection, workspace: str, *, project: str = "", experiment: str = "",
                group: str = "", run_ids: Sequence[str] = (), state: str = "", tag: tuple[str, str] | None = None,
-               query: str = "", note: str = "", sort: str = "created_at", descending: bool = True, metric: str | None = None,
-               offset: int = 0, limit: int) -> tuple[int, list[str]]:
+               query: str = "", note: str = "", sort: str = "created_at", descending: bool = True,
+               metric: str | None = None, offset: int = 0, limit: int) -> tuple[int, list[str]]:
     """(how many runs match, the ids of rows ``offset .. offset+limit`` in the asked order).
 
     ``tag`` keeps the runs with that tag, ``note`` those with a note containing the text (any case); ``query``
