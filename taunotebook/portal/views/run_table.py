@@ -4,15 +4,15 @@ Each run with its ids, state, tags and creation time, its config's flattened fie
 hyperparameter columns, the compare page's names and the parallel coordinates show), and a chosen
 metric's latest, min and max from the run's metric summaries (no metric file is read).
 
-The rows are a window (``offset``, ``limit`` up to :data:`RUNS_LIMIT`, newest first unless ``sort``/``order``
-say otherwise) of the runs that pass the filters (``project``, ``experiment``, ``group``, ``run_id``,
-``state``, ``tag``, ``note``: a note's text, ``q``: ids, state, tags, config fields and notes); ``run_count``
-counts every matching run, so a client pages through all of them. A store with run listings
-(``expstore/listing.py``) filters, sorts and windows in SQL and reads summaries and configs for the window
-only; other sources (Kusto, ``source=auto``) do the same in Python over their runs. Bounds: :data:`METRICS_LIMIT` metrics, :data:`RUN_IDS_LIMIT` ``run_id`` filters,
-:data:`CONFIG_FIELDS_LIMIT` fields per run and :data:`CONFIG_TEXT_LIMIT` characters per text value (both
-said in a warning when cut). A row is encoded by :func:`..wire.run_table.run_table_row`; the answer is written
-by orjson in Go's bytes (``gojson.dumps_fast``).
+The rows are a window (``offset``, ``limit`` up to :data:`RUNS_LIMIT`, newest first unless ``sort``/``order`` say
+otherwise) of the runs that pass the filters (``project``, ``experiment``, ``group``, ``run_id``, ``state``,
+``tag``, ``note``: a note's text, ``q``: ids, state, tags, config fields and notes); ``run_count`` counts every
+matching run, so a client pages through all of them. A store with run listings (``expstore/listing.py``) filters,
+sorts and windows in SQL and reads summaries and configs for the window only; other sources (Kusto, ``source=auto``)
+do the same in Python over their runs. Bounds: :data:`METRICS_LIMIT` metrics, :data:`RUN_IDS_LIMIT` ``run_id``
+filters, :data:`CONFIG_FIELDS_LIMIT` fields per run and :data:`CONFIG_TEXT_LIMIT` characters per text value (both
+said in a warning when cut). A row is encoded by :func:`..wire.run_table.run_table_row`; the answer is written by
+orjson in Go's bytes (``gojson.dumps_fast``).
 """
 
 from __future__ import annotations
