@@ -28,7 +28,7 @@ from .errors import (
 )
 from .links import API_PATH, PAGE_DATA_PATH, path_segment, portal_root, stellar_url
 from .models import ExperimentList, PointDetails, Run, RunMetrics, RunPage, Series
-from .note_models import Note, NoteList, NoteWritten, RunTagsAnswer
+from .note_models import Note, NoteList, NoteWritten, Notification, NotificationList, RunTagsAnswer
 from .run_handle import RunHandle
 from .series_columns import SeriesColumns, read_export_csv
 from .table_models import RunTable
@@ -427,6 +427,13 @@ class PortalClient:
         path = f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/tags/{path_segment(key, 'tag key')}"
         params = [*self._common(source), *self._optional(project)]
         return dict(self._send("DELETE", path, params, None, RunTagsAnswer.from_json).tags)
+
+    def notifications(self, run_id: str, *, project: str | None = None,
+                      source: str | None = None) -> list[Notification]:
+        """``GET /stellar/data/runs/{run_id}/notifications`` (page data): the webhooks the run's wrap sent."""
+        params = [*self._common(source), *self._optional(project)]
+        return list(self._get(f"{PAGE_DATA_PATH}/runs/{path_segment(run_id, 'run_id')}/notifications", params,
+                              NotificationList.from_json).notifications)
 
     def run_handle(self, run_id: str, *, project: str | None = None) -> RunHandle:
         """The run's notes and tags through this client: ``.note(text)``, ``.notes()``, ``.tags[key] = value``."""

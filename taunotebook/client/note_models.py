@@ -8,7 +8,7 @@ from typing import Any
 from .decode import WireModel, decode, wire
 from .models import Metadata
 
-__all__ = ["Note", "NoteList", "NoteWritten", "RunTagsAnswer"]
+__all__ = ["Note", "NoteList", "NoteWritten", "Notification", "NotificationList", "RunTagsAnswer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,3 +66,34 @@ class RunTagsAnswer(WireModel):
     @classmethod
     def from_json(cls, data: Any) -> RunTagsAnswer:
         return decode(cls, data, "run tags")
+
+
+@dataclass(frozen=True, slots=True)
+class Notification(WireModel):
+    """One webhook delivery the run's wrap recorded: when, how it went in words, and its details."""
+
+    time: str = ""
+    severity: str = ""
+    message: str = ""
+    trigger: str | None = None
+    outcome: str | None = None
+    url: str | None = None
+    attempts: int | None = None
+    status: int | None = None
+    state: str | None = None
+    reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationList(WireModel):
+    """``GET /stellar/data/runs/{run_id}/notifications`` (page data): what the run's wrap sent, oldest first."""
+
+    metadata: Metadata
+    run_id: str
+    notifications: tuple[Notification, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: Any) -> NotificationList:
+        return decode(cls, data, "notification list")

@@ -276,3 +276,8 @@ def test_the_notifications_a_run_sent_are_listed_for_its_page(writable):
                                       "message": "finished notification to https://hooks.example failed after 4 "
                                                  "attempt(s): refused", "trigger": "finished", "outcome": "failed",
                                       "url": "https://hooks.example", "attempts": 4}]
+    from taunotebook.client import PortalClient
+
+    with PortalClient(str(writable.base_url), TOKEN, retries=0) as client:  # and the client reads them
+        sent = client.notifications("run-a")
+    assert [(n.trigger, n.outcome, n.attempts) for n in sent] == [("finished", "failed", 4)]

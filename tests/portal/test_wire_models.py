@@ -38,6 +38,7 @@ from taunotebook.client import (
 )
 from taunotebook.client.decode import decode, wire_keys
 from taunotebook.client.models import Experiment, RunResponse
+from taunotebook.client.note_models import Note, NoteList, NoteWritten, NotificationList, RunTagsAnswer
 from taunotebook.portal.errors import encode_json
 from taunotebook.portal.params import SeriesParams
 from taunotebook.portal.wire.experiment import experiment_json
@@ -137,7 +138,8 @@ SHAPES = [
     ("MetricCatalog", RunMetrics), ("Series", Series), ("RunConfig", RunConfiguration),
     ("Experiment", ExperimentSummary), ("ExperimentSearch", ExperimentPage), ("PointDetails", PointDetails),
     ("Tail", Tail), ("Tails", Tails), ("RunTable", RunTable), ("RunTableRow", RunTableRow),
-    ("MetricStats", MetricStats), ("ExperimentList", ExperimentList),
+    ("MetricStats", MetricStats), ("ExperimentList", ExperimentList), ("Note", Note), ("NoteList", NoteList),
+    ("NoteWritten", NoteWritten), ("RunTags", RunTagsAnswer), ("Notifications", NotificationList),
 ]
 
 
