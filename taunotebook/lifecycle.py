@@ -111,7 +111,7 @@ def record_submission(store_root: str, run_id: str, backend: str, resources: Map
     try:
         from tau_collector.expstore import open_store, record_run_events
 
-        record_run_events(open_store(store_root, writable=True), [submission_event(run_id, backend, resources)])
+        record_run_events(open_store(store_root, create=True), [submission_event(run_id, backend, resources)])
     except Exception:
         pass
 

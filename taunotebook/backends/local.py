@@ -84,7 +84,7 @@ def _record_lost(record: Mapping[str, Any], message: str) -> None:
         from tau_collector.expstore.store import utc_now_rfc3339
         from tau_collector.job.faults import fault_event
 
-        record_run_events(open_store(record["store"], writable=True), [
+        record_run_events(open_store(record["store"], create=True), [
             fault_event(record["run_id"], utc_now_rfc3339(), "worker-lost", message, source="taunotebook",
                         pid=record.get("pid"))])
     except Exception:  # the run's outcome stands whatever happens to its fault record

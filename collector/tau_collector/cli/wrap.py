@@ -321,7 +321,7 @@ def _record_fault(store_root: str | None, run_id: str, message: str, fault: dict
         from tau_collector.expstore.store import utc_now_rfc3339
 
         payload = {k: v for k, v in fault.items() if k != "kind"}
-        record_run_events(open_store(store_root, writable=True),
+        record_run_events(open_store(store_root, create=True),
                           [fault_event(run_id, utc_now_rfc3339(), fault["kind"], message, **payload)])
     except Exception as exc:  # the run's outcome stands whatever happens to its fault record
         log.warning(f"could not record the fault in --store {store_root}: {exc}")

@@ -28,7 +28,7 @@ from tau_collector.taugrid.gojson import format_time
 from ..context import Portal
 from ..errors import SECURITY_HEADERS, encode_json
 from ..sources import Sources
-from ..wire.fault_events import fault_response, unavailable_response
+from ..wire.fault_events import fault_response, scoped_error, unavailable_response
 from .workspaces import workspace_directory
 
 __all__ = ["FAULT_EVENTS_PATH", "route"]
@@ -58,7 +58,7 @@ def answer(sources: Sources, workspace: str, scope: dict, experiment_id: str, ge
     if not runs:
         if sources.kusto is not None:  # the experiment may be Kusto's: no fault information there
             return _json(unavailable_response(experiment_id, generated_at, scope, [NON_LOCAL]))
-        return _json({"reason": "experiment not found", "scope": scope, "state": "unavailable"}, 404)
+        return _json(scoped_error("experiment not found", scope), 404)
     events = [e for run in runs for e in sources.local.run_events(run.run_id, type=FAULT_EVENT)]
     return _json(fault_response(experiment_id, generated_at, scope, runs, events))
 

@@ -24,7 +24,7 @@ from tau_collector.job.faults import KINDS
 from tau_collector.reads import RunEvent, RunRow
 from tau_collector.taugrid.gojson import GoMap, format_time, parse_time
 
-__all__ = ["COVERAGE_STATES", "EXPERIMENT_FAULTS", "PROVENANCE", "fault_event_json", "fault_response",
+__all__ = ["COVERAGE_STATES", "EXPERIMENT_FAULTS", "PROVENANCE", "fault_event_json", "fault_response", "scoped_error",
            "unavailable_response"]
 
 COVERAGE_STATES = ("exact", "partial", "current-only", "unknown", "stale", "unavailable")
@@ -96,8 +96,22 @@ def _bounds(runs: Sequence[RunRow]) -> tuple[GoMap, str]:
     return bounds, "exact" if complete_starts and (active or complete_ends) else "partial"
 
 
+def _sorted(value: Any) -> Any:
+    """Every object a map, as Go's decode into ``map[string]any`` leaves it: keys sorted at every depth."""
+    if isinstance(value, Mapping):
+        return GoMap({k: _sorted(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return [_sorted(v) for v in value]
+    return value
+
+
 def _envelope(body: Mapping[str, Any], scope: Mapping[str, Any], state: str) -> GoMap:
-    return GoMap({**body, "scope": GoMap(scope), "state": state})
+    return _sorted({**body, "scope": scope, "state": state})
+
+
+def scoped_error(reason: str, scope: Mapping[str, Any]) -> GoMap:
+    """``writeScopedError``: ``{"reason", "scope", "state": "unavailable"}``, keys sorted at every depth."""
+    return _envelope({"reason": reason}, scope, "unavailable")
 
 
 def unavailable_response(experiment_id: str, generated_at: str, scope: Mapping[str, Any],
