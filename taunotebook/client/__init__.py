@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .client import SOURCES, PortalClient, check_source
 from .config_models import ExperimentPage, ExperimentSummary, RunConfiguration
+from .job_models import ExperimentFaultEvents, RunJob
 from .errors import (
     ENV_TOKEN,
     ENV_URL,
@@ -50,6 +51,7 @@ __all__ = [
     "DependencyError",
     "Experiment",
     "ExperimentList",
+    "ExperimentFaultEvents",
     "ExperimentPage",
     "ExperimentSummary",
     "Freshness",
@@ -66,6 +68,7 @@ __all__ = [
     "Provenance",
     "Run",
     "RunConfiguration",
+    "RunJob",
     "RunMetrics",
     "RunPage",
     "RunTable",

@@ -19,6 +19,7 @@ from taunotebook.submit import submit
 
 from ..polling import DEADLINE
 
+
 def _get(path: str) -> dict:
     portal = ensure_portal()
     answer = httpx.get(portal.url + path, headers={"Authorization": f"Bearer {portal.token}"}, timeout=30)

@@ -135,3 +135,16 @@ def test_a_kusto_portal_answers_coverage_unavailable(fault_store):
     assert doc["coverage"] == {"allocation": "unavailable", "correlation": "unavailable", "evidence": "unavailable",
                                "timeBounds": "unknown", "reasons": [doc["coverage"]["reasons"][0]]}
     assert "kusto" in doc["coverage"]["reasons"][0] and doc["events"] == []
+
+
+def test_the_golden_decodes_into_the_client_model_with_nothing_left_over():
+    import json
+
+    from taunotebook.client import ExperimentFaultEvents
+    from taunotebook.client.decode import decode
+
+    answer = decode(ExperimentFaultEvents, json.loads((GOLDEN / "fault_events_local.json").read_text()))
+    assert answer.extra == {} and answer.coverage.extra == {} and answer.time_bounds.active is True
+    first = answer.events[0]
+    assert (first.node, first.check_type, first.raw_condition.reason) == ("gpu-node-0", "Signal", "SIGTERM")
+    assert first.extra == {} and first.raw_condition.extra == {}

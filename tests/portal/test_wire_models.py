@@ -19,6 +19,7 @@ from tau_collector.reads import MetricSummaryRow, RunRow
 from tau_collector.taugrid.gojson import dumps_fast
 from tau_collector.taugrid.run_config import RunConfig
 from taunotebook.client import (
+    ExperimentFaultEvents,
     ExperimentList,
     ExperimentPage,
     ExperimentSummary,
@@ -28,6 +29,7 @@ from taunotebook.client import (
     PointDetails,
     Run,
     RunConfiguration,
+    RunJob,
     RunMetrics,
     RunPage,
     RunTable,
@@ -137,7 +139,8 @@ SHAPES = [
     ("MetricCatalog", RunMetrics), ("Series", Series), ("RunConfig", RunConfiguration),
     ("Experiment", ExperimentSummary), ("ExperimentSearch", ExperimentPage), ("PointDetails", PointDetails),
     ("Tail", Tail), ("Tails", Tails), ("RunTable", RunTable), ("RunTableRow", RunTableRow),
-    ("MetricStats", MetricStats), ("ExperimentList", ExperimentList),
+    ("MetricStats", MetricStats), ("ExperimentList", ExperimentList), ("RunJob", RunJob),
+    ("ExperimentFaultEvents", ExperimentFaultEvents),
 ]
 
 

@@ -53,7 +53,6 @@ from tau_collector.cli.durations import duration_type
 from tau_collector.cli.normalize import HistoryFilter, Passthrough
 from tau_collector.collect.completion_file import write_completion
 from tau_collector.collect.signal_stop import StopFlag, leave_stop_signals_to_main_thread
-from tau_collector.job.faults import cgroup_oom_kills, describe_exit, fault_event
 from tau_collector.collect.stop_rules import REASON as STOP_RULE_REASON
 from tau_collector.collect.stop_rules import (
     STOP_REQUEST,
@@ -62,6 +61,7 @@ from tau_collector.collect.stop_rules import (
     parse_stop_on_nan,
     read_stop_request,
 )
+from tau_collector.job.faults import cgroup_oom_kills, describe_exit, fault_event
 from tau_collector.job.history_writer import HistoryWriter
 from tau_collector.job.notify import (
     Delivery,

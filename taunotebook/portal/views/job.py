@@ -15,6 +15,7 @@ from taunotebook.lifecycle import SUBMISSION_EVENT, from_store
 
 from ..context import Context
 from ..errors import json_response, metadata
+from ..wire.job import job_json
 
 __all__ = ["read"]
 
@@ -29,12 +30,5 @@ def read(ctx: Context) -> Response:
         meta["availability"] = {"state": "partial", "reasons": [
             *found.warnings, "the kusto source carries no run events: no resources or faults"]}
     submission = (submissions[-1].payload or {}) if submissions else {}
-    body = {
-        "metadata": meta, "run_id": found.run.run_id,
-        "backend": str(submission.get("backend", "")),
-        "resources": dict(submission.get("resources") or {}),
-        "lifecycle": from_store(found.run.state, found.run.tags, events).to_json(),
-        "faults": [{"time": e.time, "kind": str((e.payload or {}).get("kind", "")), "message": e.message}
-                   for e in events if e.type == "fault"],
-    }
-    return json_response(body)
+    lifecycle = from_store(found.run.state, found.run.tags, events).to_json()
+    return json_response(job_json(meta, found.run.run_id, submission, lifecycle, events))

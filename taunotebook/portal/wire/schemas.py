@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import copy
 
-from . import experiment, experiment_list, metadata, metric, point_details, run, run_config, run_table, series, tails
+from . import (
+    experiment,
+    experiment_list,
+    fault_events,
+    job,
+    metadata,
+    metric,
+    point_details,
+    run,
+    run_config,
+    run_table,
+    series,
+    tails,
+)
 
 __all__ = ["component_schemas"]
 
@@ -30,4 +43,6 @@ def component_schemas() -> dict[str, dict]:
         "RunTableRow": run_table.RUN_TABLE_ROW,
         "MetricStats": run_table.METRIC_STATS,
         "ExperimentList": experiment_list.EXPERIMENT_LIST,
+        "ExperimentFaultEvents": fault_events.EXPERIMENT_FAULTS,
+        "RunJob": job.RUN_JOB,
     })
