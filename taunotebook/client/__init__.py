@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from .client import SOURCES, PortalClient, check_source
 from .config_models import ExperimentPage, ExperimentSummary, RunConfiguration
-from .job_models import ExperimentFaultEvents, RunJob
 from .errors import (
     ENV_TOKEN,
     ENV_URL,
@@ -21,6 +20,7 @@ from .errors import (
     PortalError,
     PortalUnreachable,
 )
+from .job_models import ExperimentFaultEvents, RunJob
 from .links import stellar_link, stellar_url
 from .models import (
     Availability,
