@@ -39,5 +39,6 @@ def test_the_run_card_shows_the_resources_the_lifecycle_and_the_fault(page: Page
         lifecycle = card.locator("dd.stellar-lifecycle")
         assert lifecycle.text_content() == "failed: killed by SIGKILL (exit 137)"
         assert lifecycle.get_attribute("data-phase") == "failed"
-        assert card.locator("dd.stellar-resources").text_content() == "2 GPUs · image repo/train:1 · queue gpu-a (local)"
+        resources = card.locator("dd.stellar-resources").text_content()
+        assert resources == "2 GPUs · image repo/train:1 · queue gpu-a (local)"
         assert card.locator("dd.stellar-fault").text_content() == "entrypoint killed by SIGKILL (exit 137)"
