@@ -188,6 +188,8 @@ def test_tau_run_is_called_with_the_workspace_and_the_rendered_config(tau_home, 
     assert call["config"] == to_yaml(run.record["config"]) + "\n"
     assert run.record["config"]["storage"]["output"] == f"/data/projects/team-a/runs/{run.run_id}"
     assert run.state == "submitted"  # no TAU_PORTAL_URL to ask
+    assert run.lifecycle.text == "submitted: set TAU_PORTAL_URL to follow the run on TauGrid's Portal"
+    assert run.resources == {}
     assert run.uses_local_store is False  # its series come from TauGrid's Portal
     assert [r.run_id for r in runs()] == [run.run_id]
 
