@@ -104,3 +104,13 @@ def test_a_stored_runs_lifecycle_counts_retries_and_names_the_fault():
     assert terminal("succeeded", "entrypoint exited with code 0").text == "succeeded"
     assert Lifecycle("admitted", "starting").to_json() == {"phase": "admitted", "reason": "starting", "retries": 0,
                                                            "text": "admitted: starting"}
+
+
+def test_rays_own_job_details_read_in_words():
+    job_submission = pytest.importorskip("ray.job_submission")
+    details = job_submission.JobDetails(
+        type="SUBMISSION", entrypoint="python -m tau_collector wrap ...", status=job_submission.JobStatus.FAILED,
+        message="Job entrypoint command failed with exit code 137", error_type="JOB_ENTRYPOINT_COMMAND_ERROR",
+        driver_exit_code=137)
+    assert ray_lifecycle(details).text == ("failed: Job entrypoint command failed with exit code 137 "
+                                           "(JOB_ENTRYPOINT_COMMAND_ERROR, exit 137)")
