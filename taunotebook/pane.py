@@ -35,6 +35,14 @@ Synced traitlets (Python → browser unless noted):
     of a wide run's), what the Portal's metric catalog says.
 ``state``
     the primary run's state (``""`` until known).
+``lifecycle``
+    a submitted run's place in its lifecycle, in its backend's words (:mod:`taunotebook.lifecycle`):
+    ``{"phase", "reason", "retries", "text"}`` — ``queued: Job has not started yet ...`` from Ray,
+    ``failed: killed by SIGKILL (exit 137)`` from the local wrapper; ``{}`` for a pane not made by
+    ``SubmittedRun.pane()``. Read while the Portal has no metrics of the run yet.
+``resources``
+    what the submitted job asked for (``{"gpus": 2, "image": ..., "queue": ...}``, the given
+    :class:`~taunotebook.resources.JobResources` fields); the header shows them.
 ``status``
     ``{"kind": "connecting"|"ok"|"unreachable"|"unauthorized"|"not_found"|"error"|"closed",
     "message": str, "retry_in": float}`` — the connection to the Portal, in words.
@@ -102,7 +110,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +182,8 @@ class LossPane(anywidget.AnyWidget):
     aggregate = traitlets.Enum(AGGREGATES, "").tag(sync=True)
     band = traitlets.Enum(BANDS, "minmax").tag(sync=True)
     x_axis = traitlets.Unicode("").tag(sync=True)
+    lifecycle = traitlets.Dict().tag(sync=True)  # the backend's {"phase", "reason", "retries", "text"}
+    resources = traitlets.Dict().tag(sync=True)  # what the job asked for: {"gpus": 2, "image": ...}
 
     def __init__(
         self,
@@ -188,6 +198,8 @@ class LossPane(anywidget.AnyWidget):
         band: str = "minmax",
         x: str | None = None,
         start: bool = True,
+        job: Callable[[], Any] | None = None,
+        resources: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(run_id, str) or not run_id.strip():
             raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
@@ -207,13 +219,13 @@ class LossPane(anywidget.AnyWidget):
         requested = list(dict.fromkeys(str(m) for m in metrics)) if metrics else []
         super().__init__(run_id=run_id.strip(), project=project or "", source=source,
                          compare=[str(c) for c in compare], metrics=requested, aggregate=aggregate, band=band,
-                         x_axis=x_axis)
+                         x_axis=x_axis, resources=_jsonable(resources or {}))
         self.stellar_href = stellar_page_href(client, self.run_id, project, self.compare, self.source)
         self.pane_id = self.model_id  # names the static fallback output this pane's live view hides
         self._static_display = None
         self._poller = Poller(_PaneOutput(self), client, owns, run_id=self.run_id, project=project,
                               source=self.source, compare=self.compare, metrics=requested or None,
-                              x_metric=axis_metric(x_axis))
+                              x_metric=axis_metric(x_axis), job=job)
         self.on_msg(_on_msg_weak(self))
         self.observe(_on_width, names="width")
         self.observe(_on_visible, names="visible")  # set from Python; a browser's update comes by set_state
@@ -351,6 +363,12 @@ class _PaneOutput:
             return False
         pane.send(header, buffers=buffers)
         return True
+
+
+def _jsonable(resources: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``resources`` trait: tuples as lists, mappings as dicts (what JSON carries)."""
+    return {str(k): list(v) if isinstance(v, tuple) else dict(v) if isinstance(v, Mapping) else v
+            for k, v in resources.items()}
 
 
 def _on_width(change: dict) -> None:

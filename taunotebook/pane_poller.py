@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -154,8 +154,11 @@ class Poller:
 
     def __init__(self, out: PaneOutput, client: PortalClient, owns_client: bool, *, run_id: str,
                  project: str | None = None, source: str | None = None, compare: Iterable[str] = (),
-                 metrics: Iterable[str] | None = None, x_metric: str | None = None) -> None:
+                 metrics: Iterable[str] | None = None, x_metric: str | None = None,
+                 job: Callable[[], Any] | None = None) -> None:
         self.out = out
+        self.job = job  # the backend's lifecycle of the primary run (a submitted run's pane), or None
+        self.job_lifecycle: dict | None = None
         self.client = client
         self.owns_client = owns_client
         self.source = source or None  # named on every read, whatever the client's own default
@@ -274,6 +277,7 @@ class Poller:
                     relist_only = not self._grew()
                 if not relist_only:
                     try:
+                        self._read_job()
                         got_new = self._poll()
                     except _PaneGone:
                         return
@@ -301,6 +305,19 @@ class Poller:
     def _publish(self, **traits: Any) -> None:
         if not self.out.publish(**traits):
             raise _PaneGone
+
+    def _read_job(self) -> None:
+        """The backend's word on the job (``queued: Job has not started yet ...``) as the ``lifecycle`` trait:
+        said even while the Portal has no metrics of the run yet; no more asked once it is terminal."""
+        if self.job is None or (self.job_lifecycle or {}).get("phase") in TERMINAL_STATES:
+            return
+        try:
+            current = self.job().to_json()
+        except Exception as err:  # the backend's answer is extra: the pane goes on without it
+            current = {"phase": "unknown", "reason": f"{type(err).__name__}: {err}", "retries": 0,
+                       "text": f"unknown: {type(err).__name__}: {err}"}
+        self.job_lifecycle = current
+        self._publish(lifecycle=current)
 
     def _drained(self, got_new: bool) -> bool:
         states = [self.views[r].state if r in self.views else "" for r in self.runs]
@@ -331,6 +348,9 @@ class Poller:
             kind = "unauthorized"
             text = (f"the Portal refused access ({err.status} {err.code}): pass token= or set TAU_PORTAL_TOKEN "
                     f"to the token `taunotebook portal` printed ({wait})")
+        elif isinstance(err, NotFoundError) and self.job_lifecycle is not None:
+            kind = "not_found"
+            text = f"run {self.run_id!r} {self.job_lifecycle['text']}; no metrics in the Portal yet ({wait})"
         elif isinstance(err, NotFoundError):
             kind = "not_found"
             text = (f"run {self.run_id!r} was not found in the Portal (404) — not indexed yet, or another "

@@ -299,6 +299,18 @@ class SubmittedRun:
         return self._backend.state(self.record)
 
     @property
+    def lifecycle(self):
+        """Where the run is, in the backend's words (:class:`taunotebook.lifecycle.Lifecycle`; ``.text`` reads
+        ``queued: Job has not started yet ...`` or ``failed: killed by SIGKILL (exit 137)``)."""
+        return self._backend.lifecycle(self.record)
+
+    @property
+    def resources(self) -> dict[str, Any]:
+        """What the job asked for (GPUs, workers, image, queue ...: :class:`~taunotebook.resources.JobResources`
+        fields that were given)."""
+        return dict(self.record.get("resources") or {})
+
+    @property
     def done(self) -> bool:
         """True once the job and its collector finished: every metric it wrote is in the store."""
         return self._backend.finished(self.record)
@@ -435,7 +447,7 @@ class SubmittedRun:
             local = ensure_portal(self.workspace)
             portal = f"{local.url}/?token={local.token}"  # the pane owns (and closes) the client it builds
         return LossPane(self.run_id, list(metrics) if metrics else None, portal=portal, project=self.project,
-                        source=self.source, x=x)
+                        source=self.source, x=x, job=lambda: self.lifecycle, resources=self.resources)
 
     def __repr__(self) -> str:
         return f"SubmittedRun({self.run_id!r}, backend={self.backend!r}, state={self.state!r})"

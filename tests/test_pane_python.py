@@ -188,6 +188,28 @@ def test_unknown_run_is_not_found_in_words(portal_server, client):
         pane.close()
 
 
+def test_a_submitted_runs_lifecycle_and_resources_are_in_the_header_before_the_portal_knows_it(portal_server, client):
+    from taunotebook.lifecycle import Lifecycle
+
+    asked: list[int] = []
+
+    def job() -> Lifecycle:
+        asked.append(1)
+        return Lifecycle("queued", "Job has not started yet. It may be waiting for resources")
+
+    pane, _ = make_pane("not-yet-running", client, job=job, resources={"gpus": 4, "pip": ("einops",)})
+    try:
+        assert pane.resources == {"gpus": 4, "pip": ["einops"]}
+        wait_until(lambda: pane.status["kind"] == "not_found", "the 404 status")
+        assert pane.lifecycle == {"phase": "queued", "reason": "Job has not started yet. It may be waiting for "
+                                  "resources", "retries": 0, "text": "queued: Job has not started yet. It may be "
+                                  "waiting for resources"}
+        assert "'not-yet-running' queued: Job has not started yet" in pane.status["message"]
+        assert asked  # asked at every poll while the job has not ended
+    finally:
+        pane.close()
+
+
 def test_close_stops_the_thread(live_store):
     store, writer = live_store
     write(writer, "c0", "live", range(3))

@@ -9,6 +9,7 @@
 import { h } from "../shared/dom.js";
 import { runLabels } from "../shared/differing.js";
 import { formatNumber } from "../shared/format.js";
+import { lifecycleText, resourcesText } from "../shared/job_words.js";
 import { assignRunColors } from "../shared/palette.js";
 import { statusWords } from "../shared/run_status.js";
 import { PagedSections, filterNote } from "../shared/paged_sections.js";
@@ -97,6 +98,10 @@ export class Pane {
     this.stateBadge = h("span", { class: "tau-pane-state" });
     this.runLabel = h("span", { class: "tau-pane-run" });
     this.metricCount = h("span", { class: "tau-pane-count" });
+    // A submitted run's lifecycle in its backend's words and the resources it asked for (traits `lifecycle`,
+    // `resources`; shared/job_words.js, as on the run page).
+    this.lifecycleLine = h("span", { class: "tau-pane-lifecycle" });
+    this.resourcesLine = h("span", { class: "tau-pane-resources" });
     this.link = h("a", { class: "tau-pane-stellar", target: "_blank", rel: "noopener" }, "Open in Stellar ↗");
     // A note on the run: Python posts it to the run's notes route (the pane's client holds the token).
     this.noteInput = h("input", { type: "text", class: "tau-pane-note-input", maxlength: "10000",
@@ -160,8 +165,8 @@ export class Pane {
       item: (name) => this.slotFor(name),
       toggle: (key, open) => this.setTrait("sections", { ...(this.model.get("sections") || {}), [key]: open }),
       rerender: () => this.render() });
-    const header = h("div", { class: "tau-pane-header" }, this.runLabel, this.stateBadge, this.metricCount, this.link,
-      this.noteButton, this.noteBox, this.noteStatus);
+    const header = h("div", { class: "tau-pane-header" }, this.runLabel, this.stateBadge, this.metricCount,
+      this.lifecycleLine, this.resourcesLine, this.link, this.noteButton, this.noteBox, this.noteStatus);
     const controls = h("div", { class: "tau-pane-controls" },
       h("label", {}, "smoothing ", this.smoothingInput, " ", smoothingValue),
       h("label", {}, this.logInput, " log y"), h("label", {}, "x: ", this.axisSelect), this.aggregateLabel,
@@ -249,6 +254,12 @@ export class Pane {
     this.stateBadge.className = `tau-pane-state tau-pane-state-${state || "unknown"}`;
     const total = this.model.get("total_metrics") || (this.model.get("metrics") || []).length;
     this.metricCount.textContent = total ? `${formatNumber(total)} metric${total === 1 ? "" : "s"}` : "";
+    const lifecycle = lifecycleText(this.model.get("lifecycle"));
+    this.lifecycleLine.textContent = lifecycle;
+    this.lifecycleLine.hidden = !lifecycle;
+    const resources = resourcesText(this.model.get("resources"));
+    this.resourcesLine.textContent = resources ? `asked for ${resources}` : "";
+    this.resourcesLine.hidden = !resources;
     const href = this.model.get("stellar_href");
     if (href) this.link.setAttribute("href", href); else this.link.removeAttribute("href");
     let words = statusWords(state, status, (this.model.get("runs") || {})[this.model.get("run_id")]);
@@ -461,7 +472,7 @@ export class Pane {
     this.syncMeta();
     this.render();
     const onMeta = () => this.syncMeta();
-    const metaNames = ["state", "status", "runs", "stellar_href", "compare", "total_metrics"];
+    const metaNames = ["state", "status", "runs", "stellar_href", "compare", "total_metrics", "lifecycle", "resources"];
     for (const n of metaNames) this.model.on(`change:${n}`, onMeta);
     const onLayout = () => {
       this.syncMeta();

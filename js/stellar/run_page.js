@@ -4,6 +4,7 @@
 import { differingKeys, runLabels, valueText } from "../shared/differing.js";
 import { h } from "../shared/dom.js";
 import { formatTime } from "../shared/format.js";
+import { lifecycleText, resourcesText } from "../shared/job_words.js";
 import { assignRunColors } from "../shared/palette.js";
 import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { METRIC_AXIS, axisMetric, saveAxis } from "../shared/time_axis.js";
@@ -138,6 +139,32 @@ function runCard(run, entry, differing) {
 }
 
 /**
+ * The job's lifecycle in its backend's words and the resources it asked for (page data `runs/{id}/job`), added
+ * to the run's card; a Portal without that page data (TauGrid's: 404) leaves the card as it is.
+ */
+async function addJob(runId, card) {
+  let body;
+  try {
+    body = await pageData(["runs", id(runId), "job"], { project: state.project });
+  } catch (err) {
+    return;
+  }
+  const dl = card.querySelector("dl");
+  const lifecycle = lifecycleText(body.lifecycle);
+  if (lifecycle) {
+    dl.append(h("dt", { text: "lifecycle" }), h("dd", { class: "stellar-lifecycle", "data-phase": body.lifecycle.phase, text: lifecycle }));
+  }
+  const resources = resourcesText(body.resources);
+  if (resources) {
+    const where = body.backend ? ` (${body.backend})` : "";
+    dl.append(h("dt", { text: "asked for" }), h("dd", { class: "stellar-resources", text: resources + where }));
+  }
+  for (const fault of body.faults || []) {
+    dl.append(h("dt", { text: "fault" }), h("dd", { class: "stellar-fault", title: fault.time, text: fault.message }));
+  }
+}
+
+/**
  * The runs' config fields from the page data (null for a run without one). None when the Portal has no page
  * data (TauGrid's: 404) or the read fails (said in `box`): the runs keep their ids as names.
  */
@@ -189,6 +216,7 @@ export async function runPage() {
   const configs = await configsRead;
   const labels = runLabels(ok, configs);
   const differing = new Set(differingKeys(ok.map((runId) => configs.get(runId) ?? null)));
+  const jobs = [];
   for (const runId of ok) {
     const entry = state.runs[runId];
     entry.label = labels.get(runId).label;
@@ -197,6 +225,7 @@ export async function runPage() {
     runsBox.append(card);
     // Its notes, tags and the notifications it sent (annotations.js): read beside the charts, never before them.
     annotationsRead.push(annotations(entry.run).then((section) => card.append(section)));
+    jobs.push(addJob(runId, card));
     for (const warning of entry.metadata?.warnings || []) {
       box.append(h("p", { class: "stellar-note", text: `${runId}: ${warning}` }));
     }
@@ -222,4 +251,6 @@ export async function runPage() {
   main.dataset.catalog = "loaded";
   await Promise.allSettled(annotationsRead);
   main.dataset.annotations = "loaded";
+  await Promise.all(jobs);
+  main.dataset.job = "loaded";
 }

@@ -21,6 +21,7 @@ from typing import Any
 
 from tau_collector.collect.completion_file import write_completion
 
+from ..lifecycle import Lifecycle, record_submission, terminal
 from ..resources import local_environment
 from ..submit_config import CONFIG_ENV
 from . import BackendError, RunSpec, tau_home, write_record
@@ -76,6 +77,20 @@ def process_alive(pid: int, start_ticks: int | None) -> bool:
     return ticks is not None and (start_ticks is None or ticks == start_ticks)
 
 
+def _record_lost(record: Mapping[str, Any], message: str) -> None:
+    """The lost wrapper as a ``worker-lost`` fault of the run in its local store; never raises."""
+    try:
+        from tau_collector.expstore import open_store, record_run_events
+        from tau_collector.expstore.store import utc_now_rfc3339
+        from tau_collector.job.faults import fault_event
+
+        record_run_events(open_store(record["store"], create=True), [
+            fault_event(record["run_id"], utc_now_rfc3339(), "worker-lost", message, source="taunotebook",
+                        pid=record.get("pid"))])
+    except Exception:  # the run's outcome stands whatever happens to its fault record
+        pass
+
+
 def read_completion_state(run_dir: Path) -> dict[str, Any] | None:
     try:
         doc = json.loads((run_dir / "completion.json").read_text())
@@ -117,6 +132,7 @@ class LocalBackend:
             "resources": spec.resources.given(),  # what the job asked for (JobResources fields)
         }
         write_record(directory, record)
+        record_submission(str(store), spec.run_id, self.name, record["resources"])
         return record
 
     # -- answering for a run from its record
@@ -136,10 +152,22 @@ class LocalBackend:
             return "running" if (directory / "collector" / "ready").exists() else "pending"
         # The wrapper died without writing an outcome (SIGKILL, OOM killer, reboot). Write it in its place:
         # its collector (own session, still watching) then publishes the failure marker and exits.
+        message = f"the job wrapper (pid {record.get('pid')}) exited without recording an outcome"
         write_completion(str(directory / "completion.json"), "failed", reason="workload-wrapper-lost",
-                         message=f"the job wrapper (pid {record.get('pid')}) exited without recording an outcome",
-                         completed_at=time.time_ns() // 1_000_000_000 * 1_000_000_000)
+                         message=message, completed_at=time.time_ns() // 1_000_000_000 * 1_000_000_000)
+        _record_lost(record, message)
         return "failed"
+
+    def lifecycle(self, record: Mapping[str, Any]) -> Lifecycle:
+        """Where the job is: admitted (the wrapper starts its collector), running, or its outcome with the
+        wrapper's words (``failed: killed by SIGKILL (exit 137)``)."""
+        state = self.state(record)
+        if state in ("succeeded", "failed", "cancelled"):
+            completion = read_completion_state(Path(record["run_dir"])) or {}
+            return terminal(state, str(completion.get("message", "")))
+        if state == "pending":
+            return Lifecycle("admitted", "the job wrapper is starting its metrics collector")
+        return Lifecycle(state)
 
     def finished(self, record: Mapping[str, Any]) -> bool:
         return not self._alive(record)

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..lifecycle import Lifecycle, ray_lifecycle, record_submission
 from ..loopback import is_loopback_url
 from ..resources import ray_submit_options
 from ..submit_config import CONFIG_ENV
@@ -181,6 +182,8 @@ class RayBackend:
             "source": None if shared else "kusto",  # where the Portal finds its metrics (SubmittedRun.source)
         }
         write_record(directory, record)
+        if store is not None:
+            record_submission(str(store), spec.run_id, self.name, record["resources"])
         return record
 
     # -- answering for a run from Ray's job table
@@ -204,6 +207,17 @@ class RayBackend:
 
     def finished(self, record: Mapping[str, Any]) -> bool:
         return self.state(record) in ("succeeded", "failed", "cancelled", "unknown")
+
+    def lifecycle(self, record: Mapping[str, Any]) -> Lifecycle:
+        """Ray's job status and its message in words (``queued: Job has not started yet. It may be waiting for
+        resources ...``); a run cancelled through its wrapper is ``cancelled``."""
+        try:
+            current = ray_lifecycle(self._info(record))
+        except BackendUnavailable as err:
+            return Lifecycle("unknown", str(err))
+        if current.phase in ("succeeded", "failed") and self.state(record) == "cancelled":
+            return Lifecycle("cancelled", current.reason)
+        return current
 
     def logs(self, record: Mapping[str, Any]) -> str:
         return _client(record["address"]).get_job_logs(record["submission_id"])

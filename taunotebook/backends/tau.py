@@ -23,6 +23,7 @@ from tau_collector.taugrid.direct_config import check_run_config
 from tau_collector.taugrid.yaml_writer import dump_yaml
 
 from ..base_config import merge_base
+from ..lifecycle import Lifecycle, from_store
 from ..resources import tau_engine, tau_sections
 from . import BackendError, BackendUnavailable, RunSpec, path_component, write_record
 
@@ -194,6 +195,26 @@ class TauBackend:
 
     def finished(self, record: Mapping[str, Any]) -> bool:
         return self.state(record) in ("succeeded", "failed", "cancelled")
+
+    def lifecycle(self, record: Mapping[str, Any]) -> Lifecycle:
+        """TauGrid's run state and status reason (the run's ``tau.status.message`` / ``tau.status.reason`` tags)
+        from its Portal; without ``$TAU_PORTAL_URL``, ``submitted``."""
+        if not os.environ.get("TAU_PORTAL_URL"):
+            return Lifecycle("submitted", "set TAU_PORTAL_URL to follow the run on TauGrid's Portal")
+        from ..client import NotFoundError, PortalClient, PortalError
+
+        try:
+            with PortalClient(workspace=record["workspace"], retries=0) as client:
+                run = client.run(record["run_id"])
+        except NotFoundError:
+            return Lifecycle("queued", "TauGrid's Portal has no metrics of the run yet")
+        except (PortalError, ValueError) as err:
+            return Lifecycle("unknown", str(err))
+        tags = dict(getattr(run, "tags", {}) or {})
+        if not tags.get("tau.status.message") and tags.get("tau.status.reason"):
+            tags["tau.status.message"] = tags["tau.status.reason"]
+        state = run.state or run.lifecycle_state or "unknown"
+        return from_store(state, tags, [])
 
     def logs(self, record: Mapping[str, Any]) -> str:
         return (f"run {record['run_id']} runs on TauGrid: `tau run status {record['run_id']}` and its Portal show "

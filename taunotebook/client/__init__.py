@@ -21,6 +21,7 @@ from .errors import (
     PortalError,
     PortalUnreachable,
 )
+from .job_models import ExperimentFaultEvents, RunJob
 from .links import stellar_link, stellar_url
 from .models import (
     Availability,
@@ -53,6 +54,7 @@ __all__ = [
     "DependencyError",
     "Experiment",
     "ExperimentList",
+    "ExperimentFaultEvents",
     "ExperimentPage",
     "ExperimentSummary",
     "Freshness",
@@ -70,6 +72,7 @@ __all__ = [
     "Provenance",
     "Run",
     "RunConfiguration",
+    "RunJob",
     "RunMetrics",
     "RunHandle",
     "RunPage",

@@ -84,6 +84,38 @@ def _operation(op_id: str, summary: str, params: list[dict], ok_schema: str) -> 
     return {"get": {"operationId": op_id, "summary": summary, "parameters": params, "responses": responses}}
 
 
+FAULT_EVENTS = "/api/portal/experiments/{experiment_id}/fault-events"
+
+
+def _fault_events_operation() -> dict:
+    """TauGrid's Portal route, with its own error shapes (not the v2 envelope)."""
+    error = {"application/json": {"schema": {"type": "object", "required": ["error"],
+                                             "properties": {"error": {"type": "string"}}}}}
+    scoped = {"application/json": {"schema": {"type": "object", "required": ["reason", "scope", "state"],
+                                              "properties": {"reason": {"type": "string"},
+                                                             "scope": {"type": "object"},
+                                                             "state": {"type": "string"}}}}}
+    ok = {"application/json": {"schema": ref("ExperimentFaultEvents")}}
+    return {"get": {
+        "operationId": "getExperimentFaultEvents",
+        "summary": "TauGrid's Portal route: the experiment's job faults (killed for memory, a signal, a lost worker, "
+                   "a retry) as node-scoped fault events with their coverage; coverage unavailable where the source "
+                   "has no fault information (Kusto). Keys sorted, as TauGrid's writeScopedJSON writes them.",
+        "parameters": [_path("experiment_id", "Experiment id, unescaped once more as TauGrid does; blank, a bad "
+                                              "escape or a '/' is 400 {\"error\": \"invalid experiment ID\"}."),
+                       _q("workspace", {"type": "string"}, "Empty or the served workspace; another is 404 "
+                          "{\"error\": \"workspace not found\"}.")],
+        "responses": {"200": {"description": "OK", "content": ok},
+                      "400": {"description": "invalid experiment ID", "content": error},
+                      "401": {"description": "Missing or wrong token",
+                              "content": {"application/json": {"schema": ref("ErrorEnvelope")}}},
+                      "404": {"description": "experiment not found (scoped), or workspace not found",
+                              "content": {"application/json": {"schema": {"oneOf": [
+                                  scoped["application/json"]["schema"], error["application/json"]["schema"]]}}}},
+                      "405": {"description": "method not allowed (text)"}},
+    }}
+
+
 def openapi_document() -> dict:
     """The v2 routes as OpenAPI 3.0: parameters, limits and the error envelope, for clients and schemathesis."""
     string_list = STRINGS
@@ -252,6 +284,11 @@ def openapi_document() -> dict:
             f"{PAGE_DATA_BASE}/runs/{{run_id}}/tails": _operation(
                 "getRunTails", "Page data: several metrics' new points, their catalog entries and the run's state "
                 "in one answer (a live pane's poll)", tails_params, "Tails"),
+            f"{PAGE_DATA_BASE}/runs/{{run_id}}/job": _operation(
+                "getRunJob", "Page data: the resources the run's job asked for, where it is in its lifecycle (queued, "
+                "admitted, running, retried N, succeeded / failed / cancelled, with the reason in words) and its "
+                "faults", [run_id, *_COMMON], "RunJob"),
+            FAULT_EVENTS: _fault_events_operation(),
             f"{PAGE_DATA_BASE}/runs": _operation(
                 "listRunTable", f"Page data: a window (at most {RUNS_LIMIT} rows, newest first unless sorted) of the "
                 "workspace's runs that pass the filters, with their config fields and chosen metrics' latest/min/max, "

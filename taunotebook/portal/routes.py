@@ -24,6 +24,8 @@ from .views import (
     experiment_runs,
     experiment_search,
     export,
+    fault_events,
+    job,
     metrics,
     notes,
     pages,
@@ -72,6 +74,7 @@ def data_routes(portal: Portal) -> list[DataRoute]:
         route(PAGE_DATA_BASE + "/runs/{run_id:segment}/points", points.read),
         route(PAGE_DATA_BASE + "/runs/{run_id:segment}/tails", tails.read),
         route(PAGE_DATA_BASE + "/runs/{run_id:segment}/notifications", notes.notifications),
+        route(PAGE_DATA_BASE + "/runs/{run_id:segment}/job", job.read),
         route(EXPORT_BASE + "/{run_id:segment}", export.read, inline=False),
     ]
 
@@ -91,5 +94,6 @@ def route_table(portal: Portal, default_source: str) -> list[BaseRoute]:
         *data_routes(portal),
         Route("/openapi.json", openapi, methods=["GET"]),
         workspaces.route(portal.workspace, default_source),
+        fault_events.route(portal, default_source),
         *pages.routes(portal.write_gate.page_key if portal.write_gate is not None else None),
     ]

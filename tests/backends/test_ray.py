@@ -260,5 +260,20 @@ def test_a_job_asking_for_more_gpus_than_the_head_has_stays_pending(ray_head, ta
     try:
         assert waiting.state == "pending"
         assert waiting.record["entrypoint"] and "never" not in waiting.logs()
+        # In Ray's words, in the run's lifecycle and in its pane's header and status line.
+        lifecycle = waiting.lifecycle
+        assert lifecycle.phase == "queued" and "waiting for resources" in lifecycle.reason, lifecycle
+        pane = waiting.pane()
+        try:
+            deadline = time.monotonic() + 60
+            while not pane.lifecycle and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert pane.lifecycle["phase"] == "queued" and pane.lifecycle["text"] == lifecycle.text
+            assert pane.resources == {"gpus": 4}
+            while pane.status.get("kind") != "not_found" and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert "queued: Job has not started yet" in pane.status["message"], pane.status
+        finally:
+            pane.close()
     finally:
         waiting.cancel()

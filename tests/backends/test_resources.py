@@ -258,3 +258,29 @@ def test_a_torchrun_rank_other_than_0_runs_the_trainer_without_writing_history(t
                           timeout=60)
     assert done.returncode == 0 and done.stdout == '{"step": 1, "loss": 0.5}\n'
     assert list((tmp_path / "out" / HISTORY_DIR).iterdir()) == []
+
+
+def test_ray_dry_run_prints_exactly_the_kwargs_the_submission_sends(tau_home, monkeypatch):
+    """The same submission twice, as a dry run and for real (same run id) to a recording client: the printed
+    kwargs are the JSON of exactly what ``submit_job`` received."""
+    import taunotebook.backends.ray as ray_backend
+
+    sent: list[dict] = []
+
+    class Recording:
+        def submit_job(self, **kwargs):
+            sent.append(kwargs)
+            return kwargs["submission_id"]
+
+    monkeypatch.setattr(ray_backend, "_client", lambda address: Recording())
+    monkeypatch.setattr("taunotebook.submit.new_run_id", lambda name, workspace, home=None: "r-fixed1")
+    options = dict(code="print(1)\n", backend="ray", ray_address="http://127.0.0.1:1", name="r", gpus=2, cpu="500m",
+                   memory="1Gi", pip=["einops"], image="repo/train:1", env={"MODE": "a"})
+    out: list[str] = []
+    submit(**options, dry_run=True, out=out.append)
+    submit(**options)
+    [kwargs] = sent
+    assert out == ["# JobSubmissionClient('http://127.0.0.1:1').submit_job(**kwargs) with kwargs:\n"
+                   + json.dumps(kwargs, indent=2, sort_keys=True)]
+    assert kwargs["entrypoint_num_gpus"] == 2 and kwargs["entrypoint_num_cpus"] == 0.5
+    assert kwargs["runtime_env"]["image_uri"] == "repo/train:1" and kwargs["runtime_env"]["env_vars"]["MODE"] == "a"

@@ -188,6 +188,8 @@ def test_tau_run_is_called_with_the_workspace_and_the_rendered_config(tau_home, 
     assert call["config"] == to_yaml(run.record["config"]) + "\n"
     assert run.record["config"]["storage"]["output"] == f"/data/projects/team-a/runs/{run.run_id}"
     assert run.state == "submitted"  # no TAU_PORTAL_URL to ask
+    assert run.lifecycle.text == "submitted: set TAU_PORTAL_URL to follow the run on TauGrid's Portal"
+    assert run.resources == {}
     assert run.uses_local_store is False  # its series come from TauGrid's Portal
     assert [r.run_id for r in runs()] == [run.run_id]
 
@@ -262,3 +264,19 @@ def test_a_failing_tau_run_is_reported_with_its_last_line_and_leaves_no_run(tau_
     with pytest.raises(BackendError, match=r"`tau run` exited with 3: tau: workspace quota exceeded"):
         submit(code="print(1)\n", backend="tau", project="demo")
     assert runs() == []
+
+
+def test_the_dry_run_prints_exactly_the_file_tau_run_is_given(tau_home, stand_in, monkeypatch):
+    """The same submission twice, as a dry run and for real (same run id): the printed config is byte for byte the
+    file the stand-in `tau` recorded, and the printed command is the call with the staged file's name."""
+    monkeypatch.setattr("taunotebook.submit.new_run_id", lambda name, workspace, home=None: "sgd-fixed1")
+    options = dict(code="print(1)\n", backend="tau", project="demo", name="sgd", group="lr", workspace="team-a",
+                   gpus=2, image="repo/train:1", queue="gpu-a", env={"MODE": "a: b #c"})
+    printed: list[str] = []
+    submit(**options, dry_run=True, out=printed.append)
+    submit(**options)
+    [call] = [json.loads(line) for line in stand_in.read_text().splitlines()]
+    config_text, command = printed
+    assert config_text == "# tau.yaml\n" + call["config"]
+    assert command.split() == ["$", "tau", *call["argv"][:-1], "tau.yaml"]
+    assert call["argv"][-1].endswith("/tau.yaml")

@@ -19,6 +19,7 @@ from tau_collector.reads import MetricSummaryRow, RunRow
 from tau_collector.taugrid.gojson import dumps_fast
 from tau_collector.taugrid.run_config import RunConfig
 from taunotebook.client import (
+    ExperimentFaultEvents,
     ExperimentList,
     ExperimentPage,
     ExperimentSummary,
@@ -28,6 +29,7 @@ from taunotebook.client import (
     PointDetails,
     Run,
     RunConfiguration,
+    RunJob,
     RunMetrics,
     RunPage,
     RunTable,
@@ -140,6 +142,7 @@ SHAPES = [
     ("Tail", Tail), ("Tails", Tails), ("RunTable", RunTable), ("RunTableRow", RunTableRow),
     ("MetricStats", MetricStats), ("ExperimentList", ExperimentList), ("Note", Note), ("NoteList", NoteList),
     ("NoteWritten", NoteWritten), ("RunTags", RunTagsAnswer), ("Notifications", NotificationList),
+    ("RunJob", RunJob), ("ExperimentFaultEvents", ExperimentFaultEvents),
 ]
 
 

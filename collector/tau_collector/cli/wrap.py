@@ -61,6 +61,7 @@ from tau_collector.collect.stop_rules import (
     parse_stop_on_nan,
     read_stop_request,
 )
+from tau_collector.job.faults import cgroup_oom_kills, describe_exit, fault_event
 from tau_collector.job.history_writer import HistoryWriter
 from tau_collector.job.notify import (
     Delivery,
@@ -310,6 +311,22 @@ def _record_deliveries(store_root: str | None, run_id: str, deliveries: list[Del
         log.warning(f"could not record the notifications in --store {store_root}: {exc}")
 
 
+def _record_fault(store_root: str | None, run_id: str, message: str, fault: dict) -> None:
+    """The trainer's fault as a ``fault`` run event in the local store (``--store``); never raises."""
+    log.error(message, extra={"fault": fault["kind"]})
+    if store_root is None:
+        return
+    try:
+        from tau_collector.expstore import open_store, record_run_events
+        from tau_collector.expstore.store import utc_now_rfc3339
+
+        payload = {k: v for k, v in fault.items() if k != "kind"}
+        record_run_events(open_store(store_root, create=True),
+                          [fault_event(run_id, utc_now_rfc3339(), fault["kind"], message, **payload)])
+    except Exception as exc:  # the run's outcome stands whatever happens to its fault record
+        log.warning(f"could not record the fault in --store {store_root}: {exc}")
+
+
 def run(args: argparse.Namespace) -> int:
     logs.configure_from(args)
     if not args.command:
@@ -374,6 +391,8 @@ def run(args: argparse.Namespace) -> int:
     status = 0
     state, reason = "succeeded", "workload-entrypoint-exit"
     stop_request: dict = {}  # what a stop rule wrote, once it fired
+    fault: dict | None = None  # the trainer's end when it was a fault (a signal, a kill for memory)
+    exit_words = ""
     limit_message = ""  # set when the trainer was stopped at --time-limit
     waited = _wait_for(ready, args.ready_timeout, stop=stop, process=collector)
     if waited == "stopped" or (waited == "ok" and stop.is_set()):
@@ -396,6 +415,7 @@ def run(args: argparse.Namespace) -> int:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(args.gpus))
         read_fd, write_fd = os.pipe()
         try:
+            oom_before = cgroup_oom_kills()
             trainer = subprocess.Popen(args.command, stdout=write_fd, env=env, preexec_fn=_terminate_with_parent)
             if stop.is_set():  # the signal arrived while the trainer was being started
                 trainer.send_signal(signal.SIGTERM)
@@ -425,6 +445,9 @@ def run(args: argparse.Namespace) -> int:
                 sampler.stop()  # its rows are on disk before the completion file starts the final drain
             status = code if code >= 0 else 128 - code
             log.info("trainer exited", extra={"code": status})
+            exit_words, fault = describe_exit(code, oom_before, cgroup_oom_kills())
+            if fault is not None and not stop.is_set() and not timed_out and not stop_request:
+                _record_fault(_store_flag(args.collect_args), identity["run"], f"entrypoint {exit_words}", fault)
             if stop.is_set():
                 state, reason = "cancelled", "workload-termination"
             elif status != 0 or timed_out:
@@ -434,6 +457,8 @@ def run(args: argparse.Namespace) -> int:
             elif stop_request:
                 state, reason = "cancelled", STOP_RULE_REASON
     message = f"entrypoint exited with code {status}"
+    if fault is not None and state == "failed" and not limit_message:
+        message = f"entrypoint {exit_words}"
     if limit_message:
         message = f"{limit_message}; {message}"
     elif stop_request:

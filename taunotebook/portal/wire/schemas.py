@@ -7,6 +7,8 @@ import copy
 from . import (
     experiment,
     experiment_list,
+    fault_events,
+    job,
     metadata,
     metric,
     notes,
@@ -47,4 +49,6 @@ def component_schemas() -> dict[str, dict]:
         "NoteWritten": notes.NOTE_WRITTEN,
         "RunTags": notes.RUN_TAGS,
         "Notifications": notes.NOTIFICATIONS,
+        "ExperimentFaultEvents": fault_events.EXPERIMENT_FAULTS,
+        "RunJob": job.RUN_JOB,
     })
