@@ -19,7 +19,7 @@ from IPython.display import display
 
 from .backends import BACKENDS, BackendError
 from .resources import add_resource_arguments, resources_from_args
-from .submit import SubmittedRun, attach, notify_flags, runs, stop_rule_flags, submit
+from .submission import SubmittedRun, attach, notify_flags, runs, stop_rule_flags, submit
 
 __all__ = ["TauMagics", "load_ipython_extension"]
 

@@ -16,7 +16,7 @@ from taunotebook.backends.ray import submit_job_kwargs
 from taunotebook.backends.tau import render_config, to_yaml
 from taunotebook.base_config import load_base_config
 from taunotebook.resources import JobResources, local_environment
-from taunotebook.submit import submit
+from taunotebook.submission import submit
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "conformance" / "taugrid_examples"
 

@@ -14,7 +14,7 @@ import pytest
 
 from taunotebook.backends import BackendError, BackendUnavailable, RunSpec
 from taunotebook.backends.tau import render_config, to_yaml, validate_config
-from taunotebook.submit import runs, submit
+from taunotebook.submission import runs, submit
 
 OFFLOAD = "when metrics.offload.enabled is true"
 
