@@ -139,7 +139,7 @@ def test_local_gpus_become_cuda_visible_devices_unless_the_env_names_them():
 
 @pytest.mark.parametrize(("options", "named"), [
     ({"image": "x/y:1"}, "image (--image)"), ({"queue": "q"}, "queue (--queue)"),
-    ({"pip": ["einops"]}, "pip (--pip)"), ({"retries": 2}, "retries (--retries)"),
+    ({"pip": ["einops"]}, "pip (--pip)"), ({"memory": "1Gi"}, "memory (--memory)"),
     ({"processes_per_node": 2}, "processes_per_node (--procs-per-node)"),
 ])
 def test_local_refuses_what_cannot_apply_here_and_writes_nothing(tau_home, options, named):
