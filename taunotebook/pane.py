@@ -41,6 +41,10 @@ Synced traitlets (Python → browser unless noted):
 ``stellar_href``
     the "Open in Stellar" link (through Jupyter's proxy inside Jupyter, else the Portal's own URL); a pane
     comparing runs links the Stellar page comparing the runs ``compare`` resolved to (``&compare=b,c``).
+``checkpoints``
+    ``{"checkpoints": [{"step", "uri", "size_bytes", "deleted"}], "retries": [{"step", "attempt", "max_retries",
+    "resume_from"}]}`` — the primary run's checkpoints and retries (``/runs/{run_id}/checkpoints``), marked on
+    each of its plots (``js/shared/checkpoint_marks.js``); ``{}`` until read, and from a Portal without the route.
 ``aggregate``, ``band`` (both ways)
     how compared runs are drawn: ``""`` each its own line, ``"mean"`` or ``"median"`` one line with a band
     (``band``: ``"minmax"``, ``"std"`` for ±1 standard deviation, ``"none"``), computed in the browser by
@@ -174,6 +178,7 @@ class LossPane(anywidget.AnyWidget):
     aggregate = traitlets.Enum(AGGREGATES, "").tag(sync=True)
     band = traitlets.Enum(BANDS, "minmax").tag(sync=True)
     x_axis = traitlets.Unicode("").tag(sync=True)
+    checkpoints = traitlets.Dict({}).tag(sync=True)
 
     def __init__(
         self,
