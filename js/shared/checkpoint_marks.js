@@ -4,7 +4,7 @@ import { formatNumber } from "./format.js";
 
 export const CHECKPOINT_COLOR = "#2a9d8f";
 export const RETRY_COLOR = "#e76f51";
-const TOP = 0.97; // on the hidden 0..1 overlay axis (yaxis2), where the non-finite ✕ marks sit at the bottom
+const TOP = 0.9; // on the hidden 0..1 overlay axis (yaxis2): near the top, below plotly's mode bar; non-finite ✕ marks sit at the bottom
 
 /** 1234567 → "1.2 MB" (powers of 1000, as file managers show sizes). */
 export function formatBytes(n) {
