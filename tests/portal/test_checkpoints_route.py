@@ -157,3 +157,19 @@ def test_client_checkpoint_errors_say_why(client):
     assert info.value.code == "INVALID_SOURCE"
     with pytest.raises(TypeError, match="step must be a whole number"):
         client.checkpoint("train-1", "300")
+
+
+def test_the_pane_gets_the_runs_checkpoints_for_its_markers(http):
+    from fixtures.pane import make_pane, wait_until
+
+    client = PortalClient(str(http.base_url), TOKEN, retries=0)
+    pane, _ = make_pane("train-1", client)
+    try:
+        marks = wait_until(lambda: pane.checkpoints.get("checkpoints") and pane.checkpoints, "the checkpoints trait")
+        assert [(c["step"], c["uri"], c["size_bytes"], c["deleted"]) for c in marks["checkpoints"]] == [
+            (None, "/ckpt/last.pt", 5, False), (100, "/ckpt/ckpt-100.pt", 1000, False),
+            (200, "/ckpt/ckpt-200.pt", 2000, True), (300, "/ckpt/ckpt-300.pt", 3000, False)]
+        assert marks["retries"] == [{"step": 300, "attempt": 1, "max_retries": 2, "resume_from": "/ckpt/ckpt-300.pt"}]
+    finally:
+        pane.close()
+        client.close()
