@@ -8,7 +8,10 @@ __version__ = "0.1.0"
 
 __all__ = ["LossPane", "SubmittedRun", "__version__", "attach", "load_ipython_extension", "runs", "submit"]
 
-_LAZY = {"submit": "submit", "runs": "submit", "SubmittedRun": "submit", "attach": "submit", "LossPane": "pane"}
+# The submission API lives in ``submission`` (not a module called ``submit``): importing a submodule sets the
+# package attribute of its name, and ``taunotebook.submit`` must stay the function whatever was imported.
+_LAZY = {"submit": "submission", "runs": "submission", "SubmittedRun": "submission", "attach": "submission",
+         "LossPane": "pane"}
 
 
 def __getattr__(name: str) -> Any:

@@ -19,7 +19,7 @@ from IPython.display import display
 
 from .backends import BACKENDS, BackendError
 from .resources import add_resource_arguments, resources_from_args
-from .submit import SubmittedRun, attach, notify_flags, runs, stop_rule_flags, submit
+from .submission import SubmittedRun, attach, notify_flags, runs, stop_rule_flags, submit
 
 __all__ = ["TauMagics", "load_ipython_extension"]
 
@@ -66,6 +66,7 @@ def _submit_parser() -> _Parser:
     p.add_argument("--stop-if", action="append", default=[], metavar="RULE")
     p.add_argument("--notify", action="append", default=None, metavar="URL")
     p.add_argument("--base-config", metavar="tau.yaml")
+    p.add_argument("--checkpoints", action="append", default=[], metavar="GLOB")
     add_resource_arguments(p)
     p.add_argument("script", nargs="?")
     p.add_argument("args", nargs=argparse.REMAINDER)
@@ -128,7 +129,7 @@ class TauMagics(Magics):
             "ray_address": opts.ray_address, "dry_run": opts.dry_run, "config_items": opts.config,
             "config_file": opts.config_file, "stop_on_nan": [m or None for m in opts.stop_on_nan],
             "stop_if": opts.stop_if, "notify": opts.notify, "resources": resources, "env": env,
-            "base_config": opts.base_config,
+            "base_config": opts.base_config, "checkpoints": opts.checkpoints,
         }
         try:
             if cell is None:

@@ -49,6 +49,10 @@ Synced traitlets (Python → browser unless noted):
 ``stellar_href``
     the "Open in Stellar" link (through Jupyter's proxy inside Jupyter, else the Portal's own URL); a pane
     comparing runs links the Stellar page comparing the runs ``compare`` resolved to (``&compare=b,c``).
+``checkpoints``
+    ``{"checkpoints": [{"step", "uri", "size_bytes", "deleted"}], "retries": [{"step", "attempt", "max_retries",
+    "resume_from"}]}`` — the primary run's checkpoints and retries (``/runs/{run_id}/checkpoints``), marked on
+    each of its plots (``js/shared/checkpoint_marks.js``); ``{}`` until read, and from a Portal without the route.
 ``aggregate``, ``band`` (both ways)
     how compared runs are drawn: ``""`` each its own line, ``"mean"`` or ``"median"`` one line with a band
     (``band``: ``"minmax"``, ``"std"`` for ±1 standard deviation, ``"none"``), computed in the browser by
@@ -184,6 +188,7 @@ class LossPane(anywidget.AnyWidget):
     x_axis = traitlets.Unicode("").tag(sync=True)
     lifecycle = traitlets.Dict().tag(sync=True)  # the backend's {"phase", "reason", "retries", "text"}
     resources = traitlets.Dict().tag(sync=True)  # what the job asked for: {"gpus": 2, "image": ...}
+    checkpoints = traitlets.Dict({}).tag(sync=True)
 
     def __init__(
         self,

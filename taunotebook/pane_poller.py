@@ -39,6 +39,7 @@ IDLE_INTERVAL = 2.0  # the slowest poll of a quiet, healthy run
 FAIL_INTERVAL = 10.0  # the slowest retry while the Portal fails
 RESYNC_SECONDS = 2.0
 RESOLVE_SECONDS = 10.0  # how often an experiment or group in compare= is listed again (a sweep adds runs)
+CHECKPOINT_SECONDS = 5.0  # how often the primary run's checkpoints are read while it runs
 MAX_POINTS = 12000  # TauGrid's cap for one series read
 DEFAULT_WIDTH = 800
 DEFAULT_VISIBLE = 8  # metrics polled before the browser says which it shows
@@ -197,6 +198,9 @@ class Poller:
         self.reader = TailReader(client, self.source)  # each poll's one read per run
         self.own_requests = 0  # zoomed and page-data reads
         self._later: list[tuple] = []  # page-data reads due after this answer's points are sent
+        self.checkpoints_available = True  # the local Portal's /runs/{run_id}/checkpoints (TauGrid's: 404)
+        self.checkpoints_read_at: float | None = None
+        self._checkpoints_sent: dict | None = None
         self.thread = threading.Thread(target=self._main, name=f"tau-loss-pane-{run_id}", daemon=True)
 
     # -- called from the kernel's main thread
@@ -468,7 +472,37 @@ class Poller:
             self.last_resync = now
         for zoom in zooms:
             self._zoom(zoom, shown, width)
+        self._read_checkpoints(now)
         return got_new
+
+    def _read_checkpoints(self, now: float) -> None:
+        """The primary run's checkpoints and retries, for the markers on its plots (trait ``checkpoints``): every
+        :data:`CHECKPOINT_SECONDS` while it runs and on each poll once it ended; sent when they change."""
+        primary = self.views.get(self.run_id)
+        ended = primary is not None and primary.state in TERMINAL_STATES
+        if not self.checkpoints_available or (
+                self.checkpoints_read_at is not None and now - self.checkpoints_read_at < CHECKPOINT_SECONDS
+                and not ended):
+            return
+        self.checkpoints_read_at = now
+        self.own_requests += 1
+        try:
+            answer = self.client.checkpoints(self.run_id, project=self.project, source=self.source)
+        except NotFoundError as err:
+            if err.message == ROUTE_NOT_FOUND:
+                self.checkpoints_available = False  # TauGrid's Portal: no checkpoints to mark
+            return
+        except PortalError:
+            return  # the markers wait for the next read; the metrics go on either way
+        payload = {
+            "checkpoints": [{"step": c.step, "uri": c.uri, "size_bytes": c.size_bytes, "deleted": c.deleted}
+                            for c in answer.checkpoints],
+            "retries": [{"step": r.step, "attempt": r.attempt, "max_retries": r.max_retries,
+                         "resume_from": r.resume_from} for r in answer.retries],
+        }
+        if payload != self._checkpoints_sent:
+            self._publish(checkpoints=payload)
+            self._checkpoints_sent = payload
 
     def _publish_runs(self) -> None:
         runs_info = {run: {"state": v.state, "status_message": v.status_message, "warnings": v.warnings,

@@ -7,7 +7,8 @@ request. Each backend renders what it can and refuses, naming the option, what i
   (:func:`tau_sections`), the engine ``job`` or ``rayjob``;
 * ``ray``: the Jobs API's ``entrypoint_num_gpus`` / ``entrypoint_num_cpus`` / ``entrypoint_memory`` /
   ``entrypoint_resources`` and ``runtime_env`` ``pip`` / ``image_uri`` (:func:`ray_submit_options`);
-* ``local``: ``CUDA_VISIBLE_DEVICES`` for the GPUs and a time limit (:func:`local_environment`).
+* ``local``: ``CUDA_VISIBLE_DEVICES`` for the GPUs, a time limit, and retries that resume from the last
+  checkpoint (``tau-collector wrap --retries``; :func:`local_environment`).
 """
 
 from __future__ import annotations
@@ -324,7 +325,6 @@ def local_environment(resources: JobResources, env: Mapping[str, str]) -> dict[s
     _refuse(r, ("workers", "gpus_per_worker", "nodes", "processes_per_node"), "local",
             "a local job is one process (run torchrun from the script, or use --backend tau)")
     _refuse(r, ("cpu", "cpu_limit", "memory", "memory_limit"), "local", "a local job shares this machine")
-    _refuse(r, ("retries", "checkpoint_path"), "local", "a local job is not retried (use --backend tau)")
     out: dict[str, str] = {}
     if r.gpus is not None and "CUDA_VISIBLE_DEVICES" not in env:
         out["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(r.gpus))

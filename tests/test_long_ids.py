@@ -134,7 +134,7 @@ def test_import_refuses_an_option_one_byte_over_the_limit(tmp_path):
 
 
 def test_submit_refuses_a_name_whose_run_id_would_be_over_the_limit(tmp_path, monkeypatch):
-    from taunotebook.submit import new_run_id, submit
+    from taunotebook.submission import new_run_id, submit
 
     monkeypatch.setenv("TAU_HOME", str(tmp_path / "home"))
     assert len(new_run_id("n" * 505, "default", tmp_path / "home")) == MAX_ID_BYTES  # the longest name fits

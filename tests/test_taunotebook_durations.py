@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from taunotebook import quickstart
-from taunotebook import submit as submit_module
-from taunotebook.submit import SubmittedRun
+from taunotebook import submission as submit_module
+from taunotebook.submission import SubmittedRun
 
 
 @pytest.mark.parametrize(("value", "seconds"), [("1s", 1.0), ("10", 10.0), ("1m30s", 90.0), ("10ms", 0.01),

@@ -6,6 +6,7 @@ import Plotly from "../plotly/index.js";
 import { h } from "../shared/dom.js";
 import { formatNumber } from "../shared/format.js";
 import { aggregateRuns, bandLabel } from "../shared/aggregate.js";
+import { checkpointTraces } from "../shared/checkpoint_marks.js";
 import { NON_FINITE_COLOR } from "../shared/palette.js";
 import { createSmoother, smooth, smoothInto } from "../shared/smoothing.js";
 import { axisMetric, axisTitle, relativeUnit } from "../shared/time_axis.js";
@@ -138,7 +139,18 @@ export class MetricPlot {
         wallVersion: series.wallVersion, length: series.steps.length, smoother: createSmoother(s.smoothing),
         x: this.xState(run) });
     }
+    traces.push(...this.checkpointMarks());
     return traces;
+  }
+
+  /**
+   * The primary run's checkpoints and retries (the `checkpoints` trait) as markers along the top, after every
+   * run's traces so that their indices stay TRACES_PER_RUN apart. Drawn anew by a full redraw when they change.
+   */
+  checkpointMarks() {
+    const run = this.runs()[0];
+    const series = this.series(run) || { ...EMPTY, run };
+    return checkpointTraces(this.pane.model.get("checkpoints") || null, (steps) => this.xFor(series, steps), run);
   }
 
   traces() {
@@ -185,6 +197,7 @@ export class MetricPlot {
         legendgroup: run, showlegend: false, hoverinfo: "text",
         marker: { symbol: "x-thin-open", size: 10, color: NON_FINITE_COLOR, line: { width: 2, color: NON_FINITE_COLOR } } });
     });
+    traces.push(...this.checkpointMarks());
     return traces;
   }
 

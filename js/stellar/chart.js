@@ -6,9 +6,11 @@ import Plotly from "../plotly/index.js";
 import { h } from "../shared/dom.js";
 import { formatNumber, plural } from "../shared/format.js";
 import { aggregateRuns, bandLabel } from "../shared/aggregate.js";
+import { checkpointTraces } from "../shared/checkpoint_marks.js";
 import { NON_FINITE_COLOR } from "../shared/palette.js";
 import { smooth } from "../shared/smoothing.js";
 import { axisMetric, axisTitle, relativeUnit, timeValues } from "../shared/time_axis.js";
+import { interpolate } from "../shared/walltime.js";
 import { alignOnX, joinX, missingNote, stepsForX } from "../shared/x_metric.js";
 import { id } from "../shared/urls.js";
 import { api, explain, pageData } from "./api.js";
@@ -433,6 +435,19 @@ function traces(chart) {
         meta: { role: "non-finite", runId },
       });
     }
+  }
+  // Each run's checkpoints (a triangle at each one's step) and retries (a diamond where one resumed).
+  for (const runId of chart.runIds) {
+    const series = chart.series[runId];
+    const saved = state.runs[runId]?.checkpoints;
+    if (!series || !saved) continue;
+    const xOf = (steps) => {
+      if (axis === "step") return steps;
+      if (axisMetric(axis) !== null) return xValues(chart, axis, unit, runId, steps, null); // x carried to each step
+      return series.hasWallTime ? xValues(chart, axis, unit, runId, steps, interpolate(steps, series.step, series.wall))
+        : steps;
+    };
+    out.push(...checkpointTraces(saved, xOf, runId));
   }
   return { data: out, drawnPoints, rawTraces: base ? base.rawTraces : rawTraces };
 }

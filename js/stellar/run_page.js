@@ -138,6 +138,28 @@ function runCard(run, entry, differing) {
   );
 }
 
+/** A run's checkpoints arrived: kept for its charts, counted on its card, and the drawn charts redrawn. */
+function showCheckpoints(runId, body) {
+  state.runs[runId].checkpoints = body;
+  checkpointLine(runId);
+  redrawAll();
+}
+
+/** "checkpoints: 3, the last at step 300 · 1 retry" on the run's card, once both the card and the answer exist. */
+function checkpointLine(runId) {
+  const body = state.runs[runId]?.checkpoints;
+  const card = document.querySelector(`.stellar-run[data-run-id="${CSS.escape(runId)}"] dl`);
+  if (!body || !card || card.querySelector(".stellar-checkpoints")) return;
+  const saved = (body.checkpoints || []).filter((c) => !c.deleted);
+  if (saved.length || (body.retries || []).length) {
+    const last = saved.filter((c) => c.step !== null).at(-1);
+    const text = `${saved.length}${last ? `, the last at step ${last.step}` : ""}`
+      + ((body.retries || []).length ? ` · ${body.retries.length} retr${body.retries.length === 1 ? "y" : "ies"}` : "");
+    card.append(h("dt", { text: "checkpoints" }), h("dd", { class: "stellar-checkpoints", text,
+      title: last ? last.uri : "" }));
+  }
+}
+
 /**
  * The job's lifecycle in its backend's words and the resources it asked for (page data `runs/{id}/job`), added
  * to the run's card; a Portal without that page data (TauGrid's: 404) leaves the card as it is.
@@ -201,6 +223,11 @@ export async function runPage() {
         const run = runBody.run;
         const names = (run.metric_names || []).map((name) => ({ name }));
         state.runs[runId] = { run, color: colors.get(runId), metrics: names, metadata: runBody.metadata };
+        // Its checkpoints and retries, marked on every chart (our route: another Portal answers 404, no marks).
+        catalogs.push(api(["runs", id(runId), "checkpoints"], { project: state.project }).then(
+          (body) => showCheckpoints(runId, body),
+          (err) => err.status === 404 || showError(explain(err, `The checkpoints of ${runId} could not be loaded`),
+            err, box)));
         catalogs.push(api(["runs", id(runId), "metrics"], { project: state.project }).then(
           (body) => updateSummaries(runId, body.metrics || []),
           (err) => showError(explain(err, `The metric summaries of ${runId} could not be loaded`), err, box)));
@@ -226,6 +253,7 @@ export async function runPage() {
     // Its notes, tags and the notifications it sent (annotations.js): read beside the charts, never before them.
     annotationsRead.push(annotations(entry.run).then((section) => card.append(section)));
     jobs.push(addJob(runId, card));
+    checkpointLine(runId);
     for (const warning of entry.metadata?.warnings || []) {
       box.append(h("p", { class: "stellar-note", text: `${runId}: ${warning}` }));
     }

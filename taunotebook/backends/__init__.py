@@ -102,6 +102,7 @@ class RunSpec:
     notify: tuple[str, ...] = ()  # wrap's webhook flags, e.g. ("--notify", URL, "--notify-link", STELLAR_URL)
     resources: JobResources = field(default_factory=JobResources)  # GPUs, image, queue ... (taunotebook.resources)
     base_config: BaseConfig | None = None  # the team's tau.yaml (tau backend), see taunotebook.base_config
+    checkpoints: tuple[str, ...] = ()  # absolute globs of the job's checkpoints, registered with their step
 
     @property
     def run_dir(self) -> Path:

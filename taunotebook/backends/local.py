@@ -43,7 +43,7 @@ def store_dir(home: Path | None = None) -> Path:
 def wrapper_argv(spec: RunSpec, run_dir: str, sink: list[str], *, python: str = sys.executable,
                  script: str | None = None, interval: str = "2s", config: str | None = None) -> list[str]:
     """``python -m tau_collector wrap --run-dir D <identity> <sink> [--tfevents X]... [--run-config C]
-    [--time-limit S] -- python SCRIPT ARGS...``."""
+    [--time-limit S] [--checkpoints GLOB]... [--retries N] [--checkpoint-path DIR] -- python SCRIPT ARGS...``."""
     argv = [python, "-m", "tau_collector", "wrap", "--run-dir", run_dir, "--interval", interval,
             "--run", spec.run_id, "--project", spec.project, "--experiment", spec.experiment,
             "--group", spec.group, "--tag", f"tau_workspace={spec.workspace}", *sink]
@@ -56,6 +56,12 @@ def wrapper_argv(spec: RunSpec, run_dir: str, sink: list[str], *, python: str = 
     limit = spec.resources.time_limit_seconds()
     if limit is not None:
         argv += ["--time-limit", f"{limit:g}"]
+    for pattern in spec.checkpoints:
+        argv += ["--checkpoints", pattern]
+    if spec.resources.retries:
+        argv += ["--retries", str(spec.resources.retries)]
+    if spec.resources.checkpoint_path is not None:
+        argv += ["--checkpoint-path", os.path.join(str(spec.cwd or Path.cwd()), spec.resources.checkpoint_path)]
     return [*argv, "--", python, script or str(spec.script), *spec.args]
 
 

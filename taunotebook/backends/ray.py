@@ -9,7 +9,7 @@ backend does; otherwise the job's collector offloads to ADX with TauGrid's
 TauGrid's queued sink (``adx-queued-v1``) or, with ``TAU_RAY_ADX_SINK=adx-streaming``, the streaming
 one (points queryable within seconds: what a live pane wants). Such a run's record says
 ``"source": "kusto"``: its pane, ``series()`` and Stellar link read ``source=kusto`` by themselves
-(:class:`~taunotebook.submit.SubmittedRun`), and its events carry ``tau_workspace`` (the wrapper's
+(:class:`~taunotebook.submission.SubmittedRun`), and its events carry ``tau_workspace`` (the wrapper's
 tag), which the Portal's strict Kusto workspace scoping needs to find them.
 The submission id is the run id, so a run is re-attached by id from any kernel.
 

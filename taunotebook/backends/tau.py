@@ -132,6 +132,10 @@ class TauBackend:
         if spec.notify:
             raise BackendError("--notify is not supported by the tau backend: TauGrid's own collector sidecar "
                                "runs the job and sends no webhooks; use the local or ray backend")
+        if spec.checkpoints:
+            raise BackendError("--checkpoints is not supported by the tau backend: TauGrid's own collector sidecar "
+                               "registers no checkpoints; give --checkpoint-path (resilience.checkpoint_path) for "
+                               "its retries, or use the local or ray backend")
         if spec.tfevents:
             raise BackendError("--tfevents is not supported by the tau backend: TauGrid's collector reads "
                                "JSONL history only; print JSON rows instead")

@@ -1,13 +1,15 @@
 """A sync Python client for TauGrid's v2 Stellar reads, against the local Portal or TauGrid's real Portal.
 
 Split as httpx is: :mod:`.errors` (typed exceptions from the error envelope), :mod:`.models`,
-:mod:`.config_models`, :mod:`.table_models`, :mod:`.tail_models` and :mod:`.note_models` (the answers, built by
-the one decoder in :mod:`.decode`), :mod:`.links` (every URL the notebook side builds), :mod:`.client`
-(``PortalClient``) and :mod:`.run_handle` (a run's notes and tags from Python).
+:mod:`.config_models`, :mod:`.checkpoint_models`, :mod:`.table_models`, :mod:`.tail_models` and
+:mod:`.note_models` (the answers, built by the one decoder in :mod:`.decode`), :mod:`.links` (every URL the
+notebook side builds), :mod:`.client` (``PortalClient``) and :mod:`.run_handle` (a run's notes and tags from
+Python).
 """
 
 from __future__ import annotations
 
+from .checkpoint_models import Checkpoint, CheckpointRetry, RunCheckpoints
 from .client import SOURCES, PortalClient, check_source
 from .config_models import ExperimentPage, ExperimentSummary, RunConfiguration
 from .errors import (
@@ -49,6 +51,8 @@ __all__ = [
     "ENV_URL",
     "SOURCES",
     "AuthorizationError",
+    "Checkpoint",
+    "CheckpointRetry",
     "Availability",
     "ClientError",
     "DependencyError",
@@ -71,6 +75,7 @@ __all__ = [
     "PortalUnreachable",
     "Provenance",
     "Run",
+    "RunCheckpoints",
     "RunConfiguration",
     "RunJob",
     "RunMetrics",

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .checkpoint_models import Checkpoint, RunCheckpoints
 from .config_models import ExperimentPage, ExperimentSummary, RunConfiguration
 from .errors import (
     ENV_TOKEN,
@@ -279,6 +280,22 @@ class PortalClient:
             params.append(("project", project))
         return self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/config", params,
                          RunConfiguration.from_json)
+
+    def checkpoints(self, run_id: str, *, project: str | None = None,
+                    source: str | None = None) -> RunCheckpoints:
+        """``GET /api/v2/stellar/runs/{run_id}/checkpoints`` (the local Portal's addition): the run's checkpoints
+        (``.checkpoints``: step, uri, size_bytes, digest) and retries. TauGrid's Portal answers 404."""
+        params = self._common(source)
+        project = project if project is not None else self.project
+        if project is not None:
+            params.append(("project", project))
+        return self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/checkpoints", params,
+                         RunCheckpoints.from_json)
+
+    def checkpoint(self, run_id: str, step: int, *, project: str | None = None,
+                   source: str | None = None) -> Checkpoint:
+        """The run's checkpoint nearest at or before ``step`` (not a deleted one); ``LookupError`` when none is."""
+        return self.checkpoints(run_id, project=project, source=source).at(step)
 
     # -- the local Portal's page data (``/stellar/data/...``; TauGrid's Portal does not serve it)
 

@@ -256,6 +256,10 @@ def openapi_document() -> dict:
                 "getRunConfig", "Our addition: the run's configuration (normalized values, flattened fields, "
                 "format, uri, config_hash); a run without one is 200 with availability unavailable",
                 [run_id, *_COMMON], "RunConfig"),
+            f"{API_BASE}/runs/{{run_id}}/checkpoints": _operation(
+                "getRunCheckpoints", "Our addition: the run's checkpoints (step, uri, digest, size_bytes; step order) "
+                "and its retries (the step each resumed from); a source without checkpoints answers empty lists "
+                "with availability unavailable", [run_id, *_COMMON], "RunCheckpoints"),
             f"{API_BASE}/runs/{{run_id}}/notes": {
                 **_operation("getRunNotes", "Our addition: the notes people wrote on the run (TauGrid's observations), "
                              "oldest first", [run_id, *_COMMON], "NoteList"),

@@ -21,6 +21,7 @@ from .errors import V2Error, json_response
 from .openapi import openapi_document
 from .prefixes import API_BASE, EXPORT_BASE, PAGE_DATA_BASE
 from .views import (
+    checkpoints,
     experiment_runs,
     experiment_search,
     export,
@@ -55,6 +56,7 @@ def data_routes(portal: Portal) -> list[DataRoute]:
         route(API_BASE + "/runs/{run_id:segment}/metrics", metrics.read),
         route(API_BASE + "/runs/{run_id:segment}/series", series.read),
         route(API_BASE + "/runs/{run_id:segment}/config", run_config.read),
+        route(API_BASE + "/runs/{run_id:segment}/checkpoints", checkpoints.read),
         # Our additions, the Portal's only writes: a run's notes (read, add) and its tags (set, delete).
         WriteRoute(API_BASE + "/runs/{run_id:segment}/notes",
                    Writes(portal, {"POST": Write(functools.partial(notes.add, portal), notes.NOTE_FIELDS)},

@@ -15,7 +15,7 @@ import pytest
 from tau_collector.job.faults import cgroup_oom_kills, describe_exit
 from taunotebook.lifecycle import Lifecycle, from_store, ray_lifecycle, terminal
 from taunotebook.local_portal import ensure_portal
-from taunotebook.submit import submit
+from taunotebook.submission import submit
 
 from ..polling import DEADLINE
 

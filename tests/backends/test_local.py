@@ -15,7 +15,7 @@ from fixtures.local_backend import shell
 from taunotebook.backends import NAME_MAX, iter_records, path_component, run_dir, validate_id
 from taunotebook.backends.local import process_alive, start_ticks_of
 from taunotebook.local_portal import ensure_portal, record_file, stop_portal
-from taunotebook.submit import attach, runs, submit
+from taunotebook.submission import attach, runs, submit
 
 from ..polling import DEADLINE
 

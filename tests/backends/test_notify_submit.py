@@ -9,7 +9,7 @@ from IPython.core.error import UsageError
 from fixtures import webhook_receiver
 from fixtures.local_backend import shell
 from taunotebook.backends import BackendError, iter_records
-from taunotebook.submit import notify_flags, submit
+from taunotebook.submission import notify_flags, submit
 
 receiver = webhook_receiver.receiver  # the fixture: a receiver on 127.0.0.1
 

@@ -19,7 +19,7 @@ from fixtures.processes import stop_processes_mentioning
 from taunotebook.backends import BackendUnavailable
 from taunotebook.backends.ray import ray_auth_headers, ray_state
 from taunotebook.local_portal import ensure_portal, stop_portal
-from taunotebook.submit import attach, runs, submit
+from taunotebook.submission import attach, runs, submit
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from taunotebook.backends.ray import submit_job_kwargs
 from taunotebook.backends.tau import render_config, to_yaml
 from taunotebook.base_config import load_base_config
 from taunotebook.resources import JobResources, local_environment
-from taunotebook.submit import submit
+from taunotebook.submission import submit
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "conformance" / "taugrid_examples"
 
@@ -139,7 +139,7 @@ def test_local_gpus_become_cuda_visible_devices_unless_the_env_names_them():
 
 @pytest.mark.parametrize(("options", "named"), [
     ({"image": "x/y:1"}, "image (--image)"), ({"queue": "q"}, "queue (--queue)"),
-    ({"pip": ["einops"]}, "pip (--pip)"), ({"retries": 2}, "retries (--retries)"),
+    ({"pip": ["einops"]}, "pip (--pip)"), ({"memory": "1Gi"}, "memory (--memory)"),
     ({"processes_per_node": 2}, "processes_per_node (--procs-per-node)"),
 ])
 def test_local_refuses_what_cannot_apply_here_and_writes_nothing(tau_home, options, named):
@@ -273,7 +273,7 @@ def test_ray_dry_run_prints_exactly_the_kwargs_the_submission_sends(tau_home, mo
             return kwargs["submission_id"]
 
     monkeypatch.setattr(ray_backend, "_client", lambda address: Recording())
-    monkeypatch.setattr("taunotebook.submit.new_run_id", lambda name, workspace, home=None: "r-fixed1")
+    monkeypatch.setattr("taunotebook.submission.new_run_id", lambda name, workspace, home=None: "r-fixed1")
     options = dict(code="print(1)\n", backend="ray", ray_address="http://127.0.0.1:1", name="r", gpus=2, cpu="500m",
                    memory="1Gi", pip=["einops"], image="repo/train:1", env={"MODE": "a"})
     out: list[str] = []

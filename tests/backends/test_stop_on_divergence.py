@@ -16,7 +16,7 @@ from IPython.core.error import UsageError
 from fixtures.local_backend import DIVERGING, first_step, shell
 from taunotebook.backends import BackendError, iter_records
 from taunotebook.local_portal import ensure_portal
-from taunotebook.submit import submit
+from taunotebook.submission import submit
 
 
 def test_submit_stop_if_stops_a_diverging_trainer_and_the_run_answer_says_which_rule_at_which_step(tau_home):

@@ -10,7 +10,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from tau_collector.expstore import StoreReader
-from taunotebook.submit import submit
+from taunotebook.submission import submit
 from taunotebook.submit_config import build_config, parse_items
 
 TRAIN = textwrap.dedent("""\

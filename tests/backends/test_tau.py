@@ -14,7 +14,7 @@ import pytest
 
 from taunotebook.backends import BackendError, BackendUnavailable, RunSpec
 from taunotebook.backends.tau import render_config, to_yaml, validate_config
-from taunotebook.submit import runs, submit
+from taunotebook.submission import runs, submit
 
 OFFLOAD = "when metrics.offload.enabled is true"
 
@@ -269,7 +269,7 @@ def test_a_failing_tau_run_is_reported_with_its_last_line_and_leaves_no_run(tau_
 def test_the_dry_run_prints_exactly_the_file_tau_run_is_given(tau_home, stand_in, monkeypatch):
     """The same submission twice, as a dry run and for real (same run id): the printed config is byte for byte the
     file the stand-in `tau` recorded, and the printed command is the call with the staged file's name."""
-    monkeypatch.setattr("taunotebook.submit.new_run_id", lambda name, workspace, home=None: "sgd-fixed1")
+    monkeypatch.setattr("taunotebook.submission.new_run_id", lambda name, workspace, home=None: "sgd-fixed1")
     options = dict(code="print(1)\n", backend="tau", project="demo", name="sgd", group="lr", workspace="team-a",
                    gpus=2, image="repo/train:1", queue="gpu-a", env={"MODE": "a: b #c"})
     printed: list[str] = []

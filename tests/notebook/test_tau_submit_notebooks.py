@@ -9,7 +9,7 @@ import pytest
 
 from fixtures.notebook_kernel import KERNEL, execute, notebook, text, usage_errors
 from taunotebook.local_portal import ensure_portal
-from taunotebook.submit import attach
+from taunotebook.submission import attach
 
 pytestmark = pytest.mark.slow
 

@@ -76,7 +76,7 @@ def test_the_write_header_carries_the_token_and_reads_do_not(client):
 
 
 def test_a_submitted_run_writes_its_notes_and_tags_through_its_portal(client):
-    from taunotebook.submit import SubmittedRun
+    from taunotebook.submission import SubmittedRun
 
     run = SubmittedRun({"run_id": "run-b", "name": "b", "project": "proj", "experiment": "exp-1", "group": "g1",
                         "workspace": "default", "backend": "local"})

@@ -28,6 +28,7 @@ from taunotebook.client import (
     MetricSummary,
     PointDetails,
     Run,
+    RunCheckpoints,
     RunConfiguration,
     RunJob,
     RunMetrics,
@@ -142,7 +143,7 @@ SHAPES = [
     ("Tail", Tail), ("Tails", Tails), ("RunTable", RunTable), ("RunTableRow", RunTableRow),
     ("MetricStats", MetricStats), ("ExperimentList", ExperimentList), ("Note", Note), ("NoteList", NoteList),
     ("NoteWritten", NoteWritten), ("RunTags", RunTagsAnswer), ("Notifications", NotificationList),
-    ("RunJob", RunJob), ("ExperimentFaultEvents", ExperimentFaultEvents),
+    ("RunJob", RunJob), ("ExperimentFaultEvents", ExperimentFaultEvents), ("RunCheckpoints", RunCheckpoints),
 ]
 
 

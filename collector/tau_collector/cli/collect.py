@@ -163,7 +163,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     spool.add_argument("--ready-file", default="", help="written with 'ready' once the spool is replayed")
     spool.add_argument("--done-file", default="", help="written with 'done' after the terminal marker")
     spool.add_argument("--status-artifact-uri", help="[$TAU_METRICS_OFFLOAD_ARTIFACT_URI]")
-    spool.add_argument("--status-checkpoint-uri", help="[$TAU_METRICS_OFFLOAD_CHECKPOINT_URI]")
+    spool.add_argument("--status-checkpoint-uri", help="[$TAU_METRICS_OFFLOAD_CHECKPOINT_URI]; default: the last "
+                       "checkpoint --checkpoints registered")
+    spool.add_argument("--checkpoints", action="append", default=[], metavar="GLOB",
+                       help="the job's checkpoints (files or directories whose names end in their step: "
+                            "ckpt-1000.pt, step_1000/), registered in --store as checkpoint artifacts of the run "
+                            "once each is stable (ours; repeatable)")
     sink = p.add_argument_group("sinks")
     sink.add_argument("--sink", action="append", choices=SINKS, help="repeatable (ours); see description")
     sink.add_argument("--store", help="expstore directory for --sink expstore (ours)")
@@ -312,6 +317,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
         ready_file=args.ready_file, done_file=args.done_file,
         status_artifact_uri=str(_pick(args.status_artifact_uri, "ARTIFACT_URI", "")),
         status_checkpoint_uri=str(_pick(args.status_checkpoint_uri, "CHECKPOINT_URI", "")),
+        checkpoints=[g for g in args.checkpoints if g.strip()],
         watch=args.watch, max_iterations=args.max_iterations, step_field=args.step_field,
         time_field=args.time_field, limits=limits, run_config=args.run_config, closed_after=durations["closed_after"],
         spool_format=args.spool_format,

@@ -27,6 +27,13 @@ the collector's stop rules fires (``--stop-on-nan``/``--stop-if``, passed on to 
 writes ``collector/stop-request.json``): the run then ends ``cancelled``, reason
 ``metric-stop-rule``, with the rule, metric, value and step in the completion's message.
 
+With ``--retries N`` a trainer that failed (not one cancelled, stopped by a rule or at its time limit) is
+started again, at most N times, beside the same collector: ``$TAU_RESUME_FROM`` names the last checkpoint
+on disk (the highest step among ``--checkpoints``, or ``--checkpoint-path``'s files; else the path itself,
+as TauGrid gives its checkpoint directory), ``$TAU_RESUME_STEP`` its step, and ``$TAU_RETRY_ATTEMPT``,
+``$TAU_RETRY_MAX``, ``$TAU_RETRY_REASON`` as TauGrid's retry loop sets them. Each retry is a ``retry`` run
+event in a local ``--store`` with the step it resumes from.
+
 With ``--notify URL`` (repeatable; else ``$TAU_NOTIFY_URL``, else ``<TAU_HOME>/notify-urls``) wrap POSTs
 a webhook when a stop rule fires and when the run finishes, fails or is cancelled
 (:mod:`tau_collector.job.notify`). Delivery runs on background threads with bounded retries; at exit
@@ -51,6 +58,7 @@ from tau_collector.cli.collect import IDENTITY, INTERVAL, UsageError, flag_or_en
 from tau_collector.cli.common import subcommand_parser, usage_error
 from tau_collector.cli.durations import duration_type
 from tau_collector.cli.normalize import HistoryFilter, Passthrough
+from tau_collector.collect.checkpoints import latest_checkpoint
 from tau_collector.collect.completion_file import write_completion
 from tau_collector.collect.signal_stop import StopFlag, leave_stop_signals_to_main_thread
 from tau_collector.collect.stop_rules import REASON as STOP_RULE_REASON
@@ -101,6 +109,7 @@ _TIMEOUT = duration_type()  # a wait that cannot last is refused, not taken as "
 SYSTEM_INTERVAL = duration_type(zero=True)  # 0 turns system metrics off
 NOTIFY_GRACE = duration_type(zero=True)
 NOTIFY_EVENT = "notification"  # the run event type of each webhook delivery
+RETRY_EVENT = "retry"  # the run event type of each retry of a failed trainer
 
 
 def resolve_system_interval(args: argparse.Namespace) -> float:
@@ -163,7 +172,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--gpus", type=_gpu_count, default=None, metavar="N",
                    help="give the trainer N GPUs: CUDA_VISIBLE_DEVICES=0,...,N-1 (unless the environment sets it)")
     p.add_argument("--time-limit", type=_TIMEOUT, default=None, metavar="DURATION",
-                   help="stop the trainer (SIGTERM, SIGKILL 30s later) after DURATION; the run ends failed")
+                   help="stop the trainer (SIGTERM, SIGKILL 30s later) after DURATION (all attempts together); the "
+                        "run ends failed")
+    p.add_argument("--retries", type=_gpu_count, default=0, metavar="N",
+                   help="start a trainer that failed again, at most N times, resuming from the last checkpoint: "
+                        "$TAU_RESUME_FROM names it (else --checkpoint-path), with $TAU_RESUME_STEP, "
+                        "$TAU_RETRY_ATTEMPT, $TAU_RETRY_MAX and $TAU_RETRY_REASON (TauGrid's resilience); each "
+                        "retry is a run event of type retry at the checkpoint's step")
+    p.add_argument("--checkpoint-path", default=None, metavar="DIR",
+                   help="where the trainer writes its checkpoints (TauGrid's resilience.checkpoint_path): "
+                        "without --checkpoints, the collector registers DIR/* as the run's checkpoints")
     logs.add_arguments(p)
     p.set_defaults(collect_args=[], command=[])
     return p
@@ -282,6 +300,30 @@ def _store_flag(collect_args: list[str]) -> str | None:
     return known.store
 
 
+def _checkpoint_globs(collect_args: list[str]) -> list[str]:
+    """The ``--checkpoints`` globs among the flags passed on to ``collect``."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--checkpoints", action="append", default=[])
+    known, _ = parser.parse_known_args(collect_args)
+    return [g for g in known.checkpoints if g.strip()]
+
+
+def _record_retry(store_root: str | None, run_id: str, payload: dict, message: str) -> None:
+    """A retry as a ``retry`` run event in the local store (its step in the payload); never raises."""
+    log.warning(message)
+    if store_root is None:
+        return
+    try:
+        from tau_collector.expstore import open_store, record_run_events
+        from tau_collector.expstore.store import utc_now_rfc3339
+        from tau_collector.reads import RunEvent
+
+        record_run_events(open_store(store_root, writable=True), [
+            RunEvent(run_id, utc_now_rfc3339(), RETRY_EVENT, "tau-collector-wrap", "warning", message, payload)])
+    except Exception as exc:  # the retry goes ahead whatever happens to its record
+        log.warning(f"could not record the retry in --store {store_root}: {exc}")
+
+
 def _record_deliveries(store_root: str | None, run_id: str, deliveries: list[Delivery], grace: float) -> None:
     """Each webhook delivery as a ``notification`` run event in the local store; never raises."""
     events = []
@@ -309,6 +351,65 @@ def _record_deliveries(store_root: str | None, run_id: str, deliveries: list[Del
                      message, payload) for outcome, message, payload in events])
     except Exception as exc:  # the run's outcome stands whatever happens to its notification record
         log.warning(f"could not record the notifications in --store {store_root}: {exc}")
+
+
+RETRY_ENV = ("TAU_RESUME_FROM", "TAU_RESUME_STEP", "TAU_RETRY_ATTEMPT", "TAU_RETRY_MAX", "TAU_RETRY_REASON")
+
+
+def _run_trainer(args: argparse.Namespace, env: dict, history_dir: str, out_dir: str, stop: StopFlag,
+                 stop_request: dict, system_interval: float, notify: Callable[..., None],
+                 deadline: float | None) -> tuple[subprocess.Popen | None, int, str, str, str, dict | None]:
+    """Run the trainer once: (its process, exit status, the run's state, how it ended (``ok``, ``failed``,
+    ``stopped`` (a signal or a stop rule), ``timed-out`` or ``not-started``), its end in words, and the fault
+    when it ended by one: a signal, a kill for memory)."""
+    read_fd, write_fd = os.pipe()
+    trainer: subprocess.Popen | None = None
+    try:
+        oom_before = cgroup_oom_kills()
+        trainer = subprocess.Popen(args.command, stdout=write_fd, env=env, preexec_fn=_terminate_with_parent)
+        _TRAINER[0] = trainer
+        if stop.is_set():  # the signal arrived while the trainer was being started
+            trainer.send_signal(signal.SIGTERM)
+    except OSError as exc:
+        os.close(read_fd)
+        log.error(f"cannot start {args.command[0]!r}: {exc.strerror or exc}; check the command after -- "
+                  "(its name, PATH and permissions)")
+        return None, 127, "failed", "not-started", "", None
+    finally:
+        os.close(write_fd)
+    log.info("trainer started", extra={"pid": trainer.pid, "command": " ".join(args.command)})
+    sampler = SystemSampler(history_dir, trainer.pid, system_interval).start() if system_interval else None
+    pump = threading.Thread(target=_pump, args=(read_fd, history_dir, Passthrough(sys.stdout.buffer)),
+                            name="tau-normalize", daemon=True)
+    pump.start()
+
+    def on_stop_request(found: dict) -> None:
+        step = found.get("step")
+        notify("stop-rule", "running", STOP_RULE_REASON, found.get("message", "a stop rule fired"),
+               step if isinstance(step, int) else None)
+
+    threading.Thread(target=_stop_on_request, args=(out_dir, trainer, stop_request, on_stop_request),
+                     name="tau-stop-rules", daemon=True).start()
+    limit = None if deadline is None else max(0.0, deadline - time.monotonic())
+    code, timed_out = _wait_limited(trainer, limit)
+    pump.join()
+    if sampler is not None:
+        sampler.stop()  # its rows are on disk before the completion file starts the final drain
+    status = code if code >= 0 else 128 - code
+    log.info("trainer exited", extra={"code": status})
+    exit_words, fault = describe_exit(code, oom_before, cgroup_oom_kills())
+    if stop.is_set():
+        return trainer, status, "cancelled", "stopped", exit_words, None
+    if stop_request:
+        return trainer, status, "cancelled", "stopped", exit_words, None
+    if timed_out:
+        return trainer, status, "failed", "timed-out", exit_words, None
+    if status != 0:
+        return trainer, status, "failed", "failed", exit_words, fault
+    return trainer, status, "succeeded", "ok", exit_words, None
+
+
+_TRAINER: list[subprocess.Popen | None] = [None]  # the running trainer, for the signal handler
 
 
 def _record_fault(store_root: str | None, run_id: str, message: str, fault: dict) -> None:
@@ -365,11 +466,17 @@ def run(args: argparse.Namespace) -> int:
         a in ("--store", "--sink") or a.startswith(("--store=", "--sink=")) for a in args.collect_args)
     done_timeout = args.done_timeout if args.done_timeout is not None else (1833.0 if uses_adx else 120.0)
 
+    checkpoint_globs = _checkpoint_globs(args.collect_args)
+    extra_collect: list[str] = []
+    if not checkpoint_globs and args.checkpoint_path:
+        checkpoint_globs = [os.path.join(os.path.abspath(args.checkpoint_path), "*")]
+        extra_collect = ["--checkpoints", checkpoint_globs[0]]
     collector_cmd = [
         sys.executable, "-m", "tau_collector", "collect", "--watch", "-v", "--log-format", args.log_format,
         "--no-progress", "--interval", args.interval,
         "--out", out_dir, "--history", os.path.join(history_dir, "*.jsonl"), "--tfevents", tensorboard_dir,
         "--completion-file", completion, "--ready-file", ready, "--done-file", done, *args.collect_args,
+        *extra_collect,
     ]
     log_path = os.path.join(run_dir, "collector.log")
     log_file = open(log_path, "ab")  # lives as long as the sidecar
@@ -378,12 +485,12 @@ def run(args: argparse.Namespace) -> int:
     log.info("collector started", extra={"pid": collector.pid, "run_dir": run_dir, "log": log_path})
 
     stop = StopFlag()  # set by the signal handler: lock-free
-    trainer: subprocess.Popen | None = None
 
     def on_signal(signum: int, frame: object) -> None:
         stop.set()
-        if trainer is not None and trainer.poll() is None:
-            trainer.send_signal(signal.SIGTERM)
+        running = _TRAINER[0]
+        if running is not None and running.poll() is None:
+            running.send_signal(signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -391,9 +498,9 @@ def run(args: argparse.Namespace) -> int:
     status = 0
     state, reason = "succeeded", "workload-entrypoint-exit"
     stop_request: dict = {}  # what a stop rule wrote, once it fired
-    fault: dict | None = None  # the trainer's end when it was a fault (a signal, a kill for memory)
-    exit_words = ""
     limit_message = ""  # set when the trainer was stopped at --time-limit
+    fault: dict | None = None  # the trainer's last end when it was a fault (a signal, a kill for memory)
+    exit_words = ""
     waited = _wait_for(ready, args.ready_timeout, stop=stop, process=collector)
     if waited == "stopped" or (waited == "ok" and stop.is_set()):
         # Terminated before the trainer started: TauGrid's 143, and the run is cancelled, not succeeded.
@@ -413,49 +520,36 @@ def run(args: argparse.Namespace) -> int:
                    PYTHONUNBUFFERED="1")
         if args.gpus is not None and "CUDA_VISIBLE_DEVICES" not in os.environ:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(args.gpus))
-        read_fd, write_fd = os.pipe()
-        try:
-            oom_before = cgroup_oom_kills()
-            trainer = subprocess.Popen(args.command, stdout=write_fd, env=env, preexec_fn=_terminate_with_parent)
-            if stop.is_set():  # the signal arrived while the trainer was being started
-                trainer.send_signal(signal.SIGTERM)
-        except OSError as exc:
-            os.close(read_fd)
-            log.error(f"cannot start {args.command[0]!r}: {exc.strerror or exc}; check the command after -- "
-                      "(its name, PATH and permissions)")
-            status, state = 127, "failed"
-        finally:
-            os.close(write_fd)
-        if trainer is not None:
-            log.info("trainer started", extra={"pid": trainer.pid, "command": " ".join(args.command)})
-            sampler = SystemSampler(history_dir, trainer.pid, system_interval).start() if system_interval else None
-            pump = threading.Thread(target=_pump, args=(read_fd, history_dir, Passthrough(sys.stdout.buffer)),
-                                    name="tau-normalize", daemon=True)
-            pump.start()
-            def on_stop_request(found: dict) -> None:
-                step = found.get("step")
-                notify("stop-rule", "running", STOP_RULE_REASON, found.get("message", "a stop rule fired"),
-                       step if isinstance(step, int) else None)
-
-            threading.Thread(target=_stop_on_request, args=(out_dir, trainer, stop_request, on_stop_request),
-                             name="tau-stop-rules", daemon=True).start()
-            code, timed_out = _wait_limited(trainer, args.time_limit)
-            pump.join()
-            if sampler is not None:
-                sampler.stop()  # its rows are on disk before the completion file starts the final drain
-            status = code if code >= 0 else 128 - code
-            log.info("trainer exited", extra={"code": status})
-            exit_words, fault = describe_exit(code, oom_before, cgroup_oom_kills())
-            if fault is not None and not stop.is_set() and not timed_out and not stop_request:
+        attempt = 0
+        deadline = None if args.time_limit is None else time.monotonic() + args.time_limit
+        while True:
+            _, status, state, outcome, exit_words, fault = _run_trainer(
+                args, env, history_dir, out_dir, stop, stop_request, system_interval, notify, deadline)
+            if fault is not None:
                 _record_fault(_store_flag(args.collect_args), identity["run"], f"entrypoint {exit_words}", fault)
-            if stop.is_set():
-                state, reason = "cancelled", "workload-termination"
-            elif status != 0 or timed_out:
-                state = "failed"
-            if timed_out:
+            if outcome == "timed-out":
                 limit_message = f"stopped at its time limit of {args.time_limit:g}s"
-            elif stop_request:
-                state, reason = "cancelled", STOP_RULE_REASON
+            elif outcome == "stopped":
+                reason = STOP_RULE_REASON if stop_request else "workload-termination"
+            if outcome != "failed" or attempt >= args.retries:
+                break
+            attempt += 1
+            resume = latest_checkpoint(checkpoint_globs) if checkpoint_globs else None
+            resume_from = resume.path if resume is not None else (args.checkpoint_path or "")
+            step = resume.step if resume is not None else None
+            where = (f"resuming from {resume_from}" + (f" (step {step})" if step is not None else "")) \
+                if resume_from else "no checkpoint to resume from"
+            _record_retry(_store_flag(args.collect_args), identity["run"],
+                          {"attempt": attempt, "max_retries": args.retries, "exit_code": status, "step": step,
+                           "resume_from": resume_from or None},
+                          f"retry {attempt}/{args.retries} after the trainer exited with code {status}; {where}")
+            env = {k: v for k, v in env.items() if k not in RETRY_ENV}
+            env.update(TAU_RETRY_ATTEMPT=str(attempt), TAU_RETRY_MAX=str(args.retries),
+                       TAU_RETRY_REASON=f"exit code {status}")
+            if resume_from:
+                env["TAU_RESUME_FROM"] = resume_from
+            if step is not None:
+                env["TAU_RESUME_STEP"] = str(step)
     message = f"entrypoint exited with code {status}"
     if fault is not None and state == "failed" and not limit_message:
         message = f"entrypoint {exit_words}"

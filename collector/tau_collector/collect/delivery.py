@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tau_collector.collect.signal_stop import StopFlag
+from tau_collector.reads.rows import ArtifactRow
 from tau_collector.sinks.base import Chunk, RunConfigConflict, Sink, SinkError
 from tau_collector.sources.records import SourceProblem
 from tau_collector.taugrid.run_config import RunConfig
@@ -63,6 +64,15 @@ class Delivery:
                 raise
             except SinkError as exc:
                 raise DeliveryError(f"store the configuration of run {run_id} in {sink.name}: {exc}") from None
+
+    def put_artifacts(self, rows: list[ArtifactRow]) -> None:
+        """Register artifacts (checkpoints) in every sink that keeps them; :class:`DeliveryError` when one cannot
+        (the collector logs it and registers them on its next pass)."""
+        for sink in self.sinks:
+            try:
+                sink.put_artifacts(rows)
+            except (SinkError, OSError) as exc:
+                raise DeliveryError(f"register {len(rows)} artifact(s) in {sink.name}: {exc}") from None
 
     def report(self, run_id: str, problems: list[SourceProblem]) -> None:
         for sink in self.sinks:

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from tau_collector.collect.checkpoints import CheckpointScanner
 from tau_collector.collect.completion_file import (
     RUN_STATUS_METRIC,
     TERMINAL_DRAIN_GRACE,
@@ -120,6 +121,9 @@ class Collector:
         self._marks_checked = False  # covered files were checked once against their complete-through entry
         self._group: list[Part] = []
         self._config_settled = False  # the run's configuration was stored, or found in conflict
+        self.checkpoints = CheckpointScanner(options.run, list(options.checkpoints), self.delivery.put_artifacts,
+                                             log=self._log, settle=options.checkpoint_settle) \
+            if options.checkpoints else None
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -149,6 +153,7 @@ class Collector:
                 started = time.monotonic()
                 appended_cpu, drain_cpu = self._drain(checkpoint, final=False, changed=changed)
                 wait = drain_wait(o, appended_cpu, drain_cpu)
+                self._scan_checkpoints(final=not o.watch)
                 if self._completion_exists():
                     self._finish(checkpoint)
                     return self.result
@@ -166,8 +171,18 @@ class Collector:
     def _completion_exists(self) -> bool:
         return bool(self.options.completion_file) and os.path.exists(self.options.completion_file)
 
+    def _scan_checkpoints(self, *, final: bool) -> None:
+        """Register the job's checkpoints that became stable (all of them once the job ended)."""
+        if self.checkpoints is None:
+            return
+        try:
+            self.checkpoints.scan(final=final)
+        except DeliveryError as exc:
+            self._log(f"{exc}; trying again on the next pass")
+
     def _finish(self, checkpoint: Checkpoint) -> None:
         self._drain(checkpoint, final=True)
+        self._scan_checkpoints(final=True)
         try:
             completion = read_completion(self.options.completion_file)
         except CompletionError as exc:
@@ -186,6 +201,7 @@ class Collector:
             self._finish(checkpoint)
         else:
             self._drain(checkpoint, final=True)
+            self._scan_checkpoints(final=True)
             completion = Completion("cancelled", "collector_context_cancelled",
                                     "metrics collector received cancellation before workload completion",
                                     time.time_ns())
@@ -474,8 +490,10 @@ class Collector:
             tags["tau.status.message"] = completion.message
         if o.status_artifact_uri:
             tags["tau.status.artifact_uri"] = o.status_artifact_uri
-        if o.status_checkpoint_uri:
-            tags["tau.status.checkpoint_uri"] = o.status_checkpoint_uri
+        last = self.checkpoints.last if self.checkpoints is not None else None
+        checkpoint_uri = o.status_checkpoint_uri or (last.uri if last is not None else "")
+        if checkpoint_uri:
+            tags["tau.status.checkpoint_uri"] = checkpoint_uri
         event = new_metric_event(
             workspace_id=tags.get(TAU_WORKSPACE_TAG, ""), cluster=tags.get(TAU_CLUSTER_TAG, ""),
             namespace=tags.get(TAU_NAMESPACE_TAG, ""), source_store_id=self.source_store_id,

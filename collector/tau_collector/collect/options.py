@@ -62,6 +62,10 @@ class CollectorOptions:
     done_file: str = ""
     status_artifact_uri: str = ""
     status_checkpoint_uri: str = ""
+    # Globs of the job's checkpoints (ours, not in identity): registered as checkpoint artifacts with their step
+    # (collect/checkpoints.py); the last one is the terminal status's checkpoint_uri unless given above.
+    checkpoints: list[str] = field(default_factory=list)
+    checkpoint_settle: float = 2.0
     watch: bool = False
     max_iterations: int = 0
     step_field: str = "_step"

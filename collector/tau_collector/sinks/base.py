@@ -11,6 +11,7 @@ from tau_collector.sources.records import SourceProblem
 
 if TYPE_CHECKING:
     from tau_collector.projection.columns import PointColumns
+    from tau_collector.reads.rows import ArtifactRow
     from tau_collector.taugrid.run_config import RunConfig
 
 __all__ = ["Chunk", "RunConfigConflict", "Sink", "SinkError"]
@@ -85,6 +86,9 @@ class Sink(abc.ABC):
         Raises :class:`RunConfigConflict` when the run already
         has another configuration.
         """
+
+    def put_artifacts(self, rows: list[ArtifactRow]) -> None:  # noqa: B027 - optional
+        """Register files of a run (its checkpoints) where readers find them; a sink of metric events ignores them."""
 
     def close(self) -> None:  # noqa: B027 - most sinks hold nothing to release
         """Release connections and files."""

@@ -23,11 +23,13 @@ import orjson
 
 from tau_collector.expstore.maintain.compaction import CompactionPolicy
 from tau_collector.expstore.store import ExpStore, StoreError, unwritable_reason, utc_now_rfc3339
+from tau_collector.expstore.write.artifacts import record_artifacts
 from tau_collector.expstore.write.config_rows import ConfigConflictError
 from tau_collector.expstore.write.run_events import record_run_events
 from tau_collector.expstore.write.writer import IdempotencyConflictError, MetricWriter
 from tau_collector.projection.metric_event import MetricEvent, NotCanonicalError
 from tau_collector.reads import SOURCE_PROBLEM, RunEvent
+from tau_collector.reads.rows import ArtifactRow
 from tau_collector.sinks.base import Chunk, RunConfigConflict, Sink, SinkError
 from tau_collector.sources.records import ProblemKind, SourceProblem
 from tau_collector.taugrid.run_config import RunConfig
@@ -127,6 +129,12 @@ class ExpstoreSink(Sink):
             self._writer.put_run_config(run_id, config)
         except ConfigConflictError as exc:
             raise RunConfigConflict(str(exc)) from None
+        except sqlite3.OperationalError as exc:
+            raise SinkError(f"expstore: {exc}", retryable=True) from None
+
+    def put_artifacts(self, rows: list[ArtifactRow]) -> None:
+        try:
+            record_artifacts(self._store, rows)
         except sqlite3.OperationalError as exc:
             raise SinkError(f"expstore: {exc}", retryable=True) from None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 from . import (
+    checkpoints,
     experiment,
     experiment_list,
     fault_events,
@@ -30,6 +31,7 @@ def component_schemas() -> dict[str, dict]:
         "Metadata": metadata.METADATA,
         "Run": run.RUN,
         "RunConfig": run_config.RUN_CONFIG,
+        "RunCheckpoints": checkpoints.RUN_CHECKPOINTS,
         "Experiment": experiment.EXPERIMENT,
         "ExperimentSearch": experiment.EXPERIMENT_SEARCH,
         "RunDetail": run.RUN_DETAIL,

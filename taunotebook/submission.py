@@ -127,6 +127,7 @@ def submit(
     notify: str | Sequence[str] | None = None,
     resources: JobResources | Mapping[str, Any] | None = None,
     base_config: str | PathLike[str] | None = None,
+    checkpoints: str | Sequence[str] = (),
     **resource_options: Any,
 ) -> SubmittedRun:
     """Submit a training script (a path) or ``code`` (its text) as a run; returns its :class:`SubmittedRun`.
@@ -142,6 +143,10 @@ def submit(
     ``base_config`` (``tau`` backend): the team's TauGrid ``tau.yaml``, ours merged in
     (:mod:`taunotebook.base_config`); its ``name`` and ``experiment`` are the defaults of ``name``,
     ``project``, ``experiment`` and ``group``, and a value both set differently is a ``ValueError``.
+    ``checkpoints`` (a glob, or several; relative to ``cwd``): the job's checkpoint files or directories, whose
+    names end in their step (``ckpt-1000.pt``, ``step_1000/``): the collector registers each, once written, as a
+    checkpoint of the run with its step (``local``, ``ray``; :mod:`tau_collector.collect.checkpoints`);
+    ``run.checkpoints()`` lists them. Without it, ``checkpoint_path``'s files are the checkpoints (``local``).
     ``config`` (a mapping), ``config_file`` (a ``.json``/``.yaml`` file) and ``config_items`` (``k=v``
     texts, see :mod:`.submit_config`) are the run's hyperparameters: the job reads them from the JSON
     file ``$TAU_RUN_CONFIG`` names, and they are stored with the run.
@@ -194,6 +199,7 @@ def submit(
     if dry_run and backend == "local":
         raise ValueError("--dry-run is for the tau backend (it prints the TauGrid run config) and the ray backend "
                          "(the job submission); a local run is just started")
+    checkpoint_globs = _checkpoint_globs(checkpoints, cwd)
     run_config = build_config(config, config_file, config_items)
     stop_rules = stop_rule_flags(stop_on_nan, stop_if)
     notify_args = notify_flags(notify, backend)
@@ -215,7 +221,8 @@ def submit(
                    tfevents=tuple(str(Path(t).resolve()) for t in tfevents), env=dict(env or {}),
                    cwd=Path(cwd).resolve() if cwd is not None else Path.cwd(), home=home, options=options,
                    config_path=directory / RUN_CONFIG_FILE if run_config is not None else None,
-                   stop_rules=stop_rules, notify=notify_args, resources=job_resources, base_config=base)
+                   stop_rules=stop_rules, notify=notify_args, resources=job_resources, base_config=base,
+                   checkpoints=checkpoint_globs)
     chosen.check(spec)  # a missing dependency fails here, before anything is written
     wrote = code is not None or run_config is not None
     if code is not None:
@@ -232,6 +239,19 @@ def submit(
     if dry_run and wrote:
         _remove_unsubmitted(directory)
     return SubmittedRun(record)
+
+
+def _checkpoint_globs(checkpoints: str | Sequence[str], cwd: str | PathLike[str] | None) -> tuple[str, ...]:
+    """``submit``'s ``checkpoints`` as absolute globs (relative ones under the job's ``cwd``)."""
+    given = [checkpoints] if isinstance(checkpoints, (str, PathLike)) else list(checkpoints)
+    base = Path(cwd).resolve() if cwd is not None else Path.cwd()
+    out = []
+    for pattern in given:
+        text = os.fspath(pattern) if isinstance(pattern, (str, PathLike)) else None
+        if not text or not text.strip():
+            raise ValueError(f"checkpoints: {pattern!r} is not a glob of checkpoint files (e.g. 'ckpt/ckpt-*.pt')")
+        out.append(os.path.join(base, os.path.expanduser(text)))
+    return tuple(out)
 
 
 def _remove_unsubmitted(directory: Path) -> None:
@@ -423,6 +443,18 @@ class SubmittedRun:
         from .client.run_handle import RunHandle
 
         return RunHandle(self.portal, self.run_id, self.project)
+    def checkpoints(self):
+        """The run's checkpoints registered so far (``client.Checkpoint``: ``.step``, ``.uri``, ``.size_bytes``,
+        ``.digest``, ``.deleted``), in step order: those the job wrote to its ``checkpoints`` glob (or
+        ``checkpoint_path``)."""
+        with self.portal() as client:
+            return list(client.checkpoints(self.run_id).checkpoints)
+
+    def checkpoint(self, step: int):
+        """The checkpoint nearest at or before ``step`` (not a deleted one); ``LookupError`` saying what the run
+        has when there is none."""
+        with self.portal() as client:
+            return client.checkpoint(self.run_id, step)
 
     def stellar_url(self) -> str:
         """"Open in Stellar" for this run, through the Jupyter server when there is one."""
