@@ -142,10 +142,11 @@ export function decodeRunView(query, fallbackAxis = "step") {
 }
 
 /**
- * The query of a run/compare page's `view` (plus `project` and `source` when set), defaults left out. A zoom is
- * written only for a metric of `metrics` when given (the charts the page has), so a stale one does not linger.
+ * The query of a run/compare page's `view` (plus `project` and `source` when set), defaults left out.
+ * The x axis is written unless it is `defaultAxis`: a page without x= starts on the axis last chosen in the
+ * browser that opens it, so a link to share names its axis (the default, null, always writes it).
  */
-export function encodeRunView(view, { project = null, source = null, defaultAxis = "step" } = {}) {
+export function encodeRunView(view, { project = null, source = null, defaultAxis = null } = {}) {
   const p = new URLSearchParams();
   for (const runId of view.targets || []) p.append("target", runId);
   if (project) p.set("project", project);

@@ -34,9 +34,9 @@ test("a metric x axis round-trips whatever its name holds", () => {
 });
 
 test("defaults are left out of the address", () => {
-  assert.equal(encodeRunView({ ...defaultRunView(), targets: ["r"] }).toString(), "target=r");
-  // the fallback axis (the one last chosen in this browser) is not written either
-  assert.equal(encodeRunView({ ...defaultRunView("wall"), targets: ["r"] }, { defaultAxis: "wall" }).toString(), "target=r");
+  assert.equal(encodeRunView({ ...defaultRunView(), targets: ["r"] }, { defaultAxis: "step" }).toString(), "target=r");
+  // a link to share names its axis: the page opening it would otherwise use the axis last chosen in that browser
+  assert.equal(encodeRunView({ ...defaultRunView(), targets: ["r"] }).toString(), "target=r&x=step");
   assert.equal(decodeRunView("target=r", "wall").view.xAxis, "wall");
 });
 
