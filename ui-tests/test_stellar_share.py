@@ -192,3 +192,28 @@ def test_an_exported_view_draws_the_same_curves_offline(page: Page, chromium: Br
         screenshot(offline, "exported-view")
     finally:
         offline.context.close()
+
+
+def test_the_python_export_draws_what_the_page_draws_offline(page: Page, chromium: Browser,
+                                                             portal_server: PortalServer, tmp_path: Path):
+    from taunotebook.export_view import export_view
+
+    view = "/stellar?target=run-a&target=run-b&project=proj&smooth=0.6&agg=mean&band=std&zoom.train%2Floss=100..200"
+    open_ready(page, url(portal_server, view))
+    page.wait_for_selector(f'{LOSS}[data-view="step:100..200"][data-state="ready"]')
+    asked = page.evaluate("() => window.__stellar.requests.find((r) => r.path.endsWith('/series')).query.max_points")
+    drawn = {m: traces(page, m) for m in ("train/loss", "eval/acc")}
+    assert any(t["role"] == "band-upper" for t in drawn["train/loss"])
+
+    html, _ = export_view(url(portal_server, view), max_points=int(asked))
+    path = tmp_path / "view.html"
+    path.write_text(html, encoding="utf-8")
+    offline, problems = open_offline(chromium, path)
+    try:
+        offline.wait_for_selector(f'{LOSS}[data-view="step:100..200"][data-state="ready"]')
+        assert problems == []
+        for metric, before in drawn.items():
+            assert traces(offline, metric) == before, metric
+        assert offline.locator("section.stellar-run").count() == 2
+    finally:
+        offline.context.close()
