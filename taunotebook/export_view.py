@@ -32,6 +32,9 @@ OFFLINE_BUNDLE = "stellar-offline.js"
 BUILD_HINT = "npm ci --prefix js && npm run build --prefix js   (or: pip install -e .)"
 UNKEYED = frozenset({"max_points", "project", "source", "token"})  # as export_html.js's
 MAX_POINTS_CAP = 12000  # TauGrid's series limit
+# The file loads nothing: inline script and style only (as export_html.js's).
+_CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:"
+_STATIC_NOTE = "a static copy: the charts hold the points the page had drawn"
 
 
 class ExportError(ValueError):
@@ -68,7 +71,8 @@ def parse_view_link(url: str) -> ViewLink:
     elif re.search(r"/stellar/?$", path):
         path = re.sub(r"/stellar/?$", "", path)
     else:
-        raise ExportError(f"{url!r} is not a Stellar run or compare page (…/stellar?target=<run> or …/stellar/runs/<run>)")
+        raise ExportError(f"{url!r} is not a Stellar run or compare page "
+                          "(…/stellar?target=<run> or …/stellar/runs/<run>)")
     pairs = parse_qsl(parts.query, keep_blank_values=True)
     token = next((v for k, v in pairs if k == "token"), None)
     query = [(k, v) for k, v in pairs if k != "token"]
@@ -121,14 +125,14 @@ def _script_text(text: str) -> str:
 def export_html(config: dict[str, Any], script: str, css: str, heading: str) -> str:
     """The file: export_html.js's exportHtml, written out in Python."""
     config_json = json.dumps(config, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
-    exported_at = config["offline"]["exportedAt"]
+    stamp = html.escape(config["offline"]["exportedAt"])
     css_text = re.sub(r"</style", r"<\\/style", css, flags=re.IGNORECASE)
     return f"""<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:">
+<meta http-equiv="Content-Security-Policy" content="{_CSP}">
 <title>{html.escape(f"Stellar · {heading}")}</title>
 <style>{css_text}</style>
 <script type="application/json" id="stellar-config">{config_json}</script>
@@ -137,7 +141,7 @@ def export_html(config: dict[str, Any], script: str, css: str, heading: str) -> 
 <header class="stellar-header">
   <span class="stellar-home">Stellar</span>
   <span class="stellar-title" id="stellar-title">{html.escape(heading)}</span>
-  <span class="stellar-note" id="stellar-exported" data-exported-at="{html.escape(exported_at)}">exported {html.escape(exported_at)} · a static copy: the charts hold the points the page had drawn</span>
+  <span class="stellar-note" id="stellar-exported" data-exported-at="{stamp}">exported {stamp} · {_STATIC_NOTE}</span>
 </header>
 <main id="stellar" data-mode="runs" data-state="loading">
   <p class="stellar-loading" id="stellar-loading">Loading…</p>
@@ -210,7 +214,8 @@ def export_view(url: str, *, token: str | None = None, max_charts: int = 24, max
     link = parse_view_link(url)
     missing = [name for name in (OFFLINE_BUNDLE, "stellar.css") if not (static_dir / name).is_file()]
     if missing:
-        raise ExportError(f"static/stellar/{missing[0]} is missing from the taunotebook package: build it with {BUILD_HINT}")
+        raise ExportError(f"static/stellar/{missing[0]} is missing from the taunotebook package: "
+                          f"build it with {BUILD_HINT}")
     reader = _Reader(link, token or link.token or os.environ.get(ENV_TOKEN) or None, timeout, transport)
     notes: list[str] = []
     try:
@@ -239,7 +244,8 @@ def export_view(url: str, *, token: str | None = None, max_charts: int = 24, max
                     except PortalError as exc:  # a run without the metric: the export says so, as the page does
                         notes.append(f"{metric} of {run_id}: {exc}")
                         break
-                    reader.get(f"stellar/data/runs/{_segment(run_id)}/points", [("metric", metric), *span], optional=True)
+                    reader.get(f"stellar/data/runs/{_segment(run_id)}/points", [("metric", metric), *span],
+                               optional=True)
     finally:
         reader.http.close()
     query = [(k, v) for k, v in link.query]
@@ -272,14 +278,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="taunotebook export-view",
         description="Save a Stellar run or compare view (a link the page's 'Copy link' gives) as one HTML file "
-                    "that opens offline: the charts as the page draws them, the runs, their config, the time of export.",
+                    "that opens offline: the charts as the page draws them, the runs, their config, "
+                    "the time of export.",
         epilog=USAGE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("url", help="the view's link (…/stellar?target=…&…)")
     parser.add_argument("-o", "--output", required=True, help="the HTML file to write")
-    parser.add_argument("--token", default=None, help=f"the Portal's token (default: the link's ?token=, else ${ENV_TOKEN})")
+    parser.add_argument("--token", default=None,
+                        help=f"the Portal's token (default: the link's ?token=, else ${ENV_TOKEN})")
     parser.add_argument("--max-charts", type=int, default=24, help="charts exported at most (default 24)")
     parser.add_argument("--max-points", type=int, default=4000,
-                        help=f"points per series, reduced as the page reduces them (default 4000, at most {MAX_POINTS_CAP})")
+                        help="points per series, reduced as the page reduces them "
+                             f"(default 4000, at most {MAX_POINTS_CAP})")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per read (default 60)")
     args = parser.parse_args(argv)
     try:

@@ -37,6 +37,11 @@ def traces(page: Page, metric: str) -> list[dict]:
     )
 
 
+def zoom(page: Page, window: list[int]) -> None:
+    plot = f"document.querySelector('{LOSS} .stellar-plot')"
+    page.evaluate(f"(w) => Plotly.relayout({plot}, {{'xaxis.range': w}})", window)
+
+
 def set_a_view(page: Page, server: PortalServer) -> None:
     """Two runs compared, a metric pinned, a search, smoothing, log y, and a zoom on the loss chart."""
     open_ready(page, url(server, "/stellar?target=run-a&target=run-b&project=proj"))
@@ -45,7 +50,7 @@ def set_a_view(page: Page, server: PortalServer) -> None:
     page.click('section.stellar-chart[data-metric="eval/acc"] .stellar-pin')
     page.fill("#stellar-search", "loss|acc")
     page.wait_for_function("() => window.__stellar.search === 'loss|acc'")
-    page.evaluate(f"""() => Plotly.relayout(document.querySelector('{LOSS} .stellar-plot'), {{'xaxis.range': [100, 200]}})""")
+    zoom(page, [100, 200])
     page.wait_for_selector(f'{LOSS}[data-fetches="2"][data-state="ready"]')
 
 
@@ -97,7 +102,6 @@ def test_resetting_the_zoom_and_other_changes_follow_in_the_address_and_back_ret
     page.evaluate(f"() => Plotly.relayout({gd}, {{'xaxis.autorange': true}})")
     page.wait_for_selector(f'{LOSS}[data-fetches="3"][data-view="full"]')
     assert "zoom." not in page.url
-    page.select_option("#stellar-aggregate", "") if page.locator("#stellar-aggregate").count() else None
     page.locator("#stellar-smoothing").fill("0.3")
     assert "smooth=0.3" in page.url
     page.go_back()  # changes replace the address: one step back is the page before
@@ -168,11 +172,11 @@ def test_an_exported_view_draws_the_same_curves_offline(page: Page, chromium: Br
                                                         tmp_path: Path):
     set_a_view(page, portal_server)
     page.select_option("#stellar-aggregate", "mean")
-    page.wait_for_function("() => document.querySelector('section.stellar-chart[data-metric=\"train/loss\"] .stellar-plot')"
+    page.wait_for_function(f"() => document.querySelector('{LOSS} .stellar-plot')"
                            ".data.some((t) => t.meta.role === 'band-upper')")
     page.select_option("#stellar-aggregate", "")
     page.wait_for_selector(f'{LOSS}[data-view="full"][data-state="ready"]')  # the new view dropped the zoom
-    page.evaluate(f"""() => Plotly.relayout(document.querySelector('{LOSS} .stellar-plot'), {{'xaxis.range': [100, 200]}})""")
+    zoom(page, [100, 200])
     page.wait_for_selector(f'{LOSS}[data-view="step:100..200"][data-state="ready"]')
     drawn = {m: traces(page, m) for m in ("train/loss", "eval/acc")}
     path = export_file(page, tmp_path)
