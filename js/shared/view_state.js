@@ -66,7 +66,7 @@ function rangeText([lo, hi]) {
  */
 export function decodeRunView(query, fallbackAxis = "step") {
   const params = query instanceof URLSearchParams ? query : new URLSearchParams(query);
-  const view = defaultRunView(X_AXES.includes(fallbackAxis) ? fallbackAxis : "step");
+  const view = defaultRunView(isXAxis(fallbackAxis) ? fallbackAxis : "step");
   const notices = [];
   const seen = new Set();
   for (const [key, value] of params) {

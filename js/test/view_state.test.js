@@ -38,6 +38,8 @@ test("defaults are left out of the address", () => {
   // a link to share names its axis: the page opening it would otherwise use the axis last chosen in that browser
   assert.equal(encodeRunView({ ...defaultRunView(), targets: ["r"] }).toString(), "target=r&x=step");
   assert.equal(decodeRunView("target=r", "wall").view.xAxis, "wall");
+  assert.equal(decodeRunView("target=r", "metric:epoch").view.xAxis, "metric:epoch");
+  assert.equal(decodeRunView("target=r", "bogus").view.xAxis, "step");
 });
 
 test("target and compare, repeated or comma-separated, in order, first occurrence kept", () => {
