@@ -193,6 +193,9 @@ def test_an_exported_view_draws_the_same_curves_offline(page: Page, chromium: Br
         assert "run-a" in offline.locator("#stellar-title").inner_text()
         assert offline.locator("#stellar-exported").get_attribute("data-exported-at")
         assert offline.evaluate("() => window.__stellar.smoothing") == 0.6
+        source = offline.locator("#stellar-export-source").get_attribute("href")
+        assert source.startswith(portal_server.base_url) and "token" not in source and "pin=eval%2Facc" in source
+        assert offline.locator("#stellar-copy-link").count() == 0
         screenshot(offline, "exported-view")
     finally:
         offline.context.close()

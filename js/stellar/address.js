@@ -24,6 +24,7 @@ export function viewLink() {
 
 /** A "copy link" button: the view's address to the clipboard, else shown selected to copy by hand. */
 export function copyLinkControl() {
+  if (state.offline) return null; // a file's address is no link to share: the export names the page it came from
   const done = h("span", { class: "stellar-note", id: "stellar-copy-done", role: "status" });
   const button = h("button", { type: "button", id: "stellar-copy-link", title: "copy a link to this view (runs, metrics, search, smoothing, axes, zoom)", text: "Copy link" });
   button.addEventListener("click", async () => {

@@ -35,8 +35,10 @@ export async function buildExport() {
 /** The button: builds the file and saves it (a download). */
 export function exportControl() {
   if (state.offline) {
-    return h("span", { class: "stellar-note", id: "stellar-offline-note",
-      text: `Static export of ${state.offline.exportedAt}; zooming shows the points it holds.` });
+    const from = state.offline.link ? h("a", { href: state.offline.link, id: "stellar-export-source", text: "the live page" }) : null;
+    return h("span", { class: "stellar-note", id: "stellar-offline-note" },
+      `Static export of ${state.offline.exportedAt}; zooming shows the points it holds.`,
+      from ? " Exported from " : "", from, from ? " (its Portal's token needed)." : "");
   }
   const done = h("span", { class: "stellar-note", id: "stellar-export-done", role: "status" });
   const button = h("button", { type: "button", id: "stellar-export", text: "Export HTML",
