@@ -77,3 +77,15 @@ def test_the_command_writes_the_file(portal_server: PortalServer, tmp_path, caps
     assert code == 0, capsys.readouterr().err
     assert config_of(out.read_text(encoding="utf-8"))["targets"] == ["run-b"]
     assert cli.main(["export-view", "http://h/nope", "-o", str(out)]) == 2
+
+
+def test_hostile_run_ids_and_script_text_stay_inside_their_elements():
+    from taunotebook.export_view import export_html
+
+    evil = "</script><img src=x onerror=alert(1)><!--"
+    html = export_html({"mode": "runs", "targets": [evil], "offline": {"exportedAt": "2026-01-01T00:00:00.000Z"}},
+                       'const s = "</script><b>"; // <!-- x', "a{} </style><script>alert(1)</script>", evil)
+    assert len(re.findall(r"</script>", html, re.I)) == 2  # the config's and the script's own end tags
+    assert len(re.findall(r"</style>", html, re.I)) == 1
+    assert "<img" not in html
+    assert config_of(html)["targets"] == [evil]

@@ -39,7 +39,7 @@ export function exportHtml({ config, script, css, heading }) {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:">
 <title>${escapeHtml(`Stellar · ${heading}`)}</title>
-<style>${String(css).replace(/<\/style/gi, "<\\/style")}</style>
+<style>${String(css).replace(/<\//g, "<\\/")}</style>
 <script type="application/json" id="stellar-config">${json}</script>
 </head>
 <body>
