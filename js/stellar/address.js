@@ -10,10 +10,23 @@ export function currentQuery() {
   return encodeRunView(state, { project: state.project, source: state.source });
 }
 
-/** The address bar follows the view (nothing to do in an offline export: its address is a file). */
+const WRITE_EVERY_MS = 100; // browsers throttle a page that replaces its address hundreds of times (a slider drag)
+let lastWrite = 0;
+let pending = 0;
+
+function write() {
+  pending = 0;
+  lastWrite = Date.now();
+  window.history.replaceState(null, "", addressOf(window.location.pathname, currentQuery(), window.location.hash));
+}
+
+/** The address bar follows the view (nothing to do in an offline export: its address is a file): at once, or at
+ *  most every WRITE_EVERY_MS while changes come faster, the last change always written. */
 export function writeView() {
   if (state.mode !== "runs" || state.offline) return;
-  window.history.replaceState(null, "", addressOf(window.location.pathname, currentQuery(), window.location.hash));
+  const wait = lastWrite + WRITE_EVERY_MS - Date.now();
+  if (wait <= 0 && !pending) write();
+  else if (!pending) pending = setTimeout(write, Math.max(0, wait));
 }
 
 /** The link to the view on screen. */
