@@ -233,6 +233,17 @@ def export_view(url: str, *, token: str | None = None, max_charts: int = 24, max
             notes.append(f"{len(chosen)} charts in the view: the first {max_charts} are exported (--max-charts)")
             chosen = chosen[:max_charts]
         windows = _zoom_windows(link)
+        x_axis = link.get("x") or ""
+        x_metric = x_axis[7:] if x_axis.startswith("metric:") and len(x_axis) > 7 else None
+        if x_metric and x_metric in names and x_metric not in chosen:
+            # The x axis' metric is read beside the charts (the page joins it by step); its whole series is
+            # carried, and a zoomed window's x values are cut from it.
+            for run_id in link.targets:
+                try:
+                    reader.get(f"api/v2/stellar/runs/{_segment(run_id)}/series",
+                               [("target", run_id), ("metric", x_metric), ("max_points", str(max_points))])
+                except PortalError as exc:
+                    notes.append(f"{x_metric} (the x axis) of {run_id}: {exc}")
         for metric in chosen:
             for run_id in link.targets:
                 reads = [None, windows.get(metric)] if metric in windows else [None]

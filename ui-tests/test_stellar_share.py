@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from playwright.sync_api import Browser, Page
 
 from fixtures.browser import open_ready, screenshot
@@ -186,11 +187,12 @@ def test_an_exported_view_draws_the_same_curves_offline(page: Page, chromium: Br
 
     offline, problems = open_offline(chromium, path)
     try:
-        offline.wait_for_selector(f'{LOSS}[data-view="step:100..200"][data-state="ready"]')
+        offline.wait_for_selector(f'{LOSS}[data-fetches="2"][data-state="ready"]')
         assert problems == []
         for metric, before in drawn.items():
             assert traces(offline, metric) == before, metric
-        assert offline.locator("section.stellar-run").count() == 2
+        assert offline.locator(LOSS).inner_text() == status  # the same counts said in words
+        assert offline.locator("section.stellar-run").count() == view.count("target=")
         assert "run-a" in offline.locator("#stellar-title").inner_text()
         assert offline.locator("#stellar-exported").get_attribute("data-exported-at")
         assert offline.evaluate("() => window.__stellar.smoothing") == 0.6
@@ -202,26 +204,31 @@ def test_an_exported_view_draws_the_same_curves_offline(page: Page, chromium: Br
         offline.context.close()
 
 
-def test_the_python_export_draws_what_the_page_draws_offline(page: Page, chromium: Browser,
+@pytest.mark.parametrize("view", [
+    "/stellar?target=run-a&target=run-b&project=proj&smooth=0.6&agg=mean&band=std&zoom.train%2Floss=100..200",
+    "/stellar?target=run-a&project=proj&x=metric:eval/acc&zoom.train%2Floss=100..200",
+], ids=["compare-mean-zoomed", "metric-x-axis"])
+def test_the_python_export_draws_what_the_page_draws_offline(page: Page, chromium: Browser, view: str,
                                                              portal_server: PortalServer, tmp_path: Path):
     from taunotebook.export_view import export_view
 
-    view = "/stellar?target=run-a&target=run-b&project=proj&smooth=0.6&agg=mean&band=std&zoom.train%2Floss=100..200"
     open_ready(page, url(portal_server, view))
-    page.wait_for_selector(f'{LOSS}[data-view="step:100..200"][data-state="ready"]')
+    page.wait_for_selector(f'{LOSS}[data-fetches="2"][data-state="ready"]')
     asked = page.evaluate("() => window.__stellar.requests.find((r) => r.path.endsWith('/series')).query.max_points")
     drawn = {m: traces(page, m) for m in ("train/loss", "eval/acc")}
-    assert any(t["role"] == "band-upper" for t in drawn["train/loss"])
+    assert any(t["role"] == "band-upper" for t in drawn["train/loss"]) == ("agg=mean" in view)
+    status = page.locator(LOSS).inner_text()
 
     html, _ = export_view(url(portal_server, view), max_points=int(asked))
     path = tmp_path / "view.html"
     path.write_text(html, encoding="utf-8")
     offline, problems = open_offline(chromium, path)
     try:
-        offline.wait_for_selector(f'{LOSS}[data-view="step:100..200"][data-state="ready"]')
+        offline.wait_for_selector(f'{LOSS}[data-fetches="2"][data-state="ready"]')
         assert problems == []
         for metric, before in drawn.items():
             assert traces(offline, metric) == before, metric
-        assert offline.locator("section.stellar-run").count() == 2
+        assert offline.locator(LOSS).inner_text() == status  # the same counts said in words
+        assert offline.locator("section.stellar-run").count() == view.count("target=")
     finally:
         offline.context.close()

@@ -40,22 +40,25 @@ export const recorded = new Map();
 
 /**
  * An offline export's answer to a read: the one it carries, else (a zoom the export was not made with) the
- * window cut from the whole series it carries; a read it cannot answer fails in words.
+ * window cut from the whole series it carries (max_points=1: its last point); a read it cannot answer fails in
+ * words.
  */
 function offlineAnswer(path, url) {
   const answers = state.offline.responses;
   const key = readKey(path, url.searchParams);
   if (key in answers) return answers[key];
-  const start = Number(url.searchParams.get("start_step"));
-  const end = Number(url.searchParams.get("end_step"));
-  if (url.searchParams.has("start_step")) {
+  const params = url.searchParams;
+  const start = params.has("start_step") ? Number(params.get("start_step")) : -Infinity;
+  const end = params.has("end_step") ? Number(params.get("end_step")) : Infinity;
+  if (params.has("start_step") || params.has("end_step")) {
     const whole = new URLSearchParams(url.searchParams);
     whole.delete("start_step");
     whole.delete("end_step");
     const full = answers[readKey(path, whole)];
     const inside = (p) => Number(p.step) >= start && Number(p.step) <= end;
     if (full?.points) {
-      const points = full.points.filter(inside);
+      let points = full.points.filter(inside);
+      if (params.get("max_points") === "1") points = points.slice(-1); // the last point (an x value carried over)
       return { ...full, points, returned_points: points.length, source_points: Math.max(points.length, Math.round(full.source_points * points.length / Math.max(1, full.points.length))) };
     }
     if (full && "non_finite" in full) {
