@@ -226,6 +226,7 @@ def export_view(url: str, *, token: str | None = None, max_charts: int = 24, max
             reader.get(f"{base}/metrics", [], optional=True)
             reader.get(f"{base}/notes", [], optional=True)  # the run's notes, shown on its card
             reader.get(f"stellar/data/runs/{_segment(run_id)}/notifications", [], optional=True)
+            reader.get(f"stellar/data/runs/{_segment(run_id)}/job", [], optional=True)  # lifecycle, resources, faults
             names.update(n for n in run.get("metric_names") or [] if not n.startswith("tau/"))
         reader.get("stellar/data/runs", [("run_id", r) for r in link.targets], optional=True)
         pins = [p for p in link.all("pin") if p in names]
