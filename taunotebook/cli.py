@@ -1,4 +1,4 @@
-"""The ``taunotebook`` command: dispatches its subcommands (``import``, ``portal``).
+"""The ``taunotebook`` command: dispatches its subcommands (``import``, ``portal``, ``export-view``).
 
 ``taunotebook --help`` (or ``-h``) prints the commands with examples and exits 0; no command, or
 an unknown one, prints the usage and a one-line error on stderr and exits 2. Each subcommand has
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 __all__ = ["main"]
 
-COMMANDS = ("import", "portal")
+COMMANDS = ("import", "portal", "export-view")
 
 USAGE = "usage: taunotebook [-h] [--version] COMMAND [options]\n"
 
@@ -23,6 +23,7 @@ Stellar API and pages.
 commands:
   import    import TensorBoard, W&B, Ray Tune and JSONL history into the store (taunotebook import --help)
   portal    serve a local expstore with TauGrid's v2 Stellar API and pages (taunotebook portal --help)
+  export-view  save a Stellar run or compare view as one HTML file that opens offline (taunotebook export-view --help)
 
 options:
   -h, --help  show this help and exit
@@ -62,6 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .portal.cli import main as portal_main
 
         return portal_main(rest)
+    if command == "export-view":
+        from .export_view import main as export_main
+
+        return export_main(rest)
     kind = "option" if command.startswith("-") else "command"
     return _usage_error(f"unknown {kind} {command!r} (choose from {', '.join(COMMANDS)}; see taunotebook --help)")
 

@@ -4,6 +4,8 @@
 //                                                                  (anywidget sends it inline to each widget)
 //   stellar/main.js     -> taunotebook/static/stellar/stellar.js   the Stellar pages (ESM; chunks loaded
 //   stellar/stellar.css -> taunotebook/static/stellar/stellar.css  lazily land beside it as chunk-*.js)
+//   stellar/main.js     -> taunotebook/static/stellar/stellar-offline.js   the same pages in one classic script,
+//                                                                  inlined into a view's static HTML export
 // Both draw with plotly/index.js: plotly.js with only the traces we draw.
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
@@ -64,4 +66,12 @@ report(await esbuild.build({
   outdir: resolve(staticDir, "stellar"),
   splitting: true,
   chunkNames: "chunk-[hash]",
+}));
+
+// The pages again as one classic script (no chunks, no module): what a static export inlines.
+report(await esbuild.build({
+  ...common,
+  format: "iife",
+  entryPoints: [resolve(js, "stellar", "main.js")],
+  outfile: resolve(staticDir, "stellar", "stellar-offline.js"),
 }));

@@ -1,4 +1,5 @@
 // The Portal's reads the pages make, their writes (notes and tags), and their errors in words.
+import { readKey } from "../shared/export_html.js";
 import { portalUrl } from "../shared/urls.js";
 import { config, root, state, urlToken } from "./page.js";
 
@@ -34,11 +35,49 @@ export function canWrite() {
   return Boolean(config.writeKey);
 }
 
+/** The reads the page made and their answers, by readKey: what a static export carries (export_view.js). */
+export const recorded = new Map();
+
+/**
+ * An offline export's answer to a read: the one it carries, else (a zoom the export was not made with) the
+ * window cut from the whole series it carries (max_points=1: its last point); a read it cannot answer fails in
+ * words.
+ */
+function offlineAnswer(path, url) {
+  const answers = state.offline.responses;
+  const key = readKey(path, url.searchParams);
+  if (key in answers) return answers[key];
+  const params = url.searchParams;
+  const start = params.has("start_step") ? Number(params.get("start_step")) : -Infinity;
+  const end = params.has("end_step") ? Number(params.get("end_step")) : Infinity;
+  if (params.has("start_step") || params.has("end_step")) {
+    const whole = new URLSearchParams(url.searchParams);
+    whole.delete("start_step");
+    whole.delete("end_step");
+    const full = answers[readKey(path, whole)];
+    const inside = (p) => Number(p.step) >= start && Number(p.step) <= end;
+    if (full?.points) {
+      let points = full.points.filter(inside);
+      if (params.get("max_points") === "1") points = points.slice(-1); // the last point (an x value carried over)
+      return { ...full, points, returned_points: points.length, source_points: Math.max(points.length, Math.round(full.source_points * points.length / Math.max(1, full.points.length))) };
+    }
+    if (full && "non_finite" in full) {
+      const nonFinite = (full.non_finite || []).filter(inside);
+      return { ...full, non_finite: nonFinite, non_finite_count: nonFinite.length };
+    }
+  }
+  throw new StellarError(404, "NOT_IN_EXPORT", `this export does not carry ${path} (it holds what the page had drawn)`);
+}
+
 async function request(segments, query, method = "GET", payload = null) {
   // The page's ?source= goes with every read, so a source=kusto page reads Kusto throughout.
   if (state.source && !("source" in query)) query = { ...query, source: state.source };
   const url = portalUrl(root, segments, query);
   const path = url.pathname.slice(root.pathname.length);
+  if (state.offline) {
+    if (method !== "GET") throw new StellarError(0, "STATIC_EXPORT", "a static export cannot write: open the live page");
+    return offlineAnswer(path, url);
+  }
   const headers = { Accept: "application/json" };
   if (urlToken) headers.Authorization = `Bearer ${urlToken}`;
   if (method !== "GET") {
@@ -80,6 +119,7 @@ async function request(segments, query, method = "GET", payload = null) {
   if (body === null) {
     throw new StellarError(response.status, "BAD_RESPONSE", `the Portal answered ${path} with something that is not JSON`);
   }
+  if (method === "GET") recorded.set(readKey(path, url.searchParams), body);
   return body;
 }
 

@@ -13,6 +13,7 @@ import { axisMetric, axisTitle, relativeUnit, timeValues } from "../shared/time_
 import { interpolate } from "../shared/walltime.js";
 import { alignOnX, joinX, missingNote, stepsForX } from "../shared/x_metric.js";
 import { id } from "../shared/urls.js";
+import { writeView } from "./address.js";
 import { api, explain, pageData } from "./api.js";
 import { state } from "./page.js";
 import { mergeExtras, parsePoints } from "./series.js";
@@ -493,8 +494,33 @@ function draw(chart) {
   }
 }
 
+/** A zoom window as the address keeps it: wall time in epoch ms, relative time in seconds, else the axis' numbers. */
+function addressRange(axis, range, unitSeconds) {
+  const ms = (d) => (typeof d === "number" ? d : Date.parse(String(d).replace(" ", "T")));
+  if (axis === "wall") return range.map(ms);
+  if (axis === "relative") return range.map((v) => Number(v) * unitSeconds);
+  return range.map(Number);
+}
+
+/** Applies the zoom the address names for this chart (after its whole series is drawn), as a user's zoom. */
+export function restoreZoom(chart) {
+  const range = state.zoom[chart.metric];
+  if (!range || !chart.drawn) return Promise.resolve();
+  const axis = chartAxis(chart);
+  const shown = axis === "relative" ? range.map((v) => v / relativeUnitOf(chart).seconds) : range;
+  return Plotly.relayout(chart.plot, { "xaxis.range": shown });
+}
+
+/** Every chart back to its whole series (the x axis or the aggregation changed: a window means nothing there). */
+export function resetZooms() {
+  state.zoom = {};
+  for (const chart of Object.values(state.charts)) if (chart.view) loadChart(chart, null);
+}
+
 function onRelayout(chart, event) {
   if (event["xaxis.autorange"] === true) {
+    delete state.zoom[chart.metric];
+    writeView();
     if (chart.view) loadChart(chart, null);
     return;
   }
@@ -505,6 +531,9 @@ function onRelayout(chart, event) {
   const axis = chartAxis(chart);
   // A relative-time window is each run's own: its origin plus the window (stepRange).
   const unitSeconds = axis === "relative" ? relativeUnitOf(chart).seconds : undefined;
+  const kept = addressRange(axis, range, unitSeconds);
+  if (kept.every(Number.isFinite) && kept[0] < kept[1]) state.zoom[chart.metric] = kept;
+  writeView();
   loadChart(chart, { axis, range, unitSeconds });
 }
 

@@ -5,7 +5,9 @@
 import { h } from "../shared/dom.js";
 import { PagedSections, filterNote } from "../shared/paged_sections.js";
 import { buildSections } from "../shared/sections.js";
-import { createChart, loadChart } from "./chart.js";
+import { writeView } from "./address.js";
+import { createChart, loadChart, restoreZoom } from "./chart.js";
+import { state } from "./page.js";
 
 const PAGE = 24; // charts an open section shows before "Show more"
 const FILTER_DELAY_MS = 200;
@@ -16,7 +18,7 @@ export class ChartSections {
     this.metrics = metrics;
     this.runIds = runIds;
     this.box = box;
-    this.filter = "";
+    this.filter = state.search;
     this.open = {}; // section → open, as the user left it
     this.charts = new Map(); // metric → chart (kept when hidden: reopening does not fetch again)
     this.sections = new PagedSections(box, { prefix: "stellar", bodyClass: "stellar-charts", page: PAGE,
@@ -29,12 +31,14 @@ export class ChartSections {
     this.loads = [];
     this.io = new IntersectionObserver((entries) => this.onIntersect(entries), { rootMargin: "300px 0px" });
     this.search = h("input", { type: "search", id: "stellar-search", placeholder: "search metrics (regex)",
-      "aria-label": "search metrics" });
+      "aria-label": "search metrics", value: state.search });
     this.search.addEventListener("input", () => {
       clearTimeout(this.timer);
       this.timer = setTimeout(() => {
         this.filter = this.search.value;
+        state.search = this.filter;
         this.render();
+        writeView();
       }, FILTER_DELAY_MS);
     });
     this.note = h("span", { class: "stellar-note", id: "stellar-search-note" });
@@ -42,7 +46,7 @@ export class ChartSections {
   }
 
   render() {
-    const sections = buildSections(this.metrics, { filter: this.filter, open: this.open });
+    const sections = buildSections(this.metrics, { pinned: state.pins, filter: this.filter, open: this.open });
     const shown = new Set(this.sections.render(sections));
     for (const [name, chart] of this.charts) if (!shown.has(name)) this.io.unobserve(chart.section);
     const note = filterNote(this.filter, sections, this.metrics.length);
@@ -58,10 +62,26 @@ export class ChartSections {
       chart = createChart(name, this.runIds, body);
       chart.section.dataset.state = "idle"; // created, not fetched: it fetches when it scrolls into view
       chart.status.textContent = "read when it scrolls into view";
+      chart.section.querySelector("h3").append(this.pinButton(name));
       this.charts.set(name, chart);
     }
     if (!chart.requested) this.io.observe(chart.section);
     return chart.section;
+  }
+
+  /** The chart's pin: a pinned metric is shown first, in the Pinned section, and the address keeps it. */
+  pinButton(name) {
+    const pinned = () => state.pins.includes(name);
+    const button = h("button", { type: "button", class: "stellar-pin", "aria-pressed": String(pinned()),
+      title: "pin this chart to the top (kept in the page's address)", text: pinned() ? "unpin" : "pin" });
+    button.addEventListener("click", () => {
+      state.pins = pinned() ? state.pins.filter((n) => n !== name) : [...state.pins, name];
+      button.setAttribute("aria-pressed", String(pinned()));
+      button.textContent = pinned() ? "unpin" : "pin";
+      this.render();
+      writeView();
+    });
+    return button;
   }
 
   onIntersect(entries) {
@@ -71,7 +91,8 @@ export class ChartSections {
       if (!chart || chart.requested) continue;
       chart.requested = true;
       this.io.unobserve(chart.section); // fetched once; a zoom reads again by itself
-      this.loads.push(loadChart(chart, null));
+      // A zoom the address names is applied as the user's would be: the whole series, then the window.
+      this.loads.push(loadChart(chart, null).then(() => restoreZoom(chart)));
     }
     if (this.firstRound) {
       const resolve = this.firstRound;

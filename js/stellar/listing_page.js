@@ -13,6 +13,8 @@ import { valueText } from "../shared/differing.js";
 import { h } from "../shared/dom.js";
 import { plural } from "../shared/format.js";
 import { stellarUrl } from "../shared/urls.js";
+import { addressOf, decodeListingView, encodeListingView, LISTING_FILTERS as FILTERS } from "../shared/view_state.js";
+import { copyLinkControl, showAddressNotices } from "./address.js";
 import { explain, pageData } from "./api.js";
 import { errorBox, showError } from "./notices.js";
 import { main, root, state } from "./page.js";
@@ -23,40 +25,17 @@ import {
 import { columnsFor, createTableView } from "./table_view.js";
 
 export const MAX_COMPARE = 50; // runs one compare page draws (its address carries their ids)
-const FILTERS = ["state", "project", "experiment", "group", "tag"];
 const FILTER_LABELS = { state: "states", project: "projects", experiment: "experiments", group: "groups", tag: "tags" };
 
 function readAddress() {
-  const p = new URLSearchParams(window.location.search);
-  const sort = p.get("sort") || "created_at";
-  return {
-    search: p.get("q") || "",
-    filters: Object.fromEntries(FILTERS.map((f) => [f, p.get(f) || ""])),
-    configText: p.get("config") || "",
-    metric: p.get("metric") || "",
-    sort: { column: sort, direction: p.get("dir") === "asc" || (p.get("dir") !== "desc" && sort !== "created_at") ? "asc" : "desc" },
-    groupBy: p.get("group_by") || "",
-    showConstant: p.get("constant") === "1",
-    parallel: p.get("view") === "parallel",
-  };
+  const { view, notices } = decodeListingView(window.location.search);
+  state.addressNotices = notices;
+  return view;
 }
 
 function writeAddress(t) {
-  const p = new URLSearchParams();
-  if (state.project) p.set("project", state.project);
-  if (t.search) p.set("q", t.search);
-  for (const f of FILTERS) if (t.filters[f]) p.set(f, t.filters[f]);
-  if (t.configText) p.set("config", t.configText);
-  if (t.metric) p.set("metric", t.metric);
-  if (t.sort.column !== "created_at" || t.sort.direction !== "desc") {
-    p.set("sort", t.sort.column);
-    p.set("dir", t.sort.direction);
-  }
-  if (t.groupBy) p.set("group_by", t.groupBy);
-  if (t.showConstant) p.set("constant", "1");
-  if (t.parallel) p.set("view", "parallel");
-  const query = p.toString();
-  window.history.replaceState(null, "", window.location.pathname + (query ? `?${query}` : ""));
+  const query = encodeListingView(t, { project: state.project, source: state.source });
+  window.history.replaceState(null, "", addressOf(window.location.pathname, query));
 }
 
 async function fetchTable(metric, query = null) {
@@ -84,6 +63,7 @@ export async function listingPage() {
     note: "", noted: null };
   state.table = t;
   state.timings = {};
+  showAddressNotices(box);
   let body;
   try {
     body = await fetchTable(t.metric);
@@ -144,7 +124,7 @@ export async function listingPage() {
       configInput),
     h("div", { class: "stellar-controls stellar-table-controls" },
       h("label", {}, "metric", metricSelect), h("label", {}, "group by", groupBy),
-      h("label", {}, showConstant, "constant hyperparameters"), parallelButton, compare, count),
+      h("label", {}, showConstant, "constant hyperparameters"), parallelButton, compare, count, copyLinkControl()),
     configError, constantLine, parallelBox, brushLine,
   );
   if (!t.all.length) main.append(h("p", { class: "stellar-note", id: "stellar-no-runs", text: "No runs in this workspace yet." }));

@@ -1,6 +1,7 @@
 // What every Stellar page starts from: the config the Portal put in the page, the Portal's root URL, the
 // token from the address, and the page's state (window.__stellar, which the UI tests read).
 import { loadAxis } from "../shared/time_axis.js";
+import { MAX_TARGETS, decodeRunView } from "../shared/view_state.js";
 
 export const config = JSON.parse(document.getElementById("stellar-config").textContent);
 /** The Portal's root, relative to the page (so the pages work at the Portal's origin and behind Jupyter's proxy). */
@@ -17,9 +18,15 @@ if (urlToken !== null) {
   window.history.replaceState(null, "", window.location.pathname + (query ? `?${query}` : "") + window.location.hash);
 }
 
+// The run/compare page's view comes from its address (shared/view_state.js); what the address gets wrong is
+// ignored and said (state.addressNotices), never a blank page. An offline export carries its view in its config.
+const address = config.offline ? new URLSearchParams(config.offline.query) : pageParams;
+const { view, notices: addressNotices } = config.mode === "runs" ? decodeRunView(address, loadAxis())
+  : { view: decodeRunView("").view, notices: [] };
+
 export const state = {
   mode: config.mode,
-  targets: config.targets,
+  targets: config.targets.slice(0, MAX_TARGETS),
   project: config.project,
   source: config.source || null, // ?source= of the page, sent with every read it makes
   ready: false,
@@ -27,11 +34,16 @@ export const state = {
   runs: {},
   metrics: {},
   charts: {},
-  smoothing: 0,
-  logY: false,
-  xAxis: loadAxis(), // step | relative | wall | metric:<name>, as last chosen in this browser
-  aggregate: "", // "" (each run its line) | mean | median: compared runs as one line with a band
-  band: "minmax", // minmax | std | none
+  smoothing: view.smoothing,
+  logY: view.logY,
+  xAxis: view.xAxis, // step | relative | wall | metric:<name>: the address's, else as last chosen in this browser
+  aggregate: view.aggregate, // "" (each run its line) | mean | median: compared runs as one line with a band
+  band: view.band, // minmax | std | none
+  search: view.search, // the metric search box's text
+  pins: view.pins, // pinned metrics, in the order pinned
+  zoom: view.zoom, // metric → [lo, hi] on its x axis (wall time in epoch ms, relative time in seconds)
+  addressNotices,
+  offline: config.offline || null, // a static export: the reads answered from what it carries (api.js)
   requests: [],
 };
 window.__stellar = state;

@@ -11,27 +11,32 @@ import { METRIC_AXIS, axisMetric, saveAxis } from "../shared/time_axis.js";
 import { xCandidates } from "../shared/x_metric.js";
 import { id } from "../shared/urls.js";
 import { annotations } from "./annotations.js";
+import { copyLinkControl, showAddressNotices, writeView } from "./address.js";
 import { api, explain, pageData } from "./api.js";
-import { redrawAll, updateSummaries } from "./chart.js";
+import { redrawAll, resetZooms, updateSummaries } from "./chart.js";
 import { ChartSections } from "./chart_sections.js";
 import { downloadControl } from "./download.js";
+import { exportControl } from "./export_view.js";
 import { errorBox, showError } from "./notices.js";
 import { main, state } from "./page.js";
 import { isMarker, metricOrder } from "./series.js";
 
 function controls() {
   const slider = h("input", { type: "range", min: "0", max: String(SMOOTHING_MAX), step: String(SMOOTHING_STEP),
-    value: "0", id: "stellar-smoothing" });
-  const shown = h("output", { id: "stellar-smoothing-value", text: "0" });
+    value: String(state.smoothing), id: "stellar-smoothing" });
+  const shown = h("output", { id: "stellar-smoothing-value", text: String(state.smoothing) });
   slider.addEventListener("input", () => {
     state.smoothing = Number(slider.value);
     shown.textContent = slider.value;
     redrawAll();
+    writeView();
   });
   const logY = h("input", { type: "checkbox", id: "stellar-log-y" });
+  logY.checked = state.logY;
   logY.addEventListener("change", () => {
     state.logY = logY.checked;
     redrawAll();
+    writeView();
   });
   // step, relative or wall time, or a metric of the runs (`metric:<name>`, joined by step: shared/x_metric.js);
   // the metrics are added when the runs' names are known (fillAxisMetrics).
@@ -43,7 +48,9 @@ function controls() {
   xAxis.addEventListener("change", () => {
     state.xAxis = xAxis.value;
     saveAxis(state.xAxis); // kept for the next page and the next visit
+    resetZooms(); // a window on one axis means nothing on another
     redrawAll();
+    writeView();
   });
   // Compared runs (seeds of one configuration) as one line with a band: shared/aggregate.js.
   const aggregate = h("select", { id: "stellar-aggregate" });
@@ -52,13 +59,18 @@ function controls() {
   const band = h("select", { id: "stellar-band" });
   band.append(h("option", { value: "minmax", text: "min–max" }), h("option", { value: "std", text: "±1 std" }),
     h("option", { value: "none", text: "no band" }));
+  aggregate.value = state.aggregate;
+  band.value = state.band;
   aggregate.addEventListener("change", () => {
     state.aggregate = aggregate.value;
+    resetZooms(); // the aggregate line is a new view of the chart (its zoom starts over)
     redrawAll();
+    writeView();
   });
   band.addEventListener("change", () => {
     state.band = band.value;
     redrawAll();
+    writeView();
   });
   const aggregateLabel = state.targets.length > 1
     ? h("label", { title: "draw the compared runs as one line (mean or median) with a band; steps are aligned as docs/comparing-runs.md says" },
@@ -71,6 +83,8 @@ function controls() {
     h("label", {}, logY, "log y"),
     h("label", {}, "x axis", xAxis),
     aggregateLabel,
+    copyLinkControl(),
+    exportControl(),
     h("span", { class: "stellar-note", text: "Drag on a chart to zoom: the visible steps are fetched in full; double-click to reset." }),
   );
 }
@@ -210,6 +224,7 @@ export async function runPage() {
   const chartsBox = h("div", { class: "stellar-sections", id: "stellar-charts" });
   const controlsBox = controls();
   main.append(controlsBox, runsBox, chartsBox);
+  showAddressNotices(box);
   // The listed order (target, then compare) is the order the pane lists the same runs in: same colours.
   const colors = assignRunColors(state.targets);
   const configsRead = runConfigs(state.targets, box);
@@ -266,11 +281,14 @@ export async function runPage() {
   }
   fillAxisMetrics([...names]);
   // In sections, behind a search box; a chart is fetched when it scrolls into view (chart_sections.js).
+  // An offline export draws the charts it carries (those the page had drawn).
+  if (state.offline) for (const name of [...names]) if (!state.offline.metrics.includes(name)) names.delete(name);
   const ordered = [...names].sort(metricOrder);
   const sections = new ChartSections(ordered, ok, chartsBox);
   if (names.size) controlsBox.insertBefore(sections.control, controlsBox.lastChild);
-  const download = downloadControl(ok, ordered);
+  const download = state.offline ? null : downloadControl(ok, ordered);
   if (download) chartsBox.before(download);
+  writeView(); // the address names its axis and drops what it got wrong
   document.getElementById("stellar-loading")?.remove();
   await sections.start();
   state.ready = true;

@@ -1,0 +1,58 @@
+// A Stellar view as one self-contained HTML file (docs/comparing-runs.md, "Exporting a view"): the page's own
+// script and style inlined, and the reads the page made with their answers, so the file draws the same charts
+// with no network. The run page's "Export HTML" button builds it from what it has drawn; `taunotebook
+// export-view` builds the same file in Python (taunotebook/export_view.py), keyed the same way (readKey).
+
+// Query parameters that do not change which data a read returns to the page (how much it is reduced is what the
+// page asked for when it was drawn; the project and source are the page's).
+const UNKEYED = new Set(["max_points", "project", "source", "token"]);
+
+/**
+ * The key of a read in an export: its path after the Portal's root, percent-decoded, and its query without
+ * UNKEYED parameters, sorted. `params` is a URLSearchParams.
+ */
+export function readKey(path, params) {
+  const entries = [...params].filter(([k]) => !UNKEYED.has(k)).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+  return JSON.stringify([decodeURIComponent(path), entries]);
+}
+
+/** Text that can stand inside a <script> element: no "</script" or "<!--" can end or bend it. */
+export function scriptText(text) {
+  return String(text).replace(/<(\/script|!--)/gi, "\\x3C$1");
+}
+
+function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+/**
+ * The export's HTML. `config` is the page config (mode, targets, project, source) with `offline`:
+ * { query, metrics, responses, exportedAt, link }; `script` the page bundle (stellar-offline.js), `css` its style.
+ */
+export function exportHtml({ config, script, css, heading }) {
+  const json = JSON.stringify(config).replace(/</g, "\\u003c");
+  const exported = `exported ${config.offline.exportedAt}`;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:">
+<title>${escapeHtml(`Stellar · ${heading}`)}</title>
+<style>${String(css).replace(/<\//g, "<\\/")}</style>
+<script type="application/json" id="stellar-config">${json}</script>
+</head>
+<body>
+<header class="stellar-header">
+  <span class="stellar-home">Stellar</span>
+  <span class="stellar-title" id="stellar-title">${escapeHtml(heading)}</span>
+  <span class="stellar-note" id="stellar-exported" data-exported-at="${escapeHtml(config.offline.exportedAt)}">${escapeHtml(exported)} · a static copy: the charts hold the points the page had drawn</span>
+</header>
+<main id="stellar" data-mode="runs" data-state="loading">
+  <p class="stellar-loading" id="stellar-loading">Loading…</p>
+</main>
+<script>${scriptText(script)}</script>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,91 @@
+"""``taunotebook export-view``: the link taken apart, the reads keyed as the page keys them, the file's contents."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from fixtures.portal import PortalServer
+from taunotebook import cli
+from taunotebook.export_view import ExportError, export_view, parse_view_link, read_key
+
+
+def config_of(html: str) -> dict:
+    raw = re.search(r'<script type="application/json" id="stellar-config">(.*?)</script>', html, re.S).group(1)
+    return json.loads(raw)
+
+
+def test_the_link_forms_the_page_has():
+    link = parse_view_link("http://h:1/user/ada/tau-portal/stellar?target=a,b&compare=c&project=p&token=t&smooth=0.5")
+    assert (link.root, link.targets, link.token) == ("http://h:1/user/ada/tau-portal/", ["a", "b", "c"], "t")
+    assert ("token", "t") not in link.query and link.get("smooth") == "0.5"
+    alias = parse_view_link("http://h/stellar/runs/run%2Fx?compare=b")
+    assert (alias.root, alias.targets) == ("http://h/", ["run/x", "b"])
+
+
+@pytest.mark.parametrize("url, words", [
+    ("ftp://h/stellar?target=a", "http(s)"),
+    ("http://h/stellar/runs?q=x", "not a Stellar run or compare page"),
+    ("http://h/stellar?project=p", "names no run"),
+])
+def test_a_link_that_is_not_a_view_is_refused_in_words(url, words):
+    with pytest.raises(ExportError, match=re.escape(words)):
+        parse_view_link(url)
+
+
+def test_reads_are_keyed_exactly_as_the_pages_readkey_keys_them():
+    # The two keys js/shared/export_html.js's readKey gives for these reads (node, printed once).
+    assert read_key("api/v2/stellar/runs/run%2Fx%20%C3%BC/series",
+                    [("target", "run/x ü"), ("metric", "train/loss"), ("max_points", "3200"), ("project", "p"),
+                     ("end_step", "9"), ("start_step", "1"), ("source", "local")]) == (
+        '["api/v2/stellar/runs/run/x ü/series",[["end_step","9"],["metric","train/loss"],["start_step","1"],'
+        '["target","run/x ü"]]]')
+    assert read_key("stellar/data/runs", [("run_id", "b"), ("run_id", "a")]) == (
+        '["stellar/data/runs",[["run_id","a"],["run_id","b"]]]')
+
+
+def test_the_export_holds_the_views_charts_and_zoom_window(portal_server: PortalServer):
+    url = (f"{portal_server.base_url}/stellar?target=run-a&target=run-b&project=proj&q=loss"
+           f"&zoom.train%2Floss=100..200&token={portal_server.token}")
+    html, notes = export_view(url)
+    config = config_of(html)
+    offline = config["offline"]
+    assert offline["metrics"] == ["train/loss"]  # the search matches it alone
+    assert "x=step" in offline["query"] and "token" not in offline["query"]
+    keys = set(offline["responses"])
+    assert read_key("api/v2/stellar/runs/run-a/series", [("target", "run-a"), ("metric", "train/loss")]) in keys
+    window = read_key("api/v2/stellar/runs/run-a/series",
+                      [("target", "run-a"), ("metric", "train/loss"), ("start_step", "100"), ("end_step", "200")])
+    assert [p["step"] for p in offline["responses"][window]["points"]] == list(range(100, 201))
+    assert notes == []
+    assert "<script src" not in html and "<link" not in html  # nothing to load
+
+
+def test_a_wrong_token_fails_with_the_portals_words(portal_server: PortalServer, tmp_path, capsys):
+    out = tmp_path / "v.html"
+    code = cli.main(["export-view", f"{portal_server.base_url}/stellar?target=run-a&token=wrong", "-o", str(out)])
+    assert code == 1 and not out.exists()
+    assert "401" in capsys.readouterr().err
+
+
+def test_the_command_writes_the_file(portal_server: PortalServer, tmp_path, capsys):
+    out = tmp_path / "v.html"
+    code = cli.main(["export-view", f"{portal_server.base_url}/stellar?target=run-b&project=proj", "-o", str(out),
+                     "--token", portal_server.token])
+    assert code == 0, capsys.readouterr().err
+    assert config_of(out.read_text(encoding="utf-8"))["targets"] == ["run-b"]
+    assert cli.main(["export-view", "http://h/nope", "-o", str(out)]) == 2
+
+
+def test_hostile_run_ids_and_script_text_stay_inside_their_elements():
+    from taunotebook.export_view import export_html
+
+    evil = "</script><img src=x onerror=alert(1)><!--"
+    html = export_html({"mode": "runs", "targets": [evil], "offline": {"exportedAt": "2026-01-01T00:00:00.000Z"}},
+                       'const s = "</script><b>"; // <!-- x', "a{} </style><script>alert(1)</script>", evil)
+    assert len(re.findall(r"</script>", html, re.I)) == 2  # the config's and the script's own end tags
+    assert len(re.findall(r"</style>", html, re.I)) == 1
+    assert "<img" not in html
+    assert config_of(html)["targets"] == [evil]
