@@ -294,13 +294,14 @@ class Poller:
                             return
                     else:
                         self.failures = 0
-                        self.parked = self._drained(got_new)
-                        if self.parked and not self._status("ok", self._done_message()):
+                        drained = self._drained(got_new)
+                        if drained and not self._status("ok", self._done_message()):
                             return
                         try:
-                            self._fallback(final=self.parked)
+                            self._fallback(final=drained)  # before `polling` turns false: the final picture is out
                         except _PaneGone:
                             return
+                        self.parked = drained
                         self.interval = MIN_INTERVAL if got_new else min(IDLE_INTERVAL, self.interval * 1.5)
                 # Parked (terminal and drained): no more polling; only a page's hello, a zoom or close() wakes
                 # the thread again, and, when compare= names an experiment or group, a timer to list it again
