@@ -87,6 +87,13 @@ def format_value(value: float | int | None) -> str:
     return f"{v:.6g}"
 
 
+def _axis_value(value: float) -> str:
+    """A y-axis end, short: 4 significant digits."""
+    if value.is_integer() and abs(value) < 1e6:
+        return f"{int(value):,}"
+    return f"{value:.4g}"
+
+
 def _latest_words(snap: Snapshot, name: str) -> str:
     value, step = snap.latest.get(name, (None, None))
     if value is None and step is None:
@@ -151,8 +158,8 @@ def _plot(canvas: Canvas, snap: Snapshot, name: str, cx: int, cy: int, colors: d
     lo, hi = min(finite), max(finite)
     smin = min(s[0][0] for _, s in drawn)
     smax = max(s[0][-1] for _, s in drawn)
-    canvas.text(cx + 4, y0, format_value(hi), MUTED, max_width=x0 - cx - 8)
-    canvas.text(cx + 4, y1 - 7, format_value(lo), MUTED, max_width=x0 - cx - 8)
+    canvas.text(cx + 4, y0, _axis_value(hi), MUTED, max_width=x0 - cx - 8)
+    canvas.text(cx + 4, y1 - 7, _axis_value(lo), MUTED, max_width=x0 - cx - 8)
     canvas.text(x0, y1 + 4, f"{smin:,}", MUTED)
     last = f"step {smax:,}"
     canvas.text(x1 - text_width(last), y1 + 4, last, MUTED)
@@ -173,9 +180,10 @@ def _polyline(canvas: Canvas, steps: Sequence[int], values: Sequence[float], box
     ymid = (y0 + y1 - 1) // 2
     column: list[int] | None = None  # [x, first y, min y, max y, last y]
     previous: list[int] | None = None
+    columns = 0  # in the current unbroken stretch
 
     def flush() -> None:
-        nonlocal previous
+        nonlocal previous, columns
         if column is None:
             return
         x, first, ymin, ymax, _last = column
@@ -184,11 +192,19 @@ def _polyline(canvas: Canvas, steps: Sequence[int], values: Sequence[float], box
         for y in range(ymin, ymax + 1):
             canvas.set(x, y, color)
         previous = column
+        columns += 1
+
+    def end_stretch() -> None:
+        nonlocal previous, columns
+        if columns == 1 and previous is not None and previous[2] == previous[3]:
+            canvas.rect(previous[0] - 1, previous[2] - 1, previous[0] + 2, previous[2] + 2, color)  # a lone point
+        previous, columns = None, 0
 
     for step, value in zip(steps, values, strict=False):
         if not math.isfinite(value):
             flush()
-            column, previous = None, None
+            end_stretch()
+            column = None
             continue
         x = x0 + round((step - smin) * xscale) if xscale else (x0 + x1) // 2
         y = (y1 - 1 - round((value - lo) * yscale)) if yscale else ymid
@@ -198,3 +214,4 @@ def _polyline(canvas: Canvas, steps: Sequence[int], values: Sequence[float], box
         flush()
         column = [x, y, y, y, y]
     flush()
+    end_stretch()

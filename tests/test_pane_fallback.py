@@ -253,3 +253,12 @@ def array_d(values):
     from array import array
 
     return array("d", values)
+
+
+def test_a_lone_point_is_drawn_as_a_mark():
+    snap = Snapshot(run_id="r", runs=("r",), metrics=("loss",), total_metrics=1,
+                    series={("r", "loss"): ([0], [2.0])})
+    image = decode(picture_png(snap))
+    x0, y0, x1, y1 = plot_box(0, TITLE_H)
+    rgb = hex_rgb(RUN_COLORS[assign_run_colors(["r"])["r"]])
+    assert len(colored(image, (x0, y0, x1, y1), rgb)) == 9  # 3×3, at the middle of the plot
