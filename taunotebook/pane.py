@@ -72,7 +72,8 @@ Synced traitlets (Python → browser unless noted):
 ``width`` (browser → Python)
     the plot width in CSS pixels; the first reduced request asks for ``4 × width`` points (M4).
 ``pane_id``
-    names the static output shown beside the widget (below); the live view hides it.
+    a random id, in the first state the page gets: it names the static output shown beside the widget (below),
+    which the live view hides, and keys what the page keeps per pane.
 
 One binary message shape, Python → browser, via ``widget.send(header, buffers=[steps, values])``::
 
@@ -97,7 +98,7 @@ without that route (TauGrid's), the v2 catalog and one ``/series`` per changed m
 The static output
 =================
 
-Displaying the pane shows two outputs: the widget, and a static one (display id ``tau-pane-<model id>``) holding
+Displaying the pane shows two outputs: the widget, and a static one (display id ``tau-pane-<pane_id>``) holding
 a PNG of the first :data:`~taunotebook.pane_picture.MAX_PLOTS` metrics it draws, drawn in the kernel from the
 points the poller holds (:mod:`taunotebook.pane_picture`), and one line of text (run, state, latest values), as
 ``text/html`` (marked ``data-tau-pane-static``), ``image/png`` and ``text/plain``. The poller redraws it
@@ -123,6 +124,7 @@ from __future__ import annotations
 import base64
 import html
 import threading
+import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -231,11 +233,11 @@ class LossPane(anywidget.AnyWidget):
             client, owns = PortalClient(portal, project=project, source=source, retries=0, timeout=5.0), True
         source = source if source is not None else (client.source or "")
         requested = list(dict.fromkeys(str(m) for m in metrics)) if metrics else []
+        # pane_id is in the first state the page gets (the model id is known only once the comm is open).
         super().__init__(run_id=run_id.strip(), project=project or "", source=source,
                          compare=[str(c) for c in compare], metrics=requested, aggregate=aggregate, band=band,
-                         x_axis=x_axis, resources=_jsonable(resources or {}))
+                         x_axis=x_axis, resources=_jsonable(resources or {}), pane_id=uuid.uuid4().hex)
         self.stellar_href = stellar_page_href(client, self.run_id, project, self.compare, self.source)
-        self.pane_id = self.model_id  # names the static fallback output this pane's live view hides
         self._displayed = False  # the static output exists somewhere (this pane was displayed in a kernel)
         self._snapshot = Snapshot(run_id=self.run_id)
         self._static_lock = threading.Lock()
@@ -284,7 +286,7 @@ class LossPane(anywidget.AnyWidget):
 
     @property
     def static_display_id(self) -> str:
-        return f"tau-pane-{self.model_id}"
+        return f"tau-pane-{self.pane_id}"
 
     def _repr_mimebundle_(self, **kwargs: Any):
         bundle = super()._repr_mimebundle_(**kwargs)

@@ -167,7 +167,8 @@ def test_the_static_bundle_is_html_png_and_text_and_marked_for_the_live_view():
     try:
         bundle = pane.static_bundle()
         assert set(bundle) == {"text/html", "image/png", "text/plain"}
-        assert f'data-tau-pane-static="{pane.model_id}"' in bundle["text/html"]
+        assert len(pane.pane_id) == 32 and pane.static_display_id == f"tau-pane-{pane.pane_id}"
+        assert f'data-tau-pane-static="{pane.pane_id}"' in bundle["text/html"]
         assert f'src="data:image/png;base64,{bundle["image/png"]}"' in bundle["text/html"]
         decode(base64.b64decode(bundle["image/png"]))
         assert bundle["text/plain"] == "loss pane · run run-a · state unknown"

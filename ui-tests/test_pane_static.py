@@ -18,8 +18,8 @@ from playwright.sync_api import Page
 from test_pane import NOTEBOOKS, Trainer
 
 from fixtures.browser import screenshot
-from fixtures.jupyter import JupyterServer, open_notebook, run_all, start_jupyter
-from fixtures.pane_ui import DEADLINE_MS, wait_points
+from fixtures.jupyter import JupyterServer, execute, open_notebook, run_all, start_jupyter
+from fixtures.pane_ui import DEADLINE_MS, PANE, wait_points
 from fixtures.portal import TOKEN
 from fixtures.servers import ServerThread
 from tau_collector.expstore import open_store
@@ -107,16 +107,37 @@ def test_without_anywidget_the_pane_shows_its_picture_and_line_refreshed_then_fi
         trainer.stop()
 
 
-def test_with_anywidget_the_refreshed_static_output_stays_hidden_behind_the_live_view(
+# Records the notifications the page raises (the real constructor still runs).
+RECORD_NOTIFICATIONS = """
+(() => {
+  const Real = window.Notification;
+  window.__tauNotifications = [];
+  class Recorded extends Real {
+    constructor(title, options) { super(title, options); window.__tauNotifications.push({ title, ...options }); }
+  }
+  window.Notification = Recorded;
+})();
+"""
+
+
+def test_with_anywidget_the_static_output_stays_hidden_and_the_run_ending_raises_one_notification(
         lab: JupyterServer, page: Page, store: Path, portal: str, tmp_path):
     run = "ui-static-hidden"
     trainer = Trainer(tmp_path / "t", store, run, points=30, delay=0.02)
+    page.context.grant_permissions(["notifications"])
+    page.add_init_script(RECORD_NOTIFICATIONS)
     try:
         name = lab.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "hidden.ipynb", RUN_ID=run, PORTAL_URL=portal)
         open_notebook(page, lab, name)
         run_all(page)
         wait_points(page, 1)
         page.wait_for_function(f"() => !!document.querySelector('{STATIC} img')", timeout=DEADLINE_MS)
+        bell = page.locator(f"{PANE} .tau-pane-bell")
+        assert bell.get_attribute("aria-pressed") == "false"
+        bell.click()  # the user's gesture: the bell is on (permission granted above)
+        page.wait_for_function(f"() => document.querySelector('{PANE} .tau-pane-bell')"
+                               ".getAttribute('aria-pressed') === 'true'", timeout=DEADLINE_MS)
+        assert page.locator(f"{PANE} .tau-pane-alert").is_hidden()  # the run is running: nothing to say
         trainer.release()
         assert trainer.wait() == 0
         wait_points(page, 30)
@@ -126,6 +147,24 @@ def test_with_anywidget_the_refreshed_static_output_stays_hidden_behind_the_live
         }}""", timeout=DEADLINE_MS)
         assert page.locator(STATIC).count() == 1
         assert not page.locator(STATIC).is_visible()
-        assert page.locator(".jp-OutputArea-output .tau-pane").count() == 1  # the live view, once
+        assert page.locator(PANE).count() == 1  # the live view, once
+        # The run ended while the page watched it: a banner in the pane and one browser notification.
+        alert = page.locator(f"{PANE} .tau-pane-alert")
+        alert.wait_for(state="visible", timeout=DEADLINE_MS)
+        assert (alert.text_content() or "").startswith(f"tau run {run} succeeded")
+        assert alert.get_attribute("data-raised") == "true"
+        raised = page.evaluate("() => window.__tauNotifications")
+        assert raised == [{"title": f"tau run {run} succeeded", "body": "entrypoint exited with code 0",
+                           "tag": f"tau-run-{run}-succeeded"}]
+        screenshot(page, "pane-run-ended-banner")
+        # A reload of the page on the run that already ended raises nothing (the kernel restores the model).
+        execute(page, "docmanager:save")
+        page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+        open_notebook(page, lab, name)
+        page.wait_for_selector(f"{PANE}", timeout=DEADLINE_MS)
+        page.wait_for_function(f"() => document.querySelector('{PANE}').dataset.state === 'succeeded'",
+                               timeout=DEADLINE_MS)
+        assert page.evaluate("() => window.__tauNotifications") == []
+        assert page.locator(f"{PANE} .tau-pane-alert").is_hidden()
     finally:
         trainer.stop()

@@ -90,12 +90,13 @@ export class Bell {
   }
 }
 
-const watches = new WeakMap();
+const watches = new Map(); // pane_id → entry (the model object a view is handed may be a wrapper of its own)
 
-/** One watch per pane model, fed by its ``runs`` trait: every view of the model shares it, so a transition raises
- *  one browser notification however many views show the pane; each view's banner listens. */
+/** One watch per pane model (its ``pane_id``), fed by its ``runs`` trait: every view of the model shares it, so a
+ *  transition raises one browser notification however many views show the pane; each view's banner listens. */
 export function watchModel(model, bell = new Bell()) {
-  let entry = watches.get(model);
+  const key = model.get("pane_id") || model;
+  let entry = watches.get(key);
   if (entry) return entry;
   entry = { watch: new RunWatch(), listeners: new Set(), bell };
   entry.watch.update(model.get("runs")); // where the page starts from: no notice for a run that already ended
@@ -105,6 +106,6 @@ export function watchModel(model, bell = new Bell()) {
       for (const listener of entry.listeners) listener(notice);
     }
   });
-  watches.set(model, entry);
+  watches.set(key, entry);
   return entry;
 }

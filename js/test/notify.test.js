@@ -7,8 +7,8 @@ import { Bell, RunWatch, noticeFor, watchModel } from "../pane/notify.js";
 const rule = "stopped by --stop-if 'loss>10': loss was 12.5 at step 420; entrypoint exited with code 143";
 
 class FakeModel {
-  constructor(runs) {
-    this.traits = { runs };
+  constructor(runs, paneId = "") {
+    this.traits = { runs, pane_id: paneId };
     this.handlers = new Map();
   }
 
@@ -122,9 +122,10 @@ test("a denied or missing Notification API raises nothing (the banner still show
 test("a model raises one browser notification per transition however many views listen", () => {
   const { FakeNotification, raised } = fakeNotification("granted");
   const bell = new Bell({ storage: memoryStorage({ "tau-pane-notify": "on" }), Notifier: FakeNotification });
-  const model = new FakeModel(runs("running"));
+  const model = new FakeModel(runs("running"), "pane-1");
   const entry = watchModel(model, bell);
   assert.equal(watchModel(model, bell), entry); // a second view shares the model's watch
+  assert.equal(watchModel(new FakeModel(runs("running"), "pane-1"), bell), entry); // a wrapper of the same model
   const banners = [];
   entry.listeners.add((n) => banners.push(["view 1", n.kind, n.raised]));
   entry.listeners.add((n) => banners.push(["view 2", n.kind, n.raised]));
@@ -138,7 +139,7 @@ test("a model raises one browser notification per transition however many views 
 test("a model created on a run that already ended (a reload) raises nothing", () => {
   const { FakeNotification, raised } = fakeNotification("granted");
   const bell = new Bell({ storage: memoryStorage({ "tau-pane-notify": "on" }), Notifier: FakeNotification });
-  const model = new FakeModel(runs("succeeded"));
+  const model = new FakeModel(runs("succeeded"), "pane-2");
   const entry = watchModel(model, bell);
   const banners = [];
   entry.listeners.add((n) => banners.push(n));
