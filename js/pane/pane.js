@@ -184,7 +184,7 @@ export class Pane {
     const blocked = on && bell.permission === "denied";
     this.bell.setAttribute("aria-pressed", String(on));
     this.bell.dataset.permission = bell.permission;
-    this.bell.textContent = on ? "🔔" : "🔕";
+    this.bell.textContent = on ? "🔔 notifying" : "🔕 notify";
     this.bell.title = !on ? "notify me when a run ends (browser notification)"
       : blocked ? "browser notifications are blocked for this site: the pane shows a banner instead"
         : bell.permission === "unsupported" ? "this browser has no notifications: the pane shows a banner instead"
