@@ -75,9 +75,9 @@ Synced traitlets (Python → browser unless noted):
     section; kept with the notebook's widget state, not read by Python.
 ``width`` (browser → Python)
     the plot width in CSS pixels; the first reduced request asks for ``4 × width`` points (M4).
-``snapshot`` (browser → Python)
-    a PNG data URL of the last drawn figure; Python mirrors it into a static HTML output so a saved
-    notebook shows the figure without a kernel.
+``pane_id``
+    a random id, in the first state the page gets: it names the static output shown beside the widget (below),
+    which the live view hides, and keys what the page keeps per pane.
 
 One binary message shape, Python → browser, via ``widget.send(header, buffers=[steps, values])``::
 
@@ -99,6 +99,19 @@ Each poll reads, per drawn run, one ``/stellar/data/runs/{run}/tails`` answer fo
 without that route (TauGrid's), the v2 catalog and one ``/series`` per changed metric
 (:mod:`taunotebook.pane_reads`).
 
+The static output
+=================
+
+Displaying the pane shows two outputs: the widget, and a static one (display id ``tau-pane-<pane_id>``) holding
+a PNG of the first :data:`~taunotebook.pane_picture.MAX_PLOTS` metrics it draws, drawn in the kernel from the
+points the poller holds (:mod:`taunotebook.pane_picture`), and one line of text (run, state, latest values), as
+``text/html`` (marked ``data-tau-pane-static``), ``image/png`` and ``text/plain``. The poller redraws it
+(``update_display``) while the run lives, at most every :data:`~taunotebook.pane_poller.FALLBACK_SECONDS`, and once
+more when polling stops. A live view hides it with CSS; everywhere the live view cannot load (a widget manager
+without anywidget, ``jupyter nbconvert --to html``, GitHub, nbviewer, a notebook reopened without its kernel) it
+is what shows. It is a separate output because a front end with a widget manager renders the widget's own
+bundle with the manager even when the model's module cannot load: it never falls back to another type there.
+
 ``seq`` counts messages per widget; until the browser has said ``hello`` Python resends every series
 as ``reset`` every :data:`RESYNC_SECONDS` (a browser still loading the module drops messages, and while
 a cell runs the kernel cannot read the browser's ``hello``).
@@ -112,7 +125,10 @@ posts it to the run's notes route with its client (the token never reaches the b
 
 from __future__ import annotations
 
+import base64
+import html
 import threading
+import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -122,6 +138,7 @@ import anywidget
 import traitlets
 
 from taunotebook.client import PortalClient, PortalError, check_source
+from taunotebook.pane_picture import Snapshot, picture_png, text_line
 from taunotebook.pane_poller import DEFAULT_WIDTH, TERMINAL_STATES, Poller, stellar_page_href
 
 __all__ = ["BUILD_HINT", "BUNDLE", "LossPane", "TERMINAL_STATES"]
@@ -176,7 +193,6 @@ class LossPane(anywidget.AnyWidget):
         sync=True)
     stellar_href = traitlets.Unicode("").tag(sync=True)
     width = traitlets.Int(DEFAULT_WIDTH).tag(sync=True)
-    snapshot = traitlets.Unicode("").tag(sync=True)
     pane_id = traitlets.Unicode("").tag(sync=True)
     total_metrics = traitlets.Int(0).tag(sync=True)
     visible = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -222,19 +238,20 @@ class LossPane(anywidget.AnyWidget):
             client, owns = PortalClient(portal, project=project, source=source, retries=0, timeout=5.0), True
         source = source if source is not None else (client.source or "")
         requested = list(dict.fromkeys(str(m) for m in metrics)) if metrics else []
+        # pane_id is in the first state the page gets (the model id is known only once the comm is open).
         super().__init__(run_id=run_id.strip(), project=project or "", source=source,
                          compare=[str(c) for c in compare], metrics=requested, aggregate=aggregate, band=band,
-                         x_axis=x_axis, resources=_jsonable(resources or {}))
+                         x_axis=x_axis, resources=_jsonable(resources or {}), pane_id=uuid.uuid4().hex)
         self.stellar_href = stellar_page_href(client, self.run_id, project, self.compare, self.source)
-        self.pane_id = self.model_id  # names the static fallback output this pane's live view hides
-        self._static_display = None
+        self._displayed = False  # the static output exists somewhere (this pane was displayed in a kernel)
+        self._snapshot = Snapshot(run_id=self.run_id)
+        self._static_lock = threading.Lock()
         self._poller = Poller(_PaneOutput(self), client, owns, run_id=self.run_id, project=project,
                               source=self.source, compare=self.compare, metrics=requested or None,
                               x_metric=axis_metric(x_axis), job=job)
         self.on_msg(_on_msg_weak(self))
         self.observe(_on_width, names="width")
         self.observe(_on_visible, names="visible")  # set from Python; a browser's update comes by set_state
-        self.observe(_on_snapshot, names="snapshot")
         self.observe(_on_x_axis, names="x_axis")
         if start:
             self._poller.start()
@@ -270,24 +287,50 @@ class LossPane(anywidget.AnyWidget):
         if poller is not None:
             poller.stop(join=False)
 
-    # -- display: the live widget plus a static fallback the live view hides
+    # -- display: the live widget plus a static output the live view hides
+
+    @property
+    def static_display_id(self) -> str:
+        return f"tau-pane-{self.pane_id}"
+
+    def _repr_mimebundle_(self, **kwargs: Any):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict) and "text/plain" in data:
+            data["text/plain"] = f"LossPane(run_id={self.run_id!r})"  # not every trait (a wide run's are large)
+        return bundle
 
     def _ipython_display_(self) -> None:
-        from IPython.display import HTML, display
+        from IPython.display import display
 
         bundle = self._repr_mimebundle_()
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         display(data, metadata=metadata, raw=True)
-        self._static_display = display(HTML(self._static_html()), display_id=True)
+        with self._static_lock:
+            self._displayed = True
+            display(self.static_bundle(), raw=True, display_id=self.static_display_id)
 
-    def _static_html(self) -> str:
-        """The saved-notebook fallback: the last drawn figure as an image (hidden while the live pane shows)."""
-        import html
+    def static_bundle(self) -> dict[str, str]:
+        """The static output: ``text/html`` (the picture and the line, marked for the live view to hide),
+        ``image/png`` and ``text/plain`` (the line)."""
+        snap = self._snapshot
+        png = base64.b64encode(picture_png(snap)).decode("ascii")
+        line = text_line(snap)
+        text = html.escape(line)
+        body = (f'<div class="tau-pane-static" data-tau-pane-static="{html.escape(self.pane_id)}">'
+                f'<img alt="{text}" src="data:image/png;base64,{png}" style="max-width:100%">'
+                f'<div class="tau-pane-static-line" style="font-family:monospace;font-size:12px">{text}</div></div>')
+        return {"text/html": body, "image/png": png, "text/plain": line}
 
-        label = html.escape(f"loss pane: {self.run_id} ({self.state or 'state unknown'})")
-        body = (f'<img alt="{label}" src="{html.escape(self.snapshot)}" style="max-width:100%">'
-                if self.snapshot.startswith("data:image/") else "")
-        return f'<div class="tau-pane-static" data-tau-pane-static="{html.escape(self.pane_id)}">{body}</div>'
+    def _refresh_static(self, snapshot: Snapshot) -> None:
+        """The poller's thread: keep the snapshot, and redraw the static output where it was displayed."""
+        with self._static_lock:
+            self._snapshot = snapshot
+            if not self._displayed:
+                return
+            from IPython.display import update_display
+
+            update_display(self.static_bundle(), raw=True, display_id=self.static_display_id)
 
 
 def x_axis_value(x: str | None) -> str:
@@ -369,6 +412,13 @@ class _PaneOutput:
         pane.send(header, buffers=buffers)
         return True
 
+    def fallback(self, snapshot: Snapshot) -> bool:
+        pane = self._pane()
+        if pane is None:
+            return False
+        pane._refresh_static(snapshot)
+        return True
+
 
 def _jsonable(resources: Mapping[str, Any]) -> dict[str, Any]:
     """The ``resources`` trait: tuples as lists, mappings as dicts (what JSON carries)."""
@@ -386,11 +436,3 @@ def _on_x_axis(change: dict) -> None:
 
 def _on_visible(change: dict) -> None:
     change["owner"]._poller.set_visible(change["new"])
-
-
-def _on_snapshot(change: dict) -> None:
-    pane: LossPane = change["owner"]
-    if pane._static_display is not None:
-        from IPython.display import HTML
-
-        pane._static_display.update(HTML(pane._static_html()))

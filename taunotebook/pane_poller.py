@@ -28,6 +28,7 @@ from taunotebook.client import (
     stellar_link,
 )
 from taunotebook.compare_runs import resolve_compare, run_configs
+from taunotebook.pane_picture import Snapshot
 from taunotebook.pane_reads import MAX_TAIL_METRICS, ROUTE_NOT_FOUND, TailReader
 
 __all__ = ["DEFAULT_VISIBLE", "DEFAULT_WIDTH", "PaneOutput", "Poller", "TERMINAL_STATES", "buffers",
@@ -43,6 +44,7 @@ CHECKPOINT_SECONDS = 5.0  # how often the primary run's checkpoints are read whi
 MAX_POINTS = 12000  # TauGrid's cap for one series read
 DEFAULT_WIDTH = 800
 DEFAULT_VISIBLE = 8  # metrics polled before the browser says which it shows
+FALLBACK_SECONDS = 5.0  # the static picture is redrawn at most this often while the run lives (and when it ends)
 
 
 def _max_points(width: int) -> int:
@@ -106,12 +108,15 @@ def buffers(steps: array, values: array) -> list[bytes]:
 
 class PaneOutput(Protocol):
     """What the poller calls on its pane (:class:`~taunotebook.pane.LossPane` gives it one): ``publish`` sets the
-    named synced traits that changed, in one message; ``send`` is one binary "points" message. Each returns
-    False once the pane is gone (garbage collected): the thread then ends."""
+    named synced traits that changed, in one message; ``send`` is one binary "points" message; ``fallback`` redraws
+    the static picture and line of text shown where the live view cannot load. Each returns False once the pane is
+    gone (garbage collected): the thread then ends."""
 
     def publish(self, **traits: Any) -> bool: ...
 
     def send(self, header: dict, buffers: list[bytes]) -> bool: ...
+
+    def fallback(self, snapshot: Snapshot) -> bool: ...
 
 
 @dataclass
@@ -201,6 +206,9 @@ class Poller:
         self.checkpoints_available = True  # the local Portal's /runs/{run_id}/checkpoints (TauGrid's: 404)
         self.checkpoints_read_at: float | None = None
         self._checkpoints_sent: dict | None = None
+        self.shown: list[str] = []  # the metrics the last poll read, in the pane's order
+        self._fallback_key: tuple | None = None  # what the static picture last showed
+        self._fallback_at = 0.0
         self.thread = threading.Thread(target=self._main, name=f"tau-loss-pane-{run_id}", daemon=True)
 
     # -- called from the kernel's main thread
@@ -290,9 +298,14 @@ class Poller:
                             return
                     else:
                         self.failures = 0
-                        self.parked = self._drained(got_new)
-                        if self.parked and not self._status("ok", self._done_message()):
+                        drained = self._drained(got_new)
+                        if drained and not self._status("ok", self._done_message()):
                             return
+                        try:
+                            self._fallback(final=drained)  # before `polling` turns false: the final picture is out
+                        except _PaneGone:
+                            return
+                        self.parked = drained
                         self.interval = MIN_INTERVAL if got_new else min(IDLE_INTERVAL, self.interval * 1.5)
                 # Parked (terminal and drained): no more polling; only a page's hello, a zoom or close() wakes
                 # the thread again, and, when compare= names an experiment or group, a timer to list it again
@@ -364,6 +377,34 @@ class Poller:
         else:
             kind, text = "error", f"the pane failed: {type(err).__name__}: {err} ({wait})"
         return self._status(kind, text, retry_in=self.interval)
+
+    def _fallback(self, final: bool) -> None:
+        """Redraw the static picture when what it shows changed: at most every :data:`FALLBACK_SECONDS` while the
+        run lives, at once when the primary run's state changes and when polling stops (its final picture)."""
+        state = self._primary_state()
+        key = (state, tuple(self.shown), tuple((k, len(h.steps), h.last_step) for k, h in self.held.items()))
+        if key == self._fallback_key:
+            return
+        now = time.monotonic()
+        if (not final and self._fallback_key is not None and self._fallback_key[0] == state
+                and now - self._fallback_at < FALLBACK_SECONDS):
+            return
+        if not self.out.fallback(self.snapshot()):
+            raise _PaneGone
+        self._fallback_key, self._fallback_at = key, now
+
+    def snapshot(self) -> Snapshot:
+        """What the pane shows now, copied (the thread goes on changing what it holds)."""
+        primary = self.views.get(self.run_id)
+        names = [n for n in primary.names if not n.startswith("tau/")] if primary and primary.names else []
+        entries = primary.entries if primary else {}
+        latest = {m: (e.get("latest_value"), e.get("latest_step")) for m, e in entries.items()}
+        series = {k: (array("q", h.steps), array("d", h.values)) for k, h in self.held.items()}
+        state = self._primary_state()
+        why = primary.status_message if primary and state in ("failed", "cancelled", "canceled") else ""
+        return Snapshot(run_id=self.run_id, state=state, status=why, runs=tuple(self.runs),
+                        metrics=tuple(self.shown), total_metrics=len(self.fixed_metrics or names),
+                        series=series, latest=latest)
 
     def _status(self, kind: str, message: str, retry_in: float = 0.0) -> bool:
         return self.out.publish(status={"kind": kind, "message": message, "retry_in": round(retry_in, 3)})
@@ -465,6 +506,7 @@ class Poller:
                 visible = self._visible(browser)
                 got_new |= self._read_run(run, view, visible, resync, entering, width)
         # Metrics that left the view: stop polling them and forget what was sent.
+        self.shown = list(visible)
         shown = set(visible)
         for key in [k for k in self.held if k[1] not in shown or k[0] not in self.views]:
             del self.held[key]

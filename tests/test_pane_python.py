@@ -261,16 +261,6 @@ def test_stellar_link_outside_jupyter_is_the_portals(portal_server, client, monk
     pane.close()
 
 
-def test_static_fallback_carries_the_snapshot():
-    pane = LossPane("run-a", portal="http://127.0.0.1:9", start=False)
-    assert 'data-tau-pane-static="' + pane.model_id + '"' in pane._static_html()
-    assert "<img" not in pane._static_html()
-    pane.snapshot = "data:image/png;base64,iVBORw0KGgo="
-    assert '<img alt="loss pane: run-a' in pane._static_html()
-    assert 'src="data:image/png;base64,iVBORw0KGgo="' in pane._static_html()
-    pane.close()
-
-
 def test_non_finite_write_appears_while_running(live_store):
     store, writer = live_store
     write(writer, "c0", "live", range(5))

@@ -436,10 +436,6 @@ export class MetricPlot {
       : "";
   }
 
-  async snapshot() {
-    return Plotly.toImage(this.div, { format: "png", width: 800, height: 220 });
-  }
-
   /** Take the plot out of its slot (the metric scrolled away, its section closed, or the view ended). */
   destroy() {
     this.destroyed = true;

@@ -18,13 +18,11 @@ import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { METRIC_AXIS, axisMetric, isAxis, loadAxis, saveAxis } from "../shared/time_axis.js";
 import { xCandidates } from "../shared/x_metric.js";
 import { MetricPlot } from "./metric_plot.js";
+import { watchModel } from "./notify.js";
 import { forgetMetric, storeFor, totalPoints } from "./store.js";
 import { PANE_CSS } from "./style.js";
 import { reportVisible } from "./visible.js";
 
-// The saved notebook's fallback image is re-rendered at most this often while the run goes on (plotly's toImage
-// is a long task of its own), and once more when the run ends.
-const SNAPSHOT_EVERY_MS = 30000;
 const PAGE = 12; // slots an open section shows before "Show more"
 const LIST_MAX = 100; // names the list of matches shows
 const FILTER_DELAY_MS = 200;
@@ -59,8 +57,6 @@ export class Pane {
     this.dirty = new Set();
     this.scheduled = false;
     this.visibleQueued = false;
-    this.lastSnapshot = 0;
-    this.snapshotDirty = false;
     this.disposed = false;
     this.build();
   }
@@ -165,16 +161,55 @@ export class Pane {
       item: (name) => this.slotFor(name),
       toggle: (key, open) => this.setTrait("sections", { ...(this.model.get("sections") || {}), [key]: open }),
       rerender: () => this.render() });
+    // The bell: a browser notification when a watched run ends (permission is asked on this click only).
+    this.watch = watchModel(this.model);
+    this.bell = h("button", { type: "button", class: "tau-pane-bell", onclick: () => this.toggleBell() });
+    this.syncBell();
+    this.alertBox = h("div", { class: "tau-pane-alert", role: "alert", hidden: true });
     const header = h("div", { class: "tau-pane-header" }, this.runLabel, this.stateBadge, this.metricCount,
-      this.lifecycleLine, this.resourcesLine, this.link, this.noteButton, this.noteBox, this.noteStatus);
+      this.lifecycleLine, this.resourcesLine, this.link, this.bell, this.noteButton, this.noteBox, this.noteStatus);
     const controls = h("div", { class: "tau-pane-controls" },
       h("label", {}, "smoothing ", this.smoothingInput, " ", smoothingValue),
       h("label", {}, this.logInput, " log y"), h("label", {}, "x: ", this.axisSelect), this.aggregateLabel,
       h("span", { class: "tau-pane-find" }, this.search, this.listButton, this.filterNote));
     this.errorLine = h("div", { class: "tau-pane-error" });
-    this.root.append(h("style", {}, PANE_CSS), header, this.statusLine, controls, this.list, this.sectionsBox,
+    this.root.append(h("style", {}, PANE_CSS), header, this.alertBox, this.statusLine, controls, this.list, this.sectionsBox,
       this.errorLine);
     this.el.append(this.root);
+  }
+
+  syncBell() {
+    const bell = this.watch.bell;
+    const on = bell.on;
+    const blocked = on && bell.permission === "denied";
+    this.bell.setAttribute("aria-pressed", String(on));
+    this.bell.dataset.permission = bell.permission;
+    this.bell.textContent = on ? "🔔 notifying" : "🔕 notify";
+    this.bell.title = !on ? "notify me when a run ends (browser notification)"
+      : blocked ? "browser notifications are blocked for this site: the pane shows a banner instead"
+        : bell.permission === "unsupported" ? "this browser has no notifications: the pane shows a banner instead"
+          : "notifying when a run ends (click to stop)";
+    this.bell.setAttribute("aria-label", this.bell.title);
+  }
+
+  async toggleBell() {
+    try {
+      await this.watch.bell.toggle();
+    } finally {
+      this.syncBell();
+    }
+  }
+
+  /** A watched run ended: say so in the pane (whether or not the browser raised a notification). */
+  showNotice(notice) {
+    const close = h("button", { type: "button", class: "tau-pane-alert-close", "aria-label": "dismiss",
+      onclick: () => { this.alertBox.hidden = true; } }, "✕");
+    this.alertBox.replaceChildren(h("span", { class: "tau-pane-alert-text" },
+      notice.body ? `${notice.title}: ${notice.body}` : notice.title), close);
+    this.alertBox.dataset.kind = notice.kind;
+    this.alertBox.dataset.run = notice.run;
+    this.alertBox.dataset.raised = String(Boolean(notice.raised));
+    this.alertBox.hidden = false;
   }
 
   /**
@@ -435,29 +470,11 @@ export class Pane {
     this.scheduled = false;
     if (this.disposed) return;
     this.root.setAttribute("data-points", String(totalPoints(this.store)));
-    this.snapshotDirty = true;
-    this.maybeSnapshot();
     if (this.dirty.size) this.schedule();
   }
 
-  maybeSnapshot() {
-    const t = Date.now();
-    const terminal = TERMINAL.includes(this.model.get("state"));
-    if (!this.snapshotDirty || (!terminal && t - this.lastSnapshot < SNAPSHOT_EVERY_MS)) return;
-    const first = this.order.map((n) => this.plots.get(n)).find((p) => p && p.ready);
-    if (!first) return;
-    this.lastSnapshot = t;
-    this.snapshotDirty = false;
-    const take = () => first.snapshot().then((url) => {
-      if (this.disposed || !url) return;
-      this.setTrait("snapshot", url);
-    }).catch(() => {});
-    // When the page is idle, not in the frame that drew new points.
-    if (window.requestIdleCallback) window.requestIdleCallback(take, { timeout: 2000 }); else setTimeout(take, 0);
-  }
-
   hideStaticFallback() {
-    // The saved-notebook fallback (a static image output beside the widget) is only for when no live view exists.
+    // The static output beside the widget (the kernel's picture and line of text) is for where no live view exists.
     const id = this.model.get("pane_id");
     if (!id) return null;
     const sel = `[data-tau-pane-static="${CSS.escape(id)}"]`;
@@ -508,6 +525,8 @@ export class Pane {
     };
     this.store.listeners.add(listener);
     const hiddenStyle = this.hideStaticFallback();
+    const onNotice = (notice) => this.showNotice(notice);
+    this.watch.listeners.add(onNotice);
     const reportWidth = () => {
       const w = Math.round(this.el.getBoundingClientRect().width);
       if (w > 0 && Math.abs(w - (this.model.get("width") || 0)) > 50) this.setTrait("width", w);
@@ -520,6 +539,7 @@ export class Pane {
       this.io.disconnect();
       clearTimeout(this.filterTimer);
       this.store.listeners.delete(listener);
+      this.watch.listeners.delete(onNotice);
       for (const n of metaNames) this.model.off(`change:${n}`, onMeta);
       for (const n of layoutNames) this.model.off(`change:${n}`, onLayout);
       for (const n of RUN_TRAITS) this.model.off(`change:${n}`, onRuns);

@@ -48,4 +48,11 @@ export const PANE_CSS = `
 .tau-pane-nonfinite { color: #b00; }
 .tau-pane-xnote { color: #666; font-size: 11px; margin-left: 6px; }
 .tau-pane-error { color: #b00; }
+.tau-pane-bell { border: none; background: none; cursor: pointer; padding: 0 2px; font-size: 13px; opacity: 0.5; }
+.tau-pane-bell[aria-pressed=true] { opacity: 1; }
+.tau-pane-alert { display: flex; gap: 8px; align-items: baseline; margin: 2px 0; padding: 3px 6px; border-radius: 3px;
+  background: #d9f2d9; }
+.tau-pane-alert[hidden] { display: none; }
+.tau-pane-alert[data-kind=failed], .tau-pane-alert[data-kind=stop-rule] { background: #ffe0cc; }
+.tau-pane-alert-close { margin-left: auto; border: none; background: none; cursor: pointer; }
 `;
