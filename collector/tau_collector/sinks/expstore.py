@@ -101,14 +101,14 @@ class ExpstoreSink(Sink):
         *,
         source_id: str = "",
         compaction: CompactionPolicy | None = None,
-        compaction_process: bool = False,
+        background_compaction: bool = False,
     ) -> None:
-        """``compaction_process``: merge small files in a child process (:mod:`..expstore.maintain.compaction_process`),
-        as the sidecar does so that pyarrow never loads in it; otherwise in this process, after a delivery."""
+        """``background_compaction``: merge small files in a thread, without pyarrow
+        (:mod:`..expstore.maintain.compaction_thread`), as the sidecar does; otherwise after a delivery."""
         self._store = ExpStore(store_dir, create=True)
         self._source_id = source_id
         self._writer = MetricWriter(self._store, compaction=compaction or CompactionPolicy(),
-                                    compaction_process=compaction_process)
+                                    background_compaction=background_compaction)
 
     @property
     def store(self) -> ExpStore:
