@@ -50,6 +50,9 @@ class CompactionPolicy:
     # chunk files is compacted in bounded steps, never all at once. Rows, not file bytes, size the
     # merge: a Parquet file of repetitive tags holds ten times its size in memory.
     max_merge_rows: int = 24_000
+    # What a killed writer or compaction left (published, never registered; temporary files) is removed once
+    # this old (:mod:`.leftovers`).
+    leftover_grace_seconds: float = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +99,11 @@ def _small_files(store: ExpStore, run_id: str, policy: CompactionPolicy,
     runs: list[list[tuple]] = [[]]
     for f in files:
         try:
+            # Half the merge's rows or more is as good as large: two such files would exceed the merge's
+            # bound, and merged files that stay under small_file_bytes (GZIP packs 24,000 rows in ~300 kB)
+            # would otherwise be merged again pass after pass, each merge twice the last.
             small = (f[8] == schema.METRIC_FILE_FORMAT and f[1] not in foreign
+                     and (f[7] or 0) <= policy.max_merge_rows // 2
                      and store.absolute(f[2]).stat().st_size < policy.small_file_bytes)
         except FileNotFoundError:
             small = False  # retired by a concurrent compaction; not ours to merge
@@ -143,7 +150,10 @@ def compact_all(store: ExpStore, run_id: str, *, policy: CompactionPolicy | None
     number of files the run has). Without ``pyarrow_fallback`` a file of another Parquet writer is left as
     it is and separates the small files around it, as a large file does.
     """
+    from tau_collector.expstore.maintain.leftovers import sweep_run
+
     policy = policy or CompactionPolicy()
+    sweep_run(store, run_id, grace_seconds=policy.leftover_grace_seconds)
     merges = 0
     foreign: set[str] = set()
     while True:

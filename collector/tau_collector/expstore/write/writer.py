@@ -26,6 +26,7 @@ from tau_collector.expstore.format.metric_files import metric_file_path, metric_
 from tau_collector.expstore.format.parquet_encoder import Coded, Column, PlainTexts, TextValues, encode_parquet
 from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_quietly
 from tau_collector.expstore.maintain.compaction_thread import CompactionThread
+from tau_collector.expstore.maintain.leftovers import GRACE_SECONDS, sweep_run_directories
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 from tau_collector.expstore.write.config_rows import ConfigConflictError, put_run_config, run_config_hash
 from tau_collector.expstore.write.listing import refresh_runs
@@ -131,8 +132,11 @@ class MetricWriter:
     """Writes chunks into one store. Thread-safe per thread (one SQLite connection each)."""
 
     def __init__(self, store: ExpStore, *, compaction: CompactionPolicy | None = None,
-                 background_compaction: bool = False) -> None:
+                 background_compaction: bool = False, leftover_grace_seconds: float = GRACE_SECONDS) -> None:
         self.store = store
+        # Runs whose directories this writer swept of what a killed writer or compaction left (.maintain.leftovers).
+        self._swept: set[tuple[str, str, str, str]] = set()
+        self.leftover_grace_seconds = leftover_grace_seconds
         # None: never compact opportunistically.
         self.compaction = compaction
         # With ``background_compaction`` merges run in a thread, never with pyarrow
@@ -167,6 +171,11 @@ class MetricWriter:
             for kind, value in (("run_id", run.run_id), ("experiment_id", run.experiment_id)):
                 if problem := unreachable_id(kind, value):
                     raise StoreError(problem)
+        for run in runs:
+            key = (run.project, run.experiment_id, run.run_group_id, run.run_id)
+            if len(run) and key not in self._swept:
+                sweep_run_directories(self.store, *key, grace_seconds=self.leftover_grace_seconds)
+                self._swept.add(key)
         now = utc_now_rfc3339()
         run_files = [self._run_file(run, now) for run in runs if len(run)]
         published = []
