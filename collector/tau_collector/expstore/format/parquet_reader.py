@@ -77,23 +77,24 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _zigzag(n: int) -> int:
-    return (n >> 1) ^ -(n & 1)
+# What is read of each Thrift struct (field id -> the spec of its value: None for a scalar, a dict for a
+# struct, and for a list the spec of its elements); every other field is skipped without building it.
+_SCHEMA_ELEMENT = {1: None, 3: None, 4: None, 5: None}
+_COLUMN_META = {4: None, 7: None, 9: None, 11: None}
+_ROW_GROUP = {1: {2: None, 3: _COLUMN_META, 8: None}, 3: None}
+_FILE_META = {2: _SCHEMA_ELEMENT, 3: None, 4: _ROW_GROUP}
+_PAGE_HEADER = {1: None, 3: None, 5: {1: None, 2: None}, 7: {1: None, 2: None}}
 
 
-def _value(data: bytes, pos: int, ttype: int) -> tuple[object, int]:
-    if ttype in (1, 2):  # a bool inside a list: one byte
-        return data[pos] == 1, pos + 1
-    if ttype == 3:
-        return data[pos], pos + 1
-    if ttype in (4, 5, 6):
+def _value(data: bytes, pos: int, ttype: int, spec) -> tuple[object, int]:
+    if ttype in (5, 6, 4):
         n, pos = _varint(data, pos)
-        return _zigzag(n), pos
-    if ttype == 7:
-        return struct.unpack_from("<d", data, pos)[0], pos + 8
+        return (n >> 1) ^ -(n & 1), pos
     if ttype == 8:
         n, pos = _varint(data, pos)
         return data[pos:pos + n], pos + n
+    if ttype == 12:
+        return _struct(data, pos, spec)
     if ttype in (9, 10):
         head = data[pos]
         pos += 1
@@ -102,15 +103,60 @@ def _value(data: bytes, pos: int, ttype: int) -> tuple[object, int]:
             size, pos = _varint(data, pos)
         items = []
         for _ in range(size):
-            item, pos = _value(data, pos, etype)
-            items.append(item)
+            if etype in (1, 2):
+                items.append(data[pos] == 1)
+                pos += 1
+            else:
+                item, pos = _value(data, pos, etype, spec)
+                items.append(item)
         return items, pos
-    if ttype == 12:
-        return _struct(data, pos)
+    if ttype == 3:
+        return data[pos], pos + 1
+    if ttype == 7:
+        return struct.unpack_from("<d", data, pos)[0], pos + 8
     raise ForeignParquetError(f"Thrift type {ttype} in the footer")
 
 
-def _struct(data: bytes, pos: int) -> tuple[dict[int, object], int]:
+def _skip(data: bytes, pos: int, ttype: int) -> int:
+    if ttype in (4, 5, 6):
+        while data[pos] & 0x80:
+            pos += 1
+        return pos + 1
+    if ttype == 8:
+        n, pos = _varint(data, pos)
+        return pos + n
+    if ttype == 12:
+        while True:
+            head = data[pos]
+            pos += 1
+            if head == 0:
+                return pos
+            if not head >> 4:
+                while data[pos] & 0x80:
+                    pos += 1
+                pos += 1
+            t = head & 0x0F
+            if t not in (1, 2):
+                pos = _skip(data, pos, t)
+    if ttype in (9, 10):
+        head = data[pos]
+        pos += 1
+        size, etype = head >> 4, head & 0x0F
+        if size == 15:
+            size, pos = _varint(data, pos)
+        if etype in (1, 2, 3):
+            return pos + size
+        for _ in range(size):
+            pos = _skip(data, pos, etype)
+        return pos
+    if ttype == 3:
+        return pos + 1
+    if ttype == 7:
+        return pos + 8
+    raise ForeignParquetError(f"Thrift type {ttype} in the footer")
+
+
+def _struct(data: bytes, pos: int, spec: dict) -> tuple[dict[int, object], int]:
     fields: dict[int, object] = {}
     last = 0
     while True:
@@ -123,12 +169,15 @@ def _struct(data: bytes, pos: int) -> tuple[dict[int, object], int]:
             fid = last + delta
         else:
             raw, pos = _varint(data, pos)
-            fid = _zigzag(raw)
-        if ttype in (1, 2):
+            fid = (raw >> 1) ^ -(raw & 1)
+        last = fid
+        if fid not in spec:
+            if ttype not in (1, 2):
+                pos = _skip(data, pos, ttype)
+        elif ttype in (1, 2):
             fields[fid] = ttype == 1
         else:
-            fields[fid], pos = _value(data, pos, ttype)
-        last = fid
+            fields[fid], pos = _value(data, pos, ttype, spec[fid])
 
 
 # -- values ---------------------------------------------------------------------------------------
@@ -192,7 +241,7 @@ def _read_chunk(raw: bytes, meta: dict, rows: int, ptype: int, optional: bool, w
     valids = []
     pos, seen = 0, 0
     while seen < rows:
-        header, pos = _struct(raw, pos)
+        header, pos = _struct(raw, pos, _PAGE_HEADER)
         size = header.get(3)
         body = raw[pos:pos + size]
         pos += size
@@ -246,7 +295,7 @@ def _footer(data: bytes, where: str) -> dict:
         raise ForeignParquetError(f"{where}: not a Parquet file")
     (length,) = _LENGTH.unpack_from(data, len(data) - 8)
     try:
-        meta, _ = _struct(data, len(data) - 8 - length)
+        meta, _ = _struct(data, len(data) - 8 - length, _FILE_META)
     except (IndexError, struct.error) as exc:
         raise ForeignParquetError(f"{where}: unreadable footer ({exc})") from None
     return meta
