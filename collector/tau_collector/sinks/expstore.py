@@ -34,6 +34,8 @@ from tau_collector.taugrid.run_config import RunConfig
 
 __all__ = ["ExpstoreSink", "chunk_idempotency_key", "chunk_request_hash"]
 
+SIDECAR_MERGE_ROWS = 12_000
+
 KEY_PREFIX = "collector-chunk-"
 # OS errors on the store's paths that no retry can fix: the store is not writable by this process,
 # or a path it needs cannot exist on its filesystem. A full disk or an I/O error is worth a retry.
@@ -107,7 +109,12 @@ class ExpstoreSink(Sink):
         (:mod:`..expstore.maintain.compaction_thread`), as the sidecar does; otherwise after a delivery."""
         self._store = ExpStore(store_dir, create=True)
         self._source_id = source_id
-        self._writer = MetricWriter(self._store, compaction=compaction or CompactionPolicy(),
+        if compaction is None:
+            # In the sidecar's own process a merge's rows are its memory: half the import's bound keeps the
+            # collector under its 80 MB with a merge running (docs/collector-flags.md, bench/sidecar_tree_memory.py).
+            compaction = CompactionPolicy(max_merge_rows=SIDECAR_MERGE_ROWS) if background_compaction \
+                else CompactionPolicy()
+        self._writer = MetricWriter(self._store, compaction=compaction,
                                     background_compaction=background_compaction)
 
     @property
