@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from tau_collector.cli import main as collector_main
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore.format.parquet_reader import ForeignParquetError, read_metric_file
 from tau_collector.expstore.maintain import compaction
@@ -74,7 +76,7 @@ def test_the_merge_without_pyarrow_equals_the_pyarrow_merge_of_the_same_files(tm
         assert np.array_equal(a.value, b.value, equal_nan=True), metric
 
 
-def test_a_file_of_another_parquet_writer_is_foreign_and_left_to_a_compaction_with_pyarrow(tmp_path):
+def test_a_file_of_another_parquet_writer_is_foreign_and_left_to_a_compaction_with_pyarrow(tmp_path, capsys):
     store = _mixed_store(tmp_path)
     files = _files(store)
     # Rewrite the third file as pyarrow does (Snappy): not of the subset the reader reads.
@@ -89,7 +91,9 @@ def test_a_file_of_another_parquet_writer_is_foreign_and_left_to_a_compaction_wi
     assert len(left) == 3 and files[2][1] in left
     after = StoreReader(store).rows("seed-1", "train/loss")
     assert after.step.tolist() == before.step.tolist() and after.value.tolist() == before.value.tolist()
-    assert compact_all(store, "seed-1", policy=policy) == 1  # with pyarrow: everything
+    # Out of the sidecar, with pyarrow: everything.
+    assert collector_main(["store", "compact", "--store", str(store.root), "--run", "seed-1"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"run_id": "seed-1", "merges": 1}
     assert len(_files(store)) == 1
 
 
