@@ -11,6 +11,11 @@ originals, so a reader's file list is either the old set or the new one. The rep
 marked summarized without being merged into ``metric_summaries`` (its rows are already counted).
 Retired files stay on disk for ``grace_seconds`` because a reader may have listed them just
 before the swap; a later compaction or :func:`delete_retired` removes them.
+
+A merge reads our own files with :mod:`..format.parquet_reader` and writes the replacement with
+:mod:`..format.parquet_encoder`, numpy only (the sidecar merges in its own process: :mod:`.compaction_thread`);
+files of another Parquet writer are merged with pyarrow where that is allowed (``pyarrow_fallback``) and
+otherwise left where they are, separating the small files around them as a large file does.
 """
 
 from __future__ import annotations
