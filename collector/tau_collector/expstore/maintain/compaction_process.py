@@ -16,10 +16,10 @@ when the next delivery asks is left alone and looked at again on the delivery af
 
 A child costs an interpreter (and pyarrow's import, for another writer's files: ~0.5 s of CPU) before it
 merges anything: at most one every five minutes keeps that near 0.2 % of a core however fast chunks
-arrive, while a live run's files still pile up by minutes, not hours. A child stopped halfway leaves the store consistent: each
-merge is one transaction, and readers see the old files or the new one. A failing child says why on
-stderr (the sidecar's log) and exits 1; compaction is an optimisation, and the next delivery's request
-tries again.
+arrive, while a live run's files still pile up by minutes, not hours. A child stopped halfway leaves
+the store consistent: each merge is one transaction, and readers see the old files or the new one. A
+failing child says why on stderr and exits 1; compaction is an optimisation, and the next delivery's
+request tries again.
 """
 
 from __future__ import annotations
