@@ -128,3 +128,25 @@ def test_the_writer_with_background_compaction_starts_the_thread_after_a_deliver
     rows = store.connection().execute("SELECT file_id FROM metric_files ORDER BY rowid").fetchall()
     assert rows[0][0].startswith("compacted-") and len(rows) < 5
     assert StoreReader(store).rows("seed-1", "train/loss").step.tolist() == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("compression", ["gzip", "none"])
+def test_the_reader_reads_pyarrows_plain_and_dictionary_pages_of_the_schema_as_pyarrow_does(tmp_path, compression):
+    """Beyond our encoder's shape: pyarrow's bit-packed dictionary indices, dictionary-encoded tags, nulls."""
+    store = _mixed_store(tmp_path)
+    table = pq.read_table(store.absolute(_files(store)[1][2]))
+    path = tmp_path / "pyarrow.parquet"
+    pq.write_table(table, path, compression=compression, use_dictionary=True, data_page_version="1.0",
+                   row_group_size=7)
+    rows, columns = read_metric_file(path)
+    assert rows == table.num_rows
+    for name in ("step", "wall_time", "value"):
+        want = table.column(name).cast("int64" if name == "wall_time" else table.column(name).type)
+        valid = np.asarray(want.is_valid())
+        got = columns[name]
+        assert (got.valid if got.valid is not None else np.ones(rows, bool)).tolist() == valid.tolist(), name
+        assert got.values[valid].tolist() == np.asarray(want.drop_null()).tolist(), name
+    for name in ("project", "metric_name", "unit", "source", "split"):
+        got = columns[name]
+        assert [got.values[c] if c >= 0 else None for c in got.codes.tolist()] == table.column(name).to_pylist(), name
+    assert columns["tags"].rows() == table.column("tags").to_pylist()

@@ -81,7 +81,7 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 # struct, and for a list the spec of its elements); every other field is skipped without building it.
 _SCHEMA_ELEMENT = {1: None, 3: None, 4: None, 5: None}
 _COLUMN_META = {4: None, 7: None, 9: None, 11: None}
-_ROW_GROUP = {1: {2: None, 3: _COLUMN_META, 8: None}, 3: None}
+_ROW_GROUP = {1: {1: None, 3: _COLUMN_META, 8: None, 9: None}, 3: None}
 _FILE_META = {2: _SCHEMA_ELEMENT, 3: None, 4: _ROW_GROUP}
 _PAGE_HEADER = {1: None, 3: None, 5: {1: None, 2: None}, 7: {1: None, 2: None}}
 
@@ -237,7 +237,8 @@ def _read_chunk(raw: bytes, meta: dict, rows: int, ptype: int, optional: bool, w
     codec = meta.get(4)
     if codec not in (_UNCOMPRESSED, _GZIP):
         raise ForeignParquetError(f"{where}: compression codec {codec} (this reader reads none and GZIP)")
-    chunk = _Chunk(None, [], [], None, [])
+    chunk = _Chunk(np.zeros(0, dtype=bool), [], [], None, [])
+    numbers = None  # a numeric column's dictionary
     valids = []
     pos, seen = 0, 0
     while seen < rows:
@@ -250,10 +251,13 @@ def _read_chunk(raw: bytes, meta: dict, rows: int, ptype: int, optional: bool, w
         kind = header.get(1)
         if kind == _DICTIONARY_PAGE:
             dph = header.get(7, {})
-            if dph.get(2) not in (_PLAIN, _PLAIN_DICTIONARY) or ptype != _BYTE_ARRAY:
+            if dph.get(2) not in (_PLAIN, _PLAIN_DICTIONARY):
                 raise ForeignParquetError(f"{where}: dictionary page encoding {dph.get(2)}")
-            data, bounds = _plain_texts(body, dph.get(1, 0))
-            chunk.dictionary = [data[a + 4:b].decode() for a, b in itertools.pairwise(bounds)]
+            if ptype == _BYTE_ARRAY:
+                data, bounds = _plain_texts(body, dph.get(1, 0))
+                chunk.dictionary = [data[a + 4:b].decode() for a, b in itertools.pairwise(bounds)]
+            else:  # numbers have dictionaries too (pyarrow writes them)
+                numbers = np.frombuffer(body, dtype="<i8" if ptype == _INT64 else "<f8", count=dph.get(1, 0))
             continue
         if kind != _DATA_PAGE:
             raise ForeignParquetError(f"{where}: page type {kind} (this reader reads v1 data pages)")
@@ -269,13 +273,16 @@ def _read_chunk(raw: bytes, meta: dict, rows: int, ptype: int, optional: bool, w
         valids.append(valid)
         present = int(valid.sum())
         if encoding in (_PLAIN_DICTIONARY, _RLE_DICTIONARY):
-            if chunk.dictionary is None:
+            if chunk.dictionary is None and numbers is None:
                 raise ForeignParquetError(f"{where}: dictionary-encoded page without a dictionary")
             width = body[at] if present else 0
-            chunk.codes.append(_hybrid(body, at + 1, len(body), width, present) if present
-                               else np.zeros(0, dtype=np.int64))
+            codes = _hybrid(body, at + 1, len(body), width, present) if present else np.zeros(0, dtype=np.int64)
+            if numbers is None:
+                chunk.codes.append(codes)
+            else:
+                chunk.numbers.append(numbers[codes])
         elif encoding == _PLAIN:
-            if chunk.codes:
+            if chunk.codes:  # a fallback from dictionary to PLAIN midway (pyarrow's, on large dictionaries)
                 raise ForeignParquetError(f"{where}: PLAIN pages after dictionary pages")
             if ptype == _INT64:
                 chunk.numbers.append(np.frombuffer(body, dtype="<i8", count=present, offset=at))
@@ -325,7 +332,8 @@ def read_metric_file(path: str | Path, *, plain: frozenset[str] = frozenset({"ta
         group_rows = group.get(3, 0)
         for name, column in zip(names, group.get(1, []), strict=True):
             cmeta = column.get(3)
-            if cmeta is None or column.get(8) is not None:  # 8: file_path, a chunk in another file
+            # 1: file_path (the chunk is in another file); 8, 9: an encrypted chunk
+            if cmeta is None or any(column.get(f) is not None for f in (1, 8, 9)):
                 raise ForeignParquetError(f"{where}: column {name} has no metadata here")
             start = cmeta.get(11) or cmeta[9]
             raw = data[start:start + cmeta[7]]
