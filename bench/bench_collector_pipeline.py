@@ -283,7 +283,7 @@ def sink(chunks: int) -> dict[str, float]:
                      events=tuple(events))
 
     with tempfile.TemporaryDirectory() as tmp:
-        expstore = ExpstoreSink(Path(tmp) / "store", source_id="bench", compaction_process=True)  # as collect
+        expstore = ExpstoreSink(Path(tmp) / "store", source_id="bench", background_compaction=True)  # as collect
         expstore.deliver(chunk(0))  # imports, store creation
         cpu = wall = 0.0
         for sequence in range(1, chunks + 1):

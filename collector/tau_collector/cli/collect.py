@@ -300,7 +300,7 @@ def resolve_options(args: argparse.Namespace) -> tuple[CollectorOptions, list[Si
                 raise UsageError("--sink expstore needs --store DIR")
             from tau_collector.sinks.expstore import ExpstoreSink
 
-            sinks.append(ExpstoreSink(args.store, source_id=os.path.abspath(out), compaction_process=True))
+            sinks.append(ExpstoreSink(args.store, source_id=os.path.abspath(out), background_compaction=True))
         else:
             sinks.append(_adx_sink(args, name, durations))
     try:

@@ -1,4 +1,4 @@
-"""``tau-collector store``: inspect an expstore -- its runs, a run's metrics, raw rows or a reduced series.
+"""``tau-collector store``: inspect an expstore (runs, a run's metrics, raw rows, a reduced series) or compact it.
 
 stdout carries JSON lines:
 - ``runs``: one run per line (the run's columns, ``tags`` and ``metric_names``), newest first;
@@ -10,7 +10,10 @@ stdout carries JSON lines:
   in seconds since the epoch, non-finite values as NaN/Infinity/-Infinity), read and written in
   bounded batches whatever the series' length (the Portal's export, the same text);
 - ``series``: the same point lines after M4 reduction to ``--max-points``, then one line
-  ``{"source_points","returned_points","partial"}``.
+  ``{"source_points","returned_points","partial"}``;
+- ``compact``: merge the small files of ``--run`` (every run without it) with pyarrow, whatever Parquet writer made
+  them, and sweep what killed writers left; one ``{"run_id","merges"}`` line per run. What the sidecar leaves
+  (another writer's files: docs/data-path.md), run outside it.
 Exit 0 on success, 1 when the store or run is missing or cannot be read, 2 on usage errors.
 Every command is one indexed query (``rows``/``series`` read one run's Parquet files): there is
 no progress line. ``-v`` logs what was read and how long it took.
@@ -42,6 +45,7 @@ examples:
   tau-collector store rows --store ~/.local/share/tau/store --run seed-1 --metric train/loss --format csv > loss.csv
   tau-collector store series --store ~/.local/share/tau/store --run seed-1 --metric train/loss --max-points 400
   tau-collector store runs --store ~/.local/share/tau/store --workspace default | jq -r .run_id
+  tau-collector store compact --store ~/.local/share/tau/store --run seed-1
 """
 
 EXIT_MISSING = 1
@@ -54,7 +58,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="inspect an expstore: runs, metrics, rows, series (JSON lines)",
         description=__doc__, epilog=_EPILOG,
     )
-    parser.add_argument("what", choices=("runs", "metrics", "rows", "series"), help="what to print")
+    parser.add_argument("what", choices=("runs", "metrics", "rows", "series", "compact"),
+                        help="what to print (compact: merge small files, outside the sidecar)")
     parser.add_argument("--store", required=True, metavar="DIR",
                         help="the store directory (holds manifest.json)")
     parser.add_argument("--run", metavar="RUN_ID", help="run id (metrics, rows, series)")
@@ -110,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(args, "--max-points must be at least 1")
     started = time.monotonic()
     try:
-        code = _query(args)
+        code = _compact(args) if args.what == "compact" else _query(args)
     except StoreNotFoundError as exc:
         log.error(f"{exc}; pass the directory that holds manifest.json: the --store given to "
                   "`tau-collector collect` or `taunotebook import`")
@@ -124,6 +129,18 @@ def run(args: argparse.Namespace) -> int:
     log.info("store read", extra={"what": args.what, "store": args.store, "run": args.run or "",
                                   "seconds": round(time.monotonic() - started, 3)})
     return code
+
+
+def _compact(args: argparse.Namespace) -> int:
+    from tau_collector.expstore.maintain.compaction import compact_all
+
+    store = ExpStore(args.store, writable=True)
+    runs = [args.run] if args.run else [r[0] for r in store.connection().execute(
+        "SELECT run_id FROM runs ORDER BY run_id")]
+    for run_id in runs:
+        merges = compact_all(store, run_id)  # pyarrow for the files of other writers
+        sys.stdout.write(orjson.dumps({"run_id": run_id, "merges": merges}).decode() + "\n")
+    return 0
 
 
 def _query(args: argparse.Namespace) -> int:

@@ -45,9 +45,11 @@ def bound_process_memory() -> None:
 
 
 def release_arrow_memory() -> None:
-    """Hand memory Arrow freed back to the system now (after a large, rare allocation such as a merge)."""
-    import pyarrow
-
+    """Hand memory Arrow freed back to the system now (after a large, rare allocation such as a merge); nothing
+    when this process never loaded pyarrow (a merge without it: :mod:`..expstore.format.parquet_reader`)."""
+    pyarrow = sys.modules.get("pyarrow")
+    if pyarrow is None:
+        return
     pyarrow.default_memory_pool().release_unused()
 
 

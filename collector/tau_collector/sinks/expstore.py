@@ -36,6 +36,8 @@ from tau_collector.taugrid.run_config import RunConfig
 
 __all__ = ["ExpstoreSink", "chunk_idempotency_key", "chunk_request_hash"]
 
+SIDECAR_MERGE_ROWS = 12_000
+
 KEY_PREFIX = "collector-chunk-"
 # OS errors on the store's paths that no retry can fix: the store is not writable by this process,
 # or a path it needs cannot exist on its filesystem. A full disk or an I/O error is worth a retry.
@@ -103,14 +105,19 @@ class ExpstoreSink(Sink):
         *,
         source_id: str = "",
         compaction: CompactionPolicy | None = None,
-        compaction_process: bool = False,
+        background_compaction: bool = False,
     ) -> None:
-        """``compaction_process``: merge small files in a child process (:mod:`..expstore.maintain.compaction_process`),
-        as the sidecar does so that pyarrow never loads in it; otherwise in this process, after a delivery."""
+        """``background_compaction``: merge small files in a thread, without pyarrow
+        (:mod:`..expstore.maintain.compaction_thread`), as the sidecar does; otherwise after a delivery."""
         self._store = ExpStore(store_dir, create=True)
         self._source_id = source_id
-        self._writer = MetricWriter(self._store, compaction=compaction or CompactionPolicy(),
-                                    compaction_process=compaction_process)
+        if compaction is None:
+            # In the sidecar's own process a merge's rows are its memory: half the import's bound keeps the
+            # collector under its 80 MB with a merge running (docs/collector-flags.md, bench/sidecar_tree_memory.py).
+            compaction = CompactionPolicy(max_merge_rows=SIDECAR_MERGE_ROWS) if background_compaction \
+                else CompactionPolicy()
+        self._writer = MetricWriter(self._store, compaction=compaction,
+                                    background_compaction=background_compaction)
 
     @property
     def store(self) -> ExpStore:

@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # the format layer names the store only in annotations
     from tau_collector.expstore.store import ExpStore
 
 __all__ = ["BASES", "LEVELS_DIR", "POINT_FIELDS", "RECORD", "FileLevels", "combine", "levels_path",
-           "publish_chunk_levels", "publish_table_levels", "publish_write_levels", "read_levels", "summarize"]
+           "publish_chunk_levels", "publish_sorted_levels", "publish_table_levels", "publish_write_levels",
+           "read_levels", "summarize"]
 
 log = logging.getLogger(__name__)
 
@@ -223,6 +224,22 @@ def publish_write_levels(store: ExpStore, runs: list, run_files: list) -> list:
         published += publish_chunk_levels(store, rf.relative_path, rf.file_id, rf.row_count, run.names, run.metric,
                                           run.step, run.wall_time, run.wall_valid, run.value)
     return published
+
+
+def publish_sorted_levels(store: ExpStore, relative_path: str, file_id: str, row_count: int, names: list[str],
+                          metric: np.ndarray, step: np.ndarray, wall: np.ndarray, wall_valid: np.ndarray | None,
+                          value: np.ndarray) -> list:
+    """Compaction's hook: the levels of a merged file from its rows in file order (``metric`` indexes the
+    sorted ``names``; every row has a step)."""
+    try:
+        m, s, w, v = dedupe_file_rows(metric.astype(np.int64, copy=False), step.astype(np.int64, copy=False),
+                                      wall.astype(np.int64, copy=False), wall_valid,
+                                      value.astype(np.float64, copy=False), in_file_order=True)
+        data = levels_bytes(file_id, row_count, list(names), file_levels(m, s, w, v))
+        return [store.publish_file(levels_path(relative_path), lambda p: p.write_bytes(data))]
+    except Exception:  # derived data: readers compute missing levels themselves
+        log.exception("series levels of %s not written; readers compute them when asked", relative_path)
+        return []
 
 
 def publish_table_levels(store: ExpStore, relative_path: str, file_id: str, table) -> list:

@@ -16,7 +16,7 @@ that shape and nothing else, from numpy arrays and Python strings:
 * min/max statistics (with type-defined column order) for the columns the reader prunes by.
 
 The footer is the Thrift compact protocol, written by the few lines below. Readers stay on pyarrow;
-compaction (which merges and re-encodes with Snappy) does too, in the process that runs it.
+compaction reads these files back with :mod:`.parquet_reader` and writes the merged file with this encoder.
 """
 
 from __future__ import annotations

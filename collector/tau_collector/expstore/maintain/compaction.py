@@ -11,6 +11,11 @@ originals, so a reader's file list is either the old set or the new one. The rep
 marked summarized without being merged into ``metric_summaries`` (its rows are already counted).
 Retired files stay on disk for ``grace_seconds`` because a reader may have listed them just
 before the swap; a later compaction or :func:`delete_retired` removes them.
+
+A merge reads our own files with :mod:`..format.parquet_reader` and writes the replacement with
+:mod:`..format.parquet_encoder`, numpy only (the sidecar merges in its own process: :mod:`.compaction_thread`);
+files of another Parquet writer are merged with pyarrow where that is allowed (``pyarrow_fallback``) and
+otherwise left where they are, separating the small files around them as a large file does.
 """
 
 from __future__ import annotations
@@ -23,10 +28,14 @@ import time
 import uuid
 from dataclasses import dataclass
 
+import numpy as np
+
 from tau_collector.collect.process_memory import release_arrow_memory
 from tau_collector.expstore.format import schema
-from tau_collector.expstore.format.levels import levels_path, publish_table_levels
+from tau_collector.expstore.format.levels import levels_path, publish_sorted_levels, publish_table_levels
 from tau_collector.expstore.format.metric_files import metric_file_path, metric_row_groups
+from tau_collector.expstore.format.parquet_encoder import Coded, Column, PlainTexts, encode_parquet
+from tau_collector.expstore.format.parquet_reader import ForeignParquetError, read_metric_file
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
 __all__ = ["CompactionPolicy", "CompactionResult", "compact_all", "compact_quietly", "compact_run", "delete_retired",
@@ -46,6 +55,9 @@ class CompactionPolicy:
     # chunk files is compacted in bounded steps, never all at once. Rows, not file bytes, size the
     # merge: a Parquet file of repetitive tags holds ten times its size in memory.
     max_merge_rows: int = 24_000
+    # What a killed writer or compaction left (published, never registered; temporary files) is removed once
+    # this old (:mod:`.leftovers`).
+    leftover_grace_seconds: float = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +91,11 @@ def compact_run(
     return result
 
 
-def _small_files(store: ExpStore, run_id: str, policy: CompactionPolicy) -> list[list[tuple]]:
+def _small_files(store: ExpStore, run_id: str, policy: CompactionPolicy,
+                 foreign: set[str] = frozenset()) -> list[list[tuple]]:  # type: ignore[assignment]
     """``run_id``'s files under ``small_file_bytes`` in registration order, as runs of files next to each other
-    (any other file of the run between two small ones separates them); one listing, a stat each."""
+    (any other file of the run between two small ones separates them, and so do ``foreign`` ones); one
+    listing, a stat each."""
     files = store.connection().execute(
         "SELECT rowid, file_id, path, project, run_group_id, min_step, max_step, row_count, format FROM metric_files "
         "WHERE run_id = ? ORDER BY rowid",
@@ -90,7 +104,12 @@ def _small_files(store: ExpStore, run_id: str, policy: CompactionPolicy) -> list
     runs: list[list[tuple]] = [[]]
     for f in files:
         try:
-            small = f[8] == schema.METRIC_FILE_FORMAT and store.absolute(f[2]).stat().st_size < policy.small_file_bytes
+            # Half the merge's rows or more is as good as large: two such files would exceed the merge's
+            # bound, and merged files that stay under small_file_bytes (GZIP packs 24,000 rows in ~300 kB)
+            # would otherwise be merged again pass after pass, each merge twice the last.
+            small = (f[8] == schema.METRIC_FILE_FORMAT and f[1] not in foreign
+                     and (f[7] or 0) <= policy.max_merge_rows // 2
+                     and store.absolute(f[2]).stat().st_size < policy.small_file_bytes)
         except FileNotFoundError:
             small = False  # retired by a concurrent compaction; not ours to merge
         if small:
@@ -123,30 +142,43 @@ def compact_quietly(store: ExpStore, run_id: str, *, policy: CompactionPolicy | 
             raise
 
 
-def compact_all(store: ExpStore, run_id: str, *, policy: CompactionPolicy | None = None) -> int:
+def compact_all(store: ExpStore, run_id: str, *, policy: CompactionPolicy | None = None,
+                pyarrow_fallback: bool = True) -> int:
     """Merge ``run_id``'s small files, a bounded merge at a time, until fewer than two are left; returns
-    how many merges were made. What a compaction process runs (:mod:`.compaction_process`).
+    how many merges were made. What the sidecar's compaction thread (:mod:`.compaction_thread`, with
+    ``pyarrow_fallback=False``) and a compaction process (:mod:`.compaction_process`) run.
 
     The run's files are listed (and stat-ed) once per pass, not once per merge: a pass merges its list's
     small files in consecutive bounded groups, oldest first, as repeated :func:`compact_run` calls would;
     the next pass lists again and merges what came out still small. A long job's backlog of thousands of
     delivery files costs a listing per pass, not per merge (which had made a merge's cost grow with the
-    number of files the run has).
+    number of files the run has). Without ``pyarrow_fallback`` a file of another Parquet writer is left as
+    it is and separates the small files around it, as a large file does.
     """
+    from tau_collector.expstore.maintain.leftovers import sweep_run
+
     policy = policy or CompactionPolicy()
+    sweep_run(store, run_id, grace_seconds=policy.leftover_grace_seconds)
     merges = 0
+    foreign: set[str] = set()
     while True:
-        merged_now = 0
-        for small in _small_files(store, run_id, policy):
+        merged_now, relist = 0, False
+        for small in _small_files(store, run_id, policy, foreign):
             while len(small) >= 2:
                 group = _first_merge(small, policy)
+                try:
+                    result = _merge(store, run_id, group, pyarrow_fallback=pyarrow_fallback)
+                except ForeignFileError as exc:
+                    foreign.add(exc.file_id)
+                    relist = True
+                    break
                 small = small[len(group):]
-                if _merge(store, run_id, group) is not None:  # None: a concurrent compaction took some first
+                if result is not None:  # None: a concurrent compaction took some first
                     merged_now += 1
                 release_arrow_memory()
         delete_retired(store, grace_seconds=policy.grace_seconds)
         merges += merged_now
-        if not merged_now:
+        if not merged_now and not relist:
             return merges
 
 
@@ -158,8 +190,122 @@ def new_file_count(store: ExpStore, run_id: str) -> int:
     return count
 
 
-def _merge(store: ExpStore, run_id: str, files: list[tuple]) -> CompactionResult | None:
-    import pyarrow as pa  # here: a writer that never compacts in its own process never loads pyarrow
+class ForeignFileError(StoreError):
+    """A file of the merge is not of the Parquet subset :mod:`..format.parquet_reader` reads."""
+
+    def __init__(self, file_id: str, reason: str) -> None:
+        super().__init__(reason)
+        self.file_id = file_id
+
+
+def _merge(store: ExpStore, run_id: str, files: list[tuple], *, pyarrow_fallback: bool = True
+           ) -> CompactionResult | None:
+    """Merge ``files`` (registration order) into one; without pyarrow when they are all of our own Parquet
+    subset, else with pyarrow (``pyarrow_fallback``) or :class:`ForeignFileError` naming the first other file."""
+    try:
+        merged = _merged_columns(store, files)
+    except ForeignFileError:
+        if not pyarrow_fallback:
+            raise
+        return _merge_with_pyarrow(store, run_id, files)
+    rows, columns, names, metric, step, step_valid, wall, wall_valid, value = merged
+    data = encode_parquet(columns, rows, metric_row_groups(_metric_starts(metric), rows))
+    first_last = (names[int(metric[0])], names[int(metric[-1])]) if rows else None
+
+    def levels(relative: str, file_id: str) -> list:
+        if step_valid is not None:
+            return []  # rows a reader skips: it computes levels from what it keeps
+        return publish_sorted_levels(store, relative, file_id, rows, names, metric, step, wall, wall_valid, value)
+
+    return _swap_in(store, run_id, files, data, rows, first_last, levels)
+
+
+def _merged_columns(store: ExpStore, files: list[tuple]):
+    """The rows of ``files`` sorted as a written file's (metric, step, wall time, then registration order: file,
+    row; null steps and times last, as pyarrow's sort put them), as encoder columns and the arrays levels need."""
+    parts = []
+    for f in files:
+        try:
+            parts.append(read_metric_file(store.absolute(f[2]))[1])
+        except ForeignParquetError as exc:
+            raise ForeignFileError(f[1], str(exc)) from None
+    rows = sum(len(p["value"].values) for p in parts)
+
+    def numbers(name: str, dtype) -> tuple[np.ndarray, np.ndarray | None]:
+        values = np.concatenate([p[name].values for p in parts]).astype(dtype, copy=False)
+        if all(p[name].valid is None for p in parts):
+            return values, None
+        return values, np.concatenate([np.ones(len(p[name].values), bool) if p[name].valid is None
+                                       else p[name].valid for p in parts])
+
+    def coded(name: str) -> tuple[list[str], np.ndarray]:
+        index: dict[str, int] = {}
+        codes = []
+        for p in parts:
+            column = p[name]
+            # -1 (null) indexes the appended -1: nulls stay nulls
+            remap = np.array([index.setdefault(v, len(index)) for v in column.values] + [-1], dtype=np.int64)
+            codes.append(remap[column.codes])
+        return list(index), np.concatenate(codes) if codes else np.zeros(0, np.int64)
+
+    names, name_codes = coded("metric_name")
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
+    names = sorted(names)
+    step, step_valid = numbers("step", np.int64)
+    wall, wall_valid = numbers("wall_time", np.int64)
+    value, value_valid = numbers("value", np.float64)
+    if (name_codes < 0).any() or value_valid is not None:
+        raise ForeignFileError(files[0][1], "a required column (metric_name, value) holds nulls")
+    metric = rank[name_codes]
+    no_step = np.zeros(rows, bool) if step_valid is None else ~step_valid
+    no_wall = np.zeros(rows, bool) if wall_valid is None else ~wall_valid
+    order = np.lexsort((np.arange(rows), np.where(no_wall, 0, wall), no_wall, np.where(no_step, 0, step), no_step,
+                        metric))
+
+    def texts(name: str, required: bool):
+        values, codes = coded(name)
+        codes = codes[order]
+        if (codes < 0).all():
+            if required and rows:
+                raise ForeignFileError(files[0][1], f"required column {name} holds nulls")
+            return None
+        if (codes >= 0).all():
+            return Coded(values, codes)
+        if required:
+            raise ForeignFileError(files[0][1], f"required column {name} holds nulls")
+        return [values[c] if c >= 0 else None for c in codes.tolist()]
+
+    tags = PlainTexts(np.concatenate([p["tags"].data for p in parts]),
+                      np.concatenate([[0], *(p["tags"].bounds[1:] + offset for p, offset in zip(
+                          parts, np.cumsum([0, *(len(p["tags"].data) for p in parts)]).tolist(), strict=False))])
+                      .astype(np.int64)).take(order)
+    metric, step, wall, value = metric[order], step[order], wall[order], value[order]
+    step_valid = None if step_valid is None else step_valid[order]
+    wall_valid = None if wall_valid is None else wall_valid[order]
+    columns = [
+        Column("project", "string", True, texts("project", True)),
+        Column("run_group_id", "string", True, texts("run_group_id", True)),
+        Column("run_id", "string", True, texts("run_id", True)),
+        Column("metric_name", "string", True, Coded(names, metric), statistics=True),
+        Column("step", "int64", False, step, valid=step_valid, statistics=True),
+        Column("wall_time", "timestamp_us", False, wall, valid=wall_valid, statistics=True),
+        Column("value", "double", True, value, statistics=True),
+        Column("unit", "string", False, texts("unit", False)),
+        Column("source", "string", True, texts("source", True)),
+        Column("split", "string", False, texts("split", False)),
+        Column("tags", "json", True, tags),
+    ]
+    return rows, columns, names, metric, step, step_valid, wall, wall_valid, value
+
+
+def _metric_starts(metric: np.ndarray) -> list[int]:
+    return [0, *(np.flatnonzero(metric[1:] != metric[:-1]) + 1).tolist()]
+
+
+def _merge_with_pyarrow(store: ExpStore, run_id: str, files: list[tuple]) -> CompactionResult | None:
+    """The merge of files of any Parquet writer (what ``tau-collector store compact`` may do; never the sidecar)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     tables = []
@@ -178,6 +324,15 @@ def _merge(store: ExpStore, run_id: str, files: list[tuple]) -> CompactionResult
     ).drop_columns(["__rank", "__row"])
     merged = merged.cast(schema.metric_arrow_schema())
     data = parquet_bytes(merged)
+    names = merged.column("metric_name")  # sorted: its first and last row
+    first_last = (names[0].as_py(), names[-1].as_py()) if merged.num_rows else None
+    return _swap_in(store, run_id, files, data, merged.num_rows, first_last,
+                    lambda relative, file_id: publish_table_levels(store, relative, file_id, merged))
+
+
+def _swap_in(store: ExpStore, run_id: str, files: list[tuple], data: bytes, rows: int,
+             first_last: tuple[str, str] | None, levels) -> CompactionResult | None:
+    """Publish ``data`` as the replacement of ``files``, and register it and retire them in one transaction."""
     experiment_id = store.connection().execute(
         "SELECT experiment_id FROM runs WHERE run_id = ?", (run_id,)
     ).fetchone()
@@ -206,7 +361,7 @@ def _merge(store: ExpStore, run_id: str, files: list[tuple]) -> CompactionResult
                 "project, run_group_id, run_id, row_count, digest, min_step, max_step, created_at) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (files[-1][0], file_id, relative, schema.METRIC_FILE_FORMAT, schema.METRIC_SCHEMA_VERSION,
-                 schema.METRIC_SCHEMA_HASH, project, group, run_id, merged.num_rows,
+                 schema.METRIC_SCHEMA_HASH, project, group, run_id, rows,
                  hashlib.sha256(data).hexdigest(), min(min_steps, default=None), max(max_steps, default=None),
                  now),
             )
@@ -214,10 +369,9 @@ def _merge(store: ExpStore, run_id: str, files: list[tuple]) -> CompactionResult
                 "INSERT INTO metric_summary_files(file_id, run_id, summarized_at) VALUES (?, ?, ?)",
                 (file_id, run_id, now),
             )
-            if merged.num_rows:
-                names = merged.column("metric_name")  # sorted: its first and last row
+            if first_last is not None:
                 tx.execute("INSERT INTO metric_file_metrics(file_id, run_id, first_metric, last_metric) "
-                           "VALUES (?, ?, ?, ?)", (file_id, run_id, names[0].as_py(), names[-1].as_py()))
+                           "VALUES (?, ?, ?, ?)", (file_id, run_id, *first_last))
             tx.execute(
                 "UPDATE metric_summaries SET latest_file_id = ? "
                 f"WHERE run_id = ? AND latest_file_id IN ({marks})",
@@ -234,8 +388,8 @@ def _merge(store: ExpStore, run_id: str, files: list[tuple]) -> CompactionResult
     except BaseException:
         path.unlink(missing_ok=True)
         raise
-    publish_table_levels(store, relative, file_id, merged)  # derived, after the swap: a reader computes them till then
-    return CompactionResult(file_id, retired, merged.num_rows)
+    levels(relative, file_id)  # derived, after the swap: a reader computes them till then
+    return CompactionResult(file_id, retired, rows)
 
 
 class _Lost(StoreError):

@@ -1,4 +1,8 @@
-"""Compaction in a child process, for a writer that keeps pyarrow out of its own process (the sidecar).
+"""Compaction in a child process (``python -m``); the environment a store's child processes start with.
+
+Since issue 30 the sidecar merges in a thread of its own process instead (:mod:`.compaction_thread`: a child
+was a second interpreter in the sidecar container's memory); :class:`CompactionProcess` remains for a writer
+that wants merges out of its process altogether, and :func:`child_environment` serves the clustering child.
 
 After each delivery the writer hands :class:`CompactionProcess` the runs it wrote. One indexed count per
 run says whether more than ``policy.min_files`` delivered files have piled up since the last merge; if
@@ -10,12 +14,12 @@ It merges those runs' small files, a bounded merge at a time, until fewer than t
 (:func:`.compaction.compact_all`), and exits. One child at a time per writer; a child still running
 when the next delivery asks is left alone and looked at again on the delivery after it.
 
-A child costs an interpreter and pyarrow's import (~0.5 s of CPU) before it merges anything: at most
-one every five minutes keeps that near 0.2 % of a core however fast chunks arrive, while a live run's
-files still pile up by minutes, not hours. A child stopped halfway leaves the store consistent: each
-merge is one transaction, and readers see the old files or the new one. A failing child says why on
-stderr (the sidecar's log) and exits 1; compaction is an optimisation, and the next delivery's request
-tries again.
+A child costs an interpreter (and pyarrow's import, for another writer's files: ~0.5 s of CPU) before it
+merges anything: at most one every five minutes keeps that near 0.2 % of a core however fast chunks
+arrive, while a live run's files still pile up by minutes, not hours. A child stopped halfway leaves
+the store consistent: each merge is one transaction, and readers see the old files or the new one. A
+failing child says why on stderr and exits 1; compaction is an optimisation, and the next delivery's
+request tries again.
 """
 
 from __future__ import annotations
@@ -124,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = ExpStore(args.store, writable=True)
         with pandas_kept_out():
             for run_id in args.run:
-                compact_all(store, run_id, policy=policy)
+                compact_all(store, run_id, policy=policy)  # pyarrow only for files of another writer
     except (StoreError, OSError, sqlite3.Error) as exc:
         sys.stderr.write(f"tau-collector compaction of {args.store}: {exc}\n")
         return 1

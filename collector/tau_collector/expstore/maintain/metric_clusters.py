@@ -34,6 +34,7 @@ from tau_collector.expstore.format.levels import publish_table_levels
 from tau_collector.expstore.format.metric_files import metric_file_path
 from tau_collector.expstore.maintain.compaction import COMPACTED_PREFIX, parquet_bytes
 from tau_collector.expstore.maintain.compaction_process import child_environment
+from tau_collector.expstore.maintain.leftovers import sweep_run
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
 __all__ = ["CLUSTER_ROWS", "SLICE_ROWS", "cluster_quietly", "cluster_run", "clustering_due", "main", "metric_ranges",
@@ -65,6 +66,7 @@ def metric_ranges(counts: list[tuple[str, int]], max_rows: int) -> list[tuple[st
 def cluster_run(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROWS) -> list[str] | None:
     """Rewrite ``run_id``'s files as files of consecutive metric-name ranges; the new file ids, or None when
     the run is left as it is (see the module doc) or a concurrent compaction changed its files first."""
+    sweep_run(store, run_id)  # what an earlier clustering or writer killed midway left (.leftovers)
     conn = store.connection()
     files = conn.execute(
         "SELECT rowid, file_id, path, project, run_group_id, row_count, min_step, max_step FROM metric_files "

@@ -25,7 +25,8 @@ from tau_collector.expstore.format.levels import publish_write_levels
 from tau_collector.expstore.format.metric_files import metric_file_path, metric_row_groups
 from tau_collector.expstore.format.parquet_encoder import Coded, Column, PlainTexts, TextValues, encode_parquet
 from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_quietly
-from tau_collector.expstore.maintain.compaction_process import CompactionProcess
+from tau_collector.expstore.maintain.compaction_thread import CompactionThread
+from tau_collector.expstore.maintain.leftovers import GRACE_SECONDS, sweep_run_directories
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 from tau_collector.expstore.write.config_rows import ConfigConflictError, put_run_config, run_config_hash
 from tau_collector.expstore.write.listing import refresh_runs
@@ -131,14 +132,18 @@ class MetricWriter:
     """Writes chunks into one store. Thread-safe per thread (one SQLite connection each)."""
 
     def __init__(self, store: ExpStore, *, compaction: CompactionPolicy | None = None,
-                 compaction_process: bool = False) -> None:
+                 background_compaction: bool = False, leftover_grace_seconds: float = GRACE_SECONDS) -> None:
         self.store = store
+        # Runs whose directories this writer swept of what a killed writer or compaction left (.maintain.leftovers).
+        self._swept: set[tuple[str, str, str, str]] = set()
+        self.leftover_grace_seconds = leftover_grace_seconds
         # None: never compact opportunistically.
         self.compaction = compaction
-        # Merging reads and re-encodes files with pyarrow: with ``compaction_process`` it runs in a child
-        # process (:mod:`..maintain.compaction_process`), so that a sidecar never loads pyarrow itself.
-        self._compaction_process = (CompactionProcess(store, compaction)
-                                    if compaction is not None and compaction_process else None)
+        # With ``background_compaction`` merges run in a thread, never with pyarrow
+        # (:mod:`..maintain.compaction_thread`): the sidecar's way. Otherwise after a delivery, in the
+        # delivering thread (with pyarrow for another writer's files).
+        self._compaction_thread = (CompactionThread(store, compaction)
+                                   if compaction is not None and background_compaction else None)
 
     def write_chunk(
         self,
@@ -166,6 +171,11 @@ class MetricWriter:
             for kind, value in (("run_id", run.run_id), ("experiment_id", run.experiment_id)):
                 if problem := unreachable_id(kind, value):
                     raise StoreError(problem)
+        for run in runs:
+            key = (run.project, run.experiment_id, run.run_group_id, run.run_id)
+            if len(run) and key not in self._swept:
+                sweep_run_directories(self.store, *key, grace_seconds=self.leftover_grace_seconds)
+                self._swept.add(key)
         now = utc_now_rfc3339()
         run_files = [self._run_file(run, now) for run in runs if len(run)]
         published = []
@@ -393,17 +403,17 @@ class MetricWriter:
         )
 
     def _maybe_compact(self, run_ids: set[str]) -> None:
-        if self._compaction_process is not None:
-            self._compaction_process.request(sorted(run_ids))
+        if self._compaction_thread is not None:
+            self._compaction_thread.request(sorted(run_ids))
             return
         for run_id in sorted(run_ids):
             compact_quietly(self.store, run_id, policy=self.compaction)
 
     def close(self) -> None:
-        """Wait for a compaction process still merging (it is safe to stop at any point, but a finished
-        collector should not leave work running behind it)."""
-        if self._compaction_process is not None:
-            self._compaction_process.close()
+        """Wait for a compaction still merging (it is safe to stop at any point, but a finished collector
+        should not leave work half done)."""
+        if self._compaction_thread is not None:
+            self._compaction_thread.close()
 
 
 def _slice_starts(sorted_codes: np.ndarray) -> list[int]:
