@@ -35,10 +35,11 @@ def rasterize(steps: np.ndarray, values: np.ndarray, width: int, y_lo: float, y_
         for col in range(int(x1), min(int(x2), width - 1) + 1):
             a, b = max(x1, col), min(x2, col + 1)
             cover(col, _at(x1, y1, x2, y2, a), _at(x1, y1, x2, y2, b))
-    scale = (HEIGHT - 1) / (y_hi - y_lo) if y_hi > y_lo else 0.0
+    span_y = y_hi - y_lo
 
     def row(y: float) -> int:
-        return int((y - y_lo) * scale)
+        # The fraction first: a subnormal range would make a scale factor infinite (and 0 * inf NaN).
+        return int((y - y_lo) / span_y * (HEIGHT - 1)) if span_y > 0 else 0
 
     return [None if lo[c] == math.inf else (row(lo[c]), row(hi[c])) for c in range(width)]
 
@@ -75,6 +76,13 @@ def test_reduced_line_covers_exactly_the_pixels_of_the_full_line(data):
     width = max_points // 4
     y_lo, y_hi = float(values.min()), float(values.max())
     assert rasterize(steps[kept], values[kept], width, y_lo, y_hi) == rasterize(steps, values, width, y_lo, y_hi)
+
+
+def test_the_reference_rasterizer_takes_a_subnormal_value_range():
+    steps = np.array([0, 1, 2, 3, 4], dtype=np.int64)
+    values = np.array([0.0, 5e-324, 0.0, 5e-324, 0.0])
+    kept = m4_indices(steps, values, 4)
+    assert rasterize(steps[kept], values[kept], 1, 0.0, 5e-324) == rasterize(steps, values, 1, 0.0, 5e-324)
 
 
 def test_single_point_spikes_survive_a_million_points():
