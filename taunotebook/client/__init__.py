@@ -9,6 +9,7 @@ Python).
 
 from __future__ import annotations
 
+from .artifact_models import Artifact, ArtifactPage
 from .checkpoint_models import Checkpoint, CheckpointRetry, RunCheckpoints
 from .client import SOURCES, PortalClient, check_source
 from .config_models import ExperimentPage, ExperimentSummary, RunConfiguration
@@ -50,6 +51,8 @@ __all__ = [
     "ENV_TOKEN",
     "ENV_URL",
     "SOURCES",
+    "Artifact",
+    "ArtifactPage",
     "AuthorizationError",
     "Checkpoint",
     "CheckpointRetry",

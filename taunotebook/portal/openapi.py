@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .params import CONFIG_FILTERS_LIMIT, DEFAULT_LIMIT, DEFAULT_MAX_POINTS, MAX_LIMIT, MAX_MAX_POINTS
 from .prefixes import API_BASE, PAGE_DATA_BASE
+from .views.artifacts import DEFAULT_ARTIFACTS, MAX_ARTIFACTS
 from .views.run_table import METRICS_LIMIT, RUN_IDS_LIMIT, RUN_SORTS, RUNS_LIMIT
 from .wire.common import INT64, STRINGS, ref
 from .wire.schemas import component_schemas
@@ -114,6 +115,15 @@ def _fault_events_operation() -> dict:
                                   scoped["application/json"]["schema"], error["application/json"]["schema"]]}}}},
                       "405": {"description": "method not allowed (text)"}},
     }}
+def _download_operation(run_id: dict) -> dict:
+    responses = {"200": {"description": "The file's bytes, streamed (ETag: its digest when registered with one)",
+                         "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}}
+    responses.update(_errors(400, 401, 403, 404, 405, 409, 500, 503))
+    return {"get": {"operationId": "downloadRunArtifact",
+                    "summary": "Our addition: one artifact's file; 404 NOT_FOUND when the run has no such artifact or "
+                               "its file is gone or not on this machine",
+                    "parameters": [run_id, _path("artifact_id", "An artifact_id of the run's listing."), *_COMMON],
+                    "responses": responses}}
 
 
 def openapi_document() -> dict:
@@ -135,6 +145,13 @@ def openapi_document() -> dict:
         _q("max_points", {"type": "integer", "minimum": 1, "maximum": MAX_MAX_POINTS,
                           "default": DEFAULT_MAX_POINTS},
            "Point budget; larger series are M4-reduced (first/last/min/max per bucket) and marked partial."),
+    ]
+    artifact_params = [
+        run_id, *_COMMON,
+        _q("type", {"type": "string"}, "Only rows of this type (metrics-jsonl, tensorboard, image, checkpoint, …)."),
+        _q("after", {"type": "string"}, "The next_after of the previous page: rows after that artifact."),
+        _q("limit", {"type": "integer", "minimum": 1, "maximum": MAX_ARTIFACTS, "default": DEFAULT_ARTIFACTS},
+           "Page size."),
     ]
     list_params = [
         _path("experiment_id", "Experiment id (same rules as run ids)."), *_COMMON,
@@ -276,6 +293,11 @@ def openapi_document() -> dict:
             f"{PAGE_DATA_BASE}/runs/{{run_id}}/notifications": _operation(
                 "getRunNotifications", "Page data: the webhook notifications the run's wrap sent (its notification "
                 "run events), oldest first", [run_id, *_COMMON], "Notifications"),
+            f"{API_BASE}/runs/{{run_id}}/artifacts": _operation(
+                "listRunArtifacts", "Our addition: the run's rows of TauGrid's artifacts table (its history and "
+                "event files, images, checkpoints) in step order, paged by after; file says whether each is "
+                "present, gone (deleted after it was registered) or remote", artifact_params, "ArtifactList"),
+            f"{API_BASE}/runs/{{run_id}}/artifacts/{{artifact_id}}": _download_operation(run_id),
             f"{API_BASE}/experiments/{{experiment_id}}/runs": _operation(
                 "listExperimentRuns", "An experiment's runs, newest first, paged by cursor. " + _CONFIG_FILTERS,
                 list_params, "RunList"),

@@ -21,6 +21,7 @@ from .errors import V2Error, json_response
 from .openapi import openapi_document
 from .prefixes import API_BASE, EXPORT_BASE, PAGE_DATA_BASE
 from .views import (
+    artifacts,
     checkpoints,
     experiment_runs,
     experiment_search,
@@ -65,6 +66,8 @@ def data_routes(portal: Portal) -> list[DataRoute]:
                    Writes(portal, {"PUT": Write(functools.partial(notes.set_tag, portal), notes.TAG_FIELDS),
                                    "DELETE": Write(functools.partial(notes.delete_tag, portal), needs_body=False)}),
                    name="tags"),
+        route(API_BASE + "/runs/{run_id:segment}/artifacts", artifacts.read),
+        route(API_BASE + "/runs/{run_id:segment}/artifacts/{artifact_id:segment}", artifacts.download, inline=False),
         # Another read of a run: TauGrid reads the id and the method before it finds no such route.
         route(API_BASE + "/runs/{run_id:segment}/{_read:segment}", _no_such_read),
         route(API_BASE + "/experiments/search", experiment_search.read, inline=False),

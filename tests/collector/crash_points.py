@@ -2,6 +2,7 @@
 
     python crash_points.py MODE N LOG -- collect --run ... (tau-collector's own arguments)
     python crash_points.py sweep TOTAL LOG -- collect --out {work}/out ...
+    python crash_points.py sweep N1,N2,... LOG -- collect --out {work}/out ...
 
 A durability point is the instant just before, or just after, each operation that makes something
 durable or visible: ``os.fsync``/``os.fdatasync`` (so "before" is right after the write it syncs),
@@ -16,7 +17,7 @@ numbered 1, 2, ... in the order the process meets them. At point N:
 - ``count`` (N ignored): run to the end and append the number of points met to LOG;
 - ``trace`` (N ignored): run to the end, appending every point to LOG (to read the order).
 
-``sweep`` does, for each N in 1..TOTAL, an ``exit`` at N and then a restart without stops, each in a
+``sweep`` does, for each N in 1..TOTAL (or each N listed), an ``exit`` at N and then a restart without stops, each in a
 process forked from this one (``{work}`` in the arguments becomes ``LOG``'s directory ``/stop-NNN``):
 the interpreter and the collector are imported once, not twice per point. The stop's point is
 appended to ``stop-NNN/point``, the restart's exit code and standard output to ``stop-NNN/restart``.
@@ -106,10 +107,10 @@ def _forked(target) -> int:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
-def _sweep(total: int, log: str, template: list[str]) -> int:
+def _sweep(points: list[int], log: str, template: list[str]) -> int:
     import tau_collector.cli  # noqa: F401 - imported once, before the forks
 
-    for n in range(1, total + 1):
+    for n in points:
         work = os.path.join(os.path.dirname(log), f"stop-{n:03d}")
         os.makedirs(work)
         argv = [a.replace("{work}", work) for a in template]
@@ -131,10 +132,12 @@ def _sweep(total: int, log: str, template: list[str]) -> int:
 
 
 def main() -> int:
-    mode, n, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    mode, which, log = sys.argv[1], sys.argv[2], sys.argv[3]
     argv = sys.argv[sys.argv.index("--") + 1:]
     if mode == "sweep":
-        return _sweep(n, log, argv)
+        points = [int(p) for p in which.split(",")] if "," in which else list(range(1, int(which) + 1))
+        return _sweep(points, log, argv)
+    n = int(which)
     _install(mode, n, log)
     code = _run(argv)
     if mode in ("count", "trace"):

@@ -20,6 +20,7 @@ from tau_collector.reads import (
     PinsRequests,
     ReadsArtifacts,
     ReadsExperimentTable,
+    ReadsMedia,
     ReadsNamedSummaries,
     ReadsNotes,
     ReadsRunConfigs,
@@ -31,10 +32,11 @@ PORTAL = Path(__file__).resolve().parents[2] / "taunotebook" / "portal"
 
 # What each reader offers besides ExperimentReader's methods. The store offers everything the Portal can use;
 # TauGrid's Kusto tables carry no configs, listings or experiments table, and its reader keeps no derived values;
-# source=auto merges configs from whichever source has them; a bare reader offers nothing more.
+# source=auto merges configs from whichever source has them; a bare reader offers nothing more. Histograms, images
+# and text live with the run's store only (never MetricEvents, so never in Kusto).
 TABLE = {
     "store": {PinsRequests, HasGeneration, CachesDerived, ReadsRunConfigs, ReadsNamedSummaries, ReadsExperimentTable,
-              HasListings, ExportsSeries, ReadsArtifacts, ReadsNotes},
+              HasListings, ExportsSeries, ReadsArtifacts, ReadsNotes, ReadsMedia},
     "kusto": {PinsRequests},
     "auto": {ReadsRunConfigs, ReadsNotes},
     "contract only": set(),

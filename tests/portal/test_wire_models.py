@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tau_collector.reads import MetricSummaryRow, RunRow
+from tau_collector.reads import ArtifactRow, MetricSummaryRow, RunRow
 from tau_collector.taugrid.gojson import dumps_fast
 from tau_collector.taugrid.run_config import RunConfig
 from taunotebook.client import (
+    Artifact,
+    ArtifactPage,
     ExperimentFaultEvents,
     ExperimentList,
     ExperimentPage,
@@ -44,6 +46,7 @@ from taunotebook.client.models import Experiment, RunResponse
 from taunotebook.client.note_models import Note, NoteList, NoteWritten, NotificationList, RunTagsAnswer
 from taunotebook.portal.errors import encode_json
 from taunotebook.portal.params import SeriesParams
+from taunotebook.portal.wire.artifacts import artifact_json, artifact_list_json
 from taunotebook.portal.wire.experiment import experiment_json
 from taunotebook.portal.wire.experiment_list import experiment_list_json
 from taunotebook.portal.wire.metadata import metadata
@@ -144,6 +147,8 @@ SHAPES = [
     ("MetricStats", MetricStats), ("ExperimentList", ExperimentList), ("Note", Note), ("NoteList", NoteList),
     ("NoteWritten", NoteWritten), ("RunTags", RunTagsAnswer), ("Notifications", NotificationList),
     ("RunJob", RunJob), ("ExperimentFaultEvents", ExperimentFaultEvents), ("RunCheckpoints", RunCheckpoints),
+    ("Artifact", Artifact),
+    ("ArtifactList", ArtifactPage),
 ]
 
 
@@ -191,6 +196,9 @@ def _encoded_shapes() -> list[tuple[str, type, Any]]:
         ("experiment", ExperimentSummary, _wire(experiment)),
         ("point details", PointDetails, _wire(point_details_json(META, "r1", "m", 1, marks, sample))),
         ("experiment list", ExperimentList, _wire(experiment_list_json(META, {("e", "p"): 2}))),
+        ("artifact list", ArtifactPage, _wire(artifact_list_json(META, "r1", [artifact_json(ArtifactRow(
+            "r1", "image", "artifacts/sha256/ab/ab", "sample", step=3, digest="sha256:ab", size_bytes=9,
+            content_type="image/png", caption="c", created_at="t", tags={"width": 2}, rank=1), "present")], "a1"))),
     ]
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from tau_collector.collect.signal_stop import StopFlag
 from tau_collector.reads.rows import ArtifactRow
-from tau_collector.sinks.base import Chunk, RunConfigConflict, Sink, SinkError
+from tau_collector.sinks.base import Chunk, MediaChunk, RunConfigConflict, RunFile, Sink, SinkError
 from tau_collector.sources.records import SourceProblem
 from tau_collector.taugrid.run_config import RunConfig
 
@@ -34,20 +34,33 @@ class Delivery:
 
     def deliver(self, chunk: Chunk) -> None:
         """Returns once every sink acknowledged ``chunk``; raises :class:`DeliveryError` otherwise."""
+        self._to_every_sink(f"chunk {chunk.chunk_digest}", f"chunk {chunk.sequence}", lambda sink: sink.deliver(chunk))
+
+    def deliver_media(self, chunk: MediaChunk) -> None:
+        """Returns once every sink acknowledged the media of ``chunk`` (sinks without media ignore them)."""
+        self._to_every_sink(f"media {chunk.key}", f"media record {chunk.key[:12]}",
+                            lambda sink: sink.deliver_media(chunk))
+
+    def keep_run_files(self, run_id: str, files: list[RunFile], *, closed: bool) -> None:
+        """Register the files the run is read from in every sink that keeps artifacts."""
+        self._to_every_sink(f"{len(files)} files of run {run_id}", "the registration",
+                            lambda sink: sink.keep_run_files(run_id, files, closed=closed))
+
+    def _to_every_sink(self, what: str, spooled: str, call: Callable[[Sink], None]) -> None:
         delay = self.backoff
         for sink in self.sinks:
             while True:
                 try:
-                    sink.deliver(chunk)
+                    call(sink)
                     break
                 except SinkError as exc:
                     if not exc.retryable or not self.retry:
-                        raise DeliveryError(f"deliver chunk {chunk.chunk_digest} to {sink.name}: {exc}") from None
-                    self.log(f"delivery to {sink.name} failed ({exc}); chunk {chunk.sequence} stays "
+                        raise DeliveryError(f"deliver {what} to {sink.name}: {exc}") from None
+                    self.log(f"delivery to {sink.name} failed ({exc}); {spooled} stays "
                              f"spooled, retrying in {delay:.1f}s")
                     if self.stop.wait(delay):
                         raise DeliveryError(
-                            f"stopped while chunk {chunk.chunk_digest} was undelivered to {sink.name}; "
+                            f"stopped while {what} was undelivered to {sink.name}; "
                             "it stays spooled and is delivered on the next start") from None
                     delay = min(delay * 2, 30.0)
 

@@ -31,16 +31,20 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from tau_collector.expstore.format.metric_files import id_component
 from tau_collector.expstore.maintain.metric_clusters import cluster_quietly, start_clustering
+from tau_collector.expstore.write.artifacts import record_artifacts
 from tau_collector.expstore.write.config_rows import ConfigConflictError
+from tau_collector.expstore.write.source_files import TENSORBOARD, keep_source_file
 from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.pipeline import Pipeline, ProjectedBatch
 from tau_collector.projection.projector import ProjectionConfig
-from tau_collector.sinks.base import Chunk
+from tau_collector.sinks.base import Chunk, MediaChunk
 from tau_collector.sinks.expstore import ExpstoreSink
 from tau_collector.sources.base import Batch, Position, Source, SourceInput
 from tau_collector.sources.records import ProblemKind, SourceProblem
 from tau_collector.spool.manifest import non_finite_key
+from tau_collector.spool.media_record import encode_media_chunk
 from tau_collector.taugrid.run_config import ConfigError
 
 __all__ = ["IMPORT_VERSION", "ImportRun", "ImportSummary", "StoreImport"]
@@ -76,6 +80,7 @@ class ImportSummary:
     non_finite: int = 0
     rejected_rows: int = 0
     dropped: int = 0
+    media: int = 0  # histograms, images and text stored
     corrupt_files: int = 0
     files: int = 0
     bytes: int = 0
@@ -92,6 +97,8 @@ class ImportSummary:
         text = (f"imported {self.runs} runs, {self.metrics} metrics, {self.points} points "
                 f"({self.non_finite} non-finite); {self.rejected_rows} rejected rows, "
                 f"{self.corrupt_files} corrupt files; read {self.files} files, {self.bytes} bytes")
+        if self.media:
+            text += f"; {self.media} histograms, images and text stored"
         if self.dropped:
             text += f"; {self.dropped} values that are not scalars dropped"
         if self.unchanged:
@@ -148,6 +155,7 @@ class StoreImport:
         self.group = group or experiment or "imported"
         self.experiment = experiment or self.group
         self.summary = ImportSummary()
+        self._with_media: set[str] = set()
         self._on_bytes = on_bytes or (lambda n: None)
 
     def close(self) -> None:
@@ -193,6 +201,7 @@ class StoreImport:
         for source_input in inputs:
             self._read_input(run, pipeline, identity, source_input, problems, metrics)
         problems.extend(self._store_config(run))
+        problems.extend(self._keep_files(run))
         if problems:
             self.sink.report(run.run_id, problems)
             self.summary.problems.extend(str(p) for p in problems)
@@ -211,6 +220,25 @@ class StoreImport:
             # Everything these bytes hold is in the store now: the next import of them reads nothing.
             self.keys.record_key(key, command="taunotebook import", target_type="import_source",
                                  target_id=run.run_id, request_hash=key)
+
+    def _keep_files(self, run: ImportRun) -> list[SourceProblem]:
+        """Copy the files the run was read from into the store as its artifacts (TauGrid's JSONL import does)."""
+        rows, problems = [], []
+        for source_input in run.inputs:
+            path = source_input.path
+            kind = run.source.artifact_type
+            name = os.path.basename(path)
+            group = source_input.group
+            if kind == TENSORBOARD:  # the run's directory, so importing the copies rebuilds the same run
+                relative = getattr(group, "relative", "") if getattr(group, "attached", False) else ""
+                name = "/".join(p for p in (id_component(run.run_id), relative, name) if p)
+            try:
+                rows.append(keep_source_file(self.sink.store, run.run_id, path, name, kind))
+            except OSError as exc:
+                problems.append(SourceProblem(path, ProblemKind.UNREADABLE,
+                                              f"not kept with the run: {exc.strerror or exc}"))
+        record_artifacts(self.sink.store, rows)
+        return problems
 
     def _store_config(self, run: ImportRun) -> list[SourceProblem]:
         """Store the run's configuration; what stood in the way, as problems."""
@@ -298,6 +326,11 @@ class StoreImport:
         self.summary.dropped += sum(batch.dropped.values())
         if batch.stopped or any(p.kind in (ProblemKind.UNREADABLE, ProblemKind.CORRUPT) for p in batch.problems):
             self.summary.corrupt_files += 1
+        if batch.media:  # never MetricEvents: stored beside the points, under a key that is their content
+            key, _ = encode_media_chunk(pipeline.config.run_id, batch.input.path, batch.media)
+            self.sink.deliver_media(MediaChunk(key, pipeline.config.run_id, batch.input.path, tuple(batch.media)))
+            self.summary.media += len(batch.media)
+            self._with_media.add(pipeline.config.run_id)
         if batch.rows or (batch.columns is not None and len(batch.columns)):
             projected = pipeline.project(source, batch)
             problems.extend(projected.rejected)

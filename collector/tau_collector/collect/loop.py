@@ -58,7 +58,7 @@ from tau_collector.collect.watcher import ChangeWatcher
 from tau_collector.projection.metric_event import MetricEvent, new_metric_event
 from tau_collector.projection.pipeline import Pipeline, ProjectedBatch, merge_points
 from tau_collector.projection.projector import source_file, source_line
-from tau_collector.sinks.base import Chunk, RunConfigConflict
+from tau_collector.sinks.base import Chunk, MediaChunk, RunConfigConflict, RunFile
 from tau_collector.sources.base import Batch, Position, Source, SourceInput
 from tau_collector.sources.jsonl import HistoryPathError, complete_lines
 from tau_collector.sources.records import ProblemKind, SourceProblem
@@ -69,6 +69,7 @@ from tau_collector.spool.column_record import replay_columns, write_column_chunk
 from tau_collector.spool.durable import make_dirs, remove_durable, write_file_atomic
 from tau_collector.spool.fingerprint import FingerprintError, Fingerprints, signature
 from tau_collector.spool.manifest import COMPLETION_SOURCE_PREFIX, Manifest, Spool, advance, replay
+from tau_collector.spool.media_record import replay_media, write_media_record
 from tau_collector.taugrid.gojson import format_time, marshal
 
 __all__ = ["CollectorError", "CollectorOptions", "CollectorResult", "Collector"]
@@ -83,6 +84,7 @@ class CollectorResult:
     non_finite: int = 0
     rejected_rows: int = 0
     non_scalars: int = 0
+    media: int = 0  # histograms, images and text stored (never MetricEvents)
     corrupt_files: int = 0
     first_non_finite: dict[str, object] | None = None
     problems: list[SourceProblem] = field(default_factory=list)
@@ -124,6 +126,7 @@ class Collector:
         self.checkpoints = CheckpointScanner(options.run, list(options.checkpoints), self.delivery.put_artifacts,
                                              log=self._log, settle=options.checkpoint_settle) \
             if options.checkpoints else None
+        self._kept: set[str] = set()  # input files registered as the run's artifacts
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -136,6 +139,7 @@ class Collector:
         make_dirs(o.out)  # durable in its parent: the spool in it holds unacknowledged chunks
         checkpoint, existed = Checkpoint.load(self.spool.checkpoint_path, self.config_identity)
         pending = False
+        replay_media(o.out, self._deliver_media)  # before the chunk whose checkpoint they precede
         for replay_ in (replay, replay_columns):  # at most one record is pending, of either kind
             replayed = replay_(self.spool, checkpoint, self.config_identity, self._deliver)
             self.result.chunks += replayed.chunks
@@ -183,6 +187,7 @@ class Collector:
     def _finish(self, checkpoint: Checkpoint) -> None:
         self._drain(checkpoint, final=True)
         self._scan_checkpoints(final=True)
+        self._keep_files(self._every_input(), closed=True)
         try:
             completion = read_completion(self.options.completion_file)
         except CompletionError as exc:
@@ -270,11 +275,39 @@ class Collector:
                 if known_input:
                     appended_cpu += time.process_time() - cpu
         self._flush(checkpoint)
+        self._keep_files([(source, i) for source, found in inputs for i in found if i.path not in self._kept])
         if self._closed.ready():
             self._fold(checkpoint)
         if not self._config_settled:
             self._store_config()
         return appended_cpu, time.process_time() - drain_cpu
+
+    def _every_input(self) -> list[tuple[Source, SourceInput]]:
+        out = []
+        for source in self.sources:
+            source.prepare(None)  # every file, also those folded as completely read
+            out += [(source, i) for i in self._inputs(source, None)]
+        return out
+
+    def _keep_files(self, inputs: list[tuple[Source, SourceInput]], *, closed: bool = False) -> None:
+        """Register the files the run is read from as its artifacts (docs/media.md): where they are when first
+        read, with digest and size once the run is complete. Failing to never stops the metrics."""
+        files = []
+        for source, source_input in inputs:
+            path = source_input.path
+            if source.kind == "tensorboard":  # the run's directory below the logdir, then the file
+                parts = (getattr(source_input.group, "relative", ""), os.path.basename(path))
+            else:  # the history directory (an attempt's) and the file
+                parts = tuple(path.replace(os.sep, "/").split("/")[-2:])
+            files.append(RunFile(path, "/".join(p for p in parts if p), source.artifact_type))
+        if not files:
+            return
+        try:
+            self.delivery.keep_run_files(self.options.run, files, closed=closed)
+        except DeliveryError as exc:
+            self._log(f"{exc}; trying again on the next pass")
+            return
+        self._kept.update(f.path for f in files)
 
     def _uncovered(self, found: list[SourceInput], current: dict[str, Mark], *, full: bool) -> list[SourceInput]:
         """``found`` without the files folded as completely read, checking that none of those changed.
@@ -440,6 +473,15 @@ class Collector:
             self._note_non_finite(non_finite)
             nonfinite_path, key = self.spool.write_non_finite(non_finite)
             self._deliver(Chunk(0, "non_finite", key, b"", 0, tuple(non_finite)))
+        media_paths = []
+        for part in parts:
+            batch = part.projected.batch
+            if batch.media:  # histograms, images, text: spooled and delivered before the checkpoint passes them
+                media_path, media_chunk = write_media_record(self.options.out, self.options.run, batch.input.path,
+                                                             batch.media)
+                self._deliver_media(media_chunk)
+                media_paths.append(media_path)
+                self.result.media += len(batch.media)
         pending_path = None
         following = checkpoint.copy()
         with_events = [part for part in parts if part.projected.event_count]
@@ -477,6 +519,8 @@ class Collector:
             self.result.events += event_count
         if nonfinite_path:
             remove_durable(nonfinite_path)
+        for media_path in media_paths:
+            remove_durable(media_path)
 
     def _publish_terminal(self, checkpoint: Checkpoint, completion: Completion, observation: str) -> None:
         if observation in checkpoint.terminals:
@@ -526,6 +570,12 @@ class Collector:
             raise CollectorError(str(exc)) from None
         if self.options.on_delivered is not None:
             self.options.on_delivered(chunk)
+
+    def _deliver_media(self, chunk: MediaChunk) -> None:
+        try:
+            self.delivery.deliver_media(chunk)
+        except DeliveryError as exc:
+            raise CollectorError(str(exc)) from None
 
     def _report(self, problems: Iterable[SourceProblem]) -> None:
         new = []

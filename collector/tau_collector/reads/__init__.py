@@ -27,11 +27,13 @@ from tau_collector.reads.capabilities import (
     PinsRequests,
     ReadsArtifacts,
     ReadsExperimentTable,
+    ReadsMedia,
     ReadsNamedSummaries,
     ReadsNotes,
     ReadsRunConfigs,
 )
 from tau_collector.reads.contract import ExperimentReader
+from tau_collector.reads.media_rows import HistogramSeries, ImagesAt, MediaTag, TextAt
 from tau_collector.reads.rows import (
     RUN_SORTS,
     SOURCE_PROBLEM,
@@ -64,11 +66,15 @@ __all__ = [
     "ExportsSeries",
     "HasGeneration",
     "HasListings",
+    "HistogramSeries",
+    "ImagesAt",
+    "MediaTag",
     "MetricSummaryRow",
     "NoteRow",
     "PinsRequests",
     "ReadsArtifacts",
     "ReadsExperimentTable",
+    "ReadsMedia",
     "ReadsNamedSummaries",
     "ReadsNotes",
     "ReadsRunConfigs",
@@ -76,6 +82,7 @@ __all__ = [
     "Rows",
     "RunEvent",
     "RunRow",
+    "TextAt",
     "WouldBlock",
     "may_block",
     "no_blocking",

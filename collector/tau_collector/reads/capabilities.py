@@ -17,6 +17,8 @@ where a reader lacks it. Which reader has which is pinned by ``tests/portal/test
 - :class:`ExportsSeries`: ``export_series(...)``, every stored point of a series in batches (store);
 - :class:`ReadsNotes`: ``notes(run_id)``, the notes people wrote on a run (``observations``), and
   ``runs_with_note(run_ids, text)`` (store).
+- :class:`ReadsArtifacts`: ``artifacts(run_id, ...)``, a run's rows of TauGrid's ``artifacts`` table (store);
+- :class:`ReadsMedia`: a run's histograms, images and text (store; Kusto holds MetricEvents only).
 
 A reader's capabilities are its class's methods, so each check is answered once per reader class and
 remembered: Python 3.11 walks every member of a protocol on each ``isinstance``, tens of microseconds that a
@@ -29,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
+from tau_collector.reads.media_rows import HistogramSeries, ImagesAt, MediaTag, TextAt
 from tau_collector.reads.rows import (
     ExperimentDetails,
     ExperimentListingRow,
@@ -50,6 +53,7 @@ __all__ = [
     "PinsRequests",
     "ReadsArtifacts",
     "ReadsExperimentTable",
+    "ReadsMedia",
     "ReadsNamedSummaries",
     "ReadsNotes",
     "ReadsRunConfigs",
@@ -144,10 +148,33 @@ class ExportsSeries(Protocol, metaclass=_Capability):
 
 @runtime_checkable
 class ReadsArtifacts(Protocol, metaclass=_Capability):
-    """A run's rows of TauGrid's ``artifacts`` table (checkpoints, media, history files), one bounded page at a time."""
+    """A run's rows of TauGrid's ``artifacts`` table (checkpoints, media, history files), one bounded page at a time;
+    one row by id, and where its bytes are (``present``, ``gone``, ``remote``)."""
 
     def artifacts(self, run_id: str, *, type: str | None = None, step_min: int | None = None,
                   step_max: int | None = None, after_id: str | None = None, limit: int = ...) -> list[Any]: ...
+
+    def artifact(self, run_id: str, artifact_id: str) -> Any: ...
+
+    def artifact_file(self, row: Any) -> tuple[str, Any]: ...
+
+
+@runtime_checkable
+class ReadsMedia(Protocol, metaclass=_Capability):
+    """A run's histograms, images and text (:mod:`.media_rows`): its tags with counts, a histogram tag over a
+    step range reduced to at most ``max_steps`` (never dropping a step of ``keep``), one step exactly, the text
+    and the images at the step nearest a requested one."""
+
+    def media_tags(self, run_id: str) -> list[MediaTag]: ...
+
+    def histograms(self, run_id: str, tag: str, *, step_min: int | None = None, step_max: int | None = None,
+                   max_steps: int = ..., keep: tuple[int, ...] = (), buckets: bool = True) -> HistogramSeries: ...
+
+    def histogram_at(self, run_id: str, tag: str, step: int) -> HistogramSeries | None: ...
+
+    def text_at(self, run_id: str, tag: str, step: int) -> TextAt | None: ...
+
+    def images_near(self, run_id: str, tag: str, step: int) -> ImagesAt | None: ...
 
 
 @runtime_checkable
@@ -162,4 +189,5 @@ class ReadsNotes(Protocol, metaclass=_Capability):
 
 # Every optional capability, in the order the module lists them (the capability table's columns).
 CAPABILITIES: tuple[type, ...] = (PinsRequests, HasGeneration, CachesDerived, ReadsRunConfigs, ReadsNamedSummaries,
-                                  ReadsExperimentTable, HasListings, ExportsSeries, ReadsArtifacts, ReadsNotes)
+                                  ReadsExperimentTable, HasListings, ExportsSeries, ReadsArtifacts, ReadsNotes,
+                                  ReadsMedia)

@@ -12,9 +12,10 @@ from tau_collector.sources.records import SourceProblem
 if TYPE_CHECKING:
     from tau_collector.projection.columns import PointColumns
     from tau_collector.reads.rows import ArtifactRow
+    from tau_collector.sources.media import MediaRecord
     from tau_collector.taugrid.run_config import RunConfig
 
-__all__ = ["Chunk", "RunConfigConflict", "Sink", "SinkError"]
+__all__ = ["Chunk", "MediaChunk", "RunConfigConflict", "RunFile", "Sink", "SinkError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,29 @@ class Chunk:
         from tau_collector.projection.metric_event import decode_canonical_ndjson
 
         return decode_canonical_ndjson(self.ndjson)
+
+
+@dataclass(frozen=True, slots=True)
+class MediaChunk:
+    """The histograms, images and text of one spooled chunk, for sinks that keep them (never MetricEvents).
+
+    ``key`` is the spool record's digest; ``source`` the file they were read from. Delivering it again (a
+    replay after a crash, a re-read of the same frames) changes nothing a reader sees.
+    """
+
+    key: str
+    run_id: str
+    source: str
+    records: tuple[MediaRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunFile:
+    """A file a run is read from: its absolute ``path``, its ``name`` in the run, its artifact ``type``."""
+
+    path: str
+    name: str
+    type: str
 
 
 class SinkError(Exception):
@@ -76,6 +100,13 @@ class Sink(abc.ABC):
     @abc.abstractmethod
     def deliver(self, chunk: Chunk) -> None:
         """Deliver idempotently: re-delivering an acknowledged chunk must be a no-op."""
+
+    def deliver_media(self, chunk: MediaChunk) -> None:  # noqa: B027 - optional
+        """Keep histograms, images and text idempotently; a sink of MetricEvents (ADX) ignores them."""
+
+    def keep_run_files(self, run_id: str, files: list[RunFile], *, closed: bool) -> None:  # noqa: B027 - optional
+        """Register the files a run is read from (where they are) as its artifacts, with digest and size when
+        ``closed``; a sink of MetricEvents ignores them."""
 
     def report(self, run_id: str, problems: list[SourceProblem]) -> None:  # noqa: B027 - optional
         """Keep the problems met while reading the run's sources where readers can show them."""

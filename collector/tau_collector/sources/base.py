@@ -3,10 +3,11 @@
 A source is a paths provider and a reader in one (Vector's ``lib/file-source`` shape): it says
 which input files it has (all of them, or those among the paths a watcher saw change), and it
 reads one bounded :class:`Batch` of an input from a checkpoint :class:`Position`. What a batch
-could not read is in its ``problems``; what it skipped on purpose (images, values nested too
-deep) in its ``dropped`` counts. Checkpoints, fingerprints, spooling and delivery are not a
-source's business (:mod:`tau_collector.collect.loop`, :mod:`tau_collector.spool.fingerprint`,
-:mod:`tau_collector.spool.manifest`, :mod:`tau_collector.collect.import_pass`).
+could not read is in its ``problems``; what it skipped on purpose (audio, values nested too
+deep) in its ``dropped`` counts; histograms, images and text in its ``media``. Checkpoints,
+fingerprints, spooling and delivery are not a source's business (:mod:`tau_collector.collect.loop`,
+:mod:`tau_collector.spool.fingerprint`, :mod:`tau_collector.spool.manifest`,
+:mod:`tau_collector.collect.import_pass`).
 
 A source may also have the run's configuration (hyperparameters: Tune's ``params.json``, W&B's
 ``config.yaml``, TensorBoard HParams): :meth:`Source.run_config`, stored by whoever delivers the
@@ -26,6 +27,7 @@ from tau_collector.sources.records import HistoryRow, SourceProblem
 
 if TYPE_CHECKING:
     from tau_collector.sources.event_columns import ScalarColumns
+    from tau_collector.sources.media import MediaRecord
     from tau_collector.sources.tensorboard_run import SessionRestart
     from tau_collector.taugrid.run_config import RunConfig
 
@@ -60,7 +62,8 @@ class Batch:
     """What one bounded read of one input produced.
 
     The points come as ``rows`` (history objects, for the projection to judge one by one) or as
-    ``columns`` (event-file scalars, already numbers) -- or both empty. ``end`` is the checkpoint
+    ``columns`` (event-file scalars, already numbers) -- or both empty. ``media`` holds the histograms,
+    images and text read (:mod:`.media`), which never become MetricEvents. ``end`` is the checkpoint
     after the batch; ``more`` says a bound (not the end of what is readable) ended it: read again
     from ``end``. ``stopped`` says the input cannot go on until it changes (a checksum mismatch).
     """
@@ -73,6 +76,7 @@ class Batch:
     problems: list[SourceProblem] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
     restarts: list[SessionRestart] = field(default_factory=list)
+    media: list[MediaRecord] = field(default_factory=list)
     more: bool = False
     stopped: bool = False
     unreadable: bool = False
@@ -94,6 +98,8 @@ class Source(abc.ABC):
     """
 
     kind: ClassVar[str]
+    # The type of its files as artifacts of the run (TauGrid's ``artifacts`` table): history is ``metrics-jsonl``.
+    artifact_type: ClassVar[str] = "metrics-jsonl"
     strict: ClassVar[bool] = False
     step_field: str = "_step"
     time_field: str = "_timestamp"

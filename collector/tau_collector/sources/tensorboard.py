@@ -21,6 +21,7 @@ from tau_collector.sources.base import Batch, Position, Source, SourceInput, has
 from tau_collector.sources.event_columns import read_block_columns
 from tau_collector.sources.hparams import HPARAMS_FORMAT, HParamsScan, scan_hparams
 from tau_collector.sources.logdir import discover_runs, run_in
+from tau_collector.sources.media import MEDIA_KINDS, MediaRequest
 from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
 from tau_collector.sources.records import ProblemKind
 from tau_collector.sources.tensorboard_run import RunMemory, TensorBoardRun, is_event_file, rebuild_run_memory
@@ -29,14 +30,20 @@ from tau_collector.taugrid.run_config import ConfigError, RunConfig, run_config
 
 __all__ = ["TensorBoardSource"]
 
+# The ``dropped`` bucket (:func:`.data_compat.dropped_bucket`) a value of each media kind was counted in.
+_STORED_BUCKET = {"histograms": "histogram", "images": "image", "text": "text"}
+
 
 class TensorBoardSource(Source):
     kind = "tensorboard"
+    artifact_type = "tensorboard"
 
     def __init__(self, logdirs: list[str] | None = None, *, runs: list[TensorBoardRun] | None = None,
-                 limits: Limits = DEFAULT_LIMITS) -> None:
-        """Every run under ``logdirs`` (watched: runs appear), or exactly ``runs``."""
+                 limits: Limits = DEFAULT_LIMITS, media: bool = True) -> None:
+        """Every run under ``logdirs`` (watched: runs appear), or exactly ``runs``. ``media``: read histograms,
+        images and text into the batches' ``media`` (stored beside the scalars), not only count them."""
         super().__init__(limits)
+        self.media = MediaRequest(frozenset(MEDIA_KINDS), limits.max_tensor_values) if media else None
         self.logdirs = [os.path.abspath(d) for d in logdirs or []]
         self._runs = runs
         self._memories: dict[str, RunMemory] = {}
@@ -101,12 +108,19 @@ class TensorBoardSource(Source):
         segment, columns = read_block_columns(
             run, source_input.path, memory=memory, offset=start.offset, records_before=start.records,
             max_bytes=limits.batch_bytes, max_records=limits.batch_records, final=final,
-            max_record_bytes=limits.max_line_bytes, max_values=limits.max_row_fields)
+            max_record_bytes=limits.max_line_bytes, max_values=limits.max_row_fields, media=self.media)
+        for record in segment.media:  # kept, so no longer counted as dropped
+            bucket = _STORED_BUCKET[record.kind]
+            left = segment.dropped.get(bucket, 0) - 1
+            if left > 0:
+                segment.dropped[bucket] = left
+            else:
+                segment.dropped.pop(bucket, None)
         if prefix_hash is not None and segment.checkpoint > start.offset:
             hash_range(prefix_hash, source_input.path, start.offset, segment.checkpoint)
         return Batch(source_input, start, Position(segment.checkpoint, segment.records), columns=columns,
                      problems=segment.problems, dropped=segment.dropped, restarts=segment.restarts,
-                     more=segment.more, stopped=segment.stop == StopReason.CRC_MISMATCH.value,
+                     media=segment.media, more=segment.more, stopped=segment.stop == StopReason.CRC_MISMATCH.value,
                      unreadable=segment.stop == ProblemKind.UNREADABLE)
 
     def owns(self, path: str) -> bool:

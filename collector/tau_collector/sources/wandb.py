@@ -151,6 +151,7 @@ class WandbLogSource(Source):
     """
 
     kind = "wandb"
+    artifact_type = "wandb-log"
 
     def __init__(self, run_folder: str, *, watched: bool = False, limits: Limits = DEFAULT_LIMITS) -> None:
         super().__init__(limits)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 from . import (
+    artifacts,
     checkpoints,
     experiment,
     experiment_list,
@@ -32,6 +33,8 @@ def component_schemas() -> dict[str, dict]:
         "Run": run.RUN,
         "RunConfig": run_config.RUN_CONFIG,
         "RunCheckpoints": checkpoints.RUN_CHECKPOINTS,
+        "Artifact": artifacts.ARTIFACT,
+        "ArtifactList": artifacts.ARTIFACT_LIST,
         "Experiment": experiment.EXPERIMENT,
         "ExperimentSearch": experiment.EXPERIMENT_SEARCH,
         "RunDetail": run.RUN_DETAIL,

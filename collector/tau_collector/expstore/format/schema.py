@@ -301,6 +301,20 @@ CREATE INDEX IF NOT EXISTS idx_metric_file_metrics_run ON metric_file_metrics(ru
 -- Ours too, on TauGrid's tags table (an index, not a change to the table): a runs table filtered by one tag
 -- finds its runs from the tag, not by probing every run of the workspace.
 CREATE INDEX IF NOT EXISTS idx_tags_key_value ON tags(key, value, scope_type, scope_id);
+-- Ours: a run's histograms and text (docs/media.md), one Parquet file per tag and delivered chunk under media/.
+-- A store without this table (written before it, or by TauGrid) has none: readers answer empty.
+CREATE TABLE IF NOT EXISTS media_files (
+  file_id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  tag TEXT NOT NULL,
+  path TEXT NOT NULL,
+  row_count INTEGER NOT NULL,
+  step_min INTEGER NOT NULL,
+  step_max INTEGER NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_media_files_tag ON media_files(run_id, kind, tag, step_min);
 """
 
 

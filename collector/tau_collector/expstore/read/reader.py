@@ -39,21 +39,28 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 import numpy as np
 
-from tau_collector.expstore.read import series_export
+from tau_collector.expstore.read import media_reads, series_export
 from tau_collector.expstore.read.file_slices import FileSlices
 from tau_collector.expstore.read.level_reads import LevelReads
 from tau_collector.expstore.read.m4 import M4Index, m4_indices
 from tau_collector.expstore.read.series_merge import FileList, Merged, bounds, clamp, merge
 from tau_collector.expstore.store import ExpStore
 from tau_collector.expstore.write import index_rows, listing, summaries
-from tau_collector.expstore.write.artifacts import MAX_ARTIFACTS_PER_READ, read_artifacts
+from tau_collector.expstore.write.artifacts import (
+    MAX_ARTIFACTS_PER_READ,
+    local_path_of,
+    read_artifact,
+    read_artifacts,
+)
 from tau_collector.expstore.write.config_rows import read_run_configs
 from tau_collector.expstore.write.notes import MAX_NOTES_PER_READ, read_notes, runs_with_note
 from tau_collector.expstore.write.run_events import read_run_events
 from tau_collector.reads.blocking import may_block
+from tau_collector.reads.media_rows import HistogramSeries, ImagesAt, MediaTag, TextAt
 from tau_collector.reads.rows import (
     WORKSPACE_TAG,
     ArtifactRow,
@@ -273,6 +280,47 @@ class StoreReader:
         """Which of ``run_ids`` have a note containing ``text`` (any case), from the notes' search index."""
         with self.store.read_transaction() as conn:
             return runs_with_note(conn, run_ids, text)
+    def artifact(self, run_id: str, artifact_id: str) -> ArtifactRow | None:
+        """One artifact of the run by id (a download)."""
+        return read_artifact(self.store, run_id, artifact_id)
+
+    def artifact_file(self, row: ArtifactRow) -> tuple[str, Path | None]:
+        """Where an artifact's bytes are: (``present``, the file), (``gone``, None) for a file on this machine that
+        no longer is (a job deleted it), (``remote``, None) for a URI elsewhere. A store-relative URI that would
+        leave the store is ``gone``: nothing outside the store is reached through one."""
+        path = local_path_of(self.store, row)
+        if path is None:
+            return "remote", None
+        if not os.path.isabs(row.uri.removeprefix("file://")):
+            root = os.path.realpath(self.store.root)
+            if os.path.commonpath([root, os.path.realpath(path)]) != root:
+                return "gone", None
+        return ("present", path) if path.is_file() else ("gone", None)
+
+    # -- histograms, images, text (media_reads) ---------------------------------------------
+
+    def media_tags(self, run_id: str) -> list[MediaTag]:
+        """The run's histogram, image and text tags with their counts and step ranges."""
+        return list(self._index.get(("media_tags", run_id), lambda: tuple(media_reads.media_tags(self.store, run_id))))
+
+    def histograms(self, run_id: str, tag: str, *, step_min: int | None = None, step_max: int | None = None,
+                   max_steps: int = 500, keep: tuple[int, ...] = (), buckets: bool = True) -> HistogramSeries:
+        """A histogram tag over a step range, reduced to at most ``max_steps`` steps, never dropping one of ``keep``."""
+        return media_reads.histogram_series(self.store, run_id, tag, step_min=step_min, step_max=step_max,
+                                            max_steps=max_steps, keep=keep, buckets=buckets)
+
+    def histogram_at(self, run_id: str, tag: str, step: int) -> HistogramSeries | None:
+        """The histogram of ``tag`` at exactly ``step``; None when that step has none."""
+        found = self.histograms(run_id, tag, step_min=step, step_max=step, max_steps=1)
+        return found if found.total else None
+
+    def text_at(self, run_id: str, tag: str, step: int) -> TextAt | None:
+        """The strings of a text tag at the stored step nearest ``step``."""
+        return media_reads.text_at(self.store, run_id, tag, step)
+
+    def images_near(self, run_id: str, tag: str, step: int) -> ImagesAt | None:
+        """Every image of a tag at the stored step nearest ``step``."""
+        return media_reads.images_near(self.store, run_id, tag, step)
 
     def run_events(self, run_id: str, *, type: str | None = None) -> list[RunEvent]:
         """What the collector reported about the run's sources (``events`` table), oldest first."""

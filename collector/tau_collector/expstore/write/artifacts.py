@@ -24,6 +24,7 @@ from tau_collector.reads.rows import ArtifactRow
 __all__ = [
     "artifact_path_for_digest",
     "local_path_of",
+    "read_artifact",
     "read_artifacts",
     "record_artifacts",
     "store_artifact_bytes",
@@ -121,3 +122,11 @@ def local_path_of(store: ExpStore, row: ArtifactRow) -> Path | None:
         return None
     p = Path(uri)
     return p if p.is_absolute() else store.absolute(os.path.normpath(uri))
+
+
+def read_artifact(store: ExpStore, run_id: str, artifact_id: str) -> ArtifactRow | None:
+    """One row of the run by its ``artifact_id`` (a download names it); None when the run has no such row."""
+    row = store.connection().execute(
+        f"SELECT {', '.join(_COLUMNS)} FROM artifacts WHERE run_id = ? AND artifact_id = ?",
+        (run_id, artifact_id)).fetchone()
+    return None if row is None else ArtifactRow.from_row(dict(zip(_COLUMNS, row, strict=True)))

@@ -1,0 +1,201 @@
+"""Reading a run's histograms, images and text back: tags with counts, a histogram tag reduced to what is drawn,
+one step exactly, text and images at the step nearest a requested one.
+
+Histograms and text come from the run's ``media_files`` (:mod:`..format.media_files`): only the files of the
+tag asked for whose step range meets the request are opened, only the columns needed are decoded (a
+distribution reads the summary columns, never the buckets; the buckets are decoded for the steps drawn
+only), and row groups outside the range are skipped by their step statistics. A value stored twice (a
+chunk delivered again after a crash) is one row: rows are deduplicated by where they were read
+(``source``); two values at one step (a restarted job) show the later one, as scalars' last-wins rule does.
+Images are rows of TauGrid's ``artifacts`` table (type ``image``). A store written before media were kept
+has no ``media_files`` table: its tags are none. Bounded: an answer holds at most :data:`MAX_STEPS` steps
+and :data:`MAX_ANSWER_VALUES` bucket values; a bigger ask is a :class:`ValueError` saying what to ask instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import orjson
+
+from tau_collector.expstore.format.media_files import BASIS_POINTS, HISTOGRAM_SUMMARY_COLUMNS, decode_buckets
+from tau_collector.expstore.store import ExpStore
+from tau_collector.expstore.write.artifacts import read_artifacts
+from tau_collector.expstore.write.media import (
+    IMAGE_TYPE,
+    image_steps_around,
+    image_tag_rows,
+    media_file_paths,
+    media_tag_rows,
+)
+from tau_collector.reads.blocking import may_block
+from tau_collector.reads.media_rows import HistogramSeries, ImagesAt, MediaTag, TextAt
+
+__all__ = ["MAX_ANSWER_VALUES", "MAX_STEPS", "MAX_TEXT_BYTES", "histogram_series", "images_near", "media_tags",
+           "text_at"]
+
+MAX_STEPS = 10_000  # steps one histogram answer may hold (a view draws a few hundred)
+MAX_ANSWER_VALUES = 4_000_000  # bucket values (left, right, count) one answer may decode: 32 MB
+MAX_TEXT_BYTES = 16 * 1024 * 1024  # the encoded strings of one text step an answer may decode
+_I64 = (-(2**63), 2**63 - 1)
+HISTOGRAMS, TEXT = "histograms", "text"
+
+
+def media_tags(store: ExpStore, run_id: str) -> list[MediaTag]:
+    """Every histogram, image and text tag of the run with its count and step range, by kind then tag."""
+    tags = []
+    rows = media_tag_rows(store, run_id)
+    for kind, tag, count, low, high, files in rows:
+        if files > 1:  # a chunk delivered twice, or frames read again: count each value once
+            count = len(_rows(store, run_id, kind, tag, low, high, ["step"])[0])
+        tags.append(MediaTag(kind, tag, int(count), int(low), int(high)))
+    for name, count, low, high in image_tag_rows(store, run_id):
+        tags.append(MediaTag("images", name, int(count), int(low), int(high)))
+    return sorted(tags, key=lambda t: (t.kind, t.tag))
+
+
+def _rows(store: ExpStore, run_id: str, kind: str, tag: str, low: int, high: int,
+          columns: list[str]) -> tuple[np.ndarray, dict[str, list | np.ndarray]]:
+    """(steps, the other ``columns``) of a tag's rows with ``low <= step <= high``: one row per source, one per
+    step (the later-read wins), sorted by step."""
+    import pyarrow.parquet as pq
+
+    paths = media_file_paths(store, run_id, kind, tag, low, high)
+    if not paths:
+        return np.zeros(0, dtype=np.int64), {c: [] for c in columns if c != "step"}
+    may_block()
+    wanted = ["step", "source", *[c for c in columns if c not in ("step", "source")]]
+    parts = [pq.read_table(store.absolute(p), columns=wanted, filters=[("step", ">=", low), ("step", "<=", high)])
+             for p in paths]
+    steps = np.concatenate([t.column("step").to_numpy() for t in parts]).astype(np.int64)
+    sources = [s for t in parts for s in t.column("source").to_pylist()]
+    keep: dict[int, int] = {}
+    seen: set[str] = set()
+    for i, (step, source) in enumerate(zip(steps.tolist(), sources, strict=True)):
+        if source in seen:
+            continue
+        seen.add(source)
+        keep[step] = i  # files are in delivery order: the later value at a step wins
+    order = np.array(sorted(keep.values(), key=lambda i: steps[i]), dtype=np.int64)
+    out: dict[str, list | np.ndarray] = {}
+    for column in wanted[2:]:
+        values = [v for t in parts for v in t.column(column).to_pylist()]
+        out[column] = [values[i] for i in order.tolist()]
+    if "source" in columns:
+        out["source"] = [sources[i] for i in order.tolist()]
+    return steps[order], out
+
+
+def _check_range(step_min: int | None, step_max: int | None) -> tuple[int, int]:
+    low = _I64[0] if step_min is None else step_min
+    high = _I64[1] if step_max is None else step_max
+    for name, value in (("step_min", low), ("step_max", high)):
+        if not _I64[0] <= value <= _I64[1]:
+            raise ValueError(f"{name} {value} is outside int64")
+    return low, high
+
+
+def _pick(steps: np.ndarray, max_steps: int, keep: tuple[int, ...]) -> np.ndarray:
+    """Indices of at most ``max_steps`` of ``steps`` (sorted) spread evenly over them, with every step of ``keep``
+    that is there (never dropped: the cursor's step is always drawn)."""
+    n = len(steps)
+    if n <= max_steps:
+        return np.arange(n)
+    kept = np.flatnonzero(np.isin(steps, np.array(keep, dtype=np.int64))) if keep else np.zeros(0, dtype=np.int64)
+    budget = max(max_steps - len(kept), 0)
+    spread = np.unique(np.linspace(0, n - 1, budget).round().astype(np.int64)) if budget else kept[:0]
+    chosen = np.union1d(spread, kept)
+    while len(chosen) > max(max_steps, len(kept)):  # rounding may meet a kept step: drop spread ones
+        spare = np.setdiff1d(chosen, kept)
+        chosen = np.setdiff1d(chosen, spare[len(spare) // 2:len(spare) // 2 + len(chosen) - max_steps])
+    return chosen
+
+
+def histogram_series(store: ExpStore, run_id: str, tag: str, *, step_min: int | None = None,
+                     step_max: int | None = None, max_steps: int = 500, keep: tuple[int, ...] = (),
+                     buckets: bool = True) -> HistogramSeries:
+    """The histograms of ``tag`` with ``step_min <= step <= step_max``, reduced to at most ``max_steps`` steps
+    spread over the range, never dropping a step of ``keep``; ``buckets=False`` reads the summaries only (the
+    distribution bands)."""
+    if not 1 <= max_steps <= MAX_STEPS:
+        raise ValueError(f"max_steps must be between 1 and {MAX_STEPS}, got {max_steps}")
+    low, high = _check_range(step_min, step_max)
+    steps, cols = _rows(store, run_id, HISTOGRAMS, tag, low, high,
+                        ["wall_time", *HISTOGRAM_SUMMARY_COLUMNS, *(["source"] if buckets else [])])
+    total = len(steps)
+    chosen = _pick(steps, max_steps, tuple(s for s in keep if low <= s <= high))
+    summary = np.array([cols[c] for c in HISTOGRAM_SUMMARY_COLUMNS], dtype=np.float64).T.reshape(
+        -1, len(HISTOGRAM_SUMMARY_COLUMNS))[chosen]
+    wall = np.array(cols["wall_time"], dtype=np.float64)[chosen]
+    shown = steps[chosen]
+    decoded = None
+    if buckets:
+        values = 0.0
+        wanted = {cols["source"][i] for i in chosen.tolist()}
+        texts = _bucket_texts(store, run_id, tag, shown, wanted)
+        decoded = []
+        for i in chosen.tolist():
+            text = texts[cols["source"][i]]
+            values += len(text) / 8  # a JSON number takes a few bytes: bound before decoding
+            if values > MAX_ANSWER_VALUES:
+                raise ValueError(f"histogram {tag!r}: {len(chosen)} steps hold more than {MAX_ANSWER_VALUES} bucket "
+                                 "values; ask for fewer steps (max_steps) or a narrower step range")
+            decoded.append(decode_buckets(text))
+    return HistogramSeries(tag, shown, wall, summary, decoded, total, len(shown) < total, BASIS_POINTS)
+
+
+def _bucket_texts(store: ExpStore, run_id: str, tag: str, steps: np.ndarray, sources: set[str]) -> dict[str, str]:
+    import pyarrow.parquet as pq
+
+    if not len(steps):
+        return {}
+    out: dict[str, str] = {}
+    for path in media_file_paths(store, run_id, HISTOGRAMS, tag, int(steps.min()), int(steps.max())):
+        table = pq.read_table(store.absolute(path), columns=["source", "buckets"],
+                              filters=[("step", "in", steps.tolist())])
+        for source, text in zip(table.column("source").to_pylist(), table.column("buckets").to_pylist(), strict=True):
+            if source in sources:
+                out[source] = text
+    return out
+
+
+def _nearest(steps: np.ndarray, step: int) -> int:
+    """Index of the step nearest ``step`` (the earlier on a tie)."""
+    i = int(np.searchsorted(steps, step))
+    if i == len(steps) or (i > 0 and step - steps[i - 1] <= steps[i] - step):
+        return i - 1
+    return i
+
+
+def text_at(store: ExpStore, run_id: str, tag: str, step: int) -> TextAt | None:
+    """The text of ``tag`` at the stored step nearest ``step``; None when the tag has none."""
+    _check_range(step, step)
+    steps, cols = _rows(store, run_id, TEXT, tag, *_I64, ["wall_time", "source"])
+    if not len(steps):
+        return None
+    i = _nearest(steps, step)
+    at = int(steps[i])
+    import pyarrow.parquet as pq
+
+    for path in media_file_paths(store, run_id, TEXT, tag, at, at):
+        table = pq.read_table(store.absolute(path), columns=["source", "shape", "text"], filters=[("step", "==", at)])
+        for source, shape, text in zip(*(table.column(c).to_pylist() for c in ("source", "shape", "text")),
+                                       strict=True):
+            if source == cols["source"][i]:
+                if len(text) > MAX_TEXT_BYTES:
+                    raise ValueError(f"text {tag!r} at step {at} is {len(text)} bytes, over the {MAX_TEXT_BYTES} an "
+                                     "answer holds")
+                return TextAt(tag, at, float(cols["wall_time"][i]), tuple(orjson.loads(text)),
+                              tuple(orjson.loads(shape)))
+    return None
+
+
+def images_near(store: ExpStore, run_id: str, tag: str, step: int) -> ImagesAt | None:
+    """Every image of ``tag`` at the stored step nearest ``step`` (the earlier on a tie); None when it has none."""
+    _check_range(step, step)
+    found = image_steps_around(store, run_id, tag, step)
+    if not found:
+        return None
+    at = min(found, key=lambda s: (abs(s - step), s))
+    rows = [r for r in read_artifacts(store, run_id, type=IMAGE_TYPE, step_min=at, step_max=at) if r.name == tag]
+    rows.sort(key=lambda r: r.rank or 0)
+    return ImagesAt(tag, at, tuple(rows))

@@ -1,0 +1,136 @@
+"""Writing a run's histograms, images and text into the store, idempotently: images as artifacts, the rest as files.
+
+Images are content-addressed bytes under ``artifacts/`` (:func:`.artifacts.store_artifact_bytes`: the same
+image logged twice is one file) registered in TauGrid's ``artifacts`` table as type ``image`` — ``name`` the
+tag, ``step``, ``rank`` the image's place in its event, ``content_type``, ``digest``, ``size_bytes``; width and
+height in ``tags``. Its ``artifact_id`` is derived from (run, ``image``, tag, step, rank), so a re-delivery
+replaces the row. Histograms and text go to one Parquet file per tag and delivery
+(:mod:`..format.media_files`), published before its ``media_files`` row is inserted (``INSERT OR IGNORE``
+by a file id derived from the delivery key and the tag, so a delivery made again adds nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections import defaultdict
+
+import numpy as np
+import orjson
+
+from tau_collector.expstore.format.media_files import histogram_file_bytes, media_file_path, text_file_bytes
+from tau_collector.expstore.store import ExpStore, utc_now_rfc3339
+from tau_collector.expstore.write.artifacts import record_artifacts, store_artifact_bytes
+from tau_collector.reads.rows import ArtifactRow
+from tau_collector.sources.media import HistogramRecord, ImageRecord, MediaRecord
+
+__all__ = ["IMAGE_TYPE", "image_artifact_id", "image_steps_around", "image_tag_rows", "media_file_paths",
+           "media_tag_rows", "write_media"]
+
+IMAGE_TYPE = "image"
+
+
+def image_artifact_id(run_id: str, tag: str, step: int, rank: int) -> str:
+    key = orjson.dumps([run_id, IMAGE_TYPE, tag, step, rank])
+    return "artifact-" + hashlib.sha256(key).hexdigest()[:32]
+
+
+def _source(path: str, record: MediaRecord) -> str:
+    """Where a value was read: its file, frame offset and tag (one value per tag in an event)."""
+    return f"{os.path.basename(path)}@{record.offset}#{record.name}"
+
+
+def write_media(store: ExpStore, key: str, run_id: str, source: str, records: tuple[MediaRecord, ...] | list) -> int:
+    """Store ``records`` read from ``source`` for ``run_id`` under delivery ``key``; returns the values written."""
+    images: list[ArtifactRow] = []
+    tables: dict[tuple[str, str], list[MediaRecord]] = defaultdict(list)
+    now = utc_now_rfc3339()
+    for record in records:
+        if isinstance(record, ImageRecord):
+            for rank, data in enumerate(record.images):
+                digest, rel, size = store_artifact_bytes(store, data)
+                images.append(ArtifactRow(
+                    run_id=run_id, type=IMAGE_TYPE, uri=rel, name=record.name, step=record.step, digest=digest,
+                    size_bytes=size, content_type=record.content_types[rank], created_at=now, rank=rank,
+                    tags={"width": record.width, "height": record.height, "source": _source(source, record),
+                          "wall_time": record.wall_time},
+                    artifact_id=image_artifact_id(run_id, record.name, record.step, rank)))
+        else:
+            tables[(record.kind, record.name)].append(record)
+    rows = []
+    for (kind, tag), group in tables.items():
+        group.sort(key=lambda r: (r.step, r.offset))
+        step = np.array([r.step for r in group], dtype=np.int64)
+        wall = np.array([r.wall_time for r in group], dtype=np.float64)
+        sources = [_source(source, r) for r in group]
+        if kind == HistogramRecord.kind:
+            data = histogram_file_bytes(step, wall, sources, [r.buckets for r in group])  # type: ignore[union-attr]
+        else:
+            data = text_file_bytes(step, wall, sources, [r.shape for r in group],  # type: ignore[union-attr]
+                                   [r.text for r in group])  # type: ignore[union-attr]
+        file_id = "media-" + hashlib.sha256(orjson.dumps([key, run_id, kind, tag])).hexdigest()[:32]
+        rel = media_file_path(run_id, kind, tag, file_id)
+        store.publish_file(rel, lambda tmp, data=data: tmp.write_bytes(data))
+        rows.append((file_id, run_id, kind, tag, rel, len(group), int(step.min()), int(step.max()), now))
+    if rows:
+        with store.write_transaction() as tx:
+            tx.executemany("INSERT OR IGNORE INTO media_files(file_id, run_id, kind, tag, path, row_count, step_min, "
+                           "step_max, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    record_artifacts(store, images)
+    return len(images) + sum(len(g) for g in tables.values())
+
+
+
+# -- the index's answers, for the read layer (which runs no SQL of its own) -----------------------------------
+
+
+def _without_table(exc: sqlite3.OperationalError) -> bool:
+    """A store written before media were kept (or by TauGrid) has no ``media_files``: it has no media."""
+    return "no such table" in str(exc)
+
+
+def media_file_paths(store: ExpStore, run_id: str, kind: str, tag: str, low: int, high: int) -> list[str]:
+    """The files of one tag whose step range meets ``[low, high]``, in delivery order."""
+    try:
+        rows = store.connection().execute(
+            "SELECT path FROM media_files WHERE run_id = ? AND kind = ? AND tag = ? AND step_max >= ? "
+            "AND step_min <= ? ORDER BY step_min, rowid", (run_id, kind, tag, low, high)).fetchall()
+    except sqlite3.OperationalError as exc:
+        if _without_table(exc):
+            return []
+        raise
+    return [r[0] for r in rows]
+
+
+def media_tag_rows(store: ExpStore, run_id: str) -> list[tuple[str, str, int, int, int, int]]:
+    """(kind, tag, rows, step_min, step_max, files) of each histogram and text tag of the run."""
+    try:
+        return store.connection().execute(
+            "SELECT kind, tag, SUM(row_count), MIN(step_min), MAX(step_max), COUNT(*) FROM media_files "
+            "WHERE run_id = ? GROUP BY kind, tag", (run_id,)).fetchall()
+    except sqlite3.OperationalError as exc:
+        if _without_table(exc):
+            return []
+        raise
+
+
+def image_tag_rows(store: ExpStore, run_id: str) -> list[tuple[str, int, int, int]]:
+    """(tag, images, step_min, step_max) of each image tag of the run."""
+    return store.connection().execute(
+        "SELECT name, COUNT(*), MIN(step), MAX(step) FROM artifacts WHERE run_id = ? AND type = ? GROUP BY name",
+        (run_id, IMAGE_TYPE)).fetchall()
+
+
+def image_steps_around(store: ExpStore, run_id: str, tag: str, step: int) -> list[int]:
+    """The tag's last stored step at or before ``step`` and its first after it (those that exist)."""
+    conn = store.connection()
+    found = []
+    for sql in ("SELECT step FROM artifacts WHERE run_id = ? AND type = ? AND name = ? AND step <= ? "
+                "ORDER BY step DESC LIMIT 1",
+                "SELECT step FROM artifacts WHERE run_id = ? AND type = ? AND name = ? AND step > ? "
+                "ORDER BY step LIMIT 1"):
+        row = conn.execute(sql, (run_id, IMAGE_TYPE, tag, step)).fetchone()
+        if row is not None:
+            found.append(int(row[0]))
+    return found

@@ -1,0 +1,76 @@
+"""The files a run was read from, kept with the run as TauGrid keeps them: rows of its ``artifacts`` table.
+
+History files are type ``metrics-jsonl``, event files type ``tensorboard`` (TauGrid's words; a W&B
+transaction log is ``wandb-log``: each source says, ``Source.artifact_type``). Two ways, as the two
+writers of a store differ:
+
+* the sidecar registers each file where the job wrote it (``uri`` its absolute path) as soon as it reads
+  it, and again with its ``digest`` and ``size_bytes`` once the run is complete and the file closed
+  (:func:`source_file_row`); a file the job deletes later stays listed, and a reader says it is gone;
+* ``taunotebook import`` copies each file into the store (:func:`keep_source_file`), as TauGrid's JSONL
+  import does (``artifacts/<run>/jsonl/<12 hex of its digest>-<name>``, id ``jsonl-history-<run>-<12 hex>``);
+  event files keep their run's directory (``artifacts/<run>/tensorboard/<run>/<relative>/<name>``), so that
+  importing ``artifacts/<run>/tensorboard`` rebuilds the same run.
+
+Copies stream in blocks and are published whole (temporary name, fsync, rename), hashed as they are copied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from tau_collector.expstore.format.metric_files import id_component
+from tau_collector.expstore.format.schema import ARTIFACTS_DIR
+from tau_collector.expstore.store import ExpStore, utc_now_rfc3339
+from tau_collector.reads.rows import ArtifactRow
+
+__all__ = ["METRICS_JSONL", "TENSORBOARD", "WANDB_LOG", "keep_source_file", "source_file_row"]
+
+METRICS_JSONL = "metrics-jsonl"
+TENSORBOARD = "tensorboard"
+WANDB_LOG = "wandb-log"
+_BLOCK = 1 << 20
+_SHORT = 12
+
+
+def _digest(path: str) -> tuple[str, int]:
+    with open(path, "rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256")
+        return "sha256:" + digest.hexdigest(), fh.tell()
+
+
+def source_file_row(run_id: str, path: str, name: str, type: str, *, closed: bool) -> ArtifactRow:
+    """The row of a file the job wrote, where it is; with its digest and size when ``closed`` (complete)."""
+    digest = size = None
+    if closed:
+        digest, size = _digest(path)
+    return ArtifactRow(run_id=run_id, type=type, uri=os.path.abspath(path), name=name, digest=digest,
+                       size_bytes=size, created_at=utc_now_rfc3339(), tags={"original_path": os.path.abspath(path)})
+
+
+def keep_source_file(store: ExpStore, run_id: str, path: str, name: str, type: str) -> ArtifactRow:
+    """Copy ``path`` into the store's ``artifacts/<run>/`` and return its row (the caller records it)."""
+    run_dir = f"{ARTIFACTS_DIR}/{id_component(run_id)}"
+    hashed = hashlib.sha256()
+
+    def copy(tmp: Path) -> None:
+        with open(path, "rb") as src, open(tmp, "wb") as dst:
+            while piece := src.read(_BLOCK):
+                hashed.update(piece)
+                dst.write(piece)
+
+    if type == METRICS_JSONL:
+        with open(path, "rb") as fh:  # the name holds the digest: hashed once before the copy
+            short = hashlib.file_digest(fh, "sha256").hexdigest()[:_SHORT]
+        rel = f"{run_dir}/jsonl/{short}-{os.path.basename(path)}"
+        artifact_id = f"jsonl-history-{run_id}-{short}"
+    else:
+        rel = f"{run_dir}/{type}/{name}"
+        artifact_id = ""
+    store.publish_file(rel, copy)
+    size = store.absolute(rel).stat().st_size
+    return ArtifactRow(run_id=run_id, type=type, uri=rel, name=name, digest="sha256:" + hashed.hexdigest(),
+                       size_bytes=size, created_at=utc_now_rfc3339(),
+                       tags={"original_path": os.path.abspath(path)}, artifact_id=artifact_id)

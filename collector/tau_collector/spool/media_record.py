@@ -1,0 +1,138 @@
+"""Our spool record of a chunk's histograms, images and text: written before delivery, removed after the checkpoint.
+
+Like the non-finite records beside TauGrid's pending manifest (:mod:`.manifest`): the collector writes
+``<out>/media/<sha256 of the record>.media`` (atomic, fsynced), delivers it to every sink that keeps media
+(:meth:`~.sinks.base.Sink.deliver_media`), saves the checkpoint past the frames it came from, then removes
+it. A start delivers every record still there again and removes it (:func:`replay_media`). Nothing is lost:
+a record exists from before its delivery until after the checkpoint that covers its frames. Nothing shows
+twice: the store keeps each value under its identity (run, tag, step, image rank; histogram and text rows
+name their frame), so a replay, or frames read again from an older checkpoint, add nothing new.
+
+File layout: ``tau-collector.media_chunk.v1\\n``, the header's length (8 bytes, little-endian), the header
+(JSON: run, source file, and each record's fields with the lengths of its binary parts), then the binary
+parts in order (a histogram's buckets as float64 ``[k, 3]``, each encoded image). Every length is checked
+against the file's size before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable
+
+import numpy as np
+import orjson
+
+from tau_collector.sinks.base import MediaChunk
+from tau_collector.sources.media import HistogramRecord, ImageRecord, MediaRecord, TextRecord
+from tau_collector.spool.checkpoint import SpoolError
+from tau_collector.spool.durable import remove_durable, write_file_atomic
+
+__all__ = ["MEDIA_CHUNK_SCHEMA", "MEDIA_DIR", "decode_media_chunk", "encode_media_chunk", "replay_media",
+           "write_media_record"]
+
+MEDIA_CHUNK_SCHEMA = b"tau-collector.media_chunk.v1\n"
+MEDIA_DIR = "media"
+_NAME = re.compile(r"([0-9a-f]{64})\.media\Z")
+_HEADER_BYTES = 8
+
+
+def _describe(record: MediaRecord) -> tuple[dict, list[bytes]]:
+    doc = {"kind": record.kind, "run": record.run, "tag": record.tag, "step": record.step,
+           "wall_time": record.wall_time, "record": record.record, "offset": record.offset}
+    if isinstance(record, HistogramRecord):
+        data = np.ascontiguousarray(record.buckets, dtype="<f8").tobytes()
+        return doc, [data]
+    if isinstance(record, ImageRecord):
+        doc.update(width=record.width, height=record.height)
+        return doc, list(record.images)
+    doc.update(text=list(record.text), shape=list(record.shape))
+    return doc, []
+
+
+def encode_media_chunk(run_id: str, source: str, records: list[MediaRecord]) -> tuple[str, list[bytes]]:
+    """(the record's digest, its bytes in pieces)."""
+    docs, blobs = [], []
+    for record in records:
+        doc, parts = _describe(record)
+        doc["parts"] = [len(p) for p in parts]
+        docs.append(doc)
+        blobs += parts
+    header = orjson.dumps({"run_id": run_id, "source": source, "records": docs})
+    pieces = [MEDIA_CHUNK_SCHEMA, len(header).to_bytes(_HEADER_BYTES, "little"), header, *blobs]
+    digest = hashlib.sha256()
+    for piece in pieces:
+        digest.update(piece)
+    return digest.hexdigest(), pieces
+
+
+def decode_media_chunk(raw: bytes, where: str) -> MediaChunk:
+    head = len(MEDIA_CHUNK_SCHEMA)
+    if not raw.startswith(MEDIA_CHUNK_SCHEMA) or len(raw) < head + _HEADER_BYTES:
+        raise SpoolError(f"media spool record {where} does not start with {MEDIA_CHUNK_SCHEMA!r}")
+    size = int.from_bytes(raw[head:head + _HEADER_BYTES], "little")
+    at = head + _HEADER_BYTES + size
+    if at > len(raw):
+        raise SpoolError(f"media spool record {where}: its header claims {size} bytes, the file holds fewer")
+    try:
+        header = orjson.loads(raw[head + _HEADER_BYTES:at])
+        docs = header["records"]
+        if sum(n for doc in docs for n in doc["parts"]) != len(raw) - at:
+            raise ValueError("its parts do not add up to the file's size")
+        records: list[MediaRecord] = []
+        for doc in docs:
+            parts = []
+            for n in doc["parts"]:
+                parts.append(raw[at:at + n])
+                at += n
+            common = (doc["run"], doc["tag"], doc["step"], doc["wall_time"])
+            if doc["kind"] == HistogramRecord.kind:
+                buckets = np.frombuffer(parts[0], dtype="<f8").reshape(-1, 3).astype(np.float64)
+                records.append(HistogramRecord(*common, buckets, doc["record"], doc["offset"]))
+            elif doc["kind"] == ImageRecord.kind:
+                records.append(ImageRecord(*common, doc["width"], doc["height"], tuple(parts), doc["record"],
+                                           doc["offset"]))
+            elif doc["kind"] == TextRecord.kind:
+                records.append(TextRecord(*common, tuple(doc["text"]), tuple(doc["shape"]), doc["record"],
+                                          doc["offset"]))
+            else:
+                raise ValueError(f"unknown kind {doc['kind']!r}")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SpoolError(f"media spool record {where} is malformed: {exc}") from None
+    digest = hashlib.sha256(raw).hexdigest()
+    return MediaChunk(digest, header["run_id"], header["source"], tuple(records))
+
+
+def write_media_record(out: str, run_id: str, source: str, records: list[MediaRecord]) -> tuple[str, MediaChunk]:
+    """Spool ``records`` (atomic, fsynced); returns the record's path and the chunk to deliver."""
+    digest, pieces = encode_media_chunk(run_id, source, records)
+    path = os.path.join(out, MEDIA_DIR, digest + ".media")
+    write_file_atomic(path, pieces)
+    return path, MediaChunk(digest, run_id, source, tuple(records))
+
+
+def replay_media(out: str, deliver: Callable[[MediaChunk], None]) -> int:
+    """Deliver every media record left by a process that stopped, then remove it; returns how many."""
+    directory = os.path.join(out, MEDIA_DIR)
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return 0
+    count = 0
+    for name in names:
+        path = os.path.join(directory, name)
+        if name.startswith(".") and ".tmp-" in name:
+            os.unlink(path)  # an interrupted atomic write: never delivered
+            continue
+        match = _NAME.match(name)
+        if not match:
+            raise SpoolError(f"unexpected file in the media spool: {path}; remove it if you put it there")
+        with open(path, "rb") as handle:
+            chunk = decode_media_chunk(handle.read(), path)
+        if chunk.key != match.group(1):
+            raise SpoolError(f"media spool record {path} does not match its name (damaged); remove it to go on")
+        deliver(chunk)
+        remove_durable(path)
+        count += 1
+    return count
