@@ -1,4 +1,5 @@
-"""Notes and tags on one run from Python: ``run.note(text)``, ``run.notes()``, ``run.tags[key] = value``.
+"""Notes, tags and artifacts of one run from Python: ``run.note(text)``, ``run.notes()``, ``run.tags[key] = value``,
+``run.artifacts()``.
 
 A :class:`RunHandle` names a run and reaches it through a :class:`~.client.PortalClient` (``client.run_handle``);
 ``SubmittedRun`` (``taunotebook.submit``) offers the same three through its own Portal. :class:`RunTags` is a
@@ -8,10 +9,12 @@ collector's own tags (``tau_workspace``, ``tau.status.*``, ...) are read like an
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+from .artifact_models import Artifact
 from .note_models import Note
 
 if TYPE_CHECKING:
@@ -83,6 +86,17 @@ class RunHandle:
     def tags(self) -> RunTags:
         """The run's tags: ``run.tags["verdict"] = "keep"``, ``del run.tags["verdict"]``, ``dict(run.tags)``."""
         return RunTags(self._connect, self.run_id, self.project)
+
+    def artifacts(self, *, type: str | None = None) -> list[Artifact]:
+        """The run's artifacts (its history and event files, images, checkpoints), every page; each says whether
+        its file is ``present``, ``gone`` or ``remote``."""
+        with self._connect() as client:
+            return list(client.iter_artifacts(self.run_id, type=type))
+
+    def download_artifact(self, artifact_id: str, destination: str | os.PathLike[str]) -> int:
+        """Stream one artifact's file to ``destination``; returns the bytes written."""
+        with self._connect() as client:
+            return client.download_artifact(self.run_id, artifact_id, destination)
 
     def __repr__(self) -> str:
         return f"RunHandle({self.run_id!r})"

@@ -150,3 +150,4 @@ def test_the_client_lists_and_downloads_a_runs_artifacts(served, tmp_path):
         with pytest.raises(NotFoundError, match="deleted after it was registered"):
             portal.download_artifact("run", gone.artifact_id, tmp_path / "never")
         assert [a.type for a in portal.artifacts("run", type="image", limit=2).artifacts] == ["image", "image"]
+        assert [a.artifact_id for a in portal.run_handle("run").artifacts()] == [a.artifact_id for a in listed]
