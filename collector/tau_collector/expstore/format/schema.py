@@ -301,6 +301,20 @@ CREATE INDEX IF NOT EXISTS idx_metric_file_metrics_run ON metric_file_metrics(ru
 -- Ours too, on TauGrid's tags table (an index, not a change to the table): a runs table filtered by one tag
 -- finds its runs from the tag, not by probing every run of the workspace.
 CREATE INDEX IF NOT EXISTS idx_tags_key_value ON tags(key, value, scope_type, scope_id);
+-- Ours too: which spool stream and sequence recorded each chunk key (``idempotency_keys`` is TauGrid's and
+-- keeps its shape), and each stream's newest sequence, so that the writer prunes the keys no spool can
+-- replay any more (``write/idempotency.py``). Keys recorded without a stream (imports) are not here.
+CREATE TABLE IF NOT EXISTS idempotency_streams (
+  stream TEXT PRIMARY KEY,
+  last_sequence INTEGER NOT NULL,
+  updated_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS idempotency_stream_keys (
+  stream TEXT NOT NULL,
+  sequence INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  PRIMARY KEY (stream, sequence, key)
+) WITHOUT ROWID;
 """
 
 
