@@ -109,7 +109,7 @@ def test_index_rows_stop_growing_as_chunks_go_on(tmp_path):
 
 
 def test_the_newest_chunk_of_a_stream_is_still_a_no_op_when_replayed(tmp_path):
-    store, writer = _simulate(tmp_path, "s", runs=1, chunks=STREAM_WINDOW + 20, steps=1)
+    _, writer = _simulate(tmp_path, "s", runs=1, chunks=STREAM_WINDOW + 20, steps=1)
     newest = STREAM_WINDOW + 19
     again = writer.write_columns(f"chunk-0-{newest}", [_columns("run-0", newest, 1)], request_hash=f"h-0-{newest}",
                                  stream=("spool-0", newest + 1))

@@ -11,7 +11,8 @@ the key of its newest sequence can ever be asked for again.
 **Horizon.** With each chunk of a stream the writer records ``(stream, sequence, key)`` and the stream's
 newest sequence, and deletes, in the same transaction, the keys of that stream whose sequence is more than
 :data:`STREAM_WINDOW` (16) away from it (older: acknowledged long ago; newer: left by an earlier spool in the
-same directory, see below). ``STREAM_WINDOW`` is a margin over the protocol's one sequence: a finished job's spool leaves 17 keys (~2 KB).
+same directory, see below). ``STREAM_WINDOW`` is a margin over the protocol's one
+sequence: a finished job's spool leaves 17 keys (~2 KB).
 
 **Below the horizon.** A chunk of a stream whose sequence lies below the horizon and whose key is not
 recorded cannot be a replay of that spool (which only re-delivers its newest sequence); it comes from a

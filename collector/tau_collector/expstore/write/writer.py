@@ -27,8 +27,8 @@ from tau_collector.expstore.format.parquet_encoder import Coded, Column, PlainTe
 from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_quietly
 from tau_collector.expstore.maintain.compaction_process import CompactionProcess
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
-from tau_collector.expstore.write.idempotency import record_stream_key
 from tau_collector.expstore.write.config_rows import ConfigConflictError, put_run_config, run_config_hash
+from tau_collector.expstore.write.idempotency import record_stream_key
 from tau_collector.expstore.write.listing import refresh_runs
 from tau_collector.expstore.write.summaries import read_summary, store_summary, summarize_sorted, upsert_summaries
 from tau_collector.projection.metric_event import MetricEvent
