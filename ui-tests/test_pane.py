@@ -9,10 +9,6 @@ the tests marked for both run in each) started by the test whose kernel runs
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,14 +19,14 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from fixtures.browser import ARTIFACTS, screenshot
 from fixtures.jupyter import JupyterServer, cell_running, execute, open_notebook, run_all, run_cell, start_jupyter
-from fixtures.pane_ui import DEADLINE_MS, LOSS_PLOT, PANE, TRAINER, points, wait_points
+from fixtures.pane_ui import DEADLINE_MS, LOSS_PLOT, NOTEBOOKS, PANE, Trainer, points, wait_points
 from fixtures.portal import TOKEN
 from fixtures.servers import ServerThread, free_port
 from tau_collector.expstore import open_store
 from taunotebook.pane import BUILD_HINT, BUNDLE
 from taunotebook.portal.app import create_app
 
-NOTEBOOKS = Path(__file__).resolve().parent / "pane_notebooks"
+
 @pytest.fixture(scope="module", autouse=True)
 def pane_built() -> None:
     if not BUNDLE.is_file():
@@ -67,44 +63,6 @@ def notebook7(tmp_path_factory, store: Path, portal: str) -> Iterator[JupyterSer
 def jupyter(request) -> JupyterServer:
     """JupyterLab, then Jupyter Notebook 7: where users open the same notebooks."""
     return request.getfixturevalue("lab" if request.param == "lab" else "notebook7")
-
-
-class Trainer:
-    """``tau-collector wrap … -- python train.py``: a run whose points reach the store while the test watches."""
-
-    def __init__(self, workdir: Path, store: Path, run: str, *, points: int, delay: float, nan_at: int = -1,
-                 gated: bool = True, experiment: str = "ui", config: dict | None = None,
-                 speed: float = 1.0, stage: int = 0) -> None:
-        workdir.mkdir(parents=True, exist_ok=True)
-        (workdir / "train.py").write_text(TRAINER, encoding="utf-8")
-        self.go = workdir / "go"
-        collector = Path(sys.executable).with_name("tau-collector")
-        extra = []
-        if config is not None:  # the run's hyperparameters, stored by the collector with the run
-            (workdir / "config.json").write_text(json.dumps(config), encoding="utf-8")
-            extra = ["--run-config", str(workdir / "config.json")]
-        cmd = [str(collector), "wrap", "--run-dir", str(workdir / "run"), "--run", run, "--project", "proj",
-               "--experiment", experiment, "--group", experiment, "--store", str(store), *extra, "--",
-               sys.executable, str(workdir / "train.py"), str(self.go) if gated else "-", str(points), str(delay),
-               str(nan_at), str(stage)]
-        self.log = open(workdir / "wrap.log", "wb")
-        env = {**os.environ, "UI_TRAINER_SPEED": str(speed)}
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, cwd=workdir, env=env)
-
-    def release(self, step: int | None = None) -> None:
-        """Let the trainer start (or, with ``stage``, write from ``step`` on)."""
-        (self.go if step is None else self.go.with_name(f"go-{step}")).touch()
-
-    def wait(self, timeout: float = 120) -> int:
-        try:
-            return self.proc.wait(timeout=timeout)
-        finally:
-            self.log.close()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        self.wait(30)
 
 
 def test_points_grow_while_another_cell_sleeps(jupyter: JupyterServer, page: Page, store: Path, portal: str,

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page
-from test_pane import NOTEBOOKS, Trainer
 
 from fixtures.browser import screenshot
 from fixtures.jupyter import JupyterServer, execute, open_notebook, run_all, start_jupyter
-from fixtures.pane_ui import DEADLINE_MS, PANE, wait_points
+from fixtures.pane_ui import DEADLINE_MS, NOTEBOOKS, PANE, Trainer, wait_points
 from fixtures.portal import TOKEN
 from fixtures.servers import ServerThread
 from tau_collector.expstore import open_store

@@ -30,9 +30,11 @@ STORE_USERS = {
     "collector/tau_collector/cli/store.py",
     "collector/tau_collector/cli/wrap.py",  # records the run's webhook notifications as run events in --store
     "taunotebook/portal/app.py",
+    "taunotebook/portal/context.py",  # opens the served store for the Portal's writes (notes, tags)
     "taunotebook/portal/cli.py",
     "taunotebook/portal/jupyter_proxy.py",
     "taunotebook/portal/views/export.py",
+    "taunotebook/portal/views/notes.py",  # the Portal's first writes: notes and tags into the store
 }
 
 

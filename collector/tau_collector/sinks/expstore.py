@@ -181,11 +181,15 @@ class ExpstoreSink(Sink):
             return  # nothing to keep; acknowledging must not need the store
         key = chunk.key or chunk_idempotency_key(chunk, self._source_id)
         request_hash = chunk.key or chunk_request_hash(chunk)
+        # A spooled chunk's key is pruned once its spool can no longer replay it (expstore.write.idempotency);
+        # one keyed by the spool itself (non-finite observations) has no sequence and is kept.
+        stream = (self._source_id, chunk.sequence) if self._source_id and not chunk.key else None
         try:
             if chunk.points is not None and not chunk.non_finite:
                 from tau_collector.sinks.expstore_columns import run_columns
 
-                self._writer.write_columns(key, [run_columns(chunk.points)], request_hash=request_hash)
+                self._writer.write_columns(key, [run_columns(chunk.points)], request_hash=request_hash,
+                                          stream=stream)
                 return
             try:
                 events = chunk.decoded_events()
@@ -193,7 +197,7 @@ class ExpstoreSink(Sink):
                 raise SinkError(
                     f"expstore: chunk {chunk.sequence} is not canonical: {exc}", retryable=False
                 ) from None
-            self._writer.write_chunk(key, events, list(chunk.non_finite), request_hash=request_hash)
+            self._writer.write_chunk(key, events, list(chunk.non_finite), request_hash=request_hash, stream=stream)
         except IdempotencyConflictError as exc:
             raise SinkError(f"expstore {self._store.root}: {exc}", retryable=False) from None
         except (OSError, sqlite3.OperationalError) as exc:

@@ -38,7 +38,10 @@ def columns(step, value, wall=None, wall_valid=None, *, names=(METRIC,), metric=
 
 @contextmanager
 def small_levels():
-    with mock.patch.object(lv, "BASES", SMALL_BASES):
+    # Files store levels from the second base on (as from 1,024 steps by default): a read at the finest base
+    # summarizes the file's points; and every file, however small, gets its levels file.
+    with mock.patch.object(lv, "BASES", SMALL_BASES), mock.patch.object(lv, "WRITTEN_FROM", SMALL_BASES[1]), \
+            mock.patch.object(lv, "MIN_POINTS_PER_METRIC", 1):
         yield
 
 

@@ -36,15 +36,25 @@ from tau_collector.expstore.format.schema import METRICS_DIR
 if TYPE_CHECKING:  # the format layer names the store only in annotations
     from tau_collector.expstore.store import ExpStore
 
-__all__ = ["BASES", "LEVELS_DIR", "POINT_FIELDS", "RECORD", "FileLevels", "combine", "levels_path",
-           "publish_chunk_levels", "publish_sorted_levels", "publish_table_levels", "publish_write_levels",
-           "read_levels", "summarize"]
+__all__ = ["BASES", "LEVELS_DIR", "MIN_POINTS_PER_METRIC", "POINT_FIELDS", "RECORD", "WRITTEN_FROM", "FileLevels",
+           "combine", "levels_path", "needs_levels", "publish_chunk_levels", "publish_sorted_levels",
+           "publish_table_levels", "publish_write_levels", "read_levels", "summarize"]
 
 log = logging.getLogger(__name__)
 
 LEVELS_DIR = "series_levels"
 FORMAT_VERSION = 1
 BASES = tuple(4**k for k in range(3, 16))  # 64 steps .. 4^15: every level ~N/4^k records, ~N/48 in all
+# What a levels file holds is bounded by its metric file's size (issue 30: levels bytes <= 10 % of data bytes
+# for every file shape). A record is 200 bytes and a stored point ~10 (Parquet): levels from 64 steps made a
+# long file's levels a third of its bytes and a tiny wide file's (one record per metric per level) 15 times
+# them. Files therefore store levels from WRITTEN_FROM steps on (~0.26 bytes a point; a finer level a read
+# asks for is summarized from the file's points, see read/level_reads.py -- the reader merges ranges under
+# a million points raw anyway, so a finer level is rarely asked for), and a file with fewer than
+# MIN_POINTS_PER_METRIC rows per metric gets no levels file: its metrics' slices are small, and a reader
+# computes their levels from them when a long range needs them, as for a file written before levels.
+WRITTEN_FROM = 1024
+MIN_POINTS_PER_METRIC = 1024
 _I64_MIN = np.iinfo(np.int64).min
 
 POINT_FIELDS = ("first", "last", "first_finite", "last_finite", "min", "max", "first_non_finite")
@@ -149,13 +159,23 @@ def combine(records: np.ndarray, factor: int | None) -> np.ndarray:
     return _reduce(_record_source(records), records["metric"], bucket)
 
 
-def file_levels(metric: np.ndarray, step: np.ndarray, wall: np.ndarray, value: np.ndarray) -> dict[str, np.ndarray]:
-    """Every level of a file's deduped points sorted by (metric, step): ``{"all": ..., "b64": ..., ...}``."""
+def needs_levels(row_count: int, metrics: int) -> bool:
+    """Whether a metric file of ``row_count`` rows over ``metrics`` metrics gets a levels file."""
+    return metrics > 0 and row_count >= MIN_POINTS_PER_METRIC * metrics
+
+
+def file_levels(metric: np.ndarray, step: np.ndarray, wall: np.ndarray, value: np.ndarray, *,
+                first: int | None = None) -> dict[str, np.ndarray]:
+    """Every level from ``first`` steps (default: the finest) of a file's deduped points sorted by (metric, step):
+    ``{"all": ..., "b64": ..., ...}``."""
+    first = BASES[0] if first is None else first
+    if first not in BASES:
+        raise ValueError(f"levels start at one of {BASES}, not {first}")
     out = {"all": summarize(metric, step, wall, value, None)}
     span = int(step.max() - step.min()) + 1 if step.size else 0
-    records = summarize(metric, step, wall, value, BASES[0])
-    out[f"b{BASES[0]}"] = records
-    for prev, b in itertools.pairwise(BASES):
+    records = summarize(metric, step, wall, value, first)
+    out[f"b{first}"] = records
+    for prev, b in itertools.pairwise(BASES[BASES.index(first):]):
         if prev >= span:  # one bucket per metric already: coarser levels are combined when asked
             break
         records = combine(records, b // prev)
@@ -203,14 +223,17 @@ def publish_chunk_levels(store: ExpStore, relative_path: str, file_id: str, row_
                          value: np.ndarray) -> list:
     """Write the levels of a metric file the writer is about to register, from its rows in arrival order
     (``metric`` indexes ``names``). Returns the published path (to delete if the write loses), or
-    nothing when building them failed: levels are derived, a reader computes missing ones itself."""
+    nothing when building them failed or the file is too small to need them (:func:`needs_levels`):
+    levels are derived, a reader computes missing ones itself."""
+    if not needs_levels(row_count, len(names)):
+        return []
     try:
         rank = np.empty(len(names), dtype=np.int64)
         sorted_names = sorted(names)
         rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
         m, s, w, v = dedupe_file_rows(rank[metric], np.asarray(step, np.int64), np.asarray(wall, np.int64),
                                       wall_valid, np.asarray(value, np.float64))
-        data = levels_bytes(file_id, row_count, sorted_names, file_levels(m, s, w, v))
+        data = levels_bytes(file_id, row_count, sorted_names, file_levels(m, s, w, v, first=WRITTEN_FROM))
         return [store.publish_file(levels_path(relative_path), lambda p: p.write_bytes(data))]
     except Exception:
         log.exception("series levels of %s not written; readers compute them when asked", relative_path)
@@ -230,12 +253,14 @@ def publish_sorted_levels(store: ExpStore, relative_path: str, file_id: str, row
                           metric: np.ndarray, step: np.ndarray, wall: np.ndarray, wall_valid: np.ndarray | None,
                           value: np.ndarray) -> list:
     """Compaction's hook: the levels of a merged file from its rows in file order (``metric`` indexes the
-    sorted ``names``; every row has a step)."""
+    sorted ``names``; every row has a step). Nothing for a file too small to need them (:func:`needs_levels`)."""
+    if not needs_levels(row_count, len(names)):
+        return []
     try:
         m, s, w, v = dedupe_file_rows(metric.astype(np.int64, copy=False), step.astype(np.int64, copy=False),
                                       wall.astype(np.int64, copy=False), wall_valid,
                                       value.astype(np.float64, copy=False), in_file_order=True)
-        data = levels_bytes(file_id, row_count, list(names), file_levels(m, s, w, v))
+        data = levels_bytes(file_id, row_count, list(names), file_levels(m, s, w, v, first=WRITTEN_FROM))
         return [store.publish_file(levels_path(relative_path), lambda p: p.write_bytes(data))]
     except Exception:  # derived data: readers compute missing levels themselves
         log.exception("series levels of %s not written; readers compute them when asked", relative_path)
@@ -259,6 +284,8 @@ def publish_table_levels(store: ExpStore, relative_path: str, file_id: str, tabl
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         names, codes = distinct[order], rank[coded.indices.to_numpy()]
+        if not needs_levels(table.num_rows, len(names)):
+            return []
         wall_col = table.column("wall_time").cast("int64")
         valid = None if wall_col.null_count == 0 else np.asarray(wall_col.is_valid())
         wall = wall_col.fill_null(0).to_numpy()
@@ -266,7 +293,8 @@ def publish_table_levels(store: ExpStore, relative_path: str, file_id: str, tabl
         value = table.column("value").cast("double").fill_null(float("nan")).to_numpy()
         m, s, w, v = dedupe_file_rows(codes.astype(np.int64), step.astype(np.int64), wall.astype(np.int64), valid,
                                       value.astype(np.float64), in_file_order=True)
-        data = levels_bytes(file_id, table.num_rows, [str(n) for n in names], file_levels(m, s, w, v))
+        data = levels_bytes(file_id, table.num_rows, [str(n) for n in names],
+                            file_levels(m, s, w, v, first=WRITTEN_FROM))
         return [store.publish_file(levels_path(relative_path), lambda p: p.write_bytes(data))]
     except Exception:  # derived data: readers compute missing levels themselves
         log.exception("series levels of %s not written; readers compute them when asked", relative_path)

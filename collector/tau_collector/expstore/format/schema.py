@@ -315,6 +315,20 @@ CREATE TABLE IF NOT EXISTS media_files (
   created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_media_files_tag ON media_files(run_id, kind, tag, step_min);
+-- Ours too: which spool stream and sequence recorded each chunk key (``idempotency_keys`` is TauGrid's and
+-- keeps its shape), and each stream's newest sequence, so that the writer prunes the keys no spool can
+-- replay any more (``write/idempotency.py``). Keys recorded without a stream (imports) are not here.
+CREATE TABLE IF NOT EXISTS idempotency_streams (
+  stream TEXT PRIMARY KEY,
+  last_sequence INTEGER NOT NULL,
+  updated_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS idempotency_stream_keys (
+  stream TEXT NOT NULL,
+  sequence INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  PRIMARY KEY (stream, sequence, key)
+) WITHOUT ROWID;
 """
 
 

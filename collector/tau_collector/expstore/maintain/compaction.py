@@ -10,7 +10,9 @@ one step with equal wall times wins. One transaction registers the replacement a
 originals, so a reader's file list is either the old set or the new one. The replacement is
 marked summarized without being merged into ``metric_summaries`` (its rows are already counted).
 Retired files stay on disk for ``grace_seconds`` because a reader may have listed them just
-before the swap; a later compaction or :func:`delete_retired` removes them.
+before the swap; a later compaction or :func:`delete_retired` removes them, with the index rows that
+still name them (``metric_file_retirements``, ``metric_summary_files``), so the index holds rows for the
+files a run has, not for every file it ever had.
 
 A merge reads our own files with :mod:`..format.parquet_reader` and writes the replacement with
 :mod:`..format.parquet_encoder`, numpy only (the sidecar merges in its own process: :mod:`.compaction_thread`);
@@ -407,7 +409,13 @@ def delete_retired(store: ExpStore, *, grace_seconds: float, now: float | None =
         store.absolute(levels_path(path)).unlink(missing_ok=True)
     if due:
         with store.write_transaction() as tx:
-            tx.executemany("DELETE FROM metric_file_retirements WHERE file_id = ?", [(f,) for f, _ in due])
+            gone = [(f,) for f, _ in due]
+            tx.executemany("DELETE FROM metric_file_retirements WHERE file_id = ?", gone)
+            # The retired file's other rows go with it: its summarized mark (its rows are counted in the
+            # replacement's, which has its own) and its metric range (dropped at the swap already; again here
+            # for a swap made before that).
+            tx.executemany("DELETE FROM metric_summary_files WHERE file_id = ?", gone)
+            tx.executemany("DELETE FROM metric_file_metrics WHERE file_id = ?", gone)
     return len(due)
 
 

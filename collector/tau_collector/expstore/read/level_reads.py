@@ -227,7 +227,7 @@ class LevelReads:
                 return cached[1]
         may_block(sum(int(stat["count"].sum()) for stat, _ in parts) // base)  # about the records to group
         records = [self._cut_records(metric, source, base) if _is_points(source)
-                   else self._records(source[0], source[1], base) for _, source in parts]
+                   else self._records(source[0], source[1], base, metric, source[2]) for _, source in parts]
         merged = _merge_shared_buckets(_cat(records))
         if finite_only:
             merged = merged[merged["count_finite"] > 0]
@@ -268,13 +268,15 @@ class LevelReads:
             cache.put(key, computed, computed.nbytes)
         return (computed, 0) if metric in computed.index else (None, -1)
 
-    def _records(self, levels: _Levels, idx: int, base: int) -> np.ndarray:
-        """The metric's records at ``base``: stored, or combined from the coarsest stored finer level."""
+    def _records(self, levels: _Levels, idx: int, base: int, metric: str, row: tuple) -> np.ndarray:
+        """The metric's records at ``base``: stored, combined from the coarsest stored finer level, or -- finer
+        than the file stores (levels are written from ``lv.WRITTEN_FROM`` steps) -- summarized from its points."""
         if base in levels.bases:
             return _metric_slice(self._member(levels, base), idx)
         finer = [b for b in levels.bases if b < base and base % b == 0]
         if not finer:
-            raise ValueError(f"levels file {levels.path} has no level finer than {base} steps")
+            points = self.files.slice(row[0], row[1], metric, row[4])
+            return self._cut_records(metric, (points.step, points.wall_time, points.value, (row[0], "all")), base)
         return lv.combine(_metric_slice(self._member(levels, finer[-1]), idx), base // finer[-1])
 
     def _member(self, levels: _Levels, base: int) -> np.ndarray:

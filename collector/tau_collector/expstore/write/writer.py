@@ -29,6 +29,7 @@ from tau_collector.expstore.maintain.compaction_thread import CompactionThread
 from tau_collector.expstore.maintain.leftovers import GRACE_SECONDS, sweep_run_directories
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 from tau_collector.expstore.write.config_rows import ConfigConflictError, put_run_config, run_config_hash
+from tau_collector.expstore.write.idempotency import record_stream_key
 from tau_collector.expstore.write.listing import refresh_runs
 from tau_collector.expstore.write.summaries import read_summary, store_summary, summarize_sorted, upsert_summaries
 from tau_collector.projection.metric_event import MetricEvent
@@ -152,21 +153,29 @@ class MetricWriter:
         non_finite: list[MetricEvent],
         *,
         request_hash: str,
+        stream: tuple[str, int] | None = None,
     ) -> WriteResult:
-        """Write canonical events (and non-finite observations) under ``idempotency_key``."""
+        """Write canonical events (and non-finite observations) under ``idempotency_key``.
+
+        ``stream``: ``(spool stream, chunk sequence)`` of a spooled chunk; the stream's keys older than the
+        replay horizon are pruned (:mod:`.idempotency`). Without it the key is kept for good."""
         existing = self._recorded_hash(idempotency_key)
         if existing is not None:
             return self._reuse(idempotency_key, existing, request_hash)
-        return self._write(idempotency_key, columns_from_events(list(events) + list(non_finite)), request_hash)
+        return self._write(idempotency_key, columns_from_events(list(events) + list(non_finite)), request_hash,
+                           stream)
 
-    def write_columns(self, idempotency_key: str, runs: list[RunColumns], *, request_hash: str) -> WriteResult:
-        """Write rows already in columns (bulk importers) under ``idempotency_key``: one file per run."""
+    def write_columns(self, idempotency_key: str, runs: list[RunColumns], *, request_hash: str,
+                      stream: tuple[str, int] | None = None) -> WriteResult:
+        """Write rows already in columns (bulk importers) under ``idempotency_key``: one file per run
+        (``stream`` as for :meth:`write_chunk`)."""
         existing = self._recorded_hash(idempotency_key)
         if existing is not None:
             return self._reuse(idempotency_key, existing, request_hash)
-        return self._write(idempotency_key, runs, request_hash)
+        return self._write(idempotency_key, runs, request_hash, stream)
 
-    def _write(self, idempotency_key: str, runs: list[RunColumns], request_hash: str) -> WriteResult:
+    def _write(self, idempotency_key: str, runs: list[RunColumns], request_hash: str,
+               stream: tuple[str, int] | None = None) -> WriteResult:
         for run in runs:  # a stored run is always reachable: refuse what the v2 API could not name
             for kind, value in (("run_id", run.run_id), ("experiment_id", run.experiment_id)):
                 if problem := unreachable_id(kind, value):
@@ -197,6 +206,8 @@ class MetricWriter:
                         (idempotency_key, WRITE_COMMAND, "metric_files",
                          ",".join(rf.file_id for rf in run_files), request_hash, now),
                     )
+                    if stream is not None:
+                        record_stream_key(tx, stream[0], stream[1], idempotency_key, now)
         except BaseException:
             for path in published:
                 path.unlink(missing_ok=True)

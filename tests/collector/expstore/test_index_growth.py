@@ -1,0 +1,141 @@
+"""The index does not grow with the store's age: a simulated year of small chunks leaves about the rows a fresh
+store of the same data has (chunk keys pruned past the spool's replay horizon, retired files' rows gone)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import numpy as np
+import pytest
+
+from tau_collector.expstore import StoreReader, open_store
+from tau_collector.expstore.maintain.compaction import CompactionPolicy
+from tau_collector.expstore.write.idempotency import STREAM_WINDOW
+from tau_collector.expstore.write.writer import MetricWriter, RunColumns
+
+TABLES = ("idempotency_keys", "idempotency_stream_keys", "idempotency_streams", "metric_files",
+          "metric_file_metrics", "metric_summary_files", "metric_file_retirements", "metric_summaries")
+METRICS = ["loss", "lr", "grad_norm"]
+
+
+@pytest.fixture(autouse=True)
+def _no_sync(monkeypatch):
+    """Compressed time: thousands of chunks without waiting for the disk (durability is not what is tested)."""
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
+
+
+def _open(path):
+    store = open_store(path, create=True)
+    store.connection().execute("PRAGMA synchronous = OFF")
+    return store
+
+
+def _columns(run: str, first_step: int, steps: int) -> RunColumns:
+    n = steps * len(METRICS)
+    step = np.repeat(np.arange(first_step, first_step + steps, dtype=np.int64), len(METRICS))
+    return RunColumns(
+        project="proj", experiment_id="year", run_group_id="g", run_id=run, names=list(METRICS),
+        metric=np.tile(np.arange(len(METRICS), dtype=np.int32), steps), step=step,
+        wall_time=1_760_000_000_000_000 + step * 1_000_000, value=step.astype(np.float64) * 0.5,
+        tags=["{}"] * n, tag_sets=[{}], source="history")
+
+
+def _counts(store) -> dict[str, int]:
+    conn = store.connection()
+    return {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in TABLES}
+
+
+def _pages_used(store) -> int:
+    conn = sqlite3.connect(store.index_path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return conn.execute("PRAGMA page_count").fetchone()[0] - conn.execute("PRAGMA freelist_count").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def _simulate(tmp_path, name: str, *, runs: int, chunks: int, steps: int) -> tuple:
+    """``runs`` jobs one after another, each a spool stream delivering ``chunks`` chunks of ``steps`` steps,
+    compacted as the collector does (grace 0: compressed time)."""
+    store = _open(tmp_path / name)
+    writer = MetricWriter(store, compaction=CompactionPolicy(min_files=8, grace_seconds=0.0))
+    for r in range(runs):
+        for c in range(chunks):
+            writer.write_columns(f"chunk-{r}-{c}", [_columns(f"run-{r}", c * steps, steps)],
+                                 request_hash=f"h-{r}-{c}", stream=(f"spool-{r}", c + 1))
+    return store, writer
+
+
+def _fresh(tmp_path, *, runs: int, chunks: int, steps: int):
+    """The same points, one chunk per job."""
+    store = _open(tmp_path / "fresh")
+    writer = MetricWriter(store)
+    for r in range(runs):
+        writer.write_columns(f"all-{r}", [_columns(f"run-{r}", 0, chunks * steps)], request_hash=f"h-{r}",
+                             stream=(f"spool-{r}", 1))
+    return store
+
+
+def test_a_simulated_year_leaves_the_index_of_a_fresh_store(tmp_path):
+    runs, chunks, steps = 3, 250, 2
+    aged, _ = _simulate(tmp_path, "aged", runs=runs, chunks=chunks, steps=steps)
+    fresh = _fresh(tmp_path, runs=runs, chunks=chunks, steps=steps)
+    got, want = _counts(aged), _counts(fresh)
+    # Per stream: the keys within the replay window of its newest sequence (the spool replays only that one).
+    assert got["idempotency_keys"] <= want["idempotency_keys"] + runs * STREAM_WINDOW
+    assert got["idempotency_stream_keys"] == got["idempotency_keys"]
+    assert got["idempotency_streams"] == want["idempotency_streams"] == runs
+    # Per run: the merged file and at most the policy's few small files not yet merged, and nothing of the
+    # retired files once their grace has passed.
+    for table in ("metric_files", "metric_file_metrics", "metric_summary_files"):
+        assert got[table] <= want[table] + runs * 9, table
+    assert got["metric_file_retirements"] <= runs * 9
+    assert got["metric_summaries"] == want["metric_summaries"]
+    # Bytes: within a small constant of the fresh index (pages in use; the aged file's free pages are reused).
+    assert _pages_used(aged) <= _pages_used(fresh) + 40
+    reader = StoreReader(aged)
+    assert reader.rows("run-2", "loss").step.tolist() == list(range(chunks * steps))
+
+
+def test_index_rows_stop_growing_as_chunks_go_on(tmp_path):
+    """Twice the chunks, the same index: what it holds is bounded by the streams and runs, not by the age."""
+    short, _ = _simulate(tmp_path, "short", runs=1, chunks=150, steps=1)
+    long, _ = _simulate(tmp_path, "long", runs=1, chunks=300, steps=1)
+    a, b = _counts(short), _counts(long)
+    assert b["idempotency_keys"] == a["idempotency_keys"] == STREAM_WINDOW + 1
+    for table in ("metric_files", "metric_summary_files", "metric_file_metrics", "metric_file_retirements"):
+        assert b[table] <= a[table] + 8, table
+
+
+def test_the_newest_chunk_of_a_stream_is_still_a_no_op_when_replayed(tmp_path):
+    _, writer = _simulate(tmp_path, "s", runs=1, chunks=STREAM_WINDOW + 20, steps=1)
+    newest = STREAM_WINDOW + 19
+    again = writer.write_columns(f"chunk-0-{newest}", [_columns("run-0", newest, 1)], request_hash=f"h-0-{newest}",
+                                 stream=("spool-0", newest + 1))
+    assert again.reused
+    assert not writer.recorded("chunk-0-0")  # past the horizon: pruned
+    assert writer.recorded(f"chunk-0-{newest - STREAM_WINDOW}")
+
+
+def test_a_spool_started_again_in_the_same_directory_is_written_not_dropped(tmp_path):
+    """Below the horizon and unknown: a new spool (the old one only ever replayed its newest chunk); its
+    points are new data, and its own newest chunk is then the one kept for replay."""
+    store, writer = _simulate(tmp_path, "s", runs=1, chunks=STREAM_WINDOW + 20, steps=1)
+    result = writer.write_columns("restarted-1", [_columns("run-0", 10_000, 1)], request_hash="r1",
+                                  stream=("spool-0", 1))
+    assert not result.reused
+    assert StoreReader(store).rows("run-0", "loss", 10_000).step.tolist() == [10_000]
+    assert writer.write_columns("restarted-1", [_columns("run-0", 10_000, 1)], request_hash="r1",
+                                stream=("spool-0", 1)).reused
+    # The old spool's keys far above the new newest sequence are gone with the old spool.
+    assert writer.recorded("restarted-1")
+    assert not writer.recorded(f"chunk-0-{STREAM_WINDOW + 19}")
+
+
+def test_keys_without_a_stream_are_kept(tmp_path):
+    store = _open(tmp_path / "s")
+    writer = MetricWriter(store)
+    for c in range(STREAM_WINDOW + 5):
+        writer.write_columns(f"import-{c}", [_columns("run-0", c, 1)], request_hash="h")
+    assert writer.recorded("import-0")
