@@ -127,3 +127,11 @@ def test_the_portal_does_not_import_scikit_learn_until_asked():
             "print(sorted(m for m in ('sklearn', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_client_reads_the_scores_as_typed_rows(sweep):
+    from taunotebook.client import PortalClient
+
+    with PortalClient(str(sweep.base_url), token=TOKEN) as client:
+        answer = client.parameter_importance("loss", experiment_ids=["sweep"])
+    assert answer.parameters[0].name == "lr" and answer.valued_run_count == 24 and answer.extra == {}

@@ -24,6 +24,7 @@ from tau_collector.reads import ExperimentReader, HasListings, RunRow
 from ..context import Context
 from ..errors import V2Error, json_response, metadata
 from ..run_configs import read_configs, reads_configs
+from ..wire.parameter_importance import parameter_importance_json
 
 __all__ = ["MIN_RUNS", "PARAMETERS_LIMIT", "REDUCTIONS", "RUNS_LIMIT", "default_goal", "read"]
 
@@ -146,16 +147,6 @@ def read(ctx: Context) -> Response:
     meta = metadata(source, [served], False, notes)
     if reason is not None:
         meta["availability"] = {"state": "unavailable", "reasons": [*notes, reason]}
-    body = {
-        "metadata": meta,
-        "metric": metric,
-        "reduction": reduction,
-        "goal": goal,
-        "run_count": len(runs),
-        "valued_run_count": len(valued),
-        "limits": {"runs": RUNS_LIMIT, "parameters": PARAMETERS_LIMIT, "min_runs": MIN_RUNS},
-        "parameters": [{"name": s.name, "kind": s.kind, "runs": s.runs, "importance": s.importance,
-                        "correlation": s.correlation, "spearman": s.spearman,
-                        "correlation_value": s.correlation_value} for s in scores],
-    }
-    return json_response(body)
+    limits = {"runs": RUNS_LIMIT, "parameters": PARAMETERS_LIMIT, "min_runs": MIN_RUNS}
+    return json_response(parameter_importance_json(meta, metric, reduction, goal, len(runs), len(valued), limits,
+                                                   scores))
