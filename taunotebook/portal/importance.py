@@ -24,11 +24,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FOREST_SAMPLES", "FOREST_TREES", "MISSING", "ParameterScore", "score_parameters"]
+__all__ = ["FOREST_DEPTH", "FOREST_ROWS", "FOREST_TREES", "MISSING", "ParameterScore", "score_parameters"]
 
-FOREST_TREES = 48
-FOREST_SAMPLES = 2048  # rows each tree is grown on (bootstrap), so 10,000 runs cost what 2,048 do
+FOREST_TREES = 32
+FOREST_DEPTH = 12
+FOREST_ROWS = 2000  # runs the forest is grown on (a fixed random sample when there are more)
 MISSING = "(missing)"
+_ABSENT = object()
+_NUMERIC_TYPES = {int, float, bool, object}  # object: _ABSENT's type
 _VALUES_LIMIT = 32  # distinct values of a categorical parameter that get their own column; the rest share one
 
 
@@ -45,13 +48,11 @@ class ParameterScore:
     correlation_value: str | None  # a categorical's value whose indicator gave the correlation
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, bool | int | float) and (not isinstance(value, float) or math.isfinite(value))
-
-
 def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -85,49 +86,62 @@ def score_parameters(configs: Sequence[Mapping[str, Any]], values: Sequence[floa
     owners: list[int] = []  # column -> index of its parameter in keys
     partial: list[tuple[str, int, float | None, float | None, str | None]] = []
     for index, key in enumerate(keys):
-        raw = [c.get(key, None) if key in c else MISSING for c in configs]
-        present = [v for v in raw if v is not MISSING]
-        distinct = {_text(v) for v in raw if v is not MISSING} | ({MISSING} if len(present) < n else set())
-        if len(distinct) <= 1:
-            partial.append(("constant", len(present), None, None, None))
-            continue
-        if present and all(_is_number(v) for v in present):
-            have = np.array([v is not MISSING for v in raw])
-            x = np.array([float(v) if v is not MISSING else math.nan for v in raw])
+        raw = [c.get(key, _ABSENT) for c in configs]
+        kinds = {type(v) for v in raw}
+        if kinds <= _NUMERIC_TYPES:
+            # A number that is not finite counts as missing.
+            x = np.fromiter((math.nan if v is _ABSENT else v for v in raw), dtype=float, count=n)
+            have = np.isfinite(x)
+            present = int(have.sum())
+            if np.unique(x[have]).size + (present < n) <= 1:
+                partial.append(("constant", present, None, None, None))
+                continue
             r = _pearson(np, x[have], y[have])
             rho = _spearman(np, x[have], y[have])
-            median = float(np.median(x[have]))
-            columns.append(np.where(have, x, median))
+            columns.append(np.where(have, x, float(np.median(x[have]))))
             owners.append(index)
-            if not have.all():
+            if present < n:
                 columns.append((~have).astype(float))
                 owners.append(index)
-            partial.append(("numeric", int(have.sum()), r, rho, None))
+            partial.append(("numeric", present, r, rho, None))
             continue
-        texts = [MISSING if v is MISSING else _text(v) for v in raw]
+        present = n - raw.count(_ABSENT)
+        texts = [MISSING if v is _ABSENT else _text(v) for v in raw]
         counts: dict[str, int] = {}
         for t in texts:
             counts[t] = counts.get(t, 0) + 1
+        if len(counts) <= 1:
+            partial.append(("constant", present, None, None, None))
+            continue
         kept = sorted(counts, key=lambda t: (-counts[t], t))[:_VALUES_LIMIT]
+        codes = {t: i for i, t in enumerate(kept)}
+        coded = np.fromiter((codes.get(t, -1) for t in texts), dtype=np.int64, count=n)
         best: tuple[float, float | None, str | None] = (-1.0, None, None)
-        for value in kept:
-            indicator = np.array([t == value for t in texts], dtype=float)
+        for code, value in enumerate(kept):
+            indicator = (coded == code).astype(float)
             columns.append(indicator)
             owners.append(index)
             r = _pearson(np, indicator, y)
             if r is not None and abs(r) > best[0]:
                 best = (abs(r), r, value)
         if len(counts) > len(kept):
-            columns.append(np.array([t not in kept for t in texts], dtype=float))
+            columns.append((coded == -1).astype(float))
             owners.append(index)
-        partial.append(("categorical", len(present), best[1], None, best[2]))
+        partial.append(("categorical", present, best[1], None, best[2]))
     importance = [0.0] * len(keys)
     if columns and n >= 2 and float(y.std()) > 0.0:
         from sklearn.ensemble import RandomForestRegressor
 
+        features = np.column_stack(columns)
+        target = y
+        if n > FOREST_ROWS:
+            # scikit-learn's bootstrap weights every row (unused ones by 0), so a forest costs what all rows cost:
+            # the forest is grown on a fixed random sample of the runs instead.
+            rows = np.random.default_rng(0).choice(n, FOREST_ROWS, replace=False)
+            features, target = features[rows], y[rows]
         forest = RandomForestRegressor(n_estimators=FOREST_TREES, random_state=0, n_jobs=1,
-                                       max_samples=min(n, FOREST_SAMPLES), min_samples_leaf=2)
-        forest.fit(np.column_stack(columns), y)
+                                       max_depth=FOREST_DEPTH, min_samples_leaf=2)
+        forest.fit(features, target)
         for owner, share in zip(owners, forest.feature_importances_, strict=True):
             importance[owner] += float(share)
     out = [ParameterScore(name=key, kind=kind, runs=runs, importance=round(importance[i], 6), correlation=r,
