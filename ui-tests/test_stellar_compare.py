@@ -8,6 +8,7 @@ The store is the sweep of tests/fixtures/sweep_store.py (project ``sweeps``: ``l
 from __future__ import annotations
 
 from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import Page
@@ -67,3 +68,16 @@ def test_toggle_importance_and_two_projects(page: Page, two_projects: PortalServ
     assert rows[0] == "lr" and "batch" in rows
     assert "12 of 13 runs have a final value" in page.locator("#stellar-importance-result").inner_text()
     screenshot(page, "compare-importance")
+
+    # The view is in the address: a copied link opens the same toggle, metric and value.
+    page.locator("#stellar-config-diff").check()
+    page.select_option("#stellar-importance-reduction", "best")
+    page.wait_for_function("() => window.location.search.includes('reduction=best')", timeout=10_000)
+    query = parse_qs(urlsplit(page.url).query)
+    assert query["diff"] == ["1"] and query["importance"] == ["loss"] and query["reduction"] == ["best"]
+    assert "other/other-1" in query["target"]
+    open_ready(page, f"{page.url}&token={two_projects.token}")
+    assert page.locator("#stellar-config-diff").is_checked()
+    assert page.locator("#stellar-importance-metric").input_value() == "loss"
+    assert page.locator("#stellar-importance-reduction").input_value() == "best"
+    assert "batch" not in config_text(page, "trial-000")

@@ -4,6 +4,7 @@
 // docs/comparing-runs.md says how).
 import { h } from "../shared/dom.js";
 import { api, explain } from "./api.js";
+import { writeView } from "./address.js";
 import { runRef, state } from "./page.js";
 
 function fixed(value) {
@@ -26,7 +27,8 @@ function table(body) {
 /** The panel, or null when the compared runs belong to no experiment. `metrics`: the metric names offered. */
 export function importancePanel(runIds, metrics) {
   const experiments = [...new Set(runIds.map((key) => state.runs[key]?.run?.experiment_id).filter(Boolean))];
-  if (!experiments.length || !metrics.length) return null;
+  // An offline export carries no scores (it answers only the reads it recorded): no panel there.
+  if (!experiments.length || !metrics.length || state.offline) return null;
   const projects = [...new Set(runIds.map((key) => state.runs[key]?.run?.project).filter(Boolean))];
   const metric = h("select", { id: "stellar-importance-metric" });
   for (const name of metrics) metric.append(h("option", { value: name, text: name }));
@@ -69,8 +71,13 @@ export function importancePanel(runIds, metrics) {
       panel.dataset.state = "error";
     }
   }
-  metric.addEventListener("change", load);
-  reduction.addEventListener("change", load);
+  // The chosen metric and value are part of the page's view (its address: importance=, reduction=).
+  const chosen = () => {
+    load();
+    writeView();
+  };
+  metric.addEventListener("change", chosen);
+  reduction.addEventListener("change", chosen);
   panel.load = load;
   return panel;
 }

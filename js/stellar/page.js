@@ -46,8 +46,8 @@ export const state = {
   addressNotices,
   offline: config.offline || null, // a static export: the reads answered from what it carries (api.js)
   requests: [],
-  onlyDiffering: false, // the compare page's config lines: only the keys that differ between the runs
-  importance: null, // the parameter-importance panel's { metric, reduction }
+  onlyDiffering: view.onlyDiffering, // the compare page's config lines: only the keys that differ between the runs
+  importance: view.importance, // the parameter-importance panel's { metric, reduction } ("" metric: the first)
 };
 window.__stellar = state;
 

@@ -236,6 +236,7 @@ function diffToggle(runIds, differing) {
   box.checked = Boolean(state.onlyDiffering);
   box.addEventListener("change", () => {
     state.onlyDiffering = box.checked;
+    writeView();
     for (const runId of runIds) {
       const entry = state.runs[runId];
       const old = document.querySelector(`.stellar-run[data-run-key="${CSS.escape(runId)}"] dd.stellar-config`);
