@@ -104,3 +104,14 @@ export function runLabels(runIds, configs, { maxKeys = MAX_LABEL_KEYS, maxLength
   }
   return out;
 }
+
+/**
+ * A config's keys as a run's card lists them: those that differ between the compared runs first, then the rest,
+ * each part alphabetically; with `onlyDiffering`, the differing ones alone (the compare page's toggle).
+ * `differing`: a Set of keys.
+ */
+export function configKeys(config, differing, onlyDiffering = false) {
+  if (!config || typeof config !== "object") return [];
+  const keys = Object.keys(config).filter((key) => !onlyDiffering || differing.has(key));
+  return keys.sort((a, b) => Number(differing.has(b)) - Number(differing.has(a)) || a.localeCompare(b));
+}

@@ -13,6 +13,7 @@ export const SMOOTHING_LIMIT = 0.999; // shared/smoothing.js's SMOOTHING_MAX
 export const X_AXES = ["step", "relative", "wall"]; // and "metric:<name>"
 export const AGGREGATES = ["", "mean", "median"];
 export const BANDS = ["minmax", "std", "none"];
+export const REDUCTIONS = ["final", "best", "latest"]; // the compare page's parameter-importance value
 const ZOOM = "zoom."; // zoom.<metric>=<lo>..<hi> (in the chart's x axis units; wall time in epoch ms)
 
 // Parameters the Portal reads itself, kept as they are.
@@ -20,7 +21,8 @@ const CARRIED = ["project", "source", "token"];
 
 /** The run/compare page's view when its address says nothing (x axis: the caller's, e.g. the last chosen). */
 export function defaultRunView(xAxis = "step") {
-  return { targets: [], search: "", pins: [], smoothing: 0, xAxis, logY: false, aggregate: "", band: "minmax", zoom: {} };
+  return { targets: [], search: "", pins: [], smoothing: 0, xAxis, logY: false, aggregate: "", band: "minmax", zoom: {},
+    onlyDiffering: false, importance: { metric: "", reduction: "final" } };
 }
 
 function tooLong(key, value, notices) {
@@ -134,6 +136,17 @@ export function decodeRunView(query, fallbackAxis = "step") {
         if (BANDS.includes(value)) view.band = value;
         else notices.push(`band=${quoted(value)} is not a band (minmax, std or none): ignored`);
         break;
+      case "diff":
+        if (value === "1" || value === "0") view.onlyDiffering = value === "1";
+        else notices.push(`diff=${quoted(value)} is not 1 (only the config keys that differ) or 0: ignored`);
+        break;
+      case "importance":
+        view.importance.metric = value;
+        break;
+      case "reduction":
+        if (REDUCTIONS.includes(value)) view.importance.reduction = value;
+        else notices.push(`reduction=${quoted(value)} is not a value of a run (final, best or latest): ignored`);
+        break;
       default:
         notices.push(`the address parameter "${key}" is not one this page knows: ignored`);
     }
@@ -161,6 +174,9 @@ export function encodeRunView(view, { project = null, source = null, defaultAxis
   for (const [metric, range] of Object.entries(view.zoom || {})) {
     if (range && Number.isFinite(Number(range[0])) && Number.isFinite(Number(range[1]))) p.set(`${ZOOM}${metric}`, rangeText(range));
   }
+  if (view.onlyDiffering) p.set("diff", "1");
+  if (view.importance?.metric) p.set("importance", view.importance.metric);
+  if (view.importance?.reduction && view.importance.reduction !== "final") p.set("reduction", view.importance.reduction);
   return p;
 }
 

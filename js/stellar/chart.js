@@ -15,7 +15,7 @@ import { alignOnX, joinX, missingNote, stepsForX } from "../shared/x_metric.js";
 import { id } from "../shared/urls.js";
 import { writeView } from "./address.js";
 import { api, explain, pageData } from "./api.js";
-import { state } from "./page.js";
+import { runRef, state } from "./page.js";
 import { mergeExtras, parsePoints } from "./series.js";
 
 const MAX_POINTS_CAP = 12000; // TauGrid's series limit
@@ -94,15 +94,15 @@ export async function loadChart(chart, view) {
   const results = await Promise.all(
     chart.runIds.map(async (runId) => {
       const range = stepRange(chart, runId, view);
-      const query = { target: runId, metric: chart.metric, max_points: requested, project: state.project };
+      const query = { target: runRef(runId).runId, metric: chart.metric, max_points: requested, project: runRef(runId).project };
       if (range) {
         query.start_step = Math.max(0, range[0]);
         query.end_step = Math.max(query.start_step, range[1]);
       }
-      const extrasQuery = { metric: chart.metric, start_step: query.start_step, end_step: query.end_step, project: state.project };
+      const extrasQuery = { metric: chart.metric, start_step: query.start_step, end_step: query.end_step, project: runRef(runId).project };
       const [series, extras] = await Promise.allSettled([
-        api(["runs", id(runId), "series"], query),
-        pageData(["runs", id(runId), "points"], extrasQuery),
+        api(["runs", id(runRef(runId).runId), "series"], query),
+        pageData(["runs", id(runRef(runId).runId), "points"], extrasQuery),
       ]);
       if (series.status === "rejected") return [runId, { error: series.reason }];
       // Without page data (e.g. another Portal) the chart still draws; it just cannot place non-finite marks.
@@ -151,7 +151,7 @@ async function joinXMetric(chart, results, metric) {
       series.xJoin = { metric, x: series.step.map(() => null), missing: series.step.length, absent: true, reduced: false };
       return;
     }
-    const query = { target: runId, metric, max_points: series.body?.max_points ?? maxPoints(chart), project: state.project };
+    const query = { target: runRef(runId).runId, metric, max_points: series.body?.max_points ?? maxPoints(chart), project: runRef(runId).project };
     if (series.range) {
       query.start_step = Math.max(0, series.range[0]);
       query.end_step = Math.max(query.start_step, series.range[1]);
@@ -160,10 +160,10 @@ async function joinXMetric(chart, results, metric) {
       // A window that starts past step 0 also reads the x value carried into it: the last one before its start
       // (max_points=1 answers the last point), so the window's first points are not taken for points without x.
       const carried = query.start_step > 0
-        ? api(["runs", id(runId), "series"], { target: runId, metric, end_step: query.start_step - 1, max_points: 1,
-          project: state.project })
+        ? api(["runs", id(runRef(runId).runId), "series"], { target: runRef(runId).runId, metric, end_step: query.start_step - 1, max_points: 1,
+          project: runRef(runId).project })
         : null;
-      const [body, before] = await Promise.all([api(["runs", id(runId), "series"], query), carried]);
+      const [body, before] = await Promise.all([api(["runs", id(runRef(runId).runId), "series"], query), carried]);
       const xs = parsePoints([...(before?.points || []), ...body.points]);
       const joined = joinX(series.step, xs.step, xs.value);
       series.xJoin = { metric, ...joined, absent: false,

@@ -2,13 +2,13 @@
 import { h } from "../shared/dom.js";
 import { id, portalUrl } from "../shared/urls.js";
 import { suggestMetrics } from "./metric_suggestions.js";
-import { root, state } from "./page.js";
+import { root, runRef, state } from "./page.js";
 
 /** The export's URL (the local Portal's /stellar/data/export/{run_id}); `range` [start, end] steps or null. */
 export function exportUrl(runId, metric, format, range) {
-  const query = { metric, format, project: state.project, source: state.source };
+  const query = { metric, format, project: runRef(runId).project, source: state.source };
   if (range) Object.assign(query, { start_step: range[0], end_step: range[1] });
-  return portalUrl(root, ["stellar", "data", "export", id(runId)], query);
+  return portalUrl(root, ["stellar", "data", "export", id(runRef(runId).runId)], query);
 }
 
 /** The control: metric, format, window, and one link per run; the page's cookie carries the token. The metric

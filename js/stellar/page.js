@@ -1,5 +1,6 @@
 // What every Stellar page starts from: the config the Portal put in the page, the Portal's root URL, the
 // token from the address, and the page's state (window.__stellar, which the UI tests read).
+import { parseRunRef } from "../shared/run_ref.js";
 import { loadAxis } from "../shared/time_axis.js";
 import { MAX_TARGETS, decodeRunView } from "../shared/view_state.js";
 
@@ -45,5 +46,12 @@ export const state = {
   addressNotices,
   offline: config.offline || null, // a static export: the reads answered from what it carries (api.js)
   requests: [],
+  onlyDiffering: view.onlyDiffering, // the compare page's config lines: only the keys that differ between the runs
+  importance: view.importance, // the parameter-importance panel's { metric, reduction } ("" metric: the first)
 };
 window.__stellar = state;
+
+/** A compared run's id and project as the address names it (`run` or `project/run`: shared/run_ref.js). */
+export function runRef(key) {
+  return parseRunRef(key, state.project);
+}

@@ -1,7 +1,8 @@
 // The run page (/stellar?target=a[&compare=b,c]): a card per run and a chart per metric (in sections, fetched as
 // they scroll into view), every run in its palette colour and named by what differs between the runs
 // (shared/differing.js: lr=0.1 vs lr=0.03).
-import { differingKeys, runLabels, valueText } from "../shared/differing.js";
+import { configKeys, differingKeys, runLabels, valueText } from "../shared/differing.js";
+import { manyProjects } from "../shared/run_ref.js";
 import { h } from "../shared/dom.js";
 import { formatTime } from "../shared/format.js";
 import { lifecycleText, resourcesText } from "../shared/job_words.js";
@@ -18,7 +19,8 @@ import { ChartSections } from "./chart_sections.js";
 import { downloadControl } from "./download.js";
 import { exportControl } from "./export_view.js";
 import { errorBox, showError } from "./notices.js";
-import { main, state } from "./page.js";
+import { importancePanel } from "./importance_panel.js";
+import { main, runRef, state } from "./page.js";
 import { isMarker, metricOrder } from "./series.js";
 
 function controls() {
@@ -108,9 +110,11 @@ function fillAxisMetrics(names) {
 }
 
 function configLine(config, differing) {
-  // The config's fields, those that differ between the compared runs first and in bold.
-  const keys = Object.keys(config).sort((a, b) => Number(differing.has(b)) - Number(differing.has(a)) || a.localeCompare(b));
+  // The config's fields, those that differ between the compared runs first and in bold; with the page's
+  // "only what differs" toggle, those alone.
+  const keys = configKeys(config, differing, state.onlyDiffering);
   const dd = h("dd", { class: "stellar-config" });
+  if (!keys.length) dd.append(h("span", { class: "stellar-note", text: "nothing differs" }));
   keys.forEach((key, i) => {
     const text = `${key}=${valueText(config[key])}`;
     dd.append(differing.has(key) ? h("span", { class: "stellar-differs", text }) : text);
@@ -145,8 +149,9 @@ function runCard(run, entry, differing) {
   add("metrics", (run.metric_names || []).filter((name) => !isMarker(name)).length);
   return h(
     "section",
-    { class: "stellar-run", "data-run-id": run.run_id, "data-color": color, "data-label": label },
+    { class: "stellar-run", "data-run-id": run.run_id, "data-run-key": entry.key, "data-project": run.project || "", "data-color": color, "data-label": label },
     h("h2", {}, h("span", { class: "stellar-swatch", style: `background:${color}` }), run.run_id,
+      entry.showProject ? h("span", { class: "stellar-run-project", text: run.project || "" }) : null,
       label !== run.run_id ? h("span", { class: "stellar-run-label", text: label }) : null),
     dl,
   );
@@ -181,7 +186,7 @@ function checkpointLine(runId) {
 async function addJob(runId, card) {
   let body;
   try {
-    body = await pageData(["runs", id(runId), "job"], { project: state.project });
+    body = await pageData(["runs", id(runRef(runId).runId), "job"], { project: runRef(runId).project });
   } catch (err) {
     return;
   }
@@ -207,8 +212,15 @@ async function addJob(runId, card) {
 async function runConfigs(runIds, box) {
   try {
     // By id in every project: the runs compared may be in different ones.
-    const body = await pageData(["runs"], { run_id: runIds });
-    return new Map((body.runs || []).map((r) => [r.run_id, r.config ?? null]));
+    const refs = runIds.map((key) => [key, runRef(key)]);
+    const body = await pageData(["runs"], { run_id: [...new Set(refs.map(([, ref]) => ref.runId))] });
+    const rows = body.runs || [];
+    const out = new Map();
+    for (const [key, ref] of refs) {
+      const row = rows.find((r) => r.run_id === ref.runId && (!ref.project || r.project === ref.project));
+      if (row) out.set(key, row.config ?? null);
+    }
+    return out;
   } catch (err) {
     if (err.status !== 404) {
       box.append(h("p", { class: "stellar-note", id: "stellar-configs-failed",
@@ -216,6 +228,23 @@ async function runConfigs(runIds, box) {
     }
     return new Map();
   }
+}
+
+/** The compare page's "only the config keys that differ" toggle: redraws each card's config line. */
+function diffToggle(runIds, differing) {
+  const box = h("input", { type: "checkbox", id: "stellar-config-diff" });
+  box.checked = Boolean(state.onlyDiffering);
+  box.addEventListener("change", () => {
+    state.onlyDiffering = box.checked;
+    writeView();
+    for (const runId of runIds) {
+      const entry = state.runs[runId];
+      const old = document.querySelector(`.stellar-run[data-run-key="${CSS.escape(runId)}"] dd.stellar-config`);
+      if (old && entry.config) old.replaceWith(configLine(entry.config, differing));
+    }
+  });
+  return h("label", { class: "stellar-controls", title: `${differing.size} config keys differ between these runs` },
+    box, `only the config keys that differ (${differing.size})`);
 }
 
 export async function runPage() {
@@ -234,16 +263,16 @@ export async function runPage() {
   const loaded = await Promise.all(
     state.targets.map(async (runId) => {
       try {
-        const runBody = await api(["runs", id(runId)], { project: state.project });
+        const runBody = await api(["runs", id(runRef(runId).runId)], { project: runRef(runId).project });
         const run = runBody.run;
         const names = (run.metric_names || []).map((name) => ({ name }));
         state.runs[runId] = { run, color: colors.get(runId), metrics: names, metadata: runBody.metadata };
         // Its checkpoints and retries, marked on every chart (our route: another Portal answers 404, no marks).
-        catalogs.push(api(["runs", id(runId), "checkpoints"], { project: state.project }).then(
+        catalogs.push(api(["runs", id(runRef(runId).runId), "checkpoints"], { project: runRef(runId).project }).then(
           (body) => showCheckpoints(runId, body),
           (err) => err.status === 404 || showError(explain(err, `The checkpoints of ${runId} could not be loaded`),
             err, box)));
-        catalogs.push(api(["runs", id(runId), "metrics"], { project: state.project }).then(
+        catalogs.push(api(["runs", id(runRef(runId).runId), "metrics"], { project: runRef(runId).project }).then(
           (body) => updateSummaries(runId, body.metrics || []),
           (err) => showError(explain(err, `The metric summaries of ${runId} could not be loaded`), err, box)));
         return runId;
@@ -259,8 +288,13 @@ export async function runPage() {
   const labels = runLabels(ok, configs);
   const differing = new Set(differingKeys(ok.map((runId) => configs.get(runId) ?? null)));
   const jobs = [];
+  // Runs of several projects (the address names them project/run): each card says its project.
+  const showProject = manyProjects(ok.map((runId) => state.runs[runId].run.project));
+  state.projects = [...new Set(ok.map((runId) => state.runs[runId].run.project).filter(Boolean))];
   for (const runId of ok) {
     const entry = state.runs[runId];
+    entry.showProject = showProject;
+    entry.key = runId;
     entry.label = labels.get(runId).label;
     entry.config = configs.get(runId) ?? null;
     const card = runCard(entry.run, entry, differing);
@@ -273,9 +307,15 @@ export async function runPage() {
       box.append(h("p", { class: "stellar-note", text: `${runId}: ${warning}` }));
     }
   }
+  if (ok.length > 1) runsBox.before(diffToggle(ok, differing));
   // tau/ markers (the collector's run status) are the run's state, shown in words on its card, not charts.
   const names = new Set();
   for (const runId of ok) for (const m of state.runs[runId].metrics) if (!isMarker(m.name)) names.add(m.name);
+  const importance = ok.length > 1 ? importancePanel(ok, [...names].sort(metricOrder)) : null;
+  if (importance) {
+    runsBox.after(importance);
+    importance.load();
+  }
   if (ok.length && !names.size) {
     chartsBox.append(h("p", { class: "stellar-note", id: "stellar-no-metrics", text: "No metrics have been recorded for this run yet." }));
   }

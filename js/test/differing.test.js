@@ -2,7 +2,7 @@
 // page and the runs table.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { constantKeys, differingKeys, runLabels, shortKeys, valueText } from "../shared/differing.js";
+import { configKeys, constantKeys, differingKeys, runLabels, shortKeys, valueText } from "../shared/differing.js";
 
 const labels = (ids, configs, opts) => Object.fromEntries([...runLabels(ids, configs, opts)].map(([k, v]) => [k, v.label]));
 
@@ -92,4 +92,14 @@ test("a long name is cut with an ellipsis", () => {
 test("a run listed twice is named once", () => {
   const got = runLabels(["a", "a", "b"], { a: { lr: 1 }, b: { lr: 2 } });
   assert.deepEqual([...got.keys()], ["a", "b"]);
+});
+
+test("a card lists the differing keys first, and only them when the toggle is on", () => {
+  const configs = [{ lr: 0.1, batch: 32, opt: "adam", seed: 1 }, { lr: 0.2, batch: 32, opt: "sgd", seed: 1 }];
+  const differing = new Set(differingKeys(configs));
+  assert.deepEqual(configKeys(configs[0], differing), ["lr", "opt", "batch", "seed"]);
+  assert.deepEqual(configKeys(configs[0], differing, true), ["lr", "opt"]);
+  // Nothing differs: the toggle leaves nothing to list; a run without a config lists nothing either way.
+  assert.deepEqual(configKeys({ a: 1 }, new Set(), true), []);
+  assert.deepEqual(configKeys(null, differing, true), []);
 });

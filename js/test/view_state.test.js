@@ -16,6 +16,8 @@ const FULL = {
   aggregate: "median",
   band: "std",
   zoom: { "train/loss": [100, 2500.5], "x.y=z": [-3, 1e-3] },
+  onlyDiffering: true,
+  importance: { metric: "eval/acc&x", reduction: "best" },
 };
 
 test("a whole run view survives encode then decode, as text through a URL", () => {
@@ -26,6 +28,21 @@ test("a whole run view survives encode then decode, as text through a URL", () =
   assert.deepEqual(view, FULL);
   assert.equal(url.searchParams.get("project"), "proj");
   assert.equal(url.searchParams.get("source"), "kusto");
+});
+
+test("the compare page's diff toggle, importance metric and value, and runs of other projects", () => {
+  const view = { ...defaultRunView(), targets: ["r", "proj-b/r2"], onlyDiffering: true,
+    importance: { metric: "loss", reduction: "latest" } };
+  const query = encodeRunView(view, { defaultAxis: "step" }).toString();
+  assert.equal(query, "target=r&target=proj-b%2Fr2&diff=1&importance=loss&reduction=latest");
+  assert.deepEqual(decodeRunView(query).view, view);
+  const { view: bad, notices } = decodeRunView("target=r&diff=yes&reduction=median");
+  assert.equal(bad.onlyDiffering, false);
+  assert.equal(bad.importance.reduction, "final");
+  assert.deepEqual(notices, [
+    'diff="yes" is not 1 (only the config keys that differ) or 0: ignored',
+    'reduction="median" is not a value of a run (final, best or latest): ignored',
+  ]);
 });
 
 test("a metric x axis round-trips whatever its name holds", () => {

@@ -28,6 +28,7 @@ from .errors import (
     redact,
     retry_after,
 )
+from .importance_models import ParameterImportance
 from .links import API_PATH, PAGE_DATA_PATH, path_segment, portal_root, stellar_url
 from .models import ExperimentList, PointDetails, Run, RunMetrics, RunPage, Series
 from .note_models import Note, NoteList, NoteWritten, Notification, NotificationList, RunTagsAnswer
@@ -443,6 +444,19 @@ class PortalClient:
         params += [("run_id", r) for r in run_ids]
         params += [("metric", m) for m in metrics]
         return self._get(f"{PAGE_DATA_PATH}/runs", params, RunTable.from_json)
+
+    def parameter_importance(self, metric: str, *, reduction: str = "final", goal: str | None = None,
+                             experiment_ids: Iterable[str] = (), run_ids: Iterable[str] = (),
+                             project: str | None = None, source: str | None = None) -> ParameterImportance:
+        """``GET /api/v2/stellar/parameter-importance``: each hyperparameter's correlation with and random-forest
+        importance for ``metric``'s final, best or latest value over the runs of ``experiment_ids`` and
+        ``run_ids`` (neither: the workspace's), most important first (docs/comparing-runs.md)."""
+        params = [*self._common(source), *self._optional(project), ("metric", metric), ("reduction", reduction)]
+        if goal is not None:
+            params.append(("goal", goal))
+        params += [("experiment_id", e) for e in experiment_ids]
+        params += [("run_id", r) for r in run_ids]
+        return self._get(f"{API_PATH}/parameter-importance", params, ParameterImportance.from_json)
 
     # -- notes and tags (the local Portal's addition; its only writes)
 

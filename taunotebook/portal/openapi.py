@@ -11,6 +11,10 @@ from __future__ import annotations
 from .params import CONFIG_FILTERS_LIMIT, DEFAULT_LIMIT, DEFAULT_MAX_POINTS, MAX_LIMIT, MAX_MAX_POINTS
 from .prefixes import API_BASE, PAGE_DATA_BASE
 from .views.artifacts import DEFAULT_ARTIFACTS, MAX_ARTIFACTS
+from .views.parameter_importance import IDS_LIMIT as IMPORTANCE_IDS
+from .views.parameter_importance import MIN_RUNS as IMPORTANCE_MIN_RUNS
+from .views.parameter_importance import PARAMETERS_LIMIT as IMPORTANCE_PARAMETERS
+from .views.parameter_importance import RUNS_LIMIT as IMPORTANCE_RUNS
 from .views.run_table import METRICS_LIMIT, RUN_IDS_LIMIT, RUN_SORTS, RUNS_LIMIT
 from .wire.common import INT64, STRINGS, ref
 from .wire.schemas import component_schemas
@@ -171,6 +175,20 @@ def openapi_document() -> dict:
         _q("include", string_list, "Our addition: config adds each run's flattened config fields.", style="form",
            explode=True),
     ]
+    importance_params = [
+        *_COMMON,
+        _q("metric", {"type": "string"}, "The metric whose value the parameters explain (required; one no selected "
+           "run logged is 400 INVALID_ARGUMENT)."),
+        _q("reduction", {"type": "string", "enum": ["final", "best", "latest"], "default": "final"},
+           "final: the latest value of a run that has ended; latest: of any run; best: its min or max by goal."),
+        _q("goal", {"type": "string", "enum": ["min", "max"]}, "best's direction; by default max for a metric "
+           "named like accuracy, reward or score, else min."),
+        _q("experiment_id", string_list, f"Experiments whose runs are scored (repeatable, at most {IMPORTANCE_IDS}).",
+           style="form", explode=True),
+        _q("run_id", string_list, f"Runs scored besides (repeatable, at most {IMPORTANCE_IDS}); with neither, every "
+           f"run of the workspace. Fewer than {IMPORTANCE_MIN_RUNS} runs with a value score nothing.",
+           style="form", explode=True),
+    ]
     page_params = [
         _q("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
            "Page size."),
@@ -304,6 +322,12 @@ def openapi_document() -> dict:
             f"{API_BASE}/experiments/search": _operation(
                 "searchExperiments", "The workspace's experiments, latest run first, paged by cursor. "
                 + _CONFIG_FILTERS, search_params, "ExperimentSearch"),
+            f"{API_BASE}/parameter-importance": _operation(
+                "getParameterImportance", "Our addition: each hyperparameter's correlation with and random-forest "
+                "importance for a metric's final, best or latest value over the runs of the named experiments and "
+                f"runs (at most {IMPORTANCE_RUNS} runs, the newest, and {IMPORTANCE_PARAMETERS} parameters, cuts "
+                "said in warnings); too few runs with a value is 200 with no parameters and the reason in "
+                "availability", importance_params, "ParameterImportance"),
             f"{PAGE_DATA_BASE}/runs/{{run_id}}/points": _operation(
                 "getPointDetails", "Page data: a metric's non-finite observations and wall-time samples",
                 points_params, "PointDetails"),

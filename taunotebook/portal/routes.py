@@ -31,6 +31,7 @@ from .views import (
     metrics,
     notes,
     pages,
+    parameter_importance,
     points,
     run,
     run_config,
@@ -71,6 +72,8 @@ def data_routes(portal: Portal) -> list[DataRoute]:
         # Another read of a run: TauGrid reads the id and the method before it finds no such route.
         route(API_BASE + "/runs/{run_id:segment}/{_read:segment}", _no_such_read),
         route(API_BASE + "/experiments/search", experiment_search.read, inline=False),
+        # Our addition: each hyperparameter's correlation and importance for a metric over a set of runs.
+        route(API_BASE + "/parameter-importance", parameter_importance.read, inline=False),
         # TauGrid checks this route's method before its path id.
         route(API_BASE + "/experiments/{experiment_id:segment}/runs", experiment_runs.read, inline=False,
               method_first=True),

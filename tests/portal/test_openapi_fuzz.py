@@ -18,7 +18,8 @@ V2_READS = ["/api/v2/stellar/runs/{run_id}", "/api/v2/stellar/runs/{run_id}/metr
             "/api/v2/stellar/runs/{run_id}/series", "/api/v2/stellar/experiments/{experiment_id}/runs",
             "/api/v2/stellar/runs/{run_id}/config", "/api/v2/stellar/runs/{run_id}/checkpoints",
             "/api/v2/stellar/experiments/search", "/api/v2/stellar/runs/{run_id}/notes",
-            "/api/v2/stellar/runs/{run_id}/artifacts", "/api/v2/stellar/runs/{run_id}/artifacts/{artifact_id}"]
+            "/api/v2/stellar/runs/{run_id}/artifacts", "/api/v2/stellar/runs/{run_id}/artifacts/{artifact_id}",
+            "/api/v2/stellar/parameter-importance"]
 PAGE_DATA = ["/stellar/data/runs/{run_id}/points", "/stellar/data/runs/{run_id}/tails", "/stellar/data/experiments",
              "/stellar/data/runs", "/stellar/data/runs/{run_id}/notifications", "/stellar/data/runs/{run_id}/job"]
 WRITES = [("/api/v2/stellar/runs/{run_id}/notes", "POST"), ("/api/v2/stellar/runs/{run_id}/tags/{key}", "PUT"),

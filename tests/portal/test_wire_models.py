@@ -42,15 +42,18 @@ from taunotebook.client import (
     Tails,
 )
 from taunotebook.client.decode import decode, wire_keys
+from taunotebook.client.importance_models import ParameterImportance, ParameterScore
 from taunotebook.client.models import Experiment, RunResponse
 from taunotebook.client.note_models import Note, NoteList, NoteWritten, NotificationList, RunTagsAnswer
 from taunotebook.portal.errors import encode_json
+from taunotebook.portal.importance import ParameterScore as ScoredParameter
 from taunotebook.portal.params import SeriesParams
 from taunotebook.portal.wire.artifacts import artifact_json, artifact_list_json
 from taunotebook.portal.wire.experiment import experiment_json
 from taunotebook.portal.wire.experiment_list import experiment_list_json
 from taunotebook.portal.wire.metadata import metadata
 from taunotebook.portal.wire.metric import catalog_json, metric_json
+from taunotebook.portal.wire.parameter_importance import parameter_importance_json
 from taunotebook.portal.wire.point_details import point_details_json
 from taunotebook.portal.wire.run import run_json
 from taunotebook.portal.wire.run_config import run_config_json
@@ -149,6 +152,7 @@ SHAPES = [
     ("RunJob", RunJob), ("ExperimentFaultEvents", ExperimentFaultEvents), ("RunCheckpoints", RunCheckpoints),
     ("Artifact", Artifact),
     ("ArtifactList", ArtifactPage),
+    ("ParameterImportance", ParameterImportance), ("ParameterScore", ParameterScore),
 ]
 
 
@@ -199,6 +203,10 @@ def _encoded_shapes() -> list[tuple[str, type, Any]]:
         ("artifact list", ArtifactPage, _wire(artifact_list_json(META, "r1", [artifact_json(ArtifactRow(
             "r1", "image", "artifacts/sha256/ab/ab", "sample", step=3, digest="sha256:ab", size_bytes=9,
             content_type="image/png", caption="c", created_at="t", tags={"width": 2}, rank=1), "present")], "a1"))),
+        ("parameter importance", ParameterImportance, _wire(parameter_importance_json(
+            META, "loss", "best", "min", 12, 10, {"runs": 10000, "parameters": 64, "min_runs": 3},
+            [ScoredParameter("lr", "numeric", 10, 0.75, -0.5, -0.25, None),
+             ScoredParameter("opt", "categorical", 9, 0.25, 0.125, None, "adam")]))),
     ]
 
 

@@ -14,6 +14,7 @@ from . import (
     metadata,
     metric,
     notes,
+    parameter_importance,
     point_details,
     run,
     run_config,
@@ -56,4 +57,6 @@ def component_schemas() -> dict[str, dict]:
         "Notifications": notes.NOTIFICATIONS,
         "ExperimentFaultEvents": fault_events.EXPERIMENT_FAULTS,
         "RunJob": job.RUN_JOB,
+        "ParameterImportance": parameter_importance.PARAMETER_IMPORTANCE,
+        "ParameterScore": parameter_importance.PARAMETER_SCORE,
     })
