@@ -24,6 +24,7 @@ import argparse
 import errno
 import logging
 import os
+import sqlite3
 import sys
 import threading
 
@@ -411,6 +412,13 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except StoreError as exc:
         log.error(f"--store {args.store}: {exc}")
+        return 1
+    except OSError as exc:  # e.g. a full disk while the store is created
+        log.error(f"--store {args.store}: {describe_os_error(exc, args.out or '.')}")
+        return 1
+    except sqlite3.Error as exc:  # SQLite says a full disk as "disk I/O error" or "database or disk is full"
+        log.error(f"--store {args.store}: its index cannot be written ({exc}); free space on that filesystem (or "
+                  "fix its permissions) and start the collector again: nothing already read is lost")
         return 1
 
     log.info("collector starting", extra={

@@ -150,7 +150,11 @@ class ExpStore:
         # Two processes may create the store at once: each writes its own temp file and links it
         # in without replacing, so the first manifest wins and nobody sees a half-written one.
         tmp = self.root / f".{schema.MANIFEST_FILE}.tmp-{uuid.uuid4().hex}"
-        _write_fsynced(tmp, data)
+        try:
+            _write_fsynced(tmp, data)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # a full disk leaves no temporary manifest behind
+            raise
         try:
             os.link(tmp, self.root / schema.MANIFEST_FILE)
         except FileExistsError:

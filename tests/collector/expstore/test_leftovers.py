@@ -94,7 +94,9 @@ def _sweep_each_point(tmp_path: Path, child, after, expected_reads) -> int:
     shutil.copytree(base, count_dir)
     assert _forked(lambda: child(count_dir), "count", 0, tmp_path / "count.log") == 0
     total = int((tmp_path / "count.log").read_text())
-    assert total > 10
+    # Each child passes several durability points (a file published, fsyncs, the index's commit); a writer of
+    # a file too small for levels passes fewer than one that also publishes levels.
+    assert total >= 5
     stopped_with_leftovers = 0
     for n in range(1, total + 1):
         work = tmp_path / f"stop-{n:03d}"
