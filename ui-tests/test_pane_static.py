@@ -18,33 +18,35 @@ from playwright.sync_api import Page
 
 from fixtures.browser import screenshot
 from fixtures.jupyter import JupyterServer, execute, open_notebook, run_all, start_jupyter
-from fixtures.pane_ui import DEADLINE_MS, NOTEBOOKS, PANE, Trainer, wait_points
+from fixtures.pane_ui import (
+    DEADLINE_MS,
+    NOTEBOOKS,
+    PANE,
+    Trainer,
+    new_store,
+    portal_over,
+    require_pane_bundle,
+    wait_points,
+)
 from fixtures.portal import TOKEN
-from fixtures.servers import ServerThread
-from tau_collector.expstore import open_store
-from taunotebook.pane import BUILD_HINT, BUNDLE
-from taunotebook.portal.app import create_app
 
 STATIC = ".jp-OutputArea-output .tau-pane-static"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def pane_built() -> None:
-    if not BUNDLE.is_file():
-        pytest.fail(f"{BUNDLE.name} is missing from taunotebook/static: build it with `{BUILD_HINT}`")
+    require_pane_bundle()
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("static-store") / "store"
-    open_store(path, create=True).close()
+    path = new_store(tmp_path_factory, "static-store")
     return path
 
 
 @pytest.fixture(scope="module")
 def portal(store: Path) -> Iterator[str]:
-    with ServerThread(create_app(store, token=TOKEN)) as server:
-        yield f"http://127.0.0.1:{server.port}"
+    yield from portal_over(store)
 
 
 @pytest.fixture(scope="module")

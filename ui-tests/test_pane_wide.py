@@ -19,12 +19,10 @@ from playwright.sync_api import Page
 
 from fixtures.browser import screenshot
 from fixtures.jupyter import JupyterServer, cell_running, execute, open_notebook, run_cell, start_jupyter
-from fixtures.pane_ui import PANE
+from fixtures.pane_ui import PANE, new_store, require_pane_bundle
 from fixtures.portal import TOKEN
 from fixtures.servers import ServerThread
 from fixtures.wide_run import RequestLog, wide_metric_names, write_rows, write_wide_run
-from tau_collector.expstore import open_store
-from taunotebook.pane import BUILD_HINT, BUNDLE
 from taunotebook.portal.app import create_app
 
 WIDTH = 1000
@@ -45,14 +43,12 @@ NOTEBOOK = {
 
 @pytest.fixture(scope="module", autouse=True)
 def pane_built() -> None:
-    if not BUNDLE.is_file():
-        pytest.fail(f"{BUNDLE.name} is missing from taunotebook/static: build it with `{BUILD_HINT}`")
+    require_pane_bundle()
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("wide-store") / "store"
-    open_store(path, create=True).close()
+    path = new_store(tmp_path_factory, "wide-store")
     write_wide_run(path, RUN, WIDTH, 20)
     return path
 
