@@ -1,10 +1,10 @@
 """A sync Python client for TauGrid's v2 Stellar reads, against the local Portal or TauGrid's real Portal.
 
 Split as httpx is: :mod:`.errors` (typed exceptions from the error envelope), :mod:`.models`,
-:mod:`.config_models`, :mod:`.checkpoint_models`, :mod:`.table_models`, :mod:`.tail_models` and
-:mod:`.note_models` (the answers, built by the one decoder in :mod:`.decode`), :mod:`.links` (every URL the
-notebook side builds), :mod:`.client` (``PortalClient``) and :mod:`.run_handle` (a run's notes and tags from
-Python).
+:mod:`.config_models`, :mod:`.checkpoint_models`, :mod:`.media_models`, :mod:`.table_models`,
+:mod:`.tail_models` and :mod:`.note_models` (the answers, built by the one decoder in :mod:`.decode`),
+:mod:`.links` (every URL the notebook side builds), :mod:`.client` (``PortalClient``) and :mod:`.run_handle`
+(a run's notes and tags from Python).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from .errors import (
 )
 from .job_models import ExperimentFaultEvents, RunJob
 from .links import stellar_link, stellar_url
+from .media_models import Histograms, ImageRef, ImagesAt, MediaTag, MediaTags, TextAt
 from .models import (
     Availability,
     Experiment,
@@ -65,7 +66,12 @@ __all__ = [
     "ExperimentPage",
     "ExperimentSummary",
     "Freshness",
+    "Histograms",
+    "ImageRef",
+    "ImagesAt",
     "InternalError",
+    "MediaTag",
+    "MediaTags",
     "Metadata",
     "MetricStats",
     "MetricSummary",
@@ -89,6 +95,7 @@ __all__ = [
     "RunTags",
     "Series",
     "SeriesColumns",
+    "TextAt",
     "Tail",
     "Tails",
     "check_source",

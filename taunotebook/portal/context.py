@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tau_collector.expstore.store import ExpStore, StoreReadOnlyError
@@ -83,15 +83,16 @@ class Portal:
         return Context(self.sources, self.workspace, query, ids, self.cursors, self.answers)
 
     def context(self, method: str, query: Query, raw_ids: Mapping[str, bytes], *,
-                method_first: bool = False) -> Context:
+                method_first: bool = False, headers: Mapping[str, str] | None = None) -> Context:
         """The request's context once its path is read: each path id decoded exactly once (``400 INVALID_PATH``),
-        and ``GET`` required after them, or before them where TauGrid checks the method first."""
+        and ``GET`` required after them, or before them where TauGrid checks the method first. ``headers``: the
+        request's (case-insensitive), for the views that answer conditional requests."""
         if method_first:
             require_get(method)
         ids = {name: decode_path_id(raw) for name, raw in raw_ids.items()}
         if not method_first:
             require_get(method)
-        return Context(self.sources, self.workspace, query, ids, self.cursors, self.answers)
+        return Context(self.sources, self.workspace, query, ids, self.cursors, self.answers, headers or {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,7 @@ class Context:
     ids: Mapping[str, str]  # the path's ids, decoded once (``run_id``, ``experiment_id``)
     cursors: Cursors
     answers: AnswerCache
+    headers: Mapping[str, str] = field(default_factory=dict)  # the request's, case-insensitive (If-None-Match)
 
     @property
     def run_id(self) -> str:

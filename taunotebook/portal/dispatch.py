@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 import anyio.to_thread
 from starlette.convertors import Convertor, register_url_convertor
+from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Receive, Scope, Send
@@ -74,14 +75,17 @@ class View:
         self.inline = inline  # False: listings and exports read files or every run, always in a worker thread
         self.method_first = method_first  # TauGrid checks the method before the path id (experiment runs)
 
-    def respond(self, method: str, query: Query, raw_ids: Mapping[str, bytes]) -> Response:
+    def respond(self, method: str, query: Query, raw_ids: Mapping[str, bytes],
+                headers: Mapping[str, str] | None = None) -> Response:
         """The view's answer (raises :class:`~.errors.V2Error` for the envelope): one pinned view of the sources."""
         with self.portal.sources.pinned():
-            return self.view(self.portal.context(method, query, raw_ids, method_first=self.method_first))
+            return self.view(self.portal.context(method, query, raw_ids, method_first=self.method_first,
+                                                 headers=headers))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         method, query, raw_ids = scope["method"], Query(parse_query(scope)), scope["path_params"]
-        await serve(scope, receive, send, lambda: self.respond(method, query, raw_ids), inline=self.inline)
+        headers = Headers(scope=scope)
+        await serve(scope, receive, send, lambda: self.respond(method, query, raw_ids, headers), inline=self.inline)
 
 
 class DataRoute(Route):
@@ -153,7 +157,8 @@ class WriteRoute(DataRoute):
         Route.__init__(self, path, writes, methods=None, name=name)
 
 
-def respond(routes: Sequence[BaseRoute], path: str, method: str = "GET", query: Query | None = None) -> Response:
+def respond(routes: Sequence[BaseRoute], path: str, method: str = "GET", query: Query | None = None,
+            headers: Mapping[str, str] | None = None) -> Response:
     """In process, no server: the answer of the data route ``path`` (still escaped) names, envelopes included."""
     scope = {"type": "http", "raw_path": path.encode("latin-1"), "path": path, "method": method}
     for route in routes:
@@ -163,5 +168,6 @@ def respond(routes: Sequence[BaseRoute], path: str, method: str = "GET", query: 
                 view = route.endpoint.read if isinstance(route.endpoint, Writes) else route.endpoint
                 if view is None:
                     continue
-                return answer(functools.partial(view.respond, method, query or Query([]), child["path_params"]))
+                return answer(functools.partial(view.respond, method, query or Query([]), child["path_params"],
+                                                headers))
     raise LookupError(f"no data route matches {path}")

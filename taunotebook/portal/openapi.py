@@ -11,6 +11,7 @@ from __future__ import annotations
 from .params import CONFIG_FILTERS_LIMIT, DEFAULT_LIMIT, DEFAULT_MAX_POINTS, MAX_LIMIT, MAX_MAX_POINTS
 from .prefixes import API_BASE, PAGE_DATA_BASE
 from .views.artifacts import DEFAULT_ARTIFACTS, MAX_ARTIFACTS
+from .views.media import DEFAULT_MAX_STEPS, MAX_KEEP, MAX_MAX_STEPS, THUMBNAIL_SIDE
 from .views.parameter_importance import IDS_LIMIT as IMPORTANCE_IDS
 from .views.parameter_importance import MIN_RUNS as IMPORTANCE_MIN_RUNS
 from .views.parameter_importance import PARAMETERS_LIMIT as IMPORTANCE_PARAMETERS
@@ -130,6 +131,27 @@ def _download_operation(run_id: dict) -> dict:
                     "responses": responses}}
 
 
+def _image_operation(run_id: dict) -> dict:
+    binary = {"schema": {"type": "string", "format": "binary"}}
+    responses = {"200": {"description": "The image's bytes (Content-Type from its row; types a browser could run "
+                                        "go out as application/octet-stream), or its thumbnail: a PNG at most "
+                                        f"{THUMBNAIL_SIDE} px a side (the image itself when already that small). "
+                                        "ETag from the digest; Cache-Control: private, max-age=31536000, immutable",
+                         "content": {"image/png": binary, "image/*": binary, "application/octet-stream": binary}},
+                 "304": {"description": "Not modified: If-None-Match names the ETag"},
+                 "422": {"description": "UNDECODABLE_IMAGE: a thumbnail of a stored image that cannot be decoded, "
+                                        "or too large to, in words",
+                         "content": {"application/json": {"schema": ref("ErrorEnvelope")}}}}
+    responses.update(_errors(400, 401, 403, 404, 405, 409, 500, 503))
+    return {"get": {"operationId": "getRunImage",
+                    "summary": "Our addition: one image of the run by the sha256 of its bytes (an images answer's "
+                               "url); 404 NOT_FOUND for a digest the run does not hold",
+                    "parameters": [run_id, _path("digest", "64 lowercase hex digits: the image's sha256."), *_COMMON,
+                                   _q("thumbnail", {"type": "string", "enum": ["1", "0", "true", "false"]},
+                                      f"1: a PNG thumbnail at most {THUMBNAIL_SIDE} px a side.")],
+                    "responses": responses}}
+
+
 def openapi_document() -> dict:
     """The v2 routes as OpenAPI 3.0: parameters, limits and the error envelope, for clients and schemathesis."""
     string_list = STRINGS
@@ -156,6 +178,20 @@ def openapi_document() -> dict:
         _q("after", {"type": "string"}, "The next_after of the previous page: rows after that artifact."),
         _q("limit", {"type": "integer", "minimum": 1, "maximum": MAX_ARTIFACTS, "default": DEFAULT_ARTIFACTS},
            "Page size."),
+    ]
+    tag_q = _q("tag", {"type": "string"}, "The tag (required: 400 INVALID_ARGUMENT); one the run does not have is "
+               "404 NOT_FOUND.")
+    step_q = _q("step", INT64, "The step asked for (required; int64).")
+    histogram_params = [
+        run_id, *_COMMON, tag_q,
+        _q("step_min", INT64, "First step (inclusive); step_min <= step_max."),
+        _q("step_max", INT64, "Last step (inclusive)."),
+        _q("max_steps", {"type": "integer", "minimum": 1, "maximum": MAX_MAX_STEPS, "default": DEFAULT_MAX_STEPS},
+           "At most this many steps, spread over the range."),
+        _q("keep", {"type": "string"}, f"Steps the reduction never drops: int64s, comma-separated (at most "
+           f"{MAX_KEEP})."),
+        _q("buckets", {"type": "string", "enum": ["true", "false", "1", "0"], "default": "true"},
+           "false: the summaries only (the distribution bands), buckets null."),
     ]
     list_params = [
         _path("experiment_id", "Experiment id (same rules as run ids)."), *_COMMON,
@@ -316,6 +352,25 @@ def openapi_document() -> dict:
                 "event files, images, checkpoints) in step order, paged by after; file says whether each is "
                 "present, gone (deleted after it was registered) or remote", artifact_params, "ArtifactList"),
             f"{API_BASE}/runs/{{run_id}}/artifacts/{{artifact_id}}": _download_operation(run_id),
+            f"{API_BASE}/runs/{{run_id}}/media": _operation(
+                "getRunMedia", "Our addition: the run's histogram, image and text tags with their counts and step "
+                "ranges; a Kusto-served run answers no tags and says in unavailable that its media live with the "
+                "run's store", [run_id, *_COMMON], "MediaTags"),
+            f"{API_BASE}/runs/{{run_id}}/histograms": _operation(
+                "getRunHistograms", "Our addition: a histogram tag over a step range, reduced to at most max_steps "
+                "steps (never dropping a keep step): each step's summary (count, min, max, percentiles) and buckets",
+                histogram_params, "Histograms"),
+            f"{API_BASE}/runs/{{run_id}}/histograms/at": _operation(
+                "getRunHistogramAt", "Our addition: the histogram of a tag at exactly one step; 404 when the tag has "
+                "no value there", [run_id, *_COMMON, tag_q, step_q], "Histograms"),
+            f"{API_BASE}/runs/{{run_id}}/images": _operation(
+                "getRunImages", "Our addition: every image of a tag at the stored step nearest step (the earlier on "
+                "a tie), each with the url of its bytes and of its thumbnail", [run_id, *_COMMON, tag_q, step_q],
+                "ImagesAt"),
+            f"{API_BASE}/runs/{{run_id}}/images/{{digest}}": _image_operation(run_id),
+            f"{API_BASE}/runs/{{run_id}}/text": _operation(
+                "getRunText", "Our addition: the strings of a text tag at the stored step nearest step",
+                [run_id, *_COMMON, tag_q, step_q], "TextAt"),
             f"{API_BASE}/experiments/{{experiment_id}}/runs": _operation(
                 "listExperimentRuns", "An experiment's runs, newest first, paged by cursor. " + _CONFIG_FILTERS,
                 list_params, "RunList"),

@@ -28,6 +28,7 @@ from .views import (
     export,
     fault_events,
     job,
+    media,
     metrics,
     notes,
     pages,
@@ -69,6 +70,13 @@ def data_routes(portal: Portal) -> list[DataRoute]:
                    name="tags"),
         route(API_BASE + "/runs/{run_id:segment}/artifacts", artifacts.read),
         route(API_BASE + "/runs/{run_id:segment}/artifacts/{artifact_id:segment}", artifacts.download, inline=False),
+        # Our additions (issue 29): the run's histograms, images and text; a tag is a query value, never a path.
+        route(API_BASE + "/runs/{run_id:segment}/media", media.read),
+        route(API_BASE + "/runs/{run_id:segment}/histograms", media.histograms, inline=False),
+        route(API_BASE + "/runs/{run_id:segment}/histograms/at", media.histogram_at, inline=False),
+        route(API_BASE + "/runs/{run_id:segment}/images", media.images),
+        route(API_BASE + "/runs/{run_id:segment}/images/{digest:segment}", media.image, inline=False),
+        route(API_BASE + "/runs/{run_id:segment}/text", media.text, inline=False),
         # Another read of a run: TauGrid reads the id and the method before it finds no such route.
         route(API_BASE + "/runs/{run_id:segment}/{_read:segment}", _no_such_read),
         route(API_BASE + "/experiments/search", experiment_search.read, inline=False),

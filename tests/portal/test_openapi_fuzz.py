@@ -20,6 +20,11 @@ V2_READS = ["/api/v2/stellar/runs/{run_id}", "/api/v2/stellar/runs/{run_id}/metr
             "/api/v2/stellar/experiments/search", "/api/v2/stellar/runs/{run_id}/notes",
             "/api/v2/stellar/runs/{run_id}/artifacts", "/api/v2/stellar/runs/{run_id}/artifacts/{artifact_id}",
             "/api/v2/stellar/parameter-importance"]
+# Our media reads (issue 29): the tag is a query value; steps are int64 like every step.
+MEDIA_READS = ["/api/v2/stellar/runs/{run_id}/media", "/api/v2/stellar/runs/{run_id}/histograms",
+               "/api/v2/stellar/runs/{run_id}/histograms/at", "/api/v2/stellar/runs/{run_id}/images",
+               "/api/v2/stellar/runs/{run_id}/images/{digest}", "/api/v2/stellar/runs/{run_id}/text"]
+V2_READS += MEDIA_READS
 PAGE_DATA = ["/stellar/data/runs/{run_id}/points", "/stellar/data/runs/{run_id}/tails", "/stellar/data/experiments",
              "/stellar/data/runs", "/stellar/data/runs/{run_id}/notifications", "/stellar/data/runs/{run_id}/job"]
 WRITES = [("/api/v2/stellar/runs/{run_id}/notes", "POST"), ("/api/v2/stellar/runs/{run_id}/tags/{key}", "PUT"),
@@ -78,8 +83,28 @@ def test_every_route_answers_out_of_range_steps_with_invalid_argument(api, path)
                                          "classification": "client", "retryable": False}
         elif "{artifact_id}" in path:  # ignored too, and the unreplaced id names no artifact of the run
             assert (r.status_code, r.json()["error"]["code"]) == (404, "NOT_FOUND"), (url, r.text)
+        elif path in MEDIA_READS[1:]:  # their own step parameters: the next test
+            continue
         else:
             assert r.status_code == 200, (url, r.text)  # a parameter the route does not take is ignored
+
+
+@pytest.mark.parametrize(("path", "names"), [
+    ("/api/v2/stellar/runs/{run_id}/histograms", ("step_min", "step_max", "keep")),
+    ("/api/v2/stellar/runs/{run_id}/histograms/at", ("step",)),
+    ("/api/v2/stellar/runs/{run_id}/images", ("step",)),
+    ("/api/v2/stellar/runs/{run_id}/text", ("step",)),
+])
+def test_the_media_reads_answer_out_of_range_steps_with_invalid_argument(api, path, names):
+    url = path.replace("{run_id}", "run-b")
+    for name in names:
+        for value in ("99999999999999999999", str(2**63), str(-(2**63) - 1), "1e3", "٣"):
+            r = api.get(url, params={"tag": "weights", "step": "0", name: value})
+            assert r.status_code == 400, (url, name, value, r.text)
+            assert r.json()["error"] == {"code": "INVALID_ARGUMENT", "message": f"{name} must be an integer",
+                                         "classification": "client", "retryable": False}
+    many = api.get(path.replace("{run_id}", "run-b"), params={"tag": "weights", "step": "0", "max_steps": 2**70})
+    assert many.status_code == (400 if path.endswith("/histograms") else 404), many.text
 
 
 @pytest.mark.parametrize(("path", "path_parameters", "query"), [

@@ -15,7 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tau_collector.reads import ArtifactRow, MetricSummaryRow, RunRow
+from tau_collector.reads import ArtifactRow, HistogramSeries, MetricSummaryRow, RunRow
+from tau_collector.reads import ImagesAt as ImagesAtRow
+from tau_collector.reads import MediaTag as MediaTagRow
+from tau_collector.reads import TextAt as TextAtRow
 from tau_collector.taugrid.gojson import dumps_fast
 from tau_collector.taugrid.run_config import RunConfig
 from taunotebook.client import (
@@ -43,6 +46,7 @@ from taunotebook.client import (
 )
 from taunotebook.client.decode import decode, wire_keys
 from taunotebook.client.importance_models import ParameterImportance, ParameterScore
+from taunotebook.client.media_models import Histograms, ImageRef, ImagesAt, MediaTags, TextAt
 from taunotebook.client.models import Experiment, RunResponse
 from taunotebook.client.note_models import Note, NoteList, NoteWritten, NotificationList, RunTagsAnswer
 from taunotebook.portal.errors import encode_json
@@ -51,6 +55,7 @@ from taunotebook.portal.params import SeriesParams
 from taunotebook.portal.wire.artifacts import artifact_json, artifact_list_json
 from taunotebook.portal.wire.experiment import experiment_json
 from taunotebook.portal.wire.experiment_list import experiment_list_json
+from taunotebook.portal.wire.media import histograms_json, images_json, media_tags_json, text_json
 from taunotebook.portal.wire.metadata import metadata
 from taunotebook.portal.wire.metric import catalog_json, metric_json
 from taunotebook.portal.wire.parameter_importance import parameter_importance_json
@@ -153,6 +158,7 @@ SHAPES = [
     ("Artifact", Artifact),
     ("ArtifactList", ArtifactPage),
     ("ParameterImportance", ParameterImportance), ("ParameterScore", ParameterScore),
+    ("MediaTags", MediaTags), ("Histograms", Histograms), ("ImagesAt", ImagesAt), ("TextAt", TextAt),
 ]
 
 
@@ -207,7 +213,31 @@ def _encoded_shapes() -> list[tuple[str, type, Any]]:
             META, "loss", "best", "min", 12, 10, {"runs": 10000, "parameters": 64, "min_runs": 3},
             [ScoredParameter("lr", "numeric", 10, 0.75, -0.5, -0.25, None),
              ScoredParameter("opt", "categorical", 9, 0.25, 0.125, None, "adam")]))),
+        ("media tags", MediaTags, _wire(media_tags_json(META, "r1", [MediaTagRow("histograms", "w", 3, 0, 9)], None))),
+        ("histograms", Histograms, _wire(histograms_json(META, "r1", _HISTOGRAMS))),
+        ("images", ImagesAt, _wire(images_json(META, "r1", 4, ImagesAtRow("sample", 3, (ArtifactRow(
+            "r1", "image", "artifacts/sha256/ab/ab", "sample", step=3, digest="sha256:" + "ab" * 32, size_bytes=9,
+            content_type="image/png", caption="c", tags={"width": 2, "height": 3}, rank=0),))))),
+        ("text", TextAt, _wire(text_json(META, "r1", 4, TextAtRow("note", 3, 1.5, ("a", "b"), (2,))))),
     ]
+
+
+_HISTOGRAMS = HistogramSeries("w", np.array([1, 2], np.int64), np.array([1.5, 2.5]),
+                              np.array([[3.0, 0.0, 1.0, *[0.5] * 9], [0.0, *[math.nan] * 11]]),
+                              [np.array([[-math.inf, 0.0, 1.0], [0.0, 1.0, 2.0]]), np.zeros((0, 3))], 5, True,
+                              (0, 5000, 10000))
+
+
+def test_media_answers_decode_to_what_they_encode():
+    got = decode(Histograms, _wire(histograms_json(META, "r1", _HISTOGRAMS)))
+    assert got.steps == (1, 2) and got.wall_times == (1.5, 2.5) and (got.total, got.reduced) == (5, True)
+    assert got.summary[0] == (3.0, 0.0, 1.0, *[0.5] * 9) and math.isnan(got.summary[1][1])
+    assert got.buckets[0][1] == (0.0, 1.0, 2.0) and got.buckets[0][0][1:] == (0.0, 1.0) and got.buckets[1] == ()
+    assert math.isnan(got.buckets[0][0][0])  # an infinite edge is null on the wire
+    images = decode(ImagesAt, _wire(images_json(META, "r/1", 4, ImagesAtRow("s", 3, (ArtifactRow(
+        "r/1", "image", "u", "s", step=3, digest="sha256:" + "ab" * 32, rank=0),)))))
+    assert images.images == (ImageRef(0, "sha256:" + "ab" * 32, "/api/v2/stellar/runs/r%2F1/images/" + "ab" * 32,
+                                      "/api/v2/stellar/runs/r%2F1/images/" + "ab" * 32 + "?thumbnail=1"),)
 
 
 @pytest.mark.parametrize(("what", "model", "obj"), _encoded_shapes(), ids=[w for w, _, _ in _encoded_shapes()])

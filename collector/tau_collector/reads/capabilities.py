@@ -163,7 +163,7 @@ class ReadsArtifacts(Protocol, metaclass=_Capability):
 class ReadsMedia(Protocol, metaclass=_Capability):
     """A run's histograms, images and text (:mod:`.media_rows`): its tags with counts, a histogram tag over a
     step range reduced to at most ``max_steps`` (never dropping a step of ``keep``), one step exactly, the text
-    and the images at the step nearest a requested one."""
+    and the images at the step nearest a requested one, and one image row by the digest of its bytes."""
 
     def media_tags(self, run_id: str) -> list[MediaTag]: ...
 
@@ -175,6 +175,8 @@ class ReadsMedia(Protocol, metaclass=_Capability):
     def text_at(self, run_id: str, tag: str, step: int) -> TextAt | None: ...
 
     def images_near(self, run_id: str, tag: str, step: int) -> ImagesAt | None: ...
+
+    def image(self, run_id: str, digest: str) -> Any: ...
 
 
 @runtime_checkable

@@ -57,6 +57,7 @@ from tau_collector.expstore.write.artifacts import (
     read_artifacts,
 )
 from tau_collector.expstore.write.config_rows import read_run_configs
+from tau_collector.expstore.write.media import image_with_digest
 from tau_collector.expstore.write.notes import MAX_NOTES_PER_READ, read_notes, runs_with_note
 from tau_collector.expstore.write.run_events import read_run_events
 from tau_collector.reads.blocking import may_block
@@ -321,6 +322,10 @@ class StoreReader:
     def images_near(self, run_id: str, tag: str, step: int) -> ImagesAt | None:
         """Every image of a tag at the stored step nearest ``step``."""
         return media_reads.images_near(self.store, run_id, tag, step)
+
+    def image(self, run_id: str, digest: str) -> ArtifactRow | None:
+        """An image row of the run whose bytes have ``digest`` (``sha256:<hex>``); None when the run holds none."""
+        return image_with_digest(self.store, run_id, digest)
 
     def run_events(self, run_id: str, *, type: str | None = None) -> list[RunEvent]:
         """What the collector reported about the run's sources (``events`` table), oldest first."""

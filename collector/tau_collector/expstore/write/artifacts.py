@@ -22,6 +22,7 @@ from tau_collector.expstore.store import ExpStore, utc_now_rfc3339
 from tau_collector.reads.rows import ArtifactRow
 
 __all__ = [
+    "ARTIFACT_COLUMNS",
     "artifact_path_for_digest",
     "local_path_of",
     "read_artifact",
@@ -30,7 +31,7 @@ __all__ = [
     "store_artifact_bytes",
 ]
 
-_COLUMNS = ("artifact_id", "run_id", "type", "uri", "name", "content_type", "digest", "size_bytes",
+ARTIFACT_COLUMNS = ("artifact_id", "run_id", "type", "uri", "name", "content_type", "digest", "size_bytes",
             "step", "created_at", "caption", "tags", "rank")
 
 # Read in bounded batches: a run with a million images pages through them.
@@ -69,10 +70,10 @@ def record_artifacts(store: ExpStore, rows: Iterable[ArtifactRow]) -> int:
     batch = [_as_params(r) for r in rows]
     if not batch:
         return 0
-    placeholders = ", ".join("?" for _ in _COLUMNS)
+    placeholders = ", ".join("?" for _ in ARTIFACT_COLUMNS)
     with store.write_transaction() as tx:
         tx.executemany(
-            f"INSERT OR REPLACE INTO artifacts({', '.join(_COLUMNS)}) VALUES ({placeholders})", batch)
+            f"INSERT OR REPLACE INTO artifacts({', '.join(ARTIFACT_COLUMNS)}) VALUES ({placeholders})", batch)
     return len(batch)
 
 
@@ -91,7 +92,7 @@ def read_artifacts(store: ExpStore, run_id: str, *, type: str | None = None,
     if limit <= 0:
         raise ValueError(f"limit must be positive, got {limit}")
     limit = min(limit, MAX_ARTIFACTS_PER_READ)
-    sql = [f"SELECT {', '.join(_COLUMNS)} FROM artifacts WHERE run_id = ?"]
+    sql = [f"SELECT {', '.join(ARTIFACT_COLUMNS)} FROM artifacts WHERE run_id = ?"]
     params: list[object] = [run_id]
     if type is not None:
         sql.append("AND type = ?")
@@ -110,7 +111,7 @@ def read_artifacts(store: ExpStore, run_id: str, *, type: str | None = None,
     sql.append("ORDER BY COALESCE(step, -9223372036854775808), name, artifact_id LIMIT ?")
     params.append(limit)
     rows = store.connection().execute(" ".join(sql), params).fetchall()
-    return [ArtifactRow.from_row(dict(zip(_COLUMNS, r, strict=True))) for r in rows]
+    return [ArtifactRow.from_row(dict(zip(ARTIFACT_COLUMNS, r, strict=True))) for r in rows]
 
 
 def local_path_of(store: ExpStore, row: ArtifactRow) -> Path | None:
@@ -127,6 +128,6 @@ def local_path_of(store: ExpStore, row: ArtifactRow) -> Path | None:
 def read_artifact(store: ExpStore, run_id: str, artifact_id: str) -> ArtifactRow | None:
     """One row of the run by its ``artifact_id`` (a download names it); None when the run has no such row."""
     row = store.connection().execute(
-        f"SELECT {', '.join(_COLUMNS)} FROM artifacts WHERE run_id = ? AND artifact_id = ?",
+        f"SELECT {', '.join(ARTIFACT_COLUMNS)} FROM artifacts WHERE run_id = ? AND artifact_id = ?",
         (run_id, artifact_id)).fetchone()
-    return None if row is None else ArtifactRow.from_row(dict(zip(_COLUMNS, row, strict=True)))
+    return None if row is None else ArtifactRow.from_row(dict(zip(ARTIFACT_COLUMNS, row, strict=True)))

@@ -21,12 +21,12 @@ import orjson
 
 from tau_collector.expstore.format.media_files import histogram_file_bytes, media_file_path, text_file_bytes
 from tau_collector.expstore.store import ExpStore, utc_now_rfc3339
-from tau_collector.expstore.write.artifacts import record_artifacts, store_artifact_bytes
+from tau_collector.expstore.write.artifacts import ARTIFACT_COLUMNS, record_artifacts, store_artifact_bytes
 from tau_collector.reads.rows import ArtifactRow
 from tau_collector.sources.media import HistogramRecord, ImageRecord, MediaRecord
 
-__all__ = ["IMAGE_TYPE", "image_artifact_id", "image_steps_around", "image_tag_rows", "media_file_paths",
-           "media_tag_rows", "write_media"]
+__all__ = ["IMAGE_TYPE", "image_artifact_id", "image_steps_around", "image_tag_rows", "image_with_digest",
+           "media_file_paths", "media_tag_rows", "write_media"]
 
 IMAGE_TYPE = "image"
 
@@ -134,3 +134,11 @@ def image_steps_around(store: ExpStore, run_id: str, tag: str, step: int) -> lis
         if row is not None:
             found.append(int(row[0]))
     return found
+
+
+def image_with_digest(store: ExpStore, run_id: str, digest: str) -> ArtifactRow | None:
+    """One image row of the run whose bytes have ``digest`` (``sha256:<hex>``); None when the run holds none."""
+    row = store.connection().execute(
+        f"SELECT {', '.join(ARTIFACT_COLUMNS)} FROM artifacts WHERE run_id = ? AND type = ? AND digest = ? "
+        "ORDER BY artifact_id LIMIT 1", (run_id, IMAGE_TYPE, digest)).fetchone()
+    return None if row is None else ArtifactRow.from_row(dict(zip(ARTIFACT_COLUMNS, row, strict=True)))
