@@ -64,6 +64,10 @@ def served(tmp_path_factory):
     svg, rel, size = store_artifact_bytes(store, b"<svg xmlns='http://www.w3.org/2000/svg'><script>x</script></svg>")
     record_artifacts(store, [ArtifactRow("big", "image", rel, "vector", step=5, digest=svg, size_bytes=size,
                                          content_type="image/svg+xml", rank=0)])
+    # Five images in one event, registered in reverse: listed in their event's order.
+    record_artifacts(store, [ArtifactRow("big", "image", rel, "many", step=7, digest=svg, size_bytes=size,
+                                         content_type="image/svg+xml", rank=rank, artifact_id=f"many-{9 - rank}")
+                             for rank in range(5)])
     store.close()
     reader = StoreReader(ExpStore(root / "store"))
     with serve(root / "store") as server, httpx.Client(base_url=f"http://127.0.0.1:{server.port}",
@@ -153,6 +157,18 @@ def test_images_at_the_nearest_step_are_every_image_of_it(served):
     big = _get(client, "/runs/big/images", tag="big", step="15")
     assert big["step"] == 10  # 10 and 20 are as near: the earlier
     assert (big["images"][0]["width"], big["images"][0]["height"]) == (BIG[1], BIG[0])
+
+
+def test_images_of_a_step_are_in_their_events_order_and_a_bound_is_said(served, monkeypatch):
+    from tau_collector.expstore.read import media_reads
+
+    client, _, _ = served
+    body = _get(client, "/runs/big/images", tag="many", step="7")
+    assert [i["index"] for i in body["images"]] == [0, 1, 2, 3, 4] and body["metadata"]["partial"] is False
+    monkeypatch.setattr(media_reads, "MAX_IMAGES_AT", 3)
+    body = _get(client, "/runs/big/images", tag="many", step="7")
+    assert [i["index"] for i in body["images"]] == [0, 1, 2] and body["metadata"]["partial"] is True
+    assert "holds more images than an answer lists: the first 3" in body["metadata"]["availability"]["reasons"][0]
 
 
 def test_image_bytes_are_served_with_caching_headers_and_304(served):

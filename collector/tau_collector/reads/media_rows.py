@@ -58,8 +58,10 @@ class TextAt:
 
 @dataclass(frozen=True, slots=True)
 class ImagesAt:
-    """Every image of a tag at ``step`` (the stored step nearest the one asked for), in their event's order."""
+    """Every image of a tag at ``step`` (the stored step nearest the one asked for), in their event's order;
+    ``more`` when the step holds more than a read lists (the first ones are)."""
 
     tag: str
     step: int
     images: tuple[ArtifactRow, ...]
+    more: bool = False

@@ -171,8 +171,11 @@ def images(ctx: Context) -> Response:
     at = reader.images_near(found.run.run_id, tag, step)
     if at is None:
         raise _no_such_tag(found, "image", tag)
-    return json_response(images_json(metadata(source, [found.served], False, found.warnings), ctx.run_id, step,
-                                     at))
+    warnings = found.warnings
+    if at.more:
+        warnings = [*warnings, f"step {at.step} of {tag!r} holds more images than an answer lists: the first "
+                               f"{len(at.images)} are listed"]
+    return json_response(images_json(metadata(source, [found.served], at.more, warnings), ctx.run_id, step, at))
 
 
 def text(ctx: Context) -> Response:

@@ -19,9 +19,8 @@ import orjson
 
 from tau_collector.expstore.format.media_files import BASIS_POINTS, HISTOGRAM_SUMMARY_COLUMNS, decode_buckets
 from tau_collector.expstore.store import ExpStore
-from tau_collector.expstore.write.artifacts import read_artifacts
 from tau_collector.expstore.write.media import (
-    IMAGE_TYPE,
+    image_rows_at,
     image_steps_around,
     image_tag_rows,
     media_file_paths,
@@ -30,12 +29,13 @@ from tau_collector.expstore.write.media import (
 from tau_collector.reads.blocking import may_block
 from tau_collector.reads.media_rows import HistogramSeries, ImagesAt, MediaTag, TextAt
 
-__all__ = ["MAX_ANSWER_VALUES", "MAX_STEPS", "MAX_TEXT_BYTES", "histogram_series", "images_near", "media_tags",
-           "text_at"]
+__all__ = ["MAX_ANSWER_VALUES", "MAX_IMAGES_AT", "MAX_STEPS", "MAX_TEXT_BYTES", "histogram_series", "images_near",
+           "media_tags", "text_at"]
 
 MAX_STEPS = 10_000  # steps one histogram answer may hold (a view draws a few hundred)
 MAX_ANSWER_VALUES = 4_000_000  # bucket values (left, right, count) one answer may decode: 32 MB
 MAX_TEXT_BYTES = 16 * 1024 * 1024  # the encoded strings of one text step an answer may decode
+MAX_IMAGES_AT = 10_000  # images of one tag and step an answer lists (an event may hold up to --max-tensor-values)
 _I64 = (-(2**63), 2**63 - 1)
 HISTOGRAMS, TEXT = "histograms", "text"
 
@@ -190,12 +190,12 @@ def text_at(store: ExpStore, run_id: str, tag: str, step: int) -> TextAt | None:
 
 
 def images_near(store: ExpStore, run_id: str, tag: str, step: int) -> ImagesAt | None:
-    """Every image of ``tag`` at the stored step nearest ``step`` (the earlier on a tie); None when it has none."""
+    """Every image of ``tag`` at the stored step nearest ``step`` (the earlier on a tie), at most
+    :data:`MAX_IMAGES_AT` (``more`` says the step holds more); None when it has none."""
     _check_range(step, step)
     found = image_steps_around(store, run_id, tag, step)
     if not found:
         return None
     at = min(found, key=lambda s: (abs(s - step), s))
-    rows = [r for r in read_artifacts(store, run_id, type=IMAGE_TYPE, step_min=at, step_max=at) if r.name == tag]
-    rows.sort(key=lambda r: r.rank or 0)
-    return ImagesAt(tag, at, tuple(rows))
+    rows = image_rows_at(store, run_id, tag, at, MAX_IMAGES_AT + 1)
+    return ImagesAt(tag, at, tuple(rows[:MAX_IMAGES_AT]), more=len(rows) > MAX_IMAGES_AT)

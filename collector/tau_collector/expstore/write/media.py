@@ -25,8 +25,8 @@ from tau_collector.expstore.write.artifacts import ARTIFACT_COLUMNS, record_arti
 from tau_collector.reads.rows import ArtifactRow
 from tau_collector.sources.media import HistogramRecord, ImageRecord, MediaRecord
 
-__all__ = ["IMAGE_TYPE", "image_artifact_id", "image_steps_around", "image_tag_rows", "image_with_digest",
-           "media_file_paths", "media_tag_rows", "write_media"]
+__all__ = ["IMAGE_TYPE", "image_artifact_id", "image_rows_at", "image_steps_around", "image_tag_rows",
+           "image_with_digest", "media_file_paths", "media_tag_rows", "write_media"]
 
 IMAGE_TYPE = "image"
 
@@ -142,3 +142,11 @@ def image_with_digest(store: ExpStore, run_id: str, digest: str) -> ArtifactRow 
         f"SELECT {', '.join(ARTIFACT_COLUMNS)} FROM artifacts WHERE run_id = ? AND type = ? AND digest = ? "
         "ORDER BY artifact_id LIMIT 1", (run_id, IMAGE_TYPE, digest)).fetchone()
     return None if row is None else ArtifactRow.from_row(dict(zip(ARTIFACT_COLUMNS, row, strict=True)))
+
+
+def image_rows_at(store: ExpStore, run_id: str, tag: str, step: int, limit: int) -> list[ArtifactRow]:
+    """The first ``limit`` images of ``tag`` at ``step``, in their event's order (``rank``)."""
+    rows = store.connection().execute(
+        f"SELECT {', '.join(ARTIFACT_COLUMNS)} FROM artifacts WHERE run_id = ? AND type = ? AND name = ? AND step = ? "
+        "ORDER BY COALESCE(rank, 0), artifact_id LIMIT ?", (run_id, IMAGE_TYPE, tag, step, limit)).fetchall()
+    return [ArtifactRow.from_row(dict(zip(ARTIFACT_COLUMNS, r, strict=True))) for r in rows]
