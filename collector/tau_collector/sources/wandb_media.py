@@ -231,9 +231,10 @@ def row_media(row: HistoryRow, path: str, scope: MediaScope, *, step_field: str 
         return out
     try:
         step = history_step(row.fields.get(step_field))
-        wall_time = history_time_ns(row.fields.get(time_field)) / 1e9
+        history_time_ns(raw_time := row.fields.get(time_field))  # the projection's rule for the row's time
     except RowError:
         return out
+    wall_time = float(raw_time)
     for tag, value in values:
         kind = value.get("_type")
         if kind not in MEDIA_TYPES:
