@@ -5,8 +5,8 @@ W&B's history rows are house rows (``_step``, ``_timestamp`` with its fraction);
 shows in W&B as ``val.acc``, so it is flattened with ``.``. Histograms and images (``_type``
 ``histogram``, ``image-file``, ``images/separated``) become the batch's media (:mod:`.wandb_media`; image
 files read from the run's ``files/``); other ``_type`` values (tables…) are counted as dropped
-(``wandb_<type>``). The file is read in bounded batches like any history file (:mod:`.jsonl`), a batch's
-image bytes bounded like its source bytes (``batch_bytes``).
+(``wandb_table``, ``wandb_audio``…, else ``wandb_media``). The file is read in bounded batches like any
+history file (:mod:`.jsonl`), a batch's image bytes bounded like its source bytes (``batch_bytes``).
 
 The run's configuration is ``files/config.yaml``: W&B writes each key as ``{desc, value}`` beside
 its bookkeeping (``wandb_version``, ``_wandb``); the configuration stored is the values (what

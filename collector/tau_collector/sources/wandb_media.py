@@ -42,6 +42,10 @@ HISTOGRAM_TYPE = "histogram"
 IMAGE_FILE_TYPE = "image-file"
 IMAGES_TYPE = "images/separated"
 MEDIA_TYPES = frozenset({HISTOGRAM_TYPE, IMAGE_FILE_TYPE, IMAGES_TYPE})
+# The ``dropped`` bucket of the other ``_type`` values (a fixed few: a file cannot make buckets up).
+_DROPPED = {"table-file": "wandb_table", "table": "wandb_table", "joined-table": "wandb_table",
+            "partitioned-table": "wandb_table", "audio-file": "wandb_audio", "video-file": "wandb_video",
+            "html-file": "wandb_html", "object3D-file": "wandb_object3d", "plotly-file": "wandb_plotly"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +69,8 @@ def media_scope(files_dir: str, limits: Limits, separator: str | None = ".") -> 
 
 @dataclass(slots=True)
 class RowMedia:
-    """What one row's media values gave: records, problems, and other ``_type`` values (tables…) by bucket."""
+    """What one row's media values gave: records, problems, the other ``_type`` values (tables…) by ``dropped``
+    bucket, and the bytes of the images read."""
 
     records: list[MediaRecord] = field(default_factory=list)
     problems: list[SourceProblem] = field(default_factory=list)
@@ -238,7 +243,7 @@ def row_media(row: HistoryRow, path: str, scope: MediaScope, *, step_field: str 
     for tag, value in values:
         kind = value.get("_type")
         if kind not in MEDIA_TYPES:
-            bucket = f"wandb_{kind}" if isinstance(kind, str) and kind.isidentifier() else "wandb_media"
+            bucket = _DROPPED.get(kind, "wandb_media") if isinstance(kind, str) else "wandb_media"
             out.dropped[bucket] = out.dropped.get(bucket, 0) + 1
             continue
         try:
