@@ -203,6 +203,8 @@ def read_image_file(files_dir: str, path: str, *, max_bytes: int, size: int | No
 def _media_values(fields: dict, scope: MediaScope) -> list[tuple[str, dict]]:
     """(tag, value) of every ``_type`` value of a row, in key order; nested as the scalars are flattened."""
     found: list[tuple[str, dict]] = []
+    if dict not in map(type, fields.values()):  # most rows: numbers only, checked without a Python loop
+        return found
     stack: list[tuple[str, dict, int]] = []
     for key, value in fields.items():
         if type(value) is dict:
