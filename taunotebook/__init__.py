@@ -6,12 +6,13 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["LossPane", "SubmittedRun", "__version__", "attach", "load_ipython_extension", "runs", "submit"]
+__all__ = ["LossPane", "SubmittedRun", "__version__", "attach", "histogram", "image", "load_ipython_extension", "log",
+           "runs", "submit"]
 
 # The submission API lives in ``submission`` (not a module called ``submit``): importing a submodule sets the
 # package attribute of its name, and ``taunotebook.submit`` must stay the function whatever was imported.
 _LAZY = {"submit": "submission", "runs": "submission", "SubmittedRun": "submission", "attach": "submission",
-         "LossPane": "pane"}
+         "LossPane": "pane", "log": "job_log", "histogram": "job_log", "image": "job_log"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
 """A small paletted raster canvas (rectangles, lines, 5×7 text) that encodes itself as a PNG, so the loss pane's
-picture needs no imaging library in the kernel."""
+picture needs no imaging library in the kernel; and :func:`encode_png` for the pixels a job logs as an image."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from taunotebook.raster_font import GLYPH_HEIGHT, GLYPH_WIDTH, GLYPHS
 
-__all__ = ["ADVANCE", "Canvas", "LINE_HEIGHT", "hex_rgb", "text_width"]
+__all__ = ["ADVANCE", "Canvas", "LINE_HEIGHT", "encode_png", "hex_rgb", "text_width"]
 
 ADVANCE = GLYPH_WIDTH + 1  # a character's width, with its gap
 LINE_HEIGHT = GLYPH_HEIGHT + 3
@@ -107,3 +107,18 @@ class Canvas:
         palette = b"".join(bytes(rgb) for rgb in self.palette)
         return (PNG_SIGNATURE + _chunk(b"IHDR", header) + _chunk(b"PLTE", palette)
                 + _chunk(b"IDAT", zlib.compress(raw, 6)) + _chunk(b"IEND", b""))
+
+
+_COLOUR_TYPES = {1: 0, 2: 4, 3: 2, 4: 6}  # channels -> PNG colour type: grey, grey+alpha, RGB, RGBA
+
+
+def encode_png(width: int, height: int, channels: int, pixels: bytes) -> bytes:
+    """8-bit pixels (rows top to bottom; ``channels`` 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA) as a PNG, no filters."""
+    if channels not in _COLOUR_TYPES:
+        raise ValueError(f"a PNG holds 1, 2, 3 or 4 channels, not {channels}")
+    stride = width * channels
+    if width <= 0 or height <= 0 or len(pixels) != stride * height:
+        raise ValueError(f"{len(pixels)} bytes are not {width}x{height} pixels of {channels} channels")
+    raw = b"".join(b"\x00" + pixels[y * stride:(y + 1) * stride] for y in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, _COLOUR_TYPES[channels], 0, 0, 0)
+    return PNG_SIGNATURE + _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(raw, 6)) + _chunk(b"IEND", b"")

@@ -35,6 +35,7 @@ def _wandb(root: Path) -> Path:
     lines.append('{"_step": 8, "_timestamp": 1700000009, "train/loss": NaN}')
     lines.append("this is not json")
     (run / "files" / "wandb-history.jsonl").write_text("\n".join(lines) + "\n")
+    (run / "files" / "x.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(16))  # the image its rows name
     return run
 
 

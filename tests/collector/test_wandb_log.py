@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ from tau_collector.sources.wandb import WandbLogSource
 from tau_collector.sources.wandb_log import FILE_HEADER, apply_items, decode_record
 from taunotebook import cli
 
-from .wandb_runs import LONG, STEPS, WandbRun, wandb_items, wandb_records
+from .wandb_runs import IMAGE_STEPS, LONG, STEPS, WandbRun, wandb_items, wandb_records
 from .wandb_runs import wandb_run_fixture as wandb_run_fixture
 
 BIG = 1 << 30
@@ -75,7 +76,7 @@ def test_records_decode_as_wandbs_own_classes_decode_them(wandb_run: WandbRun) -
                                                               "wandblog-run")
 
 
-def test_history_rows_are_what_was_logged_and_media_are_dropped(wandb_run: WandbRun) -> None:
+def test_history_rows_are_what_was_logged_and_media_are_read(wandb_run: WandbRun) -> None:
     source = WandbLogSource(str(wandb_run.folder))
     (source_input,) = source.inputs()
     batch = source.read(source_input, Position(), final=True)
@@ -89,7 +90,11 @@ def test_history_rows_are_what_was_logged_and_media_are_dropped(wandb_run: Wandb
         assert row.fields["epoch"] == expected["epoch"]
         assert not any(k.startswith("weights") for k in row.fields)
     assert batch.rows[7].fields["loss"] == math.inf
-    assert batch.dropped == {"wandb_histogram": STEPS}
+    assert not any(k.startswith("samples") for row in batch.rows for k in row.fields)
+    # Histograms and images are media now (tests/collector/test_wandb_media.py), nothing is dropped.
+    assert batch.dropped == {}
+    assert sorted(m.tag for m in batch.media if m.kind == "histograms") == ["weights"] * STEPS
+    assert len([m for m in batch.media if m.kind == "images"]) == len(IMAGE_STEPS) + 1
 
 
 def test_config_summary_and_identity(wandb_run: WandbRun) -> None:
@@ -145,6 +150,7 @@ def test_the_source_reports_a_torn_tail_and_a_cut_complete_run(wandb_run: WandbR
     data = wandb_run.log.read_bytes()
     folder = tmp_path / "run"
     folder.mkdir()
+    (folder / "files").symlink_to(wandb_run.folder / "files")  # the images its rows name
     log_path = folder / wandb_run.log.name
     log_path.write_bytes(data[:len(data) - 5])
     source = WandbLogSource(str(folder))
@@ -224,7 +230,8 @@ def test_taunotebook_import_of_an_offline_run_stores_its_scalars_and_config(wand
     store = tmp_path / "store"
     assert cli.main(["import", str(wandb_run.folder.parent.parent), "--store", str(store), "-q"]) == 0
     out = capsys.readouterr().out
-    assert "imported 1 runs, 4 metrics" in out and f"{STEPS} values that are not scalars dropped" in out
+    assert "imported 1 runs, 4 metrics" in out and "not scalars dropped" not in out
+    assert f"{STEPS + len(IMAGE_STEPS) + 1} histograms, images and text stored" in out
     assert "1 run configurations stored" in out
     reader = StoreReader(store)
     (run,) = reader.runs()
@@ -259,6 +266,7 @@ def test_the_sidecar_reads_a_growing_log_and_never_passes_a_torn_tail(wandb_run:
     wandb_dir = tmp_path / "job"  # $WANDB_DIR: the run folder appears under wandb/ once the job starts
     folder = wandb_dir / "wandb" / wandb_run.folder.name
     folder.mkdir(parents=True)
+    shutil.copytree(wandb_run.folder / "files", folder / "files")  # the images its rows name
     (wandb_dir / "wandb" / "latest-run").symlink_to(folder.name)  # as wandb links it: not a second run
     log_path = folder / wandb_run.log.name
     store = tmp_path / "store"
@@ -279,6 +287,9 @@ def test_the_sidecar_reads_a_growing_log_and_never_passes_a_torn_tail(wandb_run:
     collect()  # again: nothing new, nothing twice
     reader = StoreReader(store)
     assert reader.rows("seed-1", "val.acc").step.tolist() == list(range(STEPS))
+    # The media too, each once: every histogram step, and the images of the tag at its steps.
+    assert reader.histograms("seed-1", "weights").steps.tolist() == list(range(STEPS))
+    assert [reader.images_near("seed-1", "samples/one", s).step for s in IMAGE_STEPS] == list(IMAGE_STEPS)
     # A run's configuration is stored once: what the log held when the sidecar first read it (wandb.init's).
     config = reader.run_config("seed-1")
     assert config is not None and config.values == wandb_run.logged["config"]

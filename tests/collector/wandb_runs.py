@@ -19,6 +19,8 @@ import pytest
 
 STEPS = 40
 LONG = "x" * 70_000  # a config value whose record spans three 32 KiB blocks (FIRST, MIDDLE, LAST)
+IMAGE_STEPS = (0, 10, 20, 30)  # the steps of ``samples/one`` (a 8x12 image captioned ``step N``)
+GRID_STEP = 5  # the step of ``samples/grid``: three 6x4 images captioned ``cell 0..2``
 
 _SCRIPT = r"""
 import json, math, sys
@@ -33,7 +35,14 @@ for step in range(int(sys.argv[3])):
     row = {"loss": 1.0 / (step + 1), "val": {"acc": step / 100, "deep": {"f1": step * 0.5}}, "epoch": step // 10}
     if step == 7:
         row["loss"] = math.inf
-    wandb.log({**row, "weights": wandb.Histogram(np.arange(step + 3)), "note": "text"})
+    media = {}
+    if step % 10 == 0:  # one image, with a caption
+        pixels = (np.arange(12 * 8 * 3).reshape(12, 8, 3) * (step + 1) % 256).astype(np.uint8)
+        media["samples/one"] = wandb.Image(pixels, caption=f"step {step}")
+    if step == 5:  # a list of images: wandb writes images/separated
+        media["samples/grid"] = [wandb.Image(np.full((4, 6, 3), 40 * i, np.uint8), caption=f"cell {i}")
+                                 for i in range(3)]
+    wandb.log({**row, "weights": wandb.Histogram(np.arange(step + 3)), "note": "text", **media})
     rows.append(row)
 run.config.update({"late": 5})
 run.summary["best"] = 0.25

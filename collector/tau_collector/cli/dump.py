@@ -9,7 +9,10 @@ stdout carries one JSON object per observation, in file order:
 ``{"file","tag","step","wall_time","width","height","images":[sha256 hex of each encoded image…],"content_type"}``
 (``content_type`` is the images' MIME type; null without images, ``application/octet-stream`` when they differ),
 ``{"file","tag","step","wall_time","text":[…],"shape":[…]}`` (the strings in row-major order, the tensor's shape).
-History files hold no such values this reader knows: they are passed over.
+W&B runs are read too: a ``run-<id>.wandb`` log (its scalars, histograms and images), a run folder or ``wandb/``
+directory (its logs and ``files/wandb-history.jsonl``), and any JSONL history's W&B-shaped histograms and
+``image-file`` values (image paths relative to the file's directory; nested keys joined with ``.`` in a
+``wandb-history.jsonl``), with the same objects; images carry their ``captions`` when the writer gave them.
 stderr carries one JSON object per problem: ``{"file","offset"|"line","error","message"}``.
 Exit 0 when everything readable was read (a truncated tail is not an error), 3 when a file is
 corrupt or a row is bad, or a PATH is missing (after printing all that could be read), 2 on usage
@@ -35,15 +38,18 @@ import orjson
 from tau_collector.cli import logging_setup as logs
 from tau_collector.cli import progress
 from tau_collector.cli.common import subcommand_parser, usage_error
-from tau_collector.cli.inputs import HistoryInput, RunInput, add_paths, resolve_inputs
+from tau_collector.cli.inputs import HistoryInput, RunInput, WandbLogInput, add_paths, resolve_inputs
 from tau_collector.collect.process_memory import bound_process_memory
 from tau_collector.projection.projector import RowError, history_step, metric_number
 from tau_collector.sources import read_limits as input_limits
+from tau_collector.sources.base import Batch, Position, Source, SourceInput
 from tau_collector.sources.event_columns import read_block_columns
+from tau_collector.sources.history import HistorySource, history_input
 from tau_collector.sources.jsonl import read_history
 from tau_collector.sources.media import MEDIA_KINDS, OCTET_STREAM, MediaRecord, MediaRequest
 from tau_collector.sources.records import ProblemKind, SourceProblem
 from tau_collector.sources.tensorboard_run import RunMemory, apply_tensorboard_purge, in_read_order, read_run
+from tau_collector.sources.wandb import WANDB_HISTORY, WandbLogSource, WandbSource
 
 log = logging.getLogger("tau_collector.dump")
 
@@ -57,6 +63,7 @@ examples:
   tau-collector dump logs/ 2>problems.jsonl | jq -c 'select(.metric=="train/loss")'
   tau-collector dump --progress -v big-logdir/ > points.jsonl   # progress and a summary on stderr
   tau-collector dump --kind histograms logs/ | jq -c 'select(.tag=="train/weights") | .step'
+  tau-collector dump --kind images wandb/offline-run-20260101_120000-abc123/run-abc123.wandb
 """
 
 
@@ -72,7 +79,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--time-field", default="_timestamp", help="JSONL time field (default: _timestamp)")
     parser.add_argument("--kind", choices=("scalars", *MEDIA_KINDS), default="scalars",
                         help="what to print: scalar observations (default), or the histograms, images or text "
-                             "of event files")
+                             "of event files and W&B runs")
     parser.add_argument("--tensorboard-purge", action="store_true",
                         help="apply TensorBoard's restart purge (SessionLog.START) to event files, "
                              "printing exactly the points TensorBoard would show")
@@ -249,7 +256,46 @@ def _dump_media(item: RunInput, args: argparse.Namespace, output: _Output) -> No
         _print_media(item, output, batch, batch.media)
 
 
-def _print_media(item: RunInput, output: _Output, batch, records: list[MediaRecord]) -> None:
+def _history_source(item: HistoryInput | WandbLogInput, args: argparse.Namespace) -> tuple[Source, SourceInput]:
+    """The source that reads a history file's (or W&B log's) media as the collector does, and its input."""
+    path = os.path.abspath(item.path)
+    if isinstance(item, WandbLogInput):
+        return WandbLogSource(os.path.dirname(path), limits=args.limits), SourceInput(path, path, path)
+    if path.endswith(os.sep + WANDB_HISTORY):
+        return WandbSource(os.path.dirname(os.path.dirname(path)), limits=args.limits), history_input(path)
+    source = HistorySource([path], step_field=args.step_field, time_field=args.time_field, limits=args.limits)
+    return source, history_input(path)
+
+
+def _history_batches(item: HistoryInput | WandbLogInput, args: argparse.Namespace):
+    """Every bounded batch of a history file or W&B log, read to its end as a finished run's."""
+    source, source_input = _history_source(item, args)
+    start = Position()
+    while True:
+        batch = source.read(source_input, start, final=True)
+        yield batch
+        if not batch.more or batch.end == start or batch.unreadable or batch.stopped:
+            return
+        start = batch.end
+
+
+def _dump_history_media(item: HistoryInput | WandbLogInput, args: argparse.Namespace, output: _Output) -> None:
+    """The histograms or images (``args.kind``) of a history file or W&B log, in file order."""
+    for batch in _history_batches(item, args):
+        records = [record for record in batch.media if record.kind == args.kind]
+        output.lines(b"".join(orjson.dumps(media_json(item.path, record), option=orjson.OPT_APPEND_NEWLINE)
+                              for record in records), len(records))
+        for problem in batch.problems:
+            output.problem(problem, item.path)
+
+
+def _dump_wandb_log(item: WandbLogInput, args: argparse.Namespace, output: _Output) -> None:
+    """The scalar observations of a W&B log's history rows (flattened with ``.``, as the collector reads them)."""
+    for batch in _history_batches(item, args):
+        _dump_rows(HistoryInput(item.path), args, output, batch)
+
+
+def _print_media(item: RunInput, output: _Output, batch: Batch, records: list[MediaRecord]) -> None:
     file = item.display_path(batch.path)
     output.lines(b"".join(orjson.dumps(media_json(file, record), option=orjson.OPT_APPEND_NEWLINE)
                           for record in records), len(records))
@@ -271,6 +317,8 @@ def media_json(file: str, record: MediaRecord) -> dict:
         out.update(width=record.width, height=record.height,
                    images=[hashlib.sha256(image).hexdigest() for image in record.images],
                    content_type=types.pop() if len(types) == 1 else (OCTET_STREAM if types else None))
+        if record.captions:
+            out["captions"] = list(record.captions)
     else:
         out.update(text=list(record.text), shape=list(record.shape))
     return out
@@ -314,10 +362,10 @@ def _numbers(column: Sequence[float] | np.ndarray) -> list[bytes]:
     return orjson.dumps(column.tolist() if isinstance(column, np.ndarray) else column)[1:-1].split(b",")
 
 
-def input_size(item: HistoryInput | RunInput | SourceProblem) -> int:
+def input_size(item: HistoryInput | RunInput | WandbLogInput | SourceProblem) -> int:
     """Bytes an input holds (for the progress line); 0 when it cannot be read."""
     try:
-        if isinstance(item, HistoryInput):
+        if isinstance(item, HistoryInput | WandbLogInput):
             return os.path.getsize(item.path)
         if isinstance(item, RunInput):
             return sum(os.path.getsize(path) for path in item.run.segments())
@@ -326,8 +374,8 @@ def input_size(item: HistoryInput | RunInput | SourceProblem) -> int:
     return 0
 
 
-def input_name(item: HistoryInput | RunInput | SourceProblem) -> str:
-    if isinstance(item, HistoryInput):
+def input_name(item: HistoryInput | RunInput | WandbLogInput | SourceProblem) -> str:
+    if isinstance(item, HistoryInput | WandbLogInput):
         return item.path
     if isinstance(item, RunInput):
         return os.path.join(item.argument, item.run.relative) if item.run.relative else item.argument
@@ -364,19 +412,20 @@ def run(args: argparse.Namespace) -> int:
     except input_limits.LimitsError as exc:
         return usage_error(args, str(exc))
     output = _Output(sys.stdout.buffer, sys.stderr.buffer)
-    items = list(resolve_inputs(args.paths))
+    items = list(resolve_inputs(args.paths, wandb=True))
     bar = InputProgress("dump", items, args.progress)
     try:
         for index, item in enumerate(items):
             before = output.observations
             if isinstance(item, SourceProblem):
                 output.problem(item)
-            elif isinstance(item, HistoryInput):
+            elif isinstance(item, HistoryInput | WandbLogInput):
                 if args.kind == "scalars":
-                    _dump_history(item, args, output)
+                    (_dump_wandb_log if isinstance(item, WandbLogInput) else _dump_history)(item, args, output)
+                elif args.kind == "text":
+                    log.info("history file passed over: it holds no text this reader knows", extra={"input": item.path})
                 else:
-                    log.info("history file passed over: it holds no %s this reader knows", args.kind,
-                             extra={"input": item.path})
+                    _dump_history_media(item, args, output)
             elif args.kind == "scalars":
                 _dump_run(item, args, output)
             else:

@@ -33,7 +33,8 @@ from tau_collector.collect.signal_stop import leave_stop_signals_to_main_thread
 from tau_collector.job.normalizer import Normalizer
 from tau_collector.spool.durable import fsync_directory
 
-__all__ = ["HistoryWriter", "HistoryWriteError", "encode_row", "log", "CHUNK_NAME", "HISTORY_DIR_ENV"]
+__all__ = ["HistoryWriter", "HistoryWriteError", "encode_row", "log", "plain_value", "write_row", "CHUNK_NAME",
+           "HISTORY_DIR_ENV"]
 
 HISTORY_DIR_ENV = "TAU_HISTORY_DIR"
 CHUNK_NAME = re.compile(r"^chunk-(\d+)-(\d+)\.jsonl$")
@@ -257,14 +258,14 @@ _log_lock = threading.Lock()
 _log_writers: dict[tuple[int, str], tuple[HistoryWriter, Normalizer]] = {}
 
 
-def _plain(name: str, value: Any) -> Any:
+def plain_value(name: str, value: Any) -> Any:
     """A JSON-ready Python value from a number, numpy scalar or 0-d tensor (without importing them)."""
     if value is None or type(value) in (int, float, bool, str):
         return value
     item = getattr(value, "item", None)
     if callable(item):
         try:
-            return _plain(name, item())
+            return plain_value(name, item())
         except (ValueError, RuntimeError) as err:
             raise TypeError(
                 f"log(): {name} holds more than one value ({err}); log a scalar such as "
@@ -290,9 +291,15 @@ def log(step: Any = None, **metrics: Any) -> None:
         step = metrics.pop("step", None)
     row: dict[str, Any] = {}
     if step is not None:
-        row["step"] = _plain("step", step)
+        row["step"] = plain_value("step", step)
     for name, value in metrics.items():
-        row[name] = _plain(name, value)
+        row[name] = plain_value(name, value)
+    write_row(row)
+
+
+def write_row(row: dict[str, Any]) -> None:
+    """Write one row of JSON values as :func:`log` does (``step`` optional): into the chunk files of
+    ``$TAU_HISTORY_DIR`` when it is set, else printed on stdout as one JSON line for the job's normalizer."""
     directory = os.environ.get(HISTORY_DIR_ENV)
     if not directory:
         sys.stdout.write(json.dumps(row) + "\n")  # NaN stays a token: the normalizer accepts it

@@ -2,7 +2,9 @@
 
 Its inputs are the files the patterns match (sorted, absolute, as TauGrid's ``filepath.Glob``);
 each is read with :func:`.jsonl.read_history` in bounded batches. TauGrid stops on a history file
-that cannot be read or was replaced, so this source is ``strict``.
+that cannot be read or was replaced, so this source is ``strict``. A top-level W&B-shaped media value
+(``{"_type": "histogram"}``, ``image-file``: what ``taunotebook.log`` writes; image paths relative to the
+file's directory) is read into the batch's media (:mod:`.wandb_media`); the scalars are TauGrid's.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from tau_collector.sources.base import Batch, Position, Source, SourceInput
+from tau_collector.sources.base import Batch, Position, Source, SourceInput, hash_range
 from tau_collector.sources.jsonl import expand_history, history_metric_file_id, read_history
 from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
 from tau_collector.sources.records import ProblemKind
+from tau_collector.sources.wandb_media import media_scope, take_media
 
 __all__ = ["HistorySource", "read_history_batch"]
 
@@ -62,7 +65,15 @@ class HistorySource(Source):
         return [history_input(path) for path in paths]
 
     def read(self, source_input: SourceInput, start: Position, *, final: bool, prefix_hash: Any = None) -> Batch:
-        return read_history_batch(self, source_input, start, final=final, prefix_hash=prefix_hash)
+        batch = read_history_batch(self, source_input, start, final=final, prefix_hash=None)
+        if batch.rows:
+            limits = self.limits
+            scope = media_scope(os.path.dirname(source_input.path), limits, separator=None)
+            batch.rows = take_media(batch, batch.rows, scope, step_field=self.step_field, time_field=self.time_field,
+                                    image_budget=limits.batch_bytes)
+        if prefix_hash is not None and batch.end.offset > start.offset:  # after take_media, which may end it sooner
+            hash_range(prefix_hash, source_input.path, start.offset, batch.end.offset)
+        return batch
 
     def owns(self, path: str) -> bool:
         for pattern in self._absolute:

@@ -68,7 +68,8 @@ class HistogramRecord:
 @dataclass(slots=True)
 class ImageRecord:
     """``images``: the encoded images of one event (PNG from every writer we know), with the width and
-    height the writer gave (of the batch, for several)."""
+    height the writer gave (of the batch, for several); ``captions``: one per image when the writer gives them
+    (W&B's), else empty."""
 
     run: str
     tag: str
@@ -79,6 +80,7 @@ class ImageRecord:
     images: tuple[bytes, ...]
     record: int
     offset: int
+    captions: tuple[str | None, ...] = ()
 
     kind = IMAGES
 
@@ -89,6 +91,10 @@ class ImageRecord:
     @property
     def content_types(self) -> tuple[str, ...]:
         return tuple(image_content_type(image) for image in self.images)
+
+    def caption(self, rank: int) -> str | None:
+        """The caption of the image at ``rank``, or None."""
+        return self.captions[rank] if rank < len(self.captions) else None
 
 
 @dataclass(slots=True)

@@ -2,8 +2,11 @@
 flattened as ``a.b``.
 
 W&B's history rows are house rows (``_step``, ``_timestamp`` with its fraction); a logged dict
-shows in W&B as ``val.acc``, so it is flattened with ``.``; media and tables (``_type``) are
-skipped. The file is read in bounded batches like any history file (:mod:`.jsonl`).
+shows in W&B as ``val.acc``, so it is flattened with ``.``. Histograms and images (``_type``
+``histogram``, ``image-file``, ``images/separated``) become the batch's media (:mod:`.wandb_media`; image
+files read from the run's ``files/``); other ``_type`` values (tables…) are counted as dropped
+(``wandb_table``, ``wandb_audio``…, else ``wandb_media``). The file is read in bounded batches like any
+history file (:mod:`.jsonl`), a batch's image bytes bounded like its source bytes (``batch_bytes``).
 
 The run's configuration is ``files/config.yaml``: W&B writes each key as ``{desc, value}`` beside
 its bookkeeping (``wandb_version``, ``_wandb``); the configuration stored is the values (what
@@ -13,8 +16,8 @@ with the file as its ``uri``.
 wandb's current client writes no history file: an offline or synced run folder holds its transaction
 log ``run-<id>.wandb`` (:mod:`.wandb_log`), read by :class:`WandbLogSource` in bounded batches from
 checkpoints like an event file (a torn tail is read again later; a checksum mismatch stops the file).
-Its history rows are flattened as the JSONL rows are; media and tables (histograms, image references)
-are counted as dropped (``wandb_histogram``, ``wandb_image``, ``wandb_<type>``). Its config (the run
+Its history rows are flattened and their media read as the JSONL rows' are (image paths relative to the
+``files/`` beside the log). Its config (the run
 record's and every later update), summary and identity (run id, project, display name) come from a
 scan of the log's other records, kept incrementally.
 """
@@ -41,6 +44,7 @@ from tau_collector.sources.wandb_log import (
     decode_record,
     record_kind,
 )
+from tau_collector.sources.wandb_media import media_scope, take_media
 from tau_collector.taugrid.run_config import ConfigError, RunConfig, parse_config, read_config_bytes, run_config
 
 __all__ = ["WANDB_CONFIG", "WANDB_HISTORY", "WandbLogSource", "WandbSource", "wandb_config_values", "wandb_logs"]
@@ -82,8 +86,12 @@ class WandbSource(Source):
         return [history_input(self.history)]
 
     def read(self, source_input: SourceInput, start: Position, *, final: bool, prefix_hash: Any = None) -> Batch:
-        batch = read_history_batch(self, source_input, start, final=final, prefix_hash=prefix_hash)
-        batch.rows, too_deep = flatten_rows(batch.rows, separator=".", max_depth=self.limits.max_depth)
+        batch = read_history_batch(self, source_input, start, final=final, prefix_hash=None)
+        rows = take_media(batch, batch.rows, media_scope(os.path.dirname(source_input.path), self.limits),
+                          image_budget=self.limits.batch_bytes)
+        if prefix_hash is not None and batch.end.offset > start.offset:  # after take_media, which may end it sooner
+            hash_range(prefix_hash, source_input.path, start.offset, batch.end.offset)
+        batch.rows, too_deep = flatten_rows(rows, separator=".", max_depth=self.limits.max_depth)
         if too_deep:
             batch.drop(NESTED_TOO_DEEP, too_deep)
         return batch
@@ -101,7 +109,6 @@ class WandbSource(Source):
 
 
 _LOG_NAME = re.compile(r"run-[^/]+\.wandb")
-_MEDIA_BUCKET = {"histogram": "wandb_histogram", "image-file": "wandb_image", "images/separated": "wandb_image"}
 _META_BATCH = 4 * 1024 * 1024
 
 
@@ -129,18 +136,6 @@ def _at_depth(parts: tuple[str, ...], depth: tuple[str, ...]) -> bool:
     if len(parts) != len(depth) or os.pardir in parts:
         return False
     return all(want in ("*", part) for want, part in zip(depth, parts, strict=True))
-
-
-def _count_media(fields: dict[str, Any], batch: Batch) -> None:
-    """Count the W&B media and table values (dicts with ``_type``) of a row as dropped."""
-    stack = [v for v in fields.values() if type(v) is dict]
-    while stack:
-        value = stack.pop()
-        kind = value.get("_type")
-        if kind is not None:
-            batch.drop(_MEDIA_BUCKET.get(kind, "wandb_media") if isinstance(kind, str) else "wandb_media")
-            continue
-        stack.extend(v for v in value.values() if type(v) is dict)
 
 
 class WandbLogSource(Source):
@@ -216,19 +211,20 @@ class WandbLogSource(Source):
                                                     line=number, offset=offset))
                 continue
             if record.row is not None:
-                _count_media(record.row, batch)
                 rows.append(HistoryRow(record.row, number, offset))
         for number, offset, size in log.skipped:
             batch.problems.append(SourceProblem(
                 path, ProblemKind.BAD_EVENT,
                 f"a {size}-byte record is longer than the record limit ({limits.max_line_bytes} bytes); skipped",
                 line=number, offset=offset))
+        self._stop_problem(batch, log, final)
+        rows = take_media(batch, rows, media_scope(os.path.join(os.path.dirname(path), "files"), limits),
+                          image_budget=limits.batch_bytes)
         batch.rows, too_deep = flatten_rows(rows, separator=".", max_depth=limits.max_depth)
         if too_deep:
             batch.drop(NESTED_TOO_DEEP, too_deep)
-        self._stop_problem(batch, log, final)
-        if prefix_hash is not None and log.checkpoint > start.offset:
-            hash_range(prefix_hash, path, start.offset, log.checkpoint)
+        if prefix_hash is not None and batch.end.offset > start.offset:
+            hash_range(prefix_hash, path, start.offset, batch.end.offset)
         return batch
 
     @staticmethod

@@ -46,6 +46,8 @@ def _describe(record: MediaRecord) -> tuple[dict, list[bytes]]:
         return doc, [data]
     if isinstance(record, ImageRecord):
         doc.update(width=record.width, height=record.height)
+        if record.captions:
+            doc["captions"] = list(record.captions)
         return doc, list(record.images)
     doc.update(text=list(record.text), shape=list(record.shape))
     return doc, []
@@ -92,7 +94,7 @@ def decode_media_chunk(raw: bytes, where: str) -> MediaChunk:
                 records.append(HistogramRecord(*common, buckets, doc["record"], doc["offset"]))
             elif doc["kind"] == ImageRecord.kind:
                 records.append(ImageRecord(*common, doc["width"], doc["height"], tuple(parts), doc["record"],
-                                           doc["offset"]))
+                                           doc["offset"], captions=tuple(doc.get("captions", ()))))
             elif doc["kind"] == TextRecord.kind:
                 records.append(TextRecord(*common, tuple(doc["text"]), tuple(doc["shape"]), doc["record"],
                                           doc["offset"]))

@@ -53,6 +53,7 @@ def write_media(store: ExpStore, key: str, run_id: str, source: str, records: tu
                 images.append(ArtifactRow(
                     run_id=run_id, type=IMAGE_TYPE, uri=rel, name=record.name, step=record.step, digest=digest,
                     size_bytes=size, content_type=record.content_types[rank], created_at=now, rank=rank,
+                    caption=record.caption(rank),
                     tags={"width": record.width, "height": record.height, "source": _source(source, record),
                           "wall_time": record.wall_time},
                     artifact_id=image_artifact_id(run_id, record.name, record.step, rank)))
