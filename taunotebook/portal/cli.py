@@ -189,7 +189,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             logger.addFilter(_RedactTokens())
 
     def make_server():
-        # Built in each worker (after the fork): its own store reader, SQLite connections and caches.
+        # Built in each worker (after the fork): its own store reader, SQLite connections and caches; and
+        # scikit-learn loaded in the background (the parameter-importance route's first call need not wait for it).
+        from .importance import warm_up
+
+        warm_up()
         app = create_app(store, token=token, workspace=args.workspace, kusto=kusto, allow_hosts=allow_hosts,
                          cursor_key=cursor_key)
         # One access-log line per request only when asked for (-v): formatting it costs as much as a tail read.

@@ -12,23 +12,33 @@ W&B's definitions (its parameter-importance panel), ours in ``docs/comparing-run
   (the one-hot columns of a categorical, a numeric's missing-value indicator). A parameter with one value in
   every run never splits a tree: its importance is 0.
 
+The forest is bounded whatever the number of runs: :data:`FOREST_TREES` trees of depth at most :data:`FOREST_DEPTH`,
+grown in this thread (``n_jobs=1``, ``random_state=0``) on at most :data:`FOREST_ROWS` runs: given the runs' ids,
+those whose SHA-256 of the run id is smallest, in that order (a fixed sample that does not depend on the order the
+runs were listed in, and that a new run changes by at most one row); without ids, the first ones. The
+correlations are over every run.
+
 Encoding: a parameter whose values are all numbers (booleans as 0/1) is numeric, a missing value being the
 median of the others plus an indicator column; any other parameter is categorical, a run without it counting as
-a value of its own ("missing"). scikit-learn and numpy are imported here only, when a request asks.
+a value of its own ("missing"). scikit-learn, scipy and numpy are imported here only: when a request asks, or
+in the background once a Portal has started (:func:`warm_up`), so that the first request does not wait for them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FOREST_DEPTH", "FOREST_ROWS", "FOREST_TREES", "MISSING", "ParameterScore", "score_parameters"]
+__all__ = ["FOREST_DEPTH", "FOREST_ROWS", "FOREST_TREES", "MISSING", "ParameterScore", "forest_rows",
+           "score_parameters", "warm_up"]
 
-FOREST_TREES = 32
-FOREST_DEPTH = 12
-FOREST_ROWS = 2000  # runs the forest is grown on (a fixed random sample when there are more)
+FOREST_TREES = 24
+FOREST_DEPTH = 10
+FOREST_ROWS = 1000  # runs the forest is grown on (the sample the module doc states when there are more)
 MISSING = "(missing)"
 _ABSENT = object()
 _NUMERIC_TYPES = {int, float, bool, object}  # object: _ABSENT's type
@@ -74,9 +84,37 @@ def _spearman(np, x, y) -> float | None:
     return _pearson(np, rankdata(x), rankdata(y)) if x.size >= 3 else None
 
 
-def score_parameters(configs: Sequence[Mapping[str, Any]], values: Sequence[float]) -> list[ParameterScore]:
+def _import_scoring() -> None:
+    import numpy as np
+    from scipy.stats import rankdata
+    from sklearn.ensemble import RandomForestRegressor
+
+    # A first fit loads what scikit-learn imports lazily (its tree builders, joblib's backends).
+    RandomForestRegressor(n_estimators=2, random_state=0, n_jobs=1).fit(np.arange(8.0).reshape(4, 2),
+                                                                         rankdata([3, 1, 2, 0]))
+
+
+def warm_up() -> threading.Thread:
+    """Import scikit-learn and scipy in a daemon thread (about a second that a Portal's first parameter-importance
+    request would otherwise wait for); a request meanwhile waits on Python's import lock, never fails."""
+    thread = threading.Thread(target=_import_scoring, name="importance-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def forest_rows(n: int, ids: Sequence[str] | None) -> list[int]:
+    """The rows the forest is grown on (the module doc's rule): at most :data:`FOREST_ROWS` of ``n``."""
+    if ids is None:
+        return list(range(min(n, FOREST_ROWS)))
+    order = sorted(range(n), key=lambda i: hashlib.sha256(ids[i].encode()).digest())
+    return order[:FOREST_ROWS]
+
+
+def score_parameters(configs: Sequence[Mapping[str, Any]], values: Sequence[float],
+                     ids: Sequence[str] | None = None) -> list[ParameterScore]:
     """Each parameter of ``configs`` (one flattened config per run, ``{}`` for none) scored against ``values``
-    (the runs' metric values, finite, same order), most important first (then by |correlation|, then name)."""
+    (the runs' metric values, finite, same order; ``ids`` their run ids, which choose the forest's sample),
+    most important first (then by |correlation|, then name)."""
     import numpy as np
 
     y = np.asarray(values, dtype=float)
@@ -132,13 +170,10 @@ def score_parameters(configs: Sequence[Mapping[str, Any]], values: Sequence[floa
     if columns and n >= 2 and float(y.std()) > 0.0:
         from sklearn.ensemble import RandomForestRegressor
 
-        features = np.column_stack(columns)
-        target = y
-        if n > FOREST_ROWS:
-            # scikit-learn's bootstrap weights every row (unused ones by 0), so a forest costs what all rows cost:
-            # the forest is grown on a fixed random sample of the runs instead.
-            rows = np.random.default_rng(0).choice(n, FOREST_ROWS, replace=False)
-            features, target = features[rows], y[rows]
+        # scikit-learn's bootstrap weights every row (unused ones by 0), so a forest costs what all its rows cost:
+        # it is grown on a bounded sample of the runs.
+        rows = np.asarray(forest_rows(n, ids), dtype=np.int64)
+        features, target = np.column_stack(columns)[rows], y[rows]
         forest = RandomForestRegressor(n_estimators=FOREST_TREES, random_state=0, n_jobs=1,
                                        max_depth=FOREST_DEPTH, min_samples_leaf=2)
         forest.fit(features, target)

@@ -17,6 +17,7 @@ ROUTE = "/api/v2/stellar/parameter-importance"
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     root = build_sweep_store(tmp_path_factory.mktemp("importance") / "store", trials=24)
+    importance.warm_up().join()  # as the Portal's command does at start: no first request waits for scikit-learn
     with serve(root) as server, httpx.Client(base_url=f"http://127.0.0.1:{server.port}",
                                             headers={"Authorization": f"Bearer {TOKEN}"}) as client:
         yield client

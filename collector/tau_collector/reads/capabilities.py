@@ -27,7 +27,7 @@ live pane's poll (a fraction of a millisecond) would pay several times over.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
@@ -37,6 +37,7 @@ from tau_collector.reads.rows import (
     ExperimentListingRow,
     ExperimentRow,
     MetricSummaryRow,
+    MetricValueRow,
     NoteRow,
     RunRow,
 )
@@ -136,6 +137,9 @@ class HasListings(Protocol, metaclass=_Capability):
     def summaries_of(self, run_ids: list[str], metrics: list[str]) -> dict[tuple[str, str], MetricSummaryRow]: ...
 
     def runs_per_metric(self, workspace: str, experiment: str = "") -> dict[str, int]: ...
+
+    def metric_values(self, workspace: str, metric: str, *, project: str = "", experiment_ids: Sequence[str] = (),
+                      run_ids: Sequence[str] = (), limit: int) -> tuple[int, list[MetricValueRow]]: ...
 
 
 @runtime_checkable

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -26,6 +26,7 @@ __all__ = [
     "ExperimentListingRow",
     "ExperimentRow",
     "MetricSummaryRow",
+    "MetricValueRow",
     "NoteRow",
     "ReducedSeries",
     "Rows",
@@ -124,6 +125,23 @@ class MetricSummaryRow:
     max_value: float | None
     updated_at: str
     latest_file_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricValueRow:
+    """One run with one metric's summary values and its config's fields: what parameter importance reads.
+
+    The summary's columns are ``None`` for a run without the metric; ``fields`` is ``None`` for a run without a
+    configuration (else its flattened fields, as :class:`~tau_collector.taugrid.run_config.RunConfig` has them).
+    """
+
+    run_id: str
+    state: str
+    finite_count: int | None
+    latest_value: float | None
+    min_value: float | None
+    max_value: float | None
+    fields: dict[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from tau_collector.taugrid.config_limits import MAX_CONFIG_BYTES, MAX_DEPTH, MAX_VALUES, ConfigBudget, ConfigError
 from tau_collector.taugrid.gojson import GoJSONError, GoMap, decode_go_utf8, marshal
 
@@ -43,6 +45,7 @@ __all__ = [
     "combined_config_hash",
     "config_format",
     "field_text",
+    "fields_from_rows",
     "flatten_fields",
     "indexed_fields_json",
     "normalized_json",
@@ -53,6 +56,7 @@ __all__ = [
     "run_config_from_row",
 ]
 
+_PLAIN_FIELD = {str, int, float, bool, type(None)}
 _MAX_LIST_FIELD = 8  # TauGrid indexes a list of at most 8 scalars as one field
 
 
@@ -271,15 +275,47 @@ def run_config_from_row(config_hash: str, format: str, uri: str, normalized: str
             values = json.loads(normalized)
         except ValueError:
             values = {}
+    return RunConfig(config_hash, format, uri, values if isinstance(values, dict) else {},
+                     _row_fields(indexed, values))
+
+
+def _loads(text: str) -> Any:
+    # orjson where it can (5-10x json's speed on 10,000 rows); json for what it refuses (NaN, integers past 64 bits).
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def _row_fields(indexed: str | None, values: Any) -> dict[str, Scalar]:
     fields: Mapping[str, Any] | None = None
     if indexed:
         try:
-            parsed = json.loads(indexed)
+            parsed = _loads(indexed)
             fields = parsed if isinstance(parsed, dict) else None
         except ValueError:
             fields = None
+        if fields is not None and "[" not in indexed and "{" not in indexed[1:]:
+            return fields  # the common case: no list, no object, so every field a scalar already
     if fields is None:
         fields = flatten_fields(values)
-    return RunConfig(config_hash, format, uri, values if isinstance(values, dict) else {},
-                     {str(k): field_text(v) if isinstance(v, list) else v for k, v in fields.items()
-                      if v is None or _scalar(v) or isinstance(v, list)})
+    if all(type(v) in _PLAIN_FIELD for v in fields.values()):
+        return dict(fields)
+    return {str(k): field_text(v) if isinstance(v, list) else v for k, v in fields.items()
+            if v is None or _scalar(v) or isinstance(v, list)}
+
+
+def fields_from_rows(rows: Iterable[tuple[str | None, str | None]]) -> dict[str, Scalar]:
+    """A run's config fields from its ``configs`` rows' ``(indexed_fields, normalized_json)`` texts (in ``uri``
+    order, a later row's key winning), as :func:`run_config_from_row` reads them, without decoding a
+    ``normalized_json`` that an ``indexed_fields`` text stands for (what a read of 10,000 runs' fields skips)."""
+    out: dict[str, Scalar] = {}
+    for indexed, normalized in rows:
+        values: Any = {}
+        if not indexed and normalized:
+            try:
+                values = json.loads(normalized)
+            except ValueError:
+                values = {}
+        out.update(_row_fields(indexed, values))
+    return out

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 from starlette.responses import Response
 
-from tau_collector.reads import ExperimentReader, HasListings, RunRow
+from tau_collector.reads import ExperimentReader, HasGeneration, HasListings, MetricValueRow
 
 from ..context import Context
 from ..errors import V2Error, json_response, metadata
+from ..importance import ParameterScore
 from ..run_configs import read_configs, reads_configs
 from ..wire.parameter_importance import parameter_importance_json
 
@@ -70,29 +72,37 @@ def _params(ctx: Context) -> tuple[str, str, str]:
 
 
 def _selected(reader: ExperimentReader, workspace: str, project: str, experiments: list[str],
-              run_ids: list[str]) -> list[RunRow]:
+              run_ids: list[str], metric: str) -> tuple[int, list[MetricValueRow]]:
+    """(how many runs match, the newest :data:`RUNS_LIMIT` of them with the metric's summary values and their
+    config fields): one query over a store's listings, else runs, summaries and configs read as any source has them."""
+    if isinstance(reader, HasListings) and reader.has_listings():
+        return reader.metric_values(workspace, metric, project=project, experiment_ids=experiments, run_ids=run_ids,
+                                    limit=RUNS_LIMIT)
     runs = reader.runs(workspace, project=project or None)
     if experiments or run_ids:
         wanted_exp, wanted_runs = set(experiments), set(run_ids)
         runs = [r for r in runs if r.experiment_id in wanted_exp or r.run_id in wanted_runs]
     # Newest first, then run id: the cut keeps the newest runs.
-    return sorted(runs, key=lambda r: (r.created_at or "", r.run_id), reverse=True)
+    runs.sort(key=lambda r: (r.created_at or "", r.run_id), reverse=True)
+    total, runs = len(runs), runs[:RUNS_LIMIT]
+    configs = read_configs(reader, [r.run_id for r in runs])
+    rows = []
+    for run in runs:
+        s = reader.metric_summary(run.run_id, metric)
+        config = configs.get(run.run_id)
+        rows.append(MetricValueRow(run.run_id, run.state, s and s.finite_count, s and s.latest_value,
+                                   s and s.min_value, s and s.max_value,
+                                   dict(config.fields) if config is not None else None))
+    return total, rows
 
 
-def _summaries(reader: ExperimentReader, run_ids: list[str], metric: str) -> dict:
-    if isinstance(reader, HasListings) and reader.has_listings():
-        found = reader.summaries_of(run_ids, [metric])
-        return {run_id: found.get((run_id, metric)) for run_id in run_ids}
-    return {run_id: reader.metric_summary(run_id, metric) for run_id in run_ids}
-
-
-def _value(run: RunRow, summary, reduction: str, goal: str) -> float | None:
-    if summary is None or summary.finite_count <= 0:
+def _value(row: MetricValueRow, reduction: str, goal: str) -> float | None:
+    if not row.finite_count or row.finite_count <= 0:
         return None
-    if reduction == "final" and (run.state or "").strip().lower() in ("pending", "running"):
+    if reduction == "final" and (row.state or "").strip().lower() in ("pending", "running"):
         return None
-    value = (summary.latest_value if reduction in ("final", "latest")
-             else summary.min_value if goal == "min" else summary.max_value)
+    value = (row.latest_value if reduction in ("final", "latest")
+             else row.min_value if goal == "min" else row.max_value)
     return value if value is not None and math.isfinite(value) else None
 
 
@@ -100,6 +110,51 @@ def _reduction_words(reduction: str, goal: str) -> str:
     return {"final": "a final value (the latest value of a run that has ended)",
             "latest": "a latest value",
             "best": f"a best ({goal}imum) value"}[reduction]
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    """What an answer says besides its metadata: kept in the answer cache while the store is unchanged."""
+
+    run_count: int
+    valued_run_count: int
+    notes: tuple[str, ...]
+    reason: str | None
+    scores: tuple[ParameterScore, ...]
+
+
+def _score(reader: ExperimentReader, workspace: str, project: str, experiments: list[str], run_ids: list[str],
+           metric: str, reduction: str, goal: str) -> _Scored:
+    total, rows = _selected(reader, workspace, project, experiments, run_ids, metric)
+    notes = []
+    if total > len(rows):
+        notes.append(f"{total} runs match; the newest {len(rows)} are scored")
+    if rows and not any(r.finite_count is not None for r in rows):
+        raise V2Error(400, "INVALID_ARGUMENT", f"metric {metric!r} was logged by none of the {len(rows)} runs "
+                                               "selected")
+    valued = [(r, v) for r in rows if (v := _value(r, reduction, goal)) is not None]
+    fields = [r.fields or {} for r, _ in valued]
+    counts: dict[str, int] = {}
+    for f in fields:
+        for key in f:
+            counts[key] = counts.get(key, 0) + 1
+    if len(counts) > PARAMETERS_LIMIT:
+        kept = set(sorted(counts, key=lambda k: (-counts[k], k))[:PARAMETERS_LIMIT])
+        notes.append(f"the runs have {len(counts)} parameters; the {PARAMETERS_LIMIT} most runs have are scored")
+        fields = [{k: v for k, v in f.items() if k in kept} for f in fields]
+    reason = None
+    if len(valued) < MIN_RUNS:
+        reason = (f"only {len(valued)} of the {len(rows)} runs selected have {_reduction_words(reduction, goal)} "
+                  f"of {metric}; parameter importance needs at least {MIN_RUNS}")
+    elif not counts:
+        reason = ("the source carries no run configurations" if not reads_configs(reader)
+                  else f"none of the {len(valued)} runs with a value of {metric} has a configuration")
+    scores: list[ParameterScore] = []
+    if reason is None:
+        from ..importance import score_parameters
+
+        scores = score_parameters(fields, [v for _, v in valued], ids=[r.run_id for r, _ in valued])
+    return _Scored(len(rows), len(valued), tuple(notes), reason, tuple(scores))
 
 
 def read(ctx: Context) -> Response:
@@ -112,41 +167,21 @@ def read(ctx: Context) -> Response:
     project = q.get("project").strip()
     ctx.known_ids(reader, workspace, ("project", project, "project"),
                   *(("experiment_id", e, "experiment_id") for e in experiments))
-    runs = _selected(reader, workspace, project, experiments, run_ids)
-    notes = list(warnings)
-    if len(runs) > RUNS_LIMIT:
-        notes.append(f"{len(runs)} runs match; the newest {RUNS_LIMIT} are scored")
-        runs = runs[:RUNS_LIMIT]
-    summaries = _summaries(reader, [r.run_id for r in runs], metric)
-    if runs and not any(s is not None for s in summaries.values()):
-        raise V2Error(400, "INVALID_ARGUMENT", f"metric {metric!r} was logged by none of the {len(runs)} runs "
-                                               "selected")
-    valued = [(r, v) for r in runs if (v := _value(r, summaries[r.run_id], reduction, goal)) is not None]
-    configs = read_configs(reader, [r.run_id for r, _ in valued])
-    fields = [dict(configs[r.run_id].fields) if r.run_id in configs else {} for r, _ in valued]
-    counts: dict[str, int] = {}
-    for f in fields:
-        for key in f:
-            counts[key] = counts.get(key, 0) + 1
-    if len(counts) > PARAMETERS_LIMIT:
-        kept = set(sorted(counts, key=lambda k: (-counts[k], k))[:PARAMETERS_LIMIT])
-        notes.append(f"the runs have {len(counts)} parameters; the {PARAMETERS_LIMIT} most runs have are scored")
-        fields = [{k: v for k, v in f.items() if k in kept} for f in fields]
-    reason = None
-    if len(valued) < MIN_RUNS:
-        reason = (f"only {len(valued)} of the {len(runs)} runs selected have {_reduction_words(reduction, goal)} "
-                  f"of {metric}; parameter importance needs at least {MIN_RUNS}")
-    elif not counts:
-        reason = ("the source carries no run configurations" if not reads_configs(reader)
-                  else f"none of the {len(valued)} runs with a value of {metric} has a configuration")
-    scores = []
-    if reason is None:
-        from ..importance import score_parameters
 
-        scores = score_parameters(fields, [v for _, v in valued])
+    def build() -> _Scored:
+        return _score(reader, workspace, project, experiments, run_ids, metric, reduction, goal)
+
+    if isinstance(reader, HasGeneration):
+        # Kept while the store is unchanged: a new point, run or config makes a new generation.
+        key = ("parameter-importance", source, workspace, project, tuple(sorted(experiments)),
+               tuple(sorted(run_ids)), metric, reduction, goal, RUNS_LIMIT, PARAMETERS_LIMIT, MIN_RUNS)
+        scored = ctx.answers.computed(reader.generation(), key, build)
+    else:
+        scored = build()
+    notes = [*warnings, *scored.notes]
     meta = metadata(source, [served], False, notes)
-    if reason is not None:
-        meta["availability"] = {"state": "unavailable", "reasons": [*notes, reason]}
+    if scored.reason is not None:
+        meta["availability"] = {"state": "unavailable", "reasons": [*notes, scored.reason]}
     limits = {"runs": RUNS_LIMIT, "parameters": PARAMETERS_LIMIT, "min_runs": MIN_RUNS}
-    return json_response(parameter_importance_json(meta, metric, reduction, goal, len(runs), len(valued), limits,
-                                                   scores))
+    return json_response(parameter_importance_json(meta, metric, reduction, goal, scored.run_count,
+                                                   scored.valued_run_count, limits, scored.scores))

@@ -38,7 +38,7 @@ import contextlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -67,13 +67,14 @@ from tau_collector.reads.rows import (
     ArtifactRow,
     ExperimentRow,
     MetricSummaryRow,
+    MetricValueRow,
     NoteRow,
     ReducedSeries,
     Rows,
     RunEvent,
     RunRow,
 )
-from tau_collector.taugrid.run_config import RunConfig
+from tau_collector.taugrid.run_config import RunConfig, fields_from_rows
 
 __all__ = ["StoreReader"]
 
@@ -214,6 +215,23 @@ class StoreReader:
             return {}
         with self.store.read_transaction() as conn:
             return summaries.summaries_of(conn, run_ids, metrics)
+
+    def metric_values(self, workspace: str, metric: str, *, project: str = "", experiment_ids: Sequence[str] = (),
+                      run_ids: Sequence[str] = (), limit: int) -> tuple[int, list[MetricValueRow]]:
+        """(how many runs match, the newest ``limit`` with one metric's summary values and their config fields):
+        :func:`..write.listing.metric_values` in one query, kept until the store changes; needs :meth:`has_listings`."""
+        key = ("metric_values", workspace, metric, project, tuple(experiment_ids), tuple(run_ids), limit)
+
+        def load() -> tuple[int, tuple[MetricValueRow, ...]]:
+            with self.store.read_transaction() as conn:
+                total, rows = listing.metric_values(conn, workspace, metric, project=project,
+                                                    experiment_ids=experiment_ids, run_ids=run_ids, limit=limit)
+            return total, tuple(MetricValueRow(run_id, state, finite, latest, low, high,
+                                               fields_from_rows(configs) if configs else None)
+                                for run_id, state, finite, latest, low, high, configs in rows)
+
+        total, rows = self._index.get(key, load)
+        return total, list(rows)
 
     def listing_metric_names(self, workspace: str, experiment: str = "") -> list[str]:
         with self.store.read_transaction() as conn:

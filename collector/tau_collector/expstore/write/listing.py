@@ -24,6 +24,7 @@ filters, order and the limit in SQL, so that its cost follows the answer, not th
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import namedtuple
 from collections.abc import Iterable, Sequence
@@ -38,6 +39,7 @@ __all__ = [
     "experiment_details",
     "listing_ready",
     "metric_names",
+    "metric_values",
     "note_runs_sql",
     "rebuild_all",
     "refresh_runs",
@@ -401,6 +403,51 @@ def run_window(conn: sqlite3.Connection, workspace: str, *, project: str = "", e
     rows = conn.execute(f"SELECT rl.run_id FROM run_listing rl {join} WHERE {where} ORDER BY {order} "
                         "LIMIT ? OFFSET ?", [*join_args, *args, limit, offset]).fetchall()
     return total, [r[0] for r in rows]
+
+
+def metric_values(conn: sqlite3.Connection, workspace: str, metric: str, *, project: str = "",
+                  experiment_ids: Sequence[str] = (), run_ids: Sequence[str] = (),
+                  limit: int) -> tuple[int, list[tuple]]:
+    """(how many runs match, the newest ``limit`` of them with one metric's summary values and their configs'
+    fields), in three queries (a count, the runs joined to their summaries, their configs): what scores the
+    parameters of thousands of runs, reading only those columns.
+
+    The runs are the workspace's (of ``project`` when given) of the experiments ``experiment_ids`` or among
+    ``run_ids`` (every run when neither is given), newest first then run id descending. Each row is
+    ``(run_id, state, finite_count, latest_value, min_value, max_value, config_rows)`` (the summary's columns
+    ``None`` for a run without the metric), ``config_rows`` a tuple of ``(indexed_fields, normalized_json)`` per
+    config row in ``uri`` order (``normalized_json`` only where ``indexed_fields`` is empty), ``()`` for none.
+    """
+    where, args = [f"rl.{_IN_WORKSPACE}"], [workspace]
+    if project:
+        where.append("rl.project = ?")
+        args.append(project)
+    chosen = []
+    if experiment_ids:
+        chosen.append(f"rl.experiment_id IN ({','.join('?' * len(experiment_ids))})")
+        args += list(experiment_ids)
+    if run_ids:
+        chosen.append(f"rl.run_id IN ({','.join('?' * len(run_ids))})")
+        args += list(run_ids)
+    if chosen:
+        where.append(f"({' OR '.join(chosen)})")
+    condition = " AND ".join(where)
+    total = conn.execute(f"SELECT count(*) FROM run_listing rl WHERE {condition}", args).fetchone()[0]
+    rows = conn.execute(
+        "SELECT rl.run_id, rl.state, ms.finite_count, ms.latest_value, ms.min_value, ms.max_value "
+        "FROM run_listing rl LEFT JOIN metric_summaries ms ON ms.run_id = rl.run_id AND ms.metric_name = ? "
+        f"WHERE {condition} ORDER BY rl.created_at DESC, rl.run_id DESC LIMIT ?", [metric, *args, limit]).fetchall()
+    # The configs of those runs in one pass over the table (it has no index by run alone).
+    configs: dict[str, list[tuple[str, str]]] = {}
+    if rows:
+        for run_id, indexed, normalized in conn.execute(
+                "SELECT run_id, coalesce(indexed_fields, ''), CASE WHEN coalesce(indexed_fields, '') = '' "
+                "THEN coalesce(normalized_json, '') ELSE '' END FROM configs "
+                "WHERE run_id IN (SELECT value FROM json_each(?)) ORDER BY run_id, uri, config_hash",
+                (json.dumps([r[0] for r in rows]),)):
+            configs.setdefault(run_id, []).append((indexed, normalized))
+    out = [(*row, tuple(configs.get(row[0], ()))) for row in rows]
+    return total, out
 
 
 def metric_names(conn: sqlite3.Connection, workspace: str, experiment: str = "") -> list[str]:
