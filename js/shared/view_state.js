@@ -183,7 +183,7 @@ export function encodeRunView(view, { project = null, source = null, defaultAxis
 // -- the runs listing ------------------------------------------------------------------------------------
 
 export const LISTING_FILTERS = ["state", "project", "experiment", "group", "tag"];
-const LISTING_KEYS = ["q", ...LISTING_FILTERS, "config", "metric", "sort", "dir", "group_by", "constant", "view", "source", "token"];
+const LISTING_KEYS = ["q", "note", ...LISTING_FILTERS, "config", "metric", "sort", "dir", "group_by", "constant", "view", "source", "token"];
 
 /** The runs listing's view from its query: { view, notices }, as decodeRunView. */
 export function decodeListingView(query) {
@@ -202,11 +202,17 @@ export function decodeListingView(query) {
   if (dir && dir !== "asc" && dir !== "desc") notices.push(`dir=${quoted(dir)} is not a sort direction (asc or desc): ignored`);
   const groupBy = get("group_by");
   if (groupBy && groupBy !== "experiment" && groupBy !== "group") notices.push(`group_by=${quoted(groupBy)} is not a grouping (experiment or group): ignored`);
+  let note = get("note").trim();
+  if (/[\u0000-\u001f\u007f]/.test(note)) {
+    notices.push(`note=${quoted(note)} holds control characters, which no note filter can match: ignored`);
+    note = "";
+  }
   const viewName = get("view");
   if (viewName && viewName !== "parallel" && viewName !== "table") notices.push(`view=${quoted(viewName)} is not a view (table or parallel): ignored`);
   return {
     view: {
       search: get("q"),
+      note,
       filters: Object.fromEntries(LISTING_FILTERS.map((f) => [f, get(f)])),
       configText: get("config"),
       metric: get("metric"),
@@ -225,6 +231,7 @@ export function encodeListingView(t, { project = null, source = null } = {}) {
   if (project) p.set("project", project);
   if (source) p.set("source", source);
   if (t.search) p.set("q", t.search);
+  if (t.note) p.set("note", t.note);
   for (const f of LISTING_FILTERS) if (t.filters[f]) p.set(f, t.filters[f]); // a project filter names the page's project
   if (t.configText) p.set("config", t.configText);
   if (t.metric) p.set("metric", t.metric);

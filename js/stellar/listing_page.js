@@ -60,7 +60,7 @@ function select(id, label, choices, value) {
 export async function listingPage() {
   const box = errorBox();
   const t = { ...readAddress(), all: [], metricNames: [], selected: new Set(), collapsed: new Set(), only: null, config: [],
-    note: "", noted: null };
+    noted: null }; // t.note (the note filter) comes from the address
   state.table = t;
   state.timings = {};
   showAddressNotices(box);
@@ -97,7 +97,7 @@ export async function listingPage() {
   const menus = Object.fromEntries(FILTERS.map((f) => [f, select(`stellar-filter-${f}`, FILTER_LABELS[f], choices[f], t.filters[f])]));
   // Notes live in the Portal: the runs whose notes hold the text are asked of it (indexed), for either view.
   const noteInput = h("input", { type: "search", id: "stellar-filter-note", placeholder: "notes contain…",
-    "aria-label": "filter by note text", title: "runs with a note containing this text (any case)" });
+    "aria-label": "filter by note text", title: "runs with a note containing this text (any case)", value: t.note });
   const configInput = h("input", { type: "text", id: "stellar-filter-config", value: t.configText,
     placeholder: "config: lr>0.01, opt=adam", "aria-label": "filter by config values",
     title: "key=value, key!=value, key>number, key<=number, key~text; separated by commas" });
@@ -333,22 +333,26 @@ export async function listingPage() {
     }
   });
   let noteTyping = 0;
+  /** The note filter applied: the runs whose notes hold t.note, asked of the Portal (a server-side view asks with its windows). */
+  async function applyNote() {
+    if (t.remote) {
+      filterChanged();
+      return;
+    }
+    try {
+      t.noted = t.note ? new Set(((await pageData(["runs"], { project: state.project, note: t.note, limit: LOCAL_LIMIT }))
+        .runs || []).map((r) => r.run_id)) : null;
+    } catch (err) {
+      showError(explain(err, "The runs with that note could not be found"), err, box);
+      t.noted = null;
+    }
+    filterChanged();
+  }
   noteInput.addEventListener("input", () => {
     clearTimeout(noteTyping);
-    noteTyping = setTimeout(async () => {
+    noteTyping = setTimeout(() => {
       t.note = noteInput.value.trim();
-      if (t.remote) {
-        filterChanged();
-        return;
-      }
-      try {
-        t.noted = t.note ? new Set(((await pageData(["runs"], { project: state.project, note: t.note, limit: LOCAL_LIMIT }))
-          .runs || []).map((r) => r.run_id)) : null;
-      } catch (err) {
-        showError(explain(err, "The runs with that note could not be found"), err, box);
-        t.noted = null;
-      }
-      filterChanged();
+      applyNote();
     }, 250);
   });
   for (const f of FILTERS) {
@@ -415,11 +419,12 @@ export async function listingPage() {
     t.groupBy = "";
     t.parallel = false;
     // The first read listed the newest runs unfiltered: an address that asks for more asks the Portal.
-    if (t.search || FILTERS.some((f) => t.filters[f]) || t.sort.column !== "created_at" || t.sort.direction !== "desc") {
+    if (t.search || t.note || FILTERS.some((f) => t.filters[f]) || t.sort.column !== "created_at" || t.sort.direction !== "desc") {
       reload();
     }
   }
   refresh({ redrawParallel: true });
+  if (t.note && !t.remote) applyNote(); // an address's note filter: its runs are asked of the Portal
   state.timings.firstDrawMs = performance.now() - firstDraw;
   state.ready = true;
   main.dataset.state = "ready";

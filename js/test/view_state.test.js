@@ -113,13 +113,27 @@ test("the Portal's own parameters pass without a notice", () => {
   assert.deepEqual(decodeRunView("target=r&project=p&source=local&token=t").notices, []);
 });
 
+test("the listing's note filter is in the address; one with control characters is named and ignored", () => {
+  const encoded = encodeListingView({ ...decodeListingView("").view, note: "lr too high" });
+  assert.equal(encoded.toString(), "note=lr+too+high");
+  assert.equal(decodeListingView(encoded).view.note, "lr too high");
+  assert.deepEqual(decodeListingView(encoded).notices, []);
+  assert.equal(decodeListingView("note=%20%20").view.note, "");
+  const bad = decodeListingView("note=a%00b");
+  assert.equal(bad.view.note, "");
+  assert.deepEqual(bad.notices, ['note="a\\u0000b" holds control characters, which no note filter can match: ignored']);
+  const long = decodeListingView(`note=${"x".repeat(MAX_VALUE + 1)}`);
+  assert.equal(long.view.note, "");
+  assert.equal(long.notices.length, 1);
+});
+
 test("unknown runs are the page's to report: the address keeps them", () => {
   assert.deepEqual(decodeRunView("target=no-such-run").view.targets, ["no-such-run"]);
 });
 
 test("the listing's view round-trips, and its bad values are named", () => {
   const t = {
-    search: "lr 0.1", filters: { state: "running", project: "", experiment: "e/1", group: "", tag: "k=v" },
+    search: "lr 0.1", note: "diverged after warmup", filters: { state: "running", project: "", experiment: "e/1", group: "", tag: "k=v" },
     configText: "lr>0.01, opt=adam", metric: "val/acc", sort: { column: "metric:latest", direction: "desc" },
     groupBy: "experiment", showConstant: true, parallel: true,
   };
