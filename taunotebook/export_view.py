@@ -25,7 +25,7 @@ import httpx
 
 from .client.errors import ENV_TOKEN, PortalError, error_from_response
 
-__all__ = ["ExportError", "ViewLink", "export_view", "main", "parse_view_link", "read_key"]
+__all__ = ["ExportError", "ViewLink", "export_view", "main", "parse_view_link", "read_key", "run_ref"]
 
 STATIC_DIR = Path(__file__).resolve().parent / "static" / "stellar"
 OFFLINE_BUNDLE = "stellar-offline.js"
@@ -87,6 +87,16 @@ def parse_view_link(url: str) -> ViewLink:
         raise ExportError(f"{url!r} names no run: add ?target=<run_id>")
     root = urlunsplit((parts.scheme, parts.netloc, path.rstrip("/") + "/", "", ""))
     return ViewLink(root=root, targets=targets[:50], query=query, token=token)
+
+
+def run_ref(key: str, default_project: str | None = None) -> tuple[str, str | None]:
+    """(run id, project) of a run as a compare page's address names it: ``run`` (in ``default_project``) or
+    ``project/run`` (the last ``/`` separates them: a run id never holds one), as ``js/shared/run_ref.js``'s
+    ``parseRunRef``."""
+    cut = key.rfind("/")
+    if 0 < cut < len(key) - 1:
+        return key[cut + 1:], key[:cut]
+    return (key[:cut] if cut == len(key) - 1 else key), default_project
 
 
 def read_key(path: str, params: Iterable[tuple[str, str]]) -> str:
@@ -220,15 +230,22 @@ def export_view(url: str, *, token: str | None = None, max_charts: int = 24, max
     notes: list[str] = []
     try:
         names: set[str] = set()
-        for run_id in link.targets:
+        # Each run as the page reads it: by its id, with its project (``project/run`` in the link, else the page's).
+        refs = [(key, *run_ref(key, reader.project)) for key in link.targets]
+
+        def scoped(project: str | None) -> list[tuple[str, str]]:
+            return [("project", project)] if project else []
+
+        for _, run_id, project in refs:
             base = f"api/v2/stellar/runs/{_segment(run_id)}"
-            run = reader.get(base, [])["run"]
-            reader.get(f"{base}/metrics", [], optional=True)
-            reader.get(f"{base}/notes", [], optional=True)  # the run's notes, shown on its card
-            reader.get(f"stellar/data/runs/{_segment(run_id)}/notifications", [], optional=True)
-            reader.get(f"stellar/data/runs/{_segment(run_id)}/job", [], optional=True)  # lifecycle, resources, faults
+            data = f"stellar/data/runs/{_segment(run_id)}"
+            run = reader.get(base, scoped(project))["run"]
+            reader.get(f"{base}/metrics", scoped(project), optional=True)
+            reader.get(f"{base}/notes", scoped(run.get("project") or project), optional=True)  # shown on its card
+            reader.get(f"{data}/notifications", scoped(run.get("project") or project), optional=True)
+            reader.get(f"{data}/job", scoped(project), optional=True)  # lifecycle, resources, faults
             names.update(n for n in run.get("metric_names") or [] if not n.startswith("tau/"))
-        reader.get("stellar/data/runs", [("run_id", r) for r in link.targets], optional=True)
+        reader.get("stellar/data/runs", [("run_id", r) for r in dict.fromkeys(r for _, r, _ in refs)], optional=True)
         pins = [p for p in link.all("pin") if p in names]
         match = _filter(link.get("q") or "")
         chosen = pins + [n for n in sorted(names, key=_order) if n not in pins and match(n)]
@@ -241,25 +258,27 @@ def export_view(url: str, *, token: str | None = None, max_charts: int = 24, max
         if x_metric and x_metric in names and x_metric not in chosen:
             # The x axis' metric is read beside the charts (the page joins it by step); its whole series is
             # carried, and a zoomed window's x values are cut from it.
-            for run_id in link.targets:
+            for key, run_id, project in refs:
                 try:
                     reader.get(f"api/v2/stellar/runs/{_segment(run_id)}/series",
-                               [("target", run_id), ("metric", x_metric), ("max_points", str(max_points))])
+                               [("target", run_id), ("metric", x_metric), ("max_points", str(max_points)),
+                                *scoped(project)])
                 except PortalError as exc:
-                    notes.append(f"{x_metric} (the x axis) of {run_id}: {exc}")
+                    notes.append(f"{x_metric} (the x axis) of {key}: {exc}")
         for metric in chosen:
-            for run_id in link.targets:
+            for key, run_id, project in refs:
                 reads = [None, windows.get(metric)] if metric in windows else [None]
                 for window in reads:
                     span = [("start_step", str(window[0])), ("end_step", str(window[1]))] if window else []
                     try:
                         reader.get(f"api/v2/stellar/runs/{_segment(run_id)}/series",
-                                   [("target", run_id), ("metric", metric), ("max_points", str(max_points)), *span])
+                                   [("target", run_id), ("metric", metric), ("max_points", str(max_points)), *span,
+                                    *scoped(project)])
                     except PortalError as exc:  # a run without the metric: the export says so, as the page does
-                        notes.append(f"{metric} of {run_id}: {exc}")
+                        notes.append(f"{metric} of {key}: {exc}")
                         break
-                    reader.get(f"stellar/data/runs/{_segment(run_id)}/points", [("metric", metric), *span],
-                               optional=True)
+                    reader.get(f"stellar/data/runs/{_segment(run_id)}/points",
+                               [("metric", metric), *span, *scoped(project)], optional=True)
     finally:
         reader.http.close()
     query = [(k, v) for k, v in link.query]

@@ -9,7 +9,8 @@ import pytest
 
 from fixtures.portal import PortalServer
 from taunotebook import cli
-from taunotebook.export_view import ExportError, export_view, parse_view_link, read_key
+from taunotebook.client.errors import PortalError
+from taunotebook.export_view import ExportError, export_view, parse_view_link, read_key, run_ref
 
 
 def config_of(html: str) -> dict:
@@ -89,3 +90,36 @@ def test_hostile_run_ids_and_script_text_stay_inside_their_elements():
     assert len(re.findall(r"</style>", html, re.I)) == 1
     assert "<img" not in html
     assert config_of(html)["targets"] == [evil]
+
+
+def test_a_run_ref_is_read_as_the_pages_parse_run_ref_reads_it():
+    assert [run_ref(k, "page") for k in ("r", "p/r", "a/b/r", "/r", "r/")] == [
+        ("r", "page"), ("r", "p"), ("r", "a/b"), ("/r", "page"), ("r", "page")]
+
+
+def test_runs_of_several_projects_are_exported_each_with_its_project(tmp_path):
+    from fixtures.portal import TOKEN, serve
+    from tau_collector.expstore import open_store
+    from tau_collector.expstore.write.writer import MetricWriter
+    from tau_collector.projection.metric_event import new_metric_event
+
+    store = open_store(tmp_path / "store", create=True)
+    events = [new_metric_event(project=project, experiment_id="e", run_group_id="g", run_id=run, metric_name="loss",
+                               step=step, wall_time=1_760_000_000_000_000_000 + step, value=step * scale,
+                               exported_at=0, source="history", tags={})
+              for project, run, scale in (("alpha", "shared", 1.0), ("beta", "b-only", 2.0)) for step in range(5)]
+    MetricWriter(store).write_chunk("c", events, [], request_hash="h")
+    store.close()
+    with serve(tmp_path / "store") as server:
+        base = f"http://127.0.0.1:{server.port}/stellar"
+        html, notes = export_view(f"{base}?target=alpha/shared&compare=beta/b-only&token={TOKEN}")
+        offline = config_of(html)["offline"]
+        assert config_of(html)["targets"] == ["alpha/shared", "beta/b-only"] and notes == []
+        for run, last in (("shared", 4.0), ("b-only", 8.0)):
+            series = offline["responses"][read_key(f"api/v2/stellar/runs/{run}/series",
+                                                   [("target", run), ("metric", "loss")])]
+            assert series["points"][-1]["value"] == last
+        assert offline["responses"][read_key("stellar/data/runs", [("run_id", "shared"), ("run_id", "b-only")])]
+        # A run named in a project it is not in is not found there.
+        with pytest.raises(PortalError, match="not found"):
+            export_view(f"{base}?target=beta/shared&token={TOKEN}")
