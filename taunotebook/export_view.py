@@ -23,6 +23,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 import httpx
 
+from tau_collector.cli.durations import duration_type
+
 from .client.errors import ENV_TOKEN, PortalError, error_from_response
 
 __all__ = ["ExportError", "ViewLink", "export_view", "main", "parse_view_link", "read_key", "run_ref"]
@@ -322,7 +324,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-points", type=int, default=4000,
                         help="points per series, reduced as the page reduces them "
                              f"(default 4000, at most {MAX_POINTS_CAP})")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per read (default 60)")
+    parser.add_argument("--timeout", type=duration_type(), default=60.0, metavar="DURATION",
+                        help="time per read: seconds or a Go duration (10, 10s, 1m30s; default 60s)")
     args = parser.parse_args(argv)
     try:
         text, notes = export_view(args.url, token=args.token, max_charts=args.max_charts, max_points=args.max_points,

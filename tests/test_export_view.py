@@ -123,3 +123,23 @@ def test_runs_of_several_projects_are_exported_each_with_its_project(tmp_path):
         # A run named in a project it is not in is not found there.
         with pytest.raises(PortalError, match="not found"):
             export_view(f"{base}?target=beta/shared&token={TOKEN}")
+
+
+@pytest.mark.parametrize("text, seconds", [("10", 10.0), ("10s", 10.0), ("1m30s", 90.0), ("1.5", 1.5)])
+def test_the_timeout_takes_every_duration_form(monkeypatch, tmp_path, text, seconds):
+    from taunotebook import export_view as module
+
+    asked = {}
+    monkeypatch.setattr(module, "export_view", lambda url, **kw: (asked.update(kw), ("<html>", []))[1])
+    assert module.main(["http://h/stellar?target=a", "-o", str(tmp_path / "v.html"), "--timeout", text]) == 0
+    assert asked["timeout"] == seconds
+
+
+def test_a_zero_or_bad_timeout_is_refused_in_words(tmp_path, capsys):
+    from taunotebook import export_view as module
+
+    for text, words in (("0", "must be more than 0"), ("soon", "invalid duration 'soon'")):
+        with pytest.raises(SystemExit) as exit_:
+            module.main(["http://h/stellar?target=a", "-o", str(tmp_path / "v.html"), "--timeout", text])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and "--timeout" in err and words in err
