@@ -112,14 +112,15 @@ def step_range(q: Query) -> tuple[int | None, int | None]:
     return start, end
 
 
-def limit_param(q: Query) -> int:
-    """The listing's page size: default 50, 1..200, TauGrid's message."""
+def limit_param(q: Query, *, default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT) -> int:
+    """A page size (``limit``): the listing's default 50, 1..200, TauGrid's message; another route's bounds by
+    ``default`` and ``maximum`` (a run's artifacts: 200, 1..1000)."""
     raw = q.get("limit")
     if not raw:
-        return DEFAULT_LIMIT
+        return default
     limit = parse_int(raw, "limit")
-    if not 1 <= limit <= MAX_LIMIT:
-        raise V2Error(400, "INVALID_ARGUMENT", f"limit must be an integer between 1 and {MAX_LIMIT}")
+    if not 1 <= limit <= maximum:
+        raise V2Error(400, "INVALID_ARGUMENT", f"limit must be an integer between 1 and {maximum}")
     return limit
 
 

@@ -20,7 +20,7 @@ from tau_collector.reads import ReadsArtifacts
 from ..context import Context
 from ..errors import SECURITY_HEADERS, V2Error, json_response
 from ..identity import decode_path_id
-from ..params import parse_int
+from ..params import limit_param
 from ..wire.artifacts import artifact_json, artifact_list_json
 from ..wire.metadata import metadata
 
@@ -31,20 +31,11 @@ MAX_ARTIFACTS = 1000
 _BLOCK = 256 * 1024  # bytes per read of a download
 
 
-def _limit(raw: str) -> int:
-    if not raw:
-        return DEFAULT_ARTIFACTS
-    limit = parse_int(raw, "limit")
-    if not 1 <= limit <= MAX_ARTIFACTS:
-        raise V2Error(400, "INVALID_ARGUMENT", f"limit must be an integer between 1 and {MAX_ARTIFACTS}")
-    return limit
-
-
 def read(ctx: Context) -> Response:
     q = ctx.query
     source, workspace = ctx.source_and_workspace()
     found = ctx.exact_run(source, workspace)
-    limit = _limit(q.get("limit"))
+    limit = limit_param(q, default=DEFAULT_ARTIFACTS, maximum=MAX_ARTIFACTS)
     after = decode_path_id(q.get("after")) if q.get("after") else None
     kind = q.get("type") or None
     meta = metadata(source, [found.served], False, found.warnings)
