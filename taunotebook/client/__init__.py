@@ -3,8 +3,10 @@
 Split as httpx is: :mod:`.errors` (typed exceptions from the error envelope), :mod:`.models`,
 :mod:`.config_models`, :mod:`.checkpoint_models`, :mod:`.media_models`, :mod:`.table_models`,
 :mod:`.tail_models` and :mod:`.note_models` (the answers, built by the one decoder in :mod:`.decode`),
-:mod:`.links` (every URL the notebook side builds), :mod:`.client` (``PortalClient``) and :mod:`.run_handle`
-(a run's notes and tags from Python).
+:mod:`.links` (every URL the notebook side builds), :mod:`.client` (``PortalClient``, with its reads of a run's
+files in :mod:`.run_files`, of its media in :mod:`.media_reads`, of page data and parameter importance in
+:mod:`.page_reads` and of notes and tags in :mod:`.annotations`) and :mod:`.run_handle` (a run's notes and tags
+from Python).
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
-"""``PortalClient``: a sync client for TauGrid's v2 Stellar reads and the local Portal's page data."""
+"""``PortalClient``: a sync client for TauGrid's v2 Stellar reads and the local Portal's page data.
+
+The reads of TauGrid's v2 API and the transport (retries, errors) are here; a run's files (:mod:`.run_files`),
+its media (:mod:`.media_reads`), the page data and parameter importance (:mod:`.page_reads`) and notes and tags
+(:mod:`.annotations`) are mixins.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
@@ -14,8 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .artifact_models import Artifact, ArtifactPage
-from .checkpoint_models import Checkpoint, RunCheckpoints
+from .annotations import RunAnnotations
 from .config_models import ExperimentPage, ExperimentSummary, RunConfiguration
 from .errors import (
     ENV_TOKEN,
@@ -28,15 +30,11 @@ from .errors import (
     redact,
     retry_after,
 )
-from .importance_models import ParameterImportance
-from .links import API_PATH, PAGE_DATA_PATH, path_segment, portal_root, stellar_url
-from .media_models import Histograms, ImagesAt, MediaTags, TextAt
-from .models import ExperimentList, PointDetails, Run, RunMetrics, RunPage, Series
-from .note_models import Note, NoteList, NoteWritten, Notification, NotificationList, RunTagsAnswer
-from .run_handle import RunHandle
-from .series_columns import SeriesColumns, read_export_csv
-from .table_models import RunTable
-from .tail_models import Tails
+from .links import API_PATH, path_segment, portal_root, stellar_url
+from .media_reads import MediaReads
+from .models import Run, RunMetrics, RunPage, Series
+from .page_reads import PageReads
+from .run_files import RunFileReads
 
 __all__ = ["SOURCES", "PortalClient", "check_source"]
 
@@ -82,7 +80,7 @@ def _config_params(config: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     return params
 
 
-class PortalClient:
+class PortalClient(RunFileReads, MediaReads, PageReads, RunAnnotations):
     """A sync client for TauGrid's v2 Stellar reads and the local Portal's page data; a context manager.
 
     ``base_url`` and ``token`` default to ``TAU_PORTAL_URL`` and ``TAU_PORTAL_TOKEN``; a base URL with
@@ -283,286 +281,6 @@ class PortalClient:
             params.append(("project", project))
         return self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/config", params,
                          RunConfiguration.from_json)
-
-    def checkpoints(self, run_id: str, *, project: str | None = None,
-                    source: str | None = None) -> RunCheckpoints:
-        """``GET /api/v2/stellar/runs/{run_id}/checkpoints`` (the local Portal's addition): the run's checkpoints
-        (``.checkpoints``: step, uri, size_bytes, digest) and retries. TauGrid's Portal answers 404."""
-        params = self._common(source)
-        project = project if project is not None else self.project
-        if project is not None:
-            params.append(("project", project))
-        return self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/checkpoints", params,
-                         RunCheckpoints.from_json)
-
-    def checkpoint(self, run_id: str, step: int, *, project: str | None = None,
-                   source: str | None = None) -> Checkpoint:
-        """The run's checkpoint nearest at or before ``step`` (not a deleted one); ``LookupError`` when none is."""
-        return self.checkpoints(run_id, project=project, source=source).at(step)
-    def artifacts(self, run_id: str, *, type: str | None = None, after: str | None = None, limit: int | None = None,
-                  project: str | None = None, source: str | None = None) -> ArtifactPage:
-        """``GET /api/v2/stellar/runs/{run_id}/artifacts`` (the local Portal's addition): one page of the run's
-        artifacts (its history and event files, images, checkpoints); ``after`` is the previous page's
-        ``next_after``. Each says whether its file is ``present``, ``gone`` or ``remote``."""
-        params = [*self._common(source), *self._optional(project, limit=limit)]
-        if type:
-            params.append(("type", type))
-        if after:
-            params.append(("after", after))
-        return self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/artifacts", params,
-                         ArtifactPage.from_json)
-
-    def iter_artifacts(self, run_id: str, *, type: str | None = None, source: str | None = None) -> Iterator[Artifact]:
-        """Every artifact of the run, page by page."""
-        after: str | None = None
-        while True:
-            page = self.artifacts(run_id, type=type, after=after, source=source)
-            yield from page.artifacts
-            if not page.next_after or page.next_after == after:
-                return
-            after = page.next_after
-
-    def download_artifact(self, run_id: str, artifact_id: str, destination: str | os.PathLike[str], *,
-                          source: str | None = None) -> int:
-        """Stream one artifact's file to ``destination`` (never held whole in memory); returns the bytes written.
-        A file that is gone, or not on the Portal's machine, is :class:`NotFoundError` saying so."""
-        path = (f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/artifacts/"
-                f"{path_segment(artifact_id, 'artifact_id')}")
-        with self._http.stream("GET", path, params=self._common(source)) as response:
-            if not response.is_success:
-                response.read()
-                raise error_from_response(response)
-            written = 0
-            with open(destination, "wb") as out:
-                for block in response.iter_bytes():
-                    out.write(block)
-                    written += len(block)
-        return written
-
-    # -- a run's histograms, images and text (the local Portal's additions; TauGrid's Portal answers 404)
-
-    def _media(self, run_id: str, route: str, params: list[tuple[str, str]], build: Callable[[Any], _T]) -> _T:
-        return self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/{route}", params, build)
-
-    def media(self, run_id: str, *, project: str | None = None, source: str | None = None) -> MediaTags:
-        """``GET …/runs/{run_id}/media``: the run's histogram, image and text tags with counts and step ranges."""
-        return self._media(run_id, "media", [*self._common(source), *self._optional(project)], MediaTags.from_json)
-
-    def histograms(self, run_id: str, tag: str, *, step_min: int | None = None, step_max: int | None = None,
-                   max_steps: int | None = None, keep: Iterable[int] = (), buckets: bool = True,
-                   project: str | None = None, source: str | None = None) -> Histograms:
-        """``GET …/runs/{run_id}/histograms``: a histogram tag over a step range, reduced to at most ``max_steps``
-        steps (the Portal's default 500), never dropping a step of ``keep``; ``buckets=False`` reads summaries."""
-        params = [*self._common(source), ("tag", tag),
-                  *self._optional(project, step_min=step_min, step_max=step_max, max_steps=max_steps)]
-        kept = ",".join(str(int(s)) for s in keep)
-        if kept:
-            params.append(("keep", kept))
-        if not buckets:
-            params.append(("buckets", "false"))
-        return self._media(run_id, "histograms", params, Histograms.from_json)
-
-    def histogram_at(self, run_id: str, tag: str, step: int, *, project: str | None = None,
-                     source: str | None = None) -> Histograms:
-        """``GET …/runs/{run_id}/histograms/at``: the histogram of ``tag`` at exactly ``step`` (NotFoundError
-        when it has none there)."""
-        params = [*self._common(source), ("tag", tag), ("step", str(int(step))), *self._optional(project)]
-        return self._media(run_id, "histograms/at", params, Histograms.from_json)
-
-    def images(self, run_id: str, tag: str, step: int, *, project: str | None = None,
-               source: str | None = None) -> ImagesAt:
-        """``GET …/runs/{run_id}/images``: every image of ``tag`` at the stored step nearest ``step``."""
-        params = [*self._common(source), ("tag", tag), ("step", str(int(step))), *self._optional(project)]
-        return self._media(run_id, "images", params, ImagesAt.from_json)
-
-    def image_bytes(self, run_id: str, digest: str, *, thumbnail: bool = False, source: str | None = None) -> bytes:
-        """The bytes of one image of the run by its digest (``sha256:<hex>`` or the hex), or its PNG thumbnail."""
-        path = (f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/images/"
-                f"{path_segment(digest.removeprefix('sha256:'), 'digest')}")
-        params = [*self._common(source), *([("thumbnail", "1")] if thumbnail else [])]
-        response = self._http.get(path, params=params)
-        if not response.is_success:
-            raise error_from_response(response)
-        return response.content
-
-    def text(self, run_id: str, tag: str, step: int, *, project: str | None = None,
-             source: str | None = None) -> TextAt:
-        """``GET …/runs/{run_id}/text``: the strings of ``tag`` at the stored step nearest ``step``."""
-        params = [*self._common(source), ("tag", tag), ("step", str(int(step))), *self._optional(project)]
-        return self._media(run_id, "text", params, TextAt.from_json)
-
-    # -- the local Portal's page data (``/stellar/data/...``; TauGrid's Portal does not serve it)
-
-    def point_details(
-        self,
-        run_id: str,
-        metric: str,
-        *,
-        start_step: int | None = None,
-        end_step: int | None = None,
-        project: str | None = None,
-        source: str | None = None,
-    ) -> PointDetails:
-        """``GET /stellar/data/runs/{run_id}/points``: where the metric's non-finite values sit, and wall times.
-
-        A TauGrid Portal answers 404 (:class:`NotFoundError` with code ``NOT_FOUND``, message ``route was
-        not found``): draw without them.
-        """
-        params = [*self._common(source), ("metric", metric),
-                  *self._optional(project, start_step=start_step, end_step=end_step)]
-        path = f"{PAGE_DATA_PATH}/runs/{path_segment(run_id, 'run_id')}/points"
-        return self._get(path, params, PointDetails.from_json)
-
-    def series_columns(
-        self,
-        run_id: str,
-        metric: str,
-        *,
-        start_step: int | None = None,
-        end_step: int | None = None,
-        project: str | None = None,
-        source: str | None = None,
-    ) -> SeriesColumns:
-        """``GET /stellar/data/export/{run_id}``: every stored point of the series (non-finite ones too), as
-        numpy columns (``.to_pandas()`` with pandas). Read as it streams; one attempt, no retries."""
-        params = [*self._common(source), ("metric", metric), ("format", "csv"),
-                  *self._optional(project, start_step=start_step, end_step=end_step)]
-        path = f"{PAGE_DATA_PATH}/export/{path_segment(run_id, 'run_id')}"
-        try:
-            with self._http.stream("GET", path, params=params) as response:
-                if not response.is_success:
-                    response.read()
-                    raise error_from_response(response)
-                return read_export_csv(response.iter_bytes(), run_id, metric, start_step, end_step)
-        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            raise PortalUnreachable(None, "UNREACHABLE", f"{type(exc).__name__}: {exc}", "unreachable", True,
-                                    url=self.base_url + path.lstrip("/")) from exc
-
-    def tails(
-        self,
-        run_id: str,
-        since: Mapping[str, tuple[int | None, int | None] | int | None],
-        *,
-        catalog_since: str | None = None,
-        max_points: int | None = None,
-        project: str | None = None,
-        source: str | None = None,
-    ) -> Tails:
-        """``GET /stellar/data/runs/{run_id}/tails``: several metrics' new points of one run in one request.
-
-        ``since`` maps each metric to the step its new points start at (inclusive; ``None``: the whole range,
-        M4-reduced to ``max_points``), or to ``(step, count)`` where ``count`` is the catalog count the caller
-        holds: a metric whose count and latest step are unchanged has no points read. ``catalog_since`` is
-        the ``cursor`` of an earlier answer: the run's metric names come only when they changed since.
-        A TauGrid Portal answers 404 (``route was not found``): read the v2 catalog and series instead.
-        """
-        params = self._common(source)
-        for metric, held in since.items():
-            step, count = held if isinstance(held, tuple) else (held, None)
-            params += [("metric", metric), ("since", "" if step is None else str(int(step))),
-                       ("count", "" if count is None else str(int(count)))]
-        params += self._optional(project, catalog_since=catalog_since, max_points=max_points)
-        path = f"{PAGE_DATA_PATH}/runs/{path_segment(run_id, 'run_id')}/tails"
-        return self._get(path, params, Tails.from_json)
-
-    def experiments(self, *, project: str | None = None, source: str | None = None) -> ExperimentList:
-        """``GET /stellar/data/experiments``: the served workspace's experiments with their run counts."""
-        params = self._common(source)
-        project = project if project is not None else self.project
-        if project is not None:
-            params.append(("project", project))
-        return self._get(f"{PAGE_DATA_PATH}/experiments", params, ExperimentList.from_json)
-
-    def run_table(
-        self,
-        *,
-        project: str | None = None,
-        experiment: str | None = None,
-        group: str | None = None,
-        run_ids: Iterable[str] = (),
-        metrics: Iterable[str] = (),
-        source: str | None = None,
-    ) -> RunTable:
-        """``GET /stellar/data/runs``: every run of the workspace (newest first, at most 5000) with its config
-        fields and the ``metrics``' latest/min/max (default: the Portal picks a loss), in one request.
-
-        ``experiment``, ``group`` and ``run_ids`` (at most 200) narrow it. A TauGrid Portal answers 404
-        (:class:`NotFoundError`, message ``route was not found``).
-        """
-        params = self._common(source)
-        project = project if project is not None else self.project
-        for key, value in (("project", project), ("experiment", experiment), ("group", group)):
-            if value is not None:
-                params.append((key, value))
-        params += [("run_id", r) for r in run_ids]
-        params += [("metric", m) for m in metrics]
-        return self._get(f"{PAGE_DATA_PATH}/runs", params, RunTable.from_json)
-
-    def parameter_importance(self, metric: str, *, reduction: str = "final", goal: str | None = None,
-                             experiment_ids: Iterable[str] = (), run_ids: Iterable[str] = (),
-                             project: str | None = None, source: str | None = None) -> ParameterImportance:
-        """``GET /api/v2/stellar/parameter-importance``: each hyperparameter's correlation with and random-forest
-        importance for ``metric``'s final, best or latest value over the runs of ``experiment_ids`` and
-        ``run_ids`` (neither: the workspace's), most important first (docs/comparing-runs.md)."""
-        params = [*self._common(source), *self._optional(project), ("metric", metric), ("reduction", reduction)]
-        if goal is not None:
-            params.append(("goal", goal))
-        params += [("experiment_id", e) for e in experiment_ids]
-        params += [("run_id", r) for r in run_ids]
-        return self._get(f"{API_PATH}/parameter-importance", params, ParameterImportance.from_json)
-
-    # -- notes and tags (the local Portal's addition; its only writes)
-
-    def notes(self, run_id: str, *, project: str | None = None, source: str | None = None) -> list[Note]:
-        """``GET /api/v2/stellar/runs/{run_id}/notes``: the run's notes, oldest first."""
-        params = [*self._common(source), *self._optional(project)]
-        return list(self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/notes", params,
-                              NoteList.from_json).notes)
-
-    def add_note(self, run_id: str, text: str, *, author: str | None = None, idempotency_key: str | None = None,
-                 project: str | None = None, source: str | None = None) -> Note:
-        """``POST /api/v2/stellar/runs/{run_id}/notes``: add a note (``author`` default: the Portal's user).
-
-        Sent with an idempotency key (a fresh one unless given), so a retry after a lost answer is the same note,
-        never a second one; a key used before for another note is a :class:`ClientError` with code ``CONFLICT``.
-        """
-        body = {"text": text, "idempotency_key": idempotency_key or f"note-{uuid.uuid4().hex}"}
-        if author is not None:
-            body["author"] = author
-        params = [*self._common(source), *self._optional(project)]
-        return self._send("POST", f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/notes", params, body,
-                          NoteWritten.from_json).note
-
-    def run_tags(self, run_id: str, *, project: str | None = None, source: str | None = None) -> dict[str, str]:
-        """The run's tags (those of :meth:`run`)."""
-        params = [*self._common(source), *self._optional(project)]
-        return dict(self._get(f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}", params, Run.from_response).tags)
-
-    def set_tag(self, run_id: str, key: str, value: str, *, project: str | None = None,
-                source: str | None = None) -> dict[str, str]:
-        """``PUT /api/v2/stellar/runs/{run_id}/tags/{key}``; returns the run's tags after."""
-        path = f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/tags/{path_segment(key, 'tag key')}"
-        params = [*self._common(source), *self._optional(project)]
-        return dict(self._send("PUT", path, params, {"value": value}, RunTagsAnswer.from_json).tags)
-
-    def delete_tag(self, run_id: str, key: str, *, project: str | None = None,
-                   source: str | None = None) -> dict[str, str]:
-        """``DELETE /api/v2/stellar/runs/{run_id}/tags/{key}`` (a tag the run lacks is fine); the tags after."""
-        path = f"{API_PATH}/runs/{path_segment(run_id, 'run_id')}/tags/{path_segment(key, 'tag key')}"
-        params = [*self._common(source), *self._optional(project)]
-        return dict(self._send("DELETE", path, params, None, RunTagsAnswer.from_json).tags)
-
-    def notifications(self, run_id: str, *, project: str | None = None,
-                      source: str | None = None) -> list[Notification]:
-        """``GET /stellar/data/runs/{run_id}/notifications`` (page data): the webhooks the run's wrap sent."""
-        params = [*self._common(source), *self._optional(project)]
-        return list(self._get(f"{PAGE_DATA_PATH}/runs/{path_segment(run_id, 'run_id')}/notifications", params,
-                              NotificationList.from_json).notifications)
-
-    def run_handle(self, run_id: str, *, project: str | None = None) -> RunHandle:
-        """The run's notes and tags through this client: ``.note(text)``, ``.notes()``, ``.tags[key] = value``."""
-        return RunHandle(lambda: contextlib.nullcontext(self), run_id,
-                         project if project is not None else self.project)
 
     # -- links
 
