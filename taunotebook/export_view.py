@@ -34,9 +34,8 @@ OFFLINE_BUNDLE = "stellar-offline.js"
 BUILD_HINT = "npm ci --prefix js && npm run build --prefix js   (or: pip install -e .)"
 UNKEYED = frozenset({"max_points", "project", "source", "token"})  # as export_html.js's
 MAX_POINTS_CAP = 12000  # TauGrid's series limit
-# The file loads nothing: inline script and style only (as export_html.js's).
-_CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:"
-_STATIC_NOTE = "a static copy: the charts hold the points the page had drawn"
+TEMPLATE = "export_template.html"
+_SLOT = re.compile(r"@@([A-Z_]+)@@")
 
 
 class ExportError(ValueError):
@@ -134,34 +133,18 @@ def _script_text(text: str) -> str:
     return re.sub(r"<(/script|!--)", r"\\x3C\1", text, flags=re.IGNORECASE)
 
 
-def export_html(config: dict[str, Any], script: str, css: str, heading: str) -> str:
-    """The file: export_html.js's exportHtml, written out in Python."""
-    config_json = json.dumps(config, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
-    stamp = html.escape(config["offline"]["exportedAt"])
-    css_text = css.replace("</", "<\\/")  # nothing in it can end the style element
-    return f"""<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="{_CSP}">
-<title>{html.escape(f"Stellar · {heading}")}</title>
-<style>{css_text}</style>
-<script type="application/json" id="stellar-config">{config_json}</script>
-</head>
-<body>
-<header class="stellar-header">
-  <span class="stellar-home">Stellar</span>
-  <span class="stellar-title" id="stellar-title">{html.escape(heading)}</span>
-  <span class="stellar-note" id="stellar-exported" data-exported-at="{stamp}">exported {stamp} · {_STATIC_NOTE}</span>
-</header>
-<main id="stellar" data-mode="runs" data-state="loading">
-  <p class="stellar-loading" id="stellar-loading">Loading…</p>
-</main>
-<script>{_script_text(script)}</script>
-</body>
-</html>
-"""
+def export_html(config: dict[str, Any], script: str, css: str, heading: str, template: str) -> str:
+    """The file: ``template`` (export_html.js's ``EXPORT_TEMPLATE``, which the JS build writes to
+    ``static/stellar/export_template.html``) with its slots filled as its ``exportHtml`` fills them, in one pass."""
+    values = {
+        "TITLE": html.escape(f"Stellar · {heading}"),
+        "CSS": css.replace("</", "<\\/"),  # nothing in it can end the style element
+        "CONFIG": json.dumps(config, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c"),
+        "HEADING": html.escape(heading),
+        "EXPORTED_AT": html.escape(config["offline"]["exportedAt"]),
+        "SCRIPT": _script_text(script),
+    }
+    return _SLOT.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
 class _Reader:
@@ -224,7 +207,7 @@ def export_view(url: str, *, token: str | None = None, max_charts: int = 24, max
     if not 1 <= max_points <= MAX_POINTS_CAP:
         raise ExportError(f"max_points must be within [1, {MAX_POINTS_CAP}], got {max_points}")
     link = parse_view_link(url)
-    missing = [name for name in (OFFLINE_BUNDLE, "stellar.css") if not (static_dir / name).is_file()]
+    missing = [name for name in (OFFLINE_BUNDLE, "stellar.css", TEMPLATE) if not (static_dir / name).is_file()]
     if missing:
         raise ExportError(f"static/stellar/{missing[0]} is missing from the taunotebook package: "
                           f"build it with {BUILD_HINT}")
@@ -296,7 +279,8 @@ def export_view(url: str, *, token: str | None = None, max_charts: int = 24, max
     }
     script = (static_dir / OFFLINE_BUNDLE).read_text(encoding="utf-8")
     css = (static_dir / "stellar.css").read_text(encoding="utf-8")
-    return export_html(config, script, css, " vs ".join(link.targets)), notes
+    template = (static_dir / TEMPLATE).read_text(encoding="utf-8")
+    return export_html(config, script, css, " vs ".join(link.targets), template), notes
 
 
 USAGE_EXAMPLES = """examples:

@@ -81,11 +81,12 @@ def test_the_command_writes_the_file(portal_server: PortalServer, tmp_path, caps
 
 
 def test_hostile_run_ids_and_script_text_stay_inside_their_elements():
-    from taunotebook.export_view import export_html
+    from taunotebook.export_view import STATIC_DIR, TEMPLATE, export_html
 
     evil = "</script><img src=x onerror=alert(1)><!--"
     html = export_html({"mode": "runs", "targets": [evil], "offline": {"exportedAt": "2026-01-01T00:00:00.000Z"}},
-                       'const s = "</script><b>"; // <!-- x', "a{} </style><script>alert(1)</script>", evil)
+                       'const s = "</script><b>"; // <!-- x', "a{} </style><script>alert(1)</script>", evil,
+                       (STATIC_DIR / TEMPLATE).read_text(encoding="utf-8"))
     assert len(re.findall(r"</script>", html, re.I)) == 2  # the config's and the script's own end tags
     assert len(re.findall(r"</style>", html, re.I)) == 1
     assert "<img" not in html
@@ -143,3 +144,29 @@ def test_a_zero_or_bad_timeout_is_refused_in_words(tmp_path, capsys):
             module.main(["http://h/stellar?target=a", "-o", str(tmp_path / "v.html"), "--timeout", text])
         err = capsys.readouterr().err
         assert exit_.value.code == 2 and "--timeout" in err and words in err
+
+
+def test_the_python_export_is_the_pages_export_byte_for_byte():
+    # One template (js/shared/export_html.js's EXPORT_TEMPLATE, written by the build beside the bundles), filled
+    # the same way on both sides: node's exportHtml and export_html give the same bytes.
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from taunotebook.export_view import STATIC_DIR, TEMPLATE, export_html
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    args = {"config": {"mode": "runs", "targets": ["a</script>", "b @@SCRIPT@@"], "offline": {
+                "exportedAt": "2026-01-01T00:00:00.000Z", "responses": {"k": "<x> & $1 $&"}}},
+            "script": "console.log('</script> @@CSS@@ $&')", "css": "a{} </style>", "heading": "a</script> vs b"}
+    module = Path(__file__).resolve().parents[1] / "js" / "shared" / "export_html.js"
+    code = (f"import {{ exportHtml }} from {json.dumps(module.as_uri())};"
+            f"process.stdout.write(exportHtml({json.dumps(args)}));")
+    from_js = subprocess.run([node, "--input-type=module", "-e", code], capture_output=True, text=True,
+                             check=True).stdout
+    template = (STATIC_DIR / TEMPLATE).read_text(encoding="utf-8")
+    assert export_html(args["config"], args["script"], args["css"], args["heading"], template) == from_js
+    assert "@@" not in template.replace("@@TITLE@@", "").replace("@@CSS@@", "").replace("@@CONFIG@@", "").replace(
+        "@@HEADING@@", "").replace("@@EXPORTED_AT@@", "").replace("@@SCRIPT@@", "")

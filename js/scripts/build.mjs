@@ -6,12 +6,15 @@
 //   stellar/stellar.css -> taunotebook/static/stellar/stellar.css  lazily land beside it as chunk-*.js)
 //   stellar/main.js     -> taunotebook/static/stellar/stellar-offline.js   the same pages in one classic script,
 //                                                                  inlined into a view's static HTML export
+//   shared/export_html.js's EXPORT_TEMPLATE -> taunotebook/static/stellar/export_template.html   that export's
+//                                                                  page, which `taunotebook export-view` fills too
 // Both draw with plotly/index.js: plotly.js with only the traces we draw.
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import * as esbuild from "esbuild";
+import { EXPORT_TEMPLATE } from "../shared/export_html.js";
 
 const js = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const staticDir = resolve(js, "..", "taunotebook", "static");
@@ -75,3 +78,7 @@ report(await esbuild.build({
   entryPoints: [resolve(js, "stellar", "main.js")],
   outfile: resolve(staticDir, "stellar", "stellar-offline.js"),
 }));
+
+// The static export's page, for the Python side of the export (taunotebook/export_view.py) to fill as exportHtml does.
+writeFileSync(resolve(staticDir, "stellar", "export_template.html"), EXPORT_TEMPLATE);
+console.log("build: taunotebook/static/stellar/export_template.html");

@@ -26,33 +26,50 @@ function escapeHtml(text) {
 }
 
 /**
- * The export's HTML. `config` is the page config (mode, targets, project, source) with `offline`:
- * { query, metrics, responses, exportedAt, link }; `script` the page bundle (stellar-offline.js), `css` its style.
+ * The export's page with its slots: @@TITLE@@, @@CSS@@, @@CONFIG@@, @@HEADING@@, @@EXPORTED_AT@@, @@SCRIPT@@, each
+ * filled once (exportHtml here; `taunotebook export-view` fills the copy the build writes beside the bundles,
+ * static/stellar/export_template.html, so the two exports are one page).
  */
-export function exportHtml({ config, script, css, heading }) {
-  const json = JSON.stringify(config).replace(/</g, "\\u003c");
-  const exported = `exported ${config.offline.exportedAt}`;
-  return `<!doctype html>
+export const EXPORT_TEMPLATE = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:">
-<title>${escapeHtml(`Stellar · ${heading}`)}</title>
-<style>${String(css).replace(/<\//g, "<\\/")}</style>
-<script type="application/json" id="stellar-config">${json}</script>
+<title>@@TITLE@@</title>
+<style>@@CSS@@</style>
+<script type="application/json" id="stellar-config">@@CONFIG@@</script>
 </head>
 <body>
 <header class="stellar-header">
   <span class="stellar-home">Stellar</span>
-  <span class="stellar-title" id="stellar-title">${escapeHtml(heading)}</span>
-  <span class="stellar-note" id="stellar-exported" data-exported-at="${escapeHtml(config.offline.exportedAt)}">${escapeHtml(exported)} · a static copy: the charts hold the points the page had drawn</span>
+  <span class="stellar-title" id="stellar-title">@@HEADING@@</span>
+  <span class="stellar-note" id="stellar-exported" data-exported-at="@@EXPORTED_AT@@">exported @@EXPORTED_AT@@ · a static copy: the charts hold the points the page had drawn</span>
 </header>
 <main id="stellar" data-mode="runs" data-state="loading">
   <p class="stellar-loading" id="stellar-loading">Loading…</p>
 </main>
-<script>${scriptText(script)}</script>
+<script>@@SCRIPT@@</script>
 </body>
 </html>
 `;
+
+/** EXPORT_TEMPLATE with its slots filled from `values` (escaped already), in one pass: no value is read as a slot. */
+export function fillTemplate(template, values) {
+  return template.replace(/@@([A-Z_]+)@@/g, (slot, name) => (name in values ? values[name] : slot));
+}
+
+/**
+ * The export's HTML. `config` is the page config (mode, targets, project, source) with `offline`:
+ * { query, metrics, responses, exportedAt, link }; `script` the page bundle (stellar-offline.js), `css` its style.
+ */
+export function exportHtml({ config, script, css, heading }) {
+  return fillTemplate(EXPORT_TEMPLATE, {
+    TITLE: escapeHtml(`Stellar · ${heading}`),
+    CSS: String(css).replace(/<\//g, "<\\/"),
+    CONFIG: JSON.stringify(config).replace(/</g, "\\u003c"),
+    HEADING: escapeHtml(heading),
+    EXPORTED_AT: escapeHtml(config.offline.exportedAt),
+    SCRIPT: scriptText(script),
+  });
 }
