@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -110,6 +111,19 @@ def forest_rows(n: int, ids: Sequence[str] | None) -> list[int]:
     return order[:FOREST_ROWS]
 
 
+def _columns(configs: Sequence[Mapping[str, Any]], keys: list[str]) -> list[Sequence[Any]]:
+    """Each key's values over the configs (:data:`_ABSENT` where a config lacks it), read a row at a time (a
+    config with every key through one C-level ``itemgetter``): 10,000 runs x 20 keys in milliseconds."""
+    if not keys:
+        return []
+    getter = operator.itemgetter(*keys)
+    one = len(keys) == 1
+    absent = (_ABSENT,) * len(keys)
+    rows = [((getter(c),) if one else getter(c)) if len(c) == len(keys)
+            else tuple(map(c.get, keys, absent)) for c in configs]
+    return list(zip(*rows, strict=True)) if rows else [() for _ in keys]
+
+
 def score_parameters(configs: Sequence[Mapping[str, Any]], values: Sequence[float],
                      ids: Sequence[str] | None = None) -> list[ParameterScore]:
     """Each parameter of ``configs`` (one flattened config per run, ``{}`` for none) scored against ``values``
@@ -123,12 +137,11 @@ def score_parameters(configs: Sequence[Mapping[str, Any]], values: Sequence[floa
     columns: list[Any] = []  # the forest's input columns
     owners: list[int] = []  # column -> index of its parameter in keys
     partial: list[tuple[str, int, float | None, float | None, str | None]] = []
-    for index, key in enumerate(keys):
-        raw = [c.get(key, _ABSENT) for c in configs]
-        kinds = {type(v) for v in raw}
+    for index, raw in enumerate(_columns(configs, keys)):
+        kinds = set(map(type, raw))
         if kinds <= _NUMERIC_TYPES:
             # A number that is not finite counts as missing.
-            x = np.fromiter((math.nan if v is _ABSENT else v for v in raw), dtype=float, count=n)
+            x = np.array([math.nan if v is _ABSENT else v for v in raw] if object in kinds else raw, dtype=float)
             have = np.isfinite(x)
             present = int(have.sum())
             if np.unique(x[have]).size + (present < n) <= 1:

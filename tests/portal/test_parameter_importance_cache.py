@@ -102,3 +102,11 @@ def test_the_forest_sample_is_the_smallest_hashes_and_the_order_of_runs_does_not
                                            [ids[i] for i in order])
     assert [(s.name, s.importance) for s in shuffled] == [(s.name, s.importance) for s in scores]
     assert scores[0].name == "lr"
+
+
+def test_columns_are_read_alike_for_full_partial_and_single_key_configs():
+    configs = [{"a": 1, "b": "x"}, {"a": 2}, {}, {"b": "y", "a": 3}]
+    assert importance._columns(configs, ["a", "b"]) == [(1, 2, importance._ABSENT, 3),
+                                                       ("x", importance._ABSENT, importance._ABSENT, "y")]
+    assert importance._columns([{"a": 1}, {}], ["a"]) == [(1, importance._ABSENT)]
+    assert importance._columns([], ["a"]) == [()] and importance._columns([{}], []) == []
