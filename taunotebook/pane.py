@@ -53,6 +53,9 @@ Synced traitlets (Python → browser unless noted):
     ``{"checkpoints": [{"step", "uri", "size_bytes", "deleted"}], "retries": [{"step", "attempt", "max_retries",
     "resume_from"}]}`` — the primary run's checkpoints and retries (``/runs/{run_id}/checkpoints``), marked on
     each of its plots (``js/shared/checkpoint_marks.js``); ``{}`` until read, and from a Portal without the route.
+``compare_checkpoints``
+    ``{run_id: {"checkpoints": [...], "retries": [...]}}`` — the same for each compared run that has any, marked
+    in that run's colour.
 ``aggregate``, ``band`` (both ways)
     how compared runs are drawn: ``""`` each its own line, ``"mean"`` or ``"median"`` one line with a band
     (``band``: ``"minmax"``, ``"std"`` for ±1 standard deviation, ``"none"``), computed in the browser by
@@ -205,6 +208,7 @@ class LossPane(anywidget.AnyWidget):
     lifecycle = traitlets.Dict().tag(sync=True)  # the backend's {"phase", "reason", "retries", "text"}
     resources = traitlets.Dict().tag(sync=True)  # what the job asked for: {"gpus": 2, "image": ...}
     checkpoints = traitlets.Dict({}).tag(sync=True)
+    compare_checkpoints = traitlets.Dict({}).tag(sync=True)
 
     def __init__(
         self,

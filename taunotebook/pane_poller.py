@@ -206,6 +206,7 @@ class Poller:
         self.checkpoints_available = True  # the local Portal's /runs/{run_id}/checkpoints (TauGrid's: 404)
         self.checkpoints_read_at: float | None = None
         self._checkpoints_sent: dict | None = None
+        self._compare_checkpoints_sent: dict = {}
         self.shown: list[str] = []  # the metrics the last poll read, in the pane's order
         self._fallback_key: tuple | None = None  # what the static picture last showed
         self._fallback_at = 0.0
@@ -518,8 +519,10 @@ class Poller:
         return got_new
 
     def _read_checkpoints(self, now: float) -> None:
-        """The primary run's checkpoints and retries, for the markers on its plots (trait ``checkpoints``): every
-        :data:`CHECKPOINT_SECONDS` while it runs and on each poll once it ended; sent when they change."""
+        """Each shown run's checkpoints and retries, for the markers on the plots (trait ``checkpoints`` for the
+        primary run, ``compare_checkpoints`` for the compared ones, drawn in their colours): every
+        :data:`CHECKPOINT_SECONDS` while the primary run runs and on each poll once it ended; sent when they
+        change."""
         primary = self.views.get(self.run_id)
         ended = primary is not None and primary.state in TERMINAL_STATES
         if not self.checkpoints_available or (
@@ -527,24 +530,33 @@ class Poller:
                 and not ended):
             return
         self.checkpoints_read_at = now
-        self.own_requests += 1
-        try:
-            answer = self.client.checkpoints(self.run_id, project=self.project, source=self.source)
-        except NotFoundError as err:
-            if err.message == ROUTE_NOT_FOUND:
-                self.checkpoints_available = False  # TauGrid's Portal: no checkpoints to mark
-            return
-        except PortalError:
-            return  # the markers wait for the next read; the metrics go on either way
-        payload = {
-            "checkpoints": [{"step": c.step, "uri": c.uri, "size_bytes": c.size_bytes, "deleted": c.deleted}
-                            for c in answer.checkpoints],
-            "retries": [{"step": r.step, "attempt": r.attempt, "max_retries": r.max_retries,
-                         "resume_from": r.resume_from} for r in answer.retries],
-        }
-        if payload != self._checkpoints_sent:
+        answers: dict[str, dict] = {}
+        for run in self.runs:
+            self.own_requests += 1
+            try:
+                answer = self.client.checkpoints(run, project=self.project if run == self.run_id else None,
+                                                 source=self.source)
+            except NotFoundError as err:
+                if err.message == ROUTE_NOT_FOUND:
+                    self.checkpoints_available = False  # TauGrid's Portal: no checkpoints to mark
+                    return
+                continue  # a run not (yet) in the store: nothing to mark
+            except PortalError:
+                return  # the markers wait for the next read; the metrics go on either way
+            answers[run] = {
+                "checkpoints": [{"step": c.step, "uri": c.uri, "size_bytes": c.size_bytes, "deleted": c.deleted}
+                                for c in answer.checkpoints],
+                "retries": [{"step": r.step, "attempt": r.attempt, "max_retries": r.max_retries,
+                             "resume_from": r.resume_from} for r in answer.retries],
+            }
+        payload = answers.pop(self.run_id, None)
+        compared = {run: a for run, a in answers.items() if a["checkpoints"] or a["retries"]}
+        if payload is not None and payload != self._checkpoints_sent:
             self._publish(checkpoints=payload)
             self._checkpoints_sent = payload
+        if compared != self._compare_checkpoints_sent:
+            self._publish(compare_checkpoints=compared)
+            self._compare_checkpoints_sent = compared
 
     def _publish_runs(self) -> None:
         runs_info = {run: {"state": v.state, "status_message": v.status_message, "warnings": v.warnings,

@@ -6,7 +6,8 @@ request. Each backend renders what it can and refuses, naming the option, what i
 * ``tau``: TauGrid's ``compute``, ``runtime``, ``policy``, ``execution`` and ``resilience`` sections
   (:func:`tau_sections`), the engine ``job`` or ``rayjob``;
 * ``ray``: the Jobs API's ``entrypoint_num_gpus`` / ``entrypoint_num_cpus`` / ``entrypoint_memory`` /
-  ``entrypoint_resources`` and ``runtime_env`` ``pip`` / ``image_uri`` (:func:`ray_submit_options`);
+  ``entrypoint_resources`` and ``runtime_env`` ``pip`` / ``image_uri`` (:func:`ray_submit_options`); retries
+  are resubmissions of the failed job (:mod:`taunotebook.backends.ray`);
 * ``local``: ``CUDA_VISIBLE_DEVICES`` for the GPUs, a time limit, and retries that resume from the last
   checkpoint (``tau-collector wrap --retries``; :func:`local_environment`).
 """
@@ -297,8 +298,6 @@ def ray_submit_options(resources: JobResources) -> tuple[dict[str, Any], dict[st
     _refuse(r, ("cpu_limit", "memory_limit"), "ray", "Ray schedules by requests only (give cpu / memory)")
     _refuse(r, ("queue", "profile"), "ray", "they are TauGrid's scheduling policy (use --backend tau)")
     _refuse(r, ("secrets",), "ray", "Ray's runtime_env has no secret references (pass env vars, or use --backend tau)")
-    _refuse(r, ("retries", "checkpoint_path"), "ray", "Ray's Jobs API does not retry an entrypoint (use --backend "
-            "tau, or Ray Train's FailureConfig in the script)")
     _refuse(r, ("engine",), "ray", "the engine is TauGrid's (--backend tau)")
     kwargs: dict[str, Any] = {}
     if r.gpus is not None:

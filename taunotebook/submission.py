@@ -145,8 +145,9 @@ def submit(
     ``project``, ``experiment`` and ``group``, and a value both set differently is a ``ValueError``.
     ``checkpoints`` (a glob, or several; relative to ``cwd``): the job's checkpoint files or directories, whose
     names end in their step (``ckpt-1000.pt``, ``step_1000/``): the collector registers each, once written, as a
-    checkpoint of the run with its step (``local``, ``ray``; :mod:`tau_collector.collect.checkpoints`);
-    ``run.checkpoints()`` lists them. Without it, ``checkpoint_path``'s files are the checkpoints (``local``).
+    checkpoint of the run with its step (:mod:`tau_collector.collect.checkpoints`; on ``tau`` relative globs are
+    under the pod's working directory and the run's own store ``<output>/store`` holds them);
+    ``run.checkpoints()`` lists them. Without it, ``checkpoint_path``'s files are the checkpoints.
     ``config`` (a mapping), ``config_file`` (a ``.json``/``.yaml`` file) and ``config_items`` (``k=v``
     texts, see :mod:`.submit_config`) are the run's hyperparameters: the job reads them from the JSON
     file ``$TAU_RUN_CONFIG`` names, and they are stored with the run.
@@ -199,7 +200,7 @@ def submit(
     if dry_run and backend == "local":
         raise ValueError("--dry-run is for the tau backend (it prints the TauGrid run config) and the ray backend "
                          "(the job submission); a local run is just started")
-    checkpoint_globs = _checkpoint_globs(checkpoints, cwd)
+    checkpoint_globs = _checkpoint_globs(checkpoints, None if backend == "tau" else cwd or Path.cwd())
     run_config = build_config(config, config_file, config_items)
     stop_rules = stop_rule_flags(stop_on_nan, stop_if)
     notify_args = notify_flags(notify, backend)
@@ -242,15 +243,15 @@ def submit(
 
 
 def _checkpoint_globs(checkpoints: str | Sequence[str], cwd: str | PathLike[str] | None) -> tuple[str, ...]:
-    """``submit``'s ``checkpoints`` as absolute globs (relative ones under the job's ``cwd``)."""
+    """``submit``'s ``checkpoints`` as absolute globs (relative ones under the job's ``cwd``); with ``cwd`` None
+    (a TauGrid job, whose working directory is the pod's) relative ones stay relative."""
     given = [checkpoints] if isinstance(checkpoints, (str, PathLike)) else list(checkpoints)
-    base = Path(cwd).resolve() if cwd is not None else Path.cwd()
     out = []
     for pattern in given:
         text = os.fspath(pattern) if isinstance(pattern, (str, PathLike)) else None
         if not text or not text.strip():
             raise ValueError(f"checkpoints: {pattern!r} is not a glob of checkpoint files (e.g. 'ckpt/ckpt-*.pt')")
-        out.append(os.path.join(base, os.path.expanduser(text)))
+        out.append(os.path.join(Path(cwd).resolve(), os.path.expanduser(text)) if cwd is not None else text)
     return tuple(out)
 
 

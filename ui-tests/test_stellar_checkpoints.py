@@ -24,6 +24,10 @@ def checkpoint_store(tmp_path_factory) -> Path:
     store = open_store(root, create=True)
     MetricWriter(store).write_chunk("c", [event("ckpt-run", "train/loss", s, 1.0 / (s + 1), tags=WS)
                                           for s in range(0, 500, 5)], [], request_hash="h")
+    MetricWriter(store).write_chunk("c2", [event("ckpt-other", "train/loss", s, 2.0 / (s + 1), tags=WS)
+                                           for s in range(0, 500, 5)], [], request_hash="h2")
+    record_artifacts(store, [ArtifactRow("ckpt-other", "checkpoint", "/other/ckpt-250.pt", "/other/ckpt-250.pt",
+                                         step=250, digest="sha256:" + "ef" * 32, size_bytes=7)])
     record_artifacts(store, [
         ArtifactRow("ckpt-run", "checkpoint", f"/ckpt/ckpt-{s}.pt", f"/ckpt/ckpt-{s}.pt", step=s,
                     digest="sha256:" + "cd" * 32, size_bytes=s * 1_000_000) for s in (100, 200, 300)])
@@ -74,3 +78,25 @@ def test_the_run_page_marks_each_checkpoint_and_the_retry_on_the_loss_chart(page
         page.wait_for_selector(".hoverlayer .hovertext", timeout=10_000)
         hover = page.locator(".hoverlayer").text_content()
         assert "checkpoint at step 100" in hover and "/ckpt/ckpt-100.pt" in hover and "100 MB" in hover
+
+
+def test_compared_runs_each_get_their_checkpoint_markers_in_their_colour(page: Page, checkpoint_store):
+    with serve(checkpoint_store) as server:
+        open_ready(page, f"http://127.0.0.1:{server.port}/stellar?target=ckpt-run&compare=ckpt-other&token={TOKEN}")
+        page.wait_for_function(
+            """() => {
+                const gd = document.querySelector('section.stellar-chart[data-metric="train/loss"] .stellar-plot');
+                return gd && gd.data && gd.data.filter((t) => t.meta && t.meta.role === "checkpoints").length === 2;
+            }""", timeout=30_000)
+        marks = page.evaluate(
+            """() => {
+                const gd = document.querySelector('section.stellar-chart[data-metric="train/loss"] .stellar-plot');
+                const line = (run) => gd.data.find((t) => t.meta && t.meta.runId === run && t.meta.role === "raw");
+                return gd.data.filter((t) => t.meta && t.meta.role === "checkpoints").map((t) => ({
+                    run: t.meta.runId, x: Array.from(t.x), color: t.marker.color,
+                    line: (line(t.meta.runId) || {line: {}}).line.color, first: t.text[0]}));
+            }""")
+        assert [(m["run"], m["x"]) for m in marks] == [("ckpt-run", [100, 200, 300]), ("ckpt-other", [250])]
+        assert all(m["color"] == m["line"] and m["color"] for m in marks), marks  # each in its run's colour
+        assert marks[0]["color"] != marks[1]["color"]
+        assert marks[1]["first"] == "ckpt-other: checkpoint at step 250<br>/other/ckpt-250.pt<br>7 B"

@@ -144,13 +144,21 @@ export class MetricPlot {
   }
 
   /**
-   * The primary run's checkpoints and retries (the `checkpoints` trait) as markers along the top, after every
-   * run's traces so that their indices stay TRACES_PER_RUN apart. Drawn anew by a full redraw when they change.
+   * The runs' checkpoints and retries as markers along the top: the primary run's (the `checkpoints` trait) and,
+   * comparing, each compared run's (`compare_checkpoints`) in that run's colour; after every run's traces so
+   * that their indices stay TRACES_PER_RUN apart. Drawn anew by a full redraw when they change.
    */
   checkpointMarks() {
-    const run = this.runs()[0];
-    const series = this.series(run) || { ...EMPTY, run };
-    return checkpointTraces(this.pane.model.get("checkpoints") || null, (steps) => this.xFor(series, steps), run);
+    const runs = this.runs();
+    const compared = this.pane.model.get("compare_checkpoints") || {};
+    const colors = runs.length > 1 ? this.pane.colors() : null;
+    const out = [];
+    runs.forEach((run, i) => {
+      const answer = i === 0 ? this.pane.model.get("checkpoints") || null : compared[run] || null;
+      const series = this.series(run) || { ...EMPTY, run };
+      out.push(...checkpointTraces(answer, (steps) => this.xFor(series, steps), run, colors ? colors.get(run) : null));
+    });
+    return out;
   }
 
   traces() {

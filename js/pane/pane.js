@@ -30,7 +30,7 @@ const TERMINAL = ["succeeded", "failed", "cancelled", "completed"];
 // What the page keeps of metrics that left the screen, newest last: scrolling back draws them at once (the
 // kernel's fresh reset replaces them); beyond this many the oldest are dropped.
 const KEEP_HIDDEN = 64;
-const RUN_TRAITS = ["run_ids", "configs", "aggregate", "band", "checkpoints"];
+const RUN_TRAITS = ["run_ids", "configs", "aggregate", "band", "checkpoints", "compare_checkpoints"];
 
 function pinButton(name, pinned, onclick) {
   return h("button", { type: "button", class: "tau-pane-pin", title: "pin (shown first, in Pinned)",

@@ -1,5 +1,6 @@
 // A run's checkpoints and retries as markers along the top of a metric's plot (the pane and the run page): a
 // small triangle at each checkpoint's step, hover showing its path and size; a diamond where a retry resumed.
+// Runs compared on one plot each get their markers in their own colour.
 import { formatNumber } from "./format.js";
 
 export const CHECKPOINT_COLOR = "#2a9d8f";
@@ -36,18 +37,21 @@ export function retryText(r) {
  * Plotly traces of the checkpoints and retries that carry a step (`answer` is the Portal's
  * /runs/{run_id}/checkpoints body, or null), on the overlay axis `y2`. `xOf(steps)` maps steps to the plot's x
  * values (the identity on a step axis). `run` names the traces (meta.role "checkpoints" / "retries").
+ * `color` (runs compared on one plot): the markers take the run's colour, the retry diamond keeps a retry-coloured
+ * outline, and each hover names the run; without it, the fixed checkpoint and retry colours.
  */
-export function checkpointTraces(answer, xOf = (steps) => steps, run = "") {
+export function checkpointTraces(answer, xOf = (steps) => steps, run = "", color = null) {
   if (!answer) return [];
   const out = [];
+  const who = color && run ? `${run}: ` : "";
   const saved = (answer.checkpoints || []).filter((c) => c.step !== null && c.step !== undefined);
   if (saved.length) {
     out.push({
       type: "scatter", mode: "markers", name: `${run} checkpoints`.trim(), showlegend: false, yaxis: "y2",
       cliponaxis: false, x: xOf(saved.map((c) => c.step)), y: saved.map(() => TOP),
-      text: saved.map(checkpointText), hovertemplate: "%{text}<extra></extra>", hoverinfo: "text",
+      text: saved.map((c) => who + checkpointText(c)), hovertemplate: "%{text}<extra></extra>", hoverinfo: "text",
       marker: { symbol: saved.map((c) => (c.deleted ? "triangle-down-open" : "triangle-down")), size: 9,
-        color: CHECKPOINT_COLOR, line: { width: 1, color: CHECKPOINT_COLOR } },
+        color: color || CHECKPOINT_COLOR, line: { width: 1, color: color || CHECKPOINT_COLOR } },
       meta: { role: "checkpoints", runId: run, steps: saved.map((c) => c.step) },
     });
   }
@@ -56,8 +60,9 @@ export function checkpointTraces(answer, xOf = (steps) => steps, run = "") {
     out.push({
       type: "scatter", mode: "markers", name: `${run} retries`.trim(), showlegend: false, yaxis: "y2",
       cliponaxis: false, x: xOf(retries.map((r) => r.step)), y: retries.map(() => TOP),
-      text: retries.map(retryText), hovertemplate: "%{text}<extra></extra>", hoverinfo: "text",
-      marker: { symbol: "diamond-wide", size: 12, color: RETRY_COLOR, line: { width: 1, color: RETRY_COLOR } },
+      text: retries.map((r) => who + retryText(r)), hovertemplate: "%{text}<extra></extra>", hoverinfo: "text",
+      marker: { symbol: "diamond-wide", size: 12, color: color || RETRY_COLOR,
+        line: { width: color ? 2 : 1, color: RETRY_COLOR } },
       meta: { role: "retries", runId: run, steps: retries.map((r) => r.step) },
     });
   }

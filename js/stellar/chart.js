@@ -448,7 +448,8 @@ function traces(chart) {
       return series.hasWallTime ? xValues(chart, axis, unit, runId, steps, interpolate(steps, series.step, series.wall))
         : steps;
     };
-    out.push(...checkpointTraces(saved, xOf, runId));
+    const color = chart.runIds.length > 1 ? state.runs[runId]?.color || null : null; // compared: the run's colour
+    out.push(...checkpointTraces(saved, xOf, runId, color));
   }
   return { data: out, drawnPoints, rawTraces: base ? base.rawTraces : rawTraces };
 }

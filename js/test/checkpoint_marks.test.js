@@ -29,3 +29,16 @@ test("nothing to mark, no traces", () => {
   assert.equal(formatBytes(999), "999 B");
   assert.equal(formatBytes(null), "size unknown");
 });
+
+test("a compared run's markers take its colour, keep the retry outline and name the run", () => {
+  const [saved, retries] = checkpointTraces(answer, (steps) => steps, "run-b", "#ff7f0e");
+  assert.equal(saved.marker.color, "#ff7f0e");
+  assert.equal(saved.marker.line.color, "#ff7f0e");
+  assert.equal(saved.text[0], "run-b: checkpoint at step 100<br>/c/ckpt-100.pt<br>1.5 MB");
+  assert.equal(retries.marker.color, "#ff7f0e");
+  assert.notEqual(retries.marker.line.color, "#ff7f0e");
+  assert.equal(retries.text[0], "run-b: retry 1/2 at step 100<br>resumed from /c/ckpt-100.pt");
+  const [plain] = checkpointTraces(answer, (steps) => steps, "run-a");
+  assert.notEqual(plain.marker.color, "#ff7f0e");
+  assert.ok(!plain.text[0].startsWith("run-a: "));
+});

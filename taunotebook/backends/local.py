@@ -41,9 +41,11 @@ def store_dir(home: Path | None = None) -> Path:
 
 
 def wrapper_argv(spec: RunSpec, run_dir: str, sink: list[str], *, python: str = sys.executable,
-                 script: str | None = None, interval: str = "2s", config: str | None = None) -> list[str]:
+                 script: str | None = None, interval: str = "2s", config: str | None = None,
+                 retries: bool = True) -> list[str]:
     """``python -m tau_collector wrap --run-dir D <identity> <sink> [--tfevents X]... [--run-config C]
-    [--time-limit S] [--checkpoints GLOB]... [--retries N] [--checkpoint-path DIR] -- python SCRIPT ARGS...``."""
+    [--time-limit S] [--checkpoints GLOB]... [--retries N] [--checkpoint-path DIR] -- python SCRIPT ARGS...``;
+    ``retries=False`` leaves ``--retries`` out (a backend that retries the whole job itself)."""
     argv = [python, "-m", "tau_collector", "wrap", "--run-dir", run_dir, "--interval", interval,
             "--run", spec.run_id, "--project", spec.project, "--experiment", spec.experiment,
             "--group", spec.group, "--tag", f"tau_workspace={spec.workspace}", *sink]
@@ -58,7 +60,7 @@ def wrapper_argv(spec: RunSpec, run_dir: str, sink: list[str], *, python: str = 
         argv += ["--time-limit", f"{limit:g}"]
     for pattern in spec.checkpoints:
         argv += ["--checkpoints", pattern]
-    if spec.resources.retries:
+    if spec.resources.retries and retries:
         argv += ["--retries", str(spec.resources.retries)]
     if spec.resources.checkpoint_path is not None:
         argv += ["--checkpoint-path", os.path.join(str(spec.cwd or Path.cwd()), spec.resources.checkpoint_path)]

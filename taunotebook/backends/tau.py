@@ -7,6 +7,12 @@ TauGrid's collector sidecar (``metrics.offload.enabled``), and the run's Stellar
 anything is called. The entrypoint is a small launcher that runs the training script with its stdout
 through ``tau-collector normalize``, so ``print(json.dumps({"step", "loss"}))`` rows become the house
 history rows TauGrid's collector reads; the job image needs ``tau-collector`` installed.
+
+A run with checkpoints (``--checkpoints GLOB``, or a ``resilience.checkpoint_path`` / ``storage.checkpoint``
+the config names) runs the script under ``tau-collector wrap`` instead (:func:`checkpoint_globs`): its
+history goes to ``<output>/taunotebook/`` (``metrics.history`` says so) and wrap's collector registers the
+checkpoints with their step, beside the run's metrics and status, in the run's own expstore
+``<output>/store`` (``taunotebook portal --store`` serves it).
 """
 
 from __future__ import annotations
@@ -27,9 +33,12 @@ from ..lifecycle import Lifecycle, from_store
 from ..resources import tau_engine, tau_sections
 from . import BackendError, BackendUnavailable, RunSpec, path_component, write_record
 
-__all__ = ["TauBackend", "render_config", "to_yaml", "validate_config"]
+__all__ = ["TauBackend", "checkpoint_globs", "launcher", "render_config", "to_yaml", "validate_config"]
 
 HISTORY_DIR = "metrics-history-attempt-0"
+WRAP_DIR = "taunotebook"  # under storage.output: wrap's run directory when the run registers checkpoints
+STORE_DIR = "store"  # under storage.output: the run's expstore, where wrap registers its checkpoints
+DEFAULT_CHECKPOINT_DIR = "/data/checkpoints/finetunes"  # TauGrid's default resilience.checkpoint_path: <this>/<name>
 DATA_ROOT = "/data"
 OFFLOAD = "when metrics.offload.enabled is true"
 ENTRY = "tau_entry.py"
@@ -38,7 +47,8 @@ LAUNCHER = '''\
 """Runs the training script with its stdout through tau-collector's normalizer (rendered by taunotebook)."""
 import os, subprocess, sys
 
-history = os.path.join(os.environ.get("TAU_RUN_OUTPUT", {output!r}), {history!r})
+output = os.environ.get("TAU_RUN_OUTPUT", {output!r})
+history = os.path.join(output, {history!r})
 os.makedirs(history, exist_ok=True)
 here = os.path.dirname(os.path.abspath(__file__))
 limit = {time_limit!r}  # seconds (taunotebook's time_limit), or None
@@ -47,10 +57,6 @@ if os.environ.get("RANK", "0") != "0":  # torchrun: only rank 0's stdout becomes
         sys.exit(subprocess.call([sys.executable, os.path.join(here, {script!r}), *{args!r}], timeout=limit))
     except subprocess.TimeoutExpired:
         sys.exit(124)
-trainer = subprocess.Popen([sys.executable, os.path.join(here, {script!r}), *{args!r}], stdout=subprocess.PIPE)
-normalize = subprocess.Popen([sys.executable, "-m", "tau_collector", "normalize", "--out", history],
-                             stdin=trainer.stdout)
-trainer.stdout.close()
 # system/ metrics of the trainer's process tree, as wrap samples them (TAU_COLLECTOR_SYSTEM_INTERVAL, 0 = off)
 from tau_collector.cli.durations import DurationError, duration_type
 try:
@@ -58,6 +64,20 @@ try:
 except DurationError as exc:
     print(f"tau_entry: $TAU_COLLECTOR_SYSTEM_INTERVAL: {{exc}}; sampling every 10s", file=sys.stderr)
     interval = 10.0
+checkpoints = {checkpoints!r}  # globs of the job's checkpoints (relative ones under the working directory)
+if checkpoints:  # tau-collector wrap registers them, with the run's metrics, in the run's own store
+    command = [sys.executable, "-m", "tau_collector", "wrap", "--run-dir", os.path.dirname(history),
+               *{identity!r}, "--sink", "expstore", "--store", os.path.join(output, {store!r}),
+               "--system-interval", f"{{interval:g}}"]
+    if limit is not None:
+        command += ["--time-limit", f"{{limit:g}}"]
+    for pattern in checkpoints:
+        command += ["--checkpoints", os.path.join(os.getcwd(), pattern)]
+    sys.exit(subprocess.call([*command, "--", sys.executable, os.path.join(here, {script!r}), *{args!r}]))
+trainer = subprocess.Popen([sys.executable, os.path.join(here, {script!r}), *{args!r}], stdout=subprocess.PIPE)
+normalize = subprocess.Popen([sys.executable, "-m", "tau_collector", "normalize", "--out", history],
+                             stdin=trainer.stdout)
+trainer.stdout.close()
 sampler = None
 if interval > 0:
     from tau_collector.job.system_sampler import SystemSampler
@@ -95,11 +115,43 @@ def render_config(spec: RunSpec, *, data_pvc: str | None = None) -> dict[str, An
         "engine": engine,
         "entrypoint": ENTRY,
         "storage": storage,
-        "metrics": {"history": [f"{HISTORY_DIR}/*.jsonl"], "offload": {"enabled": True}},
+        "metrics": {"history": [f"{history_dir(spec)}/*.jsonl"], "offload": {"enabled": True}},
         "experiment": {"project": spec.project, "name": spec.experiment, "group": spec.group},
         **tau_sections(spec.resources, engine, spec.env),
     }
     return merge_base(base, config) if base is not None else config
+
+
+def checkpoint_globs(spec: RunSpec) -> list[str]:
+    """The globs of the job's checkpoints, as the launcher is given them: ``--checkpoints`` (relative ones under the
+    job's working directory), else the files of ``resilience.checkpoint_path`` (``--checkpoint-path`` or the base
+    config's); and ``storage.checkpoint`` when the base config names one (a path inside the run's checkpoint
+    directory, TauGrid's default ``/data/checkpoints/finetunes/<name>``). ``[]``: no checkpoints to register."""
+    base = spec.base_config.config if spec.base_config is not None else {}
+    resilience = base.get("resilience") if isinstance(base.get("resilience"), Mapping) else {}
+    storage = base.get("storage") if isinstance(base.get("storage"), Mapping) else {}
+    directory = spec.resources.checkpoint_path or (resilience.get("checkpoint_path") or "").strip() or None
+    globs = list(spec.checkpoints) or ([posixpath.join(directory, "*")] if directory else [])
+    named = (storage.get("checkpoint") or "").strip()
+    if named:
+        path = posixpath.join(directory or posixpath.join(DEFAULT_CHECKPOINT_DIR, spec.run_id), named)
+        globs += [path] if path not in globs else []
+    return globs
+
+
+def history_dir(spec: RunSpec) -> str:
+    """Where the job's history chunks go, under ``storage.output``: wrap's run directory when it registers
+    checkpoints (:func:`checkpoint_globs`), else the launcher's own."""
+    return posixpath.join(WRAP_DIR, HISTORY_DIR) if checkpoint_globs(spec) else HISTORY_DIR
+
+
+def launcher(spec: RunSpec, output: str) -> str:
+    """The staged entrypoint ``tau_entry.py`` for ``spec`` (its run's history under ``output``)."""
+    identity = ["--run", spec.run_id, "--project", spec.project, "--experiment", spec.experiment,
+                "--group", spec.group, "--tag", f"tau_workspace={spec.workspace}"]
+    return LAUNCHER.format(output=output, history=history_dir(spec), script="train.py", args=list(spec.args),
+                           time_limit=spec.resources.time_limit_seconds(), checkpoints=checkpoint_globs(spec),
+                           identity=identity, store=STORE_DIR)
 
 
 def validate_config(config: Mapping[str, Any]) -> list[str]:
@@ -132,10 +184,6 @@ class TauBackend:
         if spec.notify:
             raise BackendError("--notify is not supported by the tau backend: TauGrid's own collector sidecar "
                                "runs the job and sends no webhooks; use the local or ray backend")
-        if spec.checkpoints:
-            raise BackendError("--checkpoints is not supported by the tau backend: TauGrid's own collector sidecar "
-                               "registers no checkpoints; give --checkpoint-path (resilience.checkpoint_path) for "
-                               "its retries, or use the local or ray backend")
         if spec.tfevents:
             raise BackendError("--tfevents is not supported by the tau backend: TauGrid's collector reads "
                                "JSONL history only; print JSON rows instead")
@@ -161,9 +209,7 @@ class TauBackend:
         stage.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(spec.script, stage / "train.py")
         output = config["storage"]["output"]
-        (stage / ENTRY).write_text(LAUNCHER.format(output=output, history=HISTORY_DIR, script="train.py",
-                                                   args=list(spec.args),
-                                                   time_limit=spec.resources.time_limit_seconds()))
+        (stage / ENTRY).write_text(launcher(spec, output))
         config_path = stage / CONFIG
         config_path.write_text(text)
         command = ["tau", "run", "--workspace", spec.workspace, "--config", str(config_path)]

@@ -108,11 +108,16 @@ def test_ray_gets_entrypoint_resources_and_runtime_env():
 
 @pytest.mark.parametrize(("options", "named"), [
     ({"queue": "gpu"}, "queue (--queue)"), ({"workers": 2}, "workers (--workers)"),
-    ({"retries": 1}, "retries (--retries)"), ({"secrets": {"T": "s:k"}}, "secrets (--secrets)"),
+    ({"profile": "a100"}, "profile (--profile)"), ({"secrets": {"T": "s:k"}}, "secrets (--secrets)"),
 ])
 def test_ray_refuses_what_its_jobs_api_has_no_field_for(options, named):
     with pytest.raises(ValueError, match=rf"{named.replace('(', '[(]').replace(')', '[)]')}: not available on the ray"):
         submit_job_kwargs(spec(resources=JobResources(**options)), "x", "/wd", {})
+
+
+def test_ray_takes_retries_as_resubmissions_not_as_a_jobs_api_field():
+    kwargs = submit_job_kwargs(spec(resources=JobResources(retries=2, checkpoint_path="ckpt")), "x", "/wd", {})
+    assert "retries" not in json.dumps(kwargs) and kwargs["submission_id"] == "sgd-demo-abc123"
 
 
 def test_ray_dry_run_prints_the_exact_submit_job_kwargs_and_submits_nothing(tau_home):
@@ -252,7 +257,8 @@ def test_a_torchrun_rank_other_than_0_runs_the_trainer_without_writing_history(t
 
     (tmp_path / "train.py").write_text("import json\nprint(json.dumps({'step': 1, 'loss': 0.5}))\n")
     (tmp_path / ENTRY).write_text(LAUNCHER.format(output="/nonexistent", history=HISTORY_DIR, script="train.py",
-                                                  args=[], time_limit=None))
+                                                  args=[], time_limit=None, checkpoints=[], identity=[],
+                                                  store="store"))
     env = {**os.environ, "RANK": "1", "TAU_RUN_OUTPUT": str(tmp_path / "out")}
     done = subprocess.run([sys.executable, str(tmp_path / ENTRY)], env=env, capture_output=True, text=True,
                           timeout=60)

@@ -280,3 +280,65 @@ def test_the_dry_run_prints_exactly_the_file_tau_run_is_given(tau_home, stand_in
     assert config_text == "# tau.yaml\n" + call["config"]
     assert command.split() == ["$", "tau", *call["argv"][:-1], "tau.yaml"]
     assert call["argv"][-1].endswith("/tau.yaml")
+
+
+def test_checkpoints_are_registered_in_the_job_by_wrap_with_their_step(tau_home, stand_in, tmp_path):
+    """``--checkpoints`` on tau: the config sent to `tau run` reads the history where wrap writes it, the staged
+    launcher runs the script under `tau-collector wrap --checkpoints`, and running it here registers each
+    checkpoint with its step in the run's own store under the output."""
+    from tau_collector.expstore import StoreReader, open_store
+
+    script = tmp_path / "train.py"
+    script.write_text("import json, os\nos.makedirs('ckpt', exist_ok=True)\n"
+                      "for step in (10, 20):\n"
+                      "    open(f'ckpt/ckpt-{step}.pt', 'wb').write(b'w' * step)\n"
+                      "    print(json.dumps({'step': step, 'loss': 1.0 / step}))\n")
+    run = submit(script, backend="tau", project="demo", name="sgd", group="lr", workspace="team-a",
+                 checkpoints="ckpt/ckpt-*.pt")
+    [call] = [json.loads(line) for line in stand_in.read_text().splitlines()]
+    assert call["config"] == to_yaml(run.record["config"]) + "\n"
+    assert run.record["config"]["metrics"]["history"] == ["taunotebook/metrics-history-attempt-0/*.jsonl"]
+    assert '"taunotebook/metrics-history-attempt-0/*.jsonl"' in call["config"]
+    stage = tau_home / "projects" / "team-a" / "runs" / run.run_id / "tau"
+    entry = (stage / "tau_entry.py").read_text()
+    assert "checkpoints = ['ckpt/ckpt-*.pt']" in entry and '"wrap"' in entry
+
+    output, workdir = tmp_path / "output", tmp_path / "pod"
+    workdir.mkdir()
+    done = subprocess.run([sys.executable, str(stage / "tau_entry.py")], capture_output=True, text=True, timeout=180,
+                          cwd=workdir, env={**os.environ, "TAU_RUN_OUTPUT": str(output),
+                                            "TAU_COLLECTOR_SYSTEM_INTERVAL": "0"})
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for chunk in (output / "taunotebook" / "metrics-history-attempt-0").glob("chunk-*.jsonl")
+            for line in chunk.read_text().splitlines()]
+    assert sorted(r["_step"] for r in rows) == [10, 20]
+    reader = StoreReader(open_store(output / "store"))
+    saved = reader.artifacts(run.run_id, type="checkpoint")
+    assert [(a.step, a.uri, a.size_bytes) for a in saved] == [
+        (10, str(workdir / "ckpt" / "ckpt-10.pt"), 10), (20, str(workdir / "ckpt" / "ckpt-20.pt"), 20)]
+    assert reader.run(run.run_id).tags["tau.status.checkpoint_uri"] == str(workdir / "ckpt" / "ckpt-20.pt")
+
+
+def test_the_configs_checkpoint_path_and_storage_checkpoint_are_the_checkpoints(tau_home, stand_in, tmp_path):
+    base = tmp_path / "tau.yaml"
+    base.write_text('name: "team"\nengine: "job"\nentrypoint: "x.py"\nstorage:\n  checkpoint: "last.safetensors"\n'
+                    'resilience:\n  max_retries: 2\n  checkpoint_path: "/data/ckpt/team"\n')
+    run = submit(code="print(1)\n", backend="tau", project="demo", base_config=base, dry_run=True, out=lambda _: None)
+    assert run.record["config"]["resilience"] == {"max_retries": 2, "checkpoint_path": "/data/ckpt/team"}
+    assert run.record["config"]["metrics"]["history"] == ["taunotebook/metrics-history-attempt-0/*.jsonl"]
+    from taunotebook.backends.tau import checkpoint_globs
+
+    assert checkpoint_globs(spec(base_config=run_base(base))) == ["/data/ckpt/team/*",
+                                                                   "/data/ckpt/team/last.safetensors"]
+    only_named = tmp_path / "named.yaml"
+    only_named.write_text('name: "team"\nengine: "job"\nentrypoint: "x.py"\nstorage:\n  checkpoint: "m/last.bin"\n')
+    assert checkpoint_globs(spec(base_config=run_base(only_named))) == [
+        "/data/checkpoints/finetunes/sgd-demo-abc123/m/last.bin"]
+    assert checkpoint_globs(spec()) == []  # no checkpoints: the launcher's own history, no wrap
+    assert render_config(spec())["metrics"]["history"] == ["metrics-history-attempt-0/*.jsonl"]
+
+
+def run_base(path):
+    from taunotebook.base_config import load_base_config
+
+    return load_base_config(path)

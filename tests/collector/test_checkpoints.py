@@ -161,3 +161,34 @@ def test_a_given_status_checkpoint_uri_wins(tmp_path):
     Collector(options(tmp_path, [recording], checkpoints=[str(tmp_path / "ckpt-*.pt")],
                       status_checkpoint_uri="az://bucket/ckpt")).run()
     assert recording.events()[-1].tags["tau.status.checkpoint_uri"] == "az://bucket/ckpt"
+
+
+def test_a_restarted_collector_hashes_again_only_what_changed(tmp_path, monkeypatch):
+    """The second collector of the run reads the rows back from the store: unchanged checkpoints (same size and
+    mtime) are not hashed again, a changed one is, and one deleted while no collector ran is tagged deleted."""
+    import tau_collector.collect.checkpoints as checkpoints
+
+    (tmp_path / "hist").mkdir()
+    (tmp_path / "hist" / "h.jsonl").write_text(row(0, loss=1.0) + "\n")
+    (tmp_path / "ckpt").mkdir()
+    for step in (10, 20, 30):
+        (tmp_path / "ckpt" / f"ckpt-{step}.pt").write_bytes(b"w" * step)
+    (tmp_path / "completion.json").write_text(json.dumps({"state": "failed"}))
+    store = tmp_path / "store"
+
+    def collect():
+        Collector(options(tmp_path, [ExpstoreSink(str(store))],
+                          checkpoints=[str(tmp_path / "ckpt" / "ckpt-*.pt")])).run()
+
+    collect()
+    hashed: list[str] = []
+    real = checkpoints.file_digest
+    monkeypatch.setattr(checkpoints, "file_digest", lambda path: (hashed.append(path), real(path))[1])
+    (tmp_path / "ckpt" / "ckpt-20.pt").write_bytes(b"v" * 21)
+    os.utime(tmp_path / "ckpt" / "ckpt-20.pt", ns=(1, 5_000_000_000))
+    (tmp_path / "ckpt" / "ckpt-30.pt").unlink()
+    collect()
+    assert hashed == [str(tmp_path / "ckpt" / "ckpt-20.pt")]
+    rows = {r.step: r for r in StoreReader(ExpStore(store)).artifacts("seed-1", type="checkpoint")}
+    assert rows[20].size_bytes == 21 and rows[10].size_bytes == 10
+    assert rows[30].tags.get("deleted") is True and not rows[10].tags.get("deleted")

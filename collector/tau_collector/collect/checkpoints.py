@@ -12,6 +12,9 @@ A file still being written is therefore left for a later scan; after the job end
 everything found is registered. Names that by convention are still being written — starting with ``.``
 or ending in ``.tmp``, ``.partial``, ``.incomplete`` — are never registered.
 
+A restarted collector reads the rows it registered back (``known``) and hashes again only the checkpoints
+whose signature (a file's size and modification time, kept in the row's ``signature`` tag) changed since.
+
 The row's ``uri`` is the checkpoint's absolute path (checkpoints are registered by their place, never
 copied into the store), ``size_bytes`` its size (a directory: the sum of its files), ``digest`` the
 SHA-256 of the file read in blocks, or for a directory of its manifest: one line ``<sha256> <size>
@@ -185,6 +188,7 @@ class CheckpointScanner:
     _seen: dict[str, str] = field(default_factory=dict)  # path -> signature on the previous scan
     _registered: dict[str, tuple[str, ArtifactRow]] = field(default_factory=dict)  # path -> (signature, row)
     _told: set[str] = field(default_factory=set)  # paths already reported (no step, too large, unreadable)
+    known: Callable[[], list[ArtifactRow]] | None = None  # the rows already registered (read once, on the first scan)
 
     @property
     def last(self) -> ArtifactRow | None:
@@ -197,6 +201,9 @@ class CheckpointScanner:
 
     def scan(self, *, final: bool = False) -> list[ArtifactRow]:
         """Register what became stable (everything found, when ``final``); returns the rows written."""
+        if self.known is not None:
+            self._remember(self.known())
+            self.known = None
         found = find_checkpoints(self.patterns)
         now = self.clock()
         rows: list[ArtifactRow] = []
@@ -235,6 +242,14 @@ class CheckpointScanner:
             self._registered[path] = (signature, row)
         return rows
 
+    def _remember(self, rows: list[ArtifactRow]) -> None:
+        """Take rows registered before (by an earlier collector of the run) as registered: a checkpoint whose
+        signature is unchanged is not hashed again. Deleted ones are left out (a file back in their place is new)."""
+        for row in rows:
+            tags = row.tags or {}
+            if row.run_id == self.run_id and isinstance(tags.get("signature"), str) and not tags.get("deleted"):
+                self._registered.setdefault(row.uri, (tags["signature"], row))
+
     def _row(self, item: CheckpointFound) -> ArtifactRow | None:
         try:
             digest, size = directory_digest(item.path) if item.is_dir else file_digest(item.path)
@@ -251,4 +266,4 @@ class CheckpointScanner:
                      "registered without one")
         return ArtifactRow(self.run_id, CHECKPOINT_TYPE, item.path, item.path, step=item.step, digest=digest,
                            size_bytes=size, created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                           tags={"kind": "directory" if item.is_dir else "file"})
+                           tags={"kind": "directory" if item.is_dir else "file", "signature": item.signature})

@@ -87,6 +87,21 @@ class Delivery:
             except (SinkError, OSError) as exc:
                 raise DeliveryError(f"register {len(rows)} artifact(s) in {sink.name}: {exc}") from None
 
+    def known_artifacts(self, run_id: str, type: str) -> list[ArtifactRow]:
+        """The run's artifacts of ``type`` that every sink keeping artifacts already holds (a row one of them
+        lacks is registered again); ``[]`` when none keeps any or one cannot be read."""
+        known: dict[str, ArtifactRow] | None = None
+        for sink in self.sinks:
+            try:
+                rows = sink.known_artifacts(run_id, type)
+            except (SinkError, OSError):
+                return []
+            if not rows:
+                continue
+            held = {r.artifact_id: r for r in rows}
+            known = held if known is None else {k: r for k, r in known.items() if k in held}
+        return list((known or {}).values())
+
     def report(self, run_id: str, problems: list[SourceProblem]) -> None:
         for sink in self.sinks:
             try:  # telling readers about a problem must never stop the metrics themselves

@@ -124,7 +124,8 @@ class Collector:
         self._group: list[Part] = []
         self._config_settled = False  # the run's configuration was stored, or found in conflict
         self.checkpoints = CheckpointScanner(options.run, list(options.checkpoints), self.delivery.put_artifacts,
-                                             log=self._log, settle=options.checkpoint_settle) \
+                                             log=self._log, settle=options.checkpoint_settle,
+                                             known=lambda: self.delivery.known_artifacts(options.run, "checkpoint")) \
             if options.checkpoints else None
         self._kept: set[str] = set()  # input files registered as the run's artifacts
 

@@ -121,5 +121,10 @@ class Sink(abc.ABC):
     def put_artifacts(self, rows: list[ArtifactRow]) -> None:  # noqa: B027 - optional
         """Register files of a run (its checkpoints) where readers find them; a sink of metric events ignores them."""
 
+    def known_artifacts(self, run_id: str, type: str) -> list[ArtifactRow]:
+        """The run's artifacts of ``type`` this sink already holds (a restarted collector skips re-hashing them);
+        ``[]`` for a sink that keeps none."""
+        return []
+
     def close(self) -> None:  # noqa: B027 - most sinks hold nothing to release
         """Release connections and files."""

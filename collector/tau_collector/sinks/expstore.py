@@ -23,7 +23,7 @@ import orjson
 
 from tau_collector.expstore.maintain.compaction import CompactionPolicy
 from tau_collector.expstore.store import ExpStore, StoreError, unwritable_reason, utc_now_rfc3339
-from tau_collector.expstore.write.artifacts import record_artifacts
+from tau_collector.expstore.write.artifacts import read_artifacts, record_artifacts
 from tau_collector.expstore.write.config_rows import ConfigConflictError
 from tau_collector.expstore.write.run_events import record_run_events
 from tau_collector.expstore.write.source_files import source_file_row
@@ -145,6 +145,17 @@ class ExpstoreSink(Sink):
             record_artifacts(self._store, rows)
         except sqlite3.OperationalError as exc:
             raise SinkError(f"expstore: {exc}", retryable=True) from None
+
+    def known_artifacts(self, run_id: str, type: str) -> list[ArtifactRow]:
+        rows: list[ArtifactRow] = []
+        after = None
+        try:
+            while page := read_artifacts(self._store, run_id, type=type, after_id=after):
+                rows.extend(page)
+                after = page[-1].artifact_id
+        except sqlite3.OperationalError:
+            return rows  # what could be read; the rest is hashed again
+        return rows
 
     def report(self, run_id: str, problems: list[SourceProblem]) -> None:
         now = utc_now_rfc3339()
