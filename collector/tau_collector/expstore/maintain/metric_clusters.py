@@ -184,15 +184,17 @@ def cluster_quietly(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROW
 
 
 def live_clustering_due(store: ExpStore, run_id: str, policy: LivePolicy) -> bool:
-    """Whether :func:`cluster_live` has work on ``run_id``: a wide run with ``ingest_files`` unclustered files
-    (two indexed counts; a merge of clustered files follows an ingest, so it needs no count of its own)."""
+    """Whether :func:`cluster_live` has work on ``run_id``: a wide run with ``ingest_files`` unclustered files,
+    or ``file_rows`` rows in two or more (two indexed counts; a merge of clustered files follows an ingest, so it
+    needs no count of its own)."""
     conn = store.connection()
     (metrics,) = conn.execute("SELECT COUNT(*) FROM metric_summaries WHERE run_id = ?", (run_id,)).fetchone()
     if metrics < policy.wide_metrics:
         return False
-    (files,) = conn.execute("SELECT COUNT(*) FROM metric_files WHERE run_id = ? AND format = ? AND file_id NOT LIKE ?",
-                            (run_id, schema.METRIC_FILE_FORMAT, CLUSTERED_PREFIX + "%")).fetchone()
-    return files >= policy.ingest_files
+    files, rows = conn.execute(
+        "SELECT COUNT(*), SUM(row_count) FROM metric_files WHERE run_id = ? AND format = ? AND file_id NOT LIKE ?",
+        (run_id, schema.METRIC_FILE_FORMAT, CLUSTERED_PREFIX + "%")).fetchone()
+    return files >= policy.ingest_files or (files > 1 and (rows or 0) >= policy.file_rows)
 
 
 def clustering_due(store: ExpStore, run_ids: Sequence[str], max_rows: int = CLUSTER_ROWS) -> list[str]:
@@ -386,7 +388,7 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
     """One bounded pass of clustering a live wide run; returns how many clustering steps it made.
 
     A step either takes the run's oldest unclustered files (delivered or compacted; once ``ingest_files`` are
-    there, up to ``file_rows`` rows) and writes their rows as one file per metric range of the run's clustered
+    there or two hold ``file_rows`` rows; up to ``file_rows`` rows) and writes their rows as one file per metric range of the run's clustered
     files, or merges one range's clustered files (once it has ``merge_files``, up to 3 x ``file_rows`` rows) into
     files of at most ``file_rows`` rows, cut at metric boundaries. So a metric's rows lie in its range's few
     files plus the few unclustered files not yet taken. The replacements are registered after every file of the
@@ -402,7 +404,8 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
     steps = 0
     listing = _listing(conn, run_id)
     unclustered = [f for f in listing if not f[1].startswith(CLUSTERED_PREFIX)]
-    if len(unclustered) >= policy.ingest_files:
+    if len(unclustered) >= policy.ingest_files or (
+            len(unclustered) > 1 and sum(f[5] or 0 for f in unclustered) >= policy.file_rows):
         batch, rows = [], 0
         for f in unclustered:
             if batch and rows + (f[5] or 0) > policy.file_rows:
@@ -415,7 +418,9 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
             cuts = [g[0][8] for g in _range_groups([f for f in listing if f[1].startswith(CLUSTERED_PREFIX)])]
             steps += _rewrite(store, run_id, batch, cuts or None, policy)
             listing = _listing(conn, run_id)
-    for group in _range_groups([f for f in listing if f[1].startswith(CLUSTERED_PREFIX)]):
+    # the ranges with the most files first: they cost a read the most
+    for group in sorted(_range_groups([f for f in listing if f[1].startswith(CLUSTERED_PREFIX)]), key=len,
+                        reverse=True):
         if steps >= policy.max_steps:
             break
         if len(group) >= policy.merge_files and sum(f[5] or 0 for f in group) <= 3 * policy.file_rows \
