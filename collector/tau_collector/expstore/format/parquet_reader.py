@@ -369,7 +369,10 @@ def _valid(parts: list[_Chunk], rows: int) -> np.ndarray | None:
 def _column(name: str, parts: list[_Chunk], rows: int, plain: bool, where: str):
     valid = _valid(parts, rows)
     if name in _TYPES:
-        present = np.concatenate([x for p in parts for x in p.numbers]) if parts else np.zeros(0)
+        # no row group read (all ruled out by metric_range): an empty column of the column's own type, not
+        # float64 -- concatenated with int64 steps, that would round them to doubles
+        present = (np.concatenate([x for p in parts for x in p.numbers]) if parts
+                   else np.zeros(0, dtype="<i8" if _TYPES[name] == _INT64 else "<f8"))
         if valid is None:
             return NumberColumn(present.copy(), None)
         values = np.zeros(rows, dtype=present.dtype)

@@ -247,6 +247,8 @@ def read_parts(store: ExpStore, files: list[tuple], metric_range: tuple[str, str
         except (ValueError, IndexError, KeyError, struct.error, zlib.error) as exc:  # a damaged file
             raise ForeignFileError(f[1], f"{store.absolute(f[2])}: not a readable Parquet file ({exc})") from None
         if metric_range is not None:
+            if not len(part["value"].values):
+                continue  # no row group of the file can hold the range
             names = part["metric_name"]
             inside = np.array([metric_range[0] <= v <= metric_range[1] for v in names.values] + [False])
             keep = inside[names.codes]  # a null name (code -1) indexes the appended False

@@ -95,8 +95,8 @@ def cluster_run(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROWS) -
                 path = str(store.absolute(next(f[2] for f in files if f[1] == exc.file_id)))
                 reason = str(exc).removeprefix(path + ": ")
                 raise StoreError(f"{path}: cannot be read for clustering by metric: {reason}") from None
-            merged = merged_columns(parts, files)
-            written += _publish(store, run_id, project, group, merged, [first], published)
+            if parts:
+                written += _publish(store, run_id, project, group, merged_columns(parts, files), [first], published)
         if not _swap(store, run_id, files, written, project, group):
             for path in published:
                 path.unlink(missing_ok=True)
@@ -388,11 +388,12 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
     """One bounded pass of clustering a live wide run; returns how many clustering steps it made.
 
     A step either takes the run's oldest unclustered files (delivered or compacted; once ``ingest_files`` are
-    there or two hold ``file_rows`` rows; up to ``file_rows`` rows) and writes their rows as one file per metric range of the run's clustered
-    files, or merges one range's clustered files (once it has ``merge_files``, up to 3 x ``file_rows`` rows) into
-    files of at most ``file_rows`` rows, cut at metric boundaries. So a metric's rows lie in its range's few
-    files plus the few unclustered files not yet taken. The replacements are registered after every file of the
-    run; a step whose rows a later file could tie with (a step re-sent after them) waits (:func:`_moves_safely`).
+    there or two hold ``file_rows`` rows; up to ``file_rows`` rows) and writes their rows as one file per
+    metric range of the run's clustered files, or merges one range's clustered files (once it has
+    ``merge_files``, up to 3 x ``file_rows`` rows) into files of at most ``file_rows`` rows, cut at metric
+    boundaries. So a metric's rows lie in its range's few files plus the few unclustered files not yet taken.
+    The replacements are registered after every file of the run; a step whose rows a later file could tie
+    with (a step re-sent after them) waits (:func:`_moves_safely`).
     Each step is one transaction, like a compaction's; what a killed pass published is swept by the next
     (:mod:`.leftovers`)."""
     policy = policy or LivePolicy()
