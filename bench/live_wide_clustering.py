@@ -133,9 +133,10 @@ def main() -> None:
                          "after_ms": clustered * 1e3, "before_ratio": unclustered / alone,
                          "after_ratio": clustered / alone, "files_before": files_holding(base / "compacted", metric),
                          "files_after": files_holding(base / "clustered", metric)})
-            print(f"{metric}: alone {alone * 1e3:.1f} ms, before {unclustered * 1e3:.1f} ms "
-                  f"({rows[-1]['files_before']} files, {rows[-1]['before_ratio']:.1f}x), after {clustered * 1e3:.1f} ms "
-                  f"({rows[-1]['files_after']} files, {rows[-1]['after_ratio']:.2f}x)", flush=True)
+            r = rows[-1]
+            print(f"{metric}: alone {alone * 1e3:.1f} ms, before {unclustered * 1e3:.1f} ms ({r['files_before']} "
+                  f"files, {r['before_ratio']:.1f}x), after {clustered * 1e3:.1f} ms ({r['files_after']} files, "
+                  f"{r['after_ratio']:.2f}x)", flush=True)
     summary = {"metrics": args.metrics, "steps": args.steps, "rows": args.metrics * args.steps, "before": before,
                "after": after, "probes": rows,
                "median_before_ratio": statistics.median(r["before_ratio"] for r in rows),
