@@ -8,13 +8,20 @@ metrics are cut into consecutive name ranges by their row counts (``metric_summa
 file. The rows, their order and the last-wins rule are kept (ties in registration order, as compaction
 keeps them: :mod:`.compaction`); the files keep TauGrid's schema and metric-boundary row groups.
 
-It is an optimisation for runs whose history is written at once: ``taunotebook import`` starts it in a
-child process when its runs' files are all written (:func:`start_clustering`, ``python -m`` this module)
-and does not wait for it -- the run reads right before, during and after, and a child killed at any point
-leaves it as it was or clustered. A run with a metric longer than ``max_rows`` rows (a long narrow run, whose files
-already hold few metrics each) or that would not come out in fewer files is left alone. One transaction
-swaps the files, as compaction does: the replacements take the retired files' newest rowids (their place
-in registration order), the retired files stay on disk for the grace period.
+For runs whose history is written at once, ``taunotebook import`` starts it in a child process when its runs'
+files are all written (:func:`start_clustering`, ``python -m`` this module) and does not wait for it -- the
+run reads right before, during and after, and a child killed at any point leaves it as it was or clustered. A
+run with a metric longer than ``max_rows`` rows (a long narrow run, whose files already hold few metrics each)
+or that would not come out in fewer files is left alone. One transaction swaps the files, as compaction does:
+the replacements take the retired files' newest rowids (their place in registration order), the retired files
+stay on disk for the grace period.
+
+Live wide runs are clustered incrementally by the sidecar's maintenance thread (:func:`cluster_live`, from
+:mod:`.compaction_thread`), a bounded step at a time. Both read with :mod:`..format.parquet_reader` (only the
+row groups whose ``metric_name`` statistics can hold the range) and write with :mod:`..format.parquet_encoder`:
+no pyarrow, so the sidecar can run it and compaction can read what it wrote. A file of another Parquet writer
+(:class:`.compaction.ForeignFileError`) leaves the run as it is. Clustered files are named ``clustered-...``
+(:data:`.compaction.CLUSTERED_PREFIX`); compaction does not merge them.
 """
 
 from __future__ import annotations
