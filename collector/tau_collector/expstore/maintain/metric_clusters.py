@@ -324,7 +324,7 @@ class LivePolicy:
     file_rows: int = 32_768
     ingest_files: int = 8  # cluster the run's oldest unclustered files once it has this many
     merge_files: int = 3  # merge a metric range's clustered files once it has this many
-    max_steps: int = 4  # clustering steps (ingests and merges) per pass: bounded work
+    max_steps: int = 8  # clustering steps (ingests and merges) per pass: bounded work
     leftover_grace_seconds: float = 3600.0
 
 
@@ -411,9 +411,12 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
     sweep_run(store, run_id, grace_seconds=policy.leftover_grace_seconds)
     steps = 0
     listing = _listing(conn, run_id)
-    unclustered = [f for f in listing if not f[1].startswith(CLUSTERED_PREFIX)]
-    if len(unclustered) >= policy.ingest_files or (
-            len(unclustered) > 1 and sum(f[5] or 0 for f in unclustered) >= policy.file_rows):
+    # Ingests first, while unclustered files are due (up to half the pass's steps), then merges.
+    while steps < max(1, policy.max_steps // 2):
+        unclustered = [f for f in listing if not f[1].startswith(CLUSTERED_PREFIX)]
+        if not (len(unclustered) >= policy.ingest_files or (
+                len(unclustered) > 1 and sum(f[5] or 0 for f in unclustered) >= policy.file_rows)):
+            break
         batch, rows = [], 0
         for f in unclustered:
             if batch and rows + (f[5] or 0) > policy.file_rows:
@@ -422,10 +425,14 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
             rows += f[5] or 0
         while batch and not _moves_safely(listing, {f[1] for f in batch}):
             batch.pop()  # the longest safe prefix
-        if batch:
-            cuts = [g[0][8] for g in _range_groups([f for f in listing if f[1].startswith(CLUSTERED_PREFIX)])]
-            steps += _rewrite(store, run_id, batch, cuts or None, policy)
-            listing = _listing(conn, run_id)
+        if not batch:
+            break
+        cuts = [g[0][8] for g in _range_groups([f for f in listing if f[1].startswith(CLUSTERED_PREFIX)])]
+        done = _rewrite(store, run_id, batch, cuts or None, policy)
+        steps += 1
+        listing = _listing(conn, run_id)
+        if not done:
+            break
     # the ranges with the most files first: they cost a read the most
     for group in sorted(_range_groups([f for f in listing if f[1].startswith(CLUSTERED_PREFIX)]), key=len,
                         reverse=True):
