@@ -396,8 +396,8 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
 
     A step either takes the run's oldest unclustered files (delivered or compacted; once ``ingest_files`` are
     there or two hold ``file_rows`` rows; up to ``file_rows`` rows) and writes their rows as one file per
-    metric range of the run's clustered files, or merges one range's clustered files (once it has
-    ``merge_files``, up to 3 x ``file_rows`` rows) into files of at most ``file_rows`` rows, cut at metric
+    metric range of the run's clustered files, or merges one range's oldest clustered files (once it has
+    ``merge_files``; up to 3 x ``file_rows`` rows) into files of at most ``file_rows`` rows, cut at metric
     boundaries. So a metric's rows lie in its range's few files plus the few unclustered files not yet taken.
     The replacements are registered after every file of the run; a step whose rows a later file could tie
     with (a step re-sent after them) waits (:func:`_moves_safely`).
@@ -438,9 +438,17 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
                         reverse=True):
         if steps >= policy.max_steps:
             break
-        if len(group) >= policy.merge_files and sum(f[5] or 0 for f in group) <= 3 * policy.file_rows \
-                and _moves_safely(listing, {f[1] for f in group}):
-            steps += _rewrite(store, run_id, group, None, policy)
+        if len(group) < policy.merge_files:
+            continue
+        # the oldest of the range's files up to 3 x file_rows rows (at least two): a bounded merge
+        take, rows = [], 0
+        for f in group:
+            if len(take) >= 2 and rows + (f[5] or 0) > 3 * policy.file_rows:
+                break
+            take.append(f)
+            rows += f[5] or 0
+        if rows <= 3 * policy.file_rows and _moves_safely(listing, {f[1] for f in take}):
+            steps += _rewrite(store, run_id, take, None, policy)
     return steps
 
 
