@@ -83,7 +83,7 @@ def test_import_starts_a_child_that_clusters_the_run_and_reads_are_right_meanwhi
     assert _state(store) == _expected()
     assert child.wait(timeout=120) == 0
     files = _files(store)
-    assert len(files) == 1 and files[0].startswith("compacted-")  # 3,000 rows: one clustered file
+    assert len(files) == 1 and files[0].startswith("clustered-")  # 3,000 rows: one clustered file
     assert _state(store) == _expected()
 
 

@@ -33,7 +33,7 @@ def test_a_wide_import_keeps_every_point_and_clusters_the_run_by_metric(tmp_path
     conn = reader.store.connection()
     files = conn.execute("SELECT f.file_id, m.first_metric, m.last_metric FROM metric_files f "
                          "LEFT JOIN metric_file_metrics m USING (file_id) ORDER BY f.rowid").fetchall()
-    assert len(files) == 1 and files[0][0].startswith("compacted-")  # 24,000 rows fit one clustered file
+    assert len(files) == 1 and files[0][0].startswith("clustered-")  # 24,000 rows fit one clustered file
     assert files[0][1:] == ("blocks.000/grad_norm", f"blocks.{WIDTH - 1:03d}/grad_norm")
     assert conn.execute("SELECT row_count, min_step, max_step FROM metric_files").fetchone() == (WIDTH * STEPS, 0,
                                                                                              STEPS - 1)

@@ -11,7 +11,7 @@ import { NON_FINITE_COLOR } from "../shared/palette.js";
 import { createSmoother, smooth, smoothInto } from "../shared/smoothing.js";
 import { axisMetric, axisTitle, relativeUnit } from "../shared/time_axis.js";
 import { alignOnX, joinX, missingNote, stepsForX } from "../shared/x_metric.js";
-import { interpolate, stepsBetween } from "../shared/walltime.js";
+import { interpolate, stepsBetween, wallDate } from "../shared/walltime.js";
 import { markDrawn } from "./marks.js";
 import { seriesKey } from "./store.js";
 
@@ -117,7 +117,7 @@ export class MetricPlot {
     // Non-finite observations come as marks, not values: the band left them out, and says how many.
     for (const r of input) result.nonFinite[r.id] += this.series(r.id).nonFinite.steps.length;
     const wall = this.axis() === "wall";
-    const x = [...result.steps].map((v) => (wall ? new Date(v) : v));
+    const x = [...result.steps].map((v) => (wall && v !== null ? new Date(v) : v));
     const names = input.map((r) => labels.get(r.id)?.label ?? r.id).join(", ");
     const edge = { type: "scatter", mode: "lines", x, line: { width: 0, color }, hoverinfo: "skip", showlegend: false };
     const traces = [];
@@ -231,7 +231,7 @@ export class MetricPlot {
     const wall = series.wall;
     if (axis !== "step" && wall.steps.length) {
       const us = interpolate(steps, wall.steps, wall.wall);
-      if (axis === "wall") return us.map((t) => new Date(t / 1000));
+      if (axis === "wall") return us.map(wallDate);
       // Relative time: since the series' first point (its earliest wall-time sample), so compared runs start at 0.
       const unit = this.unit || this.relativeUnit();
       return us.map((t) => (t - wall.wall[0]) / 1e6 / unit.seconds);

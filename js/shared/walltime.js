@@ -1,6 +1,16 @@
 // Wall time at any step, from the (step, wall time) samples a Portal sends: linear between samples, the
 // first or last sample's time outside them.
 
+// JavaScript dates reach ±8.64e15 ms (year 275,760); int64 microseconds reach year ~294,247.
+const MAX_DATE_MS = 8.64e15;
+
+/** A wall time in µs as a Date, or null past what a Date holds (the point is left off a wall-time axis, not
+ * drawn at an Invalid Date). */
+export function wallDate(us) {
+  const ms = us / 1000;
+  return Number.isFinite(ms) && Math.abs(ms) <= MAX_DATE_MS ? new Date(ms) : null;
+}
+
 /** ys interpolated at each of `at`, where (xs, ys) are samples sorted by x; an empty array without samples. */
 export function interpolate(at, xs, ys) {
   if (!xs.length) return [];

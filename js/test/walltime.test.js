@@ -1,7 +1,7 @@
 // Wall time at a step from sparse samples, and back.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { interpolate, stepsBetween } from "../shared/walltime.js";
+import { interpolate, stepsBetween, wallDate } from "../shared/walltime.js";
 
 test("between samples the time is linear, outside them the nearest sample's", () => {
   assert.deepEqual(interpolate([-5, 0, 5, 10, 15, 20, 30], [0, 10, 20], [100, 200, 400]), [100, 100, 150, 200, 300, 400, 400]);
@@ -23,4 +23,13 @@ test("a wall-time window maps to the steps that cover it", () => {
   assert.deepEqual(stepsBetween(steps, wall, 2500, 3500), [10, 30]);
   assert.deepEqual(stepsBetween(steps, wall, 0, 99999), [0, 30]);
   assert.equal(stepsBetween([], [], 0, 1), null);
+});
+
+test("wall times to the end of int64 microseconds: a Date where one exists, null past year 275,760", () => {
+  assert.equal(wallDate(253_402_300_799_000_000).toISOString(), "9999-12-31T23:59:59.000Z");
+  assert.equal(wallDate(9_223_372_036_854_776).getUTCFullYear(), 2262); // past int64 nanoseconds
+  assert.equal(wallDate(8.64e18).getUTCFullYear(), 275760);
+  assert.equal(wallDate(2 ** 63 - 1), null); // int64 µs max: year ~294,247, no Date holds it
+  assert.equal(wallDate(-(2 ** 63)), null);
+  assert.equal(wallDate(NaN), null);
 });

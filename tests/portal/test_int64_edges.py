@@ -73,3 +73,37 @@ def test_the_portal_answers_int64_edges(edge_store):
         assert (list(tail.steps), list(tail.values)) == ([INT64_MAX - 1, INT64_MAX], [3.5, 9.5])
         run = client.run("edge")
         assert run.completed_at
+
+
+@pytest.mark.parametrize("rewrite", ["compact", "cluster", "cluster_live"])
+def test_int64_edges_survive_compaction_and_clustering(tmp_path, rewrite):
+    """The pyarrow-free merge (parquet_reader, parquet_encoder: statistics, sort, levels) keeps the edges."""
+    from tau_collector.expstore import CompactionPolicy, cluster_live, cluster_run, compact_all
+    from tau_collector.expstore.format.parquet_reader import read_metric_file
+    from tau_collector.expstore.maintain.metric_clusters import LivePolicy
+
+    store = open_store(tmp_path / "store", create=True)
+    writer = MetricWriter(store)
+    for i, (step, wall) in enumerate(zip(STEPS, WALLS, strict=True)):
+        writer.write_columns(f"k{i}", [_columns("edge", "m", [step], [wall], [i + 0.5])], request_hash="h")
+        writer.write_columns(f"o{i}", [_columns("edge", "other", [step], [wall], [-1.0])], request_hash="h")
+    writer.write_columns("again", [_columns("edge", "m", [INT64_MAX], [INT64_MAX], [9.5])], request_hash="h")
+    if rewrite == "compact":
+        assert compact_all(store, "edge", policy=CompactionPolicy(min_files=1, grace_seconds=0))
+    elif rewrite == "cluster":
+        assert cluster_run(store, "edge", max_rows=6)
+    else:
+        assert cluster_live(store, "edge", LivePolicy(wide_metrics=1, file_rows=100, ingest_files=2))
+    paths = [store.absolute(p) for (p,) in store.connection().execute("SELECT path FROM metric_files").fetchall()]
+    assert len(paths) < 2 * len(STEPS) + 1  # rewritten
+    steps = sorted(s for p in paths for s in read_metric_file(p)[1]["step"].values.tolist())
+    assert steps[-3:] == [INT64_MAX] * 3  # the three rows at the last step, kept as written
+    reader = StoreReader(store.root)
+    reader.levels.min_points = 0
+    rows = reader.rows("edge", "m")
+    assert rows.step.tolist() == STEPS and rows.wall_time.tolist() == WALLS
+    assert rows.value.tolist() == [0.5, 1.5, 2.5, 3.5, 9.5]
+    assert reader.rows("edge", "m", INT64_MAX, None).value.tolist() == [9.5]
+    assert reader.series("edge", "m", max_points=4).step.tolist()[-1] == INT64_MAX
+    s = reader.metric_summary("edge", "m")
+    assert (s.max_step, s.latest_step, s.latest_wall_time, s.latest_value) == (INT64_MAX, INT64_MAX, INT64_MAX, 9.5)

@@ -3,9 +3,10 @@
 In the style of Vector's file-source model tests: hypothesis draws a random experiment -- chunks written
 through :class:`MetricWriter` with re-sent and overlapping steps and files of very different sizes (so a
 large file falls between small ones in write order), compactions with random policies, clusterings by
-metric, and the same run in a child process killed with SIGKILL at a random point of its work -- and after
-every action each series read through :class:`StoreReader` (full, ranged, unreduced and reduced from the
-series levels) and each summary equals the model's.
+metric (whole runs, and the sidecar's incremental clustering of live runs), and the same run in a child
+process killed with SIGKILL at a random point of its work -- and after every action each series read through
+:class:`StoreReader` (full, ranged, unreduced and reduced from the series levels) and each summary equals the
+model's.
 
 The model is the store's documented rule over the rows in write order: per (metric, step) the row with the
 latest wall time wins, and among equal wall times the one written last (a missing wall time is older than
@@ -34,11 +35,13 @@ from tau_collector.expstore import (
     MetricWriter,
     RunColumns,
     StoreReader,
+    cluster_live,
     cluster_run,
     compact_all,
     compact_run,
     open_store,
 )
+from tau_collector.expstore.maintain.metric_clusters import LivePolicy
 
 RUN = "r"
 METRICS = ("a", "b", "wide")
@@ -269,6 +272,12 @@ policies = st.builds(
     lambda small, rows: CompactionPolicy(min_files=1, small_file_bytes=small, max_merge_rows=rows, grace_seconds=0),
     st.sampled_from([2_500, 4_000, 12_000, 1 << 20]), st.integers(1, 300))
 
+# The sidecar's incremental clustering, scaled down: every run is "wide", tiny ingests and merges.
+live_policies = st.builds(
+    lambda rows, ingest, merge, steps: LivePolicy(wide_metrics=1, file_rows=rows, ingest_files=ingest,
+                                                  merge_files=merge, max_steps=steps),
+    st.integers(1, 600), st.integers(1, 4), st.integers(2, 4), st.integers(1, 4))
+
 _resend = st.tuples(st.just("resend"), st.integers(0, 1000), st.booleans(), st.lists(values, min_size=1, max_size=12))
 actions = st.one_of(
     *[st.tuples(st.just("write"), chunks())] * 3,
@@ -279,8 +288,9 @@ actions = st.one_of(
     *[st.tuples(st.just("compact_all"), policies)] * 2,
     st.tuples(st.just("compact_run"), policies, st.booleans()),
     st.tuples(st.just("cluster"), st.integers(50, 2000)),
-    st.tuples(st.just("killed"), st.sampled_from(["compact_all", "cluster", "write"]), st.integers(0, 14), policies,
-              chunks()),
+    *[st.tuples(st.just("cluster_live"), live_policies)] * 2,
+    st.tuples(st.just("killed"), st.sampled_from(["compact_all", "cluster", "cluster_live", "write"]),
+              st.integers(0, 14), policies, chunks()),
 )
 
 
@@ -295,6 +305,16 @@ class _Unranged:
 
     def draw(self, strategy, label: str):
         return {"start": None, "end": None, "max_points": 12, "finite_only": False}[label]
+
+
+def test_live_clustering_waits_for_a_step_resent_after_the_files_it_would_move():
+    """A step re-sent (same wall time) in a file after the oldest: those files' rows may not move past it, and
+    clustering the ones that may, then merging ranges, keeps every read the model's."""
+    live = LivePolicy(wide_metrics=1, file_rows=5, ingest_files=1, merge_files=2)
+    run_experiment([("write", [("a", 5, 1, 1.0), ("b", 5, 1, 1.5)]), ("write", [("a", 6, 1, 2.0)]),
+                    ("resend", 0, False, [3.0, 3.5]), ("cluster_live", live), ("write", [("a", 7, 1, 4.0)]),
+                    ("cluster_live", live), ("cluster_live", live), ("compact_all", CompactionPolicy(
+                        min_files=1, grace_seconds=0)), ("cluster_live", live)], _Unranged())
 
 
 def test_a_step_resent_in_a_large_file_between_small_ones_still_wins_after_compaction():
@@ -339,6 +359,8 @@ def run_experiment(steps, query) -> None:
                 compact_run(store, RUN, policy=action[1], force=action[2])
             elif kind == "cluster" and model.rows:
                 cluster_run(store, RUN, max_rows=action[1])
+            elif kind == "cluster_live" and model.rows:
+                cluster_live(store, RUN, action[1])
             elif kind == "killed":
                 _, work, kill_at, policy, chunk = action
                 key = f"k{len(written)}"
@@ -351,6 +373,9 @@ def run_experiment(steps, query) -> None:
                     continue
                 elif work == "compact_all":
                     _run_killed_at(store.root, kill_at, lambda s, policy=policy: compact_all(s, RUN, policy=policy))
+                elif work == "cluster_live":
+                    _run_killed_at(store.root, kill_at, lambda s: cluster_live(s, RUN, LivePolicy(
+                        wide_metrics=1, file_rows=300, ingest_files=1, merge_files=2)))
                 else:
                     _run_killed_at(store.root, kill_at, lambda s: cluster_run(s, RUN, max_rows=1000))
             if model.rows:

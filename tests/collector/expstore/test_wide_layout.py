@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tau_collector.expstore import StoreReader
+from tau_collector.expstore.format import schema
 from tau_collector.expstore.format.metric_files import metric_row_groups
-from tau_collector.expstore.maintain import metric_clusters
+from tau_collector.expstore.format.parquet_reader import read_metric_file
 from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_run
 from tau_collector.expstore.maintain.metric_clusters import cluster_quietly, cluster_run, metric_ranges
 from tau_collector.expstore.read.file_slices import FileSlices
@@ -181,11 +182,11 @@ def test_a_store_without_the_file_metrics_table_is_read(tmp_path):
     assert StoreReader(store).rows("r", "layer0042/grad_norm").step.tolist() == list(range(STEPS))
 
 
-@pytest.mark.parametrize("slice_rows", [1, 10_000])  # gathered by slices / by one stable sort
-def test_clustering_files_in_step_order_gives_the_same_rows_as_a_full_sort(tmp_path, monkeypatch, slice_rows):
+def test_clustering_files_in_step_order_gives_the_same_rows_as_a_full_sort(tmp_path):
+    """Clustered files are our encoder's: pyarrow reads them equal to the sorted rows, and so does the
+    pyarrow-free reader the sidecar's compaction uses (no file of them is foreign to it)."""
     import pyarrow as pa
 
-    monkeypatch.setattr(metric_clusters, "SLICE_ROWS", slice_rows)
     store, writer = new_store(tmp_path)
     for c in range(4):  # ascending, disjoint step ranges: the stable sort by metric alone
         chunk = _wide("r", c * STEPS, STEPS)
@@ -198,6 +199,12 @@ def test_clustering_files_in_step_order_gives_the_same_rows_as_a_full_sort(tmp_p
     assert after.num_rows == expected.num_rows == 4 * WIDTH * STEPS
     for column in ("metric_name", "step", "value", "tags"):
         assert after.column(column).to_pylist() == expected.column(column).to_pylist(), column
+    assert after.schema.equals(schema.metric_arrow_schema()), after.schema
+    ours = [read_metric_file(p) for p in _paths(store, "r")]
+    assert sum(rows for rows, _ in ours) == after.num_rows
+    steps = np.concatenate([columns["step"].values for _, columns in ours])
+    assert steps.tolist() == after.column("step").to_pylist()
+    assert all(b"tau-collector parquet_encoder" in p.read_bytes() for p in _paths(store, "r"))  # no pyarrow writer
 
 
 def test_a_damaged_file_leaves_the_run_as_it_was(tmp_path):

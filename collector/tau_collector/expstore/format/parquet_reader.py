@@ -80,7 +80,7 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 # What is read of each Thrift struct (field id -> the spec of its value: None for a scalar, a dict for a
 # struct, and for a list the spec of its elements); every other field is skipped without building it.
 _SCHEMA_ELEMENT = {1: None, 3: None, 4: None, 5: None}
-_COLUMN_META = {4: None, 7: None, 9: None, 11: None}
+_COLUMN_META = {4: None, 7: None, 9: None, 11: None, 12: {5: None, 6: None}}
 _ROW_GROUP = {1: {1: None, 3: _COLUMN_META, 8: None, 9: None}, 3: None}
 _FILE_META = {2: _SCHEMA_ELEMENT, 3: None, 4: _ROW_GROUP}
 _PAGE_HEADER = {1: None, 3: None, 5: {1: None, 2: None}, 7: {1: None, 2: None}}
@@ -308,10 +308,13 @@ def _footer(data: bytes, where: str) -> dict:
     return meta
 
 
-def read_metric_file(path: str | Path, *, plain: frozenset[str] = frozenset({"tags"})
+def read_metric_file(path: str | Path, *, plain: frozenset[str] = frozenset({"tags"}),
+                     metric_range: tuple[str, str] | None = None
                      ) -> tuple[int, dict[str, NumberColumn | CodedTexts | PlainTexts]]:
     """``(rows, columns)`` of a metric file. Text columns named in ``plain`` come back as
-    :class:`.parquet_encoder.PlainTexts` (no nulls allowed), the others as :class:`CodedTexts`."""
+    :class:`.parquet_encoder.PlainTexts` (no nulls allowed), the others as :class:`CodedTexts`.
+    ``metric_range`` ``(first, last)``: only the row groups whose ``metric_name`` statistics can hold a name
+    in that range (a group without statistics is read); they may hold other metrics' rows too."""
     where = str(path)
     data = Path(path).read_bytes()
     meta = _footer(data, where)
@@ -326,10 +329,14 @@ def read_metric_file(path: str | Path, *, plain: frozenset[str] = frozenset({"ta
             raise ForeignParquetError(f"{where}: column {name} has physical type {e.get(1)}, "
                                       f"repetition {e.get(3)}")
         types[name], optional[name] = e.get(1), e.get(3) == _OPTIONAL
-    rows = meta.get(3, 0)
+    rows = 0
     chunks: dict[str, list[_Chunk]] = {name: [] for name in names}
+    at_name = names.index("metric_name")
     for group in meta.get(4, []):
+        if metric_range is not None and not _may_hold(group, at_name, metric_range):
+            continue
         group_rows = group.get(3, 0)
+        rows += group_rows
         for name, column in zip(names, group.get(1, []), strict=True):
             cmeta = column.get(3)
             # 1: file_path (the chunk is in another file); 8, 9: an encrypted chunk
@@ -342,6 +349,16 @@ def read_metric_file(path: str | Path, *, plain: frozenset[str] = frozenset({"ta
     return rows, {name: _column(name, chunks[name], rows, name in plain, where) for name in names}
 
 
+def _may_hold(group: dict, column: int, metric_range: tuple[str, str]) -> bool:
+    """Whether a row group's ``metric_name`` statistics (``min_value``/``max_value``: byte order, as Python
+    compares the names) overlap the range."""
+    stats = ((group.get(1) or [{}])[column].get(3) or {}).get(12) or {}
+    low, high = stats.get(6), stats.get(5)
+    if low is None or high is None:
+        return True
+    return low.decode() <= metric_range[1] and high.decode() >= metric_range[0]
+
+
 def _valid(parts: list[_Chunk], rows: int) -> np.ndarray | None:
     valid = np.concatenate([p.valid for p in parts]) if parts else np.zeros(0, dtype=bool)
     if len(valid) != rows:
@@ -352,7 +369,10 @@ def _valid(parts: list[_Chunk], rows: int) -> np.ndarray | None:
 def _column(name: str, parts: list[_Chunk], rows: int, plain: bool, where: str):
     valid = _valid(parts, rows)
     if name in _TYPES:
-        present = np.concatenate([x for p in parts for x in p.numbers]) if parts else np.zeros(0)
+        # no row group read (all ruled out by metric_range): an empty column of the column's own type, not
+        # float64 -- concatenated with int64 steps, that would round them to doubles
+        present = (np.concatenate([x for p in parts for x in p.numbers]) if parts
+                   else np.zeros(0, dtype="<i8" if _TYPES[name] == _INT64 else "<f8"))
         if valid is None:
             return NumberColumn(present.copy(), None)
         values = np.zeros(rows, dtype=present.dtype)

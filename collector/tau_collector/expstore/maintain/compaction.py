@@ -25,9 +25,11 @@ from __future__ import annotations
 import hashlib
 import io
 import sqlite3
+import struct
 import sys
 import time
 import uuid
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +39,12 @@ from tau_collector.expstore.format import schema
 from tau_collector.expstore.format.levels import levels_path, publish_sorted_levels, publish_table_levels
 from tau_collector.expstore.format.metric_files import metric_file_path, metric_row_groups
 from tau_collector.expstore.format.parquet_encoder import Coded, Column, PlainTexts, encode_parquet
-from tau_collector.expstore.format.parquet_reader import ForeignParquetError, read_metric_file
+from tau_collector.expstore.format.parquet_reader import (
+    CodedTexts,
+    ForeignParquetError,
+    NumberColumn,
+    read_metric_file,
+)
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
 __all__ = ["CompactionPolicy", "CompactionResult", "compact_all", "compact_quietly", "compact_run", "delete_retired",
@@ -45,6 +52,9 @@ __all__ = ["CompactionPolicy", "CompactionResult", "compact_all", "compact_quiet
 
 
 COMPACTED_PREFIX = "compacted-"
+# Files of a run clustered by metric (:mod:`.metric_clusters`): each holds a range of metric names, so
+# compaction leaves them alone (merging two would undo what clustering did) and counts them as large.
+CLUSTERED_PREFIX = "clustered-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +120,7 @@ def _small_files(store: ExpStore, run_id: str, policy: CompactionPolicy,
             # bound, and merged files that stay under small_file_bytes (GZIP packs 24,000 rows in ~300 kB)
             # would otherwise be merged again pass after pass, each merge twice the last.
             small = (f[8] == schema.METRIC_FILE_FORMAT and f[1] not in foreign
+                     and not f[1].startswith(CLUSTERED_PREFIX)
                      and (f[7] or 0) <= policy.max_merge_rows // 2
                      and store.absolute(f[2]).stat().st_size < policy.small_file_bytes)
         except FileNotFoundError:
@@ -187,8 +198,9 @@ def compact_all(store: ExpStore, run_id: str, *, policy: CompactionPolicy | None
 def new_file_count(store: ExpStore, run_id: str) -> int:
     """How many of ``run_id``'s files were written by deliveries and not yet merged (one indexed count)."""
     (count,) = store.connection().execute(
-        "SELECT COUNT(*) FROM metric_files WHERE run_id = ? AND format = ? AND file_id NOT LIKE ?",
-        (run_id, schema.METRIC_FILE_FORMAT, COMPACTED_PREFIX + "%")).fetchone()
+        "SELECT COUNT(*) FROM metric_files WHERE run_id = ? AND format = ? AND file_id NOT LIKE ? "
+        "AND file_id NOT LIKE ?",
+        (run_id, schema.METRIC_FILE_FORMAT, COMPACTED_PREFIX + "%", CLUSTERED_PREFIX + "%")).fetchone()
     return count
 
 
@@ -222,15 +234,52 @@ def _merge(store: ExpStore, run_id: str, files: list[tuple], *, pyarrow_fallback
     return _swap_in(store, run_id, files, data, rows, first_last, levels)
 
 
-def _merged_columns(store: ExpStore, files: list[tuple]):
-    """The rows of ``files`` sorted as a written file's (metric, step, wall time, then registration order: file,
-    row; null steps and times last, as pyarrow's sort put them), as encoder columns and the arrays levels need."""
+def read_parts(store: ExpStore, files: list[tuple], metric_range: tuple[str, str] | None = None) -> list[dict]:
+    """Each of ``files``' columns (:func:`..format.parquet_reader.read_metric_file`), in their order; with
+    ``metric_range`` ``(first, last)`` only the rows of the metrics in that range. :class:`ForeignFileError`
+    names the first file of another Parquet writer."""
     parts = []
     for f in files:
         try:
-            parts.append(read_metric_file(store.absolute(f[2]))[1])
+            part = read_metric_file(store.absolute(f[2]), metric_range=metric_range)[1]
         except ForeignParquetError as exc:
             raise ForeignFileError(f[1], str(exc)) from None
+        except (ValueError, IndexError, KeyError, struct.error, zlib.error) as exc:  # a damaged file
+            raise ForeignFileError(f[1], f"{store.absolute(f[2])}: not a readable Parquet file ({exc})") from None
+        if metric_range is not None:
+            if not len(part["value"].values):
+                continue  # no row group of the file can hold the range
+            names = part["metric_name"]
+            inside = np.array([metric_range[0] <= v <= metric_range[1] for v in names.values] + [False])
+            keep = inside[names.codes]  # a null name (code -1) indexes the appended False
+            if not keep.all():
+                part = keep_rows(part, np.flatnonzero(keep))
+        parts.append(part)
+    return parts
+
+
+def keep_rows(part: dict, rows: np.ndarray) -> dict:
+    """A file's columns (:func:`read_parts`) holding only the rows at ``rows`` (ascending)."""
+    out = {}
+    for name, column in part.items():
+        if isinstance(column, NumberColumn):
+            out[name] = NumberColumn(column.values[rows], None if column.valid is None else column.valid[rows])
+        elif isinstance(column, CodedTexts):
+            out[name] = CodedTexts(column.values, column.codes[rows])
+        else:
+            out[name] = column.take(rows)
+    return out
+
+
+def _merged_columns(store: ExpStore, files: list[tuple]):
+    """:func:`merged_columns` of ``files`` read whole."""
+    return merged_columns(read_parts(store, files), files)
+
+
+def merged_columns(parts: list[dict], files: list[tuple]):
+    """The rows of ``parts`` (``files``' columns, registration order) sorted as a written file's (metric, step,
+    wall time, then registration order: file, row; null steps and times last, as pyarrow's sort put them), as
+    encoder columns and the arrays levels need."""
     rows = sum(len(p["value"].values) for p in parts)
 
     def numbers(name: str, dtype) -> tuple[np.ndarray, np.ndarray | None]:

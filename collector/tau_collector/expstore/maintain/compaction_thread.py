@@ -16,6 +16,10 @@ where it is (``pyarrow_fallback=False``) for ``tau-collector store compact`` to 
 A merge is one transaction, as in a child: the process killed in the middle leaves readers the old files
 or the new one, and what it published but did not register is swept by the next writer or compaction
 (:mod:`.leftovers`). A failure is logged and the next delivery's request tries again.
+
+The same thread clusters live wide runs by metric after compacting them (:func:`.metric_clusters.cluster_live`,
+issue 30 §5): one bounded pass per run and request, with the same reader and encoder, so a cold read of one
+metric of a 10,000-metric run opens its range's few files, not every file an hour of appends made.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import time
 from collections.abc import Sequence
 
 from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_all, new_file_count
+from tau_collector.expstore.maintain.metric_clusters import LivePolicy, cluster_live, live_clustering_due
 from tau_collector.expstore.store import ExpStore, StoreError
 
 __all__ = ["CompactionThread"]
@@ -38,9 +43,11 @@ log = logging.getLogger("tau_collector.compaction")
 class CompactionThread:
     """Starts and watches one compaction thread at a time for one store."""
 
-    def __init__(self, store: ExpStore, policy: CompactionPolicy, *, min_interval: float = 60.0) -> None:
+    def __init__(self, store: ExpStore, policy: CompactionPolicy, *, min_interval: float = 60.0,
+                 clustering: LivePolicy | None = None) -> None:
         self.store = store
         self.policy = policy
+        self.clustering = clustering or LivePolicy(leftover_grace_seconds=policy.leftover_grace_seconds)
         self.min_interval = min_interval
         self._thread: threading.Thread | None = None
         self._started = -math.inf
@@ -53,7 +60,8 @@ class CompactionThread:
         """Start a thread for those of ``run_ids`` that are due, unless one is running; True if started."""
         if self.running or time.monotonic() - self._started < self.min_interval:
             return False
-        due = [run_id for run_id in run_ids if new_file_count(self.store, run_id) > self.policy.min_files]
+        due = [run_id for run_id in run_ids if new_file_count(self.store, run_id) > self.policy.min_files
+               or live_clustering_due(self.store, run_id, self.clustering)]
         if not due:
             return False
         self._thread = threading.Thread(target=self._compact, args=(due,), name="tau-compaction", daemon=True)
@@ -65,6 +73,7 @@ class CompactionThread:
         try:
             for run_id in run_ids:
                 compact_all(self.store, run_id, policy=self.policy, pyarrow_fallback=False)
+                cluster_live(self.store, run_id, self.clustering)
         except (StoreError, OSError, sqlite3.Error, ValueError) as exc:
             log.warning(f"store compaction of {self.store.root} stopped: {exc}; the next delivery tries again")
         finally:

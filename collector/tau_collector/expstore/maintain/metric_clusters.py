@@ -8,13 +8,20 @@ metrics are cut into consecutive name ranges by their row counts (``metric_summa
 file. The rows, their order and the last-wins rule are kept (ties in registration order, as compaction
 keeps them: :mod:`.compaction`); the files keep TauGrid's schema and metric-boundary row groups.
 
-It is an optimisation for runs whose history is written at once: ``taunotebook import`` starts it in a
-child process when its runs' files are all written (:func:`start_clustering`, ``python -m`` this module)
-and does not wait for it -- the run reads right before, during and after, and a child killed at any point
-leaves it as it was or clustered. A run with a metric longer than ``max_rows`` rows (a long narrow run, whose files
-already hold few metrics each) or that would not come out in fewer files is left alone. One transaction
-swaps the files, as compaction does: the replacements take the retired files' newest rowids (their place
-in registration order), the retired files stay on disk for the grace period.
+For runs whose history is written at once, ``taunotebook import`` starts it in a child process when its runs'
+files are all written (:func:`start_clustering`, ``python -m`` this module) and does not wait for it -- the
+run reads right before, during and after, and a child killed at any point leaves it as it was or clustered. A
+run with a metric longer than ``max_rows`` rows (a long narrow run, whose files already hold few metrics each)
+or that would not come out in fewer files is left alone. One transaction swaps the files, as compaction does:
+the replacements take the retired files' newest rowids (their place in registration order), the retired files
+stay on disk for the grace period.
+
+Live wide runs are clustered incrementally by the sidecar's maintenance thread (:func:`cluster_live`, from
+:mod:`.compaction_thread`), a bounded step at a time. Both read with :mod:`..format.parquet_reader` (only the
+row groups whose ``metric_name`` statistics can hold the range) and write with :mod:`..format.parquet_encoder`:
+no pyarrow, so the sidecar can run it and compaction can read what it wrote. A file of another Parquet writer
+(:class:`.compaction.ForeignFileError`) leaves the run as it is. Clustered files are named ``clustered-...``
+(:data:`.compaction.CLUSTERED_PREFIX`); compaction does not merge them.
 """
 
 from __future__ import annotations
@@ -27,18 +34,21 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from tau_collector.collect.process_memory import release_arrow_memory
+import numpy as np
+
 from tau_collector.expstore.format import schema
-from tau_collector.expstore.format.levels import publish_table_levels
-from tau_collector.expstore.format.metric_files import metric_file_path
-from tau_collector.expstore.maintain.compaction import COMPACTED_PREFIX, parquet_bytes
+from tau_collector.expstore.format.levels import publish_sorted_levels
+from tau_collector.expstore.format.metric_files import metric_file_path, metric_row_groups
+from tau_collector.expstore.format.parquet_encoder import Coded, Column, PlainTexts, encode_parquet
+from tau_collector.expstore.maintain.compaction import CLUSTERED_PREFIX, ForeignFileError, merged_columns, read_parts
 from tau_collector.expstore.maintain.compaction_process import child_environment
 from tau_collector.expstore.maintain.leftovers import sweep_run
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
-__all__ = ["CLUSTER_ROWS", "SLICE_ROWS", "cluster_quietly", "cluster_run", "clustering_due", "main", "metric_ranges",
-           "start_clustering"]
+__all__ = ["CLUSTER_ROWS", "LivePolicy", "cluster_live", "cluster_quietly", "cluster_run", "clustering_due", "main",
+           "live_clustering_due", "metric_ranges", "start_clustering"]
 
 # Rows of one clustered file: what a clustering holds in memory at once (read, sorted, encoded).
 CLUSTER_ROWS = 262_144
@@ -80,27 +90,20 @@ def cluster_run(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROWS) -
     # ranges would not hold what the files hold.
     if ranges is None or len(ranges) >= len(files) or sum(r[2] for r in ranges) != sum(f[5] or 0 for f in files):
         return None
-    experiment = conn.execute("SELECT experiment_id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     project, group = files[-1][3] or "", files[-1][4] or ""
-    import pyarrow.compute as pc
-
-    written: list[tuple[str, str, int, int | None, int | None, str, str, str]] = []
-    published = []
+    written: list[_Written] = []
+    published: list = []
     try:
-        footers: dict[str, object] = {}  # each file's footer, parsed once for all the ranges
         for first, last, _ in ranges:
-            table = _rows_between(store, files, first, last, footers)
-            data = parquet_bytes(table)
-            file_id = COMPACTED_PREFIX + uuid.uuid4().hex
-            relative = metric_file_path(project, experiment[0] if experiment else "", group, run_id, file_id)
-            published.append(store.publish_file(relative, lambda p, data=data: p.write_bytes(data)))
-            bounds = pc.min_max(table.column("step"))  # a null step (another writer's row) is no bound
-            low, high = bounds["min"].as_py(), bounds["max"].as_py()
-            written.append((file_id, relative, table.num_rows, low, high, hashlib.sha256(data).hexdigest(),
-                            first, last))
-            published.extend(publish_table_levels(store, relative, file_id, table))  # derived: see levels.py
-            del table, data  # the pool keeps the pages for the next range: mapping them afresh costs more
-        release_arrow_memory()
+            # Only the row groups whose metric_name statistics can hold the range are read (.parquet_reader).
+            try:
+                parts = read_parts(store, files, (first, last))
+            except ForeignFileError as exc:
+                path = str(store.absolute(next(f[2] for f in files if f[1] == exc.file_id)))
+                reason = str(exc).removeprefix(path + ": ")
+                raise StoreError(f"{path}: cannot be read for clustering by metric: {reason}") from None
+            if parts:
+                written += _publish(store, run_id, project, group, merged_columns(parts, files), [first], published)
         if not _swap(store, run_id, files, written, project, group):
             for path in published:
                 path.unlink(missing_ok=True)
@@ -109,21 +112,96 @@ def cluster_run(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROWS) -
         for path in published:
             path.unlink(missing_ok=True)
         raise
-    return [w[0] for w in written]
+    return [w.file_id for w in written]
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """A clustered file published, to register: its id, path, rows, step bounds, digest and metric range."""
+
+    file_id: str
+    path: str
+    rows: int
+    min_step: int | None
+    max_step: int | None
+    digest: str
+    first: str
+    last: str
+
+
+def _publish(store: ExpStore, run_id: str, project: str, group: str, merged: tuple, cuts: list[str],
+             published: list) -> list[_Written]:
+    """Write ``merged`` (:func:`.compaction.merged_columns`, sorted by metric) as one file per metric range with
+    :mod:`..format.parquet_encoder`, and their levels: a range starts at each name of ``cuts`` (ascending; the
+    first range also holds the names before the first cut; a range holding no row makes no file). Every path
+    published is appended to ``published``."""
+    rows, columns, names, metric, step, step_valid, wall, wall_valid, value = merged
+    experiment = store.connection().execute("SELECT experiment_id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    # metric codes are ranks in the sorted names: a range of names is a range of rows
+    at = np.searchsorted(np.array(names, dtype=object), np.array(cuts[1:], dtype=object)) if names else []
+    stops = [*np.searchsorted(metric, at, side="left").tolist(), rows]
+    written: list[_Written] = []
+    start = 0
+    for stop in stops:
+        if stop <= start:
+            continue
+        n = stop - start
+        part = [_slice(c, start, stop) for c in columns]
+        m = metric[start:stop]
+        starts = [0, *(np.flatnonzero(m[1:] != m[:-1]) + 1).tolist()]
+        data = encode_parquet(part, n, metric_row_groups(starts, n))
+        file_id = CLUSTERED_PREFIX + uuid.uuid4().hex
+        relative = metric_file_path(project, experiment[0] if experiment else "", group, run_id, file_id)
+        published.append(store.publish_file(relative, lambda p, data=data: p.write_bytes(data)))
+        s = step[start:stop] if step_valid is None else step[start:stop][step_valid[start:stop]]
+        low, high = (int(s.min()), int(s.max())) if s.size else (None, None)
+        lo, hi = int(m[0]), int(m[-1])
+        written.append(_Written(file_id, relative, n, low, high, hashlib.sha256(data).hexdigest(), names[lo],
+                                names[hi]))
+        if step_valid is None:  # rows a reader skips (no step): it computes the levels from what it keeps
+            published.extend(publish_sorted_levels(
+                store, relative, file_id, n, names[lo:hi + 1], m - lo, step[start:stop], wall[start:stop],
+                None if wall_valid is None else wall_valid[start:stop], value[start:stop]))
+        start = stop
+    return written
+
+
+def _slice(column: Column, start: int, stop: int) -> Column:
+    """``column``'s rows ``start:stop``."""
+    values = column.values
+    if isinstance(values, Coded):
+        values = Coded(values.values, values.codes[start:stop], values.pieces)
+    elif isinstance(values, PlainTexts):
+        values = PlainTexts(values.data[values.bounds[start]:values.bounds[stop]],
+                            values.bounds[start:stop + 1] - values.bounds[start])
+    elif isinstance(values, np.ndarray | list):
+        values = values[start:stop]
+    valid = None if column.valid is None else column.valid[start:stop]
+    return Column(column.name, column.kind, column.required, values, valid=valid, statistics=column.statistics)
 
 
 def cluster_quietly(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROWS) -> list[str] | None:
     """:func:`cluster_run` where its failure must not fail what asked for it (an import whose rows are
-    already committed): a busy index, a file retired meanwhile, an unreadable file leave the run as it is."""
+    already committed): a busy index, a file retired meanwhile, a file of another Parquet writer
+    (:class:`.compaction.ForeignFileError`) leave the run as it is."""
     try:
         return cluster_run(store, run_id, max_rows=max_rows)
     except (StoreError, OSError, sqlite3.Error):
         return None
-    except Exception as exc:
-        arrow = sys.modules.get("pyarrow")
-        if arrow is None or not isinstance(exc, arrow.ArrowException):
-            raise
-        return None
+
+
+def live_clustering_due(store: ExpStore, run_id: str, policy: LivePolicy) -> bool:
+    """Whether :func:`cluster_live` has work on ``run_id``: a wide run with ``ingest_files`` unclustered files,
+    or ``file_rows`` rows in two or more (two indexed counts; a merge of clustered files follows an ingest, so it
+    needs no count of its own)."""
+    conn = store.connection()
+    (metrics,) = conn.execute("SELECT COUNT(*) FROM metric_summaries WHERE run_id = ?", (run_id,)).fetchone()
+    if metrics < policy.wide_metrics:
+        return False
+    files, rows = conn.execute(
+        "SELECT COUNT(*), SUM(row_count) FROM metric_files WHERE run_id = ? AND format = ? AND file_id NOT LIKE ?",
+        (run_id, schema.METRIC_FILE_FORMAT, CLUSTERED_PREFIX + "%")).fetchone()
+    return files >= policy.ingest_files or (files > 1 and (rows or 0) >= policy.file_rows)
 
 
 def clustering_due(store: ExpStore, run_ids: Sequence[str], max_rows: int = CLUSTER_ROWS) -> list[str]:
@@ -181,100 +259,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _rows_between(store: ExpStore, files: list[tuple], first: str, last: str, footers: dict[str, object]):
-    """The rows of metrics ``first``..``last`` from every file, sorted as a written file's: metric, step, wall
-    time, then registration order (file, row) -- the order the last-wins rule reads ties in."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    pieces = []  # each file's row groups that can hold the range, in registration order
-    for f in files:
-        path = store.absolute(f[2])
-        try:
-            parquet = pq.ParquetFile(path, metadata=footers.get(f[1]))
-            meta = footers[f[1]] = parquet.metadata
-            column = meta.schema.names.index("metric_name")
-            groups = []
-            for g in range(meta.num_row_groups):
-                stats = meta.row_group(g).column(column).statistics
-                # A group without statistics (a file written by another writer) is read and filtered.
-                if stats is None or not stats.has_min_max or (stats.min <= last and stats.max >= first):
-                    groups.append(g)
-            if groups:
-                pieces.append(parquet.read_row_groups(groups))
-        except (pa.ArrowException, ValueError) as exc:
-            raise StoreError(f"{path}: cannot be read for clustering by metric: {exc}") from None
-    if _steps_ascend(files):
-        merged = _by_metric(pieces, first, last)
-    else:
-        tables = []
-        for rank, table in enumerate(pieces):
-            names = table.column("metric_name")
-            table = table.filter(pc.and_(pc.greater_equal(names, first), pc.less_equal(names, last)))
-            n = table.num_rows
-            table = table.append_column("__rank", pa.array([rank] * n, pa.int64()))
-            tables.append(table.append_column("__row", pa.array(range(n), pa.int64())))
-        merged = pa.concat_tables(tables).sort_by(
-            [("metric_name", "ascending"), ("step", "ascending"), ("wall_time", "ascending"), ("__rank", "ascending"),
-             ("__row", "ascending")]).drop_columns(["__rank", "__row"])
-    return merged.cast(schema.metric_arrow_schema())
-
-
-# Below this many rows per (metric, file) slice on average, one stable sort of the rows by metric beats
-# gathering the slices one by one (10,000 metrics of a few rows a file).
-SLICE_ROWS = 32
-
-
-def _by_metric(pieces: list, first: str, last: str):
-    """Files whose steps ascend file after file, each sorted by (metric, step, wall time, row): each metric's
-    slice of each file, metric after metric and file after file, is the full order. The rows are gathered by
-    slices when they are long (no filter, sort or take), else put in that order by one stable integer sort."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    cuts = []  # (table, names, first row of each metric's run) of each file
-    for table in pieces:
-        names = table.column("metric_name").combine_chunks()
-        n = len(names)
-        if n:
-            cuts.append((table, names, np.concatenate(([0], np.flatnonzero(
-                pc.not_equal(names.slice(1), names.slice(0, n - 1)).to_numpy(zero_copy_only=False)) + 1))))
-    if sum(len(c[1]) for c in cuts) >= SLICE_ROWS * sum(len(c[2]) for c in cuts):
-        by_name: dict[str, list] = {}
-        for table, names, starts in cuts:
-            ends = [*starts[1:].tolist(), len(names)]
-            for start, end, name in zip(starts.tolist(), ends, names.take(starts).to_pylist(), strict=True):
-                if first <= name <= last:
-                    by_name.setdefault(name, []).append(table.slice(start, end - start))
-        return pa.concat_tables([piece for name in sorted(by_name) for piece in by_name[name]]).combine_chunks()
-    merged = pa.concat_tables([c[0] for c in cuts])
-    names = merged.column("metric_name")
-    merged = merged.filter(pc.and_(pc.greater_equal(names, first), pc.less_equal(names, last)))
-    coded = pc.dictionary_encode(merged.column("metric_name")).combine_chunks()
-    rank = np.empty(len(coded.dictionary), dtype=np.int64)
-    rank[np.argsort(np.array(coded.dictionary.to_pylist(), dtype=object), kind="stable")] = np.arange(rank.size)
-    return merged.take(np.argsort(rank[coded.indices.to_numpy()], kind="stable"))
-
-
-def _steps_ascend(files: list[tuple]) -> bool:
-    """Whether each file's steps all come after the previous file's (a history imported in order)."""
-    last = None
-    for f in files:
-        low, high = f[6], f[7]
-        if low is None or high is None or (last is not None and low <= last):
-            return False
-        last = high
-    return True
-
-
-def _swap(store: ExpStore, run_id: str, files: list[tuple], written: list[tuple], project: str, group: str) -> bool:
-    """Retire ``files`` and register ``written`` in one transaction; False when some of ``files`` are gone."""
+def _swap(store: ExpStore, run_id: str, files: list[tuple], written: list[_Written], project: str, group: str, *,
+          fresh: bool = False) -> bool:
+    """Retire ``files`` and register ``written`` in one transaction; False when some of ``files`` are gone, or
+    (``fresh``) when a file registered meanwhile makes moving their rows unsafe (:func:`_moves_safely`)."""
     retired = [f[1] for f in files]
-    # The replacements take the newest retired rowids, in order: their place among files registered
-    # meanwhile by a live writer (later rowids) stays before those, as the merged rows' did.
-    rowids = sorted(f[0] for f in files)[-len(written):]
     now = utc_now_rfc3339()
     with store.write_transaction() as tx:
         still = 0
@@ -284,19 +273,29 @@ def _swap(store: ExpStore, run_id: str, files: list[tuple], written: list[tuple]
                                 part).fetchone()[0]
         if still != len(retired):
             return False  # a concurrent compaction merged some of these files first
+        if fresh:
+            # The replacements go after every file of the run, those a live writer registered meanwhile too.
+            if not _moves_safely(_listing(tx, run_id), set(retired)):
+                return False
+            rowids: list[int | None] = [None] * len(written)
+        else:
+            # The replacements take the newest retired rowids, in order: their place among files registered
+            # meanwhile by a live writer (later rowids) stays before those, as the merged rows' did.
+            rowids = sorted(f[0] for f in files)[-len(written):]  # type: ignore[assignment]
         tx.executemany("DELETE FROM metric_files WHERE file_id = ?", [(f,) for f in retired])
         tx.executemany("DELETE FROM metric_file_metrics WHERE file_id = ?", [(f,) for f in retired])
         tx.executemany("INSERT INTO metric_file_metrics(file_id, run_id, first_metric, last_metric) "
-                       "VALUES (?, ?, ?, ?)", [(w[0], run_id, w[6], w[7]) for w in written])
+                       "VALUES (?, ?, ?, ?)", [(w.file_id, run_id, w.first, w.last) for w in written])
         tx.executemany(
             "INSERT INTO metric_files(rowid, file_id, path, format, schema_version, schema_hash, project, "
             "run_group_id, run_id, row_count, digest, min_step, max_step, created_at) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [(rowid, w[0], w[1], schema.METRIC_FILE_FORMAT, schema.METRIC_SCHEMA_VERSION, schema.METRIC_SCHEMA_HASH,
-              project, group, run_id, w[2], w[5], w[3], w[4], now) for rowid, w in zip(rowids, written, strict=True)])
+            [(rowid, w.file_id, w.path, schema.METRIC_FILE_FORMAT, schema.METRIC_SCHEMA_VERSION,
+              schema.METRIC_SCHEMA_HASH, project, group, run_id, w.rows, w.digest, w.min_step, w.max_step, now)
+             for rowid, w in zip(rowids, written, strict=True)])
         # Already counted in metric_summaries: the replacements are marked summarized, never merged again.
         tx.executemany("INSERT INTO metric_summary_files(file_id, run_id, summarized_at) VALUES (?, ?, ?)",
-                       [(w[0], run_id, now) for w in written])
+                       [(w.file_id, run_id, now) for w in written])
         # Only a latest row held by a retired file moved: one a concurrent import wrote meanwhile (a newer
         # file, not among these) stays where it is.
         for at in range(0, len(retired), 500):
@@ -304,12 +303,176 @@ def _swap(store: ExpStore, run_id: str, files: list[tuple], written: list[tuple]
             tx.executemany(
                 "UPDATE metric_summaries SET latest_file_id = ? WHERE run_id = ? AND metric_name >= ? "
                 f"AND metric_name <= ? AND latest_file_id IN ({','.join('?' * len(part))})",
-                [(w[0], run_id, w[6], w[7], *part) for w in written])
+                [(w.file_id, run_id, w.first, w.last, *part) for w in written])
         tx.executemany(
             "INSERT OR REPLACE INTO metric_file_retirements(file_id, path, run_id, replaced_by, retired_at, "
             "retired_unix) VALUES (?, ?, ?, ?, ?, ?)",
-            [(f[1], f[2], run_id, ",".join(w[0] for w in written), now, time.time()) for f in files])
+            [(f[1], f[2], run_id, ",".join(w.file_id for w in written), now, time.time()) for f in files])
     return True
+
+
+# -- live runs ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LivePolicy:
+    """When the sidecar clusters a live run (:func:`cluster_live`), and how much one pass may do."""
+
+    wide_metrics: int = 1000  # a run with fewer metrics is left to compaction: its files hold few metrics each
+    # Rows of one clustering step (the unclustered files it takes, a metric range it merges) and of the files
+    # it writes: what a step holds in memory, a few hundred bytes a row at most.
+    file_rows: int = 32_768
+    ingest_files: int = 8  # cluster the run's oldest unclustered files once it has this many
+    merge_files: int = 3  # merge a metric range's clustered files once it has this many
+    max_steps: int = 8  # clustering steps (ingests and merges) per pass: bounded work
+    leftover_grace_seconds: float = 3600.0
+
+
+_NO_STEP_LOW, _NO_STEP_HIGH = -(2**63), 2**63 - 1
+_NO_NAME_LOW, _NO_NAME_HIGH = "", "\U0010ffff"
+
+
+def _listing(conn, run_id: str) -> list[tuple]:
+    """The run's files in registration order: ``(rowid, file_id, path, project, run_group_id, row_count, min_step,
+    max_step, first_metric, last_metric)`` (the metric range of a file that has none recorded: every name)."""
+    return [(*f[:8], _NO_NAME_LOW if f[8] is None else f[8], _NO_NAME_HIGH if f[9] is None else f[9])
+            for f in conn.execute(
+                "SELECT f.rowid, f.file_id, f.path, f.project, f.run_group_id, f.row_count, f.min_step, f.max_step, "
+                "m.first_metric, m.last_metric FROM metric_files f LEFT JOIN metric_file_metrics m "
+                "ON m.file_id = f.file_id WHERE f.run_id = ? AND f.format = ? ORDER BY f.rowid",
+                (run_id, schema.METRIC_FILE_FORMAT)).fetchall()]
+
+
+def _moves_safely(listing: list[tuple], moved: set[str]) -> bool:
+    """Whether the rows of the ``moved`` files may be registered after every file of the run: the reader breaks
+    a tie of (metric, step, wall time) by registration order, so no file registered after one of them may hold
+    a metric and a step that file holds (by their recorded ranges; a file without steps recorded holds all)."""
+    later: list[tuple] = []  # files registered after the moved file being looked at, newest first
+    for f in reversed(listing):
+        if f[1] in moved:
+            low, high = _steps(f)
+            for x in later:
+                x_low, x_high = _steps(x)
+                if x_low <= high and x_high >= low and x[8] <= f[9] and x[9] >= f[8]:
+                    return False
+        else:
+            later.append(f)
+    return True
+
+
+def _steps(f: tuple) -> tuple[int, int]:
+    return (_NO_STEP_LOW if f[6] is None else f[6]), (_NO_STEP_HIGH if f[7] is None else f[7])
+
+
+def _range_groups(clustered: list[tuple]) -> list[list[tuple]]:
+    """Clustered files grouped by overlapping metric ranges (each group a range of names no other group
+    touches), in name order; each group's files in registration order."""
+    groups: list[list[tuple]] = []
+    high = None
+    for f in sorted(clustered, key=lambda f: f[8]):
+        if high is None or f[8] > high:
+            groups.append([])
+            high = f[9]
+        groups[-1].append(f)
+        high = max(high, f[9])
+    return [sorted(g) for g in groups]
+
+
+def _cuts_by_rows(names: list[str], counts: np.ndarray, rows: int) -> list[str]:
+    """The first name of each range of consecutive ``names`` holding at most ``rows`` rows (``counts``); a
+    metric longer than that is a range of its own."""
+    cuts: list[str] = []
+    held = 0
+    for name, count in zip(names, counts.tolist(), strict=True):
+        if not cuts or (held + count > rows and held):
+            cuts.append(name)
+            held = 0
+        held += count
+    return cuts
+
+
+def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None) -> int:
+    """One bounded pass of clustering a live wide run; returns how many clustering steps it made.
+
+    A step either takes the run's oldest unclustered files (delivered or compacted; once ``ingest_files`` are
+    there or two hold ``file_rows`` rows; up to ``file_rows`` rows) and writes their rows as one file per
+    metric range of the run's clustered files, or merges one range's oldest clustered files (once it has
+    ``merge_files``; up to 3 x ``file_rows`` rows) into files of at most ``file_rows`` rows, cut at metric
+    boundaries. So a metric's rows lie in its range's few files plus the few unclustered files not yet taken.
+    The replacements are registered after every file of the run; a step whose rows a later file could tie
+    with (a step re-sent after them) waits (:func:`_moves_safely`).
+    Each step is one transaction, like a compaction's; what a killed pass published is swept by the next
+    (:mod:`.leftovers`)."""
+    policy = policy or LivePolicy()
+    conn = store.connection()
+    (metrics,) = conn.execute("SELECT COUNT(*) FROM metric_summaries WHERE run_id = ?", (run_id,)).fetchone()
+    if metrics < policy.wide_metrics:
+        return 0
+    sweep_run(store, run_id, grace_seconds=policy.leftover_grace_seconds)
+    steps = 0
+    listing = _listing(conn, run_id)
+    # Ingests first, while unclustered files are due (up to half the pass's steps), then merges.
+    while steps < max(1, policy.max_steps // 2):
+        unclustered = [f for f in listing if not f[1].startswith(CLUSTERED_PREFIX)]
+        if not (len(unclustered) >= policy.ingest_files or (
+                len(unclustered) > 1 and sum(f[5] or 0 for f in unclustered) >= policy.file_rows)):
+            break
+        batch, rows = [], 0
+        for f in unclustered:
+            if batch and rows + (f[5] or 0) > policy.file_rows:
+                break
+            batch.append(f)
+            rows += f[5] or 0
+        while batch and not _moves_safely(listing, {f[1] for f in batch}):
+            batch.pop()  # the longest safe prefix
+        if not batch:
+            break
+        cuts = [g[0][8] for g in _range_groups([f for f in listing if f[1].startswith(CLUSTERED_PREFIX)])]
+        done = _rewrite(store, run_id, batch, cuts or None, policy)
+        steps += 1
+        listing = _listing(conn, run_id)
+        if not done:
+            break
+    # the ranges with the most files first: they cost a read the most
+    for group in sorted(_range_groups([f for f in listing if f[1].startswith(CLUSTERED_PREFIX)]), key=len,
+                        reverse=True):
+        if steps >= policy.max_steps:
+            break
+        if len(group) < policy.merge_files:
+            continue
+        # the oldest of the range's files up to 3 x file_rows rows (at least two): a bounded merge
+        take, rows = [], 0
+        for f in group:
+            if len(take) >= 2 and rows + (f[5] or 0) > 3 * policy.file_rows:
+                break
+            take.append(f)
+            rows += f[5] or 0
+        if rows <= 3 * policy.file_rows and _moves_safely(listing, {f[1] for f in take}):
+            steps += _rewrite(store, run_id, take, None, policy)
+    return steps
+
+
+def _rewrite(store: ExpStore, run_id: str, files: list[tuple], cuts: list[str] | None, policy: LivePolicy) -> int:
+    """Write ``files``' rows as files cut at ``cuts`` (None: at ``file_rows`` rows) and swap them in, registered
+    after every file of the run; 1 when swapped, 0 when a concurrent change came first."""
+    merged = merged_columns(read_parts(store, files), files)
+    if cuts is None:
+        names, metric = merged[2], merged[3]
+        cuts = _cuts_by_rows(names, np.bincount(metric, minlength=len(names)), policy.file_rows) if names else []
+    project, group = files[-1][3] or "", files[-1][4] or ""
+    published: list = []
+    try:
+        written = _publish(store, run_id, project, group, merged, cuts, published)
+        del merged
+        if not _swap(store, run_id, files, written, project, group, fresh=True):
+            for path in published:
+                path.unlink(missing_ok=True)
+            return 0
+    except BaseException:
+        for path in published:
+            path.unlink(missing_ok=True)
+        raise
+    return 1
 
 
 if __name__ == "__main__":
