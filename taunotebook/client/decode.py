@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
-__all__ = ["WireModel", "decode", "nan_for_null", "points", "wire", "wire_keys"]
+__all__ = ["WireModel", "decode", "nan_for_null", "number_rows", "points", "wire", "wire_keys"]
 
 _T = TypeVar("_T")
 _META = "taunotebook.wire"
@@ -267,6 +267,26 @@ def points(typecode: str, key: str, what: str, item: Callable[[Any], Any] = floa
         if isinstance(value, Mapping | str):
             raise TypeError(f"{what}.{key}: expected a JSON array, got {type(value).__name__}")
         return array(typecode, (convert(v) for v in value or ()))
+
+    return read
+
+
+def number_rows(key: str, what: str, depth: int = 2) -> Callable[[Mapping], tuple | None]:
+    """A decoder for (nested) JSON arrays of numbers (``depth`` 1: numbers; 2: rows of numbers; 3: lists of rows)
+    as tuples of floats, ``null`` numbers as NaN; a missing or ``null`` value is None at depth 3, else ``()``."""
+
+    def level(value: Any, d: int, where: str) -> tuple:
+        if isinstance(value, Mapping | str) or not isinstance(value, list | tuple):
+            raise TypeError(f"{where}: expected a JSON array, got {type(value).__name__}")
+        if d == 1:
+            return tuple(nan_for_null(v) for v in value)
+        return tuple(level(v, d - 1, f"{where}[]") for v in value)
+
+    def read(d: Mapping[str, Any]) -> tuple | None:
+        value = d.get(key)
+        if value is None:
+            return None if depth > 2 else ()
+        return level(value, depth, f"{what}.{key}")
 
     return read
 

@@ -7,14 +7,15 @@ as ``null`` and read back as NaN. Unknown fields are kept in ``extra``, as in :m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .decode import WireModel, nan_for_null, wire
+from .decode import WireModel, number_rows, wire
 from .models import Metadata
 
-__all__ = ["Histograms", "ImageRef", "ImagesAt", "MediaTag", "MediaTags", "TextAt"]
+__all__ = ["MEDIA_KINDS", "Histograms", "ImageRef", "ImagesAt", "MediaTag", "MediaTags", "TextAt"]
+
+MEDIA_KINDS = ("histograms", "images", "text")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,25 +41,11 @@ class MediaTags(WireModel):
     unavailable: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-
-def _rows(key: str):
-    def read(d: Mapping[str, Any]) -> tuple[tuple[float, ...], ...]:
-        value = d.get(key) or ()
-        if isinstance(value, Mapping | str):
-            raise TypeError(f"{key}: expected a JSON array, got {type(value).__name__}")
-        return tuple(tuple(nan_for_null(v) for v in row) for row in value)
-    return read
-
-
-def _wall_times(d: Mapping[str, Any]) -> tuple[float, ...]:
-    return tuple(nan_for_null(v) for v in d.get("wall_times") or ())
-
-
-def _buckets(d: Mapping[str, Any]) -> tuple[tuple[tuple[float, float, float], ...], ...] | None:
-    value = d.get("buckets")
-    if value is None:
-        return None
-    return tuple(tuple(tuple(nan_for_null(v) for v in bucket) for bucket in step) for step in value)
+    def of(self, kind: str) -> tuple[MediaTag, ...]:
+        """The tags of one kind, in the Portal's order."""
+        if kind not in MEDIA_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(MEDIA_KINDS)}, got {kind!r}")
+        return tuple(t for t in self.tags if t.kind == kind)
 
 
 _NUMBER = float | None
@@ -77,11 +64,13 @@ class Histograms(WireModel):
     reduced: bool
     basis_points: tuple[int, ...] = ()
     steps: tuple[int, ...] = ()
-    wall_times: tuple[float, ...] = field(default=(), metadata=wire(decode=_wall_times, sent=list[_NUMBER]))
-    summary: tuple[tuple[float, ...], ...] = field(default=(), metadata=wire(decode=_rows("summary"),
-                                                                               sent=list[list[_NUMBER]]))
+    wall_times: tuple[float, ...] = field(default=(), metadata=wire(
+        decode=number_rows("wall_times", "Histograms", depth=1), sent=list[_NUMBER]))
+    summary: tuple[tuple[float, ...], ...] = field(default=(), metadata=wire(
+        decode=number_rows("summary", "Histograms"), sent=list[list[_NUMBER]]))
     buckets: tuple[tuple[tuple[float, float, float], ...], ...] | None = field(
-        default=None, metadata=wire(decode=_buckets, sent=list[list[list[_NUMBER]]] | None))
+        default=None, metadata=wire(decode=number_rows("buckets", "Histograms", depth=3),
+                                    sent=list[list[list[_NUMBER]]] | None))
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -358,16 +358,16 @@ def test_the_client_reads_the_same_answers(served):
 
     client, reader, _ = served
     with PortalClient(str(client.base_url), token=TOKEN) as portal:
-        assert [t.tag for t in portal.media("run").tags] == [t.tag for t in reader.media_tags("run")]
+        assert [t.tag for t in portal.media_tags("run").tags] == [t.tag for t in reader.media_tags("run")]
         series = portal.histograms("run", "weights", max_steps=3, keep=[7], buckets=False)
         assert series.steps == tuple(reader.histograms("run", "weights", max_steps=3, keep=(7,)).steps.tolist())
         assert series.buckets is None and 7 in series.steps
         assert portal.histogram_at("run", "raw", 2).steps == (2,)
-        images = portal.images("run", "sample", 4)
-        data = portal.image_bytes("run", images.images[0].digest)
+        images = portal.images_near("run", "sample", 4)
+        data = portal.image_bytes("run", images.images[0].digest, thumbnail=False)
         assert "sha256:" + hashlib.sha256(data).hexdigest() == images.images[0].digest
-        assert portal.text("run", NOTE, 4).text == ("step **4**: naïve ✓",)
+        assert portal.text_at("run", NOTE, 4).text == ("step **4**: naïve ✓",)
         with pytest.raises(NotFoundError, match="no text tag"):
-            portal.text("run", "nope", 1)
+            portal.text_at("run", "nope", 1)
         with pytest.raises(NotFoundError, match="holds no image"):
             portal.image_bytes("run", "0" * 64, thumbnail=True)
