@@ -56,6 +56,17 @@ Synced traitlets (Python → browser unless noted):
 ``compare_checkpoints``
     ``{run_id: {"checkpoints": [...], "retries": [...]}}`` — the same for each compared run that has any, marked
     in that run's colour.
+``media``
+    ``{"tags": [{"kind": "histograms"|"images"|"text", "tag", "count", "step_min", "step_max"}], "unavailable":
+    str | None}`` — the primary run's media tags (``/runs/{run_id}/media``), read again at most every
+    :data:`~taunotebook.pane_media.MEDIA_SECONDS` while the run lives and sent when they change; the browser draws
+    a section per kind below the metrics (``js/pane/media_section.js``). ``{}`` until read, and from a Portal
+    without the route; ``unavailable`` says in words why a run has none here (a Kusto-served run).
+``media_visible`` (browser → Python)
+    the cards on screen, as ``"<kind>/<tag>"`` (``"images/samples"``): only these are read.
+``media_step`` (browser → Python)
+    the step cursor (``js/shared/step_cursor.js``: a click on a loss curve, a typed step); ``None``: each card
+    shows its tag's latest step. Every card shows its tag's stored step nearest it and labels that step.
 ``aggregate``, ``band`` (both ways)
     how compared runs are drawn: ``""`` each its own line, ``"mean"`` or ``"median"`` one line with a band
     (``band``: ``"minmax"``, ``"std"`` for ±1 standard deviation, ``"none"``), computed in the browser by
@@ -82,7 +93,7 @@ Synced traitlets (Python → browser unless noted):
     a random id, in the first state the page gets: it names the static output shown beside the widget (below),
     which the live view hides, and keys what the page keeps per pane.
 
-One binary message shape, Python → browser, via ``widget.send(header, buffers=[steps, values])``::
+The points message, Python → browser, via ``widget.send(header, buffers=[steps, values])``::
 
     header  = {"type": "points", "seq": int, "op": op, "run": run_id, "metric": name, "n": int,
                "start_step": int | None, "end_step": int | None, "sent_at": epoch ms}
@@ -96,6 +107,23 @@ One binary message shape, Python → browser, via ``widget.send(header, buffers=
                 fidelity);
 - ``nonfinite`` replace the series' non-finite marks (values are NaN / ±Inf);
 - ``walltime``  merge (step → wall time µs, as float64) samples for the wall-time axis.
+
+Media messages, Python → browser (:mod:`taunotebook.pane_media`), each sent only when it differs from the
+card's last one. A card's read, JSON and no buffers::
+
+    {"type": "media", "seq": int, "kind": "histograms"|"images"|"text", "run": run_id, "tag": str,
+     "requested_step": int | None, ...}
+
+with, for ``histograms``, the tag reduced to at most :data:`~taunotebook.pane_media.HISTOGRAM_STEPS` steps
+(never dropping the cursor's): ``"steps", "wall_times", "basis_points", "summary", "buckets", "total",
+"reduced"`` as ``/histograms`` answers them (NaN as null); for ``images`` the stored ``"step"`` and its
+``"images": [{"index", "digest", "content_type", "width", "height", "caption", "size_bytes"}]``; for
+``text`` ``"step", "wall_time", "shape", "text"``; and on a failed read ``"error"``: the Portal's message in
+words, which the card shows. An image's bytes, before the first listing that names it and once per page::
+
+    header  = {"type": "image", "seq": int, "run": run_id, "tag": str, "digest": "sha256:<hex>",
+               "content_type": str, "thumbnail": true, "n": int, "sent_at": epoch ms}
+    buffers = [the thumbnail's n bytes (a PNG, longest side ≤ 160 px)]
 
 Each poll reads, per drawn run, one ``/stellar/data/runs/{run}/tails`` answer for the visible metrics
 (their catalog entries and new points; the metric names only when they changed); against a Portal
@@ -209,6 +237,9 @@ class LossPane(anywidget.AnyWidget):
     resources = traitlets.Dict().tag(sync=True)  # what the job asked for: {"gpus": 2, "image": ...}
     checkpoints = traitlets.Dict({}).tag(sync=True)
     compare_checkpoints = traitlets.Dict({}).tag(sync=True)
+    media = traitlets.Dict({}).tag(sync=True)  # the run's media tags (histograms, images, text)
+    media_visible = traitlets.List(traitlets.Unicode()).tag(sync=True)  # "<kind>/<tag>" of the cards on screen
+    media_step = traitlets.Int(None, allow_none=True).tag(sync=True)  # the step cursor; None: the latest steps
 
     def __init__(
         self,
@@ -278,6 +309,9 @@ class LossPane(anywidget.AnyWidget):
         super().set_state(sync_data)
         if "visible" in sync_data:
             self._poller.set_visible(self.visible)
+        if "media_visible" in sync_data or "media_step" in sync_data:
+            self._poller.set_media(self.media_visible if "media_visible" in sync_data else None, self.media_step,
+                                   step_given="media_step" in sync_data)
 
     def close(self) -> None:
         """Stop polling (joins the thread) and close the widget."""

@@ -6,32 +6,37 @@ points as binary chunks (the message contract is in :mod:`taunotebook.pane`). Po
 
 from __future__ import annotations
 
-import math
-import sys
 import threading
 import time
 from array import array
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from taunotebook.client import (
-    AuthorizationError,
-    MetricSummary,
     NotFoundError,
     PortalClient,
     PortalError,
-    PortalUnreachable,
     Series,
     Tail,
     Tails,
     stellar_link,
 )
 from taunotebook.compare_runs import resolve_compare, run_configs
+from taunotebook.pane_checkpoints import CHECKPOINT_SECONDS, CheckpointMarks
+from taunotebook.pane_held import Held as _Held
+from taunotebook.pane_held import buffers
+from taunotebook.pane_held import chunk as _chunk
+from taunotebook.pane_media import PaneMedia
 from taunotebook.pane_picture import Snapshot
 from taunotebook.pane_reads import MAX_TAIL_METRICS, ROUTE_NOT_FOUND, TailReader
+from taunotebook.pane_runs import DEFAULT_VISIBLE, default_visible
+from taunotebook.pane_runs import RunView as _RunView
+from taunotebook.pane_runs import catalog_entry as _entry
+from taunotebook.pane_static import FALLBACK_SECONDS, StaticPicture, snapshot_of
+from taunotebook.pane_words import failure_words, ok_words
 
-__all__ = ["DEFAULT_VISIBLE", "DEFAULT_WIDTH", "PaneOutput", "Poller", "TERMINAL_STATES", "buffers",
+__all__ = ["CHECKPOINT_SECONDS", "DEFAULT_VISIBLE", "DEFAULT_WIDTH", "FALLBACK_SECONDS", "PaneOutput", "Poller",
+           "TERMINAL_STATES", "buffers",
            "default_visible", "stellar_page_href"]
 
 TERMINAL_STATES = frozenset({"succeeded", "completed", "failed", "cancelled", "canceled", "incomplete"})
@@ -40,70 +45,13 @@ IDLE_INTERVAL = 2.0  # the slowest poll of a quiet, healthy run
 FAIL_INTERVAL = 10.0  # the slowest retry while the Portal fails
 RESYNC_SECONDS = 2.0
 RESOLVE_SECONDS = 10.0  # how often an experiment or group in compare= is listed again (a sweep adds runs)
-CHECKPOINT_SECONDS = 5.0  # how often the primary run's checkpoints are read while it runs
 MAX_POINTS = 12000  # TauGrid's cap for one series read
 DEFAULT_WIDTH = 800
-DEFAULT_VISIBLE = 8  # metrics polled before the browser says which it shows
-FALLBACK_SECONDS = 5.0  # the static picture is redrawn at most this often while the run lives (and when it ends)
 
 
 def _max_points(width: int) -> int:
     # M4 at 4 points per pixel column is pixel-identical to the full series (DESIGN §7).
     return max(400, min(MAX_POINTS, 4 * max(1, int(width))))
-
-
-@dataclass
-class _Held:
-    """What the browser holds for one series, so Python can resend it and answer tails with last-wins."""
-
-    steps: array = field(default_factory=lambda: array("q"))
-    values: array = field(default_factory=lambda: array("d"))
-    count: int = -1  # the catalog count at the last read; -1 before the first
-    non_finite_count: int = 0
-    last_step: int | None = None
-    width: int = 0  # the pane width the last full-range read was sized for
-    marks: tuple[array, array] | None = None  # the non-finite marks last sent, for a resend
-    walls: tuple[array, array] | None = None  # the wall-time samples last sent, for a resend
-
-    def reset(self, steps: Iterable[int], values: Iterable[float]) -> None:
-        self.steps = array("q", steps)
-        self.values = array("d", values)
-        self.last_step = self.steps[-1] if self.steps else None
-
-    def append(self, steps: array, values: array) -> None:
-        if not steps:
-            return
-        first = steps[0]
-        cut = len(self.steps)
-        while cut and self.steps[cut - 1] >= first:
-            cut -= 1
-        del self.steps[cut:]
-        del self.values[cut:]
-        self.steps.extend(steps)
-        self.values.extend(values)
-        self.last_step = self.steps[-1]
-
-    def splice(self, start: int, end: int, steps: array, values: array) -> None:
-        keep_lo = [i for i, s in enumerate(self.steps) if s < start]
-        keep_hi = [i for i, s in enumerate(self.steps) if s > end]
-        self.steps = array("q", [self.steps[i] for i in keep_lo]) + steps + array("q", [self.steps[i] for i in keep_hi])
-        self.values = (array("d", [self.values[i] for i in keep_lo]) + values
-                       + array("d", [self.values[i] for i in keep_hi]))
-
-
-def _chunk(steps: Iterable[int], values: Iterable[float]) -> tuple[array, array]:
-    s, v = array("q", steps), array("d", values)
-    if s.itemsize != 8 or v.itemsize != 8:  # pragma: no cover - every CPython platform we run on
-        raise RuntimeError("int64/float64 arrays are required for the pane's binary chunks")
-    return s, v
-
-
-def buffers(steps: array, values: array) -> list[bytes]:
-    if sys.byteorder != "little":  # pragma: no cover - the browser reads little-endian typed arrays
-        steps, values = array("q", steps), array("d", values)
-        steps.byteswap()
-        values.byteswap()
-    return [steps.tobytes(), values.tobytes()]
 
 
 class PaneOutput(Protocol):
@@ -117,36 +65,6 @@ class PaneOutput(Protocol):
     def send(self, header: dict, buffers: list[bytes]) -> bool: ...
 
     def fallback(self, snapshot: Snapshot) -> bool: ...
-
-
-@dataclass
-class _RunView:
-    """What the polls have learned about one drawn run."""
-
-    state: str = ""
-    status_message: str = ""
-    warnings: list[str] = field(default_factory=list)
-    names: list[str] | None = None  # every metric of the run, in the catalog's order; None before the first answer
-    cursor: str | None = None  # the Portal's name for ``names``: they come again only when they change
-    entries: dict[str, dict] = field(default_factory=dict)  # catalog entries of the visible metrics
-
-
-def default_visible(names: Iterable[str], fixed: list[str] | None) -> list[str]:
-    """The metrics polled before the browser says which it shows: ``metrics=`` (the first
-    :data:`DEFAULT_VISIBLE`), else the loss-like ones (name contains "loss") then the first others, catalog order."""
-    if fixed:
-        return fixed[:DEFAULT_VISIBLE]
-    names = [n for n in names if not n.startswith("tau/")]
-    lossy = [n for n in names if "loss" in n.lower()]
-    others = [n for n in names if "loss" not in n.lower()]
-    return (lossy + others)[:DEFAULT_VISIBLE]
-
-
-def _entry(m: MetricSummary) -> dict:
-    """A catalog entry as the ``runs`` trait carries it: the wire's names, a non-finite latest value as None."""
-    value = m.latest_value if m.latest_value is None or math.isfinite(m.latest_value) else None
-    return {"count": m.count, "latest_step": m.latest_step, "latest_value": value,
-            "non_finite_count": m.non_finite_count}
 
 
 class Poller:
@@ -203,13 +121,10 @@ class Poller:
         self.reader = TailReader(client, self.source)  # each poll's one read per run
         self.own_requests = 0  # zoomed and page-data reads
         self._later: list[tuple] = []  # page-data reads due after this answer's points are sent
-        self.checkpoints_available = True  # the local Portal's /runs/{run_id}/checkpoints (TauGrid's: 404)
-        self.checkpoints_read_at: float | None = None
-        self._checkpoints_sent: dict | None = None
-        self._compare_checkpoints_sent: dict = {}
+        self.marks = CheckpointMarks(client, self.source)  # the local Portal's /runs/{run_id}/checkpoints
+        self.media = PaneMedia(client, self.source, run_id)  # the histograms, images and text on screen
         self.shown: list[str] = []  # the metrics the last poll read, in the pane's order
-        self._fallback_key: tuple | None = None  # what the static picture last showed
-        self._fallback_at = 0.0
+        self.static = StaticPicture()
         self.thread = threading.Thread(target=self._main, name=f"tau-loss-pane-{run_id}", daemon=True)
 
     # -- called from the kernel's main thread
@@ -228,7 +143,7 @@ class Poller:
     @property
     def requests(self) -> int:
         """Portal reads made so far (for tests and benchmarks)."""
-        return self.reader.requests + self.own_requests
+        return self.reader.requests + self.own_requests + self.marks.requests + self.media.requests
 
     @property
     def polling(self) -> bool:
@@ -243,6 +158,7 @@ class Poller:
                     self.width = int(width)
                 self.hello = True
                 self.resync_needed = True
+                self.media.resend()
             elif kind == "zoom":
                 self.zooms.append(content)
             elif kind == "unzoom":
@@ -267,6 +183,14 @@ class Poller:
             before = set(self.browser_visible if self.browser_visible is not None else self._default_visible())
             self.browser_visible = new
             self.entering |= set(new) - before
+        self.wake.set()
+
+    def set_media(self, visible: Iterable[str] | None = None, step: object = None, *, step_given: bool = False) -> None:
+        """The browser's ``media_visible`` (the cards on screen) and ``media_step`` (the step cursor)."""
+        if visible is not None:
+            self.media.set_visible(visible)
+        if step_given:
+            self.media.set_step(step)
         self.wake.set()
 
     def set_x_metric(self, name: str | None) -> None:
@@ -359,53 +283,19 @@ class Poller:
     def _failed(self, err: Exception) -> bool:
         self.failures += 1
         self.interval = min(FAIL_INTERVAL, 0.5 * 2 ** (self.failures - 1))
-        wait = f"retrying in {self.interval:.0f} s…" if self.interval >= 1 else "retrying…"
-        if isinstance(err, PortalUnreachable):
-            kind, text = "unreachable", f"Portal unreachable at {self.client.base_url} ({wait})"
-        elif isinstance(err, AuthorizationError):
-            kind = "unauthorized"
-            text = (f"the Portal refused access ({err.status} {err.code}): pass token= or set TAU_PORTAL_TOKEN "
-                    f"to the token `taunotebook portal` printed ({wait})")
-        elif isinstance(err, NotFoundError) and self.job_lifecycle is not None:
-            kind = "not_found"
-            text = f"run {self.run_id!r} {self.job_lifecycle['text']}; no metrics in the Portal yet ({wait})"
-        elif isinstance(err, NotFoundError):
-            kind = "not_found"
-            text = (f"run {self.run_id!r} was not found in the Portal (404) — not indexed yet, or another "
-                    f"workspace/project ({wait})")
-        elif isinstance(err, PortalError):
-            kind, text = "error", f"the Portal answered {err.status or ''} {err.code}: {err.message} ({wait})"
-        else:
-            kind, text = "error", f"the pane failed: {type(err).__name__}: {err} ({wait})"
+        kind, text = failure_words(err, self.interval, self.client.base_url, self.run_id, self.job_lifecycle)
         return self._status(kind, text, retry_in=self.interval)
 
     def _fallback(self, final: bool) -> None:
-        """Redraw the static picture when what it shows changed: at most every :data:`FALLBACK_SECONDS` while the
-        run lives, at once when the primary run's state changes and when polling stops (its final picture)."""
-        state = self._primary_state()
-        key = (state, tuple(self.shown), tuple((k, len(h.steps), h.last_step) for k, h in self.held.items()))
-        if key == self._fallback_key:
-            return
-        now = time.monotonic()
-        if (not final and self._fallback_key is not None and self._fallback_key[0] == state
-                and now - self._fallback_at < FALLBACK_SECONDS):
-            return
-        if not self.out.fallback(self.snapshot()):
+        """Redraw the static picture when it is due (:class:`~taunotebook.pane_static.StaticPicture`)."""
+        if not self.static.refresh(lambda: self.out.fallback(self.snapshot()), self._primary_state(), self.shown,
+                                   self.held, time.monotonic(), final):
             raise _PaneGone
-        self._fallback_key, self._fallback_at = key, now
 
     def snapshot(self) -> Snapshot:
         """What the pane shows now, copied (the thread goes on changing what it holds)."""
-        primary = self.views.get(self.run_id)
-        names = [n for n in primary.names if not n.startswith("tau/")] if primary and primary.names else []
-        entries = primary.entries if primary else {}
-        latest = {m: (e.get("latest_value"), e.get("latest_step")) for m, e in entries.items()}
-        series = {k: (array("q", h.steps), array("d", h.values)) for k, h in self.held.items()}
-        state = self._primary_state()
-        why = primary.status_message if primary and state in ("failed", "cancelled", "canceled") else ""
-        return Snapshot(run_id=self.run_id, state=state, status=why, runs=tuple(self.runs),
-                        metrics=tuple(self.shown), total_metrics=len(self.fixed_metrics or names),
-                        series=series, latest=latest)
+        return snapshot_of(self.run_id, self.runs, self.views.get(self.run_id), self._primary_state(), self.shown,
+                           self.held, self.fixed_metrics)
 
     def _status(self, kind: str, message: str, retry_in: float = 0.0) -> bool:
         return self.out.publish(status={"kind": kind, "message": message, "retry_in": round(retry_in, 3)})
@@ -415,7 +305,10 @@ class Poller:
         header = {"type": "points", "seq": self.seq, "op": op, "run": run, "metric": metric, "n": len(steps),
                   "start_step": extra.get("start_step"), "end_step": extra.get("end_step"),
                   "sent_at": time.time() * 1000.0}
-        if not self.out.send(header, buffers(steps, values)):
+        self._send_message(header, buffers(steps, values))
+
+    def _send_message(self, header: dict, data: list[bytes]) -> None:
+        if not self.out.send(header, data):
             raise _PaneGone
 
     def _grew(self) -> bool:
@@ -516,47 +409,24 @@ class Poller:
         for zoom in zooms:
             self._zoom(zoom, shown, width)
         self._read_checkpoints(now)
+        self._read_media(now)
         return got_new
 
     def _read_checkpoints(self, now: float) -> None:
         """Each shown run's checkpoints and retries, for the markers on the plots (trait ``checkpoints`` for the
-        primary run, ``compare_checkpoints`` for the compared ones, drawn in their colours): every
-        :data:`CHECKPOINT_SECONDS` while the primary run runs and on each poll once it ended; sent when they
-        change."""
+        primary run, ``compare_checkpoints`` for the compared ones, drawn in their colours)."""
         primary = self.views.get(self.run_id)
-        ended = primary is not None and primary.state in TERMINAL_STATES
-        if not self.checkpoints_available or (
-                self.checkpoints_read_at is not None and now - self.checkpoints_read_at < CHECKPOINT_SECONDS
-                and not ended):
-            return
-        self.checkpoints_read_at = now
-        answers: dict[str, dict] = {}
-        for run in self.runs:
-            self.own_requests += 1
-            try:
-                answer = self.client.checkpoints(run, project=self.project if run == self.run_id else None,
-                                                 source=self.source)
-            except NotFoundError as err:
-                if err.message == ROUTE_NOT_FOUND:
-                    self.checkpoints_available = False  # TauGrid's Portal: no checkpoints to mark
-                    return
-                continue  # a run not (yet) in the store: nothing to mark
-            except PortalError:
-                return  # the markers wait for the next read; the metrics go on either way
-            answers[run] = {
-                "checkpoints": [{"step": c.step, "uri": c.uri, "size_bytes": c.size_bytes, "deleted": c.deleted}
-                                for c in answer.checkpoints],
-                "retries": [{"step": r.step, "attempt": r.attempt, "max_retries": r.max_retries,
-                             "resume_from": r.resume_from} for r in answer.retries],
-            }
-        payload = answers.pop(self.run_id, None)
-        compared = {run: a for run, a in answers.items() if a["checkpoints"] or a["retries"]}
-        if payload is not None and payload != self._checkpoints_sent:
+        payload, compared = self.marks.read(self.runs, self.run_id, self.project, now,
+                                            primary is not None and primary.state in TERMINAL_STATES)
+        if payload is not None:
             self._publish(checkpoints=payload)
-            self._checkpoints_sent = payload
-        if compared != self._compare_checkpoints_sent:
+        if compared is not None:
             self._publish(compare_checkpoints=compared)
-            self._compare_checkpoints_sent = compared
+
+    def _read_media(self, now: float) -> None:
+        """The primary run's media tags and the media cards on screen (:class:`~taunotebook.pane_media.PaneMedia`)."""
+        self.media.poll(now, project=self.project, ended=self._primary_state() in TERMINAL_STATES,
+                        publish=self._publish, send=self._send_message)
 
     def _publish_runs(self) -> None:
         runs_info = {run: {"state": v.state, "status_message": v.status_message, "warnings": v.warnings,
@@ -654,14 +524,8 @@ class Poller:
         return got_new
 
     def _ok_message(self, runs_info: dict) -> str:
-        primary = runs_info[self.run_id]
-        warnings = [*self.compare_notes, *(w for r in runs_info.values() for w in r.get("warnings", ()))]
-        text = "connected"
-        if primary["state"] == "failed":
-            text = "the run failed" + (f": {primary['status_message']}" if primary.get("status_message") else "")
-        if warnings:
-            text += " — " + "; ".join(dict.fromkeys(warnings))
-        return text
+        return ok_words(runs_info[self.run_id], [*self.compare_notes, *(w for r in runs_info.values()
+                                                                          for w in r.get("warnings", ()))])
 
     def _series(self, run: str, metric: str, **kw: Any) -> Series:
         self.own_requests += 1

@@ -231,7 +231,7 @@ def test_the_picture_is_redrawn_on_a_change_of_state_at_once_and_otherwise_at_mo
     held.append(array_q([2]), array_d([0.25]))
     poller._fallback(final=False)  # changed, but drawn a moment ago
     assert len(out.snapshots) == 1
-    poller._fallback_at -= FALLBACK_SECONDS
+    poller.static.drawn_at -= FALLBACK_SECONDS
     poller._fallback(final=False)
     assert len(out.snapshots) == 2 and list(out.snapshots[-1].series[("r", "loss")][0]) == [0, 1, 2]
     held.append(array_q([3]), array_d([0.2]))
