@@ -1,0 +1,186 @@
+// A histogram tag's card (docs/media.md, "The cards"): each run's distribution over steps (TensorBoard's nested
+// percentile bands, or a steps × values heat map), side by side, with the cursor's step marked, and below them the
+// histograms at the cursor step overlaid, one outline per run, each labelled with the step it shows.
+//
+// Plotly is passed in (with the `heatmap` trace registered for the heat map); the reads are passed in too.
+import { h } from "../dom.js";
+import { nearestStep } from "../step_cursor.js";
+import { cardFrame, cardState, errorText, showPanelError, stepLabel } from "./card.js";
+import { cursorShapes, cursorShapesY, distributionTraces, heatmapTrace, overlayTraces } from "./histogram_traces.js";
+
+export const VIEWS = { bands: "distribution bands", heatmap: "heat map" };
+const CONFIG = { responsive: true, displaylogo: false };
+
+/**
+ * The histogram of `series` (a `…/histograms` answer) at the stored step nearest `step` (the earlier on a tie):
+ * { step, buckets }. When the answer holds every step of the tag (not `reduced`) it is picked from it; otherwise
+ * the steps around `step` are read (`readRange(query)` → an answer: the first step at or after it, the last at or
+ * before it), so the step shown is the tag's nearest, not the view's.
+ */
+export async function histogramNear(series, step, readRange) {
+  const steps = series?.steps || [];
+  const local = () => {
+    const at = nearestStep(steps, step);
+    return at === null ? null : { step: at, buckets: series.buckets?.[steps.indexOf(at)] ?? null };
+  };
+  if (!series?.reduced && series?.buckets) return local();
+  if (steps.includes(step) && series?.buckets) return local();
+  const [after, before] = await Promise.all([
+    readRange({ step_min: step, max_steps: 1 }),
+    readRange({ step_max: step, max_steps: 2 }),
+  ]);
+  const candidates = [];
+  if (after?.steps?.length) candidates.push({ step: after.steps[0], buckets: after.buckets?.[0] ?? null });
+  if (before?.steps?.length) {
+    const i = before.steps.length - 1;
+    candidates.push({ step: before.steps[i], buckets: before.buckets?.[i] ?? null });
+  }
+  if (!candidates.length) return null;
+  candidates.sort((a, b) => Math.abs(a.step - step) - Math.abs(b.step - step) || a.step - b.step);
+  return candidates[0];
+}
+
+function bandsLayout(step) {
+  return { margin: { l: 56, r: 12, t: 8, b: 36 }, xaxis: { title: { text: "step" }, zeroline: false },
+    yaxis: { zeroline: false, exponentformat: "e" }, showlegend: false, hovermode: "closest", height: 240,
+    shapes: cursorShapes(step) };
+}
+
+function heatmapLayout(step) {
+  return { margin: { l: 56, r: 12, t: 8, b: 36 }, xaxis: { title: { text: "value" } }, yaxis: { title: { text: "step" } },
+    hovermode: "closest", height: 240, shapes: cursorShapesY(step) };
+}
+
+function overlayLayout(many) {
+  return { margin: { l: 56, r: 12, t: 8, b: 36 }, xaxis: { title: { text: "value" }, zeroline: false },
+    yaxis: { title: { text: "count" }, zeroline: false }, showlegend: many,
+    legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" }, hovermode: "closest", height: 220 };
+}
+
+/**
+ * A card for histogram tag `tag` of `runs` ([{ key, label, color, missing }]). `fetchSeries(runKey)` reads the tag
+ * over all its steps (`…/histograms?tag=`, with buckets), `readRange(runKey, query)` reads it with `query`'s
+ * step_min / step_max / max_steps, `onStep(step)` is told when a plot is clicked; `view` is "bands" or "heatmap".
+ * `show(step)` reads each run's series once, marks `step` on it and overlays the histograms at the nearest steps.
+ */
+export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange, onStep = () => {}, view = "bands" }) {
+  const select = h("select", { class: "media-view", "aria-label": "histogram view" },
+    ...Object.entries(VIEWS).map(([value, text]) => h("option", { value, text })));
+  select.value = view;
+  const frame = cardFrame("histograms", tag, runs, [h("label", { class: "media-view-box" }, "view ", select)]);
+  const overlay = h("div", { class: "media-overlay", "data-traces": "0" });
+  const overlayNote = h("p", { class: "media-note media-overlay-note" });
+  frame.el.append(h("div", { class: "media-overlay-box" }, overlayNote, overlay));
+  const series = new Map(); // run key → answer (or { error })
+  const at = new Map(); // run key → { step, buckets } at the cursor
+  let step = null;
+  let drawnOverlay = false;
+  frame.el.dataset.view = select.value;
+
+  function plotOf(panel) {
+    if (!panel.plot) {
+      panel.plot = h("div", { class: "media-plot" });
+      panel.body.append(panel.plot);
+    }
+    return panel.plot;
+  }
+
+  function drawRun(panel) {
+    const answer = series.get(panel.run.key);
+    if (!answer || answer.error) return;
+    const plot = plotOf(panel);
+    const heat = select.value === "heatmap" ? heatmapTrace(answer, { name: panel.run.label || "" }) : null;
+    const data = heat ? [heat] : distributionTraces(answer, { color: panel.run.color, name: runs.length > 1 ? panel.run.label : "" });
+    const layout = heat ? heatmapLayout(step) : bandsLayout(step);
+    Plotly.react(plot, data, layout, CONFIG);
+    panel.el.dataset.traces = String(data.length);
+    panel.el.dataset.view = heat ? "heatmap" : "bands";
+    panel.el.dataset.steps = String(answer.steps.length);
+    if (!panel.listening && typeof plot.on === "function") {
+      panel.listening = true;
+      plot.on("plotly_click", (event) => {
+        const point = event?.points?.[0];
+        const clicked = point ? (panel.el.dataset.view === "heatmap" ? point.y : point.x) : null;
+        if (Number.isFinite(Number(clicked))) onStep(Math.round(Number(clicked)));
+      });
+    }
+  }
+
+  function drawOverlay() {
+    const shown = [];
+    const notes = [];
+    for (const panel of frame.panels.values()) {
+      const hist = at.get(panel.run.key);
+      panel.step.textContent = hist ? stepLabel(hist.step, step) : panel.step.textContent;
+      if (hist) panel.el.dataset.step = String(hist.step);
+      if (!hist?.buckets) continue;
+      shown.push({ buckets: hist.buckets, name: runs.length > 1 ? panel.run.label || panel.run.key : "", color: panel.run.color,
+        step: hist.step });
+      notes.push(stepLabel(hist.step, step));
+    }
+    const data = overlayTraces(shown);
+    overlay.dataset.traces = String(data.length);
+    overlayNote.textContent = data.length ? `the histogram at the cursor: ${[...new Set(notes)].join(" · ")}` : "";
+    if (!data.length && !drawnOverlay) return;
+    Plotly.react(overlay, data, overlayLayout(runs.length > 1), CONFIG);
+    drawnOverlay = true;
+  }
+
+  async function load(panel) {
+    if (series.has(panel.run.key)) return series.get(panel.run.key);
+    let answer;
+    try {
+      answer = await fetchSeries(panel.run.key);
+    } catch (err) {
+      answer = { error: err };
+    }
+    series.set(panel.run.key, answer);
+    return answer;
+  }
+
+  async function showRun(panel, wanted) {
+    panel.el.dataset.state = "loading";
+    const answer = await load(panel);
+    if (answer.error) {
+      showPanelError(panel, answer.error);
+      return;
+    }
+    let hist;
+    try {
+      hist = await histogramNear(answer, wanted, (query) => readRange(panel.run.key, query));
+    } catch (err) {
+      if (wanted !== step) return;
+      showPanelError(panel, err);
+      return;
+    }
+    if (wanted !== step) return; // the cursor moved on meanwhile
+    showPanelError(panel, null);
+    if (hist) at.set(panel.run.key, hist);
+    else at.delete(panel.run.key);
+    drawRun(panel);
+    panel.el.dataset.state = "ready";
+  }
+
+  select.addEventListener("change", () => {
+    frame.el.dataset.view = select.value;
+    for (const panel of frame.panels.values()) drawRun(panel);
+  });
+
+  return {
+    el: frame.el,
+    panels: frame.panels,
+    select,
+    overlay,
+    series,
+    async show(wanted) {
+      step = wanted;
+      frame.el.dataset.state = "loading";
+      frame.el.dataset.requested = String(wanted);
+      await Promise.all([...frame.panels.values()].filter((p) => !p.run.missing).map((p) => showRun(p, wanted)));
+      if (wanted !== step) return;
+      drawOverlay();
+      frame.el.dataset.state = cardState(frame.panels);
+    },
+    errorText,
+  };
+}

@@ -1,0 +1,77 @@
+// An image tag's card (docs/media.md, "The cards"): every image the tag holds at the step nearest the cursor, for
+// each run side by side, as thumbnails with their captions; the step shown is labelled ("step 1,200 (nearest to
+// 1,234)"), a thumbnail opens the full image, and a slider over the tag's steps moves the cursor. Nothing sampled:
+// every image of the step is shown.
+import { h } from "../dom.js";
+import { formatNumber } from "../format.js";
+import { cardFrame, cardState, showPanelError, stepLabel, stepSlider } from "./card.js";
+
+/** "64×48" (or "" when the size is unknown). */
+export function sizeText(image) {
+  return image.width && image.height ? `${image.width}×${image.height}` : "";
+}
+
+/**
+ * The figure of one image of an `…/images` answer: a link to the full image (`resolve(url)`: the page's way to
+ * make the Portal's path a URL) around its thumbnail, and its caption. Every string goes in as text.
+ */
+export function imageFigure(image, resolve = (u) => u, tag = "") {
+  const full = resolve(image.url);
+  const alt = image.caption || `${tag} #${image.index}`;
+  const img = h("img", { class: "media-thumb", src: resolve(image.thumbnail_url || image.url), alt, loading: "lazy",
+    "data-digest": image.digest || "" });
+  const link = h("a", { class: "media-image-link", href: full, target: "_blank", rel: "noopener",
+    title: `open the full image${sizeText(image) ? ` (${sizeText(image)})` : ""}` }, img);
+  const caption = h("figcaption", { class: "media-caption", text: image.caption || "" });
+  return h("figure", { class: "media-image", "data-index": String(image.index) }, link, image.caption ? caption : null);
+}
+
+/**
+ * A card for image tag `tag` of `runs` ([{ key, label, color, missing }]). `range` is { step_min, step_max } of the
+ * tag over the runs (the slider's), `fetchImages(runKey, step)` reads `…/images?tag=&step=` (a Promise of its
+ * answer), `onStep(step)` is told when the slider moves (the caller moves its cursor), `resolve(url)` makes an image
+ * path a URL. `show(step)` draws every run's images at the step nearest `step` (a Promise, settled when drawn).
+ */
+export function createImageCard({ tag, runs, range, fetchImages, onStep = () => {}, resolve = (u) => u }) {
+  const slider = stepSlider(range.step_min, range.step_max, (step) => onStep(step));
+  const frame = cardFrame("images", tag, runs, [slider.el]);
+  const generations = new Map();
+  async function showRun(panel, step) {
+    const generation = (generations.get(panel.run.key) || 0) + 1;
+    generations.set(panel.run.key, generation);
+    panel.el.dataset.state = "loading";
+    let answer;
+    try {
+      answer = await fetchImages(panel.run.key, step);
+    } catch (err) {
+      if (generations.get(panel.run.key) !== generation) return;
+      showPanelError(panel, err);
+      panel.body.replaceChildren();
+      return;
+    }
+    if (generations.get(panel.run.key) !== generation) return; // a newer step superseded this one
+    showPanelError(panel, null);
+    const images = answer.images || [];
+    panel.step.textContent = stepLabel(answer.step, step);
+    panel.el.dataset.step = String(answer.step);
+    panel.el.dataset.requested = String(step);
+    panel.el.dataset.images = String(images.length);
+    panel.body.replaceChildren(
+      h("div", { class: "media-images" }, ...images.map((image) => imageFigure(image, resolve, tag))),
+      h("p", { class: "media-note", text: `${formatNumber(images.length)} image${images.length === 1 ? "" : "s"} at this step` }),
+    );
+    panel.el.dataset.state = "ready";
+  }
+  return {
+    el: frame.el,
+    panels: frame.panels,
+    slider,
+    async show(step) {
+      slider.set(step);
+      frame.el.dataset.state = "loading";
+      frame.el.dataset.requested = String(step);
+      await Promise.all([...frame.panels.values()].filter((p) => !p.run.missing).map((p) => showRun(p, step)));
+      frame.el.dataset.state = cardState(frame.panels);
+    },
+  };
+}

@@ -1,0 +1,150 @@
+// The histogram drawing of the media cards (shared/media/histogram_traces.js, histogram_card.js): the traces made
+// from the Portal's `…/histograms` answers, and the card's nearest step.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import {
+  bandPairs, binEdges, distributionTraces, finiteBuckets, heatmapTrace, num, overlayTraces, resample, withAlpha,
+} from "../shared/media/histogram_traces.js";
+import { createHistogramCard, histogramNear } from "../shared/media/histogram_card.js";
+import { installFakeDocument } from "./fake_dom.js";
+
+installFakeDocument();
+const BPS = [0, 668, 1587, 3085, 5000, 6915, 8413, 9332, 10000];
+// count, min, max, then the nine percentiles: step 0 spreads -1..1, step 10 spreads -2..2.
+const answer = {
+  run_id: "r", tag: "w", total: 2, reduced: false, basis_points: BPS, steps: [0, 10], wall_times: [1, 2],
+  summary: [
+    [4, -1, 1, -1, -0.8, -0.5, -0.2, 0, 0.2, 0.5, 0.8, 1],
+    [4, -2, 2, -2, -1.6, -1, -0.4, 0.1, 0.4, 1, 1.6, 2],
+  ],
+  buckets: [
+    [[-1, 0, 2], [0, 1, 2]],
+    [[-2, 0, 1], [0, 2, 3]],
+  ],
+};
+
+test("bands pair each percentile with its mirror, outermost first, and find the median", () => {
+  const { pairs, median } = bandPairs(BPS);
+  assert.deepEqual(pairs.map(([lo, hi, a, b]) => [lo, hi, a, b]),
+    [[3, 11, 0, 10000], [4, 10, 668, 9332], [5, 9, 1587, 8413], [6, 8, 3085, 6915]]);
+  assert.equal(median, 7);
+  assert.deepEqual(bandPairs([0, 5000]).pairs, []); // no mirror: no band
+});
+
+test("distribution traces: a lower edge and a filled upper edge per band, darker inward, then the median", () => {
+  const traces = distributionTraces(answer, { color: "#1f77b4", name: "run a" });
+  assert.equal(traces.length, 9);
+  assert.deepEqual(traces.map((t) => t.meta.role), [...Array(4).fill(["band-low", "band-high"]).flat(), "median"]);
+  assert.deepEqual(traces[0].y, [-1, -2]); // min
+  assert.deepEqual(traces[1].y, [1, 2]); // max, filled down to min
+  assert.equal(traces[1].fill, "tonexty");
+  assert.equal(traces[0].fill, undefined);
+  assert.deepEqual(traces[6].y, [-0.2, -0.4]); // p30.85
+  assert.deepEqual(traces[7].y, [0.2, 0.4]); // p69.15
+  assert.deepEqual(traces[8].y, [0, 0.1]);
+  assert.deepEqual(traces[8].x, [0, 10]);
+  const alphas = [1, 3, 5, 7].map((i) => Number(traces[i].fillcolor.match(/,([\d.]+)\)$/)[1]));
+  assert.deepEqual([...alphas].sort((a, b) => a - b), alphas); // inner bands darker
+  assert.equal(traces[1].name, "run a min–max");
+  assert.equal(traces[3].name, "run a p6.68–p93.32");
+});
+
+test("infinite edges arrive as strings and are closed at the finite edge", () => {
+  assert.equal(num("-Infinity"), -Infinity);
+  assert.equal(num("Infinity"), Infinity);
+  assert.deepEqual(finiteBuckets([["-Infinity", -1, 3], [-1, 1, 2], [1, "Infinity", 1]]), [[-1, -1, 3], [-1, 1, 2], [1, 1, 1]]);
+  assert.equal(withAlpha("#ff7f0e", 0.5), "rgba(255,127,14,0.5)");
+});
+
+test("overlay: one outline per run at its step, its area the bucket counts", () => {
+  const traces = overlayTraces([
+    { buckets: answer.buckets[0], name: "a", color: "#1f77b4", step: 0 },
+    { buckets: answer.buckets[1], name: "b", color: "#ff7f0e", step: 10 },
+    { buckets: null, name: "c" },
+  ]);
+  assert.equal(traces.length, 2);
+  assert.deepEqual(traces[0].x, [-1, -1, 0, 0, 1, 1]);
+  assert.deepEqual(traces[0].y, [0, 2, 2, 2, 2, 0]);
+  assert.equal(traces[1].name, "b step 10");
+  assert.equal(traces[1].line.color, "#ff7f0e");
+});
+
+test("heat map: every step resampled onto common value bins, counts kept", () => {
+  assert.deepEqual(binEdges(0, 4, 4), [0, 1, 2, 3, 4]);
+  assert.deepEqual(resample([[0, 2, 4], [3, 3, 1]], [0, 1, 2, 3, 4]), [2, 2, 0, 1]);
+  const trace = heatmapTrace(answer, { bins: 4 });
+  assert.equal(trace.type, "heatmap");
+  assert.deepEqual(trace.y, [0, 10]);
+  assert.deepEqual(trace.x, [-1.5, -0.5, 0.5, 1.5]); // -2..2 over both steps
+  assert.deepEqual(trace.z[0], [0, 2, 2, 0]);
+  assert.deepEqual(trace.z[1], [0.5, 0.5, 1.5, 1.5]);
+  assert.equal(heatmapTrace({ ...answer, buckets: null }), null);
+});
+
+test("the histogram near a step: from the answer when it holds every step, else the tag's steps around it", async () => {
+  const reads = [];
+  const none = async (q) => { reads.push(q); return null; };
+  assert.deepEqual(await histogramNear(answer, 6, none), { step: 10, buckets: answer.buckets[1] });
+  assert.deepEqual(await histogramNear(answer, 5, none), { step: 0, buckets: answer.buckets[0] }); // tie: earlier
+  assert.equal(reads.length, 0);
+  const reduced = { ...answer, reduced: true, total: 100 };
+  const byQuery = async (q) => {
+    reads.push(q);
+    return q.step_min !== undefined ? { steps: [7], buckets: [[[0, 1, 9]]] } : { steps: [0, 4], buckets: [[], [[0, 1, 4]]] };
+  };
+  assert.deepEqual(await histogramNear(reduced, 6, byQuery), { step: 7, buckets: [[0, 1, 9]] });
+  assert.deepEqual(reads, [{ step_min: 6, max_steps: 1 }, { step_max: 6, max_steps: 2 }]);
+  assert.deepEqual(await histogramNear(reduced, 5, byQuery), { step: 4, buckets: [[0, 1, 4]] });
+});
+
+function fakePlotly() {
+  const calls = [];
+  return { calls, react: (el, data, layout) => { calls.push({ el, data, layout }); } };
+}
+
+test("a histogram card draws each run's bands with the cursor marked and overlays both runs at the step", async () => {
+  const Plotly = fakePlotly();
+  const other = { ...answer, steps: [0, 20], summary: answer.summary, buckets: answer.buckets };
+  const card = createHistogramCard({
+    tag: "w", Plotly,
+    runs: [{ key: "a", label: "a", color: "#1f77b4" }, { key: "b", label: "b", color: "#ff7f0e" }],
+    fetchSeries: async (key) => (key === "a" ? answer : other),
+    readRange: async () => { throw new Error("not needed"); },
+  });
+  await card.show(12);
+  const a = card.panels.get("a").el;
+  const b = card.panels.get("b").el;
+  assert.equal(card.el.dataset.state, "ready");
+  assert.equal(a.dataset.traces, "9");
+  assert.equal(a.dataset.step, "10");
+  assert.equal(b.dataset.step, "20");
+  assert.equal(card.panels.get("a").step.textContent, "step 10 (nearest to 12)");
+  assert.equal(card.overlay.dataset.traces, "2");
+  const bandsCall = Plotly.calls.find((c) => c.el === card.panels.get("a").plot);
+  assert.equal(bandsCall.layout.shapes[0].x0, 12);
+  card.select.value = "heatmap";
+  for (const fn of card.select.listeners.get("change")) fn();
+  assert.equal(Plotly.calls.at(-1).data[0].type, "heatmap");
+  assert.equal(card.el.dataset.view, "heatmap");
+});
+
+test("a run whose read fails shows the Portal's words in its panel; the other still draws", async () => {
+  const card = createHistogramCard({
+    tag: "w", Plotly: fakePlotly(),
+    runs: [{ key: "a", label: "a" }, { key: "b", label: "b" }, { key: "c", label: "c", missing: true }],
+    fetchSeries: async (key) => {
+      if (key === "b") throw new Error("the histograms of w could not be read: file is damaged");
+      return answer;
+    },
+    readRange: async () => null,
+  });
+  await card.show(0);
+  const b = card.panels.get("b");
+  assert.equal(b.el.dataset.state, "error");
+  assert.equal(b.error.hidden, false);
+  assert.match(b.error.textContent, /file is damaged/);
+  assert.equal(card.panels.get("a").el.dataset.state, "ready");
+  assert.equal(card.panels.get("c").el.dataset.state, "missing");
+  assert.match(card.panels.get("c").body.textContent, /no histograms tag "w" in this run/);
+  assert.equal(card.overlay.dataset.traces, "1");
+});
