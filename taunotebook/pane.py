@@ -2,7 +2,7 @@
 (:mod:`taunotebook.pane_poller`).
 
 Python owns the data and the polling; the browser module (``js/pane/``, bundled with ``js/shared/`` and a
-plotly.js of the traces it draws into ``taunotebook/static/pane.js``, 1.4 MB) owns the drawing. The browser
+plotly.js of the traces it draws into ``taunotebook/static/pane.js``, 1.5 MB) owns the drawing. The browser
 never talks to the Portal, so the pane works wherever the kernel can reach it (JupyterLab, Notebook 7,
 JupyterHub, VS Code, a remote kernel). Smoothing and run colours are the Stellar pages' own
 (``js/shared/smoothing.js``, ``js/shared/palette.js``): a run compared here has the colour it has on the page

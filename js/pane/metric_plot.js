@@ -267,8 +267,29 @@ export class MetricPlot {
     if (!this.ready) {
       this.ready = true;
       this.div.on("plotly_relayout", (ev) => this.onRelayout(ev));
+      this.div.on("plotly_click", (ev) => this.onClick(ev));
     }
     return p;
+  }
+
+  /** A click on a point moves the pane's step cursor (the media cards follow) to that point's step. */
+  onClick(ev) {
+    const step = this.stepOfPoint(ev?.points?.[0]);
+    if (step !== null) this.pane.moveCursor(step);
+  }
+
+  /** The step of a clicked point: each run's line, smoothed line and non-finite marks index its series' steps; a
+   *  band's points are steps on the step axis only. */
+  stepOfPoint(point) {
+    if (!point || !Number.isInteger(point.pointIndex ?? point.pointNumber)) return null;
+    const index = point.pointIndex ?? point.pointNumber;
+    if (this.aggregated) return this.axis() === "step" && Number.isFinite(point.x) ? Math.round(point.x) : null;
+    const runs = this.runs();
+    const run = runs[Math.floor(point.curveNumber / TRACES_PER_RUN)];
+    const series = run === undefined ? null : this.series(run);
+    if (!series) return null;
+    const steps = point.curveNumber % TRACES_PER_RUN === 2 ? series.nonFinite.steps : series.steps;
+    return Number.isFinite(steps[index]) ? steps[index] : null;
   }
 
   onRelayout(ev) {

@@ -17,6 +17,8 @@ import { buildSections, compileFilter } from "../shared/sections.js";
 import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { METRIC_AXIS, axisMetric, isAxis, loadAxis, saveAxis } from "../shared/time_axis.js";
 import { xCandidates } from "../shared/x_metric.js";
+import { MediaSection } from "./media_section.js";
+import { MediaPlotly } from "./media_plotly.js";
 import { MetricPlot } from "./metric_plot.js";
 import { watchModel } from "./notify.js";
 import { forgetMetric, storeFor, totalPoints } from "./store.js";
@@ -173,8 +175,11 @@ export class Pane {
       h("label", {}, this.logInput, " log y"), h("label", {}, "x: ", this.axisSelect), this.aggregateLabel,
       h("span", { class: "tau-pane-find" }, this.search, this.listButton, this.filterNote));
     this.errorLine = h("div", { class: "tau-pane-error" });
+    // Histograms, images and text below the metrics: a card per tag on screen, one step cursor (media_section.js).
+    this.media = new MediaSection({ model: this.model, Plotly: MediaPlotly, runLabel: "",
+      observe: (el, onChange) => this.observeMedia(el, onChange) });
     this.root.append(h("style", {}, PANE_CSS), header, this.alertBox, this.statusLine, controls, this.list, this.sectionsBox,
-      this.errorLine);
+      this.media.el, this.errorLine);
     this.el.append(this.root);
   }
 
@@ -271,6 +276,25 @@ export class Pane {
   setTrait(name, value) {
     this.model.set(name, value);
     this.model.save_changes();
+  }
+
+  /** A loss curve's point was clicked: every media card moves to its tag's step nearest `step`. */
+  moveCursor(step) {
+    this.media.cursor.set(step, "curve");
+  }
+
+  /** Watch a media card's slot come on and off screen (a screen's height ahead, as the metric plots). */
+  observeMedia(el, onChange) {
+    this.mediaWatch ??= new Map();
+    this.mediaIo ??= new IntersectionObserver((entries) => {
+      for (const entry of entries) this.mediaWatch.get(entry.target)?.(entry.isIntersecting);
+    }, { rootMargin: "200px 0px" });
+    this.mediaWatch.set(el, onChange);
+    this.mediaIo.observe(el);
+    return () => {
+      this.mediaWatch.delete(el);
+      this.mediaIo.unobserve(el);
+    };
   }
 
   showError(err) {
@@ -524,6 +548,13 @@ export class Pane {
       this.schedule();
     };
     this.store.listeners.add(listener);
+    const onMedia = () => this.media.setTags(this.model.get("media"));
+    this.model.on("change:media", onMedia);
+    onMedia();
+    const onMediaMsg = (msg, buffers) => {
+      if (msg && (msg.type === "media" || msg.type === "image")) this.media.receive(msg, buffers);
+    };
+    this.model.on("msg:custom", onMediaMsg);
     const hiddenStyle = this.hideStaticFallback();
     const onNotice = (notice) => this.showNotice(notice);
     this.watch.listeners.add(onNotice);
@@ -544,6 +575,10 @@ export class Pane {
       for (const n of layoutNames) this.model.off(`change:${n}`, onLayout);
       for (const n of RUN_TRAITS) this.model.off(`change:${n}`, onRuns);
       this.model.off("change:x_axis", onAxis);
+      this.model.off("change:media", onMedia);
+      this.model.off("msg:custom", onMediaMsg);
+      this.mediaIo?.disconnect();
+      this.media.dispose();
       for (const plot of this.plots.values()) plot.destroy();
       if (hiddenStyle) hiddenStyle.remove();
       try {

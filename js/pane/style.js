@@ -55,4 +55,27 @@ export const PANE_CSS = `
 .tau-pane-alert[hidden] { display: none; }
 .tau-pane-alert[data-kind=failed], .tau-pane-alert[data-kind=stop-rule] { background: #ffe0cc; }
 .tau-pane-alert-close { margin-left: auto; border: none; background: none; cursor: pointer; }
+/* The Media section (media_section.js; the cards are shared/media/'s) */
+.tau-pane-media { margin-top: 10px; border-top: 1px solid var(--jp-border-color2, #ddd); padding-top: 4px; }
+.tau-pane-media[hidden], .tau-pane-media-kind[hidden], .tau-pane-media-note[hidden] { display: none; }
+.tau-pane-step-box { display: flex; gap: 8px; align-items: baseline; }
+.tau-pane-step-input { font: inherit; width: 8em; }
+.tau-pane-step-note[data-error=true], .tau-pane .media-error { color: #b00; }
+.tau-pane-media-title { margin: 6px 0 2px; font-size: 13px; }
+.tau-pane-media-count { color: var(--jp-ui-font-color2, #555); font-weight: normal; }
+.tau-pane-media-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(360px, 1fr)); gap: 8px; }
+.tau-pane-media-slot { min-height: 120px; min-width: 0; }
+.tau-pane .media-card { border: 1px solid var(--jp-border-color2, #ddd); border-radius: 4px; padding: 4px 6px; }
+.tau-pane .media-card-head { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
+.tau-pane .media-tag { font-size: 12px; margin: 2px 0; overflow-wrap: anywhere; flex: 1 1 auto; }
+.tau-pane .media-step, .tau-pane .media-note { color: var(--jp-ui-font-color2, #555); font-size: 11px; }
+.tau-pane .media-step { display: block; }
+.tau-pane .media-error[hidden] { display: none; }
+.tau-pane .media-images { display: flex; flex-wrap: wrap; gap: 6px; }
+.tau-pane .media-image { margin: 0; max-width: 168px; }
+.tau-pane .media-thumb { display: block; max-width: 160px; max-height: 160px; image-rendering: pixelated; }
+.tau-pane .media-caption { font-size: 11px; overflow-wrap: anywhere; }
+.tau-pane .media-plot { width: 100%; height: 240px; }
+.tau-pane .media-overlay { width: 100%; height: 220px; }
+.tau-pane .media-text { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; font: 11px monospace; }
 `;

@@ -1,0 +1,170 @@
+// The pane's Media section (pane/media_section.js): lazy cards for the tags on screen only (the `media_visible`
+// trait), the step cursor moving every card to its tag's nearest step (the `media_step` trait), the kernel's media
+// and image messages answering the cards, and the Portal's words in a card whose read failed.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { MediaFeed, MediaSection, cardKey, localRange, tagsByKind } from "../pane/media_section.js";
+import { installFakeDocument } from "./fake_dom.js";
+
+installFakeDocument();
+
+function fakeModel(state = {}) {
+  const values = { run_id: "r1", media_visible: [], media_step: null, ...state };
+  const saved = [];
+  return { values, saved, get: (k) => values[k], set: (k, v) => { values[k] = v; }, save_changes: () => saved.push({ ...values }) };
+}
+
+function fakeScreen() {
+  const watched = new Map();
+  return {
+    watched,
+    observe: (el, onChange) => {
+      watched.set(el.dataset.tag, onChange);
+      return () => watched.delete(el.dataset.tag);
+    },
+  };
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+const find = (node, pred) => {
+  for (const c of node.children) {
+    if (typeof c === "string") continue;
+    if (pred(c)) return c;
+    const f = find(c, pred);
+    if (f) return f;
+  }
+  return null;
+};
+const byClass = (node, name) => find(node, (c) => c.className.split(" ").includes(name));
+
+const TAGS = { tags: [
+  { kind: "images", tag: "samples", count: 3, step_min: 0, step_max: 200 },
+  { kind: "text", tag: "notes", count: 2, step_min: 0, step_max: 100 },
+  { kind: "histograms", tag: "w", count: 3, step_min: 0, step_max: 200 },
+], unavailable: null };
+
+function section() {
+  const model = fakeModel();
+  const screen = fakeScreen();
+  const urls = [];
+  const feed = new MediaFeed();
+  const receiveImage = feed.receiveImage.bind(feed);
+  feed.receiveImage = (msg, buf) => receiveImage(msg, buf, () => { urls.push(msg.digest); return `blob:${msg.digest}`; });
+  const media = new MediaSection({ model, Plotly: null, observe: screen.observe, feed });
+  return { model, screen, media, urls };
+}
+
+test("a slot per tag, grouped by kind; no card and no read until a slot is on screen", () => {
+  const { model, screen, media } = section();
+  media.setTags(TAGS);
+  assert.equal(media.el.hidden, false);
+  assert.deepEqual([...screen.watched.keys()].sort(), ["notes", "samples", "w"]);
+  assert.deepEqual([...tagsByKind(TAGS).get("images")].map((t) => t.tag), ["samples"]);
+  assert.equal(byClass(media.el, "media-card"), null); // lazy: nothing drawn
+  assert.deepEqual(model.values.media_visible, []);
+  screen.watched.get("samples")(true);
+  assert.deepEqual(model.values.media_visible, ["images/samples"]);
+  assert.ok(byClass(media.el, "media-images-card"));
+  assert.equal(byClass(media.el, "media-text-card"), null);
+  screen.watched.get("samples")(false);
+  assert.deepEqual(model.values.media_visible, []);
+});
+
+test("an image card shows the kernel's images at its tag's latest step, bytes from the image message", async () => {
+  const { screen, media, urls } = section();
+  media.setTags(TAGS);
+  screen.watched.get("samples")(true);
+  media.receive({ type: "image", digest: "sha256:aa", content_type: "image/png", n: 3 }, [new Uint8Array([1, 2, 3])]);
+  media.receive({ type: "media", kind: "images", tag: "samples", run: "r1", requested_step: 200, step: 200,
+    images: [{ index: 0, digest: "sha256:aa", caption: "a cat", width: 8, height: 8 }] });
+  await settle();
+  const card = byClass(media.el, "media-images-card");
+  const img = find(card, (c) => c.tagName === "IMG");
+  assert.equal(img.getAttribute("src") ?? img.src, "blob:sha256:aa");
+  assert.deepEqual(urls, ["sha256:aa"]);
+  assert.equal(byClass(card, "media-step").textContent, "step 200");
+});
+
+test("the cursor moves every card on screen to the step nearest it, labelled, and tells the kernel", async () => {
+  const { model, screen, media } = section();
+  media.setTags(TAGS);
+  screen.watched.get("samples")(true);
+  screen.watched.get("notes")(true);
+  media.cursor.set(123, "curve");
+  assert.equal(model.values.media_step, 123);
+  assert.equal(media.stepInput.value, "123");
+  media.receive({ type: "media", kind: "images", tag: "samples", run: "r1", requested_step: 123, step: 100, images: [] });
+  media.receive({ type: "media", kind: "text", tag: "notes", run: "r1", requested_step: 123, step: 100, shape: [],
+    text: ["hello"] });
+  await settle();
+  const images = byClass(media.el, "media-images-card");
+  const text = byClass(media.el, "media-text-card");
+  assert.equal(byClass(images, "media-step").textContent, "step 100 (nearest to 123)");
+  assert.equal(byClass(text, "media-step").textContent, "step 100 (nearest to 123)");
+  assert.equal(byClass(text, "media-text").textContent, "hello");
+});
+
+test("a read that failed shows the Portal's words in the card, never a blank card", async () => {
+  const { screen, media } = section();
+  media.setTags(TAGS);
+  screen.watched.get("notes")(true);
+  media.receive({ type: "media", kind: "text", tag: "notes", run: "r1", requested_step: 100,
+    error: "the Portal answered 404 NOT_FOUND: text tag 'notes' has no value near step 100" });
+  await settle();
+  const card = byClass(media.el, "media-text-card");
+  const error = byClass(card, "media-error");
+  assert.equal(error.hidden, false);
+  assert.match(error.textContent, /404 NOT_FOUND: text tag 'notes'/);
+});
+
+test("a typed step that is not an int64 step is refused in words and moves nothing", () => {
+  const { model, media } = section();
+  media.setTags(TAGS);
+  media.stepInput.value = "12.5";
+  media.typed();
+  assert.match(media.stepNote.textContent, /not a whole step/);
+  assert.equal(model.values.media_step, null);
+  media.stepInput.value = "99999999999999999999";
+  media.typed();
+  assert.match(media.stepNote.textContent, /(outside int64|not a whole step)/);
+  media.stepInput.value = "40";
+  media.typed();
+  assert.equal(model.values.media_step, 40);
+});
+
+test("a Kusto-served run's section says in words where its media are", () => {
+  const { media } = section();
+  media.setTags({ tags: [], unavailable: "this run's media live with its store" });
+  assert.equal(media.el.hidden, false);
+  assert.equal(media.note.hidden, false);
+  assert.equal(media.note.textContent, "this run's media live with its store");
+  media.setTags({});
+  assert.equal(media.el.hidden, true);
+});
+
+test("a tag gone from the trait loses its slot", () => {
+  const { screen, media } = section();
+  media.setTags(TAGS);
+  screen.watched.get("samples")(true);
+  media.setTags({ tags: TAGS.tags.filter((t) => t.tag !== "samples") });
+  assert.equal(media.slots.has(cardKey("images", "samples")), false);
+  assert.equal(screen.watched.has("samples"), false);
+  assert.deepEqual(media.model.values.media_visible, []);
+});
+
+test("the nearest-step read of a reduced histogram answers from the steps the kernel sent", () => {
+  const answer = { steps: [0, 100, 200], buckets: [[[0, 1, 1]], [[0, 1, 2]], [[0, 1, 3]]], reduced: true };
+  assert.deepEqual(localRange(answer, { step_min: 120, max_steps: 1 }).steps, [200]);
+  assert.deepEqual(localRange(answer, { step_max: 120, max_steps: 2 }).steps, [0, 100]);
+  assert.deepEqual(localRange(answer, { step_max: 120, max_steps: 2 }).buckets, [[[0, 1, 1]], [[0, 1, 2]]]);
+});
+
+test("a newer wait for a card rejects the older one; a held answer that matches is given at once", async () => {
+  const feed = new MediaFeed();
+  const first = feed.wait("text", "t", (m) => m.requested_step === 1);
+  const second = feed.wait("text", "t", (m) => m.requested_step === 2);
+  await assert.rejects(first, /superseded/);
+  feed.receive({ kind: "text", tag: "t", requested_step: 2, step: 2, text: ["x"] });
+  assert.equal((await second).step, 2);
+  assert.equal((await feed.wait("text", "t", (m) => m.requested_step === 2)).text[0], "x");
+});
