@@ -114,9 +114,10 @@ card's last one. A card's read, JSON and no buffers::
     {"type": "media", "seq": int, "kind": "histograms"|"images"|"text", "run": run_id, "tag": str,
      "requested_step": int | None, ...}
 
-with, for ``histograms``, the tag reduced to at most :data:`~taunotebook.pane_media.HISTOGRAM_STEPS` steps
-(never dropping the cursor's): ``"steps", "wall_times", "basis_points", "summary", "buckets", "total",
-"reduced"`` as ``/histograms`` answers them (NaN as null); for ``images`` the stored ``"step"`` and its
+with, for ``histograms`` (``requested_step`` null), the tag reduced to at most
+:data:`~taunotebook.pane_media.HISTOGRAM_STEPS` steps (never dropping the cursor's): ``"steps", "wall_times",
+"basis_points", "summary", "buckets", "total", "reduced"`` as ``/histograms`` answers them (NaN as null); for
+``images`` the stored ``"step"`` and its
 ``"images": [{"index", "digest", "content_type", "width", "height", "caption", "size_bytes"}]``; for
 ``text`` ``"step", "wall_time", "shape", "text"``; and on a failed read ``"error"``: the Portal's message in
 words, which the card shows. An image's bytes, before the first listing that names it and once per page::

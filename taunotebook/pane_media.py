@@ -154,7 +154,8 @@ class PaneMedia:
                 body = {"steps": list(h.steps), "wall_times": list(h.wall_times), "basis_points": list(h.basis_points),
                         "summary": [list(r) for r in h.summary], "total": h.total, "reduced": h.reduced,
                         "buckets": None if h.buckets is None else [[list(b) for b in row] for row in h.buckets]}
-                self._send_once(kind, tag, {**base, **_finite(body)}, send)
+                # Without requested_step: the same answer for another cursor is not sent again.
+                self._send_once(kind, tag, {**base, "requested_step": None, **_finite(body)}, send)
             elif at is None:
                 return
             elif kind == "text":

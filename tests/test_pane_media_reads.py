@@ -1,0 +1,168 @@
+"""The loss pane's media reads (:mod:`taunotebook.pane_media`) over a recording client: only the cards on screen
+are read, at the cursor's step (else their tag's latest), each answer sent once, image bytes once per digest, the
+Portal's words for a failed read, and nothing more asked of a Portal without the routes."""
+
+from __future__ import annotations
+
+from array import array
+
+from taunotebook.client import NotFoundError, PortalError
+from taunotebook.client.media_models import HistogramSteps, ImageData, ImagesAt, MediaImage, MediaTag, RunMedia, TextAt
+from taunotebook.client.models import Metadata
+from taunotebook.pane_media import MEDIA_SECONDS, PaneMedia, card_key, parse_card
+
+META = Metadata.from_json({})
+DIGEST = "sha256:" + "ab" * 32
+
+
+class Client:
+    """Answers the media reads from a few steps, and records each call."""
+
+    def __init__(self, *, images_step: int = 2, fail_text: bool = False, no_routes: bool = False) -> None:
+        self.calls: list[tuple] = []
+        self.tags = [MediaTag("histograms", "w", 3, 0, 2), MediaTag("images", "sample", 3, 0, images_step),
+                     MediaTag("text", "note", 3, 0, 2)]
+        self.fail_text = fail_text
+        self.no_routes = no_routes
+
+    def media_tags(self, run_id, **kw):
+        self.calls.append(("media_tags",))
+        if self.no_routes:
+            raise NotFoundError(404, "NOT_FOUND", "route was not found", "not_found", False)
+        return RunMedia(META, run_id, tuple(self.tags))
+
+    def histograms(self, run_id, tag, *, max_steps, keep, **kw):
+        self.calls.append(("histograms", tag, tuple(keep)))
+        return HistogramSteps(META, run_id, tag, 3, False, (0.0, 5000.0, 10000.0), array("q", [0, 1, 2]),
+                              array("d", [1.0, 2.0, 3.0]), ((3.0, 0.0, 1.0, 0.0, 0.5, float("nan")),) * 3,
+                              (((0.0, 1.0, 3.0),),) * 3)
+
+    def images_near(self, run_id, tag, step, **kw):
+        self.calls.append(("images_near", tag, step))
+        return ImagesAt(META, run_id, tag, step, min(step, 2), (MediaImage(0, DIGEST, "image/png", 6, 5, "cat"),))
+
+    def image_bytes(self, run_id, digest, *, thumbnail, **kw):
+        self.calls.append(("image_bytes", digest))
+        return ImageData(digest, "image/png", b"\x89PNG", thumbnail)
+
+    def text_at(self, run_id, tag, step, **kw):
+        self.calls.append(("text_at", tag, step))
+        if self.fail_text:
+            raise PortalError(404, "NOT_FOUND", f"text tag {tag!r} has no value near step {step}", "not_found", False)
+        return TextAt(META, run_id, tag, step, min(step, 2), 2.0, (), ("hello",))
+
+
+class Page:
+    def __init__(self) -> None:
+        self.traits: list[dict] = []
+        self.messages: list[tuple[dict, list[bytes]]] = []
+
+    def publish(self, **traits) -> None:
+        self.traits.append(traits)
+
+    def send(self, header: dict, data: list[bytes]) -> None:
+        self.messages.append((header, data))
+
+    def media(self, kind: str | None = None) -> list[dict]:
+        return [h for h, _ in self.messages if h["type"] == "media" and kind in (None, h["kind"])]
+
+
+def poll(media: PaneMedia, page: Page, now: float, ended: bool = False) -> None:
+    media.poll(now, project=None, ended=ended, publish=page.publish, send=page.send)
+
+
+def test_card_keys_name_a_kind_and_a_tag_with_slashes():
+    assert card_key("histograms", "layer/1/w") == "histograms/layer/1/w"
+    assert parse_card("histograms/layer/1/w") == ("histograms", "layer/1/w")
+    assert parse_card("audio/x") is None and parse_card("images/") is None and parse_card(3) is None
+
+
+def test_the_tags_are_published_once_and_no_card_is_read_until_it_is_on_screen():
+    client, page = Client(), Page()
+    media = PaneMedia(client, None, "r")
+    poll(media, page, 0.0)
+    assert page.traits == [{"media": {"tags": [
+        {"kind": "histograms", "tag": "w", "count": 3, "step_min": 0, "step_max": 2},
+        {"kind": "images", "tag": "sample", "count": 3, "step_min": 0, "step_max": 2},
+        {"kind": "text", "tag": "note", "count": 3, "step_min": 0, "step_max": 2}], "unavailable": None}}]
+    assert client.calls == [("media_tags",)] and page.messages == []
+    poll(media, page, 0.1)  # within MEDIA_SECONDS: not read again
+    poll(media, page, MEDIA_SECONDS + 0.1)  # read again, unchanged: not sent again
+    assert client.calls == [("media_tags",), ("media_tags",)] and len(page.traits) == 1
+
+
+def test_cards_on_screen_show_the_latest_step_then_the_cursors_each_answer_sent_once():
+    client, page = Client(), Page()
+    media = PaneMedia(client, None, "r")
+    media.set_visible(["images/sample", "text/note", "images/unknown", "bogus"])
+    poll(media, page, 0.0)
+    assert ("images_near", "sample", 2) in client.calls and ("text_at", "note", 2) in client.calls
+    image = [(h, d) for h, d in page.messages if h["type"] == "image"]
+    assert [(h["digest"], d) for h, d in image] == [(DIGEST, [b"\x89PNG"])]
+    (listing,) = page.media("images")
+    assert listing["requested_step"] == 2 and listing["images"][0]["caption"] == "cat"
+    assert page.messages.index(image[0]) < page.messages.index((listing, []))  # the bytes before the listing
+    before = len(client.calls)
+    poll(media, page, 0.1)  # nothing changed: nothing read, nothing sent
+    assert len(client.calls) == before
+    media.set_step(1)
+    poll(media, page, 0.2)
+    assert ("images_near", "sample", 1) in client.calls and ("text_at", "note", 1) in client.calls
+    assert client.calls.count(("image_bytes", DIGEST)) == 1  # the page holds these bytes already
+    assert [m["requested_step"] for m in page.media("text")] == [2, 1]
+    media.resend()  # a page reloaded: everything on screen again, bytes included
+    poll(media, page, 0.3)
+    assert client.calls.count(("image_bytes", DIGEST)) == 2 and len(page.media("text")) == 3
+
+
+def test_a_histogram_card_reads_the_range_keeping_the_cursors_step_and_nan_goes_as_null():
+    client, page = Client(), Page()
+    media = PaneMedia(client, None, "r")
+    media.set_visible(["histograms/w"])
+    poll(media, page, 0.0)
+    media.set_step(1)
+    poll(media, page, 0.1)
+    assert [c for c in client.calls if c[0] == "histograms"] == [("histograms", "w", ()), ("histograms", "w", (1,))]
+    (sent,) = page.media("histograms")  # the second answer equals the first: not sent again
+    assert sent["steps"] == [0, 1, 2] and sent["summary"][0][-1] is None and sent["buckets"][0] == [[0.0, 1.0, 3.0]]
+
+
+def test_a_card_following_the_latest_step_reads_again_as_its_tag_grows():
+    client, page = Client(), Page()
+    media = PaneMedia(client, None, "r")
+    media.set_visible(["images/sample"])
+    poll(media, page, 0.0)
+    client.tags[1] = MediaTag("images", "sample", 4, 0, 3)
+    poll(media, page, MEDIA_SECONDS)
+    assert [c for c in client.calls if c[0] == "images_near"] == [("images_near", "sample", 2),
+                                                                  ("images_near", "sample", 3)]
+
+
+def test_a_failed_read_sends_the_portals_words_and_is_tried_again():
+    client, page = Client(fail_text=True), Page()
+    media = PaneMedia(client, None, "r")
+    media.set_visible(["text/note"])
+    poll(media, page, 0.0)
+    (sent,) = page.media("text")
+    assert sent["error"] == "the Portal answered 404 NOT_FOUND: text tag 'note' has no value near step 2"
+    poll(media, page, 0.1)
+    assert client.calls.count(("text_at", "note", 2)) == 2 and len(page.media("text")) == 1  # the same words once
+
+
+def test_a_portal_without_the_media_routes_is_asked_once():
+    client, page = Client(no_routes=True), Page()
+    media = PaneMedia(client, None, "r")
+    media.set_visible(["text/note"])
+    for t in range(3):
+        poll(media, page, t * MEDIA_SECONDS)
+    assert client.calls == [("media_tags",)] and page.traits == [] and page.messages == []
+
+
+def test_an_ended_run_reads_its_tags_once_more_and_then_never():
+    client, page = Client(), Page()
+    media = PaneMedia(client, None, "r")
+    poll(media, page, 0.0)
+    poll(media, page, 0.1, ended=True)
+    for t in range(1, 4):
+        poll(media, page, t * MEDIA_SECONDS, ended=True)
+    assert client.calls == [("media_tags",), ("media_tags",)]
