@@ -1,0 +1,61 @@
+"""The loss pane's media against a real Portal over a store imported from tensorboardX (``add_histogram``,
+``add_image``, ``add_text``): the ``media`` trait lists the tags, and only the cards the browser reports on screen
+are read and sent, at the step cursor."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fixtures.pane import make_pane, wait_until
+from fixtures.portal import TOKEN, serve
+from fixtures.tb_writers import write_tensorboardx_media
+from taunotebook.client import PortalClient
+from taunotebook.importer import import_paths
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory) -> tuple[Path, str]:
+    root = tmp_path_factory.mktemp("pane-media")
+    write_tensorboardx_media(root / "logs" / "run", [0, 10, 20])
+    (run_id,) = import_paths([str(root / "logs")], root / "store", project="proj", clustering="off").run_ids
+    return root / "store", run_id
+
+
+@pytest.fixture(scope="module")
+def portal(imported) -> Iterator[PortalClient]:
+    store, _ = imported
+    with serve(store) as server, PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0) as c:
+        yield c
+
+
+def test_the_pane_lists_the_tags_and_reads_only_the_cards_on_screen(portal, imported):
+    _, run_id = imported
+    pane, rec = make_pane(run_id, portal)
+    try:
+        wait_until(lambda: pane.media.get("tags"), "the media trait")
+        kinds = {(t["kind"], t["tag"]) for t in pane.media["tags"]}
+        assert ("images", "sample") in kinds and ("histograms", "weights") in kinds
+        assert rec.media == []  # no card on screen: nothing read
+        pane.set_state({"media_visible": ["images/sample", "histograms/raw"]})
+        listing = wait_until(lambda: [m for m in rec.media if m["type"] == "media" and m["kind"] == "images"],
+                             "the image card's listing")[0]
+        assert listing["requested_step"] == 20 and listing["step"] == 20  # no cursor: the latest step
+        (image,) = [m for m in rec.media if m["type"] == "image"]
+        assert image["digest"] == listing["images"][0]["digest"] and image["data"][:4] == b"\x89PNG"
+        hist = wait_until(lambda: [m for m in rec.media if m["type"] == "media" and m["kind"] == "histograms"],
+                          "the histogram card")[0]
+        assert hist["tag"] == "raw" and hist["steps"] == [0, 10, 20] and len(hist["buckets"]) == 3
+        assert not any(m.get("tag") in ("batch", "weights", "note/text_summary") for m in rec.media)
+        pane.set_state({"media_step": 12})
+        moved = wait_until(lambda: [m for m in rec.media if m["type"] == "media" and m["kind"] == "images"
+                                    and m["requested_step"] == 12], "the image card at the cursor")[0]
+        assert moved["step"] == 10
+        digests = [m["digest"] for m in rec.media if m["type"] == "image"]
+        assert len(digests) == len(set(digests))  # each image's bytes once
+        assert all(len(d) == len("sha256:") + len(hashlib.sha256().hexdigest()) for d in digests)
+    finally:
+        pane.close()
