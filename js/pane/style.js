@@ -73,7 +73,8 @@ export const PANE_CSS = `
 .tau-pane .media-error[hidden] { display: none; }
 .tau-pane .media-images { display: flex; flex-wrap: wrap; gap: 6px; }
 .tau-pane .media-image { margin: 0; max-width: 168px; }
-.tau-pane .media-thumb { display: block; max-width: 160px; max-height: 160px; image-rendering: pixelated; }
+.tau-pane .media-thumb { display: block; min-width: 96px; max-width: 160px; max-height: 160px; height: auto;
+  object-fit: contain; image-rendering: pixelated; } /* a tiny image is scaled up to be seen */
 .tau-pane .media-caption { font-size: 11px; overflow-wrap: anywhere; }
 .tau-pane .media-plot { width: 100%; height: 240px; }
 .tau-pane .media-overlay { width: 100%; height: 220px; }
