@@ -52,7 +52,7 @@ class PaneMedia:
         self.step: int | None = None  # the cursor; None: each card shows its tag's latest step
         self.tags: dict[tuple[str, str], MediaTag] = {}
         self.tags_read_at: float | None = None
-        self.final_read = False  # the tags were read once after the run ended: they change no more
+        self.final_read = False  # the tags were read once after the run ended (or said unavailable): no more reads
         self.tags_sent: dict | None = None
         self.read_for: dict[tuple[str, str], tuple] = {}  # per card, what its last read was made for
         self.sent: dict[tuple[str, str], Any] = {}  # per card, what its last message carried
@@ -72,12 +72,11 @@ class PaneMedia:
             self.step = step if ok else None  # type: ignore[assignment]
 
     def resend(self) -> None:
-        """A page (re)loaded: everything on screen is sent again."""
+        """A page (re)loaded: everything on screen is sent again (the ``media`` trait is in the state it gets)."""
         with self.lock:
             self.read_for.clear()
             self.sent.clear()
             self.images_sent.clear()
-            self.tags_sent = None
 
     # -- the poller's thread
 
@@ -100,11 +99,8 @@ class PaneMedia:
             self._read_card(kind, tag, info, step, project, send)
 
     def _read_tags(self, now: float, project: str | None, ended: bool, publish: Publish) -> None:
-        due = self.tags_read_at is None or (not ended and now - self.tags_read_at >= MEDIA_SECONDS) \
-            or (ended and not self.final_read)
-        if not due:
-            if self.tags_sent is None and self.tags_read_at is not None:
-                publish(media=self._payload(None))  # a page reloaded: what was read, again
+        recent = self.tags_read_at is not None and now - self.tags_read_at < MEDIA_SECONDS
+        if self.tags_read_at is not None and (self.final_read or (recent and not ended)):
             return
         self.tags_read_at = now
         self.final_read = ended
@@ -120,18 +116,12 @@ class PaneMedia:
         self.tags = {(t.kind, t.tag): t for t in answer.tags if t.kind in MEDIA_KINDS}
         if answer.unavailable:
             self.final_read = True  # a Kusto-served run: its media are not here, and will not be
-            self.tags_read_at = now + 1e12
-        payload = self._payload(answer.unavailable)
+        payload = {"tags": [{"kind": t.kind, "tag": t.tag, "count": t.count, "step_min": t.step_min,
+                             "step_max": t.step_max} for t in self.tags.values()],
+                   "unavailable": answer.unavailable}
         if payload != self.tags_sent:
             publish(media=payload)
             self.tags_sent = payload
-
-    def _payload(self, unavailable: str | None) -> dict:
-        if self.tags_sent is not None and unavailable is None:
-            unavailable = self.tags_sent.get("unavailable")
-        return {"tags": [{"kind": t.kind, "tag": t.tag, "count": t.count, "step_min": t.step_min,
-                          "step_max": t.step_max} for t in self.tags.values()],
-                "unavailable": unavailable}
 
     @staticmethod
     def _wanted(kind: str, info: MediaTag, step: int | None) -> tuple:

@@ -166,3 +166,15 @@ def test_an_ended_run_reads_its_tags_once_more_and_then_never():
     for t in range(1, 4):
         poll(media, page, t * MEDIA_SECONDS, ended=True)
     assert client.calls == [("media_tags",), ("media_tags",)]
+
+
+def test_a_run_whose_media_are_elsewhere_is_said_so_once_and_not_asked_again():
+    client, page = Client(), Page()
+    client.media_tags = lambda run_id, **kw: (client.calls.append(("media_tags",)), RunMedia(
+        META, run_id, (), "this run is served from Kusto: its media live with the run's store"))[1]
+    media = PaneMedia(client, None, "r")
+    for t in range(3):
+        poll(media, page, t * MEDIA_SECONDS)
+    assert client.calls == [("media_tags",)]
+    assert page.traits == [{"media": {"tags": [], "unavailable":
+                                      "this run is served from Kusto: its media live with the run's store"}}]

@@ -105,7 +105,8 @@ export function localRange(answer, query) {
  * in the page; tests pass their own) and returns its disposer.
  */
 export class MediaSection {
-  constructor({ model, Plotly, runLabel = "", observe, feed = new MediaFeed(), cursor = createStepCursor() }) {
+  constructor({ model, Plotly, runLabel = "", observe, feed = new MediaFeed(),
+    cursor = createStepCursor(model.get("media_step") ?? null) }) {
     this.model = model;
     this.Plotly = Plotly;
     this.runLabel = runLabel;

@@ -168,3 +168,11 @@ test("a newer wait for a card rejects the older one; a held answer that matches 
   assert.equal((await second).step, 2);
   assert.equal((await feed.wait("text", "t", (m) => m.requested_step === 2)).text[0], "x");
 });
+
+test("a view opened after the cursor was set starts at the kernel's media_step", () => {
+  const model = fakeModel({ media_step: 10 });
+  const media = new MediaSection({ model, Plotly: null, observe: fakeScreen().observe });
+  assert.equal(media.cursor.get(), 10);
+  assert.equal(media.stepInput.value, "10");
+  assert.deepEqual(model.saved, []); // the kernel's own step is not sent back
+});
