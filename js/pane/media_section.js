@@ -12,6 +12,7 @@ import { createHistogramCard } from "../shared/media/histogram_card.js";
 import { createImageCard } from "../shared/media/image_card.js";
 import { createTextCard } from "../shared/media/text_card.js";
 import { createStepCursor } from "../shared/step_cursor.js";
+import { reportVisible } from "./visible.js";
 
 export const KINDS = [["histograms", "Histograms"], ["images", "Images"], ["text", "Text"]];
 
@@ -149,7 +150,7 @@ export class MediaSection {
     if (source !== "input") this.stepInput.value = String(step);
     this.stepNote.textContent = "";
     this.el.dataset.step = String(step);
-    if (source !== "initial") {
+    if (source !== "initial" && source !== "model") { // "model": another view of this pane moved it
       this.model.set("media_step", step);
       this.model.save_changes();
     }
@@ -217,13 +218,15 @@ export class MediaSection {
     this.report();
   }
 
-  /** The cards on screen, in section order, as the `media_visible` trait. */
+  /** The cards on screen, in section order, as the `media_visible` trait (the union over the pane's views). */
   report() {
-    const keys = this.order.filter((k) => this.onScreen.has(k));
-    const before = this.model.get("media_visible") || [];
-    if (before.length === keys.length && before.every((k, i) => k === keys[i])) return;
-    this.model.set("media_visible", keys);
-    this.model.save_changes();
+    reportVisible(this.model, this, this.order.filter((k) => this.onScreen.has(k)), "media_visible");
+  }
+
+  /** The `media_step` trait changed (another view of the pane moved its cursor): this view's cards follow. */
+  followModel() {
+    const step = this.model.get("media_step");
+    if (step !== null && step !== undefined) this.cursor.set(step, "model");
   }
 
   build(slot) {
@@ -273,6 +276,11 @@ export class MediaSection {
 
   dispose() {
     this.unsubscribe();
+    try {
+      reportVisible(this.model, this, null, "media_visible");
+    } catch {
+      // the model is closed already (the kernel went away)
+    }
     for (const slot of this.slots.values()) slot.unobserve?.();
     this.feed.dispose();
   }

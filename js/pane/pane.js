@@ -551,6 +551,8 @@ export class Pane {
     const onMedia = () => this.media.setTags(this.model.get("media"));
     this.model.on("change:media", onMedia);
     onMedia();
+    const onMediaStep = () => this.media.followModel();
+    this.model.on("change:media_step", onMediaStep);
     const onMediaMsg = (msg, buffers) => {
       if (msg && (msg.type === "media" || msg.type === "image")) this.media.receive(msg, buffers);
     };
@@ -576,6 +578,7 @@ export class Pane {
       for (const n of RUN_TRAITS) this.model.off(`change:${n}`, onRuns);
       this.model.off("change:x_axis", onAxis);
       this.model.off("change:media", onMedia);
+      this.model.off("change:media_step", onMediaStep);
       this.model.off("msg:custom", onMediaMsg);
       this.mediaIo?.disconnect();
       this.media.dispose();

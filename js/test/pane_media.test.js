@@ -176,3 +176,26 @@ test("a view opened after the cursor was set starts at the kernel's media_step",
   assert.equal(media.stepInput.value, "10");
   assert.deepEqual(model.saved, []); // the kernel's own step is not sent back
 });
+
+test("two views of one pane: media_visible is the union of their cards; the cursor one view moves, the other follows", () => {
+  const model = fakeModel();
+  const a = fakeScreen();
+  const b = fakeScreen();
+  const one = new MediaSection({ model, Plotly: null, observe: a.observe });
+  const two = new MediaSection({ model, Plotly: null, observe: b.observe });
+  one.setTags(TAGS);
+  two.setTags(TAGS);
+  a.watched.get("samples")(true);
+  b.watched.get("notes")(true);
+  assert.deepEqual(model.values.media_visible, ["images/samples", "text/notes"]);
+  a.watched.get("samples")(false);
+  assert.deepEqual(model.values.media_visible, ["text/notes"]);
+  one.cursor.set(7, "curve");
+  assert.equal(model.values.media_step, 7);
+  const saves = model.saved.length;
+  two.followModel();
+  assert.equal(two.cursor.get(), 7);
+  assert.equal(model.saved.length, saves); // following is not sent back
+  two.dispose();
+  assert.deepEqual(model.values.media_visible, []);
+});
