@@ -171,8 +171,8 @@ class PaneMedia:
                                            source=self.source)
             self.seq += 1
             send({"type": "image", "seq": self.seq, "run": self.run_id, "tag": tag, "digest": image.digest,
-                  "content_type": data.content_type, "thumbnail": True, "n": len(data.data),
-                  "sent_at": time.time() * 1000.0}, [data.data])
+                  "content_type": "image/png", "thumbnail": True, "n": len(data),
+                  "sent_at": time.time() * 1000.0}, [data])
             self.images_sent.add(image.digest)
         self._send_once("images", tag, {**base, "step": near.step, "images": listing}, send)
 

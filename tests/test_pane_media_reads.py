@@ -4,10 +4,8 @@ Portal's words for a failed read, and nothing more asked of a Portal without the
 
 from __future__ import annotations
 
-from array import array
-
 from taunotebook.client import NotFoundError, PortalError
-from taunotebook.client.media_models import HistogramSteps, ImageData, ImagesAt, MediaImage, MediaTag, RunMedia, TextAt
+from taunotebook.client.media_models import Histograms, ImageRef, ImagesAt, MediaTag, MediaTags, TextAt
 from taunotebook.client.models import Metadata
 from taunotebook.pane_media import MEDIA_SECONDS, PaneMedia, card_key, parse_card
 
@@ -29,21 +27,20 @@ class Client:
         self.calls.append(("media_tags",))
         if self.no_routes:
             raise NotFoundError(404, "NOT_FOUND", "route was not found", "not_found", False)
-        return RunMedia(META, run_id, tuple(self.tags))
+        return MediaTags(META, run_id, tuple(self.tags))
 
     def histograms(self, run_id, tag, *, max_steps, keep, **kw):
         self.calls.append(("histograms", tag, tuple(keep)))
-        return HistogramSteps(META, run_id, tag, 3, False, (0.0, 5000.0, 10000.0), array("q", [0, 1, 2]),
-                              array("d", [1.0, 2.0, 3.0]), ((3.0, 0.0, 1.0, 0.0, 0.5, float("nan")),) * 3,
-                              (((0.0, 1.0, 3.0),),) * 3)
+        return Histograms(META, run_id, tag, 3, False, (0, 5000, 10000), (0, 1, 2), (1.0, 2.0, 3.0),
+                          ((3.0, 0.0, 1.0, 0.0, 0.5, float("nan")),) * 3, (((0.0, 1.0, 3.0),),) * 3)
 
     def images_near(self, run_id, tag, step, **kw):
         self.calls.append(("images_near", tag, step))
-        return ImagesAt(META, run_id, tag, step, min(step, 2), (MediaImage(0, DIGEST, "image/png", 6, 5, "cat"),))
+        return ImagesAt(META, run_id, tag, step, min(step, 2), (ImageRef(0, DIGEST, "u", "t", "image/png", 6, 5, "cat"),))
 
     def image_bytes(self, run_id, digest, *, thumbnail, **kw):
         self.calls.append(("image_bytes", digest))
-        return ImageData(digest, "image/png", b"\x89PNG", thumbnail)
+        return b"\x89PNG"
 
     def text_at(self, run_id, tag, step, **kw):
         self.calls.append(("text_at", tag, step))
@@ -170,7 +167,7 @@ def test_an_ended_run_reads_its_tags_once_more_and_then_never():
 
 def test_a_run_whose_media_are_elsewhere_is_said_so_once_and_not_asked_again():
     client, page = Client(), Page()
-    client.media_tags = lambda run_id, **kw: (client.calls.append(("media_tags",)), RunMedia(
+    client.media_tags = lambda run_id, **kw: (client.calls.append(("media_tags",)), MediaTags(
         META, run_id, (), "this run is served from Kusto: its media live with the run's store"))[1]
     media = PaneMedia(client, None, "r")
     for t in range(3):
