@@ -7,25 +7,18 @@
 // The kernel pushes what the cards show as `media` messages and image bytes as `image` messages (the contract in
 // taunotebook/pane.py); the shared cards (shared/media/) ask through fetch functions, answered here from them.
 import { h } from "../shared/dom.js";
-import { formatNumber } from "../shared/format.js";
 import { createHistogramCard } from "../shared/media/histogram_card.js";
 import { createImageCard } from "../shared/media/image_card.js";
+import { KINDS, mediaCountText, mediaSections } from "../shared/media/sections.js";
 import { createTextCard } from "../shared/media/text_card.js";
 import { createStepCursor } from "../shared/step_cursor.js";
 import { reportVisible } from "./visible.js";
 
-export const KINDS = [["histograms", "Histograms"], ["images", "Images"], ["text", "Text"]];
+const TITLES = { histograms: "Histograms", images: "Images", text: "Text" };
 
-/** A card's name in `media_visible`: "<kind>/<tag>". */
+/** A card's name in `media_visible`: "<kind>/<tag>" (shared/media/sections.js's card key). */
 export function cardKey(kind, tag) {
   return `${kind}/${tag}`;
-}
-
-/** The `media` trait's tags grouped by kind, each kind's tags in the trait's order. */
-export function tagsByKind(media) {
-  const out = new Map(KINDS.map(([kind]) => [kind, []]));
-  for (const t of media?.tags || []) if (out.has(t.kind)) out.get(t.kind).push(t);
-  return out;
 }
 
 /**
@@ -123,11 +116,11 @@ export class MediaSection {
     this.stepNote = h("span", { class: "tau-pane-step-note", role: "status" });
     this.note = h("p", { class: "tau-pane-media-note", hidden: true });
     this.kindBoxes = new Map();
-    const sections = KINDS.map(([kind, title]) => {
+    const sections = KINDS.map((kind) => {
       const count = h("span", { class: "tau-pane-media-count" });
       const grid = h("div", { class: "tau-pane-media-grid" });
       const el = h("section", { class: "tau-pane-media-kind", "data-kind": kind, hidden: true },
-        h("h4", { class: "tau-pane-media-title" }, title, " ", count), grid);
+        h("h4", { class: "tau-pane-media-title" }, TITLES[kind], " ", count), grid);
       this.kindBoxes.set(kind, { el, count, grid });
       return el;
     });
@@ -163,22 +156,27 @@ export class MediaSection {
     return step === null ? slot.info.step_max : step;
   }
 
-  /** The `media` trait changed: a slot per tag (new ones observed, gone ones removed), counts, the note. */
-  setTags(media) {
-    const byKind = tagsByKind(media);
+  /**
+   * The `media` trait (or the search box, `filter`) changed: a slot per tag the search matches, by kind and name
+   * (shared/media/sections.js; new slots observed, gone ones removed), counts, the note.
+   */
+  setTags(media, filter = "") {
+    const infos = new Map((media?.tags || []).map((t) => [cardKey(t.kind, t.tag), t]));
+    const sections = mediaSections(new Map([[this.model.get("run_id"), media?.tags || []]]), { filter });
     const unavailable = media?.unavailable || "";
     this.note.hidden = !unavailable;
     this.note.textContent = unavailable;
     let any = Boolean(unavailable);
     const keep = new Set();
     this.order = [];
-    for (const [kind, tags] of byKind) {
+    for (const kind of KINDS) {
       const box = this.kindBoxes.get(kind);
-      box.el.hidden = tags.length === 0;
-      box.count.textContent = tags.length ? `${formatNumber(tags.length)} tag${tags.length === 1 ? "" : "s"}` : "";
-      any ||= tags.length > 0;
-      for (const info of tags) {
-        const key = cardKey(kind, info.tag);
+      const section = sections.find((s) => s.key === kind);
+      box.el.hidden = !section;
+      box.count.textContent = section ? mediaCountText(section) : "";
+      any ||= Boolean(section);
+      for (const key of section?.metrics || []) {
+        const info = infos.get(key);
         keep.add(key);
         this.order.push(key);
         let slot = this.slots.get(key);

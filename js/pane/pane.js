@@ -17,8 +17,8 @@ import { buildSections, compileFilter } from "../shared/sections.js";
 import { SMOOTHING_MAX, SMOOTHING_STEP } from "../shared/smoothing.js";
 import { METRIC_AXIS, axisMetric, isAxis, loadAxis, saveAxis } from "../shared/time_axis.js";
 import { xCandidates } from "../shared/x_metric.js";
+import MediaPlotly from "../plotly/heatmap.js";
 import { MediaSection } from "./media_section.js";
-import { MediaPlotly } from "./media_plotly.js";
 import { MetricPlot } from "./metric_plot.js";
 import { watchModel } from "./notify.js";
 import { forgetMetric, storeFor, totalPoints } from "./store.js";
@@ -548,8 +548,9 @@ export class Pane {
       this.schedule();
     };
     this.store.listeners.add(listener);
-    const onMedia = () => this.media.setTags(this.model.get("media"));
+    const onMedia = () => this.media.setTags(this.model.get("media"), this.model.get("filter") || "");
     this.model.on("change:media", onMedia);
+    this.model.on("change:filter", onMedia); // the search box filters the media tags as it does the metrics
     onMedia();
     const onMediaStep = () => this.media.followModel();
     this.model.on("change:media_step", onMediaStep);
@@ -578,6 +579,7 @@ export class Pane {
       for (const n of RUN_TRAITS) this.model.off(`change:${n}`, onRuns);
       this.model.off("change:x_axis", onAxis);
       this.model.off("change:media", onMedia);
+      this.model.off("change:filter", onMedia);
       this.model.off("change:media_step", onMediaStep);
       this.model.off("msg:custom", onMediaMsg);
       this.mediaIo?.disconnect();

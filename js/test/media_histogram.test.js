@@ -105,10 +105,11 @@ function fakePlotly() {
 test("a histogram card draws each run's bands with the cursor marked and overlays both runs at the step", async () => {
   const Plotly = fakePlotly();
   const other = { ...answer, steps: [0, 20], summary: answer.summary, buckets: answer.buckets };
+  const asked = [];
   const card = createHistogramCard({
     tag: "w", Plotly,
     runs: [{ key: "a", label: "a", color: "#1f77b4" }, { key: "b", label: "b", color: "#ff7f0e" }],
-    fetchSeries: async (key) => (key === "a" ? answer : other),
+    fetchSeries: async (key, options) => { asked.push([key, options.buckets]); return key === "a" ? answer : other; },
     readRange: async () => { throw new Error("not needed"); },
   });
   await card.show(12);
@@ -122,8 +123,12 @@ test("a histogram card draws each run's bands with the cursor marked and overlay
   assert.equal(card.overlay.dataset.traces, "2");
   const bandsCall = Plotly.calls.find((c) => c.el === card.panels.get("a").plot);
   assert.equal(bandsCall.layout.shapes[0].x0, 12);
+  assert.deepEqual(asked, [["a", false], ["b", false]]); // the bands need no buckets
+  await card.show(12); // read once
+  assert.equal(asked.length, 2);
   card.select.value = "heatmap";
-  for (const fn of card.select.listeners.get("change")) fn();
+  for (const fn of card.select.listeners.get("change")) await fn();
+  assert.deepEqual(asked.slice(2), [["a", true], ["b", true]]); // the heat map's buckets, read when first shown
   assert.equal(Plotly.calls.at(-1).data[0].type, "heatmap");
   assert.equal(card.el.dataset.view, "heatmap");
 });

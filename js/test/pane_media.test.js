@@ -3,7 +3,7 @@
 // and image messages answering the cards, and the Portal's words in a card whose read failed.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { MediaFeed, MediaSection, cardKey, localRange, tagsByKind } from "../pane/media_section.js";
+import { MediaFeed, MediaSection, cardKey, localRange } from "../pane/media_section.js";
 import { installFakeDocument } from "./fake_dom.js";
 
 installFakeDocument();
@@ -59,7 +59,7 @@ test("a slot per tag, grouped by kind; no card and no read until a slot is on sc
   media.setTags(TAGS);
   assert.equal(media.el.hidden, false);
   assert.deepEqual([...screen.watched.keys()].sort(), ["notes", "samples", "w"]);
-  assert.deepEqual([...tagsByKind(TAGS).get("images")].map((t) => t.tag), ["samples"]);
+  assert.equal(byClass(media.kindBoxes.get("images").el, "tau-pane-media-count").textContent, "1 image tag");
   assert.equal(byClass(media.el, "media-card"), null); // lazy: nothing drawn
   assert.deepEqual(model.values.media_visible, []);
   screen.watched.get("samples")(true);
@@ -198,4 +198,16 @@ test("two views of one pane: media_visible is the union of their cards; the curs
   assert.equal(model.saved.length, saves); // following is not sent back
   two.dispose();
   assert.deepEqual(model.values.media_visible, []);
+});
+
+test("the pane's search box filters the media tags as it filters the metrics", () => {
+  const { model, screen, media } = section();
+  media.setTags(TAGS);
+  screen.watched.get("samples")(true);
+  media.setTags(TAGS, "^no");
+  assert.deepEqual([...media.slots.keys()], ["text/notes"]);
+  assert.equal(media.kindBoxes.get("images").el.hidden, true);
+  assert.deepEqual(model.values.media_visible, []); // the hidden card is read no more
+  media.setTags(TAGS, "zzz");
+  assert.equal(media.el.hidden, true);
 });

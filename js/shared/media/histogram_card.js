@@ -58,8 +58,9 @@ function overlayLayout(many) {
 }
 
 /**
- * A card for histogram tag `tag` of `runs` ([{ key, label, color, missing }]). `fetchSeries(runKey)` reads the tag
- * over all its steps (`…/histograms?tag=`, with buckets), `readRange(runKey, query)` reads it with `query`'s
+ * A card for histogram tag `tag` of `runs` ([{ key, label, color, missing }]). `fetchSeries(runKey, { buckets })`
+ * reads the tag over all its steps (`…/histograms?tag=`: the bands without buckets, `buckets: true` for the heat
+ * map, read when it is first shown), `readRange(runKey, query)` reads it with `query`'s
  * step_min / step_max / max_steps, `onStep(step)` is told when a plot is clicked; `view` is "bands" or "heatmap".
  * `show(step)` reads each run's series once, marks `step` on it and overlays the histograms at the nearest steps.
  */
@@ -71,7 +72,8 @@ export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange,
   const overlay = h("div", { class: "media-overlay", "data-traces": "0" });
   const overlayNote = h("p", { class: "media-note media-overlay-note" });
   frame.el.append(h("div", { class: "media-overlay-box" }, overlayNote, overlay));
-  const series = new Map(); // run key → answer (or { error })
+  const series = new Map(); // run key → the bands' answer, without buckets (or { error })
+  const heat = new Map(); // run key → the heat map's answer, with buckets (or { error })
   const at = new Map(); // run key → { step, buckets } at the cursor
   let step = null;
   let drawnOverlay = false;
@@ -86,15 +88,20 @@ export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange,
   }
 
   function drawRun(panel) {
-    const answer = series.get(panel.run.key);
-    if (!answer || answer.error) return;
+    const heatmap = select.value === "heatmap";
+    const answer = (heatmap ? heat : series).get(panel.run.key);
+    if (!answer || typeof answer.then === "function") return; // not read yet
+    if (answer.error) {
+      showPanelError(panel, answer.error);
+      return;
+    }
     const plot = plotOf(panel);
-    const heat = select.value === "heatmap" ? heatmapTrace(answer, { name: panel.run.label || "" }) : null;
-    const data = heat ? [heat] : distributionTraces(answer, { color: panel.run.color, name: runs.length > 1 ? panel.run.label : "" });
-    const layout = heat ? heatmapLayout(step) : bandsLayout(step);
+    const trace = heatmap ? heatmapTrace(answer, { name: panel.run.label || "" }) : null;
+    const data = trace ? [trace] : distributionTraces(answer, { color: panel.run.color, name: runs.length > 1 ? panel.run.label : "" });
+    const layout = trace ? heatmapLayout(step) : bandsLayout(step);
     Plotly.react(plot, data, layout, CONFIG);
     panel.el.dataset.traces = String(data.length);
-    panel.el.dataset.view = heat ? "heatmap" : "bands";
+    panel.el.dataset.view = trace ? "heatmap" : "bands";
     panel.el.dataset.steps = String(answer.steps.length);
     if (!panel.listening && typeof plot.on === "function") {
       panel.listening = true;
@@ -126,21 +133,21 @@ export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange,
     drawnOverlay = true;
   }
 
-  async function load(panel) {
-    if (series.has(panel.run.key)) return series.get(panel.run.key);
-    let answer;
-    try {
-      answer = await fetchSeries(panel.run.key);
-    } catch (err) {
-      answer = { error: err };
+  async function load(panel, withBuckets = false) {
+    const cache = withBuckets ? heat : series;
+    if (!cache.has(panel.run.key)) {
+      // The read in flight, then its answer: a second show waits for the same read.
+      const read = fetchSeries(panel.run.key, { buckets: withBuckets }).catch((err) => ({ error: err }));
+      cache.set(panel.run.key, read);
+      read.then((answer) => cache.set(panel.run.key, answer));
     }
-    series.set(panel.run.key, answer);
-    return answer;
+    return cache.get(panel.run.key);
   }
 
   async function showRun(panel, wanted) {
     panel.el.dataset.state = "loading";
     const answer = await load(panel);
+    if (select.value === "heatmap") await load(panel, true);
     if (answer.error) {
       showPanelError(panel, answer.error);
       return;
@@ -161,9 +168,13 @@ export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange,
     panel.el.dataset.state = "ready";
   }
 
-  select.addEventListener("change", () => {
+  select.addEventListener("change", async () => {
     frame.el.dataset.view = select.value;
-    for (const panel of frame.panels.values()) drawRun(panel);
+    frame.el.dataset.state = "loading";
+    const shown = [...frame.panels.values()].filter((p) => !p.run.missing);
+    if (select.value === "heatmap") await Promise.all(shown.map((panel) => load(panel, true)));
+    for (const panel of shown) drawRun(panel);
+    frame.el.dataset.state = cardState(frame.panels);
   });
 
   return {
@@ -172,6 +183,7 @@ export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange,
     select,
     overlay,
     series,
+    heat,
     async show(wanted) {
       step = wanted;
       frame.el.dataset.state = "loading";

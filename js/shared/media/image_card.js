@@ -29,8 +29,9 @@ export function imageFigure(image, resolve = (u) => u, tag = "") {
 /**
  * A card for image tag `tag` of `runs` ([{ key, label, color, missing }]). `range` is { step_min, step_max } of the
  * tag over the runs (the slider's), `fetchImages(runKey, step)` reads `…/images?tag=&step=` (a Promise of its
- * answer), `onStep(step)` is told when the slider moves (the caller moves its cursor), `resolve(url)` makes an image
- * path a URL. `show(step)` draws every run's images at the step nearest `step` (a Promise, settled when drawn).
+ * answer), `onStep(step)` is told when the slider moves (the caller moves its cursor), `resolve(url, runKey)` makes
+ * an image path of run `runKey` a URL. `show(step)` draws every run's images at the step nearest `step` (a Promise,
+ * settled when drawn).
  */
 export function createImageCard({ tag, runs, range, fetchImages, onStep = () => {}, resolve = (u) => u }) {
   const slider = stepSlider(range.step_min, range.step_max, (step) => onStep(step));
@@ -57,7 +58,7 @@ export function createImageCard({ tag, runs, range, fetchImages, onStep = () => 
     panel.el.dataset.requested = String(step);
     panel.el.dataset.images = String(images.length);
     panel.body.replaceChildren(
-      h("div", { class: "media-images" }, ...images.map((image) => imageFigure(image, resolve, tag))),
+      h("div", { class: "media-images" }, ...images.map((image) => imageFigure(image, (u) => resolve(u, panel.run.key), tag))),
       h("p", { class: "media-note", text: `${formatNumber(images.length)} image${images.length === 1 ? "" : "s"} at this step` }),
     );
     panel.el.dataset.state = "ready";
