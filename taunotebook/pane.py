@@ -289,6 +289,7 @@ class LossPane(anywidget.AnyWidget):
         self.observe(_on_width, names="width")
         self.observe(_on_visible, names="visible")  # set from Python; a browser's update comes by set_state
         self.observe(_on_x_axis, names="x_axis")
+        self.observe(_on_media, names=["media_visible", "media_step"])  # set from Python (pane.media_step = 500)
         if start:
             self._poller.start()
 
@@ -471,6 +472,11 @@ def _on_width(change: dict) -> None:
 
 def _on_x_axis(change: dict) -> None:
     change["owner"]._poller.set_x_metric(axis_metric(change["new"]))
+
+
+def _on_media(change: dict) -> None:
+    pane = change["owner"]
+    pane._poller.set_media(pane.media_visible, pane.media_step, step_given=True)
 
 
 def _on_visible(change: dict) -> None:

@@ -59,3 +59,17 @@ def test_the_pane_lists_the_tags_and_reads_only_the_cards_on_screen(portal, impo
         assert all(len(d) == len("sha256:") + len(hashlib.sha256().hexdigest()) for d in digests)
     finally:
         pane.close()
+
+
+def test_the_cursor_set_from_python_moves_the_cards(portal, imported):
+    _, run_id = imported
+    pane, rec = make_pane(run_id, portal)
+    try:
+        pane.media_visible = ["text/note/text_summary"]
+        wait_until(lambda: [m for m in rec.media if m["kind"] == "text" and m.get("step") == 20], "the latest text")
+        pane.media_step = 3
+        (moved,) = wait_until(lambda: [m for m in rec.media if m["kind"] == "text" and m["requested_step"] == 3],
+                              "the text at the cursor")
+        assert moved["step"] == 0 and moved["text"] == ["step **0**: naïve ✓"]
+    finally:
+        pane.close()
