@@ -5,6 +5,8 @@
 // and named in a notice, so a mangled link still opens a page. Encoding leaves out what equals its default, so a
 // plain view has a short address.
 
+import { parseStep } from "./step_cursor.js";
+
 export const MAX_VALUE = 2000; // characters a parameter's value may have (a search text, a metric name)
 export const MAX_TARGETS = 50; // runs a compare page draws (its address carries their ids)
 export const MAX_PINS = 100;
@@ -22,7 +24,7 @@ const CARRIED = ["project", "source", "token"];
 /** The run/compare page's view when its address says nothing (x axis: the caller's, e.g. the last chosen). */
 export function defaultRunView(xAxis = "step") {
   return { targets: [], search: "", pins: [], smoothing: 0, xAxis, logY: false, aggregate: "", band: "minmax", zoom: {},
-    onlyDiffering: false, importance: { metric: "", reduction: "final" } };
+    onlyDiffering: false, importance: { metric: "", reduction: "final" }, step: null };
 }
 
 function tooLong(key, value, notices) {
@@ -143,6 +145,13 @@ export function decodeRunView(query, fallbackAxis = "step") {
       case "importance":
         view.importance.metric = value;
         break;
+      case "step": {
+        // The media cards' step cursor (shared/step_cursor.js): an int64 step.
+        const parsed = parseStep(value);
+        if (parsed.step === null) notices.push(`step=${quoted(value)} is not a step for the media cards (${parsed.why}): ignored`);
+        else view.step = parsed.step;
+        break;
+      }
       case "reduction":
         if (REDUCTIONS.includes(value)) view.importance.reduction = value;
         else notices.push(`reduction=${quoted(value)} is not a value of a run (final, best or latest): ignored`);
@@ -177,6 +186,7 @@ export function encodeRunView(view, { project = null, source = null, defaultAxis
   if (view.onlyDiffering) p.set("diff", "1");
   if (view.importance?.metric) p.set("importance", view.importance.metric);
   if (view.importance?.reduction && view.importance.reduction !== "final") p.set("reduction", view.importance.reduction);
+  if (view.step !== null && view.step !== undefined) p.set("step", String(view.step));
   return p;
 }
 

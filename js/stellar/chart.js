@@ -473,6 +473,11 @@ function draw(chart) {
   if (!chart.drawn) {
     Plotly.newPlot(chart.plot, data, layout, { responsive: true, displaylogo: false });
     chart.plot.on("plotly_relayout", (event) => onRelayout(chart, event));
+    // A click on a point moves the page's step cursor: every media card goes to its nearest step.
+    chart.plot.on("plotly_click", (event) => {
+      const step = curveStep(event?.points?.[0]);
+      if (step !== null) state.cursor?.set(step, "curve");
+    });
     chart.drawn = true;
   } else {
     Plotly.react(chart.plot, data, layout, { responsive: true, displaylogo: false });
@@ -493,6 +498,13 @@ function draw(chart) {
     const nonPositive = chart.runIds.reduce((n, id) => n + (chart.series[id]?.value.filter((v) => v <= 0).length || 0), 0);
     if (nonPositive) chart.status.textContent += ` · ${plural(nonPositive, "value")} ≤ 0 not shown on the log axis`;
   }
+}
+
+/** The step of a clicked point of a curve (its customdata: the traces carry each point's step), else null. */
+export function curveStep(point) {
+  if (!point) return null;
+  const step = Array.isArray(point.customdata) ? point.customdata[0] : point.customdata;
+  return Number.isInteger(Number(step)) && step !== null && step !== "" ? Number(step) : null;
 }
 
 /** A zoom window as the address keeps it: wall time in epoch ms, relative time in seconds, else the axis' numbers. */

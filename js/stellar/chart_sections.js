@@ -29,6 +29,7 @@ export class ChartSections {
       },
       rerender: () => this.render() });
     this.loads = [];
+    this.filterListeners = []; // others the search filters too (the Media section's tags)
     this.io = new IntersectionObserver((entries) => this.onIntersect(entries), { rootMargin: "300px 0px" });
     this.search = h("input", { type: "search", id: "stellar-search", placeholder: "search metrics (regex)",
       "aria-label": "search metrics", value: state.search });
@@ -38,6 +39,7 @@ export class ChartSections {
         this.filter = this.search.value;
         state.search = this.filter;
         this.render();
+        for (const fn of this.filterListeners) fn(this.filter);
         writeView();
       }, FILTER_DELAY_MS);
     });

@@ -48,6 +48,8 @@ export const state = {
   requests: [],
   onlyDiffering: view.onlyDiffering, // the compare page's config lines: only the keys that differ between the runs
   importance: view.importance, // the parameter-importance panel's { metric, reduction } ("" metric: the first)
+  step: view.step, // the media cards' step cursor (null: each card shows its tag's last step)
+  cursor: null, // the page's step cursor (shared/step_cursor.js), set by the run page
 };
 window.__stellar = state;
 

@@ -21,7 +21,9 @@ import { exportControl } from "./export_view.js";
 import { errorBox, showError } from "./notices.js";
 import { importancePanel } from "./importance_panel.js";
 import { main, runRef, state } from "./page.js";
+import { MediaSection } from "./media_section.js";
 import { isMarker, metricOrder } from "./series.js";
+import { createStepCursor } from "../shared/step_cursor.js";
 
 function controls() {
   const slider = h("input", { type: "range", min: "0", max: String(SMOOTHING_MAX), step: String(SMOOTHING_STEP),
@@ -251,8 +253,11 @@ export async function runPage() {
   const box = errorBox();
   const runsBox = h("div", { class: "stellar-runs", id: "stellar-runs" });
   const chartsBox = h("div", { class: "stellar-sections", id: "stellar-charts" });
+  const mediaBox = h("section", { class: "stellar-media", id: "stellar-media", hidden: true });
   const controlsBox = controls();
-  main.append(controlsBox, runsBox, chartsBox);
+  main.append(controlsBox, runsBox, chartsBox, mediaBox);
+  // One step cursor for the page: a click on a loss curve, the Media section's step box or a card's slider.
+  state.cursor = createStepCursor(state.step);
   showAddressNotices(box);
   // The listed order (target, then compare) is the order the pane lists the same runs in: same colours.
   const colors = assignRunColors(state.targets);
@@ -330,6 +335,16 @@ export async function runPage() {
   if (download) chartsBox.before(download);
   writeView(); // the address names its axis and drops what it got wrong
   document.getElementById("stellar-loading")?.remove();
+  // The runs' histograms, images and text (media_section.js): read beside the charts, never before them.
+  const media = state.offline ? null : new MediaSection(ok, mediaBox, state.cursor);
+  const mediaRead = media ? media.load().then((shown) => {
+    main.dataset.media = shown ? "shown" : "none";
+    sections.filterListeners.push((filter) => media.setFilter(filter));
+    if (shown && !names.size) controlsBox.insertBefore(sections.control, controlsBox.lastChild);
+  }, (err) => {
+    main.dataset.media = "error";
+    showError(explain(err, "The media section failed"), err, box);
+  }) : Promise.resolve();
   await sections.start();
   state.ready = true;
   main.dataset.state = ok.length ? "ready" : "error";
@@ -339,4 +354,5 @@ export async function runPage() {
   main.dataset.annotations = "loaded";
   await Promise.all(jobs);
   main.dataset.job = "loaded";
+  await mediaRead;
 }

@@ -18,6 +18,7 @@ const FULL = {
   zoom: { "train/loss": [100, 2500.5], "x.y=z": [-3, 1e-3] },
   onlyDiffering: true,
   importance: { metric: "eval/acc&x", reduction: "best" },
+  step: -1234,
 };
 
 test("a whole run view survives encode then decode, as text through a URL", () => {
@@ -145,4 +146,15 @@ test("the listing's view round-trips, and its bad values are named", () => {
   assert.equal(bad.view.groupBy, "");
   assert.equal(bad.view.parallel, false);
   assert.deepEqual(bad.view.sort, { column: "created_at", direction: "desc" });
+});
+
+test("the media cards' step cursor: a shared link opens at its step, a bad step is named and ignored", () => {
+  const query = encodeRunView({ ...defaultRunView(), targets: ["r"], step: 9007199254740991 }, { defaultAxis: "step" });
+  assert.equal(query.toString(), "target=r&step=9007199254740991");
+  assert.equal(decodeRunView(query).view.step, 9007199254740991);
+  assert.equal(decodeRunView("target=r").view.step, null);
+  const { view, notices } = decodeRunView("target=r&step=12.5");
+  assert.equal(view.step, null);
+  assert.deepEqual(notices, ['step="12.5" is not a step for the media cards ("12.5" is not a whole step): ignored']);
+  assert.match(decodeRunView("step=9223372036854775808").notices[0], /outside int64/);
 });

@@ -1,0 +1,210 @@
+// The run and compare page's Media section (docs/media.md, "On the Stellar pages"): the runs' histogram, image and
+// text tags (`…/media`) in sections by kind, filtered by the page's search box, a page of cards at a time, each card
+// created and read only when it scrolls into view; every card follows the page's one step cursor (typed in the
+// section's step box, set by a click on a loss curve or by a card's slider; kept in the address as `step`).
+//
+// A compared tag is one card with a panel per run, side by side at the same step.
+import { h } from "../shared/dom.js";
+import { createHistogramCard } from "../shared/media/histogram_card.js";
+import { createImageCard } from "../shared/media/image_card.js";
+import { mediaCountText, mediaSections, tagRange } from "../shared/media/sections.js";
+import { createTextCard } from "../shared/media/text_card.js";
+import { PagedSections } from "../shared/paged_sections.js";
+import { id } from "../shared/urls.js";
+import { writeView } from "./address.js";
+import { api, explain } from "./api.js";
+import { root, runRef, state } from "./page.js";
+
+const PAGE = 12; // cards an open section shows before "Show more"
+
+let heatmapPlotly = null;
+/** The page's plotly with the heat map registered (a chunk of its own, loaded the first time a card needs it). */
+function plotlyWithHeatmap() {
+  heatmapPlotly ??= import("../plotly/heatmap.js").then((m) => m.default);
+  return heatmapPlotly;
+}
+
+export class MediaSection {
+  /** The media of `runIds` (run keys as the address names them), drawn into `box` after `load()`; `cursor` is the
+   *  page's step cursor (shared/step_cursor.js), `search` the page's search box. */
+  constructor(runIds, box, cursor) {
+    this.runIds = runIds;
+    this.box = box;
+    this.cursor = cursor;
+    this.tagsByRun = new Map();
+    this.open = {};
+    this.filter = state.search;
+    this.cards = new Map(); // card key → { el, card | null, requested }
+    this.created = 0;
+  }
+
+  /** Reads every run's tags; draws the section when any run has media or says why its media are elsewhere. */
+  async load() {
+    const unavailable = [];
+    const failures = [];
+    await Promise.all(this.runIds.map(async (runId) => {
+      try {
+        const body = await api(["runs", id(runRef(runId).runId), "media"], { project: runRef(runId).project });
+        this.tagsByRun.set(runId, body.tags || []);
+        if (body.unavailable) unavailable.push([runId, body.unavailable]);
+      } catch (err) {
+        // 404: a Portal without the media routes (TauGrid's), or a run the page already says it cannot find.
+        if (err.status !== 404) failures.push(explain(err, `The media of ${runId} could not be listed`));
+      }
+    }));
+    const any = [...this.tagsByRun.values()].some((tags) => tags.length);
+    if (!any && !unavailable.length && !failures.length) return false; // a run without media: no empty section
+    this.draw(unavailable, failures, any);
+    return true;
+  }
+
+  draw(unavailable, failures, any) {
+    const why = h("span", { class: "stellar-note media-step-why", id: "stellar-media-step-why", role: "status" });
+    const input = h("input", { type: "text", id: "stellar-media-step", inputmode: "numeric", size: 14,
+      placeholder: "latest", "aria-label": "step of every media card", value: state.step === null ? "" : String(state.step) });
+    const go = () => {
+      const text = input.value.trim();
+      if (!text) return;
+      const reason = this.cursor.set(text, "input");
+      why.textContent = reason ? `${reason}: the cards stay where they are` : "";
+      input.setAttribute("aria-invalid", String(Boolean(reason)));
+    };
+    input.addEventListener("change", go);
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") go();
+    });
+    this.stepInput = input;
+    this.stepWhy = why;
+    const head = h("div", { class: "media-head" },
+      h("h2", { text: "Media" }),
+      any ? h("label", { class: "media-step-box", title: "every card moves to its stored step nearest this one; a click on a loss curve or a card's slider sets it too" },
+        "step", input) : null,
+      any ? why : null);
+    this.body = h("div", { class: "stellar-sections media-sections", id: "stellar-media-sections" });
+    this.box.replaceChildren(head);
+    for (const [runId, text] of unavailable) {
+      this.box.append(h("p", { class: "stellar-note media-unavailable", "data-run": runId,
+        text: this.runIds.length > 1 ? `${runId}: ${text}` : text }));
+    }
+    for (const text of failures) this.box.append(h("p", { class: "stellar-error", role: "alert", text }));
+    this.box.append(this.body);
+    this.box.hidden = false;
+    this.box.dataset.state = "ready";
+    if (!any) return;
+    this.sections = new PagedSections(this.body, { prefix: "stellar", bodyClass: "media-cards", page: PAGE,
+      item: (key, body) => this.cardNode(key, body),
+      toggle: (key, open) => {
+        this.open[key] = open;
+        this.render();
+      },
+      rerender: () => this.render() });
+    this.io = new IntersectionObserver((entries) => this.onIntersect(entries), { rootMargin: "200px 0px" });
+    this.cursor.subscribe((step, source) => this.onStep(step, source));
+    this.render();
+  }
+
+  /** The page's search changed: the same filter as the metric charts. */
+  setFilter(filter) {
+    this.filter = filter;
+    if (this.sections) this.render();
+  }
+
+  render() {
+    const sections = mediaSections(this.tagsByRun, { filter: this.filter, open: this.open });
+    const shown = new Set(this.sections.render(sections));
+    for (const section of sections) {
+      const el = this.sections.els.get(section.key);
+      if (el) el.count.textContent = mediaCountText(section);
+    }
+    for (const [key, entry] of this.cards) if (!shown.has(key)) this.io.unobserve(entry.el);
+    this.body.dataset.cards = String(shown.size);
+  }
+
+  /** A shown tag's place: a frame with its name, its card created and read when it scrolls into view. */
+  cardNode(key, body) {
+    let entry = this.cards.get(key);
+    if (!entry) {
+      const slash = key.indexOf("/");
+      const [kind, tag] = [key.slice(0, slash), key.slice(slash + 1)];
+      const el = h("div", { class: "media-slot", "data-card": key, "data-kind": kind, "data-tag": tag, "data-state": "idle" },
+        h("h3", { class: "media-tag", text: tag }), h("p", { class: "stellar-note", text: "read when it scrolls into view" }));
+      entry = { el, kind, tag, card: null, requested: false };
+      this.cards.set(key, entry);
+    }
+    if (!entry.requested) this.io.observe(entry.el);
+    return entry.el;
+  }
+
+  onIntersect(entries) {
+    for (const item of entries) {
+      if (!item.isIntersecting) continue;
+      const entry = this.cards.get(item.target.dataset.card);
+      if (!entry || entry.requested) continue;
+      entry.requested = true;
+      this.io.unobserve(entry.el);
+      this.createCard(entry);
+    }
+  }
+
+  runsOf(kind, tag) {
+    return this.runIds.map((runId) => {
+      const entry = state.runs[runId];
+      const has = (this.tagsByRun.get(runId) || []).some((t) => t.kind === kind && t.tag === tag);
+      return { key: runId, label: this.runIds.length > 1 ? entry?.label || runId : "", color: entry?.color, missing: !has };
+    });
+  }
+
+  /** The Portal's path of an image as a URL under the page's root, with the run's project and source. */
+  imageUrl(runId, path) {
+    const url = new URL(String(path).replace(/^\//, ""), root);
+    const { project } = runRef(runId);
+    if (project) url.searchParams.set("project", project);
+    if (state.source) url.searchParams.set("source", state.source);
+    return url.href;
+  }
+
+  async createCard(entry) {
+    const { kind, tag } = entry;
+    const runs = this.runsOf(kind, tag);
+    const onStep = (step) => this.cursor.set(step, "slider");
+    const read = (runId, route, query) => api(["runs", id(runRef(runId).runId), route], { tag, project: runRef(runId).project, ...query });
+    const range = tagRange(this.tagsByRun, kind, tag);
+    let card;
+    if (kind === "histograms") {
+      const Plotly = await plotlyWithHeatmap();
+      card = createHistogramCard({ tag, runs, Plotly, onStep: (step) => this.cursor.set(step, "plot"),
+        fetchSeries: (runId) => read(runId, "histograms", {}),
+        readRange: (runId, query) => read(runId, "histograms", query) });
+    } else if (kind === "images") {
+      card = createImageCard({ tag, runs, range, onStep, fetchImages: (runId, step) => read(runId, "images", { step }),
+        resolve: (path, runId) => this.imageUrl(runId, path) });
+    } else {
+      card = createTextCard({ tag, runs, range, onStep, fetchText: (runId, step) => read(runId, "text", { step }) });
+    }
+    card.el.dataset.card = `${kind}/${tag}`;
+    entry.card = card;
+    entry.el.replaceWith(card.el);
+    entry.el = card.el;
+    this.created += 1;
+    this.body.dataset.created = String(this.created);
+    await card.show(this.stepFor(range));
+  }
+
+  /** The step a card shows: the cursor's, else (no cursor yet) its tag's last step, as TensorBoard opens. */
+  stepFor(range) {
+    const step = this.cursor.get();
+    return step === null ? range.step_max : step;
+  }
+
+  onStep(step, source) {
+    state.step = step;
+    writeView();
+    if (source !== "input") {
+      this.stepInput.value = String(step);
+      this.stepWhy.textContent = "";
+      this.stepInput.setAttribute("aria-invalid", "false");
+    }
+    if (source === "initial") return; // cards created from now on read the cursor themselves
+    for (const entry of this.cards.values()) if (entry.card) entry.card.show(step);
+  }
+}
