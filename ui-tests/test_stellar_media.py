@@ -1,0 +1,187 @@
+"""The run and compare page's Media section in headless Chromium against the real Portal (docs/media.md): histogram,
+image and text cards drawn from a store that ``taunotebook import`` made of tensorboardX's own event files
+(``add_histogram``, ``add_image(s)``, ``add_text``), and the one step cursor that moves every card.
+
+A third run, ``gamma``, is what ``tf.summary`` writes (TensorBoard's own writer): three images per event and text
+tensors of rank 0 to 3. The runs log at steps 0, 100, 200 and 300, so a typed 234 shows step 200, labelled as the nearest to 234.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import Page
+
+from fixtures.browser import open_ready, screenshot
+from fixtures.portal import TOKEN, PortalServer, serve
+from fixtures.tb_writers import write_tensorboardx_media, write_tf_media
+from taunotebook.importer import import_paths
+
+STEPS = (0, 100, 200, 300)
+
+
+@pytest.fixture(scope="module")
+def media_portal(tmp_path_factory) -> Iterator[tuple[PortalServer, list[str]]]:
+    base = tmp_path_factory.mktemp("media-ui")
+    for name in ("alpha", "beta"):
+        write_tensorboardx_media(base / "logs" / name, STEPS)
+    write_tf_media(base / "logs" / "gamma", STEPS)  # tf.summary's: several images per event, text of rank 0 to 3
+    summary = import_paths([str(base / "logs")], base / "store", clustering="off")
+    run_ids = sorted(summary.run_ids)
+    assert len(run_ids) == 3, summary
+    with serve(base / "store") as server:
+        yield PortalServer(f"http://127.0.0.1:{server.port}", TOKEN, base / "store"), run_ids
+
+
+def card(page: Page, kind: str, tag: str):
+    return page.locator(f'section.media-card[data-kind="{kind}"][data-tag="{tag}"]')
+
+
+def wait_card(page: Page, kind: str, tag: str, *, state: str = "ready") -> None:
+    slot = page.locator(f'[data-card="{kind}/{tag}"]')
+    slot.wait_for(state="attached", timeout=30_000)
+    slot.scroll_into_view_if_needed()
+    page.wait_for_selector(f'section.media-card[data-card="{kind}/{tag}"][data-state="{state}"]', timeout=30_000)
+
+
+def test_the_run_page_draws_distribution_bands_and_images_and_a_typed_step_moves_them(page: Page, media_portal):
+    server, (run, _other, _tf) = media_portal
+    open_ready(page, f"{server.base_url}/stellar?target={run}&token={server.token}")
+    page.wait_for_selector("#stellar-media[data-state=ready]", timeout=30_000)
+    heads = page.locator("#stellar-media .stellar-section-title").all_inner_texts()
+    assert heads == ["Histograms", "Images", "Text"]
+    counts = page.locator("#stellar-media .stellar-section-count").all_inner_texts()
+    assert counts == ["4 histogram tags", "2 image tags", "1 text tag"]
+
+    # The weights' distribution: TensorBoard's four nested bands (each a lower edge and a filled upper edge) and the
+    # median, over the four steps; with no cursor yet, the histogram of the last step is overlaid.
+    wait_card(page, "histograms", "weights")
+    bands = page.evaluate(
+        """() => {
+            const gd = document.querySelector('section.media-card[data-tag="weights"] .media-plot');
+            return gd.data.map((t) => ({role: t.meta.role, fill: t.fill || null, x: Array.from(t.x)}));
+        }""")
+    assert [b["role"] for b in bands] == ["band-low", "band-high"] * 4 + ["median"]
+    assert all(b["fill"] == "tonexty" for b in bands if b["role"] == "band-high")
+    assert bands[-1]["x"] == list(STEPS)
+    # plotly drew the bands' fills in the SVG.
+    assert card(page, "histograms", "weights").locator(".media-plot .scatterlayer .trace .fills path").count() >= 4
+    assert card(page, "histograms", "weights").locator(".media-overlay").get_attribute("data-traces") == "1"
+    assert card(page, "histograms", "weights").locator(".media-step").inner_text() == "step 300"
+
+    # Typing a step moves the image card to the nearest stored step, labelled, and the address keeps the step.
+    page.locator("#stellar-media-step").fill("234")
+    page.locator("#stellar-media-step").press("Enter")
+    wait_card(page, "images", "sample")
+    sample = card(page, "images", "sample")
+    page.wait_for_function(
+        """() => document.querySelector('section.media-card[data-tag="sample"] .media-panel')?.dataset.step === "200" """,
+        timeout=30_000)
+    assert sample.locator(".media-step").inner_text() == "step 200 (nearest to 234)"
+    thumb = sample.locator("img.media-thumb")
+    assert thumb.count() == 1
+    page.wait_for_function(
+        """() => { const img = document.querySelector('section.media-card[data-tag="sample"] img.media-thumb');
+                   return img && img.complete && img.naturalWidth > 0; }""", timeout=30_000)
+    href = sample.locator("a.media-image-link").get_attribute("href")
+    assert f"/api/v2/stellar/runs/{run}/images/" in href
+    page.wait_for_function("() => new URLSearchParams(location.search).get('step') === '234'", timeout=10_000)
+    # tensorboardX's add_images logs its batch as one grid: one image at that step.
+    wait_card(page, "images", "batch")
+    page.wait_for_function(
+        """() => document.querySelector('section.media-card[data-tag="batch"] .media-panel')?.dataset.step === "200" """,
+        timeout=30_000)
+    assert card(page, "images", "batch").locator("img.media-thumb").count() == 1
+    # The histogram card followed the cursor too.
+    page.wait_for_function(
+        """() => document.querySelector('section.media-card[data-tag="weights"] .media-panel')?.dataset.step === "200" """,
+        timeout=30_000)
+    # The text at that step, as text.
+    wait_card(page, "text", "note/text_summary")
+    assert "step **200**" in card(page, "text", "note/text_summary").locator(".media-body").inner_text()
+
+    # A step that is not one is refused in words beside the box; the cards stay.
+    page.locator("#stellar-media-step").fill("12x")
+    page.locator("#stellar-media-step").press("Enter")
+    assert "not a whole step" in page.locator("#stellar-media-step-why").inner_text()
+    assert sample.locator(".media-panel").get_attribute("data-step") == "200"
+    screenshot(page, "stellar-media-run")
+
+
+def test_a_click_on_the_loss_curve_moves_the_cards_and_the_search_filters_tags(page: Page, media_portal):
+    server, (run, _other, _tf) = media_portal
+    open_ready(page, f"{server.base_url}/stellar?target={run}&token={server.token}")
+    page.wait_for_selector("#stellar-media[data-state=ready]", timeout=30_000)
+    wait_card(page, "images", "sample")
+    chart = page.locator('section.stellar-chart[data-metric="loss"]')
+    chart.scroll_into_view_if_needed()
+    page.wait_for_selector('section.stellar-chart[data-metric="loss"][data-state="ready"]', timeout=30_000)
+    point = page.evaluate(
+        """() => {
+            const gd = document.querySelector('section.stellar-chart[data-metric="loss"] .stellar-plot');
+            const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+            const rect = gd.getBoundingClientRect();
+            const i = gd.data.findIndex((t) => t.meta && t.meta.role === "raw");
+            const k = Array.from(gd.data[i].customdata).indexOf(100);
+            return {x: rect.left + xa._offset + xa.l2p(gd.data[i].x[k]), y: rect.top + ya._offset + ya.l2p(gd.data[i].y[k])};
+        }""")
+    page.mouse.move(point["x"], point["y"], steps=4)
+    page.mouse.click(point["x"], point["y"])
+    page.wait_for_function("() => window.__stellar.step === 100", timeout=10_000)
+    assert page.locator("#stellar-media-step").input_value() == "100"
+    card(page, "images", "sample").scroll_into_view_if_needed()
+    page.wait_for_function(
+        """() => document.querySelector('section.media-card[data-tag="sample"] .media-panel')?.dataset.step === "100" """,
+        timeout=30_000)
+    assert card(page, "images", "sample").locator(".media-step").inner_text() == "step 100"
+
+    # The page's search filters the media tags as it filters metrics.
+    page.locator("#stellar-search").fill("^weights$")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#stellar-media .stellar-section').length === 1", timeout=10_000)
+    assert page.locator("#stellar-media .stellar-section-count").inner_text() == "1 of 4 histogram tags"
+
+
+def test_the_compare_page_shows_both_runs_side_by_side_at_the_shared_step(page: Page, media_portal):
+    server, (run, other, _tf) = media_portal
+    open_ready(page, f"{server.base_url}/stellar?target={run}&compare={other}&step=120&token={server.token}")
+    page.wait_for_selector("#stellar-media[data-state=ready]", timeout=30_000)
+    assert page.locator("#stellar-media-step").input_value() == "120"
+    wait_card(page, "images", "sample")
+    panels = card(page, "images", "sample").locator(".media-panel")
+    assert panels.evaluate_all("(ps) => ps.map((p) => [p.dataset.run, p.dataset.step])") == [[run, "100"], [other, "100"]]
+    assert card(page, "images", "sample").locator(".media-step").all_inner_texts() == ["step 100 (nearest to 120)"] * 2
+    # Each run's own image: the two runs logged different pictures.
+    srcs = card(page, "images", "sample").locator("img.media-thumb").evaluate_all("(imgs) => imgs.map((i) => i.src)")
+    assert len(srcs) == 2 and f"/runs/{run}/" in srcs[0] and f"/runs/{other}/" in srcs[1]
+    # The histogram at the step overlaid, one outline per run, and each run's bands beside the other's.
+    wait_card(page, "histograms", "weights")
+    weights = card(page, "histograms", "weights")
+    assert weights.locator(".media-overlay").get_attribute("data-traces") == "2"
+    assert weights.locator(".media-panel").evaluate_all("(ps) => ps.map((p) => p.dataset.traces)") == ["9", "9"]
+    # Moving one card's slider moves every card of both runs, and the address.
+    slider = card(page, "images", "sample").locator("input.media-slider")
+    slider.evaluate("(s) => { s.value = '290'; s.dispatchEvent(new Event('input', {bubbles: true})); }")
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('section.media-card[data-tag="weights"] .media-panel')]
+                 .every((p) => p.dataset.step === "300")""", timeout=30_000)
+    query = parse_qs(urlsplit(page.url).query)
+    assert query["step"] == ["290"]
+    screenshot(page, "stellar-media-compare")
+
+
+def test_every_image_of_a_step_and_a_text_table_of_tf_summary(page: Page, media_portal):
+    server, (_run, _other, tf_run) = media_portal
+    open_ready(page, f"{server.base_url}/stellar?target={tf_run}&step=100&token={server.token}")
+    page.wait_for_selector("#stellar-media[data-state=ready]", timeout=30_000)
+    wait_card(page, "images", "inputs")
+    assert card(page, "images", "inputs").locator("img.media-thumb").count() == 3  # every image of the event
+    assert card(page, "images", "inputs").locator(".media-panel").get_attribute("data-step") == "100"
+    wait_card(page, "text", "table")
+    table = card(page, "text", "table").locator("table.media-text-table")
+    assert table.locator("tr").evaluate_all("(rows) => rows.map((r) => r.innerText.split(/\\s+/))") == [
+        ["a", "b"], ["ç", "100"]]
+    wait_card(page, "text", "cube")
+    assert card(page, "text", "cube").locator("th").all_inner_texts() == ["[0, 0]", "[0, 1]", "[1, 0]", "[1, 1]"]
