@@ -3,7 +3,8 @@ image and text cards drawn from a store that ``taunotebook import`` made of tens
 (``add_histogram``, ``add_image(s)``, ``add_text``), and the one step cursor that moves every card.
 
 A third run, ``gamma``, is what ``tf.summary`` writes (TensorBoard's own writer): three images per event and text
-tensors of rank 0 to 3. The runs log at steps 0, 100, 200 and 300, so a typed 234 shows step 200, labelled as the nearest to 234.
+tensors of rank 0 to 3. The runs log at steps 0, 100, 200 and 300, so a typed 234 shows step 200, labelled as the
+nearest to 234.
 """
 
 from __future__ import annotations
@@ -46,6 +47,15 @@ def wait_card(page: Page, kind: str, tag: str, *, state: str = "ready") -> None:
     page.wait_for_selector(f'section.media-card[data-card="{kind}/{tag}"][data-state="{state}"]', timeout=30_000)
 
 
+def wait_step(page: Page, tag: str, step: int) -> None:
+    """Until every panel of the card of ``tag`` shows ``step``."""
+    page.wait_for_function(
+        """([tag, step]) => {
+            const panels = [...document.querySelectorAll(`section.media-card[data-tag="${tag}"] .media-panel`)];
+            return panels.length > 0 && panels.every((p) => p.dataset.step === step);
+        }""", arg=[tag, str(step)], timeout=30_000)
+
+
 def test_the_run_page_draws_distribution_bands_and_images_and_a_typed_step_moves_them(page: Page, media_portal):
     server, (run, _other, _tf) = media_portal
     open_ready(page, f"{server.base_url}/stellar?target={run}&token={server.token}")
@@ -76,9 +86,7 @@ def test_the_run_page_draws_distribution_bands_and_images_and_a_typed_step_moves
     page.locator("#stellar-media-step").press("Enter")
     wait_card(page, "images", "sample")
     sample = card(page, "images", "sample")
-    page.wait_for_function(
-        """() => document.querySelector('section.media-card[data-tag="sample"] .media-panel')?.dataset.step === "200" """,
-        timeout=30_000)
+    wait_step(page, "sample", 200)
     assert sample.locator(".media-step").inner_text() == "step 200 (nearest to 234)"
     thumb = sample.locator("img.media-thumb")
     assert thumb.count() == 1
@@ -90,14 +98,10 @@ def test_the_run_page_draws_distribution_bands_and_images_and_a_typed_step_moves
     page.wait_for_function("() => new URLSearchParams(location.search).get('step') === '234'", timeout=10_000)
     # tensorboardX's add_images logs its batch as one grid: one image at that step.
     wait_card(page, "images", "batch")
-    page.wait_for_function(
-        """() => document.querySelector('section.media-card[data-tag="batch"] .media-panel')?.dataset.step === "200" """,
-        timeout=30_000)
+    wait_step(page, "batch", 200)
     assert card(page, "images", "batch").locator("img.media-thumb").count() == 1
     # The histogram card followed the cursor too.
-    page.wait_for_function(
-        """() => document.querySelector('section.media-card[data-tag="weights"] .media-panel')?.dataset.step === "200" """,
-        timeout=30_000)
+    wait_step(page, "weights", 200)
     # The text at that step, as text.
     wait_card(page, "text", "note/text_summary")
     assert "step **200**" in card(page, "text", "note/text_summary").locator(".media-body").inner_text()
@@ -125,16 +129,15 @@ def test_a_click_on_the_loss_curve_moves_the_cards_and_the_search_filters_tags(p
             const rect = gd.getBoundingClientRect();
             const i = gd.data.findIndex((t) => t.meta && t.meta.role === "raw");
             const k = Array.from(gd.data[i].customdata).indexOf(100);
-            return {x: rect.left + xa._offset + xa.l2p(gd.data[i].x[k]), y: rect.top + ya._offset + ya.l2p(gd.data[i].y[k])};
+            return {x: rect.left + xa._offset + xa.l2p(gd.data[i].x[k]),
+                    y: rect.top + ya._offset + ya.l2p(gd.data[i].y[k])};
         }""")
     page.mouse.move(point["x"], point["y"], steps=4)
     page.mouse.click(point["x"], point["y"])
     page.wait_for_function("() => window.__stellar.step === 100", timeout=10_000)
     assert page.locator("#stellar-media-step").input_value() == "100"
     card(page, "images", "sample").scroll_into_view_if_needed()
-    page.wait_for_function(
-        """() => document.querySelector('section.media-card[data-tag="sample"] .media-panel')?.dataset.step === "100" """,
-        timeout=30_000)
+    wait_step(page, "sample", 100)
     assert card(page, "images", "sample").locator(".media-step").inner_text() == "step 100"
 
     # The page's search filters the media tags as it filters metrics.
@@ -151,7 +154,8 @@ def test_the_compare_page_shows_both_runs_side_by_side_at_the_shared_step(page: 
     assert page.locator("#stellar-media-step").input_value() == "120"
     wait_card(page, "images", "sample")
     panels = card(page, "images", "sample").locator(".media-panel")
-    assert panels.evaluate_all("(ps) => ps.map((p) => [p.dataset.run, p.dataset.step])") == [[run, "100"], [other, "100"]]
+    shown = panels.evaluate_all("(ps) => ps.map((p) => [p.dataset.run, p.dataset.step])")
+    assert shown == [[run, "100"], [other, "100"]]
     assert card(page, "images", "sample").locator(".media-step").all_inner_texts() == ["step 100 (nearest to 120)"] * 2
     # Each run's own image: the two runs logged different pictures.
     srcs = card(page, "images", "sample").locator("img.media-thumb").evaluate_all("(imgs) => imgs.map((i) => i.src)")
@@ -164,9 +168,7 @@ def test_the_compare_page_shows_both_runs_side_by_side_at_the_shared_step(page: 
     # Moving one card's slider moves every card of both runs, and the address.
     slider = card(page, "images", "sample").locator("input.media-slider")
     slider.evaluate("(s) => { s.value = '290'; s.dispatchEvent(new Event('input', {bubbles: true})); }")
-    page.wait_for_function(
-        """() => [...document.querySelectorAll('section.media-card[data-tag="weights"] .media-panel')]
-                 .every((p) => p.dataset.step === "300")""", timeout=30_000)
+    wait_step(page, "weights", 300)
     query = parse_qs(urlsplit(page.url).query)
     assert query["step"] == ["290"]
     screenshot(page, "stellar-media-compare")
