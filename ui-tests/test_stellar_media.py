@@ -119,6 +119,8 @@ def test_a_click_on_the_loss_curve_moves_the_cards_and_the_search_filters_tags(p
     open_ready(page, f"{server.base_url}/stellar?target={run}&token={server.token}")
     page.wait_for_selector("#stellar-media[data-state=ready]", timeout=30_000)
     wait_card(page, "images", "sample")
+    # Everything above the chart drawn (the run card's job lines come last), so the chart stays where it is.
+    page.wait_for_selector("#stellar[data-job=loaded][data-annotations=loaded]", timeout=30_000)
     chart = page.locator('section.stellar-chart[data-metric="loss"]')
     chart.scroll_into_view_if_needed()
     page.wait_for_selector('section.stellar-chart[data-metric="loss"][data-state="ready"]', timeout=30_000)
@@ -132,7 +134,10 @@ def test_a_click_on_the_loss_curve_moves_the_cards_and_the_search_filters_tags(p
             return {x: rect.left + xa._offset + xa.l2p(gd.data[i].x[k]),
                     y: rect.top + ya._offset + ya.l2p(gd.data[i].y[k])};
         }""")
-    page.mouse.move(point["x"], point["y"], steps=4)
+    page.mouse.move(point["x"] - 20, point["y"] - 20)
+    page.mouse.move(point["x"], point["y"], steps=5)
+    # plotly's click is of the point hovered: wait until the hover label says step 100.
+    chart.locator(".hoverlayer .hovertext").filter(has_text="step 100").wait_for(timeout=10_000)
     page.mouse.click(point["x"], point["y"])
     page.wait_for_function("() => window.__stellar.step === 100", timeout=10_000)
     assert page.locator("#stellar-media-step").input_value() == "100"
@@ -187,3 +192,11 @@ def test_every_image_of_a_step_and_a_text_table_of_tf_summary(page: Page, media_
         ["a", "b"], ["ç", "100"]]
     wait_card(page, "text", "cube")
     assert card(page, "text", "cube").locator("th").all_inner_texts() == ["[0, 0]", "[0, 1]", "[1, 0]", "[1, 1]"]
+
+
+def test_a_run_without_media_shows_no_media_section(page: Page, portal_server):
+    open_ready(page, f"{portal_server.base_url}/stellar?target=run-a&token={portal_server.token}")
+    page.wait_for_selector("#stellar[data-media]", state="attached", timeout=30_000)
+    assert page.locator("#stellar").get_attribute("data-media") == "none"
+    assert page.locator("#stellar-media").is_hidden()
+    assert page.locator("#stellar-media .media-slot, #stellar-media .media-card").count() == 0

@@ -205,6 +205,12 @@ export class MediaSection {
       this.stepInput.setAttribute("aria-invalid", "false");
     }
     if (source === "initial") return; // cards created from now on read the cursor themselves
-    for (const entry of this.cards.values()) if (entry.card) entry.card.show(step);
+    // A slider dragged moves the cursor many times a frame: the cards read the last step of each frame.
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      const at = this.cursor.get();
+      for (const entry of this.cards.values()) if (entry.card) entry.card.show(at);
+    });
   }
 }
