@@ -80,6 +80,16 @@ def test_the_run_page_draws_distribution_bands_and_images_and_a_typed_step_moves
     assert card(page, "histograms", "weights").locator(".media-plot .scatterlayer .trace .fills path").count() >= 4
     assert card(page, "histograms", "weights").locator(".media-overlay").get_attribute("data-traces") == "1"
     assert card(page, "histograms", "weights").locator(".media-step").inner_text() == "step 300"
+    # The same tag as a steps × values heat map, its buckets read when first shown.
+    card(page, "histograms", "ints").locator("select.media-view").select_option("heatmap")
+    wait_card(page, "histograms", "ints")
+    heat = page.evaluate(
+        """() => {
+            const gd = document.querySelector('section.media-card[data-tag="ints"] .media-plot');
+            return gd.data.map((t) => ({type: t.type, rows: t.z.length, bins: t.z[0].length}));
+        }""")
+    assert heat == [{"type": "heatmap", "rows": len(STEPS), "bins": 64}]
+    assert card(page, "histograms", "ints").locator(".media-plot .heatmaplayer image").count() == 1
 
     # Typing a step moves the image card to the nearest stored step, labelled, and the address keeps the step.
     page.locator("#stellar-media-step").fill("234")

@@ -173,7 +173,7 @@ export class MediaSection {
     if (kind === "histograms") {
       const Plotly = await plotlyWithHeatmap();
       card = createHistogramCard({ tag, runs, Plotly, onStep: (step) => this.cursor.set(step, "plot"),
-        fetchSeries: (runId) => read(runId, "histograms", {}),
+        fetchSeries: (runId, { buckets }) => read(runId, "histograms", buckets ? {} : { buckets: "false" }),
         readRange: (runId, query) => read(runId, "histograms", query) });
     } else if (kind === "images") {
       card = createImageCard({ tag, runs, range, onStep, fetchImages: (runId, step) => read(runId, "images", { step }),
