@@ -81,3 +81,15 @@ def test_the_kusto_listing_links_and_compares_with_the_source(page: Page, kusto_
     assert page.locator('section.stellar-chart[data-metric="train/loss"]').get_attribute("data-traces") == "2"
     assert set(_sources(page)) == {"kusto"}
     screenshot(page, "kusto-listing")
+
+
+def test_a_kusto_run_page_says_in_words_where_its_media_live(page: Page, kusto_portal: str):
+    open_ready(page, f"{kusto_portal}/stellar?target=seed-1&source=kusto&compare=seed-3&token={TOKEN}")
+    page.wait_for_selector("#stellar[data-media]", state="attached", timeout=30_000)
+    notes = page.locator("#stellar-media .media-unavailable")
+    assert notes.count() == 2  # one per compared run
+    assert "live with the run's store" in notes.first.inner_text()
+    assert notes.first.inner_text().startswith("seed-1: ")
+    # No tags: no cards and no step box.
+    assert page.locator("#stellar-media .media-card, #stellar-media .media-slot, #stellar-media-step").count() == 0
+    assert page.console_errors == []
