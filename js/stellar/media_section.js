@@ -52,6 +52,8 @@ export class MediaSection {
         if (err.status !== 404) failures.push(explain(err, `The media of ${runId} could not be listed`));
       }
     }));
+    // In the page's order of runs, whichever answered first.
+    unavailable.sort((a, b) => this.runIds.indexOf(a[0]) - this.runIds.indexOf(b[0]));
     const any = [...this.tagsByRun.values()].some((tags) => tags.length);
     if (!any && !unavailable.length && !failures.length) return false; // a run without media: no empty section
     this.draw(unavailable, failures, any);
