@@ -1,4 +1,4 @@
-"""Media reads through the real Portal over HTTP: a full-range distribution view and images at random steps (not a test).
+"""Media reads through the real Portal over HTTP: a full-range distribution view, images at random steps (not a test).
 
 Issue 29 §8. Over the store ``bench/media_import.py`` builds (``--store``, or built here at ``--scale``), a Portal
 subprocess (``python -m taunotebook portal``, as ``bench_portal.py`` starts it) answers:
