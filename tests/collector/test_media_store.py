@@ -24,7 +24,7 @@ from tau_collector.expstore.read import media_reads
 from tau_collector.expstore.store import ExpStore
 from tau_collector.expstore.write.artifacts import local_path_of
 from tau_collector.expstore.write.media import write_media
-from tau_collector.sinks.base import Sink
+from tau_collector.sinks.base import RunIdentity, Sink
 from tau_collector.sources.logdir import discover_runs
 from tau_collector.sources.media import MEDIA_KINDS, HistogramRecord, MediaRequest, TextRecord
 from tau_collector.sources.tensorboard_run import read_run
@@ -197,8 +197,12 @@ def test_a_media_spool_record_round_trips_and_a_damaged_one_is_refused(tmp_path)
     chunk = decode_media_chunk(b"".join(pieces), "rec")
     assert chunk.key == key and chunk.run_id == "run" and chunk.source == "/x/events"
     assert chunk.records[0].buckets.tolist() == [[0.0, 1.0, 4.0]] and chunk.records[1].text == ("a", "ü")
+    assert chunk.identity is None  # a record written without the run's identity (as before it was carried)
     with pytest.raises(SpoolError, match="rec"):
         decode_media_chunk(b"".join(pieces)[:-3], "rec")
+    identity = RunIdentity("p", "e", "g", (("tau.workspace", "w"),))
+    key, pieces = encode_media_chunk("run", "/x/events", records, identity)
+    assert decode_media_chunk(b"".join(pieces), "rec").identity == identity
 
 
 def test_a_sink_of_metric_events_ignores_media():

@@ -317,6 +317,39 @@ def test_a_source_without_media_says_so(served):
         assert "live with the run's store" in orjson.loads(response.body)["error"]["message"]
 
 
+def _rfc3339(seconds: float) -> str:
+    from tau_collector.taugrid.gojson import format_time
+
+    return format_time(round(seconds * 1e6) * 1000)  # microseconds, as the store keeps times
+
+
+def test_a_run_that_logs_only_media_is_listed_and_its_media_answer(tmp_path):
+    """A job logging only histograms and images (no scalar): the import registers the run as points would."""
+    from tensorboardX import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path / "logs" / "media_only"), max_queue=1000, flush_secs=3600)
+    for step in (0, 5, 9):
+        writer.add_histogram("weights", np.arange(50.0) + step, step, walltime=MEDIA_T0 + step)
+        writer.add_image("sample", pictures(1, 8, 8, seed=step)[0], step, walltime=MEDIA_T0 + step,
+                         dataformats="HWC")
+    writer.close()
+    summary = import_paths([str(tmp_path / "logs")], tmp_path / "store", project="p", experiment="e", group="g",
+                           clustering="off")
+    assert summary.run_ids == ["media_only"] and summary.metrics == 0
+    with serve(tmp_path / "store") as server, httpx.Client(base_url=f"http://127.0.0.1:{server.port}",
+                                                           headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        run = _get(client, "/runs/media_only")["run"]
+        assert (run["project"], run["experiment_id"], run["run_group_id"]) == ("p", "e", "g")
+        assert (run["state"], run["tags"], run["metric_names"]) == ("completed", {"import.kind": "tensorboard"}, [])
+        assert (run["started_at"], run["completed_at"]) == (_rfc3339(MEDIA_T0), _rfc3339(MEDIA_T0 + 9))  # its media's
+        listed = _get(client, "/experiments/e/runs")
+        assert [r["run_id"] for r in listed["runs"]] == ["media_only"]
+        media = _get(client, "/runs/media_only/media")
+        assert {(t["kind"], t["tag"], t["count"], t["step_min"], t["step_max"]) for t in media["tags"]} == {
+            ("histograms", "weights", 3, 0, 9), ("images", "sample", 3, 0, 9)}
+        assert _get(client, "/runs/media_only/histograms", tag="weights")["steps"] == [0, 5, 9]
+
+
 def test_the_routes_are_in_the_openapi_document(served):
     client, _, _ = served
     paths = client.get("/openapi.json").json()["paths"]

@@ -39,7 +39,7 @@ from tau_collector.expstore.write.source_files import TENSORBOARD, keep_source_f
 from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.pipeline import Pipeline, ProjectedBatch
 from tau_collector.projection.projector import ProjectionConfig
-from tau_collector.sinks.base import Chunk, MediaChunk
+from tau_collector.sinks.base import Chunk, MediaChunk, RunIdentity
 from tau_collector.sinks.expstore import ExpstoreSink
 from tau_collector.sources.base import Batch, Position, Source, SourceInput
 from tau_collector.sources.records import ProblemKind, SourceProblem
@@ -156,6 +156,7 @@ class StoreImport:
         self.experiment = experiment or self.group
         self.summary = ImportSummary()
         self._with_media: set[str] = set()
+        self._media_newest: dict[str, float] = {}  # run -> its newest media wall time (s): a media-only run ends there
         self._on_bytes = on_bytes or (lambda n: None)
 
     def close(self) -> None:
@@ -205,17 +206,19 @@ class StoreImport:
         if problems:
             self.sink.report(run.run_id, problems)
             self.summary.problems.extend(str(p) for p in problems)
-        if metrics:
-            self._to_cluster.append(run.run_id)
+        if metrics or run.run_id in self._with_media:
             self.summary.runs += 1
             self.summary.run_ids.append(run.run_id)
             self.summary.metrics += len(metrics)
+        if metrics:
+            self._to_cluster.append(run.run_id)
             # The run's history is all written: its files are rewritten by metric (a wide run's metric is
             # then read from one file, not from every batch's), here or by the child :meth:`close` starts.
             if self.clustering == "wait":
                 cluster_quietly(self.sink.store, run.run_id)
+        if metrics or run.run_id in self._with_media:
             # Imported history has ended: the Portal and panes show it done, not running forever.
-            self.keys.mark_completed(run.run_id)
+            self.keys.mark_completed(run.run_id, self._media_newest.get(run.run_id))
         if key is not None and not any(p.kind == ProblemKind.UNREADABLE for p in problems):
             # Everything these bytes hold is in the store now: the next import of them reads nothing.
             self.keys.record_key(key, command="taunotebook import", target_type="import_source",
@@ -328,9 +331,14 @@ class StoreImport:
             self.summary.corrupt_files += 1
         if batch.media:  # never MetricEvents: stored beside the points, under a key that is their content
             key, _ = encode_media_chunk(pipeline.config.run_id, batch.input.path, batch.media)
-            self.sink.deliver_media(MediaChunk(key, pipeline.config.run_id, batch.input.path, tuple(batch.media)))
+            config = pipeline.config
+            where = RunIdentity(config.project, config.experiment_id, config.run_group_id,
+                                tuple(sorted(config.tags.items())))
+            self.sink.deliver_media(MediaChunk(key, config.run_id, batch.input.path, tuple(batch.media), where))
             self.summary.media += len(batch.media)
-            self._with_media.add(pipeline.config.run_id)
+            self._with_media.add(config.run_id)
+            newest = max(r.wall_time for r in batch.media)
+            self._media_newest[config.run_id] = max(newest, self._media_newest.get(config.run_id, newest))
         if batch.rows or (batch.columns is not None and len(batch.columns)):
             projected = pipeline.project(source, batch)
             problems.extend(projected.rejected)

@@ -58,7 +58,7 @@ from tau_collector.collect.watcher import ChangeWatcher
 from tau_collector.projection.metric_event import MetricEvent, new_metric_event
 from tau_collector.projection.pipeline import Pipeline, ProjectedBatch, merge_points
 from tau_collector.projection.projector import source_file, source_line
-from tau_collector.sinks.base import Chunk, MediaChunk, RunConfigConflict, RunFile
+from tau_collector.sinks.base import Chunk, MediaChunk, RunConfigConflict, RunFile, RunIdentity
 from tau_collector.sources.base import Batch, Position, Source, SourceInput
 from tau_collector.sources.jsonl import HistoryPathError, complete_lines
 from tau_collector.sources.records import ProblemKind, SourceProblem
@@ -106,6 +106,9 @@ class Collector:
         self.tags = run_tags(options)
         self.config_identity = config_identity(options, self.tags)
         self.source_store_id = source_store_id(options, self.tags)
+        # Carried with the media, so a run that logs only histograms/images/text is listed like one with points.
+        self.identity = RunIdentity(options.project, options.experiment, options.group,
+                                    tuple(sorted(self.tags.items())))
         self.spool = Spool(options.out)
         self.columns = spools_columns(options)
         self.result = CollectorResult()
@@ -479,7 +482,7 @@ class Collector:
             batch = part.projected.batch
             if batch.media:  # histograms, images, text: spooled and delivered before the checkpoint passes them
                 media_path, media_chunk = write_media_record(self.options.out, self.options.run, batch.input.path,
-                                                             batch.media)
+                                                             batch.media, self.identity)
                 self._deliver_media(media_chunk)
                 media_paths.append(media_path)
                 self.result.media += len(batch.media)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from tau_collector.sources.media import MediaRecord
     from tau_collector.taugrid.run_config import RunConfig
 
-__all__ = ["Chunk", "MediaChunk", "RunConfigConflict", "RunFile", "Sink", "SinkError"]
+__all__ = ["Chunk", "MediaChunk", "RunConfigConflict", "RunFile", "RunIdentity", "Sink", "SinkError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,17 +48,30 @@ class Chunk:
 
 
 @dataclass(frozen=True, slots=True)
+class RunIdentity:
+    """Where a run belongs, as its source knows it: what a store needs to list a run that has only media."""
+
+    project: str
+    experiment_id: str
+    run_group_id: str
+    tags: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class MediaChunk:
     """The histograms, images and text of one spooled chunk, for sinks that keep them (never MetricEvents).
 
     ``key`` is the spool record's digest; ``source`` the file they were read from. Delivering it again (a
-    replay after a crash, a re-read of the same frames) changes nothing a reader sees.
+    replay after a crash, a re-read of the same frames) changes nothing a reader sees. ``identity``: the
+    run's project, experiment and group, so a run that logs only media is listed; None in a record spooled
+    before it was carried (the run row is then left to the run's points).
     """
 
     key: str
     run_id: str
     source: str
     records: tuple[MediaRecord, ...]
+    identity: RunIdentity | None = None
 
 
 @dataclass(frozen=True, slots=True)

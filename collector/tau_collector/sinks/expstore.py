@@ -169,7 +169,7 @@ class ExpstoreSink(Sink):
         from tau_collector.expstore.write.media import write_media
 
         try:
-            write_media(self._store, chunk.key, chunk.run_id, chunk.source, chunk.records)
+            write_media(self._store, chunk.key, chunk.run_id, chunk.source, chunk.records, chunk.identity)
         except (OSError, sqlite3.OperationalError) as exc:
             permanent = self._permanent(exc)
             raise SinkError(permanent or f"expstore {self._store.root}: media of {chunk.source}: {exc}",

@@ -9,9 +9,10 @@ twice: the store keeps each value under its identity (run, tag, step, image rank
 name their frame), so a replay, or frames read again from an older checkpoint, add nothing new.
 
 File layout: ``tau-collector.media_chunk.v1\\n``, the header's length (8 bytes, little-endian), the header
-(JSON: run, source file, and each record's fields with the lengths of its binary parts), then the binary
-parts in order (a histogram's buckets as float64 ``[k, 3]``, each encoded image). Every length is checked
-against the file's size before anything is allocated.
+(JSON: run, source file, the run's identity when known, and each record's fields with the lengths of its binary
+parts), then the binary parts in order (a histogram's buckets as float64 ``[k, 3]``, each encoded image). Every
+length is checked against the file's size before anything is allocated. A record without the identity (written
+before it was carried) is read as before: its chunk's ``identity`` is None.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 import orjson
 
-from tau_collector.sinks.base import MediaChunk
+from tau_collector.sinks.base import MediaChunk, RunIdentity
 from tau_collector.sources.media import HistogramRecord, ImageRecord, MediaRecord, TextRecord
 from tau_collector.spool.checkpoint import SpoolError
 from tau_collector.spool.durable import remove_durable, write_file_atomic
@@ -53,15 +54,32 @@ def _describe(record: MediaRecord) -> tuple[dict, list[bytes]]:
     return doc, []
 
 
-def encode_media_chunk(run_id: str, source: str, records: list[MediaRecord]) -> tuple[str, list[bytes]]:
-    """(the record's digest, its bytes in pieces)."""
+def _identity_doc(identity: RunIdentity) -> dict:
+    return {"project": identity.project, "experiment_id": identity.experiment_id,
+            "run_group_id": identity.run_group_id, "tags": [list(pair) for pair in identity.tags]}
+
+
+def _identity(doc) -> RunIdentity | None:
+    """The header's identity; None in a record written before it was carried."""
+    if doc is None:
+        return None
+    return RunIdentity(str(doc["project"]), str(doc["experiment_id"]), str(doc["run_group_id"]),
+                       tuple((str(k), str(v)) for k, v in doc.get("tags", ())))
+
+
+def encode_media_chunk(run_id: str, source: str, records: list[MediaRecord],
+                       identity: RunIdentity | None = None) -> tuple[str, list[bytes]]:
+    """(the record's digest, its bytes in pieces); ``identity`` is kept in the header when given."""
     docs, blobs = [], []
     for record in records:
         doc, parts = _describe(record)
         doc["parts"] = [len(p) for p in parts]
         docs.append(doc)
         blobs += parts
-    header = orjson.dumps({"run_id": run_id, "source": source, "records": docs})
+    head = {"run_id": run_id, "source": source, "records": docs}
+    if identity is not None:
+        head["identity"] = _identity_doc(identity)
+    header = orjson.dumps(head)
     pieces = [MEDIA_CHUNK_SCHEMA, len(header).to_bytes(_HEADER_BYTES, "little"), header, *blobs]
     digest = hashlib.sha256()
     for piece in pieces:
@@ -100,18 +118,20 @@ def decode_media_chunk(raw: bytes, where: str) -> MediaChunk:
                                           doc["offset"]))
             else:
                 raise ValueError(f"unknown kind {doc['kind']!r}")
+        identity = _identity(header.get("identity"))
     except (ValueError, KeyError, TypeError) as exc:
         raise SpoolError(f"media spool record {where} is malformed: {exc}") from None
     digest = hashlib.sha256(raw).hexdigest()
-    return MediaChunk(digest, header["run_id"], header["source"], tuple(records))
+    return MediaChunk(digest, header["run_id"], header["source"], tuple(records), identity)
 
 
-def write_media_record(out: str, run_id: str, source: str, records: list[MediaRecord]) -> tuple[str, MediaChunk]:
+def write_media_record(out: str, run_id: str, source: str, records: list[MediaRecord],
+                       identity: RunIdentity | None = None) -> tuple[str, MediaChunk]:
     """Spool ``records`` (atomic, fsynced); returns the record's path and the chunk to deliver."""
-    digest, pieces = encode_media_chunk(run_id, source, records)
+    digest, pieces = encode_media_chunk(run_id, source, records, identity)
     path = os.path.join(out, MEDIA_DIR, digest + ".media")
     write_file_atomic(path, pieces)
-    return path, MediaChunk(digest, run_id, source, tuple(records))
+    return path, MediaChunk(digest, run_id, source, tuple(records), identity)
 
 
 def replay_media(out: str, deliver: Callable[[MediaChunk], None]) -> int:

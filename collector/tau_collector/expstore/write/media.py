@@ -12,6 +12,7 @@ by a file id derived from the delivery key and the tag, so a delivery made again
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sqlite3
 from collections import defaultdict
@@ -22,7 +23,10 @@ import orjson
 from tau_collector.expstore.format.media_files import histogram_file_bytes, media_file_path, text_file_bytes
 from tau_collector.expstore.store import ExpStore, utc_now_rfc3339
 from tau_collector.expstore.write.artifacts import ARTIFACT_COLUMNS, record_artifacts, store_artifact_bytes
+from tau_collector.expstore.write.listing import refresh_runs
+from tau_collector.expstore.write.writer import register_run
 from tau_collector.reads.rows import ArtifactRow
+from tau_collector.sinks.base import RunIdentity
 from tau_collector.sources.media import HistogramRecord, ImageRecord, MediaRecord
 
 __all__ = ["IMAGE_TYPE", "image_artifact_id", "image_rows_at", "image_steps_around", "image_tag_rows",
@@ -41,8 +45,14 @@ def _source(path: str, record: MediaRecord) -> str:
     return f"{os.path.basename(path)}@{record.offset}#{record.name}"
 
 
-def write_media(store: ExpStore, key: str, run_id: str, source: str, records: tuple[MediaRecord, ...] | list) -> int:
-    """Store ``records`` read from ``source`` for ``run_id`` under delivery ``key``; returns the values written."""
+def write_media(store: ExpStore, key: str, run_id: str, source: str, records: tuple[MediaRecord, ...] | list,
+                identity: RunIdentity | None = None) -> int:
+    """Store ``records`` read from ``source`` for ``run_id`` under delivery ``key``; returns the values written.
+
+    With the run's ``identity`` the run is registered as points register it (:func:`.writer.register_run`:
+    its row, experiment, group, tags, start at its earliest value, listings), so a run that logs only media is
+    listed; a run already in another project/experiment/group keeps its row (its points decide where it is).
+    """
     images: list[ArtifactRow] = []
     tables: dict[tuple[str, str], list[MediaRecord]] = defaultdict(list)
     now = utc_now_rfc3339()
@@ -74,13 +84,27 @@ def write_media(store: ExpStore, key: str, run_id: str, source: str, records: tu
         rel = media_file_path(run_id, kind, tag, file_id)
         store.publish_file(rel, lambda tmp, data=data: tmp.write_bytes(data))
         rows.append((file_id, run_id, kind, tag, rel, len(group), int(step.min()), int(step.max()), now))
-    if rows:
+    if rows or (identity is not None and records):
         with store.write_transaction() as tx:
+            if identity is not None and records:
+                _register(tx, run_id, identity, min(r.wall_time for r in records), now)
             tx.executemany("INSERT OR IGNORE INTO media_files(file_id, run_id, kind, tag, path, row_count, step_min, "
                            "step_max, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     record_artifacts(store, images)
     return len(images) + sum(len(g) for g in tables.values())
 
+
+
+def _register(tx, run_id: str, identity: RunIdentity, first_wall: float, now: str) -> None:
+    first_ns = round(first_wall * 1e6) * 1000 if math.isfinite(first_wall) and first_wall > 0 else None
+    if register_run(tx, run_id, identity.project, identity.experiment_id, identity.run_group_id, first_ns,
+                    now) is not None:
+        return
+    if identity.tags:
+        tx.executemany("INSERT INTO tags(scope_type, scope_id, key, value) VALUES ('run', ?, ?, ?) "
+                       "ON CONFLICT(scope_type, scope_id, key) DO UPDATE SET value = excluded.value",
+                       [(run_id, k, v) for k, v in sorted(identity.tags)])
+    refresh_runs(tx, [run_id])
 
 
 # -- the index's answers, for the read layer (which runs no SQL of its own) -----------------------------------

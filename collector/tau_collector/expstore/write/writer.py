@@ -42,6 +42,7 @@ __all__ = [
     "ConfigConflictError",
     "IdempotencyConflictError",
     "MetricWriter",
+    "register_run",
     "RunColumns",
     "WriteResult",
     "metric_file_path",
@@ -246,12 +247,16 @@ class MetricWriter:
         """
         return put_run_config(self.store, run_id, config)
 
-    def mark_completed(self, run_id: str) -> None:
+    def mark_completed(self, run_id: str, media_newest: float | None = None) -> None:
         """A run whose whole history was written at once (an import): state ``completed``, completed at
-        its newest point. A state set by a ``tau/run_status`` row (succeeded/failed/cancelled) stays."""
+        its newest point (or ``media_newest``, seconds, its newest histogram/image/text, when later or the
+        only one). A state set by a ``tau/run_status`` row (succeeded/failed/cancelled) stays."""
         with self.store.write_transaction() as tx:
             newest = tx.execute("SELECT max(latest_wall_time) FROM metric_summaries WHERE run_id = ?",
                                 (run_id,)).fetchone()[0]
+            if media_newest is not None and math.isfinite(media_newest) and media_newest > 0:
+                media_us = round(media_newest * 1e6)
+                newest = media_us if newest is None else max(newest, media_us)
             completed = _time_text(newest * 1000) if newest is not None else utc_now_rfc3339()
             tx.execute("UPDATE runs SET state = ?, completed_at = ? WHERE run_id = ? AND state IN (?, ?)",
                        (RUN_STATE_COMPLETED, completed, run_id, RUN_STATE_RUNNING, RUN_STATE_COMPLETED))
@@ -349,42 +354,13 @@ class MetricWriter:
     # -- index ----------------------------------------------------------------------------
 
     def _register(self, tx, rf: _RunFile, now: str) -> None:
-        tx.execute(
-            "INSERT INTO experiments(experiment_id, project, name, description, source, created_at, "
-            "updated_at) "
-            "VALUES (?, ?, ?, NULL, ?, ?, ?) "
-            "ON CONFLICT(experiment_id) DO UPDATE SET updated_at = excluded.updated_at",
-            (rf.experiment_id, rf.project, rf.experiment_id, EXPERIMENT_SOURCE, now, now),
-        )
-        tx.execute(
-            "INSERT INTO run_groups(run_group_id, project, name, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT(run_group_id) DO UPDATE SET updated_at = excluded.updated_at",
-            (rf.run_group_id, rf.project, rf.run_group_id, now, now),
-        )
-        started = _time_text(rf.first_wall_ns) if rf.first_wall_ns else None
-        existing = tx.execute(
-            "SELECT project, experiment_id, run_group_id, started_at FROM runs WHERE run_id = ?",
-            (rf.run_id,),
-        ).fetchone()
-        if existing is None:
-            tx.execute(
-                "INSERT INTO runs(run_id, project, experiment_id, run_group_id, state, created_at, "
-                "started_at, config_hash, index_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (rf.run_id, rf.project, rf.experiment_id, rf.run_group_id, RUN_STATE_RUNNING, now, started,
-                 run_config_hash(tx, rf.run_id), schema.SCHEMA_VERSION),
+        other = register_run(tx, rf.run_id, rf.project, rf.experiment_id, rf.run_group_id, rf.first_wall_ns, now)
+        if other is not None:
+            raise StoreError(
+                f"run {rf.run_id!r} already belongs to project {other[0]!r}, experiment "
+                f"{other[1]!r}, group {other[2]!r}; refusing metrics for project {rf.project!r}, "
+                f"experiment {rf.experiment_id!r}, group {rf.run_group_id!r}"
             )
-        else:
-            if tuple(existing[:3]) != (rf.project, rf.experiment_id, rf.run_group_id):
-                raise StoreError(
-                    f"run {rf.run_id!r} already belongs to project {existing[0]!r}, experiment "
-                    f"{existing[1]!r}, group {existing[2]!r}; refusing metrics for project {rf.project!r}, "
-                    f"experiment {rf.experiment_id!r}, group {rf.run_group_id!r}"
-                )
-            # RFC3339Nano UTC strings of equal form compare like the times they name... except when
-            # fraction lengths differ, so compare as times via their nanoseconds when both exist.
-            if started is not None and (existing[3] is None or rf.first_wall_ns < _parse_ns(existing[3])):
-                tx.execute("UPDATE runs SET started_at = ? WHERE run_id = ?", (started, rf.run_id))
         if rf.status is not None:
             state, completed_ns = rf.status
             tx.execute(
@@ -503,6 +479,47 @@ def _common_tags(tag_sets: list[dict[str, str]]) -> dict[str, str]:
             break
         common = {k: v for k, v in common.items() if tags.get(k) == v}
     return common
+
+
+def register_run(tx, run_id: str, project: str, experiment_id: str, run_group_id: str, first_wall_ns: int | None,
+                 now: str) -> tuple[str, str, str] | None:
+    """Create the run's row (``running``) with its experiment and group, or move its start earlier.
+
+    Returns the (project, experiment, group) the run already belongs to when they differ from these (nothing
+    is changed then); None otherwise. Shared by points and media (a run that logs only media is listed).
+    """
+    tx.execute(
+        "INSERT INTO experiments(experiment_id, project, name, description, source, created_at, "
+        "updated_at) "
+        "VALUES (?, ?, ?, NULL, ?, ?, ?) "
+        "ON CONFLICT(experiment_id) DO UPDATE SET updated_at = excluded.updated_at",
+        (experiment_id, project, experiment_id, EXPERIMENT_SOURCE, now, now),
+    )
+    tx.execute(
+        "INSERT INTO run_groups(run_group_id, project, name, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT(run_group_id) DO UPDATE SET updated_at = excluded.updated_at",
+        (run_group_id, project, run_group_id, now, now),
+    )
+    started = _time_text(first_wall_ns) if first_wall_ns else None
+    existing = tx.execute(
+        "SELECT project, experiment_id, run_group_id, started_at FROM runs WHERE run_id = ?", (run_id,),
+    ).fetchone()
+    if existing is None:
+        tx.execute(
+            "INSERT INTO runs(run_id, project, experiment_id, run_group_id, state, created_at, "
+            "started_at, config_hash, index_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, project, experiment_id, run_group_id, RUN_STATE_RUNNING, now, started,
+             run_config_hash(tx, run_id), schema.SCHEMA_VERSION),
+        )
+        return None
+    if tuple(existing[:3]) != (project, experiment_id, run_group_id):
+        return tuple(existing[:3])
+    # RFC3339Nano UTC strings of equal form compare like the times they name... except when
+    # fraction lengths differ, so compare as times via their nanoseconds when both exist.
+    if started is not None and (existing[3] is None or first_wall_ns < _parse_ns(existing[3])):
+        tx.execute("UPDATE runs SET started_at = ? WHERE run_id = ?", (started, run_id))
+    return None
 
 
 def _time_text(ns: int) -> str:
