@@ -278,10 +278,8 @@ class Collector:
                 self._drain_input(checkpoint, pipeline, source, source_input, final)
                 if known_input:
                     appended_cpu += time.process_time() - cpu
-        self._flush(checkpoint)
+        self._flush(checkpoint, fold=self._closed.ready())  # a fold joins the chunk's checkpoint write
         self._keep_files([(source, i) for source, found in inputs for i in found if i.path not in self._kept])
-        if self._closed.ready():
-            self._fold(checkpoint)
         if not self._config_settled:
             self._store_config()
         return appended_cpu, time.process_time() - drain_cpu
@@ -352,13 +350,17 @@ class Collector:
         return kept
 
     def _fold(self, checkpoint: Checkpoint) -> None:
-        """Fold the oldest closed, completely read history files into complete-through entries."""
+        """Fold the oldest closed, completely read history files into complete-through entries (a drain that
+        delivered nothing: otherwise the fold is saved with its last chunk's checkpoint, see :meth:`_flush`)."""
         following = checkpoint.copy()
         folded = self._closed.fold(following)
         if not folded:
             return
         following.save(self.spool.checkpoint_path)
         checkpoint.adopt(following)
+        self._forget(folded)
+
+    def _forget(self, folded: list[str]) -> None:
         for path in folded:
             self._fingerprints.forget(path)
             self._stopped.pop(path, None)
@@ -466,10 +468,13 @@ class Collector:
         if part.projected.batch.more:
             self._flush(checkpoint)
 
-    def _flush(self, checkpoint: Checkpoint) -> None:
-        """Spool, deliver and checkpoint the gathered batches as one chunk, in TauGrid's order."""
+    def _flush(self, checkpoint: Checkpoint, *, fold: bool = False) -> None:
+        """Spool, deliver and checkpoint the gathered batches as one chunk, in TauGrid's order. With ``fold``, the
+        closed files ready to be folded are folded in the same checkpoint write (one write and fsync, not two)."""
         parts, self._group = self._group, []
         if not parts:
+            if fold:
+                self._fold(checkpoint)
             return
         non_finite = [event for part in parts for event in part.projected.non_finite]
         nonfinite_path = None
@@ -513,10 +518,12 @@ class Collector:
                 path, part.file_id, end.offset, part.running.hexdigest(), old.sequence if old else 0,
                 old.chunk_digest if old else "", end.records, format_time(time.time_ns()),
             )
+        folded = self._closed.fold(following) if fold else []
         following.save(self.spool.checkpoint_path)
         checkpoint.adopt(following)
         for part in parts:
             self._fingerprints.advance(part.source_input.path, part.running)
+        self._forget(folded)
         if pending_path:
             remove_durable(pending_path)
             self.result.chunks += 1

@@ -32,20 +32,23 @@ def valid_digest(value: object) -> bool:
     return isinstance(value, str) and _DIGEST.match(value) is not None
 
 
-def _source_fragment(name: str, source: SourceCheckpoint, fragments: dict[str, tuple[tuple, bytes]]) -> bytes:
-    """Entry ``name``'s JSON, from ``fragments`` (one per name: its fields and bytes when last encoded) if unchanged."""
-    key = tuple(getattr(source, field_name) for field_name in source.__slots__)
+def _source_fragment(name: str, source: SourceCheckpoint, fragments: dict[str, tuple[SourceCheckpoint, bytes]]
+                     ) -> bytes:
+    """Entry ``name``'s JSON (key included), from ``fragments`` (one per name: the entry and its bytes when last
+    encoded) if the entry is the same object. Entries are immutable and a copy shares them: an entry is encoded
+    once, when it is made, not on every save."""
     cached = fragments.get(name)
-    if cached is not None and cached[0] == key:
+    if cached is not None and cached[0] is source:
         return cached[1]
-    fragment = marshal(source.to_go(), indent="  ", depth=2)
-    fragments[name] = (key, fragment)
+    fragment = b"\n    " + marshal(name) + b": " + marshal(source.to_go(), indent="  ", depth=2)
+    fragments[name] = (source, fragment)
     return fragment
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class SourceCheckpoint:
-    """How far one source file has been consumed (TauGrid's ``SourceCheckpoint``)."""
+    """How far one source file has been consumed (TauGrid's ``SourceCheckpoint``); immutable: a change is a new
+    entry, so checkpoints can share entries and their encoded bytes."""
 
     path: str
     file_id: str
@@ -78,7 +81,7 @@ class Checkpoint:
     # Each source entry's JSON as last encoded, by path (shared with copies): the checkpoint is rewritten
     # after every chunk and all but a few entries are unchanged. One per path, so it is as bounded as the
     # checkpoint; paths that left it (folded files) are dropped.
-    _fragments: dict[str, tuple[tuple, bytes]] = field(default_factory=dict, repr=False, compare=False)
+    _fragments: dict[str, tuple[SourceCheckpoint, bytes]] = field(default_factory=dict, repr=False, compare=False)
 
     def to_bytes(self) -> bytes:
         """MarshalIndent of TauGrid's checkpoint struct, spliced from per-source fragments."""
@@ -88,10 +91,8 @@ class Checkpoint:
             "next_sequence": self.next_sequence,
         }, indent="  ")[:-2]  # without the closing "\n}"
         if self.sources:
-            entries = b",".join(
-                b"\n    " + marshal(path) + b": " + _source_fragment(path, self.sources[path], self._fragments)
-                for path in sorted(self.sources)
-            )
+            fragments, sources_ = self._fragments, self.sources
+            entries = b",".join([_source_fragment(path, sources_[path], fragments) for path in sorted(sources_)])
             if len(self._fragments) > 2 * len(self.sources) + 64:
                 for gone in [path for path in self._fragments if path not in self.sources]:
                     del self._fragments[gone]
@@ -108,7 +109,7 @@ class Checkpoint:
         return Checkpoint(
             self.config_identity,
             self.next_sequence,
-            {path: SourceCheckpoint(**{k: getattr(s, k) for k in s.__slots__}) for path, s in self.sources.items()},
+            dict(self.sources),  # entries are immutable: shared
             dict(self.terminals),
             self.updated_at,
             self._fragments,
