@@ -64,9 +64,9 @@ def is_mark(key: str) -> bool:
 def marks(checkpoint: Checkpoint) -> dict[str, Mark]:
     """The checkpoint's complete-through entries by directory (there are few: one per directory)."""
     found: dict[str, Mark] = {}
-    for key, entry in checkpoint.sources.items():
-        if not is_mark(key):
-            continue
+    sources = checkpoint.sources
+    for key in [key for key in sources if key.startswith(COMPLETE_THROUGH_PREFIX)]:  # a scan in C: runs per drain
+        entry = sources[key]
         directory, name = os.path.split(key.removeprefix(COMPLETE_THROUGH_PREFIX))
         try:
             newest = parse_time(entry.updated_at)
