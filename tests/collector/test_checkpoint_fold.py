@@ -240,3 +240,31 @@ def test_kill_9_around_folds_loses_and_duplicates_nothing(tmp_path):
     events = sorted((name, step) for events in chunks.values() for name, step in events)
     assert events == [("loss", step) for step in range(3 * written)]
     assert len(checkpoint(tmp_path)["sources"]) <= 2 * KEEP + 1
+
+
+def test_a_catch_up_drain_over_many_closed_files_folds_as_it_goes(tmp_path):
+    """A restarted sidecar reading a backlog of closed files in one drain holds no entry per file: the checkpoint,
+    and what the collector keeps in memory per file, stay near ``2 * keep_entries`` entries all through the drain
+    (issue 30: the first one-pass collector over 5,000 files held one of each per file until the drain ended)."""
+    import dataclasses
+
+    from tau_collector.sources.read_limits import DEFAULT_LIMITS
+
+    write_files(tmp_path, 0, 200)
+    sizes = []
+
+    def seen(chunk) -> None:
+        if chunk.kind == "history":  # the checkpoint as this chunk's commit left it (read at the next one)
+            sizes.append(len(checkpoint(tmp_path)["sources"]) if (tmp_path / "out" / "checkpoint.json").exists()
+                         else 0)
+
+    sink = RecordingSink()
+    collector = Collector(options(tmp_path, [sink], on_delivered=seen,
+                                  limits=dataclasses.replace(DEFAULT_LIMITS, batch_records=7)))
+    collector.run()
+    assert len(sizes) >= 50  # many chunks in the one drain
+    assert max(sizes) <= 2 * KEEP + 4  # files of the chunk being committed, the ready ones, one mark
+    assert sorted(e.step for e in sink.events()) == list(range(600))
+    assert len(checkpoint(tmp_path)["sources"]) <= 2 * KEEP + 1
+    per_file = collector.per_file_entries()
+    assert max(per_file.values()) <= 2 * KEEP + 1, per_file

@@ -12,7 +12,8 @@ completely read are folded out of the checkpoint by :mod:`.complete_through`, so
 job's first day and on its hundredth. When the completion file appears the collector drains once more
 including unterminated tails, emits the ``tau/run_status`` marker, writes the done file and stops. The
 options, their checks, the identities derived from them and the wait between drains live in
-:mod:`.collector_options`.
+:mod:`.collector_options`; what is recorded of the run besides its points (configuration, files, terminal
+status event) in :mod:`.run_records`.
 
 Where TauGrid is fatal on a single bad row we record it, count it, report it and keep going
 (DESIGN §5); non-finite observations are spooled and delivered beside the chunk (see spool).
@@ -29,7 +30,6 @@ from dataclasses import dataclass, field
 
 from tau_collector.collect.checkpoints import CheckpointScanner
 from tau_collector.collect.completion_file import (
-    RUN_STATUS_METRIC,
     TERMINAL_DRAIN_GRACE,
     Completion,
     CompletionError,
@@ -38,9 +38,6 @@ from tau_collector.collect.completion_file import (
 )
 from tau_collector.collect.delivery import Delivery, DeliveryError
 from tau_collector.collect.options import (
-    TAU_CLUSTER_TAG,
-    TAU_NAMESPACE_TAG,
-    TAU_WORKSPACE_TAG,
     CollectorError,
     CollectorOptions,
     collector_sources,
@@ -53,12 +50,12 @@ from tau_collector.collect.options import (
     validate,
 )
 from tau_collector.collect.read_ahead import ReadAhead
+from tau_collector.collect.run_records import first_non_finite, run_files, settle_config, terminal_event
 from tau_collector.collect.signal_stop import StopFlag
 from tau_collector.collect.watcher import ChangeWatcher
-from tau_collector.projection.metric_event import MetricEvent, new_metric_event
+from tau_collector.projection.metric_event import MetricEvent
 from tau_collector.projection.pipeline import Pipeline, ProjectedBatch, merge_points
-from tau_collector.projection.projector import source_file, source_line
-from tau_collector.sinks.base import Chunk, MediaChunk, RunConfigConflict, RunFile, RunIdentity
+from tau_collector.sinks.base import Chunk, MediaChunk, RunIdentity
 from tau_collector.sources.base import Batch, Position, Source, SourceInput
 from tau_collector.sources.jsonl import HistoryPathError, complete_lines
 from tau_collector.sources.records import ProblemKind, SourceProblem
@@ -73,6 +70,9 @@ from tau_collector.spool.media_record import replay_media, write_media_record
 from tau_collector.taugrid.gojson import format_time, marshal
 
 __all__ = ["CollectorError", "CollectorOptions", "CollectorResult", "Collector"]
+
+KEEP_BATCH = 256  # a watching collector registers the files it read once this many wait...
+KEEP_WAIT = 5.0  # ... or the first of them has waited this many seconds
 
 @dataclass(slots=True)
 class CollectorResult:
@@ -130,7 +130,13 @@ class Collector:
                                              log=self._log, settle=options.checkpoint_settle,
                                              known=lambda: self.delivery.known_artifacts(options.run, "checkpoint")) \
             if options.checkpoints else None
-        self._kept: set[str] = set()  # input files registered as the run's artifacts
+        # Input files registered as the run's artifacts (not those folded since: a drain never lists them again),
+        # and those read but not registered yet: a watching collector registers them in batches (KEEP_BATCH files
+        # or KEEP_WAIT seconds), not in an index transaction of their own every drain.
+        self._kept: set[str] = set()
+        self._unkept: dict[str, tuple[Source, SourceInput]] = {}
+        self._unkept_since = 0.0
+        self._folded_now: set[str] = set()  # folded during this drain, perhaps before they were registered
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -175,6 +181,12 @@ class Collector:
         finally:
             if watcher is not None:
                 watcher.close()
+
+    def per_file_entries(self) -> dict[str, int]:
+        """How many entries per input file the collector holds in memory now (verified digests, registered files,
+        files not folded yet); folding bounds each near ``2 * keep_entries`` per history directory."""
+        return {"fingerprints": len(self._fingerprints.seen), "kept": len(self._kept),
+                "unkept": len(self._unkept), "closed": self._closed.pending()}
 
     def _completion_exists(self) -> bool:
         return bool(self.options.completion_file) and os.path.exists(self.options.completion_file)
@@ -279,7 +291,10 @@ class Collector:
                 if known_input:
                     appended_cpu += time.process_time() - cpu
         self._flush(checkpoint, fold=self._closed.ready())  # a fold joins the chunk's checkpoint write
-        self._keep_files([(source, i) for source, found in inputs for i in found if i.path not in self._kept])
+        self._keep_new([(source, i) for source, found in inputs for i in found if i.path not in self._kept],
+                       now=final or not self.options.watch)
+        self._kept.difference_update(self._folded_now)
+        self._folded_now.clear()
         if not self._config_settled:
             self._store_config()
         return appended_cpu, time.process_time() - drain_cpu
@@ -291,25 +306,29 @@ class Collector:
             out += [(source, i) for i in self._inputs(source, None)]
         return out
 
-    def _keep_files(self, inputs: list[tuple[Source, SourceInput]], *, closed: bool = False) -> None:
+    def _keep_new(self, inputs: list[tuple[Source, SourceInput]], *, now: bool) -> None:
+        """Register the files first read in this drain, with those waiting: ``now``, or once enough wait."""
+        if inputs and not self._unkept:
+            self._unkept_since = time.monotonic()
+        self._unkept.update((i.path, (source, i)) for source, i in inputs)
+        if self._unkept and (now or len(self._unkept) >= KEEP_BATCH
+                             or time.monotonic() - self._unkept_since >= KEEP_WAIT):
+            if self._keep_files(list(self._unkept.values())):
+                self._unkept.clear()
+
+    def _keep_files(self, inputs: list[tuple[Source, SourceInput]], *, closed: bool = False) -> bool:
         """Register the files the run is read from as its artifacts (docs/media.md): where they are when first
         read, with digest and size once the run is complete. Failing to never stops the metrics."""
-        files = []
-        for source, source_input in inputs:
-            path = source_input.path
-            if source.kind == "tensorboard":  # the run's directory below the logdir, then the file
-                parts = (getattr(source_input.group, "relative", ""), os.path.basename(path))
-            else:  # the history directory (an attempt's) and the file
-                parts = tuple(path.replace(os.sep, "/").split("/")[-2:])
-            files.append(RunFile(path, "/".join(p for p in parts if p), source.artifact_type))
+        files = run_files(inputs)
         if not files:
-            return
+            return True
         try:
             self.delivery.keep_run_files(self.options.run, files, closed=closed)
         except DeliveryError as exc:
             self._log(f"{exc}; trying again on the next pass")
-            return
+            return False
         self._kept.update(f.path for f in files)
+        return True
 
     def _uncovered(self, found: list[SourceInput], current: dict[str, Mark], *, full: bool) -> list[SourceInput]:
         """``found`` without the files folded as completely read, checking that none of those changed.
@@ -361,43 +380,16 @@ class Collector:
         self._forget(folded)
 
     def _forget(self, folded: list[str]) -> None:
+        """Drop what is kept in memory per file for files folded as completely read (never read again)."""
         for path in folded:
             self._fingerprints.forget(path)
             self._stopped.pop(path, None)
+            self._kept.discard(path)
+        self._folded_now.update(folded)
 
     def _store_config(self) -> None:
-        """Store the run's configuration once: ``--run-config`` when given, else the first a source has.
-
-        A file that cannot be read as a configuration, or a run that already has another one, is
-        reported like any source problem; the metrics go on either way.
-        """
-        from tau_collector.taugrid.run_config import ConfigError, read_config_file
-
-        candidates: list[tuple[str, Callable]] = []
-        if self.options.run_config:
-            path = self.options.run_config
-            candidates.append((path, lambda: read_config_file(path)))
-        else:
-            candidates += [(source.kind, source.run_config) for source in self.sources]
-        for where, read in candidates:
-            try:
-                config = read()
-            except (ConfigError, OSError) as exc:
-                text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                self._report([SourceProblem(where, ProblemKind.BAD_CONFIG, f"configuration not stored: {text}")])
-                self._config_settled = bool(self.options.run_config)  # a source may still write its config
-                return
-            if config is None:
-                continue
-            try:
-                self.delivery.put_run_config(self.options.run, config)
-            except RunConfigConflict as exc:
-                self._report([SourceProblem(config.uri, ProblemKind.CONFIG_CONFLICT, str(exc))])
-            except DeliveryError as exc:
-                self._log(f"{exc}; trying again on the next pass")
-                return
-            self._config_settled = True
-            return
+        """Store the run's configuration once (:func:`.run_records.settle_config`)."""
+        self._config_settled = settle_config(self.options, self.sources, self.delivery, self._report, self._log)
 
     def _drain_input(self, checkpoint: Checkpoint, pipeline: Pipeline, source: Source, source_input: SourceInput,
                      final: bool) -> None:
@@ -462,11 +454,13 @@ class Collector:
         Which batches share a chunk is :mod:`.chunk_group`'s rule.
         """
         self._report(part.projected.problems)
+        # Folding as chunks commit, not only at the drain's end: a restarted sidecar catching up on thousands of
+        # closed files in one drain keeps a checkpoint (and what it holds per file) of ~2 * keep_entries entries.
         if self._group and cannot_join(self._group, part, self.options.limits):
-            self._flush(checkpoint)
+            self._flush(checkpoint, fold=self._closed.ready())
         self._group.append(part)
         if part.projected.batch.more:
-            self._flush(checkpoint)
+            self._flush(checkpoint, fold=self._closed.ready())
 
     def _flush(self, checkpoint: Checkpoint, *, fold: bool = False) -> None:
         """Spool, deliver and checkpoint the gathered batches as one chunk, in TauGrid's order. With ``fold``, the
@@ -537,25 +531,9 @@ class Collector:
         if observation in checkpoint.terminals:
             return
         o = self.options
-        tags = dict(self.tags)
-        tags["tau.status.state"] = completion.state
-        if completion.reason:
-            tags["tau.status.reason"] = completion.reason
-        if completion.message:
-            tags["tau.status.message"] = completion.message
-        if o.status_artifact_uri:
-            tags["tau.status.artifact_uri"] = o.status_artifact_uri
         last = self.checkpoints.last if self.checkpoints is not None else None
-        checkpoint_uri = o.status_checkpoint_uri or (last.uri if last is not None else "")
-        if checkpoint_uri:
-            tags["tau.status.checkpoint_uri"] = checkpoint_uri
-        event = new_metric_event(
-            workspace_id=tags.get(TAU_WORKSPACE_TAG, ""), cluster=tags.get(TAU_CLUSTER_TAG, ""),
-            namespace=tags.get(TAU_NAMESPACE_TAG, ""), source_store_id=self.source_store_id,
-            project=o.project, experiment_id=o.experiment, run_group_id=o.group, run_id=o.run,
-            metric_name=RUN_STATUS_METRIC, step=0, wall_time=completion.completed_at, value=completion.value,
-            source=o.source + "-status", tags=tags, exported_at=completion.completed_at,
-        )
+        event = terminal_event(o, self.tags, self.source_store_id, completion,
+                               o.status_checkpoint_uri or (last.uri if last is not None else ""))
         manifest = Manifest(
             config_identity=self.config_identity, kind="terminal", sequence=checkpoint.next_sequence,
             source_path=o.completion_file or o.out, source_file_id=COMPLETION_SOURCE_PREFIX + observation,
@@ -605,12 +583,7 @@ class Collector:
         self.result.non_finite += len(events)
         if self.result.first_non_finite is None:
             first = events[0]
-            self.result.first_non_finite = {
-                "metric": first.metric_name, "step": first.step,
-                "file": source_file(first),
-                "line": source_line(first),
-                "value": repr(first.value),
-            }
+            self.result.first_non_finite = first_non_finite(first)
             self._log(f"non-finite value {first.value!r} for {first.metric_name} at step {first.step} "
                       f"({self.result.first_non_finite['file']}:{self.result.first_non_finite['line']}); "
                       "kept in the local store, not sent as a MetricEvent")
