@@ -9,7 +9,8 @@ With ``--prefill N`` the job has already written N closed files (``closed`` mode
 stored them and exited: the measured collector is a sidecar *restarted* on that job. Every 0.5 s the script
 sums VmRSS over the collector's process tree (children found through ``/proc/*/stat``'s parent pid, so a
 compaction child, were there one, counts) and reads the tree's CPU (its own and its waited-for children's).
-It prints the peak summed RSS, and the CPU share of one core over each minute (and over each 20 s).
+It prints the peak summed RSS, the CPU share of one core over each minute (and over each 20 s), and the tree's
+CPU seconds per 1,000 events written (process CPU time: the figure to compare on a shared machine).
 
     .venv/bin/python bench/sidecar_tree_memory.py --mode closed --seconds 150 [--prefill 5000]
 
@@ -91,6 +92,7 @@ def run(mode: str, seconds: float, prefill: int) -> dict:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         wait_ready(root)
         stop = threading.Event()
+        written = [0]  # units (25 rows x 4 metrics) the job wrote
 
         def job(start_index: int) -> None:
             start = time.perf_counter()
@@ -102,6 +104,7 @@ def run(mode: str, seconds: float, prefill: int) -> dict:
                 else:
                     append_rows(root / "hist" / "history.jsonl", i * ROWS, ROWS)
                 unit += 1
+                written[0] = unit
                 delay = unit / RATE - (time.perf_counter() - start)
                 if delay > 0:
                     time.sleep(delay)
@@ -118,6 +121,7 @@ def run(mode: str, seconds: float, prefill: int) -> dict:
         load1 = os.getloadavg()[0]
         stop.set()
         writer.join()
+        events = written[0] * ROWS * 4
         (root / "completion.json").write_text("")
         proc.wait(timeout=300)
         compacted = 0
@@ -146,6 +150,8 @@ def run(mode: str, seconds: float, prefill: int) -> dict:
         "most_processes": max(s[3] for s in samples),
         "cpu_percent_per_minute": shares(60.0), "cpu_percent_per_20s": shares(20.0),
         "compacted_files": compacted,
+        # the tree's CPU seconds over the sampled job per 1,000 events it wrote: comparable on a busy machine
+        "cpu_s_per_1000_events": round(1000 * (samples[-1][2] - samples[0][2]) / max(1, events), 4),
     }
 
 
