@@ -26,7 +26,6 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 from tau_collector.collect.checkpoints import CheckpointScanner
 from tau_collector.collect.completion_file import (
@@ -50,7 +49,13 @@ from tau_collector.collect.options import (
     validate,
 )
 from tau_collector.collect.read_ahead import ReadAhead
-from tau_collector.collect.run_records import first_non_finite, run_files, settle_config, terminal_event
+from tau_collector.collect.run_records import (
+    CollectorResult,
+    first_non_finite,
+    run_files,
+    settle_config,
+    terminal_event,
+)
 from tau_collector.collect.signal_stop import StopFlag
 from tau_collector.collect.watcher import ChangeWatcher
 from tau_collector.projection.metric_event import MetricEvent
@@ -67,35 +72,12 @@ from tau_collector.spool.durable import make_dirs, remove_durable, write_file_at
 from tau_collector.spool.fingerprint import FingerprintError, Fingerprints, signature
 from tau_collector.spool.manifest import COMPLETION_SOURCE_PREFIX, Manifest, Spool, advance, replay
 from tau_collector.spool.media_record import replay_media, write_media_record
-from tau_collector.taugrid.gojson import format_time, marshal
+from tau_collector.taugrid.gojson import format_time
 
 __all__ = ["CollectorError", "CollectorOptions", "CollectorResult", "Collector"]
 
 KEEP_BATCH = 256  # a watching collector registers the files it read once this many wait...
 KEEP_WAIT = 5.0  # ... or the first of them has waited this many seconds
-
-@dataclass(slots=True)
-class CollectorResult:
-    """TauGrid's status line (chunks, events, completed) plus our counts."""
-
-    chunks: int = 0
-    events: int = 0
-    completed: bool = False
-    non_finite: int = 0
-    rejected_rows: int = 0
-    non_scalars: int = 0
-    media: int = 0  # histograms, images and text stored (never MetricEvents)
-    corrupt_files: int = 0
-    first_non_finite: dict[str, object] | None = None
-    problems: list[SourceProblem] = field(default_factory=list)
-
-    def status_line(self) -> bytes:
-        return marshal({
-            "chunks": self.chunks, "events": self.events, "completed": self.completed,
-            "non_finite": self.non_finite, "rejected_rows": self.rejected_rows,
-            "non_scalars": self.non_scalars, "corrupt_files": self.corrupt_files,
-        })
-
 
 class Collector:
     """Runs one collector over one ``--out`` directory."""

@@ -1,10 +1,12 @@
 """What the collector records about a run besides its points: its configuration, the files it is read from,
-the first non-finite value, and the terminal status event (the loop, :mod:`.loop`, spools and delivers them)."""
+the first non-finite value, the terminal status event,
+and the result a run reports (the loop, :mod:`.loop`, spools and delivers them)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from tau_collector.collect.completion_file import RUN_STATUS_METRIC, Completion
 from tau_collector.collect.delivery import Delivery, DeliveryError
@@ -14,8 +16,32 @@ from tau_collector.projection.projector import source_file, source_line
 from tau_collector.sinks.base import RunConfigConflict, RunFile
 from tau_collector.sources.base import Source, SourceInput
 from tau_collector.sources.records import ProblemKind, SourceProblem
+from tau_collector.taugrid.gojson import marshal
 
-__all__ = ["first_non_finite", "run_files", "settle_config", "terminal_event"]
+__all__ = ["CollectorResult", "first_non_finite", "run_files", "settle_config", "terminal_event"]
+
+
+@dataclass(slots=True)
+class CollectorResult:
+    """TauGrid's status line (chunks, events, completed) plus our counts."""
+
+    chunks: int = 0
+    events: int = 0
+    completed: bool = False
+    non_finite: int = 0
+    rejected_rows: int = 0
+    non_scalars: int = 0
+    media: int = 0  # histograms, images and text stored (never MetricEvents)
+    corrupt_files: int = 0
+    first_non_finite: dict[str, object] | None = None
+    problems: list[SourceProblem] = field(default_factory=list)
+
+    def status_line(self) -> bytes:
+        return marshal({
+            "chunks": self.chunks, "events": self.events, "completed": self.completed,
+            "non_finite": self.non_finite, "rejected_rows": self.rejected_rows,
+            "non_scalars": self.non_scalars, "corrupt_files": self.corrupt_files,
+        })
 
 
 def run_files(inputs: list[tuple[Source, SourceInput]]) -> list[RunFile]:
