@@ -84,3 +84,48 @@ export function stepSlider(min, max, onStep) {
     },
   };
 }
+
+/**
+ * A card of `kind` whose panels each show one read at the step nearest the cursor (the image and text cards):
+ * a slider over `range` that tells `onStep`, `fetch(runKey, step)` (a Promise of the route's answer) per run, and
+ * `draw(panel, answer, step)` once an answer arrives that no later step superseded; the step shown is labelled
+ * and a failed read shows the Portal's words in its panel. Returns { el, panels, slider, show(step) }.
+ */
+export function steppedCard({ kind, tag, runs, range, fetch, onStep, draw }) {
+  const slider = stepSlider(range.step_min, range.step_max, (step) => onStep(step));
+  const frame = cardFrame(kind, tag, runs, [slider.el]);
+  const generations = new Map();
+  async function showRun(panel, step) {
+    const generation = (generations.get(panel.run.key) || 0) + 1;
+    generations.set(panel.run.key, generation);
+    panel.el.dataset.state = "loading";
+    let answer;
+    try {
+      answer = await fetch(panel.run.key, step);
+    } catch (err) {
+      if (generations.get(panel.run.key) !== generation) return;
+      showPanelError(panel, err);
+      panel.body.replaceChildren();
+      return;
+    }
+    if (generations.get(panel.run.key) !== generation) return; // a newer step superseded this one
+    showPanelError(panel, null);
+    panel.step.textContent = stepLabel(answer.step, step);
+    panel.el.dataset.step = String(answer.step);
+    panel.el.dataset.requested = String(step);
+    draw(panel, answer, step);
+    panel.el.dataset.state = "ready";
+  }
+  return {
+    el: frame.el,
+    panels: frame.panels,
+    slider,
+    async show(step) {
+      slider.set(step);
+      frame.el.dataset.state = "loading";
+      frame.el.dataset.requested = String(step);
+      await Promise.all([...frame.panels.values()].filter((p) => !p.run.missing).map((p) => showRun(p, step)));
+      frame.el.dataset.state = cardState(frame.panels);
+    },
+  };
+}

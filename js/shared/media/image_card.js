@@ -4,7 +4,7 @@
 // every image of the step is shown.
 import { h } from "../dom.js";
 import { formatNumber } from "../format.js";
-import { cardFrame, cardState, showPanelError, stepLabel, stepSlider } from "./card.js";
+import { steppedCard } from "./card.js";
 
 /** "64×48" (or "" when the size is unknown). */
 export function sizeText(image) {
@@ -34,45 +34,12 @@ export function imageFigure(image, resolve = (u) => u, tag = "") {
  * settled when drawn).
  */
 export function createImageCard({ tag, runs, range, fetchImages, onStep = () => {}, resolve = (u) => u }) {
-  const slider = stepSlider(range.step_min, range.step_max, (step) => onStep(step));
-  const frame = cardFrame("images", tag, runs, [slider.el]);
-  const generations = new Map();
-  async function showRun(panel, step) {
-    const generation = (generations.get(panel.run.key) || 0) + 1;
-    generations.set(panel.run.key, generation);
-    panel.el.dataset.state = "loading";
-    let answer;
-    try {
-      answer = await fetchImages(panel.run.key, step);
-    } catch (err) {
-      if (generations.get(panel.run.key) !== generation) return;
-      showPanelError(panel, err);
-      panel.body.replaceChildren();
-      return;
-    }
-    if (generations.get(panel.run.key) !== generation) return; // a newer step superseded this one
-    showPanelError(panel, null);
+  return steppedCard({ kind: "images", tag, runs, range, fetch: fetchImages, onStep, draw(panel, answer) {
     const images = answer.images || [];
-    panel.step.textContent = stepLabel(answer.step, step);
-    panel.el.dataset.step = String(answer.step);
-    panel.el.dataset.requested = String(step);
     panel.el.dataset.images = String(images.length);
     panel.body.replaceChildren(
       h("div", { class: "media-images" }, ...images.map((image) => imageFigure(image, (u) => resolve(u, panel.run.key), tag))),
       h("p", { class: "media-note", text: `${formatNumber(images.length)} image${images.length === 1 ? "" : "s"} at this step` }),
     );
-    panel.el.dataset.state = "ready";
-  }
-  return {
-    el: frame.el,
-    panels: frame.panels,
-    slider,
-    async show(step) {
-      slider.set(step);
-      frame.el.dataset.state = "loading";
-      frame.el.dataset.requested = String(step);
-      await Promise.all([...frame.panels.values()].filter((p) => !p.run.missing).map((p) => showRun(p, step)));
-      frame.el.dataset.state = cardState(frame.panels);
-    },
-  };
+  } });
 }

@@ -2,7 +2,7 @@
 // run side by side, drawn by their shape: one string as a paragraph, a list as rows, a 2-D tensor as a table (a
 // higher one as a table of its last axis, each row named by its leading indices). Strings are text, never markup.
 import { h } from "../dom.js";
-import { cardFrame, cardState, showPanelError, stepLabel, stepSlider } from "./card.js";
+import { steppedCard } from "./card.js";
 
 /**
  * How a text answer is laid out: { kind: "single" | "list" | "table", rows: [[cell…]], rowNames: [..] | null }.
@@ -53,40 +53,7 @@ export function textNode(shape, text) {
  * step nearest `step`.
  */
 export function createTextCard({ tag, runs, range, fetchText, onStep = () => {} }) {
-  const slider = stepSlider(range.step_min, range.step_max, (step) => onStep(step));
-  const frame = cardFrame("text", tag, runs, [slider.el]);
-  const generations = new Map();
-  async function showRun(panel, step) {
-    const generation = (generations.get(panel.run.key) || 0) + 1;
-    generations.set(panel.run.key, generation);
-    panel.el.dataset.state = "loading";
-    let answer;
-    try {
-      answer = await fetchText(panel.run.key, step);
-    } catch (err) {
-      if (generations.get(panel.run.key) !== generation) return;
-      showPanelError(panel, err);
-      panel.body.replaceChildren();
-      return;
-    }
-    if (generations.get(panel.run.key) !== generation) return;
-    showPanelError(panel, null);
-    panel.step.textContent = stepLabel(answer.step, step);
-    panel.el.dataset.step = String(answer.step);
-    panel.el.dataset.requested = String(step);
+  return steppedCard({ kind: "text", tag, runs, range, fetch: fetchText, onStep, draw(panel, answer) {
     panel.body.replaceChildren(textNode(answer.shape, answer.text));
-    panel.el.dataset.state = "ready";
-  }
-  return {
-    el: frame.el,
-    panels: frame.panels,
-    slider,
-    async show(step) {
-      slider.set(step);
-      frame.el.dataset.state = "loading";
-      frame.el.dataset.requested = String(step);
-      await Promise.all([...frame.panels.values()].filter((p) => !p.run.missing).map((p) => showRun(p, step)));
-      frame.el.dataset.state = cardState(frame.panels);
-    },
-  };
+  } });
 }
