@@ -30,6 +30,7 @@ __all__ = [
     "Query",
     "RunFilters",
     "SeriesParams",
+    "bounded_int_param",
     "config_filters",
     "experiment_filters",
     "include_param",
@@ -112,16 +113,22 @@ def step_range(q: Query) -> tuple[int | None, int | None]:
     return start, end
 
 
+def bounded_int_param(q: Query, name: str, default: int, lo: int, hi: int) -> int:
+    """An integer parameter that is ``default`` when absent and otherwise must lie in ``lo..hi``: 400 naming
+    ``name`` and its bounds otherwise."""
+    raw = q.get(name)
+    if not raw:
+        return default
+    value = parse_int(raw, name)
+    if not lo <= value <= hi:
+        raise V2Error(400, "INVALID_ARGUMENT", f"{name} must be an integer between {lo} and {hi}")
+    return value
+
+
 def limit_param(q: Query, *, default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT) -> int:
     """A page size (``limit``): the listing's default 50, 1..200, TauGrid's message; another route's bounds by
     ``default`` and ``maximum`` (a run's artifacts: 200, 1..1000)."""
-    raw = q.get("limit")
-    if not raw:
-        return default
-    limit = parse_int(raw, "limit")
-    if not 1 <= limit <= maximum:
-        raise V2Error(400, "INVALID_ARGUMENT", f"limit must be an integer between 1 and {maximum}")
-    return limit
+    return bounded_int_param(q, "limit", default, 1, maximum)
 
 
 def series_params(q: Query) -> SeriesParams:

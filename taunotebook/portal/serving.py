@@ -5,13 +5,16 @@ millisecond: handing it to a thread would cost more than the answer. So a handle
 the event loop inside :func:`~tau_collector.reads.no_blocking`; where it would read a
 file or reduce a large range the reader raises ``WouldBlock`` and the handler runs again, from the
 start, in a worker thread (reads have no side effects, so running twice is safe). Either way the
-answer is a TauGrid envelope on error, never a stack trace.
+answer is a TauGrid envelope on error, never a stack trace. A stored file is answered by
+:func:`open_for_streaming`: opened before answering, sent in blocks, never read whole.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import anyio.to_thread
 from starlette.responses import Response
@@ -22,9 +25,10 @@ from tau_collector.reads import WouldBlock, no_blocking
 from .errors import V2Error, error_response
 from .kusto.errors import AmbiguousRunError, KustoError
 
-__all__ = ["answer", "serve"]
+__all__ = ["STREAM_BLOCK", "answer", "open_for_streaming", "serve"]
 
 log = logging.getLogger("taunotebook.portal")
+STREAM_BLOCK = 256 * 1024  # bytes per read of a streamed file
 
 
 def answer(handle: Callable[[], Response]) -> Response:
@@ -58,3 +62,24 @@ async def serve(scope: Scope, receive: Receive, send: Send, handle: Callable[[],
     if response is None:
         response = await anyio.to_thread.run_sync(answer, handle)
     await response(scope, receive, send)
+
+
+def open_for_streaming(path: Path | str, gone_message: str) -> tuple[Iterator[bytes], int]:
+    """The file at ``path`` opened now, as its blocks and its size: a file deleted before the answer starts is
+    ``404 NOT_FOUND`` saying ``gone_message``, never a broken stream. The blocks close the file when done."""
+    try:
+        handle = open(path, "rb")
+    except OSError:
+        raise V2Error(404, "NOT_FOUND", gone_message) from None
+    try:
+        size = os.fstat(handle.fileno()).st_size
+    except OSError:
+        handle.close()
+        raise V2Error(404, "NOT_FOUND", gone_message) from None
+    return _blocks(handle), size
+
+
+def _blocks(handle) -> Iterator[bytes]:
+    with handle:
+        while block := handle.read(STREAM_BLOCK):
+            yield block

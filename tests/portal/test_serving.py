@@ -67,3 +67,38 @@ def test_an_unexpected_failure_is_a_retryable_500_with_no_trace_on_the_wire(tmp_
                                          "classification": "internal", "retryable": True}}
     assert "Traceback" not in response.text
     assert any(r.exc_info and r.exc_info[0] is FileNotFoundError for r in caplog.records)
+
+
+def test_open_for_streaming_sends_a_file_in_blocks_and_a_gone_file_is_a_404_in_the_callers_words(tmp_path):
+    from taunotebook.portal.errors import V2Error
+
+    path = tmp_path / "blob"
+    data = bytes(range(256)) * (serving.STREAM_BLOCK // 256 * 2 + 3)
+    path.write_bytes(data)
+    blocks, size = serving.open_for_streaming(path, "never said")
+    assert size == len(data)
+    chunks = list(blocks)
+    assert len(chunks) == 3 and b"".join(chunks) == data
+    with pytest.raises(V2Error) as caught:
+        serving.open_for_streaming(tmp_path / "gone", "artifact x cannot be downloaded: its file was deleted")
+    assert (caught.value.status, caught.value.code) == (404, "NOT_FOUND")
+    assert caught.value.message == "artifact x cannot be downloaded: its file was deleted"
+
+
+_OUT_OF_BOUNDS = "n must be an integer between 1 and 20"
+
+
+@pytest.mark.parametrize(("raw", "answer"), [
+    (None, 7), ("", 7), ("1", 1), ("20", 20), ("0", _OUT_OF_BOUNDS), ("21", _OUT_OF_BOUNDS),
+    ("x", "n must be an integer"), ("9" * 30, "n must be an integer")])
+def test_a_bounded_integer_parameter_is_its_default_a_value_in_bounds_or_a_400_naming_it(raw, answer):
+    from taunotebook.portal.errors import V2Error
+    from taunotebook.portal.params import Query, bounded_int_param
+
+    query = Query([] if raw is None else [("n", raw)])
+    if isinstance(answer, int):
+        assert bounded_int_param(query, "n", 7, 1, 20) == answer
+        return
+    with pytest.raises(V2Error) as caught:
+        bounded_int_param(query, "n", 7, 1, 20)
+    assert (caught.value.status, caught.value.message) == (400, answer)

@@ -9,8 +9,6 @@ lookup); a run served by Kusto lists nothing, saying its files live with the run
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from urllib.parse import quote
 
 from starlette.responses import Response, StreamingResponse
@@ -21,6 +19,7 @@ from ..context import Context
 from ..errors import SECURITY_HEADERS, V2Error, json_response
 from ..identity import decode_path_id
 from ..params import limit_param
+from ..serving import open_for_streaming
 from ..wire.artifacts import artifact_json, artifact_list_json
 from ..wire.metadata import metadata
 
@@ -28,7 +27,6 @@ __all__ = ["MAX_ARTIFACTS", "download", "read"]
 
 DEFAULT_ARTIFACTS = 200
 MAX_ARTIFACTS = 1000
-_BLOCK = 256 * 1024  # bytes per read of a download
 
 
 def read(ctx: Context) -> Response:
@@ -65,23 +63,14 @@ def download(ctx: Context) -> Response:
                else f"it lives at {row.uri}, which this Portal does not serve")
         raise V2Error(404, "NOT_FOUND", f"artifact {artifact_id} of run {found.run.run_id} cannot be downloaded: "
                                         f"{why}")
-    try:  # opened before answering: a file deleted meanwhile is a 404, not a broken stream
-        handle = open(path, "rb")
-        size = os.fstat(handle.fileno()).st_size
-    except OSError:
-        raise V2Error(404, "NOT_FOUND", f"artifact {artifact_id} of run {found.run.run_id} cannot be downloaded: "
-                                        "its file was deleted after it was registered") from None
+    blocks, size = open_for_streaming(path, f"artifact {artifact_id} of run {found.run.run_id} cannot be "
+                                            "downloaded: its file was deleted after it was registered")
     name = row.name.rsplit("/", 1)[-1] or artifact_id
     headers = dict(SECURITY_HEADERS)
     headers["Content-Length"] = str(size)
     headers["Content-Disposition"] = f"attachment; filename*=UTF-8''{quote(name, safe='')}"
     if row.digest:
         headers["ETag"] = f'"{row.digest}"'
-    return StreamingResponse(_blocks(handle), media_type=row.content_type or "application/octet-stream",
+    return StreamingResponse(blocks, media_type=row.content_type or "application/octet-stream",
                              headers=headers)
 
-
-def _blocks(handle) -> Iterator[bytes]:
-    with handle:
-        while block := handle.read(_BLOCK):
-            yield block

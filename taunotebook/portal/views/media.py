@@ -14,10 +14,10 @@ Thumbnails are not cached by the Portal: their answers are immutable, so the bro
 from __future__ import annotations
 
 import io
-import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from starlette.responses import Response, StreamingResponse
 
@@ -25,7 +25,8 @@ from tau_collector.reads import ReadsMedia
 
 from ..context import Context, Found
 from ..errors import SECURITY_HEADERS, V2Error, json_response, metadata
-from ..params import parse_int
+from ..params import bounded_int_param, parse_int
+from ..serving import open_for_streaming
 from ..wire.media import histograms_json, images_json, media_tags_json, text_json
 
 __all__ = ["DEFAULT_MAX_STEPS", "MAX_KEEP", "MAX_MAX_STEPS", "MAX_THUMBNAIL_SOURCE_BYTES",
@@ -43,7 +44,6 @@ CACHE_CONTROL = "private, max-age=31536000, immutable"
 # run in the Portal's origin).
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp"})
 _HEX = re.compile(r"[0-9a-f]{64}")
-_BLOCK = 256 * 1024
 _KUSTO_WORDS = ("the {served} source holds metrics only: the run's histograms, images and text live with the "
                 "run's store (open the Portal on that store to see them)")
 
@@ -97,13 +97,7 @@ def _keep(ctx: Context) -> tuple[int, ...]:
 
 
 def _max_steps(ctx: Context) -> int:
-    raw = ctx.query.get("max_steps")
-    if not raw:
-        return DEFAULT_MAX_STEPS
-    value = parse_int(raw, "max_steps")
-    if not 1 <= value <= MAX_MAX_STEPS:
-        raise V2Error(400, "INVALID_ARGUMENT", f"max_steps must be an integer between 1 and {MAX_MAX_STEPS}")
-    return value
+    return bounded_int_param(ctx.query, "max_steps", DEFAULT_MAX_STEPS, 1, MAX_MAX_STEPS)
 
 
 def _no_such_tag(found: Found, kind: str, tag: str) -> V2Error:
@@ -148,48 +142,61 @@ def histograms(ctx: Context) -> Response:
                                          series))
 
 
-def histogram_at(ctx: Context) -> Response:
-    """``…/histograms/at``: the histogram of a tag at exactly one step."""
+class _At(NamedTuple):
+    """One read of a tag at a step: the run's source and lookup, the tag and step asked for, the reader's answer."""
+
+    source: str
+    found: Found
+    tag: str
+    step: int
+    value: Any
+
+
+def _media_read(ctx: Context, read: Callable[[ReadsMedia, str, str, int], Any]) -> _At:
+    """``read(reader, run_id, tag, step)`` for a route reading one tag at one step: the run found, ``tag`` and
+    ``step`` checked, a Kusto-served run refused in words, the store's bound on an answer a 400 in its words."""
     source, found, reader = _media_reader(ctx)
     tag, step = _tag(ctx), _step(ctx)
     reader = _require_media(found, reader)
     try:
-        series = reader.histogram_at(found.run.run_id, tag, step)
+        value = read(reader, found.run.run_id, tag, step)
     except ValueError as err:
         raise _store_refusal(err) from None
-    if series is None:
-        raise V2Error(404, "NOT_FOUND", f"run {found.run.run_id} has no histogram {tag!r} at step {step}")
-    return json_response(histograms_json(metadata(source, [found.served], False, found.warnings), ctx.run_id,
-                                         series))
+    return _At(source, found, tag, step, value)
+
+
+def histogram_at(ctx: Context) -> Response:
+    """``…/histograms/at``: the histogram of a tag at exactly one step."""
+    at = _media_read(ctx, lambda reader, run_id, tag, step: reader.histogram_at(run_id, tag, step))
+    found = at.found
+    if at.value is None:
+        raise V2Error(404, "NOT_FOUND", f"run {found.run.run_id} has no histogram {at.tag!r} at step {at.step}")
+    return json_response(histograms_json(metadata(at.source, [found.served], False, found.warnings), ctx.run_id,
+                                         at.value))
 
 
 def images(ctx: Context) -> Response:
     """``…/images``: every image of a tag at the stored step nearest the one asked for."""
-    source, found, reader = _media_reader(ctx)
-    tag, step = _tag(ctx), _step(ctx)
-    reader = _require_media(found, reader)
-    at = reader.images_near(found.run.run_id, tag, step)
+    read = _media_read(ctx, lambda reader, run_id, tag, step: reader.images_near(run_id, tag, step))
+    found, tag, at = read.found, read.tag, read.value
     if at is None:
         raise _no_such_tag(found, "image", tag)
     warnings = found.warnings
     if at.more:
         warnings = [*warnings, f"step {at.step} of {tag!r} holds more images than an answer lists: the first "
                                f"{len(at.images)} are listed"]
-    return json_response(images_json(metadata(source, [found.served], at.more, warnings), ctx.run_id, step, at))
+    return json_response(images_json(metadata(read.source, [found.served], at.more, warnings), ctx.run_id,
+                                     read.step, at))
 
 
 def text(ctx: Context) -> Response:
     """``…/text``: the strings of a text tag at the stored step nearest the one asked for."""
-    source, found, reader = _media_reader(ctx)
-    tag, step = _tag(ctx), _step(ctx)
-    reader = _require_media(found, reader)
-    try:
-        at = reader.text_at(found.run.run_id, tag, step)
-    except ValueError as err:
-        raise _store_refusal(err) from None
-    if at is None:
-        raise _no_such_tag(found, "text", tag)
-    return json_response(text_json(metadata(source, [found.served], False, found.warnings), ctx.run_id, step, at))
+    read = _media_read(ctx, lambda reader, run_id, tag, step: reader.text_at(run_id, tag, step))
+    found = read.found
+    if read.value is None:
+        raise _no_such_tag(found, "text", read.tag)
+    return json_response(text_json(metadata(read.source, [found.served], False, found.warnings), ctx.run_id,
+                                   read.step, read.value))
 
 
 # -- image bytes ----------------------------------------------------------------------------------------------------
@@ -223,14 +230,10 @@ def image(ctx: Context) -> Response:
         data = _thumbnail(path, hexdigest)
         if data is not None:
             return Response(data, media_type="image/png", headers=headers)
-    try:  # opened before answering: a file deleted meanwhile is a 404, not a broken stream
-        handle = open(path, "rb")
-        size = os.fstat(handle.fileno()).st_size
-    except OSError:
-        raise V2Error(404, "NOT_FOUND", f"image {hexdigest} of run {run_id} cannot be read: its file is gone "
-                                        "from the store") from None
+    blocks, size = open_for_streaming(path, f"image {hexdigest} of run {run_id} cannot be read: its file is gone "
+                                            "from the store")
     headers["Content-Length"] = str(size)
-    return StreamingResponse(_blocks(handle), media_type=content_type, headers=headers)
+    return StreamingResponse(blocks, media_type=content_type, headers=headers)
 
 
 def _matches(if_none_match: str, etag: str) -> bool:
@@ -283,8 +286,3 @@ def _thumbnail(path: Path, hexdigest: str) -> bytes | None:
         # Pillow's words may name the file's place on this machine: only the kind of failure goes out.
         raise refuse(f"its bytes could not be decoded ({type(err).__name__}: truncated or corrupt)") from None
 
-
-def _blocks(handle) -> Iterator[bytes]:
-    with handle:
-        while block := handle.read(_BLOCK):
-            yield block

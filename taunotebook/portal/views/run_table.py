@@ -29,7 +29,7 @@ from tau_collector.taugrid.gojson import dumps_fast
 
 from ..context import Context
 from ..errors import SECURITY_HEADERS, V2Error, metadata
-from ..params import Query, parse_int
+from ..params import Query, limit_param, parse_int
 from ..run_configs import read_configs
 from ..wire.run_table import (
     CONFIG_FIELDS_LIMIT,
@@ -90,9 +90,7 @@ def _window_params(q: Query) -> tuple[int, int, bool, str, bool]:
     offset = parse_int(q.get("offset"), "offset") if q.get("offset") else 0
     if offset < 0:
         raise V2Error(400, "INVALID_ARGUMENT", "offset must be a non-negative integer")
-    limit = parse_int(q.get("limit"), "limit") if q.get("limit") else RUNS_LIMIT
-    if not 1 <= limit <= RUNS_LIMIT:
-        raise V2Error(400, "INVALID_ARGUMENT", f"limit must be an integer between 1 and {RUNS_LIMIT}")
+    limit = limit_param(q, default=RUNS_LIMIT, maximum=RUNS_LIMIT)
     sort = q.get("sort") or "created_at"
     if sort not in RUN_SORTS:
         raise V2Error(400, "INVALID_ARGUMENT", f"sort must be one of {', '.join(RUN_SORTS)}")
