@@ -6,34 +6,23 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from fixtures.pane import make_pane, wait_until
 from fixtures.portal import TOKEN, serve
-from fixtures.tb_writers import write_tensorboardx_media
 from taunotebook.client import PortalClient
-from taunotebook.importer import import_paths
 
 
 @pytest.fixture(scope="module")
-def imported(tmp_path_factory) -> tuple[Path, str]:
-    root = tmp_path_factory.mktemp("pane-media")
-    write_tensorboardx_media(root / "logs" / "run", [0, 10, 20])
-    (run_id,) = import_paths([str(root / "logs")], root / "store", project="proj", clustering="off").run_ids
-    return root / "store", run_id
-
-
-@pytest.fixture(scope="module")
-def portal(imported) -> Iterator[PortalClient]:
-    store, _ = imported
+def portal(tbx_media_store) -> Iterator[PortalClient]:
+    store, _ = tbx_media_store
     with serve(store) as server, PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0) as c:
         yield c
 
 
-def test_the_pane_lists_the_tags_and_reads_only_the_cards_on_screen(portal, imported):
-    _, run_id = imported
+def test_the_pane_lists_the_tags_and_reads_only_the_cards_on_screen(portal, tbx_media_store):
+    _, run_id = tbx_media_store
     pane, rec = make_pane(run_id, portal)
     try:
         wait_until(lambda: pane.media.get("tags"), "the media trait")
@@ -61,8 +50,8 @@ def test_the_pane_lists_the_tags_and_reads_only_the_cards_on_screen(portal, impo
         pane.close()
 
 
-def test_the_cursor_set_from_python_moves_the_cards(portal, imported):
-    _, run_id = imported
+def test_the_cursor_set_from_python_moves_the_cards(portal, tbx_media_store):
+    _, run_id = tbx_media_store
     pane, rec = make_pane(run_id, portal)
     try:
         pane.media_visible = ["text/note/text_summary"]

@@ -5,35 +5,25 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from fixtures.media_store import MEDIA_STEPS
 from fixtures.portal import TOKEN, serve
-from fixtures.tb_writers import write_tensorboardx_media
 from taunotebook.client import NotFoundError, PortalClient
-from taunotebook.importer import import_paths
 
-STEPS = [0, 10, 20]
-
-
-@pytest.fixture(scope="module")
-def imported(tmp_path_factory) -> tuple[Path, str]:
-    root = tmp_path_factory.mktemp("media-client")
-    write_tensorboardx_media(root / "logs" / "run", STEPS)
-    (run_id,) = import_paths([str(root / "logs")], root / "store", project="proj", clustering="off").run_ids
-    return root / "store", run_id
+STEPS = list(MEDIA_STEPS)
 
 
 @pytest.fixture(scope="module")
-def client(imported) -> Iterator[PortalClient]:
-    store, _ = imported
+def client(tbx_media_store) -> Iterator[PortalClient]:
+    store, _ = tbx_media_store
     with serve(store) as server, PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0) as c:
         yield c
 
 
-def test_the_runs_media_tags_with_their_counts_and_steps(client, imported):
-    _, run_id = imported
+def test_the_runs_media_tags_with_their_counts_and_steps(client, tbx_media_store):
+    _, run_id = tbx_media_store
     media = client.media_tags(run_id)
     assert media.unavailable is None and media.run_id == run_id
     tags = {(t.kind, t.tag): (t.count, t.step_min, t.step_max) for t in media.tags}
@@ -41,8 +31,8 @@ def test_the_runs_media_tags_with_their_counts_and_steps(client, imported):
         ("images", "sample"): (3, 0, 20), ("images", "batch"): (3, 0, 20), ("text", "note/text_summary"): (3, 0, 20)}
 
 
-def test_a_histogram_over_its_steps_and_at_one_step(client, imported):
-    _, run_id = imported
+def test_a_histogram_over_its_steps_and_at_one_step(client, tbx_media_store):
+    _, run_id = tbx_media_store
     h = client.histograms(run_id, "raw")
     assert h.steps == tuple(STEPS) and h.total == 3 and not h.reduced
     assert len(h.summary) == 3 and h.summary[0][0] == 7.0  # the raw histogram's count
@@ -57,8 +47,8 @@ def test_a_histogram_over_its_steps_and_at_one_step(client, imported):
         client.histograms(run_id, "no such tag")
 
 
-def test_images_near_a_step_and_their_bytes(client, imported):
-    _, run_id = imported
+def test_images_near_a_step_and_their_bytes(client, tbx_media_store):
+    _, run_id = tbx_media_store
     near = client.images_near(run_id, "batch", 14)
     assert (near.requested_step, near.step) == (14, 10) and len(near.images) >= 1
     sample = client.images_near(run_id, "sample", 16)
@@ -71,7 +61,7 @@ def test_images_near_a_step_and_their_bytes(client, imported):
         client.image_bytes(run_id, "0" * 64)
 
 
-def test_text_at_the_nearest_step(client, imported):
-    _, run_id = imported
+def test_text_at_the_nearest_step(client, tbx_media_store):
+    _, run_id = tbx_media_store
     text = client.text_at(run_id, "note/text_summary", 999)
     assert text.step == 20 and text.text == ("step **20**: naïve ✓",)
