@@ -32,6 +32,10 @@ MAX_BUCKETS = 33_333  # the most buckets the collector reads by default (its max
 MAX_IMAGE_BYTES = 16 * 1024 * 1024  # the largest image file the collector reads by default (its max_line_bytes)
 MEDIA_DIR = os.path.join("media", "images")
 _PNG = b"\x89PNG\r\n\x1a\n"
+_JPEG = b"\xff\xd8\xff"
+# Start-of-frame markers (baseline, progressive, lossless, arithmetic…): C0..CF but DHT, JPG and DAC.
+_JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_JPEG_MAX_SEGMENTS = 1024  # segments read looking for the frame header before giving up on the size
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -91,14 +95,45 @@ def image(data: Any, caption: str | None = None) -> Image:
         if raw.startswith(_PNG) and len(raw) >= 24:
             width, height = struct.unpack(">II", raw[16:24])
             found = Image(raw, width, height, caption, "png")
+        elif raw.startswith(_JPEG):
+            width, height = _jpeg_size(raw) or (None, None)
+            found = Image(raw, width, height, caption, "jpg")
         else:
-            kind = "jpg" if raw.startswith(b"\xff\xd8\xff") else "gif" if raw.startswith(b"GIF8") else "bin"
-            found = Image(raw, None, None, caption, kind)
+            found = Image(raw, None, None, caption, "gif" if raw.startswith(b"GIF8") else "bin")
     else:
         found = _pixels_image(data, caption)
     if len(found.data) > MAX_IMAGE_BYTES:
         raise ValueError(f"image(): {len(found.data)} bytes, more than the {MAX_IMAGE_BYTES} the collector reads")
     return found
+
+
+def _jpeg_size(raw: bytes) -> tuple[int, int] | None:
+    """(width, height) from a JPEG's start-of-frame header, or None when the bytes do not reach one: reads only
+    segment headers (at most :data:`_JPEG_MAX_SEGMENTS`), never the compressed image."""
+    at = 2  # past SOI
+    for _ in range(_JPEG_MAX_SEGMENTS):
+        if at >= len(raw) or raw[at] != 0xFF:  # not at a marker: not a JPEG this reads
+            return None
+        while at < len(raw) and raw[at] == 0xFF:  # the marker's 0xFF, and any fill bytes
+            at += 1
+        if at >= len(raw):
+            return None
+        marker = raw[at]
+        at += 1
+        if marker == 0x01 or 0xD0 <= marker <= 0xD7:  # TEM, RSTn: no length
+            continue
+        if marker in (0xD9, 0xDA) or at + 2 > len(raw):  # EOI, or SOS (the image data) before any frame header
+            return None
+        (length,) = struct.unpack_from(">H", raw, at)
+        if length < 2:
+            return None
+        if marker in _JPEG_SOF:
+            if length < 7 or at + 7 > len(raw):
+                return None
+            height, width = struct.unpack_from(">HH", raw, at + 3)
+            return (width, height) if width and height else None  # height 0: given later (DNL), not read here
+        at += length
+    return None
 
 
 def _pixels_image(data: Any, caption: str | None) -> Image:

@@ -48,6 +48,29 @@ def test_image_encodes_pixels_as_png_and_keeps_encoded_bytes() -> None:
         image(np.zeros((5, 5, 7)))
 
 
+@pytest.mark.parametrize("save", [{}, {"progressive": True}, {"exif": b"Exif\0\0" + b"MM\0*" + bytes(600),
+                                                                "icc_profile": bytes(3000)}])
+def test_image_of_jpeg_bytes_reads_its_size_from_the_frame_header(save) -> None:
+    out = io.BytesIO()
+    PILImage.new("RGB", (37, 19), (200, 30, 90)).save(out, format="JPEG", **save)
+    made = image(out.getvalue(), caption="photo")
+    assert (made.width, made.height, made.format, made.caption) == (37, 19, "jpg", "photo")
+
+
+@pytest.mark.parametrize("data", [
+    b"\xff\xd8\xff",  # the markers end before any frame header
+    b"\xff\xd8\xff\xe0\x00",  # a segment's length cut off
+    b"\xff\xd8\xff\xe0\x00\x01rest",  # a length below its own two bytes
+    b"\xff\xd8\xff\xe0\xff\xff" + bytes(10),  # a length past the end
+    b"\xff\xd8\xff\xda\x00\x02" + bytes(10),  # the image data before any frame header
+    b"\xff\xd8\xff\xc0\x00\x11\x08\x00",  # a frame header cut off
+    b"\xff\xd8" + b"\xff\xd0" * 5000,  # markers without end: given up after a bound
+])
+def test_image_of_jpeg_bytes_without_a_readable_frame_header_has_no_size(data) -> None:
+    made = image(data)
+    assert (made.width, made.height, made.format) == (None, None, "jpg")
+
+
 def test_log_writes_the_row_and_the_image_file_the_history_source_reads(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("TAU_HISTORY_DIR", str(tmp_path))
     pixels = np.full((4, 6, 3), 200, np.uint8)
