@@ -151,3 +151,26 @@ def test_written_parquet_file_has_the_scalar_v2_schema(tmp_path):
         "SELECT format, schema_version, schema_hash, row_count, min_step, max_step FROM metric_files"
     ).fetchone()
     assert row == ("parquet", "tau.metrics.scalar.v2", schema.METRIC_SCHEMA_HASH, 1, 1, 1)
+
+
+def _plan(db: sqlite3.Connection, sql: str, args: tuple) -> str:
+    return " | ".join(r[3] for r in db.execute("EXPLAIN QUERY PLAN " + sql, args))
+
+
+def test_an_image_by_digest_and_a_runs_configs_are_found_by_index_and_an_older_store_gets_the_indexes(tmp_path):
+    db = _db(tmp_path)
+    image = _plan(db, "SELECT artifact_id FROM artifacts WHERE run_id = ? AND type = ? AND digest = ? "
+                      "ORDER BY artifact_id LIMIT 1", ("r", "image", "sha256:00"))
+    assert "USING INDEX idx_artifacts_run_type_digest (run_id=? AND type=? AND digest=?)" in image, image
+    configs = _plan(db, "SELECT config_hash FROM configs WHERE run_id = ?", ("r",))
+    assert "USING INDEX idx_configs_run (run_id=?)" in configs, configs
+    many = _plan(db, "SELECT run_id FROM configs WHERE run_id IN (SELECT value FROM json_each(?))", ('["r"]',))
+    assert "idx_configs_run" in many and "SCAN configs" not in many, many
+    db.execute("DROP INDEX idx_artifacts_run_type_digest")  # a store written before these indexes
+    db.execute("DROP INDEX idx_configs_run")
+    db.commit()
+    db.close()
+    open_store(tmp_path / "s", writable=True).close()  # a writer's open adds them (readers never migrate)
+    names = {n for (n,) in sqlite3.connect(tmp_path / "s" / "index.sqlite").execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"idx_artifacts_run_type_digest", "idx_configs_run"} <= names

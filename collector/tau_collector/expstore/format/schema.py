@@ -301,6 +301,12 @@ CREATE INDEX IF NOT EXISTS idx_metric_file_metrics_run ON metric_file_metrics(ru
 -- Ours too, on TauGrid's tags table (an index, not a change to the table): a runs table filtered by one tag
 -- finds its runs from the tag, not by probing every run of the workspace.
 CREATE INDEX IF NOT EXISTS idx_tags_key_value ON tags(key, value, scope_type, scope_id);
+-- Ours too, on TauGrid's artifacts and configs (indexes, not changes to the tables: a store opened here gets them
+-- if it lacks them). A run's image is found by its digest without reading the run's other rows, and a run's
+-- configs (the runs table, parameter importance) without reading every run's. (No semicolons in comments here:
+-- the script is split on them.)
+CREATE INDEX IF NOT EXISTS idx_artifacts_run_type_digest ON artifacts(run_id, type, digest);
+CREATE INDEX IF NOT EXISTS idx_configs_run ON configs(run_id);
 -- Ours: a run's histograms and text (docs/media.md), one Parquet file per tag and delivered chunk under media/.
 -- A store without this table (written before it, or by TauGrid) has none: readers answer empty.
 CREATE TABLE IF NOT EXISTS media_files (

@@ -437,7 +437,7 @@ def metric_values(conn: sqlite3.Connection, workspace: str, metric: str, *, proj
         "SELECT rl.run_id, rl.state, ms.finite_count, ms.latest_value, ms.min_value, ms.max_value "
         "FROM run_listing rl LEFT JOIN metric_summaries ms ON ms.run_id = rl.run_id AND ms.metric_name = ? "
         f"WHERE {condition} ORDER BY rl.created_at DESC, rl.run_id DESC LIMIT ?", [metric, *args, limit]).fetchall()
-    # The configs of those runs in one pass over the table (it has no index by run alone).
+    # The configs of those runs in one query (by idx_configs_run).
     configs: dict[str, list[tuple[str, str]]] = {}
     if rows:
         for run_id, indexed, normalized in conn.execute(
