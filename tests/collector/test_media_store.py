@@ -33,6 +33,8 @@ from tau_collector.spool.media_record import decode_media_chunk, encode_media_ch
 from taunotebook.importer import import_paths
 
 from .spooled import spooled
+from .wandb_runs import IMAGE_STEPS, WandbRun
+from .wandb_runs import wandb_run_fixture as wandb_run_fixture
 
 WRITERS = [write_torch_media, write_tensorboardx_media, write_tf_media]
 HARNESS = str(Path(__file__).with_name("crash_points.py"))
@@ -323,6 +325,34 @@ def test_a_store_rebuilt_from_a_runs_artifacts_equals_the_original(tmp_path):
     for metric in original.metric_names(run_id):
         a, b = original.rows(run_id, metric), rebuilt.rows(run_id, metric)
         assert (a.step.tolist(), a.value.tolist()) == (b.step.tolist(), b.value.tolist())
+
+
+def _kept(reader: StoreReader, run_id: str) -> list[tuple]:
+    return sorted((r.type, r.name, r.digest, r.size_bytes) for r in reader.artifacts(run_id, limit=10_000))
+
+
+def test_a_store_rebuilt_from_a_wandb_runs_artifacts_equals_the_original_with_its_images(wandb_run: WandbRun,
+                                                                                        tmp_path):
+    assert import_paths([str(wandb_run.folder)], tmp_path / "store", clustering="off").run_ids == ["wandblog-run"]
+    original, run_id = StoreReader(tmp_path / "store"), "wandblog-run"
+    kept = _kept(original, run_id)
+    media = [(name, size) for kind, name, _, size in kept if kind == "wandb-media"]
+    on_disk = sorted(("files/" + p.relative_to(wandb_run.folder / "files").as_posix(), p.stat().st_size)
+                     for p in (wandb_run.folder / "files" / "media").rglob("*") if p.is_file())
+    assert media == on_disk and len(media) == len(IMAGE_STEPS) + 3  # every file the history's images name
+    folder = tmp_path / "store" / "artifacts" / run_id / "wandb-log"
+    (rebuilt_id,) = import_paths([str(folder)], tmp_path / "rebuilt", clustering="off").run_ids
+    rebuilt = StoreReader(tmp_path / "rebuilt")
+    assert rebuilt_id == run_id
+    assert rebuilt.media_tags(run_id) == original.media_tags(run_id)
+    assert len(stored(original, run_id, "images")) == len(IMAGE_STEPS) + 1
+    for kind in ("histograms", "images", "text"):
+        assert stored(rebuilt, run_id, kind) == stored(original, run_id, kind)
+    assert rebuilt.metric_names(run_id) == original.metric_names(run_id)
+    for metric in original.metric_names(run_id):
+        a, b = original.rows(run_id, metric), rebuilt.rows(run_id, metric)
+        assert (a.step.tolist(), a.value.tolist()) == (b.step.tolist(), b.value.tolist())
+    assert _kept(rebuilt, run_id) == kept
 
 
 def test_the_collector_registers_the_files_it_reads_with_digest_and_size_once_complete(tmp_path):

@@ -35,7 +35,7 @@ from tau_collector.expstore.format.metric_files import id_component
 from tau_collector.expstore.maintain.metric_clusters import cluster_quietly, start_clustering
 from tau_collector.expstore.write.artifacts import record_artifacts
 from tau_collector.expstore.write.config_rows import ConfigConflictError
-from tau_collector.expstore.write.source_files import TENSORBOARD, keep_source_file
+from tau_collector.expstore.write.source_files import TENSORBOARD, WANDB_MEDIA, keep_source_file, kept_folder
 from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.pipeline import Pipeline, ProjectedBatch
 from tau_collector.projection.projector import ProjectionConfig
@@ -225,21 +225,25 @@ class StoreImport:
                                  target_id=run.run_id, request_hash=key)
 
     def _keep_files(self, run: ImportRun) -> list[SourceProblem]:
-        """Copy the files the run was read from into the store as its artifacts (TauGrid's JSONL import does)."""
+        """Copy the files the run was read from into the store as its artifacts (TauGrid's JSONL import does), and
+        beside them the files their rows name (a W&B run's ``files/media/``)."""
         rows, problems = [], []
+        kind = run.source.artifact_type
         for source_input in run.inputs:
             path = source_input.path
-            kind = run.source.artifact_type
             name = os.path.basename(path)
             group = source_input.group
             if kind == TENSORBOARD:  # the run's directory, so importing the copies rebuilds the same run
                 relative = getattr(group, "relative", "") if getattr(group, "attached", False) else ""
                 name = "/".join(p for p in (id_component(run.run_id), relative, name) if p)
-            try:
-                rows.append(keep_source_file(self.sink.store, run.run_id, path, name, kind))
-            except OSError as exc:
-                problems.append(SourceProblem(path, ProblemKind.UNREADABLE,
-                                              f"not kept with the run: {exc.strerror or exc}"))
+            kept = [(path, name, kind)] + [(p, n, WANDB_MEDIA) for p, n in run.source.kept_files(source_input)]
+            for file_path, file_name, file_type in kept:
+                try:
+                    rows.append(keep_source_file(self.sink.store, run.run_id, file_path, file_name, file_type,
+                                                 folder=kept_folder(kind)))
+                except OSError as exc:
+                    problems.append(SourceProblem(file_path, ProblemKind.UNREADABLE,
+                                                  f"not kept with the run: {exc.strerror or exc}"))
         record_artifacts(self.sink.store, rows)
         return problems
 

@@ -135,6 +135,11 @@ class Source(abc.ABC):
         """Directories whose changes may concern this source."""
         return []
 
+    def kept_files(self, source_input: SourceInput) -> list[tuple[str, str]]:
+        """The files beside ``source_input`` that its rows name (a W&B run's ``files/media/``), to keep with the run
+        as artifacts: (path, name relative to the folder where the input's own copy is kept). None by default."""
+        return []
+
     def run_config(self) -> RunConfig | None:
         """The run's configuration (hyperparameters) as far as the source can tell now, or None.
 

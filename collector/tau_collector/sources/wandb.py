@@ -44,7 +44,7 @@ from tau_collector.sources.wandb_log import (
     decode_record,
     record_kind,
 )
-from tau_collector.sources.wandb_media import media_scope, take_media
+from tau_collector.sources.wandb_media import media_files, media_scope, take_media
 from tau_collector.taugrid.run_config import ConfigError, RunConfig, parse_config, read_config_bytes, run_config
 
 __all__ = ["WANDB_CONFIG", "WANDB_HISTORY", "WandbLogSource", "WandbSource", "wandb_config_values", "wandb_logs"]
@@ -98,6 +98,10 @@ class WandbSource(Source):
 
     def owns(self, path: str) -> bool:
         return path == self.history
+
+    def kept_files(self, source_input: SourceInput) -> list[tuple[str, str]]:
+        """The run's ``files/media/``, named relative to ``files/`` (where the history and its image paths are)."""
+        return media_files(os.path.dirname(source_input.path))
 
     def run_config(self) -> RunConfig | None:
         """The run's ``wandb.config`` from ``files/config.yaml``; None without the file or without values."""
@@ -183,6 +187,11 @@ class WandbLogSource(Source):
 
     def watch_roots(self) -> list[str]:
         return [self.run_folder]
+
+    def kept_files(self, source_input: SourceInput) -> list[tuple[str, str]]:
+        """The run's ``files/media/`` beside the log, named ``files/media/…`` (the log's image paths are relative
+        to ``files/``): kept beside the log's copy, importing that folder reads the same images."""
+        return media_files(os.path.join(os.path.dirname(source_input.path), "files"), "files/")
 
     def _read(self, path: str, start: Position, max_bytes: int, max_records: int) -> LogRead:
         return read_log(path, start.offset, start.records, max_bytes=max_bytes, max_records=max_records,

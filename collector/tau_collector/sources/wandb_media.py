@@ -36,7 +36,7 @@ from tau_collector.sources.read_limits import Limits
 from tau_collector.sources.records import HistoryRow, ProblemKind, SourceProblem
 
 __all__ = ["HISTOGRAM_TYPE", "IMAGES_TYPE", "IMAGE_FILE_TYPE", "MEDIA_TYPES", "MediaScope", "RowMedia",
-           "histogram_buckets", "media_scope", "read_image_file", "row_media", "take_media"]
+           "histogram_buckets", "media_files", "media_scope", "read_image_file", "row_media", "take_media"]
 
 HISTOGRAM_TYPE = "histogram"
 IMAGE_FILE_TYPE = "image-file"
@@ -198,6 +198,25 @@ def read_image_file(files_dir: str, path: str, *, max_bytes: int, size: int | No
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def media_files(files_dir: str, prefix: str = "") -> list[tuple[str, str]]:
+    """Every regular file under ``files_dir/media`` (where wandb writes a run's images and other media), in name
+    order, as (path, ``prefix`` + its path relative to ``files_dir``, ``/``-separated). Symbolic links, to files
+    or folders, are not followed: a link out of the run keeps nothing of elsewhere."""
+    found = []
+    top = os.path.join(files_dir, "media")
+    for folder, dirs, names in os.walk(top):  # os.walk follows no links to folders
+        dirs.sort()
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            try:
+                if not stat.S_ISREG(os.lstat(path).st_mode):
+                    continue
+            except OSError:
+                continue  # gone meanwhile
+            found.append((path, prefix + os.path.relpath(path, files_dir).replace(os.sep, "/")))
+    return found
 
 
 def _media_values(fields: dict, scope: MediaScope) -> list[tuple[str, dict]]:

@@ -10,7 +10,10 @@ writers of a store differ:
 * ``taunotebook import`` copies each file into the store (:func:`keep_source_file`), as TauGrid's JSONL
   import does (``artifacts/<run>/jsonl/<12 hex of its digest>-<name>``, id ``jsonl-history-<run>-<12 hex>``);
   event files keep their run's directory (``artifacts/<run>/tensorboard/<run>/<relative>/<name>``), so that
-  importing ``artifacts/<run>/tensorboard`` rebuilds the same run.
+  importing ``artifacts/<run>/tensorboard`` rebuilds the same run. The files a run's rows name beside its
+  history (a W&B run's ``files/media/``: ``Source.kept_files``) are copied beside the history's copy, type
+  ``wandb-media`` (``artifacts/<run>/wandb-log/files/media/…`` beside the log's copy), so that importing
+  ``artifacts/<run>/wandb-log`` rebuilds the run with its images.
 
 Copies stream in blocks and are published whole (temporary name, fsync, rename), hashed as they are copied.
 """
@@ -26,11 +29,13 @@ from tau_collector.expstore.format.schema import ARTIFACTS_DIR
 from tau_collector.expstore.store import ExpStore, utc_now_rfc3339
 from tau_collector.reads.rows import ArtifactRow
 
-__all__ = ["METRICS_JSONL", "TENSORBOARD", "WANDB_LOG", "keep_source_file", "source_file_row"]
+__all__ = ["METRICS_JSONL", "TENSORBOARD", "WANDB_LOG", "WANDB_MEDIA", "keep_source_file", "kept_folder",
+           "source_file_row"]
 
 METRICS_JSONL = "metrics-jsonl"
 TENSORBOARD = "tensorboard"
 WANDB_LOG = "wandb-log"
+WANDB_MEDIA = "wandb-media"  # a file a W&B run's rows name (files/media/…), kept beside its history
 _BLOCK = 1 << 20
 _SHORT = 12
 
@@ -50,8 +55,15 @@ def source_file_row(run_id: str, path: str, name: str, type: str, *, closed: boo
                        size_bytes=size, created_at=utc_now_rfc3339(), tags={"original_path": os.path.abspath(path)})
 
 
-def keep_source_file(store: ExpStore, run_id: str, path: str, name: str, type: str) -> ArtifactRow:
-    """Copy ``path`` into the store's ``artifacts/<run>/`` and return its row (the caller records it)."""
+def kept_folder(type: str) -> str:
+    """The folder under ``artifacts/<run>/`` where an import keeps a source file of ``type``."""
+    return "jsonl" if type == METRICS_JSONL else type
+
+
+def keep_source_file(store: ExpStore, run_id: str, path: str, name: str, type: str, *,
+                     folder: str | None = None) -> ArtifactRow:
+    """Copy ``path`` into the store's ``artifacts/<run>/`` and return its row (the caller records it): under
+    ``folder`` (by default the type's, :func:`kept_folder`) as ``name``, a history as TauGrid names it."""
     run_dir = f"{ARTIFACTS_DIR}/{id_component(run_id)}"
     hashed = hashlib.sha256()
 
@@ -64,10 +76,10 @@ def keep_source_file(store: ExpStore, run_id: str, path: str, name: str, type: s
     if type == METRICS_JSONL:
         with open(path, "rb") as fh:  # the name holds the digest: hashed once before the copy
             short = hashlib.file_digest(fh, "sha256").hexdigest()[:_SHORT]
-        rel = f"{run_dir}/jsonl/{short}-{os.path.basename(path)}"
+        rel = f"{run_dir}/{kept_folder(type)}/{short}-{os.path.basename(path)}"
         artifact_id = f"jsonl-history-{run_id}-{short}"
     else:
-        rel = f"{run_dir}/{type}/{name}"
+        rel = f"{run_dir}/{folder or kept_folder(type)}/{name}"
         artifact_id = ""
     store.publish_file(rel, copy)
     size = store.absolute(rel).stat().st_size
