@@ -22,7 +22,7 @@ from tau_collector.sources.read_limits import Limits
 from tau_collector.sources.records import ProblemKind
 from tau_collector.sources.wandb import WandbLogSource, WandbSource
 from tau_collector.sources.wandb_log import FILE_HEADER
-from tau_collector.sources.wandb_media import histogram_buckets, read_image_file
+from tau_collector.sources.wandb_media import ImageWaits, histogram_buckets, read_image_file
 from taunotebook import cli
 
 from .wandb_runs import GRID_STEP, IMAGE_STEPS, STEPS, WandbRun, wandb_items, wandb_records
@@ -157,6 +157,97 @@ def test_image_bytes_bound_a_batch_and_nothing_is_lost(wandb_run: WandbRun, tmp_
         assert media_of(batches) == media_of(whole)
         assert [r.fields for b in batches for r in b.rows] == [r.fields for b in whole for r in b.rows]
         assert batches[-1].end == whole[-1].end and not any(b.problems for b in batches)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("layout", ["log", "jsonl"])
+def test_a_live_rows_image_file_written_after_the_row_is_waited_for(wandb_run: WandbRun, tmp_path: Path,
+                                                                   layout: str) -> None:
+    if layout == "log":
+        folder = tmp_path / "run"
+        shutil.copytree(wandb_run.folder, folder)
+        source = WandbLogSource(str(folder))
+    else:
+        folder = jsonl_run(tmp_path / "run", wandb_rows(wandb_run), wandb_run.folder / "files")
+        source = WandbSource(str(folder))
+    clock = Clock()
+    source.image_waits = ImageWaits(wait_seconds=30, clock=clock)
+    (late,) = (folder / "files" / "media" / "images" / "samples").glob("one_10_*.png")
+    aside = tmp_path / "aside.png"
+    late.rename(aside)  # the job has logged step 10's row, not yet its image file
+    (source_input,) = source.inputs()
+    _, images = reference(wandb_run)
+    whole = media_of(read_all(WandbLogSource(str(wandb_run.folder))))
+
+    first = source.read(source_input, Position(), final=False)
+    assert not first.more and not first.problems
+    assert max(r.fields["_step"] for r in first.rows) == 9  # the batch ends before step 10's row
+    assert sorted(step for tag, step in media_of([first])[1]) == [0, 5]
+    again = source.read(source_input, first.end, final=False)  # read again before the file is there
+    assert again.end == first.end and not again.rows and not again.problems
+    aside.rename(late)
+    clock.now = 29.0
+    rest = read_all_live(source, source_input, first.end)
+    assert media_of([first, *rest]) == whole
+    assert media_of([first, *rest])[1][("samples/one", 10)] == images[("samples/one", 10)]
+    assert not any(b.problems for b in rest)
+
+
+def read_all_live(source, source_input, start: Position) -> list:
+    batches = []
+    while True:
+        batch = source.read(source_input, start, final=False)
+        batches.append(batch)
+        if not batch.more:
+            return batches
+        start = batch.end
+
+
+@pytest.mark.parametrize("final", [False, True])
+def test_an_image_file_that_never_appears_is_reported_after_the_wait_or_at_the_end(wandb_run: WandbRun,
+                                                                                   tmp_path: Path,
+                                                                                   final: bool) -> None:
+    folder = tmp_path / "run"
+    shutil.copytree(wandb_run.folder, folder)
+    source = WandbLogSource(str(folder))
+    clock = Clock()
+    source.image_waits = ImageWaits(wait_seconds=30, clock=clock)
+    (gone,) = (folder / "files" / "media" / "images" / "samples").glob("one_10_*.png")
+    gone.unlink()
+    (source_input,) = source.inputs()
+    waited = source.read(source_input, Position(), final=False)
+    assert max(r.fields["_step"] for r in waited.rows) == 9
+    clock.now = 30.0 if not final else 1.0  # the wait is over, or the run has completed
+    batch = source.read(source_input, waited.end, final=final)
+    assert [r.fields["_step"] for r in batch.rows][:1] == [10] and batch.end.offset > waited.end.offset
+    (problem,) = batch.problems
+    assert problem.kind is ProblemKind.BAD_VALUE
+    assert f"image file 'media/images/samples/{gone.name}' is missing from" in problem.message
+    assert "the image was skipped" in problem.message
+    assert ("samples/one", 10) not in media_of([batch])[1] and ("samples/one", 20) in media_of([batch])[1]
+
+
+def test_image_waits_hold_one_row_per_input_for_a_bounded_time() -> None:
+    clock = Clock()
+    waits = ImageWaits(wait_seconds=5, clock=clock)
+    assert waits.wait("a", 100, final=False)
+    clock.now = 4.9
+    assert waits.wait("a", 100, final=False)
+    clock.now = 5.0
+    assert not waits.wait("a", 100, final=False)  # waited long enough: read it now, without its image
+    assert waits.wait("a", 200, final=False)  # another row: waits afresh (clock 5.0)
+    assert not waits.wait("a", 200, final=True)  # the run is complete: nothing more will be written
+    assert waits.wait("b", 7, final=False)
+    waits.passed("b", 8)  # read past it
+    clock.now = 100.0
+    assert waits.wait("b", 7, final=False)  # a new wait, not the old one's
 
 
 def test_dump_kind_prints_wandbs_histograms_and_images(wandb_run: WandbRun, tmp_path: Path, capsysbinary) -> None:

@@ -18,7 +18,7 @@ from tau_collector.sources.base import Batch, Position, Source, SourceInput, has
 from tau_collector.sources.jsonl import expand_history, history_metric_file_id, read_history
 from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
 from tau_collector.sources.records import ProblemKind
-from tau_collector.sources.wandb_media import media_scope, take_media
+from tau_collector.sources.wandb_media import ImageWaits, media_scope, take_media
 
 __all__ = ["HistorySource", "read_history_batch"]
 
@@ -52,6 +52,7 @@ class HistorySource(Source):
         self.time_field = time_field
         # Files the collector has folded as completely read: listed by a full scan, never stat'ed.
         self.known: Callable[[str], bool] | None = None
+        self.image_waits = ImageWaits()  # a live row's image file not written yet: the row is read again
 
     def prepare(self, known: Callable[[str], bool] | None) -> None:
         self.known = known
@@ -70,7 +71,7 @@ class HistorySource(Source):
             limits = self.limits
             scope = media_scope(os.path.dirname(source_input.path), limits, separator=None)
             batch.rows = take_media(batch, batch.rows, scope, step_field=self.step_field, time_field=self.time_field,
-                                    image_budget=limits.batch_bytes)
+                                    image_budget=limits.batch_bytes, final=final, waits=self.image_waits)
         if prefix_hash is not None and batch.end.offset > start.offset:  # after take_media, which may end it sooner
             hash_range(prefix_hash, source_input.path, start.offset, batch.end.offset)
         return batch

@@ -44,7 +44,7 @@ from tau_collector.sources.wandb_log import (
     decode_record,
     record_kind,
 )
-from tau_collector.sources.wandb_media import media_files, media_scope, take_media
+from tau_collector.sources.wandb_media import ImageWaits, media_files, media_scope, take_media
 from tau_collector.taugrid.run_config import ConfigError, RunConfig, parse_config, read_config_bytes, run_config
 
 __all__ = ["WANDB_CONFIG", "WANDB_HISTORY", "WandbLogSource", "WandbSource", "wandb_config_values", "wandb_logs"]
@@ -75,6 +75,7 @@ class WandbSource(Source):
         super().__init__(limits)
         self.run_folder = os.path.abspath(run_folder)
         self.history = os.path.join(self.run_folder, WANDB_HISTORY)
+        self.image_waits = ImageWaits()  # a live row's image file not written yet: the row is read again
 
     @staticmethod
     def detect(directory: str) -> bool:
@@ -88,7 +89,7 @@ class WandbSource(Source):
     def read(self, source_input: SourceInput, start: Position, *, final: bool, prefix_hash: Any = None) -> Batch:
         batch = read_history_batch(self, source_input, start, final=final, prefix_hash=None)
         rows = take_media(batch, batch.rows, media_scope(os.path.dirname(source_input.path), self.limits),
-                          image_budget=self.limits.batch_bytes)
+                          image_budget=self.limits.batch_bytes, final=final, waits=self.image_waits)
         if prefix_hash is not None and batch.end.offset > start.offset:  # after take_media, which may end it sooner
             hash_range(prefix_hash, source_input.path, start.offset, batch.end.offset)
         batch.rows, too_deep = flatten_rows(rows, separator=".", max_depth=self.limits.max_depth)
@@ -161,6 +162,7 @@ class WandbLogSource(Source):
         self._config: dict[str, Any] = {}
         self._summary: dict[str, Any] = {}
         self._info: WandbRunInfo | None = None
+        self.image_waits = ImageWaits()  # a live row's image file not written yet: the row is read again
 
     @staticmethod
     def detect(directory: str) -> bool:
@@ -228,7 +230,7 @@ class WandbLogSource(Source):
                 line=number, offset=offset))
         self._stop_problem(batch, log, final)
         rows = take_media(batch, rows, media_scope(os.path.join(os.path.dirname(path), "files"), limits),
-                          image_budget=limits.batch_bytes)
+                          image_budget=limits.batch_bytes, final=final, waits=self.image_waits)
         batch.rows, too_deep = flatten_rows(rows, separator=".", max_depth=limits.max_depth)
         if too_deep:
             batch.drop(NESTED_TOO_DEEP, too_deep)

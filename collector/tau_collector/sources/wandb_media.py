@@ -17,6 +17,11 @@ made. An image path must stay inside the files folder (no absolute path, no ``..
 name a regular file of at most ``max_image_bytes`` whose size is the one the row gives; a list holds at most
 ``max_values`` images. A value that breaks a rule, or an image file that is missing, is a problem in words
 (``bad_value``) naming the file, the row and the tag; the row's scalars and its other media still go through.
+
+A live run may write an image file just after the row naming it: while the job runs, a row whose image file is
+missing ends the batch before it, and the row is read again (:class:`ImageWaits`, at most
+:data:`MISSING_IMAGE_WAIT_SECONDS` a row, as a torn tail is read again); after that, or once the run is complete,
+the missing file is reported in words and the row goes through without it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from __future__ import annotations
 import math
 import os
 import stat
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,12 +42,14 @@ from tau_collector.sources.media import HistogramRecord, ImageRecord, MediaRecor
 from tau_collector.sources.read_limits import Limits
 from tau_collector.sources.records import HistoryRow, ProblemKind, SourceProblem
 
-__all__ = ["HISTOGRAM_TYPE", "IMAGES_TYPE", "IMAGE_FILE_TYPE", "MEDIA_TYPES", "MediaScope", "RowMedia",
+__all__ = ["HISTOGRAM_TYPE", "IMAGES_TYPE", "IMAGE_FILE_TYPE", "MEDIA_TYPES", "MISSING_IMAGE_WAIT_SECONDS",
+           "ImageWaits", "MediaScope", "RowMedia",
            "histogram_buckets", "media_files", "media_scope", "read_image_file", "row_media", "take_media"]
 
 HISTOGRAM_TYPE = "histogram"
 IMAGE_FILE_TYPE = "image-file"
 IMAGES_TYPE = "images/separated"
+MISSING_IMAGE_WAIT_SECONDS = 30.0  # how long a live row waits for an image file it names to appear
 MEDIA_TYPES = frozenset({HISTOGRAM_TYPE, IMAGE_FILE_TYPE, IMAGES_TYPE})
 # The ``dropped`` bucket of the other ``_type`` values (a fixed few: a file cannot make buckets up).
 _DROPPED = {"table-file": "wandb_table", "table": "wandb_table", "joined-table": "wandb_table",
@@ -76,6 +85,37 @@ class RowMedia:
     problems: list[SourceProblem] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
     image_bytes: int = 0
+    missing: list[str] = field(default_factory=list)  # the image paths whose files are not there (yet)
+
+
+class ImageWaits:
+    """Per input, the row waiting for an image file it names, and since when (``clock`` seconds): one row per input
+    at a time (a batch ends before it), so what is held is bounded by the inputs."""
+
+    def __init__(self, wait_seconds: float = MISSING_IMAGE_WAIT_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.wait_seconds = wait_seconds
+        self._clock = clock
+        self._since: dict[str, tuple[int, float]] = {}
+
+    def wait(self, path: str, offset: int, final: bool) -> bool:
+        """Whether the row at ``offset`` of ``path`` is read again later rather than now without its image: while
+        the job runs, until it has waited :attr:`wait_seconds`."""
+        if final:
+            self._since.pop(path, None)
+            return False
+        now = self._clock()
+        held = self._since.get(path)
+        if held is None or held[0] != offset:
+            self._since[path] = (offset, now)
+            return True
+        return now - held[1] < self.wait_seconds
+
+    def passed(self, path: str, offset: int) -> None:
+        """``path`` was read up to ``offset``: a row waited for before it is done with."""
+        held = self._since.get(path)
+        if held is not None and held[0] < offset:
+            del self._since[path]
 
 
 def _number(value: Any) -> bool:
@@ -285,6 +325,7 @@ def row_media(row: HistoryRow, path: str, scope: MediaScope, *, step_field: str 
             try:
                 data = read_image_file(scope.files_dir, ref.path, max_bytes=scope.max_image_bytes, size=ref.size)
             except FileNotFoundError:
+                out.missing.append(ref.path)
                 out.problems.append(_problem(path, row, tag, f"image file {ref.path!r} is missing from "
                                              f"{scope.files_dir}; the image was skipped"))
                 continue
@@ -307,27 +348,42 @@ def _problem(path: str, row: HistoryRow, tag: str, words: str) -> SourceProblem:
 
 
 def take_media(batch: Batch, rows: list[HistoryRow], scope: MediaScope, *, step_field: str = "_step",
-               time_field: str = "_timestamp", image_budget: int) -> list[HistoryRow]:
+               time_field: str = "_timestamp", image_budget: int, final: bool = True,
+               waits: ImageWaits | None = None) -> list[HistoryRow]:
     """Add the media of ``rows`` (the batch's rows, in file order) to ``batch``; returns the rows the batch keeps.
 
     Images are read here, so what a batch holds is bounded by ``image_budget`` too: once the images read pass it,
     the batch ends after that row (its ``end`` at the next row, ``more`` set; problems of later lines dropped, to
     be found again when they are read), so a history of many large images is read in batches like any other.
-    One row's images are bounded by ``scope.max_image_bytes`` (:func:`row_media`)."""
+    One row's images are bounded by ``scope.max_image_bytes`` (:func:`row_media`). With ``waits``, a row naming an
+    image file that is not there yet ends the batch before it while the job runs (not ``final``), for the row to
+    be read again once the file may be there (:class:`ImageWaits` bounds how long)."""
     path = batch.input.path
     held = 0
+    kept = rows
     for index, row in enumerate(rows):
         media = row_media(row, path, scope, step_field=step_field, time_field=time_field,
                           image_budget=scope.max_image_bytes)
+        if media.missing and waits is not None and waits.wait(path, row.offset, final):
+            _end_before(batch, row, more=False)
+            kept = rows[:index]
+            break
         batch.media += media.records
         batch.problems += media.problems
         for bucket, count in media.dropped.items():
             batch.drop(bucket, count)
         held += media.image_bytes
         if held >= image_budget and index + 1 < len(rows):
-            after = rows[index + 1]
-            batch.end = Position(after.offset, after.line - 1)
-            batch.more, batch.stopped, batch.unreadable = True, False, False
-            batch.problems = [p for p in batch.problems if p.line is None or p.line < after.line]
-            return rows[:index + 1]
-    return rows
+            _end_before(batch, rows[index + 1], more=True)
+            kept = rows[:index + 1]
+            break
+    if waits is not None:
+        waits.passed(path, batch.end.offset)
+    return kept
+
+
+def _end_before(batch: Batch, row: HistoryRow, *, more: bool) -> None:
+    """End ``batch`` before ``row`` (read from there next), dropping the problems of the lines from there on."""
+    batch.end = Position(row.offset, row.line - 1)
+    batch.more, batch.stopped, batch.unreadable = more, False, False
+    batch.problems = [p for p in batch.problems if p.line is None or p.line < row.line]
