@@ -3,7 +3,10 @@
 A sink's retryable failure backs off (doubling, at most 30 s) and tries again while the collector
 watches; the chunk stays spooled meanwhile, so nothing is lost if the process dies. A one-shot
 collector fails instead. Problems a source met are recorded by sinks that keep them (the
-expstore shows them beside the run); failing to record them never stops the metrics.
+expstore shows them beside the run); failing to record them never stops the metrics. A run's artifacts
+reach a sink one way (``Sink.put_artifacts``), from two callers with their own rules: the files the run
+is read from (:meth:`Delivery.keep_run_files`, backing off and retrying as a chunk does) and its
+checkpoints (:meth:`Delivery.put_artifacts`, one try: the scanner registers them again on its next pass).
 """
 
 from __future__ import annotations
@@ -42,13 +45,26 @@ class Delivery:
                             lambda sink: sink.deliver_media(chunk))
 
     def keep_run_files(self, run_id: str, files: list[RunFile], *, closed: bool) -> None:
-        """Register the files the run is read from in every sink that keeps artifacts."""
-        self._to_every_sink(f"{len(files)} files of run {run_id}", "the registration",
-                            lambda sink: sink.keep_run_files(run_id, files, closed=closed))
+        """Register the files the run is read from (where they are; digest and size when ``closed``) in every sink
+        that keeps artifacts, retrying a retryable failure as a chunk's delivery does."""
+        sinks = [sink for sink in self.sinks if sink.keeps_artifacts]
+        if not sinks:
+            return  # nothing keeps them: nothing hashed
+        from tau_collector.expstore.write.source_files import source_file_row  # not loaded for ADX alone
 
-    def _to_every_sink(self, what: str, spooled: str, call: Callable[[Sink], None]) -> None:
+        rows = []
+        for f in files:
+            try:
+                rows.append(source_file_row(run_id, f.path, f.name, f.type, closed=closed))
+            except OSError:
+                continue  # gone before it could be hashed: registered when it was first read, listed as gone
+        self._to_every_sink(f"{len(files)} files of run {run_id}", "the registration",
+                            lambda sink: sink.put_artifacts(rows), sinks)
+
+    def _to_every_sink(self, what: str, spooled: str, call: Callable[[Sink], None],
+                       sinks: list[Sink] | None = None) -> None:
         delay = self.backoff
-        for sink in self.sinks:
+        for sink in self.sinks if sinks is None else sinks:
             while True:
                 try:
                     call(sink)
@@ -82,6 +98,8 @@ class Delivery:
         """Register artifacts (checkpoints) in every sink that keeps them; :class:`DeliveryError` when one cannot
         (the collector logs it and registers them on its next pass)."""
         for sink in self.sinks:
+            if not sink.keeps_artifacts:
+                continue
             try:
                 sink.put_artifacts(rows)
             except (SinkError, OSError) as exc:

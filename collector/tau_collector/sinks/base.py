@@ -105,6 +105,8 @@ class Sink(abc.ABC):
     # Keeps points, not events: delivers a chunk's ``points`` alone, idempotently on the chunk's digest and
     # sequence. A collector whose sinks all do spools its chunks as columns (:mod:`..column_spool`).
     keeps_points: ClassVar[bool] = False
+    # Keeps a run's artifacts (:meth:`put_artifacts`): a collector whose sinks keep none does not hash its files.
+    keeps_artifacts: ClassVar[bool] = False
 
     @abc.abstractmethod
     def identity(self) -> str:
@@ -117,10 +119,6 @@ class Sink(abc.ABC):
     def deliver_media(self, chunk: MediaChunk) -> None:  # noqa: B027 - optional
         """Keep histograms, images and text idempotently; a sink of MetricEvents (ADX) ignores them."""
 
-    def keep_run_files(self, run_id: str, files: list[RunFile], *, closed: bool) -> None:  # noqa: B027 - optional
-        """Register the files a run is read from (where they are) as its artifacts, with digest and size when
-        ``closed``; a sink of MetricEvents ignores them."""
-
     def report(self, run_id: str, problems: list[SourceProblem]) -> None:  # noqa: B027 - optional
         """Keep the problems met while reading the run's sources where readers can show them."""
 
@@ -132,7 +130,9 @@ class Sink(abc.ABC):
         """
 
     def put_artifacts(self, rows: list[ArtifactRow]) -> None:  # noqa: B027 - optional
-        """Register files of a run (its checkpoints) where readers find them; a sink of metric events ignores them."""
+        """Register files of a run (its checkpoints, the files it is read from) where readers find them: the one
+        way rows reach a sink's ``artifacts`` (:class:`~tau_collector.collect.delivery.Delivery` says when, and
+        how often it retries). Only a sink that :attr:`keeps_artifacts` is given any."""
 
     def known_artifacts(self, run_id: str, type: str) -> list[ArtifactRow]:
         """The run's artifacts of ``type`` this sink already holds (a restarted collector skips re-hashing them);

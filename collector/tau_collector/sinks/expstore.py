@@ -26,12 +26,11 @@ from tau_collector.expstore.store import ExpStore, StoreError, unwritable_reason
 from tau_collector.expstore.write.artifacts import read_artifacts, record_artifacts
 from tau_collector.expstore.write.config_rows import ConfigConflictError
 from tau_collector.expstore.write.run_events import record_run_events
-from tau_collector.expstore.write.source_files import source_file_row
 from tau_collector.expstore.write.writer import IdempotencyConflictError, MetricWriter
 from tau_collector.projection.metric_event import MetricEvent, NotCanonicalError
 from tau_collector.reads import SOURCE_PROBLEM, RunEvent
 from tau_collector.reads.rows import ArtifactRow
-from tau_collector.sinks.base import Chunk, MediaChunk, RunConfigConflict, RunFile, Sink, SinkError
+from tau_collector.sinks.base import Chunk, MediaChunk, RunConfigConflict, Sink, SinkError
 from tau_collector.sources.records import ProblemKind, SourceProblem
 from tau_collector.taugrid.run_config import RunConfig
 
@@ -99,6 +98,7 @@ class ExpstoreSink(Sink):
 
     name = "expstore"
     keeps_points = True
+    keeps_artifacts = True
 
     def __init__(
         self,
@@ -144,7 +144,7 @@ class ExpstoreSink(Sink):
         try:
             record_artifacts(self._store, rows)
         except sqlite3.OperationalError as exc:
-            raise SinkError(f"expstore: {exc}", retryable=True) from None
+            raise SinkError(f"expstore {self._store.root}: artifacts: {exc}", retryable=True) from None
 
     def known_artifacts(self, run_id: str, type: str) -> list[ArtifactRow]:
         rows: list[ArtifactRow] = []
@@ -174,18 +174,6 @@ class ExpstoreSink(Sink):
             permanent = self._permanent(exc)
             raise SinkError(permanent or f"expstore {self._store.root}: media of {chunk.source}: {exc}",
                             retryable=permanent is None) from None
-
-    def keep_run_files(self, run_id: str, files: list[RunFile], *, closed: bool) -> None:
-        rows = []
-        for f in files:
-            try:
-                rows.append(source_file_row(run_id, f.path, f.name, f.type, closed=closed))
-            except OSError:
-                continue  # gone before it could be hashed: registered when it was first read, listed as gone
-        try:
-            record_artifacts(self._store, rows)
-        except sqlite3.OperationalError as exc:
-            raise SinkError(f"expstore {self._store.root}: artifacts: {exc}", retryable=True) from None
 
     def deliver(self, chunk: Chunk) -> None:
         if not chunk.ndjson and not chunk.non_finite and chunk.points is None:
