@@ -163,6 +163,8 @@ class Poller:
                 self.zooms.append(content)
             elif kind == "unzoom":
                 self.resync_needed = True
+            elif kind == "image-full":  # an image card's "full image" link: its stored bytes, on the next poll
+                self.media.request_full(content.get("run"), content.get("digest"))
             else:
                 return
         self.wake.set()
@@ -424,8 +426,9 @@ class Poller:
             self._publish(compare_checkpoints=compared)
 
     def _read_media(self, now: float) -> None:
-        """The primary run's media tags and the media cards on screen (:class:`~taunotebook.pane_media.PaneMedia`)."""
-        self.media.poll(now, project=self.project, ended=self._primary_state() in TERMINAL_STATES,
+        """The drawn runs' media tags and the media cards on screen (:class:`~taunotebook.pane_media.PaneMedia`)."""
+        compared = [(r, (v.state if (v := self.views.get(r)) else "") in TERMINAL_STATES) for r in self.runs[1:]]
+        self.media.poll(now, project=self.project, ended=self._primary_state() in TERMINAL_STATES, compared=compared,
                         publish=self._publish, send=self._send_message)
 
     def _publish_runs(self) -> None:

@@ -175,3 +175,107 @@ def test_a_run_whose_media_are_elsewhere_is_said_so_once_and_not_asked_again():
     assert client.calls == [("media_tags",)]
     assert page.traits == [{"media": {"tags": [], "unavailable":
                                       "this run is served from Kusto: its media live with the run's store"}}]
+
+
+class ComparedClient(Client):
+    """Two runs: ``r`` (the primary) and ``b`` (compared), ``b``'s tags reaching step 5 and without the text tag;
+    each call records its run."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.run_calls: list[tuple] = []
+        self.b_tags = [MediaTag("histograms", "w", 6, 0, 5), MediaTag("images", "sample", 6, 0, 5)]
+
+    def media_tags(self, run_id, **kw):
+        self.run_calls.append((run_id, "media_tags"))
+        if run_id == "b":
+            return MediaTags(META, run_id, tuple(self.b_tags))
+        return super().media_tags(run_id, **kw)
+
+    def histograms(self, run_id, tag, **kw):
+        self.run_calls.append((run_id, "histograms", tag))
+        return super().histograms(run_id, tag, **kw)
+
+    def images_near(self, run_id, tag, step, **kw):
+        self.run_calls.append((run_id, "images_near", tag, step))
+        near = super().images_near(run_id, tag, step, **kw)
+        if run_id != "b":
+            return near
+        image = ImageRef(0, "sha256:" + "cd" * 32, "u", "t", "image/jpeg", 6, 5, "dog")
+        return ImagesAt(META, run_id, tag, step, min(step, 5), (image,))
+
+    def image_bytes(self, run_id, digest, *, thumbnail, **kw):
+        self.run_calls.append((run_id, "image_bytes", digest, thumbnail))
+        return b"\x89PNG" if thumbnail else b"FULL" + digest.encode()
+
+    def text_at(self, run_id, tag, step, **kw):
+        self.run_calls.append((run_id, "text_at", tag, step))
+        return super().text_at(run_id, tag, step, **kw)
+
+
+def test_compared_runs_tags_are_published_beside_the_primarys_each_run_read_once_per_period():
+    client, page = ComparedClient(), Page()
+    media = PaneMedia(client, None, "r")
+    media.poll(0.0, project="p", ended=False, publish=page.publish, send=page.send, compared=[("b", False)])
+    (traits,) = page.traits
+    assert [t["tag"] for t in traits["media"]["tags"]] == ["w", "sample", "note"]
+    assert traits["media"]["compared"] == {"b": {"tags": [
+        {"kind": "histograms", "tag": "w", "count": 6, "step_min": 0, "step_max": 5},
+        {"kind": "images", "tag": "sample", "count": 6, "step_min": 0, "step_max": 5}], "unavailable": None}}
+    media.poll(0.5, project="p", ended=False, publish=page.publish, send=page.send, compared=[("b", True)])
+    assert [c for c in client.run_calls if c[1] == "media_tags"] == [("r", "media_tags"), ("b", "media_tags"),
+                                                                     ("b", "media_tags")]  # b ended: read once more
+    media.poll(MEDIA_SECONDS + 1, project="p", ended=False, publish=page.publish, send=page.send,
+               compared=[("b", True)])
+    assert [c for c in client.run_calls if c[1] == "media_tags"][3:] == [("r", "media_tags")]  # b's are final
+
+
+def test_a_card_on_screen_is_read_for_every_run_that_has_its_tag_at_the_one_cursor_step():
+    client, page = ComparedClient(), Page()
+    media = PaneMedia(client, None, "r")
+    media.set_visible(["images/sample", "text/note"])
+    media.poll(0.0, project=None, ended=False, publish=page.publish, send=page.send, compared=[("b", False)])
+    # No cursor: every run reads the tag's latest step over the runs (5), each answering its nearest.
+    images = [c for c in client.run_calls if c[1] == "images_near"]
+    assert images == [("r", "images_near", "sample", 5), ("b", "images_near", "sample", 5)]
+    assert [c for c in client.run_calls if c[1] == "text_at"] == [("r", "text_at", "note", 2)]  # b has no text tag
+    listings = {m["run"]: m for m in page.media("images")}
+    assert listings["r"]["step"] == 2 and listings["b"]["step"] == 5 and listings["b"]["images"][0]["caption"] == "dog"
+    assert {m["requested_step"] for m in page.media("images")} == {5}
+    media.set_step(3)
+    media.poll(0.1, project=None, ended=False, publish=page.publish, send=page.send, compared=[("b", False)])
+    assert [c for c in client.run_calls if c[1] == "images_near"][2:] == [("r", "images_near", "sample", 3),
+                                                                          ("b", "images_near", "sample", 3)]
+    thumbs = [c for c in client.run_calls if c[1] == "image_bytes"]
+    assert len(thumbs) == 2 and all(c[3] for c in thumbs)  # one thumbnail per digest, never the full bytes unasked
+
+
+def test_a_run_no_longer_compared_is_forgotten_and_not_read():
+    client, page = ComparedClient(), Page()
+    media = PaneMedia(client, None, "r")
+    media.set_visible(["histograms/w"])
+    media.poll(0.0, project=None, ended=False, publish=page.publish, send=page.send, compared=[("b", False)])
+    assert {m["run"] for m in page.media("histograms")} == {"r", "b"}
+    client.run_calls.clear()
+    media.poll(MEDIA_SECONDS, project=None, ended=False, publish=page.publish, send=page.send)
+    assert {c[0] for c in client.run_calls} == {"r"}
+    assert "compared" not in page.traits[-1]["media"]
+
+
+def test_the_full_image_link_reads_the_stored_bytes_of_a_listed_image_only():
+    client, page = ComparedClient(), Page()
+    media = PaneMedia(client, None, "r")
+    media.set_visible(["images/sample"])
+    media.poll(0.0, project=None, ended=False, publish=page.publish, send=page.send, compared=[("b", False)])
+    b_digest = "sha256:" + "cd" * 32
+    media.request_full("b", b_digest)
+    media.request_full("b", b_digest)  # asked twice before the poll: read once
+    media.request_full("r", b_digest)  # not an image of r's listings
+    media.request_full(3, None)  # not a request at all: ignored
+    media.poll(0.1, project=None, ended=False, publish=page.publish, send=page.send, compared=[("b", False)])
+    full = [(h, d) for h, d in page.messages if h["type"] == "image" and not h["thumbnail"]]
+    assert [c for c in client.run_calls if c[1] == "image_bytes" and not c[3]] == [("b", "image_bytes", b_digest, False)]
+    (ok, ok_data), (refused, refused_data) = full
+    assert ok["run"] == "b" and ok["digest"] == b_digest and ok["content_type"] == "image/jpeg"
+    assert ok_data == [b"FULL" + b_digest.encode()] and ok["n"] == len(ok_data[0])
+    assert refused["run"] == "r" and "is not one this pane listed" in refused["error"] and refused_data == []
