@@ -9,7 +9,6 @@
 import { h } from "../shared/dom.js";
 import { runLabels } from "../shared/differing.js";
 import { formatNumber } from "../shared/format.js";
-import { lifecycleText, resourcesText } from "../shared/job_words.js";
 import { assignRunColors } from "../shared/palette.js";
 import { statusWords } from "../shared/run_status.js";
 import { PagedSections, filterNote } from "../shared/paged_sections.js";
@@ -20,7 +19,7 @@ import { xCandidates } from "../shared/x_metric.js";
 import MediaPlotly from "../plotly/heatmap.js";
 import { MediaSection } from "./media_section.js";
 import { MetricPlot } from "./metric_plot.js";
-import { watchModel } from "./notify.js";
+import { PaneHeader } from "./header.js";
 import { forgetMetric, storeFor, totalPoints } from "./store.js";
 import { PANE_CSS } from "./style.js";
 import { reportVisible } from "./visible.js";
@@ -93,33 +92,7 @@ export class Pane {
 
   build() {
     this.root = h("div", { class: "tau-pane", "data-state": "", "data-status": "connecting", "data-points": "0" });
-    this.stateBadge = h("span", { class: "tau-pane-state" });
-    this.runLabel = h("span", { class: "tau-pane-run" });
-    this.metricCount = h("span", { class: "tau-pane-count" });
-    // A submitted run's lifecycle in its backend's words and the resources it asked for (traits `lifecycle`,
-    // `resources`; shared/job_words.js, as on the run page).
-    this.lifecycleLine = h("span", { class: "tau-pane-lifecycle" });
-    this.resourcesLine = h("span", { class: "tau-pane-resources" });
-    this.link = h("a", { class: "tau-pane-stellar", target: "_blank", rel: "noopener" }, "Open in Stellar ↗");
-    // A note on the run: Python posts it to the run's notes route (the pane's client holds the token).
-    this.noteInput = h("input", { type: "text", class: "tau-pane-note-input", maxlength: "10000",
-      placeholder: "note on this run…", "aria-label": "note on this run",
-      onkeydown: (e) => { if (e.key === "Enter") this.sendNote(); } });
-    this.noteStatus = h("span", { class: "tau-pane-note-status", role: "status" });
-    this.noteBox = h("span", { class: "tau-pane-note", hidden: true }, this.noteInput,
-      h("button", { type: "button", class: "tau-pane-note-send", onclick: () => this.sendNote() }, "add"));
-    this.noteButton = h("button", { type: "button", class: "tau-pane-note-toggle", title: "add a note to this run",
-      onclick: () => { this.noteBox.hidden = !this.noteBox.hidden; if (!this.noteBox.hidden) this.noteInput.focus(); } },
-    "note");
-    this.model.on("msg:custom", (msg) => {
-      if (!msg || msg.type !== "note-result") return;
-      this.noteStatus.textContent = msg.message;
-      this.noteStatus.dataset.ok = String(Boolean(msg.ok));
-      if (msg.ok) {
-        this.noteInput.value = "";
-        this.noteBox.hidden = true;
-      }
-    });
+    this.header = new PaneHeader(this.model); // run, state, counts, job words, Open in Stellar, bell, note
     this.statusLine = h("div", { class: "tau-pane-status", role: "status" });
     const smoothingValue = h("span", { class: "tau-pane-smoothing-value" }, "0");
     this.smoothingInput = h("input", { type: "range", min: "0", max: String(SMOOTHING_MAX),
@@ -163,58 +136,20 @@ export class Pane {
       item: (name) => this.slotFor(name),
       toggle: (key, open) => this.setTrait("sections", { ...(this.model.get("sections") || {}), [key]: open }),
       rerender: () => this.render() });
-    // The bell: a browser notification when a watched run ends (permission is asked on this click only).
-    this.watch = watchModel(this.model);
-    this.bell = h("button", { type: "button", class: "tau-pane-bell", onclick: () => this.toggleBell() });
-    this.syncBell();
-    this.alertBox = h("div", { class: "tau-pane-alert", role: "alert", hidden: true });
-    const header = h("div", { class: "tau-pane-header" }, this.runLabel, this.stateBadge, this.metricCount,
-      this.lifecycleLine, this.resourcesLine, this.link, this.bell, this.noteButton, this.noteBox, this.noteStatus);
     const controls = h("div", { class: "tau-pane-controls" },
       h("label", {}, "smoothing ", this.smoothingInput, " ", smoothingValue),
       h("label", {}, this.logInput, " log y"), h("label", {}, "x: ", this.axisSelect), this.aggregateLabel,
       h("span", { class: "tau-pane-find" }, this.search, this.listButton, this.filterNote));
     this.errorLine = h("div", { class: "tau-pane-error" });
     // Histograms, images and text below the metrics: a card per tag on screen, one step cursor (media_section.js).
-    this.media = new MediaSection({ model: this.model, Plotly: MediaPlotly, runLabel: "",
+    // A pane comparing runs: a panel per drawn run in every card, labelled and coloured as in the legend.
+    this.media = new MediaSection({ model: this.model, Plotly: MediaPlotly,
+      runs: () => this.runIds().map((key) => ({ key, label: this.labels().get(key)?.label || key,
+        color: this.colors().get(key) })),
       observe: (el, onChange) => this.observeMedia(el, onChange) });
-    this.root.append(h("style", {}, PANE_CSS), header, this.alertBox, this.statusLine, controls, this.list, this.sectionsBox,
-      this.media.el, this.errorLine);
+    this.root.append(h("style", {}, PANE_CSS), this.header.el, this.header.alertBox, this.statusLine, controls, this.list,
+      this.sectionsBox, this.media.el, this.errorLine);
     this.el.append(this.root);
-  }
-
-  syncBell() {
-    const bell = this.watch.bell;
-    const on = bell.on;
-    const blocked = on && bell.permission === "denied";
-    this.bell.setAttribute("aria-pressed", String(on));
-    this.bell.dataset.permission = bell.permission;
-    this.bell.textContent = on ? "🔔 notifying" : "🔕 notify";
-    this.bell.title = !on ? "notify me when a run ends (browser notification)"
-      : blocked ? "browser notifications are blocked for this site: the pane shows a banner instead"
-        : bell.permission === "unsupported" ? "this browser has no notifications: the pane shows a banner instead"
-          : "notifying when a run ends (click to stop)";
-    this.bell.setAttribute("aria-label", this.bell.title);
-  }
-
-  async toggleBell() {
-    try {
-      await this.watch.bell.toggle();
-    } finally {
-      this.syncBell();
-    }
-  }
-
-  /** A watched run ended: say so in the pane (whether or not the browser raised a notification). */
-  showNotice(notice) {
-    const close = h("button", { type: "button", class: "tau-pane-alert-close", "aria-label": "dismiss",
-      onclick: () => { this.alertBox.hidden = true; } }, "✕");
-    this.alertBox.replaceChildren(h("span", { class: "tau-pane-alert-text" },
-      notice.body ? `${notice.title}: ${notice.body}` : notice.title), close);
-    this.alertBox.dataset.kind = notice.kind;
-    this.alertBox.dataset.run = notice.run;
-    this.alertBox.dataset.raised = String(Boolean(notice.raised));
-    this.alertBox.hidden = false;
   }
 
   /**
@@ -248,16 +183,6 @@ export class Pane {
       }
     }
     this.axisSelect.value = this.settings.axis;
-  }
-
-  sendNote() {
-    const text = this.noteInput.value.trim();
-    if (!text) {
-      this.noteStatus.textContent = "a note needs some text";
-      return;
-    }
-    this.noteStatus.textContent = "adding…";
-    this.model.send({ type: "note", text });
   }
 
   /** How compared runs are drawn: null (each its line), else {center, spread} (one line with a band). */
@@ -308,19 +233,7 @@ export class Pane {
     const status = this.model.get("status") || {};
     this.root.setAttribute("data-state", state);
     this.root.setAttribute("data-status", status.kind || "");
-    this.runLabel.textContent = this.model.get("run_id");
-    this.stateBadge.textContent = state || "state unknown";
-    this.stateBadge.className = `tau-pane-state tau-pane-state-${state || "unknown"}`;
-    const total = this.model.get("total_metrics") || (this.model.get("metrics") || []).length;
-    this.metricCount.textContent = total ? `${formatNumber(total)} metric${total === 1 ? "" : "s"}` : "";
-    const lifecycle = lifecycleText(this.model.get("lifecycle"));
-    this.lifecycleLine.textContent = lifecycle;
-    this.lifecycleLine.hidden = !lifecycle;
-    const resources = resourcesText(this.model.get("resources"));
-    this.resourcesLine.textContent = resources ? `asked for ${resources}` : "";
-    this.resourcesLine.hidden = !resources;
-    const href = this.model.get("stellar_href");
-    if (href) this.link.setAttribute("href", href); else this.link.removeAttribute("href");
+    this.header.sync(state);
     let words = statusWords(state, status, (this.model.get("runs") || {})[this.model.get("run_id")]);
     // The run ended before the kernel's last read: say so, not "connected" beside a "succeeded" badge.
     if (status.kind === "ok" && TERMINAL.includes(state) && /^connected\b/.test(words)) {
@@ -526,6 +439,7 @@ export class Pane {
     const onRuns = () => {
       this.syncAggregate();
       this.redrawAll();
+      this.media.runsChanged(); // a card's panels follow the drawn runs, their names and colours
     };
     this.syncAggregate();
     for (const n of RUN_TRAITS) this.model.on(`change:${n}`, onRuns);
@@ -559,8 +473,8 @@ export class Pane {
     };
     this.model.on("msg:custom", onMediaMsg);
     const hiddenStyle = this.hideStaticFallback();
-    const onNotice = (notice) => this.showNotice(notice);
-    this.watch.listeners.add(onNotice);
+    const onNotice = (notice) => this.header.showNotice(notice);
+    this.header.watch.listeners.add(onNotice);
     const reportWidth = () => {
       const w = Math.round(this.el.getBoundingClientRect().width);
       if (w > 0 && Math.abs(w - (this.model.get("width") || 0)) > 50) this.setTrait("width", w);
@@ -573,7 +487,7 @@ export class Pane {
       this.io.disconnect();
       clearTimeout(this.filterTimer);
       this.store.listeners.delete(listener);
-      this.watch.listeners.delete(onNotice);
+      this.header.watch.listeners.delete(onNotice);
       for (const n of metaNames) this.model.off(`change:${n}`, onMeta);
       for (const n of layoutNames) this.model.off(`change:${n}`, onLayout);
       for (const n of RUN_TRAITS) this.model.off(`change:${n}`, onRuns);

@@ -116,3 +116,31 @@ test("a text card shows each run's strings at its nearest step", async () => {
   assert.equal(all(card.panels.get("b").body, "td").map((td) => td.textContent).join(","), "b1,b2,b3,b4");
   assert.equal(imageFigure({ index: 0, url: "/x", thumbnail_url: null }).tagName, "FIGURE");
 });
+
+test("a live tag's new steps widen the slider of an image or a text card, keeping the step it shows", async () => {
+  const moves = [];
+  const card = createImageCard({ tag: "samples", runs: [{ key: "r" }], range: { step_min: 0, step_max: 100 },
+    onStep: (s) => moves.push(s), fetchImages: async (key, step) => images(step) });
+  await card.show(500); // beyond the range the card was made with: the slider stops at its end
+  assert.equal(card.slider.input.value, "100");
+  card.setRange({ step_min: 0, step_max: 800 }); // `…/media` says the tag reached step 800
+  assert.equal(card.slider.input.getAttribute("max"), "800");
+  assert.equal(card.slider.input.value, "500"); // the cursor's step, now inside the range
+  card.slider.input.value = "750";
+  for (const fn of card.slider.input.listeners.get("input")) fn();
+  assert.deepEqual(moves, [750]);
+  const text = createTextCard({ tag: "notes", runs: [{ key: "r" }], range: { step_min: 0, step_max: 10 },
+    fetchText: async () => ({ step: 10, shape: [], text: ["x"] }) });
+  text.setRange({ step_min: 0, step_max: 20 });
+  assert.equal(text.slider.input.getAttribute("max"), "20");
+});
+
+test("an image link with an opener opens through it instead of following the thumbnail's address", () => {
+  const opened = [];
+  const figure = imageFigure({ index: 0, digest: "sha256:aa", url: "", thumbnail_url: "blob:thumb" }, (u) => u, "t",
+    (image, link) => opened.push([image.digest, link.className]));
+  const [link] = all(figure, "a");
+  assert.equal(link.getAttribute("href"), "#"); // not the thumbnail
+  link.click();
+  assert.deepEqual(opened, [["sha256:aa", "media-image-link"]]);
+});

@@ -161,12 +161,12 @@ test("the nearest-step read of a reduced histogram answers from the steps the ke
 
 test("a newer wait for a card rejects the older one; a held answer that matches is given at once", async () => {
   const feed = new MediaFeed();
-  const first = feed.wait("text", "t", (m) => m.requested_step === 1);
-  const second = feed.wait("text", "t", (m) => m.requested_step === 2);
+  const first = feed.wait("r", "text", "t", (m) => m.requested_step === 1);
+  const second = feed.wait("r", "text", "t", (m) => m.requested_step === 2);
   await assert.rejects(first, /superseded/);
-  feed.receive({ kind: "text", tag: "t", requested_step: 2, step: 2, text: ["x"] });
+  feed.receive({ run: "r", kind: "text", tag: "t", requested_step: 2, step: 2, text: ["x"] });
   assert.equal((await second).step, 2);
-  assert.equal((await feed.wait("text", "t", (m) => m.requested_step === 2)).text[0], "x");
+  assert.equal((await feed.wait("r", "text", "t", (m) => m.requested_step === 2)).text[0], "x");
 });
 
 test("a view opened after the cursor was set starts at the kernel's media_step", () => {
@@ -210,4 +210,114 @@ test("the pane's search box filters the media tags as it filters the metrics", (
   assert.deepEqual(model.values.media_visible, []); // the hidden card is read no more
   media.setTags(TAGS, "zzz");
   assert.equal(media.el.hidden, true);
+});
+
+const COMPARED = { tags: TAGS.tags, unavailable: null, compared: { r2: { tags: [
+  { kind: "images", tag: "samples", count: 5, step_min: 0, step_max: 400 },
+  { kind: "histograms", tag: "w", count: 3, step_min: 0, step_max: 200 },
+], unavailable: null } } };
+const RUNS = [{ key: "r1", label: "lr=0.1", color: "#111" }, { key: "r2", label: "lr=0.2", color: "#222" }];
+
+function comparedSection(runs = RUNS) {
+  const model = fakeModel();
+  const screen = fakeScreen();
+  let drawn = runs;
+  const media = new MediaSection({ model, Plotly: null, observe: screen.observe, runs: () => drawn });
+  return { model, screen, media, setRuns: (r) => { drawn = r; } };
+}
+
+test("a pane comparing runs shows each run's images at the one cursor step side by side, labelled and coloured", async () => {
+  const { model, screen, media } = comparedSection();
+  media.setTags(COMPARED);
+  screen.watched.get("samples")(true);
+  assert.deepEqual(model.values.media_visible, ["images/samples"]); // only the card on screen, once for all runs
+  media.cursor.set(150, "curve");
+  media.receive({ type: "media", kind: "images", tag: "samples", run: "r2", requested_step: 150, step: 160, images: [] });
+  media.receive({ type: "media", kind: "images", tag: "samples", run: "r1", requested_step: 150, step: 100, images: [] });
+  await settle();
+  const card = byClass(media.el, "media-images-card");
+  const panels = byClass(card, "media-panels");
+  assert.equal(panels.dataset.runs, "2");
+  const [one, two] = panels.children;
+  assert.equal(one.dataset.run, "r1");
+  assert.equal(two.dataset.run, "r2");
+  assert.equal(byClass(one, "media-run-label").textContent, "lr=0.1");
+  assert.match(byClass(two, "media-swatch").getAttribute("style"), /#222/);
+  assert.equal(byClass(one, "media-step").textContent, "step 100 (nearest to 150)");
+  assert.equal(byClass(two, "media-step").textContent, "step 160 (nearest to 150)");
+  // The card's slider runs over the tag's steps in every run (r2's reach 400).
+  assert.equal(byClass(card, "media-slider").getAttribute("max"), "400");
+});
+
+test("a compared run without the tag gets a panel saying so; a run joining later gets its panel", async () => {
+  const { screen, media, setRuns } = comparedSection([RUNS[0]]);
+  media.setTags(COMPARED);
+  screen.watched.get("notes")(true);
+  let card = byClass(media.el, "media-text-card");
+  assert.equal(byClass(card, "media-panels").dataset.runs, "1");
+  assert.equal(byClass(card, "media-run"), null); // one run: no run label, as before
+  setRuns(RUNS); // compare= resolved: r2 is drawn too
+  media.runsChanged();
+  card = byClass(media.el, "media-text-card");
+  const two = byClass(card, "media-panels").children[1];
+  assert.equal(two.dataset.state, "missing");
+  assert.match(byClass(two, "media-note").textContent, /no text tag "notes" in this run/);
+});
+
+test("a live tag that grows widens the card's slider", () => {
+  const { screen, media } = section();
+  media.setTags(TAGS);
+  screen.watched.get("samples")(true);
+  const slider = () => byClass(byClass(media.el, "media-images-card"), "media-slider");
+  assert.equal(slider().getAttribute("max"), "200");
+  media.setTags({ tags: TAGS.tags.map((t) => (t.tag === "samples" ? { ...t, count: 9, step_max: 900 } : t)) });
+  assert.equal(slider().getAttribute("max"), "900");
+});
+
+test("the full image link asks the kernel for the stored bytes and opens them, not the thumbnail", async () => {
+  const model = fakeModel();
+  const screen = fakeScreen();
+  const opened = [];
+  const asked = [];
+  const win = { document: { body: { textContent: "" } }, location: { href: "" } };
+  const feed = new MediaFeed();
+  const receiveImage = feed.receiveImage.bind(feed);
+  feed.receiveImage = (msg, buf) => receiveImage(msg, buf, () => `blob:${msg.thumbnail === false ? "full" : "thumb"}`);
+  const media = new MediaSection({ model, Plotly: null, observe: screen.observe, feed,
+    openWindow: (url) => { opened.push(url); return win; }, requestFull: (run, digest) => asked.push([run, digest]) });
+  media.setTags(TAGS);
+  screen.watched.get("samples")(true);
+  media.receive({ type: "image", run: "r1", digest: "sha256:aa", content_type: "image/png", thumbnail: true, n: 1 },
+    [new Uint8Array([1])]);
+  media.receive({ type: "media", kind: "images", tag: "samples", run: "r1", requested_step: 200, step: 200,
+    images: [{ index: 0, digest: "sha256:aa", caption: "", width: 800, height: 600 }] });
+  await settle();
+  const link = byClass(media.el, "media-image-link");
+  assert.equal(find(link, (c) => c.tagName === "IMG").getAttribute("src"), "blob:thumb");
+  link.click();
+  assert.deepEqual(asked, [["r1", "sha256:aa"]]);
+  assert.deepEqual(opened, [""]); // a window opened by the click, waiting for the bytes
+  assert.equal(win.document.body.textContent, "reading the full image…");
+  media.receive({ type: "image", run: "r1", digest: "sha256:aa", content_type: "image/jpeg", thumbnail: false, n: 2 },
+    [new Uint8Array([1, 2])]);
+  await settle();
+  assert.equal(win.location.href, "blob:full");
+  assert.equal(link.getAttribute("href"), "blob:full");
+  link.click(); // held now: opened at once, not asked again
+  assert.deepEqual(opened, ["", "blob:full"]);
+  assert.equal(asked.length, 1);
+});
+
+test("a full image the kernel could not read says why in the window it opened", async () => {
+  const feed = new MediaFeed();
+  const win = { document: { body: { textContent: "" } }, location: { href: "" } };
+  const media = new MediaSection({ model: fakeModel(), Plotly: null, observe: fakeScreen().observe, feed,
+    openWindow: () => win, requestFull: () => {} });
+  const link = { dataset: {}, attrs: {}, setAttribute(k, v) { this.attrs[k] = v; } };
+  media.openFull({ digest: "sha256:bb" }, "r1", link);
+  media.receive({ type: "image", run: "r1", digest: "sha256:bb", thumbnail: false, n: 0,
+    error: "the Portal answered 404 NOT_FOUND: no image sha256:bb" }, []);
+  await settle();
+  assert.equal(link.dataset.full, "error");
+  assert.match(win.document.body.textContent, /could not be read: the Portal answered 404/);
 });

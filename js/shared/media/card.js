@@ -68,19 +68,37 @@ export function cardState(panels) {
 
 /**
  * A step slider over [min, max] (one stop per step: a tag's steps need not be evenly spaced, the reads answer the
- * nearest): moving it calls `onStep(step)`; `set(step)` moves it without calling. Returns { el, input, set }.
+ * nearest): moving it calls `onStep(step)`; `set(step)` moves it without calling; `setRange(min, max)` widens or
+ * narrows it (a live tag's new steps), keeping the step it shows. Returns { el, input, set, setRange }.
  */
 export function stepSlider(min, max, onStep) {
-  const input = h("input", { type: "range", class: "media-slider", min: String(min), max: String(max), step: "1",
-    value: String(min), "aria-label": "step" });
-  input.addEventListener("input", () => onStep(Number(input.value)));
+  let lo = Number(min);
+  let hi = Number(max);
+  let shown = lo;
+  const input = h("input", { type: "range", class: "media-slider", min: String(lo), max: String(hi), step: "1",
+    value: String(lo), "aria-label": "step" });
+  input.addEventListener("input", () => {
+    shown = Number(input.value);
+    onStep(shown);
+  });
   const el = h("label", { class: "media-slider-box", title: "move the step cursor of every card" }, input);
+  const place = () => {
+    input.value = String(Math.min(hi, Math.max(lo, shown)));
+  };
   return {
     el,
     input,
     set(step) {
-      const clamped = Math.min(Number(max), Math.max(Number(min), Number(step)));
-      input.value = String(clamped);
+      shown = Number(step);
+      place();
+    },
+    setRange(newMin, newMax) {
+      if (!Number.isFinite(Number(newMin)) || !Number.isFinite(Number(newMax))) return;
+      lo = Number(newMin);
+      hi = Math.max(lo, Number(newMax));
+      input.setAttribute("min", String(lo));
+      input.setAttribute("max", String(hi));
+      place();
     },
   };
 }
@@ -89,7 +107,8 @@ export function stepSlider(min, max, onStep) {
  * A card of `kind` whose panels each show one read at the step nearest the cursor (the image and text cards):
  * a slider over `range` that tells `onStep`, `fetch(runKey, step)` (a Promise of the route's answer) per run, and
  * `draw(panel, answer, step)` once an answer arrives that no later step superseded; the step shown is labelled
- * and a failed read shows the Portal's words in its panel. Returns { el, panels, slider, show(step) }.
+ * and a failed read shows the Portal's words in its panel. Returns { el, panels, slider, setRange(range),
+ * show(step) }.
  */
 export function steppedCard({ kind, tag, runs, range, fetch, onStep, draw }) {
   const slider = stepSlider(range.step_min, range.step_max, (step) => onStep(step));
@@ -120,6 +139,10 @@ export function steppedCard({ kind, tag, runs, range, fetch, onStep, draw }) {
     el: frame.el,
     panels: frame.panels,
     slider,
+    /** The tag's steps over the runs grew (or shrank): the slider runs over `range` from now on. */
+    setRange(next) {
+      slider.setRange(next.step_min, next.step_max);
+    },
     async show(step) {
       slider.set(step);
       frame.el.dataset.state = "loading";

@@ -13,32 +13,44 @@ export function sizeText(image) {
 
 /**
  * The figure of one image of an `…/images` answer: a link to the full image (`resolve(url)`: the page's way to
- * make the Portal's path a URL) around its thumbnail, and its caption. Every string goes in as text.
+ * make the Portal's path a URL) around its thumbnail, and its caption. Every string goes in as text. `open(image)`,
+ * when given, is what a click on the link does instead (a page that holds only the thumbnails asks for the full
+ * bytes, as the loss pane does).
  */
-export function imageFigure(image, resolve = (u) => u, tag = "") {
-  const full = resolve(image.url);
+export function imageFigure(image, resolve = (u) => u, tag = "", open = null) {
+  const full = image.url ? resolve(image.url) : "";
   const alt = image.caption || `${tag} #${image.index}`;
   const img = h("img", { class: "media-thumb", src: resolve(image.thumbnail_url || image.url), alt, loading: "lazy",
     "data-digest": image.digest || "" });
-  const link = h("a", { class: "media-image-link", href: full, target: "_blank", rel: "noopener",
+  const link = h("a", { class: "media-image-link", href: full || "#", target: "_blank", rel: "noopener",
     title: `open the full image${sizeText(image) ? ` (${sizeText(image)})` : ""}` }, img);
+  if (open) {
+    link.addEventListener("click", (event) => {
+      event.preventDefault?.();
+      open(image, link);
+    });
+  }
   const caption = h("figcaption", { class: "media-caption", text: image.caption || "" });
   return h("figure", { class: "media-image", "data-index": String(image.index) }, link, image.caption ? caption : null);
 }
 
 /**
  * A card for image tag `tag` of `runs` ([{ key, label, color, missing }]). `range` is { step_min, step_max } of the
- * tag over the runs (the slider's), `fetchImages(runKey, step)` reads `…/images?tag=&step=` (a Promise of its
- * answer), `onStep(step)` is told when the slider moves (the caller moves its cursor), `resolve(url, runKey)` makes
- * an image path of run `runKey` a URL. `show(step)` draws every run's images at the step nearest `step` (a Promise,
- * settled when drawn).
+ * tag over the runs (the slider's; `setRange(range)` when the tag grew), `fetchImages(runKey, step)` reads
+ * `…/images?tag=&step=` (a Promise of its answer), `onStep(step)` is told when the slider moves (the caller moves
+ * its cursor), `resolve(url, runKey)` makes an image path of run `runKey` a URL, and `openImage(image, runKey,
+ * link)`, when given, opens an image's full bytes on a click of its link. `show(step)` draws every run's images at
+ * the step nearest `step` (a Promise, settled when drawn).
  */
-export function createImageCard({ tag, runs, range, fetchImages, onStep = () => {}, resolve = (u) => u }) {
+export function createImageCard({ tag, runs, range, fetchImages, onStep = () => {}, resolve = (u) => u,
+  openImage = null }) {
   return steppedCard({ kind: "images", tag, runs, range, fetch: fetchImages, onStep, draw(panel, answer) {
     const images = answer.images || [];
+    const open = openImage ? (image, link) => openImage(image, panel.run.key, link) : null;
     panel.el.dataset.images = String(images.length);
     panel.body.replaceChildren(
-      h("div", { class: "media-images" }, ...images.map((image) => imageFigure(image, (u) => resolve(u, panel.run.key), tag))),
+      h("div", { class: "media-images" },
+        ...images.map((image) => imageFigure(image, (u) => resolve(u, panel.run.key), tag, open))),
       h("p", { class: "media-note", text: `${formatNumber(images.length)} image${images.length === 1 ? "" : "s"} at this step` }),
     );
   } });
