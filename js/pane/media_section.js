@@ -244,8 +244,10 @@ export class MediaSection {
         keep.add(key);
         this.order.push(key);
         let slot = this.slots.get(key);
+        if (slot) slot.el.dataset.runs = String(runs.length);
         if (!slot) {
-          const el = h("div", { class: "tau-pane-media-slot", "data-kind": kind, "data-tag": tag });
+          const el = h("div", { class: "tau-pane-media-slot", "data-kind": kind, "data-tag": tag,
+            "data-runs": String(runs.length) });
           slot = { el, kind, tag, info, runs, sig, card: null, onScreen: false, unobserve: null, drawnFrom: new Map() };
           this.slots.set(key, slot);
           box.grid.append(el);

@@ -65,6 +65,12 @@ export const PANE_CSS = `
 .tau-pane-media-count { color: var(--jp-ui-font-color2, #555); font-weight: normal; }
 .tau-pane-media-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(360px, 1fr)); gap: 8px; }
 .tau-pane-media-slot { min-height: 120px; min-width: 0; }
+/* Compared runs: the card spans the row, its runs' panels side by side at the one step */
+.tau-pane-media-slot[data-runs]:not([data-runs="1"]) { grid-column: 1 / -1; }
+.tau-pane .media-panels { display: grid; grid-template-columns: repeat(auto-fit, minmax(240px, 1fr)); gap: 8px; }
+.tau-pane .media-panel { min-width: 0; }
+.tau-pane .media-run { font-size: 11px; display: flex; gap: 4px; align-items: center; }
+.tau-pane .media-swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; }
 .tau-pane .media-card { border: 1px solid var(--jp-border-color2, #ddd); border-radius: 4px; padding: 4px 6px; }
 .tau-pane .media-card-head { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
 .tau-pane .media-tag { font-size: 12px; margin: 2px 0; overflow-wrap: anywhere; flex: 1 1 auto; }
