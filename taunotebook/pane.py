@@ -58,12 +58,15 @@ Synced traitlets (Python → browser unless noted):
     in that run's colour.
 ``media``
     ``{"tags": [{"kind": "histograms"|"images"|"text", "tag", "count", "step_min", "step_max"}], "unavailable":
-    str | None}`` — the primary run's media tags (``/runs/{run_id}/media``), read again at most every
-    :data:`~taunotebook.pane_media.MEDIA_SECONDS` while the run lives and sent when they change; the browser draws
-    a section per kind below the metrics (``js/pane/media_section.js``). ``{}`` until read, and from a Portal
-    without the route; ``unavailable`` says in words why a run has none here (a Kusto-served run).
+    str | None, "compared": {run_id: {"tags": [...], "unavailable": ...}}}`` — the primary run's media tags
+    (``/runs/{run_id}/media``) and, in a pane comparing runs, each compared run's (``compared``, absent otherwise),
+    each run's read again at most every :data:`~taunotebook.pane_media.MEDIA_SECONDS` while that run lives and sent
+    when they change; the browser draws a section per kind below the metrics, a card per tag with a panel per drawn
+    run (``js/pane/media_section.js``). ``{}`` until read, and from a Portal without the route; ``unavailable``
+    says in words why a run has none here (a Kusto-served run).
 ``media_visible`` (browser → Python)
-    the cards on screen, as ``"<kind>/<tag>"`` (``"images/samples"``): only these are read.
+    the cards on screen, as ``"<kind>/<tag>"`` (``"images/samples"``): only these are read, for every drawn run
+    that has the tag.
 ``media_step`` (browser → Python)
     the step cursor (``js/shared/step_cursor.js``: a click on a loss curve, a typed step); ``None``: each card
     shows its tag's latest step. Every card shows its tag's stored step nearest it and labels that step.
@@ -109,12 +112,15 @@ The points message, Python → browser, via ``widget.send(header, buffers=[steps
 - ``walltime``  merge (step → wall time µs, as float64) samples for the wall-time axis.
 
 Media messages, Python → browser (:mod:`taunotebook.pane_media`), each sent only when it differs from the
-card's last one. A card's read, JSON and no buffers::
+run's panel's last one. One run's read of a card (``run``: the primary run or a compared one), JSON and no
+buffers::
 
     {"type": "media", "seq": int, "kind": "histograms"|"images"|"text", "run": run_id, "tag": str,
      "requested_step": int | None, ...}
 
-with, for ``histograms`` (``requested_step`` null), the tag reduced to at most
+``requested_step`` is the cursor's step, or before the cursor is set the tag's latest step over the drawn runs
+(every run's panel reads the same step); with, for ``histograms`` (``requested_step`` null), the tag reduced to at
+most
 :data:`~taunotebook.pane_media.HISTOGRAM_STEPS` steps (never dropping the cursor's): ``"steps", "wall_times",
 "basis_points", "summary", "buckets", "total", "reduced"`` as ``/histograms`` answers them (NaN as null); for
 ``images`` the stored ``"step"`` and its
@@ -125,6 +131,10 @@ words, which the card shows. An image's bytes, before the first listing that nam
     header  = {"type": "image", "seq": int, "run": run_id, "tag": str, "digest": "sha256:<hex>",
                "content_type": str, "thumbnail": true, "n": int, "sent_at": epoch ms}
     buffers = [the thumbnail's n bytes (a PNG, longest side ≤ 160 px)]
+
+and, answering the page's ``image-full`` message (below), the image as stored, with ``"thumbnail": false``, the
+listing's ``content_type`` and ``"tag": null`` — or, with no buffer, ``"error"``: why it could not be read (the
+Portal's words, or an image this pane never listed for that run).
 
 Each poll reads, per drawn run, one ``/stellar/data/runs/{run}/tails`` answer for the visible metrics
 (their catalog entries and new points; the metric names only when they changed); against a Portal
@@ -150,7 +160,9 @@ a cell runs the kernel cannot read the browser's ``hello``).
 
 Browser → Python custom messages: ``{"type": "hello", "width": px}`` (a model was created in a page),
 ``{"type": "zoom", "metric": name, "start_step": int, "end_step": int}`` and
-``{"type": "unzoom", "metric": name}``; and ``{"type": "note", "text": str}``, the pane's "note" action: Python
+``{"type": "unzoom", "metric": name}``; ``{"type": "image-full", "run": run_id, "digest": "sha256:<hex>"}``, an
+image card's "full image" link (answered by an ``image`` message with the stored bytes on the next poll); and
+``{"type": "note", "text": str}``, the pane's "note" action: Python
 posts it to the run's notes route with its client (the token never reaches the browser) and answers
 ``{"type": "note-result", "ok": bool, "message": str}``.
 """
