@@ -153,6 +153,7 @@ def test_a_pane_comparing_runs_shows_both_runs_side_by_side_at_one_step_and_open
     popup.wait_for_url("blob:**", timeout=DEADLINE_MS)
     popup.wait_for_function("() => document.images.length && document.images[0].naturalWidth > 0",
                             timeout=DEADLINE_MS)
-    assert popup.evaluate("() => [document.images[0].naturalWidth, document.images[0].naturalHeight]") == [BIG[1], BIG[0]]
+    size = popup.evaluate("() => [document.images[0].naturalWidth, document.images[0].naturalHeight]")
+    assert size == [BIG[1], BIG[0]]
     assert page.get_attribute(f"{big} a.media-image-link", "data-full") == "ready"
     popup.close()
