@@ -151,7 +151,12 @@ points the poller holds (:mod:`taunotebook.pane_picture`), and one line of text 
 (``update_display``) while the run lives, at most every :data:`~taunotebook.pane_poller.FALLBACK_SECONDS`, and once
 more when polling stops. A live view hides it with CSS; everywhere the live view cannot load (a widget manager
 without anywidget, ``jupyter nbconvert --to html``, GitHub, nbviewer, a notebook reopened without its kernel) it
-is what shows. It is a separate output because a front end with a widget manager renders the widget's own
+is what shows. Below the picture it keeps the primary run's media at the step cursor (``media_step``; else each
+tag's latest step), read by the poller for it (:mod:`taunotebook.pane_static_media`, again only when the tags or the
+cursor changed): each histogram tag drawn as a PNG (bands over the steps and the histogram at the step), the images
+of each image tag as ``data:`` URIs, the strings of each text tag; within a stated budget (at most 4 tags of each
+kind, 4 images a tag, 256 kB of images, 8 strings a tag), saying in words what it left out and linking the run's
+Stellar page. It is a separate output because a front end with a widget manager renders the widget's own
 bundle with the manager even when the model's module cannot load: it never falls back to another type there.
 
 ``seq`` counts messages per widget; until the browser has said ``hello`` Python resends every series
@@ -184,6 +189,7 @@ import traitlets
 from taunotebook.client import PortalClient, PortalError, check_source
 from taunotebook.pane_picture import Snapshot, picture_png, text_line
 from taunotebook.pane_poller import DEFAULT_WIDTH, TERMINAL_STATES, Poller, stellar_page_href
+from taunotebook.pane_static_media import media_html, media_words
 
 __all__ = ["BUILD_HINT", "BUNDLE", "LossPane", "TERMINAL_STATES"]
 
@@ -368,10 +374,13 @@ class LossPane(anywidget.AnyWidget):
         snap = self._snapshot
         png = base64.b64encode(picture_png(snap)).decode("ascii")
         line = text_line(snap)
+        media = media_words(snap.media)
+        line = f"{line} · {media}" if media else line
         text = html.escape(line)
         body = (f'<div class="tau-pane-static" data-tau-pane-static="{html.escape(self.pane_id)}">'
                 f'<img alt="{text}" src="data:image/png;base64,{png}" style="max-width:100%">'
-                f'<div class="tau-pane-static-line" style="font-family:monospace;font-size:12px">{text}</div></div>')
+                f'<div class="tau-pane-static-line" style="font-family:monospace;font-size:12px">{text}</div>'
+                f'{media_html(snap.media, self.stellar_href)}</div>')
         return {"text/html": body, "image/png": png, "text/plain": line}
 
     def _refresh_static(self, snapshot: Snapshot) -> None:

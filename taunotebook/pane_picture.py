@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from taunotebook.raster import LINE_HEIGHT, Canvas, hex_rgb, text_width
 
@@ -37,6 +38,7 @@ class Snapshot:
     total_metrics: int = 0
     series: Mapping[tuple[str, str], tuple[Sequence[int], Sequence[float]]] = field(default_factory=dict)
     latest: Mapping[str, tuple[float | None, int | None]] = field(default_factory=dict)
+    media: Any = None  # the run's media at the step cursor (a pane_static_media.MediaPicture), or None
 
     @property
     def shown(self) -> tuple[str, ...]:

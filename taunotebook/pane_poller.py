@@ -33,6 +33,7 @@ from taunotebook.pane_runs import DEFAULT_VISIBLE, default_visible
 from taunotebook.pane_runs import RunView as _RunView
 from taunotebook.pane_runs import catalog_entry as _entry
 from taunotebook.pane_static import FALLBACK_SECONDS, StaticPicture, snapshot_of
+from taunotebook.pane_static_media import MediaPicture, StaticMedia, media_key
 from taunotebook.pane_words import failure_words, ok_words
 
 __all__ = ["CHECKPOINT_SECONDS", "DEFAULT_VISIBLE", "DEFAULT_WIDTH", "FALLBACK_SECONDS", "PaneOutput", "Poller",
@@ -125,6 +126,7 @@ class Poller:
         self.media = PaneMedia(client, self.source, run_id)  # the histograms, images and text on screen
         self.shown: list[str] = []  # the metrics the last poll read, in the pane's order
         self.static = StaticPicture()
+        self.static_media = StaticMedia(client, self.source, run_id)  # the media the saved picture keeps
         self.thread = threading.Thread(target=self._main, name=f"tau-loss-pane-{run_id}", daemon=True)
 
     # -- called from the kernel's main thread
@@ -143,7 +145,8 @@ class Poller:
     @property
     def requests(self) -> int:
         """Portal reads made so far (for tests and benchmarks)."""
-        return self.reader.requests + self.own_requests + self.marks.requests + self.media.requests
+        return (self.reader.requests + self.own_requests + self.marks.requests + self.media.requests
+                + self.static_media.requests)
 
     @property
     def polling(self) -> bool:
@@ -290,14 +293,29 @@ class Poller:
 
     def _fallback(self, final: bool) -> None:
         """Redraw the static picture when it is due (:class:`~taunotebook.pane_static.StaticPicture`)."""
+        media = media_key(self.media.tags, self._media_step()) if self.media.available else ()
         if not self.static.refresh(lambda: self.out.fallback(self.snapshot()), self._primary_state(), self.shown,
-                                   self.held, time.monotonic(), final):
+                                   self.held, time.monotonic(), final, media):
             raise _PaneGone
+
+    def _media_step(self) -> int | None:
+        with self.media.lock:
+            return self.media.step
+
+    def _static_media(self) -> MediaPicture | None:
+        """The run's media at the step cursor for the saved picture (read again only when they changed)."""
+        unavailable = (self.media.tags_sent or {}).get("unavailable")
+        if not self.media.available or not (self.media.tags or unavailable):
+            return None
+        try:
+            return self.static_media.current(self.media.tags, self._media_step(), self.project, unavailable)
+        except Exception as err:  # the picture's media are extra: the curves are drawn whatever happens here
+            return MediaPicture(errors=(f"{type(err).__name__}: {err}",))
 
     def snapshot(self) -> Snapshot:
         """What the pane shows now, copied (the thread goes on changing what it holds)."""
         return snapshot_of(self.run_id, self.runs, self.views.get(self.run_id), self._primary_state(), self.shown,
-                           self.held, self.fixed_metrics)
+                           self.held, self.fixed_metrics, self._static_media())
 
     def _status(self, kind: str, message: str, retry_in: float = 0.0) -> bool:
         return self.out.publish(status={"kind": kind, "message": message, "retry_in": round(retry_in, 3)})

@@ -23,9 +23,10 @@ class StaticPicture:
         self.drawn_at = 0.0
 
     def due(self, state: str, shown: Sequence[str], held: Mapping[tuple[str, str], Any], now: float,
-            final: bool) -> tuple | None:
-        """The key of what would be drawn when a redraw is due now, else None."""
-        key = (state, tuple(shown), tuple((k, len(h.steps), h.last_step) for k, h in held.items()))
+            final: bool, media: tuple = ()) -> tuple | None:
+        """The key of what would be drawn when a redraw is due now, else None; ``media`` is what the media shown
+        depend on (:func:`~taunotebook.pane_static_media.media_key`)."""
+        key = (state, tuple(shown), tuple((k, len(h.steps), h.last_step) for k, h in held.items()), media)
         if key == self.key:
             return None
         if not final and self.key is not None and self.key[0] == state and now - self.drawn_at < FALLBACK_SECONDS:
@@ -36,9 +37,9 @@ class StaticPicture:
         self.key, self.drawn_at = key, now
 
     def refresh(self, draw: Callable[[], bool], state: str, shown: Sequence[str],
-                held: Mapping[tuple[str, str], Any], now: float, final: bool) -> bool:
+                held: Mapping[tuple[str, str], Any], now: float, final: bool, media: tuple = ()) -> bool:
         """Call ``draw`` when a redraw is due; False when ``draw`` says the pane is gone."""
-        key = self.due(state, shown, held, now, final)
+        key = self.due(state, shown, held, now, final, media)
         if key is None:
             return True
         if not draw():
@@ -48,13 +49,15 @@ class StaticPicture:
 
 
 def snapshot_of(run_id: str, runs: Sequence[str], view: Any, state: str, shown: Sequence[str],
-                held: Mapping[tuple[str, str], Any], fixed_metrics: Sequence[str] | None) -> Snapshot:
+                held: Mapping[tuple[str, str], Any], fixed_metrics: Sequence[str] | None,
+                media: Any = None) -> Snapshot:
     """What the pane shows now, copied (the poller's thread goes on changing what it holds); ``view`` is the
-    primary run's view (its names, catalog entries and status message) or None before the first answer."""
+    primary run's view (its names, catalog entries and status message) or None before the first answer; ``media``
+    the run's media at the step cursor (:class:`~taunotebook.pane_static_media.MediaPicture`)."""
     names = [n for n in view.names if not n.startswith("tau/")] if view is not None and view.names else []
     entries = view.entries if view is not None else {}
     latest = {m: (e.get("latest_value"), e.get("latest_step")) for m, e in entries.items()}
     series = {k: (array("q", h.steps), array("d", h.values)) for k, h in held.items()}
     why = view.status_message if view is not None and state in ("failed", "cancelled", "canceled") else ""
     return Snapshot(run_id=run_id, state=state, status=why, runs=tuple(runs), metrics=tuple(shown),
-                    total_metrics=len(fixed_metrics or names), series=series, latest=latest)
+                    total_metrics=len(fixed_metrics or names), series=series, latest=latest, media=media)
