@@ -6,10 +6,17 @@ makes, keyed as the page keys them (:func:`read_key`), so it draws the view with
 link's (runs, pins, search, smoothing, axes, zoom, aggregation, as ``docs/comparing-runs.md`` lists them); the
 charts are the link's pinned metrics and those its search matches (every metric without one), at most
 ``max_charts``, each series reduced to ``max_points`` as the page reduces it for its width.
+
+The runs' media go with them (:func:`_export_media`): the media tags the search matches, at most ``max_media``, each
+at the link's step (``step=``; else the tag's last step, as the page opens): a histogram tag's bands over its steps
+and its histogram at the step, drawn by the page's own cards (``js/shared/media/histogram_traces.js``); the images at
+the step as ``data:`` URIs, at most :data:`MAX_EXPORT_IMAGES_PER_TAG` a tag and ``max_image_bytes`` in all; the text
+at the step. What the budget leaves out is said in words in the file, with the live page's link.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
@@ -19,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urljoin, urlsplit, urlunsplit
 
 import httpx
 
@@ -34,6 +41,11 @@ OFFLINE_BUNDLE = "stellar-offline.js"
 BUILD_HINT = "npm ci --prefix js && npm run build --prefix js   (or: pip install -e .)"
 UNKEYED = frozenset({"max_points", "project", "source", "token"})  # as export_html.js's
 MAX_POINTS_CAP = 12000  # TauGrid's series limit
+MEDIA_KINDS = ("histograms", "images", "text")  # the page's order of sections (shared/media/sections.js)
+MAX_EXPORT_IMAGES_PER_TAG = 16  # images of one tag of one run at its step
+DEFAULT_MAX_IMAGE_BYTES = 4 * 1024 * 1024  # the images' bytes in one export, all runs and tags together
+DEFAULT_MAX_MEDIA = 24  # media cards (tags) in one export
+_IMAGE_MAGIC = {b"\x89PNG": "image/png", b"\xff\xd8\xff": "image/jpeg", b"GIF8": "image/gif"}
 TEMPLATE = "export_template.html"
 _SLOT = re.compile(r"@@([A-Z_]+)@@")
 
@@ -195,7 +207,98 @@ def _zoom_windows(link: ViewLink) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _size(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MB" if n >= 1024 * 1024 else f"{n // 1024:,} kB" if n >= 1024 else f"{n:,} bytes"
+
+
+def _export_media(reader: _Reader, refs: list[tuple[str, str, str | None]], link: ViewLink, max_media: int,
+                  max_image_bytes: int) -> tuple[list[str], list[str]]:
+    """Reads the runs' media as the page's Media section reads them (keyed as it keys them), the images' bytes put
+    in their answers as ``data:`` URIs within the budget; returns (the cards carried as ``kind/tag``, words on what
+    was left out)."""
+    def scoped(project: str | None) -> list[tuple[str, str]]:
+        return [("project", project)] if project else []
+
+    tags_by_run: dict[str, list[dict]] = {}
+    for key, run_id, project in refs:
+        body = reader.get(f"api/v2/stellar/runs/{_segment(run_id)}/media", scoped(project), optional=True)
+        tags_by_run[key] = [t for t in (body or {}).get("tags") or [] if t.get("kind") in MEDIA_KINDS]
+    match = _filter(link.get("q") or "")
+    cards = sorted({(t["kind"], t["tag"]) for tags in tags_by_run.values() for t in tags if match(t["tag"])},
+                   key=lambda c: (MEDIA_KINDS.index(c[0]), c[1]))
+    left: list[str] = []
+    if len(cards) > max_media:
+        left.append(f"{len(cards) - max_media} more media tags (the first {max_media} are exported, --max-media)")
+        cards = cards[:max_media]
+    cursor = _int_step(link.get("step"))
+    budget = [max_image_bytes]
+    for kind, tag in cards:
+        holders = [(key, run_id, project, t) for key, run_id, project in refs for t in tags_by_run[key]
+                   if (t["kind"], t["tag"]) == (kind, tag)]
+        step = cursor if cursor is not None else max(int(t["step_max"]) for *_, t in holders)
+        for key, run_id, project, _ in holders:
+            base = f"api/v2/stellar/runs/{_segment(run_id)}"
+            try:
+                if kind == "histograms":
+                    # The bands, then the histogram nearest the step as the card finds it (histogramNear).
+                    reader.get(f"{base}/histograms", [("tag", tag), ("buckets", "false"), *scoped(project)])
+                    reader.get(f"{base}/histograms", [("tag", tag), ("step_min", str(step)), ("max_steps", "1"),
+                                                      *scoped(project)])
+                    reader.get(f"{base}/histograms", [("tag", tag), ("step_max", str(step)), ("max_steps", "2"),
+                                                      *scoped(project)])
+                elif kind == "text":
+                    reader.get(f"{base}/text", [("tag", tag), ("step", str(step)), *scoped(project)])
+                else:
+                    answer = reader.get(f"{base}/images", [("tag", tag), ("step", str(step)), *scoped(project)])
+                    _embed_images(reader, answer, key, tag, project, budget, max_image_bytes, link, left)
+            except PortalError as exc:  # the card shows the read it lacks in words; the export goes on
+                left.append(f"{kind} {tag} of {key}: {exc}")
+    return [f"{kind}/{tag}" for kind, tag in cards], left
+
+
+def _int_step(text: str | None) -> int | None:
+    if text is None or not re.fullmatch(r"-?\d{1,19}", text.strip()):
+        return None
+    value = int(text)
+    return value if -(2 ** 63) <= value < 2 ** 63 else None
+
+
+def _embed_images(reader: _Reader, answer: dict, key: str, tag: str, project: str | None, budget: list[int],
+                  max_image_bytes: int, link: ViewLink, left: list[str]) -> None:
+    """The answer's images as ``data:`` URIs (their thumbnails, ≤ 160 px a side), within the budget; an image left
+    out is dropped from the answer, which says so in ``omitted`` (the image card shows it)."""
+    kept, over = [], 0
+    images = answer.get("images") or []
+    past = max(0, len(images) - MAX_EXPORT_IMAGES_PER_TAG)
+    for image in images[:MAX_EXPORT_IMAGES_PER_TAG]:
+        if budget[0] <= 0:  # nothing more fits: not read
+            over += 1
+            continue
+        path = str(image.get("url") or "").lstrip("/")
+        params = [("thumbnail", "1"), *([("project", project)] if project else []),
+                  *([("source", reader.source)] if reader.source else [])]
+        response = reader.http.get(path, params=params) if path else None
+        data = response.content if response is not None and response.is_success else b""
+        content_type = next((t for magic, t in _IMAGE_MAGIC.items() if data.startswith(magic)), None)
+        if content_type is None or len(data) > budget[0]:
+            over += 1
+            continue
+        budget[0] -= len(data)
+        kept.append({**image, "thumbnail_url": f"data:{content_type};base64,{base64.b64encode(data).decode('ascii')}",
+                     "url": urljoin(link.root, path)})
+    answer["images"] = kept
+    if past or over:
+        why = [f"{past} past {MAX_EXPORT_IMAGES_PER_TAG} a tag" if past else "",
+               f"{over} over the export's {_size(max_image_bytes)} of images (--max-image-bytes) or unreadable"
+               if over else ""]
+        words = (f"{past + over} more image{'s' if past + over != 1 else ''} of {tag} at step {answer.get('step')} "
+                 f"are not in this export ({'; '.join(w for w in why if w)})")
+        answer["omitted"] = f"{words}: the live page has every one."
+        left.append(f"{words} ({key})")
+
+
 def export_view(url: str, *, token: str | None = None, max_charts: int = 24, max_points: int = 4000,
+                max_media: int = DEFAULT_MAX_MEDIA, max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
                 timeout: float = 60.0, transport: httpx.BaseTransport | None = None,
                 static_dir: Path = STATIC_DIR) -> tuple[str, list[str]]:
     """(the HTML of the view at ``url``, notes on what it leaves out). The token: ``token``, else the URL's
@@ -206,6 +309,10 @@ def export_view(url: str, *, token: str | None = None, max_charts: int = 24, max
         raise ExportError(f"max_charts must be at least 1, got {max_charts}")
     if not 1 <= max_points <= MAX_POINTS_CAP:
         raise ExportError(f"max_points must be within [1, {MAX_POINTS_CAP}], got {max_points}")
+    if max_media < 0:
+        raise ExportError(f"max_media must be 0 or more, got {max_media}")
+    if max_image_bytes < 0:
+        raise ExportError(f"max_image_bytes must be 0 or more, got {max_image_bytes}")
     link = parse_view_link(url)
     missing = [name for name in (OFFLINE_BUNDLE, "stellar.css", TEMPLATE) if not (static_dir / name).is_file()]
     if missing:
@@ -264,6 +371,8 @@ def export_view(url: str, *, token: str | None = None, max_charts: int = 24, max
                         break
                     reader.get(f"stellar/data/runs/{_segment(run_id)}/points",
                                [("metric", metric), *span, *scoped(project)], optional=True)
+        media, media_left = _export_media(reader, refs, link, max_media, max_image_bytes) if max_media else ([], [])
+        notes.extend(media_left)
     finally:
         reader.http.close()
     query = [(k, v) for k, v in link.query]
@@ -274,6 +383,7 @@ def export_view(url: str, *, token: str | None = None, max_charts: int = 24, max
         "mode": "runs", "root": "./", "targets": link.targets, "project": reader.project, "source": reader.source,
         "offline": {"query": "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query),
                     "metrics": chosen, "responses": reader.answers, "exportedAt": exported_at,
+                    "media": media, "mediaNote": _media_note(media, media_left, max_image_bytes),
                     "link": urlunsplit(urlsplit(url)._replace(query="&".join(f"{quote(k, safe='')}={quote(v, safe='')}"
                                                                              for k, v in link.query)))},
     }
@@ -281,6 +391,17 @@ def export_view(url: str, *, token: str | None = None, max_charts: int = 24, max
     css = (static_dir / "stellar.css").read_text(encoding="utf-8")
     template = (static_dir / TEMPLATE).read_text(encoding="utf-8")
     return export_html(config, script, css, " vs ".join(link.targets), template), notes
+
+
+def _media_note(media: list[str], left: list[str], max_image_bytes: int) -> str:
+    """The Media section's words in the file: what it carries, the budget, and what it left out."""
+    if not media and not left:
+        return ""
+    head = ("This export carries each media tag at one step (the link's step, else the tag's last): histogram bands "
+            f"over the steps, the images as thumbnails (at most {MAX_EXPORT_IMAGES_PER_TAG} a tag, "
+            f"{_size(max_image_bytes)} in all) and the text; another step shows the nearest one it carries.")
+    tail = f" Left out: {'; '.join(left)}." if left else ""
+    return head + tail + " Every step and every image: the live page (below)."
 
 
 USAGE_EXAMPLES = """examples:
@@ -308,12 +429,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-points", type=int, default=4000,
                         help="points per series, reduced as the page reduces them "
                              f"(default 4000, at most {MAX_POINTS_CAP})")
+    parser.add_argument("--max-media", type=int, default=DEFAULT_MAX_MEDIA,
+                        help=f"media tags (histograms, images, text) exported at most (default {DEFAULT_MAX_MEDIA}; "
+                             "0: none)")
+    parser.add_argument("--max-image-bytes", type=int, default=DEFAULT_MAX_IMAGE_BYTES,
+                        help="the images' bytes in the file at most, all runs together (default "
+                             f"{DEFAULT_MAX_IMAGE_BYTES}); each is a thumbnail of at most 160 px a side, "
+                             f"at most {MAX_EXPORT_IMAGES_PER_TAG} a tag")
     parser.add_argument("--timeout", type=duration_type(), default=60.0, metavar="DURATION",
                         help="time per read: seconds or a Go duration (10, 10s, 1m30s; default 60s)")
     args = parser.parse_args(argv)
     try:
         text, notes = export_view(args.url, token=args.token, max_charts=args.max_charts, max_points=args.max_points,
-                                  timeout=args.timeout)
+                                  max_media=args.max_media, max_image_bytes=args.max_image_bytes, timeout=args.timeout)
     except ExportError as exc:
         print(f"taunotebook export-view: error: {exc}", file=sys.stderr)
         return 2

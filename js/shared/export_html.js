@@ -21,6 +21,38 @@ export function scriptText(text) {
   return String(text).replace(/<(\/script|!--)/gi, "\\x3C$1");
 }
 
+const STEP_PARAMS = new Set(["step", "step_min", "step_max", "max_steps"]);
+
+/**
+ * A media read at a step the export does not carry (a card's slider, a click on a curve): the answer it carries for
+ * the same tag at the step nearest the one asked (an image or text card's, or a histogram's range read), so the card
+ * shows that step and labels it ("step 20 (nearest to 10)"); null when it carries none.
+ */
+export function nearestCarried(answers, path, params) {
+  if (!/\/(images|text|histograms)$/.test(path) || !params.has("tag")) return null;
+  const wanted = Number(params.get("step") ?? params.get("step_min") ?? params.get("step_max"));
+  if (!Number.isFinite(wanted)) return null;
+  const withoutSteps = (entries) => readKey(path, new URLSearchParams(entries.filter(([k]) => !STEP_PARAMS.has(k))));
+  const same = withoutSteps([...params]);
+  let best = null;
+  for (const [key, answer] of Object.entries(answers)) {
+    let parsed;
+    try {
+      parsed = JSON.parse(key);
+    } catch {
+      continue;
+    }
+    const [p, entries] = parsed;
+    if (p !== decodeURIComponent(path) || !entries.some(([k]) => STEP_PARAMS.has(k)) || withoutSteps(entries) !== same) continue;
+    const at = Number(answer?.step ?? answer?.steps?.[0]);
+    if (!Number.isFinite(at)) continue;
+    const closer = !best || Math.abs(at - wanted) < Math.abs(best.at - wanted) || (Math.abs(at - wanted) === Math.abs(best.at - wanted) && at < best.at);
+    if (closer) best = { at, answer };
+  }
+  if (!best) return null;
+  return "requested_step" in best.answer ? { ...best.answer, requested_step: wanted } : best.answer;
+}
+
 function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 }

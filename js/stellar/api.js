@@ -1,5 +1,5 @@
 // The Portal's reads the pages make, their writes (notes and tags), and their errors in words.
-import { readKey } from "../shared/export_html.js";
+import { nearestCarried, readKey } from "../shared/export_html.js";
 import { portalUrl } from "../shared/urls.js";
 import { config, root, state, urlToken } from "./page.js";
 
@@ -66,8 +66,11 @@ function offlineAnswer(path, url) {
       return { ...full, non_finite: nonFinite, non_finite_count: nonFinite.length };
     }
   }
+  const near = nearestCarried(answers, path, params);
+  if (near) return near;
   throw new StellarError(404, "NOT_IN_EXPORT", `this export does not carry ${path} (it holds what the page had drawn)`);
 }
+
 
 async function request(segments, query, method = "GET", payload = null) {
   // The page's ?source= goes with every read, so a source=kusto page reads Kusto throughout.

@@ -45,7 +45,9 @@ export class MediaSection {
     await Promise.all(this.runIds.map(async (runId) => {
       try {
         const body = await api(["runs", id(runRef(runId).runId), "media"], { project: runRef(runId).project });
-        this.tagsByRun.set(runId, body.tags || []);
+        // An offline export shows the cards it carries (its budget may have left tags out: its note says which).
+        const carried = state.offline ? new Set(state.offline.media || []) : null;
+        this.tagsByRun.set(runId, (body.tags || []).filter((t) => !carried || carried.has(`${t.kind}/${t.tag}`)));
         if (body.unavailable) unavailable.push([runId, body.unavailable]);
       } catch (err) {
         // 404: a Portal without the media routes (TauGrid's), or a run the page already says it cannot find.
@@ -89,6 +91,12 @@ export class MediaSection {
         text: this.runIds.length > 1 ? `${runId}: ${text}` : text }));
     }
     for (const text of failures) this.box.append(h("p", { class: "stellar-error", role: "alert", text }));
+    if (state.offline?.mediaNote) {
+      // What the export carries of the media, what its budget left out, and where the rest is.
+      const live = state.offline.link ? h("a", { href: state.offline.link, text: "the live page" }) : null;
+      this.box.append(h("p", { class: "stellar-note media-export-note", id: "stellar-media-export-note" },
+        state.offline.mediaNote, live ? " " : "", live, live ? " (its Portal's token needed)." : ""));
+    }
     this.box.append(this.body);
     this.box.hidden = false;
     this.box.dataset.state = "ready";
@@ -158,6 +166,7 @@ export class MediaSection {
 
   /** The Portal's path of an image as a URL under the page's root, with the run's project and source. */
   imageUrl(runId, path) {
+    if (/^data:/i.test(String(path))) return String(path); // an offline export's image, carried in the file
     const url = new URL(String(path).replace(/^\//, ""), root);
     const { project } = runRef(runId);
     if (project) url.searchParams.set("project", project);

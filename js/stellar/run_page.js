@@ -336,7 +336,8 @@ export async function runPage() {
   writeView(); // the address names its axis and drops what it got wrong
   document.getElementById("stellar-loading")?.remove();
   // The runs' histograms, images and text (media_section.js): read beside the charts, never before them.
-  const media = state.offline ? null : new MediaSection(ok, mediaBox, state.cursor);
+  // An offline export draws the media it carries (taunotebook export-view reads them; `offline.media` lists them).
+  const media = state.offline && !state.offline.media?.length ? null : new MediaSection(ok, mediaBox, state.cursor);
   const mediaRead = media ? media.load().then((shown) => {
     main.dataset.media = shown ? "shown" : "none";
     sections.filterListeners.push((filter) => media.setFilter(filter));

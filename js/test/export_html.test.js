@@ -1,7 +1,7 @@
 // A view's static HTML export: reads keyed independently of how much they were reduced, and hostile text inert.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { exportHtml, readKey, scriptText } from "../shared/export_html.js";
+import { exportHtml, nearestCarried, readKey, scriptText } from "../shared/export_html.js";
 
 test("a read's key ignores what only says how it was reduced or where it came from, and sorts the rest", () => {
   const a = readKey("api/v2/stellar/runs/r%2Fx/series", new URLSearchParams("target=r%2Fx&metric=m&max_points=3200&project=p"));
@@ -23,4 +23,24 @@ test("hostile run ids and a script that says </script> cannot break out of the f
   const config = html.match(/<script type="application\/json" id="stellar-config">(.*?)<\/script>/s)[1];
   assert.deepEqual(JSON.parse(config).targets, [evil]);
   assert.equal(scriptText("a</SCRIPT>b<!--c"), "a\\x3C/SCRIPT>b\\x3C!--c");
+});
+
+test("a media read at a step the export does not carry is answered with the carried one nearest it", () => {
+  const path = "api/v2/stellar/runs/r/images";
+  const at = (step) => ({ tag: "sample", requested_step: step, step, images: [{ index: 0 }] });
+  const answers = {
+    [readKey(path, new URLSearchParams("tag=sample&step=20"))]: at(20),
+    [readKey(path, new URLSearchParams("tag=sample&step=5"))]: at(5),
+    [readKey(path, new URLSearchParams("tag=other&step=11"))]: { ...at(11), tag: "other" },
+    [readKey("api/v2/stellar/runs/r/histograms", new URLSearchParams("tag=w&buckets=false"))]: { steps: [0, 10, 20] },
+    [readKey("api/v2/stellar/runs/r/histograms", new URLSearchParams("tag=w&step_min=20&max_steps=1"))]: { steps: [20], buckets: [[]] },
+  };
+  const near = nearestCarried(answers, path, new URLSearchParams("tag=sample&step=11&project=p"));
+  assert.deepEqual([near.step, near.requested_step, near.tag], [5, 11, "sample"]); // 5 is nearer than 20
+  assert.equal(nearestCarried(answers, path, new URLSearchParams("tag=sample&step=13")).step, 20);
+  assert.equal(nearestCarried(answers, path, new URLSearchParams("tag=missing&step=13")), null);
+  // A histogram's range read: the carried range read, never the bands' read (which has no step).
+  const range = nearestCarried(answers, "api/v2/stellar/runs/r/histograms", new URLSearchParams("tag=w&step_max=3&max_steps=2"));
+  assert.deepEqual(range.steps, [20]);
+  assert.equal(nearestCarried(answers, "api/v2/stellar/runs/r/series", new URLSearchParams("tag=sample&step=1")), null);
 });

@@ -52,6 +52,8 @@ export function createImageCard({ tag, runs, range, fetchImages, onStep = () => 
       h("div", { class: "media-images" },
         ...images.map((image) => imageFigure(image, (u) => resolve(u, panel.run.key), tag, open))),
       h("p", { class: "media-note", text: `${formatNumber(images.length)} image${images.length === 1 ? "" : "s"} at this step` }),
+      // An export's answer whose budget left images out says so (taunotebook export-view).
+      ...(answer.omitted ? [h("p", { class: "media-note media-omitted", text: String(answer.omitted) })] : []),
     );
   } });
 }
