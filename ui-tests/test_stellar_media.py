@@ -210,3 +210,58 @@ def test_a_run_without_media_shows_no_media_section(page: Page, portal_server):
     assert page.locator("#stellar").get_attribute("data-media") == "none"
     assert page.locator("#stellar-media").is_hidden()
     assert page.locator("#stellar-media .media-slot, #stellar-media .media-card").count() == 0
+
+
+def test_an_exported_compare_view_draws_its_media_offline(chromium, media_portal, tmp_path):
+    """``taunotebook export-view`` of a compare link, opened with the network off: the histogram card's bands and
+    overlay drawn by the page's own cards, the images from ``data:`` URIs, the text, and the export's words."""
+    from taunotebook.export_view import export_view
+
+    server, (alpha, beta, _tf) = media_portal
+    html, notes = export_view(f"{server.base_url}/stellar?target={alpha}&compare={beta}&token={server.token}")
+    assert notes == []
+    path = tmp_path / "compare.html"
+    path.write_text(html, encoding="utf-8")
+    context = chromium.new_context(viewport={"width": 1400, "height": 1400}, offline=True)
+    refused: list[str] = []
+
+    def block(route):
+        if route.request.url.startswith(("file:", "data:")):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", block)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_selector("#stellar-media[data-state=ready]", timeout=30_000)
+        note = page.locator("#stellar-media-export-note").inner_text()
+        assert note.startswith("This export carries each media tag at one step") and "the live page" in note
+        wait_card(page, "histograms", "weights")
+        roles = page.evaluate("""() => [...document.querySelectorAll(
+            'section.media-card[data-tag="weights"] .media-plot')].map((gd) => gd.data.map((t) => t.meta.role))""")
+        assert roles == [["band-low", "band-high"] * 4 + ["median"]] * 2  # a panel per run
+        assert card(page, "histograms", "weights").locator(".media-overlay").get_attribute("data-traces") == "2"
+        wait_card(page, "images", "sample")
+        page.wait_for_function(
+            """() => { const imgs = [...document.querySelectorAll('section.media-card[data-tag="sample"] img')];
+                       return imgs.length === 2 && imgs.every((i) => i.src.startsWith('data:image/png;base64,')
+                                                                    && i.complete && i.naturalWidth > 0); }""",
+            timeout=30_000)
+        wait_card(page, "text", "note/text_summary")
+        bodies = card(page, "text", "note/text_summary").locator(".media-body").all_inner_texts()
+        assert len(bodies) == 2 and all("step **300**" in b for b in bodies)
+        # Another step: the export carries the last one, shown and labelled as the nearest it has.
+        page.locator("#stellar-media-step").fill("100")
+        page.locator("#stellar-media-step").press("Enter")
+        wait_step(page, "sample", 300)
+        page.wait_for_function("""() => document.querySelector('section.media-card[data-tag="sample"] .media-step')
+                                  .textContent === 'step 300 (nearest to 100)'""", timeout=30_000)
+        screenshot(page, "exported-view-media")
+        assert refused == [] and errors == []
+    finally:
+        context.close()
