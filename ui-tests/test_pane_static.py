@@ -6,8 +6,10 @@ JupyterLab with anywidget the same output stays hidden behind the live view, how
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -169,3 +171,57 @@ def test_with_anywidget_the_static_output_stays_hidden_and_the_run_ending_raises
         assert page.locator(f"{PANE} .tau-pane-alert").is_hidden()
     finally:
         trainer.stop()
+
+
+@pytest.fixture(scope="module")
+def media_run(store: Path) -> str:
+    """A run imported into the module's store from tensorboardX's own event file (histograms, images, text)."""
+    from fixtures.tb_writers import write_tensorboardx_media
+    from taunotebook.importer import import_paths
+
+    logs = store.parent / "media-logs"
+    write_tensorboardx_media(logs / "run", [0, 10, 20])
+    (run_id,) = import_paths([str(logs)], store, project="proj", clustering="off").run_ids
+    return run_id
+
+
+def test_the_saved_notebook_keeps_the_media_and_shows_them_reopened_after_the_kernel_stopped(
+        lab_without_anywidget: JupyterServer, page: Page, store: Path, portal: str, media_run: str):
+    import nbformat
+
+    lab = lab_without_anywidget
+    name = lab.copy_notebook(NOTEBOOKS / "pane_only.ipynb", "static-media.ipynb", RUN_ID=media_run, PORTAL_URL=portal)
+    open_notebook(page, lab, name)
+    run_all(page)
+    media = f"{STATIC} .tau-pane-static-media"
+    page.wait_for_selector(f'{media} [data-kind="images"][data-tag="sample"] img', timeout=DEADLINE_MS)
+    page.wait_for_function(f"() => document.querySelector('{STATIC} .tau-pane-static-line').textContent"
+                           ".includes('media tags at their latest steps')", timeout=60_000)
+    execute(page, "docmanager:save")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=30_000)
+    # The file holds the media: the image's bytes are the stored image's.
+    saved = nbformat.read(lab.root_dir / name, as_version=4)
+    (static,) = [o for o in saved.cells[0].outputs if "data-tau-pane-static-media" in o.get("data", {}).get(
+        "text/html", "")]
+    found = re.search(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"[^>]*data-digest="sha256:([0-9a-f]{64})"',
+                      static["data"]["text/html"])
+    assert found, static["data"]["text/html"][:500]
+    stored = store / "artifacts" / "sha256" / found.group(2)[:2] / found.group(2)
+    assert base64.b64decode(found.group(1)) == stored.read_bytes()
+    # Reopened: no kernel runs the pane; the saved output shows its histograms, images and text.
+    fresh = page.context.new_page()
+    try:
+        fresh.goto(lab.notebook_url(name))
+        fresh.wait_for_selector(f'{media} [data-kind="histograms"][data-tag="weights"] img', timeout=60_000)
+        sizes = fresh.evaluate(f"""() => [...document.querySelectorAll('{media} img')].map(
+            (i) => [i.closest('[data-kind]').dataset.kind, i.complete && i.naturalWidth > 0])""")
+        kinds = {kind for kind, _ in sizes}
+        assert kinds == {"histograms", "images"} and all(ok for _, ok in sizes), sizes
+        text = fresh.locator(f'{media} [data-kind="text"]').inner_text()
+        assert "step **20**: naïve ✓" in text
+        fresh.locator(media).scroll_into_view_if_needed()
+        screenshot(fresh, "pane-static-media-reopened")
+    finally:
+        fresh.close()
