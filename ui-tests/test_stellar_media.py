@@ -265,3 +265,38 @@ def test_an_exported_compare_view_draws_its_media_offline(chromium, media_portal
         assert refused == [] and errors == []
     finally:
         context.close()
+
+
+def test_the_pages_export_button_carries_the_media_cards_it_drew(page: Page, chromium, media_portal, tmp_path):
+    """"Export HTML" on a run page whose image and histogram cards were drawn: the file shows them offline, the
+    images from ``data:`` URIs."""
+    server, (alpha, _beta, _tf) = media_portal
+    page.set_viewport_size({"width": 1400, "height": 3000})  # every card on screen: each is drawn
+    open_ready(page, f"{server.base_url}/stellar?target={alpha}&token={server.token}")
+    page.wait_for_selector("#stellar-media[data-state=ready]", timeout=30_000)
+    for kind, tag in (("histograms", "weights"), ("images", "sample"), ("text", "note/text_summary")):
+        wait_card(page, kind, tag)
+    with page.expect_download() as info:
+        page.click("#stellar-export")
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    context = chromium.new_context(viewport={"width": 1400, "height": 3000}, offline=True)
+    refused: list[str] = []
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("file:", "data:"))
+                  else (refused.append(route.request.url), route.abort()))
+    offline = context.new_page()
+    try:
+        offline.goto(path.as_uri())
+        offline.wait_for_selector("#stellar-media[data-state=ready]", timeout=30_000)
+        assert "This export carries the media cards" in offline.locator("#stellar-media-export-note").inner_text()
+        wait_card(offline, "histograms", "weights")
+        wait_card(offline, "images", "sample")
+        offline.wait_for_function(
+            """() => { const img = document.querySelector('section.media-card[data-tag="sample"] img');
+                       return img && img.src.startsWith('data:image/png;base64,') && img.naturalWidth > 0; }""",
+            timeout=30_000)
+        wait_card(offline, "text", "note/text_summary")
+        assert "step **300**" in card(offline, "text", "note/text_summary").locator(".media-body").inner_text()
+        assert refused == []
+    finally:
+        context.close()

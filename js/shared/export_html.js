@@ -21,6 +21,10 @@ export function scriptText(text) {
   return String(text).replace(/<(\/script|!--)/gi, "\\x3C$1");
 }
 
+/** The images an export carries at most: per tag and run at its step, and their bytes in all (both exports). */
+export const MAX_EXPORT_IMAGES_PER_TAG = 16;
+export const MAX_EXPORT_IMAGE_BYTES = 4 * 1024 * 1024;
+
 const STEP_PARAMS = new Set(["step", "step_min", "step_max", "max_steps"]);
 
 /**

@@ -338,6 +338,7 @@ export async function runPage() {
   // The runs' histograms, images and text (media_section.js): read beside the charts, never before them.
   // An offline export draws the media it carries (taunotebook export-view reads them; `offline.media` lists them).
   const media = state.offline && !state.offline.media?.length ? null : new MediaSection(ok, mediaBox, state.cursor);
+  state.media = media; // its cards drawn are what "Export HTML" carries (export_view.js)
   const mediaRead = media ? media.load().then((shown) => {
     main.dataset.media = shown ? "shown" : "none";
     sections.filterListeners.push((filter) => media.setFilter(filter));
