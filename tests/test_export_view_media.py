@@ -15,7 +15,7 @@ import pytest
 from tensorboard.compat.proto import event_pb2
 
 from fixtures.portal import TOKEN, serve
-from fixtures.tb_writers import pictures, tf_image_value, write_events, write_tensorboardx_media
+from fixtures.tb_writers import pictures, tf_image_value, write_events
 from taunotebook import cli
 from taunotebook.export_view import MAX_EXPORT_IMAGES_PER_TAG, ExportError, export_view, read_key
 from taunotebook.importer import import_paths
@@ -27,11 +27,9 @@ def config_of(html: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def imported(tmp_path_factory) -> tuple[Path, str]:
-    root = tmp_path_factory.mktemp("export-media")
-    write_tensorboardx_media(root / "logs" / "run", [0, 10, 20])
-    (run_id,) = import_paths([str(root / "logs")], root / "store", project="proj", clustering="off").run_ids
-    return root / "store", run_id
+def imported(tbx_media_store) -> tuple[Path, str]:
+    """The shared store imported from tensorboardX's event file (tests/fixtures/media_store.py)."""
+    return tbx_media_store
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from tensorboard.compat.proto import event_pb2
 
 from fixtures.pane import make_pane, wait_until
 from fixtures.portal import TOKEN, serve
-from fixtures.tb_writers import pictures, tf_image_value, write_events, write_tensorboardx_media
+from fixtures.tb_writers import pictures, tf_image_value, write_events
 from taunotebook import pane_static_media
 from taunotebook.client import PortalClient
 from taunotebook.client.media_models import MediaTag
@@ -35,11 +35,9 @@ from taunotebook.pane_static_media import (
 
 
 @pytest.fixture(scope="module")
-def imported(tmp_path_factory) -> tuple[Path, str]:
-    root = tmp_path_factory.mktemp("pane-static-media")
-    write_tensorboardx_media(root / "logs" / "run", [0, 10, 20])
-    (run_id,) = import_paths([str(root / "logs")], root / "store", project="proj", clustering="off").run_ids
-    return root / "store", run_id
+def imported(tbx_media_store) -> tuple[Path, str]:
+    """The shared store imported from tensorboardX's event file (tests/fixtures/media_store.py)."""
+    return tbx_media_store
 
 
 @pytest.fixture(scope="module")
