@@ -1,17 +1,26 @@
 """Media reads through the real Portal over HTTP: a full-range distribution view, images at random steps (not a test).
 
-Issue 29 §8. Over the store ``bench/media_import.py`` builds (``--store``, or built here at ``--scale``), a Portal
+Issue 29 §8. Over a store ``taunotebook import`` made of a tensorboardX event file (``--store DIR/store``, or built
+here: ``--hist-tags`` × ``--steps`` histograms of 64 buckets and ``--image-tags`` × ``--steps`` distinct 64×64 PNGs,
+written by ``media_import.py``'s writer and imported through :func:`taunotebook.importer.import_paths`), a Portal
 subprocess (``python -m taunotebook portal``, as ``bench_portal.py`` starts it) answers:
 
-1. a full-range distribution view of one histogram tag, ``GET …/histograms?tag=T&buckets=false&max_steps=500``,
-   ``--repeats`` times: p50 / p95 (target p95 < 100 ms) and the Portal's RSS after (target < 500 MB);
+1. a full-range distribution view of one histogram tag, ``GET …/histograms?tag=T`` at the default ``max_steps``,
+   with ``buckets=false`` (the bands) and with the buckets (the heat map and overlay), ``--repeats`` times each:
+   first / p50 / p95 (target p95 < 100 ms); the baseline in the same run is the run's scalar over the same steps,
+   ``GET …/series?metric=train/loss`` at its default ``max_points``;
 2. the step cursor moved to random steps: ``GET …/images?tag=T&step=S`` then the first image's thumbnail
    (``thumbnail_url``), ``--repeats`` times: p50 / p95 of the pair (the browser's part is
-   ``stellar_page_bench.py``'s business).
+   ``media_cursor_chromium.py``'s business).
 
-    .venv/bin/python bench/media_reads.py [--store DIR] [--scale 0.01] [--repeats 50]
+The Portal's RSS is sampled every 20 ms throughout (target < 500 MB): its peak, and its level after each part.
 
-Prints a table and one JSON line, and writes ``bench/out/media_reads.json``.
+    .venv/bin/python bench/media_reads.py --keep bench/out/media-full [--hist-tags 4] [--image-tags 10]
+        [--steps 10000] [--repeats 50]
+    .venv/bin/python bench/media_reads.py --smoke
+
+``--keep DIR`` builds the store in ``DIR`` (``DIR/logdir``, ``DIR/store``) once and reuses it after (for
+``media_cursor_chromium.py`` too). Prints a table and one JSON line, and writes ``bench/out/media_reads.json``.
 """
 
 from __future__ import annotations
@@ -20,9 +29,9 @@ import argparse
 import json
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -30,10 +39,11 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_portal import TOKEN, load_average, start_portal  # sibling scripts, not a package
-from media_import import RUN_DIR
+from media_import import RUN_DIR, write_event_file
 
 HERE = Path(__file__).resolve().parent
 RUN = RUN_DIR  # the run id import derives from the run's directory
+SCALAR = "train/loss"  # the one scalar media_import.py's writer logs per step
 
 
 def p(values: list[float], q: float) -> float:
@@ -48,31 +58,77 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+class RssSampler:
+    """The peak RSS of process ``pid``, sampled every ``every`` seconds on a thread until :meth:`stop`."""
+
+    def __init__(self, pid: int, every: float = 0.02) -> None:
+        self.pid, self.every, self.peak = pid, every, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.peak = max(self.peak, rss_mb(self.pid))
+            except OSError:
+                return
+            self._stop.wait(self.every)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
 def timed_ms(fn) -> float:
     start = time.perf_counter()
     fn()
     return (time.perf_counter() - start) * 1000
 
 
-def build_store(where: Path, scale: float) -> Path:
-    subprocess.run([sys.executable, str(HERE / "media_import.py"), "--scale", str(scale), "--keep", str(where)],
-                   check=True)
-    return where / "store"
+def ensure_store(where: Path, hist_tags: int, image_tags: int, steps: int) -> Path:
+    """``where/store`` made by ``taunotebook import`` of ``where/logdir`` (both written here unless already there)."""
+    from taunotebook.importer import import_paths
+
+    store, logdir = where / "store", where / "logdir"
+    if (store / "index.sqlite").is_file():
+        print(f"reusing {store}", flush=True)
+        return store
+    if not any((logdir / RUN_DIR).glob("*tfevents*")):
+        print(f"writing {hist_tags} histogram tags + {image_tags} image tags × {steps:,} steps with tensorboardX ...",
+              flush=True)
+        start = time.perf_counter()
+        write_event_file(logdir, hist_tags, image_tags, steps)
+        print(f"  written in {time.perf_counter() - start:.0f} s", flush=True)
+    start = time.perf_counter()
+    summary = import_paths([str(logdir)], store, clustering="wait")
+    print(f"  imported in {time.perf_counter() - start:.0f} s ({summary.media:,} media)", flush=True)
+    return store
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", type=Path, help="a store media_import.py --keep left (DIR/store)")
-    parser.add_argument("--scale", type=float, default=1.0, help="when building the store here (see media_import.py)")
+    parser.add_argument("--store", type=Path, help="an existing store (DIR/store of an earlier --keep DIR)")
+    parser.add_argument("--keep", type=Path, help="build the store in DIR (or reuse DIR/store)")
+    parser.add_argument("--hist-tags", type=int, default=4, help="when building the store (default 4)")
+    parser.add_argument("--image-tags", type=int, default=10, help="when building the store (default 10)")
+    parser.add_argument("--steps", type=int, default=10_000, help="when building the store (default 10,000)")
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--seed", type=int, default=29)
+    parser.add_argument("--smoke", action="store_true", help="a quick run: 1 + 2 tags × 50 steps, 5 repeats")
     args = parser.parse_args()
+    if args.smoke:
+        args.hist_tags, args.image_tags, args.steps, args.repeats = 1, 2, 50, 5
     if args.repeats < 2:
         parser.error(f"--repeats must be >= 2, got {args.repeats}")
+    for name in ("hist_tags", "image_tags", "steps"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     with tempfile.TemporaryDirectory() as tmp:
-        store = args.store or build_store(Path(tmp), args.scale)
+        store = args.store or ensure_store(args.keep or Path(tmp), args.hist_tags, args.image_tags, args.steps)
         if not (store / "index.sqlite").is_file():
-            raise SystemExit(f"--store {store}: no expstore there (run bench/media_import.py --keep DIR first)")
+            raise SystemExit(f"--store {store}: no expstore there (build one with --keep DIR first)")
         proc, api = start_portal(store)
         try:
             results = measure(proc.pid, api, args)
@@ -84,11 +140,14 @@ def main() -> None:
     print(json.dumps(results))
     out = HERE / "out"
     out.mkdir(exist_ok=True)
-    (out / "media_reads.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / ("media_reads-smoke.json" if args.smoke else "media_reads.json")).write_text(
+        json.dumps(results, indent=2) + "\n")
 
 
 def measure(pid: int, api: str, args) -> dict:
     rng = random.Random(args.seed)
+    sampler = RssSampler(pid)
+    rss_idle = rss_mb(pid)
     with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as client:
         base = f"{api}/runs/{RUN}"
 
@@ -100,10 +159,17 @@ def measure(pid: int, api: str, args) -> dict:
         tags = get(f"{base}/media").json()["tags"]
         hist = next(t for t in tags if t["kind"] == "histograms")
         image = next(t for t in tags if t["kind"] == "images")
-        view = {"tag": hist["tag"], "buckets": "false", "max_steps": 500}
-        first_ms = timed_ms(lambda: get(f"{base}/histograms", **view))
-        body = get(f"{base}/histograms", **view).json()
-        hist_ms = [timed_ms(lambda: get(f"{base}/histograms", **view)) for _ in range(args.repeats)]
+
+        def view(label: str, url: str, **params) -> dict:
+            first = timed_ms(lambda: get(url, **params))
+            body = get(url, **params).json()
+            ms = [timed_ms(lambda: get(url, **params)) for _ in range(args.repeats)]
+            return {"label": label, "first_ms": first, "p50_ms": statistics.median(ms), "p95_ms": p(ms, 0.95),
+                    "body": body}
+
+        series = view("scalar series (baseline)", f"{base}/series", target=RUN, metric=SCALAR)
+        bands = view("distribution, buckets=false", f"{base}/histograms", tag=hist["tag"], buckets="false")
+        with_buckets = view("distribution with buckets", f"{base}/histograms", tag=hist["tag"])
         rss_after_hist = rss_mb(pid)
 
         def cursor() -> None:
@@ -114,20 +180,33 @@ def measure(pid: int, api: str, args) -> dict:
 
         image_ms = [timed_ms(cursor) for _ in range(args.repeats)]
         rss_after = rss_mb(pid)
+    peak = sampler.stop()
+    returned = len(bands["body"]["steps"])
     results = {
-        "bench": "media_reads", "histogram_tag": hist["tag"], "histogram_steps": hist["count"],
-        "returned_steps": len(body["steps"]), "repeats": args.repeats, "histogram_first_ms": first_ms,
-        "histogram_p50_ms": statistics.median(hist_ms), "histogram_p95_ms": p(hist_ms, 0.95),
+        "bench": "media_reads", "histogram_tags": sum(t["kind"] == "histograms" for t in tags),
+        "image_tags": sum(t["kind"] == "images" for t in tags), "histogram_tag": hist["tag"],
+        "histogram_steps": hist["count"], "returned_steps": returned, "repeats": args.repeats,
         "image_tag": image["tag"], "image_steps": image["count"],
         "image_cursor_p50_ms": statistics.median(image_ms), "image_cursor_p95_ms": p(image_ms, 0.95),
-        "portal_rss_mb_after_histograms": rss_after_hist, "portal_rss_mb": rss_after,
+        "portal_rss_mb_idle": rss_idle, "portal_rss_mb_after_histograms": rss_after_hist,
+        "portal_rss_mb_after": rss_after, "portal_rss_mb_peak": peak,
     }
-    print(f"distribution view of {hist['tag']} ({hist['count']:,} steps -> {len(body['steps'])}), "
-          f"{args.repeats} requests: first {first_ms:.1f} ms, p50 {results['histogram_p50_ms']:.1f} ms, "
-          f"p95 {results['histogram_p95_ms']:.1f} ms (target p95 < 100 ms)")
+    for key, part in (("series", series), ("bands", bands), ("buckets", with_buckets)):
+        for field in ("first_ms", "p50_ms", "p95_ms"):
+            results[f"{key}_{field}"] = part[field]
+    results["bands_vs_series_p95"] = bands["p95_ms"] / series["p95_ms"]
+    results["buckets_vs_series_p95"] = with_buckets["p95_ms"] / series["p95_ms"]
+    print(f"full range of {hist['tag']} ({hist['count']:,} steps -> {returned}) and of {SCALAR}, "
+          f"{args.repeats} requests each:")
+    for part in (series, bands, with_buckets):
+        print(f"  {part['label']:<30} first {part['first_ms']:7.1f} ms  p50 {part['p50_ms']:7.1f} ms  "
+              f"p95 {part['p95_ms']:7.1f} ms")
+    print(f"  p95 / the scalar's: bands {results['bands_vs_series_p95']:.1f}x, buckets "
+          f"{results['buckets_vs_series_p95']:.1f}x (target p95 < 100 ms)")
     print(f"step cursor on {image['tag']} ({image['count']:,} steps): images + thumbnail p50 "
           f"{results['image_cursor_p50_ms']:.1f} ms, p95 {results['image_cursor_p95_ms']:.1f} ms")
-    print(f"Portal RSS after: {rss_after:.0f} MB (target < 500 MB)")
+    print(f"Portal RSS: idle {rss_idle:.0f} MB, after the views {rss_after_hist:.0f} MB, peak {peak:.0f} MB "
+          "(target < 500 MB)")
     return results
 
 
