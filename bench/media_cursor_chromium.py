@@ -57,7 +57,8 @@ async ([tag, step, digest]) => {
   const onScreen = (el) => { const r = el.getBoundingClientRect();
                              return r.bottom > 0 && r.top < innerHeight && r.width > 0; };
   const cardDone = () => { const c = card();
-    return Boolean(c) && [...c.querySelectorAll("img.media-thumb")].some((i) => i.dataset.digest === digest && loaded(i)); };
+    return Boolean(c) && [...c.querySelectorAll("img.media-thumb")]
+      .some((i) => i.dataset.digest === digest && loaded(i)); };
   const screenDone = () => [...box.querySelectorAll('section.media-card[data-kind="images"]')].filter(onScreen)
     .every((c) => { const panels = [...c.querySelectorAll(".media-panel")];
       return panels.length > 0 && panels.every((pn) => pn.dataset.step === String(step))

@@ -1,4 +1,4 @@
-"""The sidecar beside a job logging a histogram and scalars through tensorboardX: its CPU and RSS over time (not a test).
+"""The sidecar beside a job logging a histogram and scalars with tensorboardX: its CPU and RSS over time (not a test).
 
 Issue 29 §8 ("the sidecar beside a job logging one 64-bucket histogram and 4 scalars per step at 100 steps/s stays
 ≤ 5 % of a core and flat over time"). A job process writes through a real tensorboardX ``SummaryWriter`` (its
@@ -62,7 +62,7 @@ def job(logdir: Path, rate: float, seconds: float) -> None:
 def per_window(samples: list[tuple[float, int, float, int]], window: float) -> list[tuple[float, float]]:
     """(CPU % of a core, median RSS MB) over each whole ``window`` seconds of ``samples`` (t, rss, cpu, n)."""
     out, at = [], 0.0
-    while at + window <= samples[-1][0] + 1e-9:
+    while at + window <= samples[-1][0] + 1.0:  # the last window may end within a sample of the run's end
         inside = [s for s in samples if at <= s[0] <= at + window]
         if len(inside) >= 2:
             cpu = 100 * (inside[-1][2] - inside[0][2]) / (inside[-1][0] - inside[0][0])
@@ -115,7 +115,8 @@ def run(seconds: float, rate: float) -> dict:
     first, last = minutes[0] if minutes else twenties[0], minutes[-1] if minutes else twenties[-1]
     return {
         "bench": "sidecar_media", "seconds": seconds, "rate": rate, "steps_written": steps,
-        "achieved_steps_per_s": round(steps / seconds, 1), "stored_histogram_steps": hist, "stored_scalar_points": points,
+        "achieved_steps_per_s": round(steps / seconds, 1), "stored_histogram_steps": hist,
+        "stored_scalar_points": points,
         "load": [round(load0, 2), round(load1, 2)],
         "cpu_percent_per_minute": [m[0] for m in minutes], "rss_mb_per_minute": [m[1] for m in minutes],
         "cpu_percent_per_20s": [m[0] for m in twenties],
