@@ -17,6 +17,7 @@ from Python over HTTP for as many other unvisited steps: what the browser adds i
 over the whole run is sampled every 20 ms.
 
     .venv/bin/python bench/media_cursor_chromium.py --store bench/out/media-full/store [--moves 60]
+        [--search '^samples/image_00$']
     .venv/bin/python bench/media_cursor_chromium.py --smoke
 
 Prints a table and one JSON line, and writes ``bench/out/media_cursor_chromium.json``.
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 import httpx
 
@@ -105,6 +107,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10_000, help="when building the store (default 10,000)")
     parser.add_argument("--moves", type=int, default=60, help="timed moves of the cursor (default 60)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed moves first (default 3)")
+    parser.add_argument("--search", default="", help="the page's search (its q): e.g. '^samples/image_00$' shows "
+                                                    "that card alone, the baseline without the other cards' reads")
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--smoke", action="store_true", help="a quick run: 1 + 2 tags × 50 steps, 5 moves")
     args = parser.parse_args()
@@ -127,7 +131,8 @@ def main() -> None:
     print(json.dumps(results))
     out = HERE / "out"
     out.mkdir(exist_ok=True)
-    (out / ("media_cursor_chromium-smoke.json" if args.smoke else "media_cursor_chromium.json")).write_text(
+    name = "media_cursor_chromium" + ("-smoke" if args.smoke else "") + ("-search" if args.search else "")
+    (out / f"{name}.json").write_text(
         json.dumps(results, indent=2) + "\n")
 
 
@@ -161,13 +166,19 @@ def measure(pid: int, api: str, args) -> dict:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
             page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             start = time.perf_counter()
-            page.goto(f"{origin}/stellar?target={RUN}&token={TOKEN}")
+            query = {"target": RUN, "token": TOKEN, **({"q": args.search} if args.search else {})}
+            page.goto(f"{origin}/stellar?{urlencode(query)}")
             page.wait_for_selector("#stellar-media[data-state=ready]", timeout=120_000)
             slot = page.locator(f'[data-card="images/{tag}"]')
             slot.wait_for(state="attached", timeout=60_000)
             slot.scroll_into_view_if_needed()
             page.wait_for_selector(f'section.media-card[data-card="images/{tag}"][data-state="ready"]',
                                    timeout=60_000)
+            # Every card the page created has drawn (the histogram cards' bands read too): moves start on a quiet page.
+            page.wait_for_function("""() => {
+                const cards = [...document.querySelectorAll('#stellar-media section.media-card')];
+                return cards.length > 0 && cards.every((c) => c.dataset.state === "ready"); }""", timeout=120_000)
+            cards = page.evaluate("() => document.querySelectorAll('#stellar-media section.media-card').length")
             ready_s = time.perf_counter() - start
             on_screen = page.evaluate("""() => [...document.querySelectorAll(
                 '#stellar-media section.media-card[data-kind="images"]')].filter((c) => {
@@ -189,7 +200,8 @@ def measure(pid: int, api: str, args) -> dict:
     peak = sampler.stop()
     results = {
         "bench": "media_cursor_chromium", "image_tag": tag, "image_steps": image["count"],
-        "image_tags": sum(t["kind"] == "images" for t in tags), "image_cards_on_screen": on_screen,
+        "image_tags": sum(t["kind"] == "images" for t in tags), "search": args.search, "cards_created": cards,
+        "image_cards_on_screen": on_screen,
         "moves": args.moves, "warmup": args.warmup, "page_ready_s": ready_s,
         "card_p50_ms": statistics.median(card_ms), "card_p95_ms": p(card_ms, 0.95), "card_max_ms": max(card_ms),
         "screen_p50_ms": statistics.median(screen_ms), "screen_p95_ms": p(screen_ms, 0.95),
@@ -197,7 +209,8 @@ def measure(pid: int, api: str, args) -> dict:
         "portal_rss_mb_after_browser": rss_after_browser, "portal_rss_mb_peak": peak,
     }
     results["card_vs_http_pair_p95"] = results["card_p95_ms"] / results["http_pair_p95_ms"]
-    print(f"Stellar run page ready with {tag}'s card on screen in {ready_s:.1f} s; {on_screen} image cards on screen")
+    print(f"Stellar run page ready with {tag}'s card on screen in {ready_s:.1f} s; {cards} cards created (each follows "
+          f"the cursor), {on_screen} image cards on screen")
     print(f"step typed -> {tag}'s thumbnail of that step loaded, {args.moves} random steps of {image['count']:,}:")
     print(f"  card     p50 {results['card_p50_ms']:6.1f} ms  p95 {results['card_p95_ms']:6.1f} ms  "
           f"max {results['card_max_ms']:6.1f} ms (target p95 < 100 ms)")

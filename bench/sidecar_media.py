@@ -10,7 +10,7 @@ local store. Every 0.5 s the script sums VmRSS over the collector's process tree
 20 s, the tree's RSS per minute (median), whether the last minute's CPU and RSS are within 10 % of the first's
 ("flat"), the CPU seconds per 1,000 steps, and what the store holds at the end (every step written, once).
 
-    .venv/bin/python bench/sidecar_media.py --seconds 240 [--rate 100]
+    .venv/bin/python bench/sidecar_media.py --seconds 240 [--rate 100] [--batch-wait 5s]
     .venv/bin/python bench/sidecar_media.py --smoke
 
 Writes ``bench/out/sidecar_media.json``.
@@ -82,13 +82,14 @@ def stored_steps(store: Path) -> tuple[int, int]:
     return hist, points
 
 
-def run(seconds: float, rate: float) -> dict:
+def run(seconds: float, rate: float, batch_wait: str | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "hist").mkdir()
         (root / "tb").mkdir()
+        extra = ["--batch-wait", batch_wait] if batch_wait else []
         proc = subprocess.Popen(collect_command(root, "--watch", "--interval", "30s", "--tfevents", str(root / "tb"),
-                                                "--ready-file", str(root / "ready")),
+                                                "--ready-file", str(root / "ready"), *extra),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         wait_ready(root)
         writer = subprocess.Popen([sys.executable, __file__, "--job", str(root / "tb"), "--rate", str(rate),
@@ -114,7 +115,7 @@ def run(seconds: float, rate: float) -> dict:
     minutes, twenties = per_window(samples, 60.0), per_window(samples, 20.0)
     first, last = minutes[0] if minutes else twenties[0], minutes[-1] if minutes else twenties[-1]
     return {
-        "bench": "sidecar_media", "seconds": seconds, "rate": rate, "steps_written": steps,
+        "bench": "sidecar_media", "seconds": seconds, "rate": rate, "batch_wait": batch_wait, "steps_written": steps,
         "achieved_steps_per_s": round(steps / seconds, 1), "stored_histogram_steps": hist,
         "stored_scalar_points": points,
         "load": [round(load0, 2), round(load1, 2)],
@@ -133,6 +134,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=240.0, help="how long the job logs (default 240)")
     parser.add_argument("--rate", type=float, default=100.0, help="the job's steps a second (default 100)")
+    parser.add_argument("--batch-wait", help="the collector's --batch-wait (default: its own, drain at every change)")
     parser.add_argument("--smoke", action="store_true", help="a quick run: 25 s")
     parser.add_argument("--job", type=Path, help=argparse.SUPPRESS)  # internal: be the job, logging into this logdir
     args = parser.parse_args()
@@ -143,7 +145,7 @@ def main() -> None:
         return
     if args.smoke:
         args.seconds = 25.0
-    result = run(args.seconds, args.rate)
+    result = run(args.seconds, args.rate, args.batch_wait)
     print(json.dumps(result, indent=2))
     per, unit = result["cpu_percent_per_minute"], "minute"
     if not per:  # shorter than a minute (--smoke): per 20 s
@@ -153,7 +155,8 @@ def main() -> None:
           f"last / first {unit}: CPU {result['cpu_last_vs_first']}, RSS {result['rss_last_vs_first']}")
     out = HERE / "out"
     out.mkdir(exist_ok=True)
-    (out / ("sidecar_media-smoke.json" if args.smoke else "sidecar_media.json")).write_text(
+    name = "sidecar_media" + ("-smoke" if args.smoke else "") + (f"-batch-{args.batch_wait}" if args.batch_wait else "")
+    (out / f"{name}.json").write_text(
         json.dumps(result, indent=2) + "\n")
 
 

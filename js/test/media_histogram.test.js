@@ -90,11 +90,15 @@ test("the histogram near a step: from the answer when it holds every step, else 
   const reduced = { ...answer, reduced: true, total: 100 };
   const byQuery = async (q) => {
     reads.push(q);
-    return q.step_min !== undefined ? { steps: [7], buckets: [[[0, 1, 9]]] } : { steps: [0, 4], buckets: [[], [[0, 1, 4]]] };
+    return q.max_steps === 1 ? { steps: [7], buckets: [[[0, 1, 9]]] } : { steps: [0, 4], buckets: [[], [[0, 1, 4]]] };
   };
   assert.deepEqual(await histogramNear(reduced, 6, byQuery), { step: 7, buckets: [[0, 1, 9]] });
-  assert.deepEqual(reads, [{ step_min: 6, max_steps: 1 }, { step_max: 6, max_steps: 2 }]);
+  // Bounded by the answer's steps around 6 (0 and 10): never a read to the run's end or from its start.
+  assert.deepEqual(reads, [{ step_min: 6, step_max: 10, max_steps: 1 }, { step_min: 0, step_max: 6, max_steps: 2 }]);
   assert.deepEqual(await histogramNear(reduced, 5, byQuery), { step: 4, buckets: [[0, 1, 4]] });
+  reads.length = 0;
+  await histogramNear(reduced, 12, byQuery); // past the answer's last step: open on that side only
+  assert.deepEqual(reads, [{ step_min: 12, max_steps: 1 }, { step_min: 10, step_max: 12, max_steps: 2 }]);
 });
 
 function fakePlotly() {

@@ -15,7 +15,9 @@ const CONFIG = { responsive: true, displaylogo: false };
  * The histogram of `series` (a `…/histograms` answer) at the stored step nearest `step` (the earlier on a tie):
  * { step, buckets }. When the answer holds every step of the tag (not `reduced`) it is picked from it; otherwise
  * the steps around `step` are read (`readRange(query)` → an answer: the first step at or after it, the last at or
- * before it), so the step shown is the tag's nearest, not the view's.
+ * before it), so the step shown is the tag's nearest, not the view's. Those reads are bounded by the answer's own
+ * steps around `step` (stored steps of the tag, so the nearest lies between them): each reads the few steps of one
+ * gap of the view, not the rest of the run (a read to the run's end costs as much as the whole view).
  */
 export async function histogramNear(series, step, readRange) {
   const steps = series?.steps || [];
@@ -25,9 +27,11 @@ export async function histogramNear(series, step, readRange) {
   };
   if (!series?.reduced && series?.buckets) return local();
   if (steps.includes(step) && series?.buckets) return local();
+  const next = steps.find((s) => s >= step);
+  const previous = steps.findLast((s) => s <= step);
   const [after, before] = await Promise.all([
-    readRange({ step_min: step, max_steps: 1 }),
-    readRange({ step_max: step, max_steps: 2 }),
+    readRange({ step_min: step, ...(next === undefined ? {} : { step_max: next }), max_steps: 1 }),
+    readRange({ ...(previous === undefined ? {} : { step_min: previous }), step_max: step, max_steps: 2 }),
   ]);
   const candidates = [];
   if (after?.steps?.length) candidates.push({ step: after.steps[0], buckets: after.buckets?.[0] ?? null });
