@@ -179,6 +179,9 @@ def measure(pid: int, api: str, args) -> dict:
                 const cards = [...document.querySelectorAll('#stellar-media section.media-card')];
                 return cards.length > 0 && cards.every((c) => c.dataset.state === "ready"); }""", timeout=120_000)
             cards = page.evaluate("() => document.querySelectorAll('#stellar-media section.media-card').length")
+            # The cards above drew their plots meanwhile and grew: the image card back on screen, the page at rest.
+            page.locator(f'section.media-card[data-card="images/{tag}"]').scroll_into_view_if_needed()
+            page.wait_for_timeout(1000)
             ready_s = time.perf_counter() - start
             on_screen = page.evaluate("""() => [...document.querySelectorAll(
                 '#stellar-media section.media-card[data-kind="images"]')].filter((c) => {

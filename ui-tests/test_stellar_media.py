@@ -48,7 +48,9 @@ def wait_card(page: Page, kind: str, tag: str, *, state: str = "ready") -> None:
 
 
 def wait_step(page: Page, tag: str, step: int) -> None:
-    """Until every panel of the card of ``tag`` shows ``step``."""
+    """Until every panel of the card of ``tag`` shows ``step`` (scrolled into view: a card off screen follows the
+    cursor when it is seen)."""
+    page.locator(f'section.media-card[data-tag="{tag}"]').scroll_into_view_if_needed()
     page.wait_for_function(
         """([tag, step]) => {
             const panels = [...document.querySelectorAll(`section.media-card[data-tag="${tag}"] .media-panel`)];

@@ -1,7 +1,8 @@
 // The run and compare page's Media section (docs/media.md, "On the Stellar pages"): the runs' histogram, image and
 // text tags (`…/media`) in sections by kind, filtered by the page's search box, a page of cards at a time, each card
 // created and read only when it scrolls into view; every card follows the page's one step cursor (typed in the
-// section's step box, set by a click on a loss curve or by a card's slider; kept in the address as `step`).
+// section's step box, set by a click on a loss curve or by a card's slider; kept in the address as `step`), a card
+// off screen when the cursor moves as soon as it scrolls back into view.
 //
 // A compared tag is one card with a panel per run, side by side at the same step.
 import { h } from "../shared/dom.js";
@@ -109,6 +110,9 @@ export class MediaSection {
       },
       rerender: () => this.render() });
     this.io = new IntersectionObserver((entries) => this.onIntersect(entries), { rootMargin: "200px 0px" });
+    // A created card follows the cursor while it is on screen; one off screen is marked stale and catches up when
+    // it scrolls back, so a move reads only what is seen (not every card created since the page opened).
+    this.seen = new IntersectionObserver((entries) => this.onSeen(entries), { rootMargin: "200px 0px" });
     this.cursor.subscribe((step, source) => this.onStep(step, source));
     this.render();
   }
@@ -174,6 +178,19 @@ export class MediaSection {
     return url.href;
   }
 
+  /** Created cards scrolled in or out of view: one back on screen after the cursor moved shows the cursor's step. */
+  onSeen(entries) {
+    for (const item of entries) {
+      const entry = this.cards.get(item.target.dataset.card);
+      if (!entry?.card) continue;
+      entry.visible = item.isIntersecting;
+      if (entry.visible && entry.stale) {
+        entry.stale = false;
+        entry.card.show(this.cursor.get());
+      }
+    }
+  }
+
   async createCard(entry) {
     const { kind, tag } = entry;
     const runs = this.runsOf(kind, tag);
@@ -196,6 +213,7 @@ export class MediaSection {
     entry.card = card;
     entry.el.replaceWith(card.el);
     entry.el = card.el;
+    this.seen.observe(card.el);
     this.created += 1;
     this.body.dataset.created = String(this.created);
     await card.show(this.stepFor(range));
@@ -221,7 +239,11 @@ export class MediaSection {
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
       const at = this.cursor.get();
-      for (const entry of this.cards.values()) if (entry.card) entry.card.show(at);
+      for (const entry of this.cards.values()) {
+        if (!entry.card) continue;
+        if (entry.visible === false) entry.stale = true; // read when it scrolls back into view
+        else entry.card.show(at);
+      }
     });
   }
 }
