@@ -81,6 +81,7 @@ export async function buildExport() {
   // The charts the page has drawn (fetched): the export draws those, not the ones never scrolled to.
   const metrics = Object.values(state.charts).filter((c) => c.fetches > 0).map((c) => c.metric);
   const exportedAt = new Date().toISOString();
+  await state.media?.refreshStale(); // cards off screen when the cursor moved read its step now, for the replay
   const responses = Object.fromEntries(recorded);
   const { media, left } = await exportMedia(responses);
   const config = {

@@ -191,6 +191,15 @@ export class MediaSection {
     }
   }
 
+  /** Every card left stale by a move brought to the cursor's step: an export replays what the cards read at it. */
+  async refreshStale() {
+    const at = this.cursor.get();
+    await Promise.all([...this.cards.values()].filter((entry) => entry.card && entry.stale).map((entry) => {
+      entry.stale = false;
+      return entry.card.show(at);
+    }));
+  }
+
   async createCard(entry) {
     const { kind, tag } = entry;
     const runs = this.runsOf(kind, tag);
