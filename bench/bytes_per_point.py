@@ -40,7 +40,7 @@ sys.path[:0] = [str(ROOT / "collector")]
 from tau_collector.expstore import MetricWriter, RunColumns, open_store  # noqa: E402
 from tau_collector.expstore.format import schema  # noqa: E402
 from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_all  # noqa: E402
-from tau_collector.expstore.maintain.metric_clusters import LivePolicy, cluster_live  # noqa: E402
+from tau_collector.expstore.maintain.live_clusters import LivePolicy, cluster_live  # noqa: E402
 
 RUN = "run"
 BASE_US = 1_790_000_000_000_000

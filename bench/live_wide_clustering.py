@@ -34,7 +34,7 @@ sys.path[:0] = [str(ROOT / "collector")]
 
 from tau_collector.expstore import MetricWriter, RunColumns, StoreReader, open_store  # noqa: E402
 from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_all  # noqa: E402
-from tau_collector.expstore.maintain.metric_clusters import LivePolicy, cluster_live  # noqa: E402
+from tau_collector.expstore.maintain.live_clusters import LivePolicy, cluster_live  # noqa: E402
 
 RUN = "wide"
 PASS_EVERY = 6  # deliveries between maintenance passes: a minute at one delivery per 10 s

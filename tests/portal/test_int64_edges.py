@@ -80,7 +80,7 @@ def test_int64_edges_survive_compaction_and_clustering(tmp_path, rewrite):
     """The pyarrow-free merge (parquet_reader, parquet_encoder: statistics, sort, levels) keeps the edges."""
     from tau_collector.expstore import CompactionPolicy, cluster_live, cluster_run, compact_all
     from tau_collector.expstore.format.parquet_reader import read_metric_file
-    from tau_collector.expstore.maintain.metric_clusters import LivePolicy
+    from tau_collector.expstore.maintain.live_clusters import LivePolicy
 
     store = open_store(tmp_path / "store", create=True)
     writer = MetricWriter(store)

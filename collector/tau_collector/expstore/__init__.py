@@ -59,7 +59,7 @@ _HOME = {
     "ConfigConflictError": "write.config_rows", "StoreReader": "read.reader",
     "CompactionPolicy": "maintain.compaction", "compact_all": "maintain.compaction",
     "compact_run": "maintain.compaction", "cluster_run": "maintain.metric_clusters",
-    "cluster_live": "maintain.metric_clusters",
+    "cluster_live": "maintain.live_clusters",
     "read_run_events": "write.run_events", "record_run_events": "write.run_events",
     "read_artifacts": "write.artifacts", "record_artifacts": "write.artifacts",
     "store_artifact_bytes": "write.artifacts",
@@ -68,7 +68,8 @@ _HOME = {
 
 if TYPE_CHECKING:
     from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_all, compact_run
-    from tau_collector.expstore.maintain.metric_clusters import cluster_live, cluster_run
+    from tau_collector.expstore.maintain.live_clusters import cluster_live
+    from tau_collector.expstore.maintain.metric_clusters import cluster_run
     from tau_collector.expstore.read.reader import StoreReader
     from tau_collector.expstore.store import ExpStore, StoreError, StoreNotFoundError, StoreReadOnlyError, open_store
     from tau_collector.expstore.write.artifacts import read_artifacts, record_artifacts, store_artifact_bytes

@@ -304,12 +304,28 @@ class ExpStore:
 
         The caller registers the file in the index afterwards; until then no reader looks at it.
         """
+        tmp = self.temporary_path(relative_path)
+        try:
+            write(tmp)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return self.publish_temporary(tmp, relative_path)
+
+    def temporary_path(self, relative_path: str) -> Path:
+        """Where a file to be published at ``relative_path`` is written first (its directories made): a name the
+        sweep of what killed processes left recognizes (:mod:`.maintain.leftovers`). :meth:`publish_temporary`
+        publishes it; a caller writing it over time (a streaming merge) deletes it if it gives up."""
         self._require_writable()
         final = self.root / relative_path
         make_dirs(final.parent)  # a new run's directories durable before a file in them is registered
-        tmp = final.parent / f".{final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        return final.parent / f".{final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+    def publish_temporary(self, tmp: Path, relative_path: str) -> Path:
+        """Publish the written ``tmp`` (:meth:`temporary_path`) at ``relative_path``: fsync, rename, fsync the
+        directory. ``tmp`` is gone afterwards, published or (on an error) deleted."""
+        final = self.root / relative_path
         try:
-            write(tmp)
             fd = os.open(tmp, os.O_RDONLY)
             try:
                 os.fsync(fd)

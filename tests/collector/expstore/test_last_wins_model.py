@@ -41,7 +41,7 @@ from tau_collector.expstore import (
     compact_run,
     open_store,
 )
-from tau_collector.expstore.maintain.metric_clusters import LivePolicy
+from tau_collector.expstore.maintain.live_clusters import LivePolicy
 
 RUN = "r"
 METRICS = ("a", "b", "wide")
@@ -272,11 +272,14 @@ policies = st.builds(
     lambda small, rows: CompactionPolicy(min_files=1, small_file_bytes=small, max_merge_rows=rows, grace_seconds=0),
     st.sampled_from([2_500, 4_000, 12_000, 1 << 20]), st.integers(1, 300))
 
-# The sidecar's incremental clustering, scaled down: every run is "wide", tiny ingests and merges.
+# The sidecar's incremental clustering, scaled down: every run is "wide", ranges of one or two metrics, tiny
+# ingests, merge windows and row groups' worth of rows.
 live_policies = st.builds(
-    lambda rows, ingest, merge, steps: LivePolicy(wide_metrics=1, file_rows=rows, ingest_files=ingest,
-                                                  merge_files=merge, max_steps=steps),
-    st.integers(1, 600), st.integers(1, 4), st.integers(2, 4), st.integers(1, 4))
+    lambda rows, ingest, ranges, batch, fraction, merges, window, steps: LivePolicy(
+        wide_metrics=1, range_metrics=ranges, file_rows=rows, ingest_files=ingest, batch_files=batch,
+        merge_fraction=fraction, base_merges=merges, window_rows=window, max_steps=steps),
+    st.integers(1, 600), st.integers(1, 4), st.integers(1, 3), st.integers(1, 4), st.sampled_from([0.0, 0.25, 2.0]),
+    st.integers(1, 3), st.integers(1, 300), st.integers(1, 3))
 
 _resend = st.tuples(st.just("resend"), st.integers(0, 1000), st.booleans(), st.lists(values, min_size=1, max_size=12))
 actions = st.one_of(
@@ -310,7 +313,7 @@ class _Unranged:
 def test_live_clustering_waits_for_a_step_resent_after_the_files_it_would_move():
     """A step re-sent (same wall time) in a file after the oldest: those files' rows may not move past it, and
     clustering the ones that may, then merging ranges, keeps every read the model's."""
-    live = LivePolicy(wide_metrics=1, file_rows=5, ingest_files=1, merge_files=2)
+    live = LivePolicy(wide_metrics=1, range_metrics=1, file_rows=5, ingest_files=1, merge_fraction=0.0)
     run_experiment([("write", [("a", 5, 1, 1.0), ("b", 5, 1, 1.5)]), ("write", [("a", 6, 1, 2.0)]),
                     ("resend", 0, False, [3.0, 3.5]), ("cluster_live", live), ("write", [("a", 7, 1, 4.0)]),
                     ("cluster_live", live), ("cluster_live", live), ("compact_all", CompactionPolicy(
@@ -375,7 +378,7 @@ def run_experiment(steps, query) -> None:
                     _run_killed_at(store.root, kill_at, lambda s, policy=policy: compact_all(s, RUN, policy=policy))
                 elif work == "cluster_live":
                     _run_killed_at(store.root, kill_at, lambda s: cluster_live(s, RUN, LivePolicy(
-                        wide_metrics=1, file_rows=300, ingest_files=1, merge_files=2)))
+                        wide_metrics=1, range_metrics=1, file_rows=300, ingest_files=1, window_rows=2)))
                 else:
                     _run_killed_at(store.root, kill_at, lambda s: cluster_run(s, RUN, max_rows=1000))
             if model.rows:

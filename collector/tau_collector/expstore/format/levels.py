@@ -37,8 +37,8 @@ if TYPE_CHECKING:  # the format layer names the store only in annotations
     from tau_collector.expstore.store import ExpStore
 
 __all__ = ["BASES", "LEVELS_DIR", "MIN_POINTS_PER_METRIC", "POINT_FIELDS", "RECORD", "WRITTEN_FROM", "FileLevels",
-           "combine", "levels_path", "needs_levels", "publish_chunk_levels", "publish_sorted_levels",
-           "publish_table_levels", "publish_write_levels", "read_levels", "summarize"]
+           "combine", "levels_of_records", "levels_path", "needs_levels", "publish_chunk_levels",
+           "publish_sorted_levels", "publish_table_levels", "publish_write_levels", "read_levels", "summarize"]
 
 log = logging.getLogger(__name__)
 
@@ -171,10 +171,17 @@ def file_levels(metric: np.ndarray, step: np.ndarray, wall: np.ndarray, value: n
     first = BASES[0] if first is None else first
     if first not in BASES:
         raise ValueError(f"levels start at one of {BASES}, not {first}")
-    out = {"all": summarize(metric, step, wall, value, None)}
     span = int(step.max() - step.min()) + 1 if step.size else 0
-    records = summarize(metric, step, wall, value, first)
-    out[f"b{first}"] = records
+    return levels_of_records(summarize(metric, step, wall, value, None), summarize(metric, step, wall, value, first),
+                             span, first=first)
+
+
+def levels_of_records(every: np.ndarray, finest: np.ndarray, span: int, *, first: int = WRITTEN_FROM
+                      ) -> dict[str, np.ndarray]:
+    """:func:`file_levels` from its ``all`` records and its finest level's (buckets of ``first`` steps), the
+    file's steps spanning ``span``: what a file written a part at a time summarizes part by part."""
+    out = {"all": every, f"b{first}": finest}
+    records = finest
     for prev, b in itertools.pairwise(BASES[BASES.index(first):]):
         if prev >= span:  # one bucket per metric already: coarser levels are combined when asked
             break

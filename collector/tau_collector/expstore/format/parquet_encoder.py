@@ -21,6 +21,7 @@ compaction reads these files back with :mod:`.parquet_reader` and writes the mer
 
 from __future__ import annotations
 
+import io
 import itertools
 import struct
 import zlib
@@ -29,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PAGE_ROWS", "ROW_GROUP_ROWS", "Coded", "Column", "PlainTexts", "TextValues", "encode_parquet"]
+__all__ = ["PAGE_ROWS", "ROW_GROUP_ROWS", "Coded", "Column", "ParquetStream", "PlainTexts", "TextValues",
+           "encode_parquet"]
 
 ROW_GROUP_ROWS = 131_072  # as the pyarrow writer of the compaction
 PAGE_ROWS = 16_384
@@ -393,20 +395,43 @@ _TYPE_ORDER = b"\x1c\x00\x00"  # ColumnOrder{TYPE_ORDER: TypeDefinedOrder{}}
 def encode_parquet(columns: list[Column], rows: int, group_starts: Sequence[int] | None = None) -> bytes:
     """The file's bytes: ``columns`` (each of ``rows`` rows) in order. ``group_starts``: the first row of
     each row group (ascending, from 0); by default every ``ROW_GROUP_ROWS`` rows."""
-    for column in columns:
-        if column.kind not in _PHYSICAL:
-            raise ValueError(f"column {column.name}: unknown kind {column.kind!r}")
-    out = bytearray(_MAGIC)
-    row_groups = []
     starts = list(range(0, rows, ROW_GROUP_ROWS)) if group_starts is None else list(group_starts)
     if starts and (starts[0] != 0 or any(b <= a for a, b in itertools.pairwise(starts))
                    or starts[-1] >= rows):
         raise ValueError(f"row groups must start at 0 and ascend below {rows} rows, got {starts[:8]}...")
+    sink = io.BytesIO()
+    stream = ParquetStream(sink, columns)
     for group_start, group_stop in zip(starts, [*starts[1:], rows], strict=True):
+        stream.write_group(columns, group_start, group_stop)
+    stream.close()
+    return sink.getvalue()
+
+
+class ParquetStream:
+    """A Parquet file written to ``sink`` (a binary file object) a row group at a time: what it holds is one row
+    group's pages while they are written, and the footer's few hundred bytes a row group till :meth:`close`.
+    ``columns`` gives the layout (names, kinds, nullability) every group's columns must have."""
+
+    def __init__(self, sink, columns: list[Column]) -> None:
+        for column in columns:
+            if column.kind not in _PHYSICAL:
+                raise ValueError(f"column {column.name}: unknown kind {column.kind!r}")
+        self.sink = sink
+        self.layout = tuple((c.name, c.kind, c.required) for c in columns)
+        self.rows = 0
+        self._row_groups: list[bytes] = []
+        self._at = len(_MAGIC)
+        sink.write(_MAGIC)
+
+    def write_group(self, columns: list[Column], start: int, stop: int) -> None:
+        """Rows ``start:stop`` of ``columns`` as the next row group."""
+        if tuple((c.name, c.kind, c.required) for c in columns) != self.layout:
+            raise ValueError("a row group's columns differ from the file's layout")
+        out = bytearray()
         chunks, group_bytes = [], 0
         for column in columns:
-            dictionary, pages, present, nulls = _pages(column, group_start, group_stop)
-            first = len(out)
+            dictionary, pages, present, nulls = _pages(column, start, stop)
+            first = self._at + len(out)
             uncompressed = 0
             # Compressing a few hundred bytes costs more than it saves (a live run's chunk of a hundred rows).
             size = sum(len(body) for _, body in pages) + len(dictionary or b"")
@@ -419,7 +444,7 @@ def encode_parquet(columns: list[Column], rows: int, group_starts: Sequence[int]
                 out += header
                 out += packed
                 uncompressed += len(header) + len(dictionary)
-            data_start = len(out)
+            data_start = self._at + len(out)
             encoding = _PLAIN if dictionary is None else _RLE_DICTIONARY
             for count, body in pages:
                 packed = _gzip(body) if codec == _GZIP else body
@@ -432,7 +457,7 @@ def encode_parquet(columns: list[Column], rows: int, group_starts: Sequence[int]
             encodings = [_PLAIN, _RLE] if dictionary is None else [_PLAIN_DICTIONARY, _RLE, _RLE_DICTIONARY]
             meta.list(2, _T_I32, [_zigzag(e) for e in encodings])
             meta.list(3, _T_BINARY, [_string_item(column.name)])
-            meta.i32(4, codec).i64(5, group_stop - group_start).i64(6, uncompressed).i64(7, len(out) - first)
+            meta.i32(4, codec).i64(5, stop - start).i64(6, uncompressed).i64(7, self._at + len(out) - first)
             meta.i64(9, data_start)
             if dictionary is not None:
                 meta.i64(11, first)
@@ -442,20 +467,25 @@ def encode_parquet(columns: list[Column], rows: int, group_starts: Sequence[int]
                     meta.struct(12, stats)
             chunks.append(_Struct().i64(2, first).struct(3, meta).end())
             group_bytes += uncompressed
-        row_groups.append(_Struct().list(1, _T_STRUCT, chunks).i64(2, group_bytes)
-                          .i64(3, group_stop - group_start).end())
-    layout = tuple((c.name, c.kind, c.required) for c in columns)
-    schema = _SCHEMAS.get(layout)
-    if schema is None:
-        root = _Struct().binary(4, "schema").i32(5, len(columns)).end()
-        schema = _SCHEMAS[layout] = [root, *(_schema_element(c) for c in columns)]
-    footer = _Struct().i32(1, 2)
-    footer.list(2, _T_STRUCT, schema)
-    footer.i64(3, rows).list(4, _T_STRUCT, row_groups)
-    footer.binary(6, _CREATED_BY)
-    footer.list(7, _T_STRUCT, [_TYPE_ORDER] * len(columns))
-    meta_bytes = footer.end()
-    out += meta_bytes
-    out += _LENGTH.pack(len(meta_bytes))
-    out += _MAGIC
-    return bytes(out)
+        self._row_groups.append(_Struct().list(1, _T_STRUCT, chunks).i64(2, group_bytes).i64(3, stop - start).end())
+        self.sink.write(out)
+        self._at += len(out)
+        self.rows += stop - start
+
+    def close(self) -> int:
+        """Write the footer; the file's size in bytes."""
+        schema = _SCHEMAS.get(self.layout)
+        if schema is None:
+            root = _Struct().binary(4, "schema").i32(5, len(self.layout)).end()
+            schema = _SCHEMAS[self.layout] = [root, *(_schema_element(Column(n, k, r, None))
+                                                       for n, k, r in self.layout)]
+        footer = _Struct().i32(1, 2)
+        footer.list(2, _T_STRUCT, schema)
+        footer.i64(3, self.rows).list(4, _T_STRUCT, self._row_groups)
+        footer.binary(6, _CREATED_BY)
+        footer.list(7, _T_STRUCT, [_TYPE_ORDER] * len(self.layout))
+        meta_bytes = footer.end()
+        tail = meta_bytes + _LENGTH.pack(len(meta_bytes)) + _MAGIC
+        self.sink.write(tail)
+        self._at += len(tail)
+        return self._at

@@ -31,7 +31,7 @@ import numpy as np
 from tau_collector.expstore.format import schema
 from tau_collector.expstore.format.parquet_encoder import PlainTexts
 
-__all__ = ["CodedTexts", "ForeignParquetError", "NumberColumn", "read_metric_file"]
+__all__ = ["CodedTexts", "ForeignParquetError", "MetricFileGroups", "NumberColumn", "read_metric_file"]
 
 _MAGIC = b"PAR1"
 _INT64, _DOUBLE, _BYTE_ARRAY = 2, 5, 6
@@ -297,15 +297,96 @@ def _read_chunk(raw: bytes, meta: dict, rows: int, ptype: int, optional: bool, w
     return chunk
 
 
-def _footer(data: bytes, where: str) -> dict:
-    if len(data) < 12 or data[:4] != _MAGIC or data[-4:] != _MAGIC:
-        raise ForeignParquetError(f"{where}: not a Parquet file")
-    (length,) = _LENGTH.unpack_from(data, len(data) - 8)
+def _footer(path: str | Path, where: str) -> dict:
+    """The file's footer (FileMetaData), read from its end without reading the rest."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+        size = f.seek(0, 2)
+        if size < 12 or head != _MAGIC:
+            raise ForeignParquetError(f"{where}: not a Parquet file")
+        f.seek(size - 8)
+        tail = f.read(8)
+        if tail[4:] != _MAGIC:
+            raise ForeignParquetError(f"{where}: not a Parquet file")
+        (length,) = _LENGTH.unpack_from(tail, 0)
+        if not 0 < length <= size - 12:
+            raise ForeignParquetError(f"{where}: footer length {length} in a file of {size} bytes")
+        f.seek(size - 8 - length)
+        data = f.read(length)
     try:
-        meta, _ = _struct(data, len(data) - 8 - length, _FILE_META)
+        meta, _ = _struct(data, 0, _FILE_META)
     except (IndexError, struct.error) as exc:
         raise ForeignParquetError(f"{where}: unreadable footer ({exc})") from None
     return meta
+
+
+class MetricFileGroups:
+    """A metric file's row groups, each decoded when asked (:meth:`read`): the footer is read once, a group's
+    bytes only when it is read -- what a streaming merge holds of a file is the groups it asked for.
+    ``plain``: as :func:`read_metric_file`'s."""
+
+    def __init__(self, path: str | Path, *, plain: frozenset[str] = frozenset({"tags"})) -> None:
+        self.path = path
+        self.where = where = str(path)
+        self.plain = plain
+        meta = _footer(path, where)
+        leaves = meta.get(2, [])[1:]
+        names = [e.get(4, b"").decode() for e in leaves]
+        if tuple(names) != schema.METRIC_SCHEMA_COLUMNS or any(e.get(5) for e in leaves):
+            raise ForeignParquetError(f"{where}: columns {names} are not {list(schema.METRIC_SCHEMA_COLUMNS)}")
+        self.names = names
+        self.types, self.optional = {}, {}
+        for name, e in zip(names, leaves, strict=True):
+            if e.get(1) != _TYPES.get(name, _BYTE_ARRAY) or e.get(3) == _REPEATED:
+                raise ForeignParquetError(f"{where}: column {name} has physical type {e.get(1)}, "
+                                          f"repetition {e.get(3)}")
+            self.types[name], self.optional[name] = e.get(1), e.get(3) == _OPTIONAL
+        self.groups: list[dict] = meta.get(4, [])
+        self._at_name = names.index("metric_name")
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def rows(self, index: int) -> int:
+        return self.groups[index].get(3, 0)
+
+    def metric_bounds(self, index: int) -> tuple[str, str] | None:
+        """The first and last metric name of group ``index`` by its statistics; None when it has none."""
+        stats = ((self.groups[index].get(1) or [{}])[self._at_name].get(3) or {}).get(12) or {}
+        low, high = stats.get(6), stats.get(5)
+        return None if low is None or high is None else (low.decode(), high.decode())
+
+    def may_hold(self, index: int, metric_range: tuple[str, str]) -> bool:
+        """Whether group ``index``'s ``metric_name`` statistics overlap the range (no statistics: it may)."""
+        bounds = self.metric_bounds(index)
+        return bounds is None or (bounds[0] <= metric_range[1] and bounds[1] >= metric_range[0])
+
+    def read(self, indices: list[int]) -> tuple[int, dict[str, NumberColumn | CodedTexts | PlainTexts]]:
+        """``(rows, columns)`` of the groups at ``indices`` (ascending), as :func:`read_metric_file` returns them."""
+        where = self.where
+        rows = 0
+        chunks: dict[str, list[_Chunk]] = {name: [] for name in self.names}
+        with open(self.path, "rb") as f:
+            for index in indices:
+                group = self.groups[index]
+                group_rows = group.get(3, 0)
+                rows += group_rows
+                spans = []
+                for name, column in zip(self.names, group.get(1, []), strict=True):
+                    cmeta = column.get(3)
+                    # 1: file_path (the chunk is in another file); 8, 9: an encrypted chunk
+                    if cmeta is None or any(column.get(k) is not None for k in (1, 8, 9)):
+                        raise ForeignParquetError(f"{where}: column {name} has no metadata here")
+                    spans.append((name, cmeta, cmeta.get(11) or cmeta[9]))
+                low = min(at for _, _, at in spans)
+                high = max(at + cmeta[7] for _, cmeta, at in spans)
+                f.seek(low)
+                data = f.read(high - low)
+                for name, cmeta, at in spans:
+                    raw = data[at - low:at - low + cmeta[7]]
+                    chunks[name].append(_read_chunk(raw, cmeta, group_rows, self.types[name], self.optional[name],
+                                                    f"{where} {name}"))
+        return rows, {name: _column(name, chunks[name], rows, name in self.plain, where) for name in self.names}
 
 
 def read_metric_file(path: str | Path, *, plain: frozenset[str] = frozenset({"tags"}),
@@ -315,48 +396,8 @@ def read_metric_file(path: str | Path, *, plain: frozenset[str] = frozenset({"ta
     :class:`.parquet_encoder.PlainTexts` (no nulls allowed), the others as :class:`CodedTexts`.
     ``metric_range`` ``(first, last)``: only the row groups whose ``metric_name`` statistics can hold a name
     in that range (a group without statistics is read); they may hold other metrics' rows too."""
-    where = str(path)
-    data = Path(path).read_bytes()
-    meta = _footer(data, where)
-    elements = meta.get(2, [])
-    leaves = elements[1:]
-    names = [e.get(4, b"").decode() for e in leaves]
-    if tuple(names) != schema.METRIC_SCHEMA_COLUMNS or any(e.get(5) for e in leaves):
-        raise ForeignParquetError(f"{where}: columns {names} are not {list(schema.METRIC_SCHEMA_COLUMNS)}")
-    types, optional = {}, {}
-    for name, e in zip(names, leaves, strict=True):
-        if e.get(1) != _TYPES.get(name, _BYTE_ARRAY) or e.get(3) == _REPEATED:
-            raise ForeignParquetError(f"{where}: column {name} has physical type {e.get(1)}, "
-                                      f"repetition {e.get(3)}")
-        types[name], optional[name] = e.get(1), e.get(3) == _OPTIONAL
-    rows = 0
-    chunks: dict[str, list[_Chunk]] = {name: [] for name in names}
-    at_name = names.index("metric_name")
-    for group in meta.get(4, []):
-        if metric_range is not None and not _may_hold(group, at_name, metric_range):
-            continue
-        group_rows = group.get(3, 0)
-        rows += group_rows
-        for name, column in zip(names, group.get(1, []), strict=True):
-            cmeta = column.get(3)
-            # 1: file_path (the chunk is in another file); 8, 9: an encrypted chunk
-            if cmeta is None or any(column.get(f) is not None for f in (1, 8, 9)):
-                raise ForeignParquetError(f"{where}: column {name} has no metadata here")
-            start = cmeta.get(11) or cmeta[9]
-            raw = data[start:start + cmeta[7]]
-            chunks[name].append(_read_chunk(raw, cmeta, group_rows, types[name], optional[name], f"{where} {name}"))
-    del data
-    return rows, {name: _column(name, chunks[name], rows, name in plain, where) for name in names}
-
-
-def _may_hold(group: dict, column: int, metric_range: tuple[str, str]) -> bool:
-    """Whether a row group's ``metric_name`` statistics (``min_value``/``max_value``: byte order, as Python
-    compares the names) overlap the range."""
-    stats = ((group.get(1) or [{}])[column].get(3) or {}).get(12) or {}
-    low, high = stats.get(6), stats.get(5)
-    if low is None or high is None:
-        return True
-    return low.decode() <= metric_range[1] and high.decode() >= metric_range[0]
+    groups = MetricFileGroups(path, plain=plain)
+    return groups.read([i for i in range(len(groups)) if metric_range is None or groups.may_hold(i, metric_range)])
 
 
 def _valid(parts: list[_Chunk], rows: int) -> np.ndarray | None:

@@ -17,7 +17,7 @@ A merge is one transaction, as in a child: the process killed in the middle leav
 or the new one, and what it published but did not register is swept by the next writer or compaction
 (:mod:`.leftovers`). A failure is logged and the next delivery's request tries again.
 
-The same thread clusters live wide runs by metric after compacting them (:func:`.metric_clusters.cluster_live`,
+The same thread clusters live wide runs by metric after compacting them (:func:`.live_clusters.cluster_live`,
 issue 30 §5): one bounded pass per run and request, with the same reader and encoder, so a cold read of one
 metric of a 10,000-metric run opens its range's few files, not every file an hour of appends made.
 """
@@ -32,7 +32,7 @@ import time
 from collections.abc import Sequence
 
 from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_all, new_file_count
-from tau_collector.expstore.maintain.metric_clusters import LivePolicy, cluster_live, live_clustering_due
+from tau_collector.expstore.maintain.live_clusters import LivePolicy, cluster_live, live_clustering_due
 from tau_collector.expstore.store import ExpStore, StoreError
 
 __all__ = ["CompactionThread"]

@@ -47,8 +47,8 @@ from tau_collector.expstore.maintain.compaction_process import child_environment
 from tau_collector.expstore.maintain.leftovers import sweep_run
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
-__all__ = ["CLUSTER_ROWS", "LivePolicy", "cluster_live", "cluster_quietly", "cluster_run", "clustering_due", "main",
-           "live_clustering_due", "metric_ranges", "start_clustering"]
+__all__ = ["CLUSTER_ROWS", "cluster_quietly", "cluster_run", "clustering_due", "main", "metric_ranges",
+           "start_clustering"]
 
 # Rows of one clustered file: what a clustering holds in memory at once (read, sorted, encoded).
 CLUSTER_ROWS = 262_144
@@ -190,20 +190,6 @@ def cluster_quietly(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROW
         return None
 
 
-def live_clustering_due(store: ExpStore, run_id: str, policy: LivePolicy) -> bool:
-    """Whether :func:`cluster_live` has work on ``run_id``: a wide run with ``ingest_files`` unclustered files,
-    or ``file_rows`` rows in two or more (two indexed counts; a merge of clustered files follows an ingest, so it
-    needs no count of its own)."""
-    conn = store.connection()
-    (metrics,) = conn.execute("SELECT COUNT(*) FROM metric_summaries WHERE run_id = ?", (run_id,)).fetchone()
-    if metrics < policy.wide_metrics:
-        return False
-    files, rows = conn.execute(
-        "SELECT COUNT(*), SUM(row_count) FROM metric_files WHERE run_id = ? AND format = ? AND file_id NOT LIKE ?",
-        (run_id, schema.METRIC_FILE_FORMAT, CLUSTERED_PREFIX + "%")).fetchone()
-    return files >= policy.ingest_files or (files > 1 and (rows or 0) >= policy.file_rows)
-
-
 def clustering_due(store: ExpStore, run_ids: Sequence[str], max_rows: int = CLUSTER_ROWS) -> list[str]:
     """Those of ``run_ids`` that :func:`cluster_run` may rewrite: more files than its rows need at ``max_rows``
     a file, and no metric longer than that. Two indexed queries each, so a run imported in one file, a long
@@ -311,21 +297,7 @@ def _swap(store: ExpStore, run_id: str, files: list[tuple], written: list[_Writt
     return True
 
 
-# -- live runs ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LivePolicy:
-    """When the sidecar clusters a live run (:func:`cluster_live`), and how much one pass may do."""
-
-    wide_metrics: int = 1000  # a run with fewer metrics is left to compaction: its files hold few metrics each
-    # Rows of one clustering step (the unclustered files it takes, a metric range it merges) and of the files
-    # it writes: what a step holds in memory, a few hundred bytes a row at most.
-    file_rows: int = 32_768
-    ingest_files: int = 8  # cluster the run's oldest unclustered files once it has this many
-    merge_files: int = 3  # merge a metric range's clustered files once it has this many
-    max_steps: int = 8  # clustering steps (ingests and merges) per pass: bounded work
-    leftover_grace_seconds: float = 3600.0
+# -- moving files past those registered after them (live clustering, .live_clusters) ------------------------
 
 
 _NO_STEP_LOW, _NO_STEP_HIGH = -(2**63), 2**63 - 1
@@ -362,117 +334,6 @@ def _moves_safely(listing: list[tuple], moved: set[str]) -> bool:
 
 def _steps(f: tuple) -> tuple[int, int]:
     return (_NO_STEP_LOW if f[6] is None else f[6]), (_NO_STEP_HIGH if f[7] is None else f[7])
-
-
-def _range_groups(clustered: list[tuple]) -> list[list[tuple]]:
-    """Clustered files grouped by overlapping metric ranges (each group a range of names no other group
-    touches), in name order; each group's files in registration order."""
-    groups: list[list[tuple]] = []
-    high = None
-    for f in sorted(clustered, key=lambda f: f[8]):
-        if high is None or f[8] > high:
-            groups.append([])
-            high = f[9]
-        groups[-1].append(f)
-        high = max(high, f[9])
-    return [sorted(g) for g in groups]
-
-
-def _cuts_by_rows(names: list[str], counts: np.ndarray, rows: int) -> list[str]:
-    """The first name of each range of consecutive ``names`` holding at most ``rows`` rows (``counts``); a
-    metric longer than that is a range of its own."""
-    cuts: list[str] = []
-    held = 0
-    for name, count in zip(names, counts.tolist(), strict=True):
-        if not cuts or (held + count > rows and held):
-            cuts.append(name)
-            held = 0
-        held += count
-    return cuts
-
-
-def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None) -> int:
-    """One bounded pass of clustering a live wide run; returns how many clustering steps it made.
-
-    A step either takes the run's oldest unclustered files (delivered or compacted; once ``ingest_files`` are
-    there or two hold ``file_rows`` rows; up to ``file_rows`` rows) and writes their rows as one file per
-    metric range of the run's clustered files, or merges one range's oldest clustered files (once it has
-    ``merge_files``; up to 3 x ``file_rows`` rows) into files of at most ``file_rows`` rows, cut at metric
-    boundaries. So a metric's rows lie in its range's few files plus the few unclustered files not yet taken.
-    The replacements are registered after every file of the run; a step whose rows a later file could tie
-    with (a step re-sent after them) waits (:func:`_moves_safely`).
-    Each step is one transaction, like a compaction's; what a killed pass published is swept by the next
-    (:mod:`.leftovers`)."""
-    policy = policy or LivePolicy()
-    conn = store.connection()
-    (metrics,) = conn.execute("SELECT COUNT(*) FROM metric_summaries WHERE run_id = ?", (run_id,)).fetchone()
-    if metrics < policy.wide_metrics:
-        return 0
-    sweep_run(store, run_id, grace_seconds=policy.leftover_grace_seconds)
-    steps = 0
-    listing = _listing(conn, run_id)
-    # Ingests first, while unclustered files are due (up to half the pass's steps), then merges.
-    while steps < max(1, policy.max_steps // 2):
-        unclustered = [f for f in listing if not f[1].startswith(CLUSTERED_PREFIX)]
-        if not (len(unclustered) >= policy.ingest_files or (
-                len(unclustered) > 1 and sum(f[5] or 0 for f in unclustered) >= policy.file_rows)):
-            break
-        batch, rows = [], 0
-        for f in unclustered:
-            if batch and rows + (f[5] or 0) > policy.file_rows:
-                break
-            batch.append(f)
-            rows += f[5] or 0
-        while batch and not _moves_safely(listing, {f[1] for f in batch}):
-            batch.pop()  # the longest safe prefix
-        if not batch:
-            break
-        cuts = [g[0][8] for g in _range_groups([f for f in listing if f[1].startswith(CLUSTERED_PREFIX)])]
-        done = _rewrite(store, run_id, batch, cuts or None, policy)
-        steps += 1
-        listing = _listing(conn, run_id)
-        if not done:
-            break
-    # the ranges with the most files first: they cost a read the most
-    for group in sorted(_range_groups([f for f in listing if f[1].startswith(CLUSTERED_PREFIX)]), key=len,
-                        reverse=True):
-        if steps >= policy.max_steps:
-            break
-        if len(group) < policy.merge_files:
-            continue
-        # the oldest of the range's files up to 3 x file_rows rows (at least two): a bounded merge
-        take, rows = [], 0
-        for f in group:
-            if len(take) >= 2 and rows + (f[5] or 0) > 3 * policy.file_rows:
-                break
-            take.append(f)
-            rows += f[5] or 0
-        if rows <= 3 * policy.file_rows and _moves_safely(listing, {f[1] for f in take}):
-            steps += _rewrite(store, run_id, take, None, policy)
-    return steps
-
-
-def _rewrite(store: ExpStore, run_id: str, files: list[tuple], cuts: list[str] | None, policy: LivePolicy) -> int:
-    """Write ``files``' rows as files cut at ``cuts`` (None: at ``file_rows`` rows) and swap them in, registered
-    after every file of the run; 1 when swapped, 0 when a concurrent change came first."""
-    merged = merged_columns(read_parts(store, files), files)
-    if cuts is None:
-        names, metric = merged[2], merged[3]
-        cuts = _cuts_by_rows(names, np.bincount(metric, minlength=len(names)), policy.file_rows) if names else []
-    project, group = files[-1][3] or "", files[-1][4] or ""
-    published: list = []
-    try:
-        written = _publish(store, run_id, project, group, merged, cuts, published)
-        del merged
-        if not _swap(store, run_id, files, written, project, group, fresh=True):
-            for path in published:
-                path.unlink(missing_ok=True)
-            return 0
-    except BaseException:
-        for path in published:
-            path.unlink(missing_ok=True)
-        raise
-    return 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,393 @@
+"""Live wide runs clustered by metric as they grow: each metric in its range's base file and one delta file.
+
+A wide live run (thousands of metrics logged every step) arrives as files that each hold every metric for a
+step or two; a cold read of one metric would open them all. The sidecar's maintenance thread
+(:mod:`.compaction_thread`) keeps such a run in a fixed layout instead (issue 30 §5):
+
+* **ranges**: the run's metric names cut into consecutive ranges of about ``range_metrics`` metrics, fixed when
+  the run is first clustered (from ``metric_summaries``) and afterwards read off the index: a range starts at the
+  first metric of its base file;
+* **a base file per range** (``clustered-<hex>``): every row of the range's metrics merged so far;
+* **one delta file** (``clustered-delta-<hex>``): the rows clustered since, of every range, sorted by metric.
+
+A read of one metric opens its range's base and the delta (the index's metric ranges skip the other bases),
+plus the few delivered files not clustered yet. A clustering step (:func:`cluster_live`) merges the oldest
+unclustered files (up to ``batch_files``) with the delta into a new delta, and folds into their bases the
+ranges whose share of the delta has reached ``merge_fraction`` of their base (at most ``base_merges`` a step, the
+largest shares first). So a base is rewritten each time it has grown by a quarter, and the delta every step:
+rows rewritten per hour grow as the square root of the run's size, and a read costs two files.
+
+Memory does not grow with the files: a step is one streaming merge. Its inputs are read a row group at a time
+(:class:`..format.parquet_reader.MetricFileGroups`; a row group of our files holds whole metrics), in windows of
+consecutive metric names holding at most ``window_rows`` rows by the summaries' counts; each window's rows are
+sorted with :func:`.compaction.merged_columns` (registration order breaks ties, as in every merge) and written
+by :class:`..format.parquet_encoder.ParquetStream` into the file they belong to, a row group at a time. What a
+step holds is a window, a row group per input and a row group per output; the files it writes are as large as
+the run makes them. Levels files are summarized window by window (:func:`..format.levels.levels_of_records`).
+
+Last-wins: the replacements are registered after every file of the run, so a step moves rows past the files
+registered after its inputs; it takes only inputs whose rows no such file could tie with (the index's step and
+metric ranges: a step re-sent after a restart), adding the files that would (:func:`_safe_inputs`), or waits.
+One transaction swaps the files, as compaction's does; what a killed step published is swept by the next
+(:mod:`.leftovers`). A file of another Parquet writer (:class:`.compaction.ForeignFileError`) stops the step.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+
+from tau_collector.expstore.format import schema
+from tau_collector.expstore.format.levels import (
+    WRITTEN_FROM,
+    dedupe_file_rows,
+    levels_bytes,
+    levels_of_records,
+    levels_path,
+    needs_levels,
+    summarize,
+)
+from tau_collector.expstore.format.metric_files import METRIC_GROUP_ROWS, metric_file_path, metric_row_groups
+from tau_collector.expstore.format.parquet_encoder import ParquetStream
+from tau_collector.expstore.format.parquet_reader import ForeignParquetError, MetricFileGroups
+from tau_collector.expstore.maintain.compaction import CLUSTERED_PREFIX, ForeignFileError, keep_rows, merged_columns
+from tau_collector.expstore.maintain.leftovers import sweep_run
+from tau_collector.expstore.maintain.metric_clusters import _listing, _steps, _swap, _Written
+from tau_collector.expstore.store import ExpStore, StoreError
+
+__all__ = ["DELTA_PREFIX", "LivePolicy", "cluster_live", "live_clustering_due"]
+
+DELTA_PREFIX = CLUSTERED_PREFIX + "delta-"
+
+
+@dataclass(frozen=True, slots=True)
+class LivePolicy:
+    """When the sidecar clusters a live run (:func:`cluster_live`), and how much one step may do."""
+
+    wide_metrics: int = 1000  # a run with fewer metrics is left to compaction: its files hold few metrics each
+    range_metrics: int = 256  # metrics of a range (its base file), when the run's ranges are first cut
+    # An ingest is due once the run has ``ingest_files`` unclustered files, or ``file_rows`` rows in two or more.
+    ingest_files: int = 8
+    file_rows: int = 32_768
+    batch_files: int = 8  # unclustered files one step takes, oldest first (each holds a row group in memory)
+    merge_fraction: float = 0.25  # a range's base takes in its share of the delta once it is this part of it
+    base_merges: int = 4  # ranges folded into their bases by one step
+    window_rows: int = 16_384  # rows one window of the streaming merge holds (by the summaries' counts)
+    max_steps: int = 2  # steps of one pass
+    leftover_grace_seconds: float = 3600.0
+
+
+def live_clustering_due(store: ExpStore, run_id: str, policy: LivePolicy) -> bool:
+    """Whether :func:`cluster_live` has an ingest to make on ``run_id``: a wide run with ``ingest_files``
+    unclustered files, or ``file_rows`` rows in two or more (two indexed counts)."""
+    conn = store.connection()
+    (metrics,) = conn.execute("SELECT COUNT(*) FROM metric_summaries WHERE run_id = ?", (run_id,)).fetchone()
+    if metrics < policy.wide_metrics:
+        return False
+    files, rows = conn.execute(
+        "SELECT COUNT(*), SUM(row_count) FROM metric_files WHERE run_id = ? AND format = ? AND file_id NOT LIKE ?",
+        (run_id, schema.METRIC_FILE_FORMAT, CLUSTERED_PREFIX + "%")).fetchone()
+    return _ingest_due(files, rows or 0, policy)
+
+
+def _ingest_due(files: int, rows: int, policy: LivePolicy) -> bool:
+    return files >= policy.ingest_files or (files > 1 and rows >= policy.file_rows)
+
+
+def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None) -> int:
+    """One bounded pass of clustering a live wide run (the module doc); returns how many steps it made."""
+    policy = policy or LivePolicy()
+    conn = store.connection()
+    counts = conn.execute("SELECT metric_name, count FROM metric_summaries WHERE run_id = ? ORDER BY metric_name",
+                          (run_id,)).fetchall()
+    if len(counts) < policy.wide_metrics:
+        return 0
+    sweep_run(store, run_id, grace_seconds=policy.leftover_grace_seconds)
+    steps = 0
+    while steps < policy.max_steps:
+        listing = _listing(conn, run_id)
+        unclustered = [f for f in listing if not f[1].startswith(CLUSTERED_PREFIX)]
+        bases = [f for f in listing if f[1].startswith(CLUSTERED_PREFIX) and not f[1].startswith(DELTA_PREFIX)]
+        deltas = [f for f in listing if f[1].startswith(DELTA_PREFIX)]
+        ingest = _ingest_due(len(unclustered), sum(f[5] or 0 for f in unclustered), policy)
+        cuts = _cuts(bases, counts, policy)
+        chosen = _due_ranges(store, cuts, bases, deltas, policy)
+        if not ingest and not (bases and chosen):
+            break
+        batch = unclustered[:policy.batch_files] if ingest else []
+        moved = _safe_inputs(listing, batch, deltas, [f for f in bases if _range_of(cuts, f[8]) in chosen], policy)
+        if not moved:
+            break
+        chosen |= {_range_of(cuts, f[8]) for f in moved if f in bases}  # a base moved keeps its range
+        if not _step(store, run_id, moved, cuts, chosen, counts, policy):
+            break
+        steps += 1
+    return steps
+
+
+def _cuts(bases: list[tuple], counts: list[tuple[str, int]], policy: LivePolicy) -> list[str]:
+    """The first metric of each range: its base's first metric; before any base, the summaries' names cut every
+    ``range_metrics`` (evenly)."""
+    if bases:
+        return sorted({f[8] for f in bases})
+    ranges = max(1, -(-len(counts) // max(1, policy.range_metrics)))
+    every = -(-len(counts) // ranges)
+    return [counts[i][0] for i in range(0, len(counts), every)]
+
+
+def _range_of(cuts: list[str], name: str) -> int:
+    """The range holding ``name``: the last one starting at or before it (the first also holds the names before)."""
+    return max(0, bisect.bisect_right(cuts, name) - 1)
+
+
+def _due_ranges(store: ExpStore, cuts: list[str], bases: list[tuple], deltas: list[tuple],
+                policy: LivePolicy) -> set[int]:
+    """The ranges whose base takes in the delta's rows of it this step: every range before the run has bases;
+    else those whose share of the delta (by the delta's row groups' statistics) is ``merge_fraction`` of their
+    base's rows, at most ``base_merges``, the largest shares first."""
+    if not bases:
+        return set(range(len(cuts)))
+    base_rows = [0] * len(cuts)
+    for f in bases:
+        base_rows[_range_of(cuts, f[8])] += f[5] or 0
+    share = [0] * len(cuts)
+    for f in deltas:
+        try:
+            groups = MetricFileGroups(store.absolute(f[2]))
+        except (OSError, ForeignParquetError):
+            continue
+        for i in range(len(groups)):
+            bounds = groups.metric_bounds(i)
+            share[_range_of(cuts, bounds[0] if bounds else f[8])] += groups.rows(i)
+    due = sorted((share[r] / max(1, base_rows[r]), r) for r in range(len(cuts))
+                 if share[r] and share[r] >= policy.merge_fraction * base_rows[r])
+    return {r for _, r in due[::-1][:policy.base_merges]}
+
+
+def _ties(f: tuple, x: tuple) -> bool:
+    """Whether files ``f`` and ``x`` may hold a row of the same metric and step (by their recorded ranges)."""
+    low, high = _steps(f)
+    x_low, x_high = _steps(x)
+    return x_low <= high and x_high >= low and x[8] <= f[9] and x[9] >= f[8]
+
+
+def _safe_inputs(listing: list[tuple], batch: list[tuple], deltas: list[tuple], bases: list[tuple],
+                 policy: LivePolicy) -> list[tuple] | None:
+    """The files a step merges (registration order), such that no file registered after one of them and left
+    where it is could hold a row tying with it (the reader breaks a tie of (metric, step, wall time) by
+    registration order, and the replacements go after every file): ``batch``, ``deltas`` and ``bases`` with the
+    files that would tie added (up to ``batch_files`` more), else the longest safe prefix of ``batch``; None when
+    nothing is left to do."""
+    wanted = {f[1] for f in (*batch, *deltas, *bases)}
+    limit = len(wanted) + policy.batch_files
+    while True:
+        added = set()
+        later: list[tuple] = []
+        for f in reversed(listing):
+            if f[1] in wanted:
+                added |= {x[1] for x in later if _ties(f, x)}
+            else:
+                later.append(f)
+        if not added:
+            return [f for f in listing if f[1] in wanted] if batch or bases else None  # a lone delta: no step
+        wanted |= added
+        if len(wanted) > limit:
+            break
+    if not batch:
+        return None
+    return _safe_inputs(listing, batch[:-1], deltas, bases, policy) if len(batch) > 1 else None
+
+
+class _Input:
+    """One file of a step, read a row group at a time in metric order."""
+
+    def __init__(self, store: ExpStore, f: tuple) -> None:
+        self.file = f
+        try:
+            self.groups = MetricFileGroups(store.absolute(f[2]))
+        except ForeignParquetError as exc:
+            raise ForeignFileError(f[1], str(exc)) from None
+        self.next = 0
+        self.held: list[dict] = []  # row groups read, less the rows already taken
+
+    def take(self, below: str | None) -> list[dict]:
+        """Its rows of metrics before ``below`` (None: all that are left), as :func:`.compaction.read_parts`'s."""
+        groups = self.groups
+        while self.next < len(groups):
+            bounds = groups.metric_bounds(self.next)
+            if below is not None and bounds is not None and bounds[0] >= below:
+                break
+            try:
+                self.held.append(groups.read([self.next])[1])
+            except ForeignParquetError as exc:
+                raise ForeignFileError(self.file[1], str(exc)) from None
+            self.next += 1
+        taken, kept = [], []
+        for part in self.held:
+            names = part["metric_name"]
+            n = len(names.codes)
+            if below is None:
+                count = n
+            else:
+                inside = np.array([v < below for v in names.values] + [False])[names.codes]
+                count = int(inside.sum())
+                if not inside[:count].all():
+                    raise ForeignFileError(self.file[1], f"{self.file[2]}: rows not sorted by metric name")
+            if count == n:
+                taken.append(part)
+            else:
+                if count:
+                    taken.append(keep_rows(part, np.arange(count)))
+                kept.append(keep_rows(part, np.arange(count, n)))
+        self.held = kept
+        return taken
+
+
+class _Output:
+    """A file a step writes, a row group at a time, with its levels summarized as it goes."""
+
+    def __init__(self, store: ExpStore, run_id: str, project: str, group: str, experiment: str, prefix: str,
+                 levels: bool) -> None:
+        self.store = store
+        self.file_id = prefix + uuid.uuid4().hex
+        self.relative = metric_file_path(project, experiment, group, run_id, self.file_id)
+        self.tmp = store.temporary_path(self.relative)
+        self._file = open(self.tmp, "wb")  # closed by close() or discard()
+        self._digest = hashlib.sha256()
+        self.stream: ParquetStream | None = None
+        self.pending: list[dict] = []
+        self.pending_rows = 0
+        self.rows = 0
+        self.names: list[str] = []
+        self.min_step: int | None = None
+        self.max_step: int | None = None
+        self.levels = levels
+        self._every: list[np.ndarray] = []
+        self._finest: list[np.ndarray] = []
+
+    def write(self, data: bytes) -> None:  # the stream's sink
+        self._digest.update(data)
+        self._file.write(data)
+
+    def add(self, parts: list[dict], files: list[tuple]) -> None:
+        self.pending += parts
+        self.pending_rows += sum(len(p["value"].values) for p in parts)
+        if self.pending_rows >= METRIC_GROUP_ROWS:
+            self.flush(files)
+
+    def flush(self, files: list[tuple]) -> None:
+        """Write what is pending (whole metrics) as row groups."""
+        if not self.pending_rows:
+            self.pending = []
+            return
+        rows, columns, names, metric, step, step_valid, wall, wall_valid, value = merged_columns(self.pending, files)
+        self.pending, self.pending_rows = [], 0
+        if self.stream is None:
+            self.stream = ParquetStream(self, columns)
+        starts = metric_row_groups([0, *(np.flatnonzero(metric[1:] != metric[:-1]) + 1).tolist()], rows)
+        for start, stop in zip(starts, [*starts[1:], rows], strict=True):
+            self.stream.write_group(columns, start, stop)
+        s = step if step_valid is None else step[step_valid]
+        if s.size:
+            low, high = int(s.min()), int(s.max())
+            self.min_step = low if self.min_step is None else min(self.min_step, low)
+            self.max_step = high if self.max_step is None else max(self.max_step, high)
+        if self.levels and step_valid is None:
+            m, s, w, v = dedupe_file_rows(metric.astype(np.int64), step, wall, wall_valid, value, in_file_order=True)
+            m = m + len(self.names)
+            self._every.append(summarize(m, s, w, v, None))
+            self._finest.append(summarize(m, s, w, v, WRITTEN_FROM))
+        else:
+            self.levels = False  # rows a reader skips (no step): it computes the levels from what it keeps
+        self.names += names
+        self.rows += rows
+
+    def close(self, files: list[tuple], published: list) -> _Written | None:
+        """Publish the file (and its levels); None when it holds no row."""
+        self.flush(files)
+        if self.stream is None:
+            self.discard()
+            return None
+        self.stream.close()
+        self._file.close()
+        published.append(self.store.publish_temporary(self.tmp, self.relative))
+        if self.levels and needs_levels(self.rows, len(self.names)):
+            every, finest = np.concatenate(self._every), np.concatenate(self._finest)
+            span = 0 if self.min_step is None else self.max_step - self.min_step + 1
+            data = levels_bytes(self.file_id, self.rows, self.names, levels_of_records(every, finest, span))
+            published.append(self.store.publish_file(levels_path(self.relative), lambda p: p.write_bytes(data)))
+        return _Written(self.file_id, self.relative, self.rows, self.min_step, self.max_step,
+                        self._digest.hexdigest(), self.names[0], self.names[-1])
+
+    def discard(self) -> None:
+        self._file.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+def _windows(counts: list[tuple[str, int]], cuts: list[str], rows: int) -> list[str]:
+    """Where the merge's windows end (each window: the names before its end, after the last's): at every range's
+    start, and wherever the summaries' counts reach ``rows`` since the last end."""
+    ends: list[str] = []
+    held = 0
+    starts = set(cuts[1:])
+    for name, count in counts:
+        if name in starts or (held and held + count > rows):
+            ends.append(name)
+            held = 0
+        held += count
+    return sorted(set(ends) | starts)
+
+
+def _step(store: ExpStore, run_id: str, files: list[tuple], cuts: list[str], chosen: set[int],
+          counts: list[tuple[str, int]], policy: LivePolicy) -> bool:
+    """Merge ``files`` (registration order) into a new delta and new bases for the ``chosen`` ranges, streaming,
+    and swap them in; False when a concurrent change came first."""
+    project, group = files[-1][3] or "", files[-1][4] or ""
+    experiment = store.connection().execute("SELECT experiment_id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    experiment = experiment[0] if experiment and experiment[0] else ""
+    in_range, range_rows = [0] * len(cuts), [0] * len(cuts)
+    for name, count in counts:
+        in_range[_range_of(cuts, name)] += 1
+        range_rows[_range_of(cuts, name)] += count
+    outputs: dict[int | None, _Output] = {}
+    published: list = []
+
+    def output(r: int | None) -> _Output:
+        if r not in outputs:
+            levels = r is not None and needs_levels(range_rows[r], in_range[r])
+            outputs[r] = _Output(store, run_id, project, group, experiment,
+                                 DELTA_PREFIX if r is None else CLUSTERED_PREFIX, levels)
+        return outputs[r]
+
+    try:
+        inputs = [_Input(store, f) for f in files]
+        ends = _windows(counts, cuts, policy.window_rows)
+        taken = 0
+        for start, end in zip([None, *ends], [*ends, None], strict=True):
+            parts = [p for i in inputs for p in i.take(end)]
+            if not parts:
+                continue
+            taken += sum(len(p["value"].values) for p in parts)
+            r = _range_of(cuts, start) if start is not None else 0
+            output(r if r in chosen else None).add(parts, files)
+        expected = sum(i.groups.rows(g) for i in inputs for g in range(len(i.groups)))
+        if taken != expected:
+            raise StoreError(f"clustering {run_id}: the merge took {taken} of its files' {expected} rows")
+        # the bases first: the swap points a metric's latest row at the first written file whose range holds it
+        order = sorted(outputs, key=lambda r: (r is None, r or 0))
+        written = [w for w in (outputs.pop(r).close(files, published) for r in order) if w is not None]
+        if not _swap(store, run_id, files, written, project, group, fresh=True):
+            for path in published:
+                path.unlink(missing_ok=True)
+            return False
+    except BaseException:
+        for out in outputs.values():
+            out.discard()
+        for path in published:
+            path.unlink(missing_ok=True)
+        raise
+    return True
