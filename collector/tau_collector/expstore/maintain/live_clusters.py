@@ -107,6 +107,7 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
     if len(counts) < policy.wide_metrics:
         return 0
     sweep_run(store, run_id, grace_seconds=policy.leftover_grace_seconds)
+    names = [name for name, _ in counts]
     steps = 0
     while steps < policy.max_steps:
         listing = _listing(conn, run_id)
@@ -115,7 +116,7 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
         deltas = [f for f in listing if f[1].startswith(DELTA_PREFIX)]
         ingest = _ingest_due(len(unclustered), sum(f[5] or 0 for f in unclustered), policy)
         cuts = _cuts(bases, counts, policy)
-        chosen = _due_ranges(store, cuts, bases, deltas, policy)
+        chosen = _due_ranges(store, cuts, names, bases, deltas, policy)
         if not ingest and not (bases and chosen):
             break
         batch = unclustered[:policy.batch_files] if ingest else []
@@ -144,25 +145,35 @@ def _range_of(cuts: list[str], name: str) -> int:
     return max(0, bisect.bisect_right(cuts, name) - 1)
 
 
-def _due_ranges(store: ExpStore, cuts: list[str], bases: list[tuple], deltas: list[tuple],
+def _due_ranges(store: ExpStore, cuts: list[str], names: list[str], bases: list[tuple], deltas: list[tuple],
                 policy: LivePolicy) -> set[int]:
     """The ranges whose base takes in the delta's rows of it this step: every range before the run has bases;
-    else those whose share of the delta (by the delta's row groups' statistics) is ``merge_fraction`` of their
+    else those whose share of the delta (by the delta's row groups' statistics, spread over the run's ``names``,
+    sorted) is ``merge_fraction`` of their
     base's rows, at most ``base_merges``, the largest shares first."""
     if not bases:
         return set(range(len(cuts)))
     base_rows = [0] * len(cuts)
     for f in bases:
         base_rows[_range_of(cuts, f[8])] += f[5] or 0
-    share = [0] * len(cuts)
+    share = [0.0] * len(cuts)
     for f in deltas:
         try:
             groups = MetricFileGroups(store.absolute(f[2]))
         except (OSError, ForeignParquetError):
             continue
         for i in range(len(groups)):
-            bounds = groups.metric_bounds(i)
-            share[_range_of(cuts, bounds[0] if bounds else f[8])] += groups.rows(i)
+            # a group's rows spread over the ranges its names span, by how many of the run's metrics each holds
+            low, high = groups.metric_bounds(i) or (f[8], f[9])
+            spans = []
+            for r in range(_range_of(cuts, low), _range_of(cuts, high) + 1):
+                first = bisect.bisect_left(names, max(low, cuts[r]) if r else low)
+                last = bisect.bisect_right(names, high) if r + 1 == len(cuts) else min(
+                    bisect.bisect_right(names, high), bisect.bisect_left(names, cuts[r + 1]))
+                spans.append((r, max(0, last - first)))
+            total = sum(n for _, n in spans) or 1
+            for r, n in spans:
+                share[r] += groups.rows(i) * n / total
     due = sorted((share[r] / max(1, base_rows[r]), r) for r in range(len(cuts))
                  if share[r] and share[r] >= policy.merge_fraction * base_rows[r])
     return {r for _, r in due[::-1][:policy.base_merges]}
@@ -296,6 +307,8 @@ class _Output:
             low, high = int(s.min()), int(s.max())
             self.min_step = low if self.min_step is None else min(self.min_step, low)
             self.max_step = high if self.max_step is None else max(self.max_step, high)
+        # ``names`` holds every name of the row groups read, those of rows taken by other windows too
+        used, metric = np.unique(metric, return_inverse=True)
         if self.levels and step_valid is None:
             m, s, w, v = dedupe_file_rows(metric.astype(np.int64), step, wall, wall_valid, value, in_file_order=True)
             m = m + len(self.names)
@@ -303,7 +316,7 @@ class _Output:
             self._finest.append(summarize(m, s, w, v, WRITTEN_FROM))
         else:
             self.levels = False  # rows a reader skips (no step): it computes the levels from what it keeps
-        self.names += names
+        self.names += [names[i] for i in used.tolist()]
         self.rows += rows
 
     def close(self, files: list[tuple], published: list) -> _Written | None:
