@@ -277,9 +277,9 @@ policies = st.builds(
 live_policies = st.builds(
     lambda rows, ingest, ranges, batch, fraction, merges, window, steps: LivePolicy(
         wide_metrics=1, range_metrics=ranges, file_rows=rows, ingest_files=ingest, batch_files=batch,
-        merge_fraction=fraction, base_merges=merges, window_rows=window, max_steps=steps),
+        merge_fraction=fraction, fold_rows=merges, window_rows=window, max_steps=steps),
     st.integers(1, 600), st.integers(1, 4), st.integers(1, 3), st.integers(1, 4), st.sampled_from([0.0, 0.25, 2.0]),
-    st.integers(1, 3), st.integers(1, 300), st.integers(1, 3))
+    st.integers(1, 400), st.integers(1, 300), st.integers(1, 3))
 
 _resend = st.tuples(st.just("resend"), st.integers(0, 1000), st.booleans(), st.lists(values, min_size=1, max_size=12))
 actions = st.one_of(

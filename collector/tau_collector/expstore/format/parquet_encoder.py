@@ -87,11 +87,23 @@ class PlainTexts:
         return [data[a + 4:b].decode() for a, b in itertools.pairwise(self.bounds.tolist())]
 
     def take(self, order: np.ndarray) -> PlainTexts:
-        data = self.data.tobytes()
-        pieces = [data[a:b] for a, b in zip(self.bounds[order].tolist(), self.bounds[order + 1].tolist(),
-                                             strict=True)]
-        return PlainTexts(np.frombuffer(b"".join(pieces), dtype=np.uint8),
-                          np.concatenate(([0], np.cumsum([len(p) for p in pieces], dtype=np.int64))))
+        """The rows at ``order``, gathered by numpy: each byte's source is its row's start plus its place in it."""
+        order = np.asarray(order, dtype=np.int64)
+        starts = self.bounds[order]
+        lengths = self.bounds[order + 1] - starts
+        bounds = np.zeros(len(order) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=bounds[1:])
+        if len(order) and lengths.min() == lengths.max():  # rows of one length (tags "{}"): a 2-D gather
+            width = int(lengths[0])
+            source = (starts[:, None] + np.arange(width, dtype=np.int64)).ravel()
+        else:
+            source = np.repeat(starts - bounds[:-1], lengths) + np.arange(int(bounds[-1]), dtype=np.int64)
+        return PlainTexts(self.data[source], bounds)
+
+    def rows_between(self, start: int, stop: int) -> PlainTexts:
+        """Rows ``start:stop`` (views, no copy)."""
+        return PlainTexts(self.data[self.bounds[start]:self.bounds[stop]],
+                          self.bounds[start:stop + 1] - self.bounds[start])
 
     @classmethod
     def around_numbers(cls, parts: Sequence[tuple[str, str]], key: np.ndarray,

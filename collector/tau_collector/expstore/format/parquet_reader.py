@@ -211,8 +211,14 @@ def _hybrid(data: bytes, pos: int, end: int, width: int, count: int) -> np.ndarr
     return out
 
 
-def _plain_texts(data: bytes, count: int) -> tuple[bytes, list[int]]:
+def _plain_texts(data: bytes, count: int) -> tuple[bytes, list[int] | np.ndarray]:
     """The first ``count`` PLAIN byte-array values of ``data``: their bytes and each one's start (plus the end)."""
+    if count and len(data) >= 4:
+        width = 4 + _LENGTH.unpack_from(data, 0)[0]
+        if width * count <= len(data) and width > 4:  # values of one length (tags "{}"), checked by numpy
+            lengths = np.frombuffer(data, dtype=np.uint8, count=width * count).reshape(count, width)[:, :4]
+            if (lengths == lengths[0]).all():
+                return data[:width * count], np.arange(0, width * (count + 1), width, dtype=np.int64)
     bounds = [0]
     pos = 0
     unpack = _LENGTH.unpack_from
@@ -434,9 +440,10 @@ def _column(name: str, parts: list[_Chunk], rows: int, plain: bool, where: str):
                         bounds.append(offset)
             for data, starts in p.texts:
                 pieces.append(data)
-                bounds.extend(offset + s for s in starts[1:])
+                bounds.append(np.asarray(starts[1:], dtype=np.int64) + offset)
                 offset += len(data)
-        return PlainTexts(np.frombuffer(b"".join(pieces), dtype=np.uint8), np.asarray(bounds, dtype=np.int64))
+        return PlainTexts(np.frombuffer(b"".join(pieces), dtype=np.uint8),
+                          np.concatenate([np.atleast_1d(np.asarray(b, dtype=np.int64)) for b in bounds]))
     index: dict[str, int] = {}
     codes_parts = []
     for p in parts:

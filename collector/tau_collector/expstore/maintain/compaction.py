@@ -234,16 +234,20 @@ def _merge(store: ExpStore, run_id: str, files: list[tuple], *, pyarrow_fallback
     return _swap_in(store, run_id, files, data, rows, first_last, levels)
 
 
-def read_parts(store: ExpStore, files: list[tuple], metric_range: tuple[str, str] | None = None) -> list[dict]:
+def read_parts(store: ExpStore, files: list[tuple], metric_range: tuple[str, str] | None = None, *,
+               pyarrow_fallback: bool = False) -> list[dict]:
     """Each of ``files``' columns (:func:`..format.parquet_reader.read_metric_file`), in their order; with
     ``metric_range`` ``(first, last)`` only the rows of the metrics in that range. :class:`ForeignFileError`
-    names the first file of another Parquet writer."""
+    names the first file of another Parquet writer, unless ``pyarrow_fallback`` (never in the sidecar) reads it
+    with pyarrow (:func:`read_with_pyarrow`: a store's clustered files written by pyarrow before the encoder)."""
     parts = []
     for f in files:
         try:
             part = read_metric_file(store.absolute(f[2]), metric_range=metric_range)[1]
         except ForeignParquetError as exc:
-            raise ForeignFileError(f[1], str(exc)) from None
+            if not pyarrow_fallback:
+                raise ForeignFileError(f[1], str(exc)) from None
+            part = read_with_pyarrow(store.absolute(f[2]), f[1], str(exc))
         except (ValueError, IndexError, KeyError, struct.error, zlib.error) as exc:  # a damaged file
             raise ForeignFileError(f[1], f"{store.absolute(f[2])}: not a readable Parquet file ({exc})") from None
         if metric_range is not None:
@@ -256,6 +260,38 @@ def read_parts(store: ExpStore, files: list[tuple], metric_range: tuple[str, str
                 part = keep_rows(part, np.flatnonzero(keep))
         parts.append(part)
     return parts
+
+
+def read_with_pyarrow(path, file_id: str, reason: str) -> dict:
+    """A metric file of any Parquet writer as :func:`read_parts` returns one; :class:`ForeignFileError` (with
+    ``reason``, why our reader refused it) when pyarrow cannot read it either or its schema is not the store's."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.ParquetFile(path).read()
+        part: dict = {}
+        for name in schema.METRIC_SCHEMA_COLUMNS:
+            column = table.column(name).combine_chunks()
+            if name in ("step", "wall_time", "value"):
+                values = column.cast(pa.float64() if name == "value" else pa.int64())
+                valid = None if not column.null_count else np.asarray(column.is_valid())
+                part[name] = NumberColumn(np.asarray(values.fill_null(0)), valid)
+            elif name == "tags":
+                pieces = [_LENGTH.pack(len(b)) + b for b in (v.encode() for v in column.cast(pa.string()).to_pylist())]
+                part[name] = PlainTexts(np.frombuffer(b"".join(pieces), dtype=np.uint8),
+                                        np.concatenate(([0], np.cumsum([len(p) for p in pieces]))).astype(np.int64))
+            else:
+                coded = pc.dictionary_encode(column.cast(pa.string()))
+                part[name] = CodedTexts(coded.dictionary.to_pylist(),
+                                        np.asarray(coded.indices.fill_null(-1), dtype=np.int64))
+    except (OSError, KeyError, pa.ArrowException, AttributeError) as exc:
+        raise ForeignFileError(file_id, f"{reason}; pyarrow cannot read it either ({exc})") from None
+    return part
+
+
+_LENGTH = struct.Struct("<i")
 
 
 def keep_rows(part: dict, rows: np.ndarray) -> dict:

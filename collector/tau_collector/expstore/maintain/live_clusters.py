@@ -13,9 +13,10 @@ step or two; a cold read of one metric would open them all. The sidecar's mainte
 A read of one metric opens its range's base and the delta (the index's metric ranges skip the other bases),
 plus the few delivered files not clustered yet. A clustering step (:func:`cluster_live`) merges the oldest
 unclustered files (up to ``batch_files``) with the delta into a new delta, and folds into their bases the
-ranges whose share of the delta has reached ``merge_fraction`` of their base (at most ``base_merges`` a step, the
-largest shares first). So a base is rewritten each time it has grown by a quarter, and the delta every step:
-rows rewritten per hour grow as the square root of the run's size, and a read costs two files.
+ranges whose share of the delta has reached ``merge_fraction`` of their base (the largest shares first, as many
+as ``fold_rows`` -- or ``fold_factor`` times the step's new rows -- allow). So a base is rewritten each time it
+has grown by a quarter (a row ~5 times in all), and the delta every step (~1/8 of the run's rows on average): the
+rows rewritten per hour grow as the run does, and a read costs two files.
 
 Memory does not grow with the files: a step is one streaming merge. Its inputs are read a row group at a time
 (:class:`..format.parquet_reader.MetricFileGroups`; a row group of our files holds whole metrics), in windows of
@@ -53,8 +54,8 @@ from tau_collector.expstore.format.levels import (
 )
 from tau_collector.expstore.format.metric_files import METRIC_GROUP_ROWS, metric_file_path, metric_row_groups
 from tau_collector.expstore.format.parquet_encoder import ParquetStream
-from tau_collector.expstore.format.parquet_reader import ForeignParquetError, MetricFileGroups
-from tau_collector.expstore.maintain.compaction import CLUSTERED_PREFIX, ForeignFileError, keep_rows, merged_columns
+from tau_collector.expstore.format.parquet_reader import CodedTexts, ForeignParquetError, MetricFileGroups, NumberColumn
+from tau_collector.expstore.maintain.compaction import CLUSTERED_PREFIX, ForeignFileError, merged_columns
 from tau_collector.expstore.maintain.leftovers import sweep_run
 from tau_collector.expstore.maintain.metric_clusters import _listing, _steps, _swap, _Written
 from tau_collector.expstore.store import ExpStore, StoreError
@@ -75,9 +76,13 @@ class LivePolicy:
     file_rows: int = 32_768
     batch_files: int = 8  # unclustered files one step takes, oldest first (each holds a row group in memory)
     merge_fraction: float = 0.25  # a range's base takes in its share of the delta once it is this part of it
-    base_merges: int = 4  # ranges folded into their bases by one step
+    # Rows of bases one step folds (rewrites): at least ``fold_rows``, and ``fold_factor`` times the rows it takes
+    # in -- a run's bases take in what it delivers at the rate ``merge_fraction`` asks (each row then rewritten
+    # about 1 + 1 / merge_fraction times in all), and a step's work stays in proportion to its delivery.
+    fold_rows: int = 16_384
+    fold_factor: int = 4
     window_rows: int = 16_384  # rows one window of the streaming merge holds (by the summaries' counts)
-    max_steps: int = 2  # steps of one pass
+    max_steps: int = 4  # steps of one pass: a step more only while unclustered files are due (a backlog)
     leftover_grace_seconds: float = 3600.0
 
 
@@ -115,11 +120,14 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
         bases = [f for f in listing if f[1].startswith(CLUSTERED_PREFIX) and not f[1].startswith(DELTA_PREFIX)]
         deltas = [f for f in listing if f[1].startswith(DELTA_PREFIX)]
         ingest = _ingest_due(len(unclustered), sum(f[5] or 0 for f in unclustered), policy)
+        if steps and not ingest:
+            break  # a step rewrites the delta: a second one only for files still to take (a backlog)
+        batch = unclustered[:policy.batch_files] if ingest else []
         cuts = _cuts(bases, counts, policy)
-        chosen = _due_ranges(store, cuts, names, bases, deltas, policy)
+        budget = max(policy.fold_rows, policy.fold_factor * sum(f[5] or 0 for f in batch))
+        chosen = _due_ranges(store, cuts, names, bases, deltas, budget, policy)
         if not ingest and not (bases and chosen):
             break
-        batch = unclustered[:policy.batch_files] if ingest else []
         moved = _safe_inputs(listing, batch, deltas, [f for f in bases if _range_of(cuts, f[8]) in chosen], policy)
         if not moved:
             break
@@ -146,11 +154,11 @@ def _range_of(cuts: list[str], name: str) -> int:
 
 
 def _due_ranges(store: ExpStore, cuts: list[str], names: list[str], bases: list[tuple], deltas: list[tuple],
-                policy: LivePolicy) -> set[int]:
+                budget: int, policy: LivePolicy) -> set[int]:
     """The ranges whose base takes in the delta's rows of it this step: every range before the run has bases;
     else those whose share of the delta (by the delta's row groups' statistics, spread over the run's ``names``,
     sorted) is ``merge_fraction`` of their
-    base's rows, at most ``base_merges``, the largest shares first."""
+    base's rows, the largest shares first, as many as ``budget`` rows of bases allow (one at least)."""
     if not bases:
         return set(range(len(cuts)))
     base_rows = [0] * len(cuts)
@@ -174,9 +182,17 @@ def _due_ranges(store: ExpStore, cuts: list[str], names: list[str], bases: list[
             total = sum(n for _, n in spans) or 1
             for r, n in spans:
                 share[r] += groups.rows(i) * n / total
+    # Each range's threshold a little apart (x1 to x1.875): the ranges of a run logging every metric every step
+    # grow alike, and would otherwise all come due in the same step.
     due = sorted((share[r] / max(1, base_rows[r]), r) for r in range(len(cuts))
-                 if share[r] and share[r] >= policy.merge_fraction * base_rows[r])
-    return {r for _, r in due[::-1][:policy.base_merges]}
+                 if share[r] and share[r] >= policy.merge_fraction * (1 + (r % 8) / 8) * base_rows[r])
+    chosen: set[int] = set()
+    for _, r in due[::-1]:
+        if chosen and budget < base_rows[r]:
+            break
+        chosen.add(r)
+        budget -= base_rows[r]
+    return chosen
 
 
 def _ties(f: tuple, x: tuple) -> bool:
@@ -252,10 +268,32 @@ class _Input:
                 taken.append(part)
             else:
                 if count:
-                    taken.append(keep_rows(part, np.arange(count)))
-                kept.append(keep_rows(part, np.arange(count, n)))
+                    taken.append(_rows_between(part, 0, count))
+                kept.append(_rows_between(part, count, n))
         self.held = kept
         return taken
+
+
+def _rows_between(part: dict, start: int, stop: int) -> dict:
+    """Rows ``start:stop`` of a file's columns (:func:`.compaction.read_parts`'s); a coded column of many values
+    (a row group's metric names) keeps only the values these rows use, so what a window's rows carry (and every
+    merge of them remaps) is its own names, not all the group's."""
+    out: dict = {}
+    for name, column in part.items():
+        if isinstance(column, NumberColumn):
+            out[name] = NumberColumn(column.values[start:stop],
+                                     None if column.valid is None else column.valid[start:stop])
+        elif isinstance(column, CodedTexts):
+            codes, values = column.codes[start:stop], column.values
+            if len(values) > 64:
+                used, codes = np.unique(codes, return_inverse=True)
+                null = used < 0  # a null (-1) sorts first: its rows stay -1
+                values = [values[c] for c in used[~null].tolist()]
+                codes = codes.astype(np.int64) - int(null.any())
+            out[name] = CodedTexts(values, codes)
+        else:
+            out[name] = column.rows_between(start, stop)
+    return out
 
 
 class _Output:

@@ -97,7 +97,7 @@ def cluster_run(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROWS) -
         for first, last, _ in ranges:
             # Only the row groups whose metric_name statistics can hold the range are read (.parquet_reader).
             try:
-                parts = read_parts(store, files, (first, last))
+                parts = read_parts(store, files, (first, last), pyarrow_fallback=True)
             except ForeignFileError as exc:
                 path = str(store.absolute(next(f[2] for f in files if f[1] == exc.file_id)))
                 reason = str(exc).removeprefix(path + ": ")
