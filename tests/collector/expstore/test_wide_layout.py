@@ -219,3 +219,32 @@ def test_a_damaged_file_leaves_the_run_as_it_was(tmp_path):
     assert sorted(p.name for p in (store.root / "metrics").rglob("*.parquet")) == files_before  # nothing left
     with pytest.raises(StoreError, match=rf"{paths[-1].name}: cannot be read for clustering by metric: .*[Pp]arquet"):
         cluster_run(store, "r", max_rows=100_000)  # the error names the file and says what is wrong
+
+
+def test_clustered_files_pyarrow_wrote_are_clustered_again(tmp_path):
+    """A store clustered before the encoder did it holds clustered files pyarrow wrote (Snappy: foreign to the
+    pyarrow-free reader). The import's clustering reads those with pyarrow, so the run is clustered again once
+    more files arrive; every row reads as before, and the new files are the encoder's."""
+    from tau_collector.expstore.format.parquet_reader import ForeignParquetError
+    from tau_collector.expstore.maintain.compaction import parquet_bytes
+
+    store, writer = new_store(tmp_path)
+    for c in range(4):
+        writer.write_columns(f"k{c}", [_wide("r", c * STEPS, STEPS)], request_hash="h")
+    assert len(cluster_run(store, "r", max_rows=16_100)) == 3
+    for path in _paths(store, "r"):  # as the clustering of an older version left them
+        path.write_bytes(parquet_bytes(pq.read_table(path)))
+        with pytest.raises(ForeignParquetError):
+            read_metric_file(path)
+    for c in range(4, 6):
+        writer.write_columns(f"k{c}", [_wide("r", c * STEPS, STEPS)], request_hash="h")
+    names = ("layer0000/grad_norm", "layer0150/grad_norm", "layer0299/grad_norm")
+    before = {m: StoreReader(store).rows("r", m) for m in names}
+    new_ids = cluster_run(store, "r", max_rows=24_100)
+    assert new_ids is not None and len(new_ids) == 3 and len(_paths(store, "r")) == 3
+    reader = StoreReader(store)
+    for m in names:
+        after = reader.rows("r", m)
+        assert after.step.tolist() == before[m].step.tolist() == list(range(6 * STEPS))
+        assert np.array_equal(after.value, before[m].value) and np.array_equal(after.wall_time, before[m].wall_time)
+    assert all(b"tau-collector parquet_encoder" in p.read_bytes() for p in _paths(store, "r"))
