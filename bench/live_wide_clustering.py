@@ -11,7 +11,7 @@ both stores and against the metric *alone*: a third store holding just that metr
 the same run. The ratio cold/alone is the figure of issue 30 §5 (target: within 3x after clustering). Also printed:
 the files a read of one metric opens, the rows the clustering passes rewrote (its work), and the largest pass.
 
-    .venv/bin/python bench/live_wide_clustering.py [--metrics 10000] [--steps 360] [--probes 7]
+    .venv/bin/python bench/live_wide_clustering.py [--metrics 10000] [--steps 360] [--probes 7] [--repeat 3]
 
 Writes ``bench/out/live_wide_clustering.json``.
 """
@@ -105,6 +105,7 @@ def main() -> None:
     parser.add_argument("--metrics", type=int, default=10_000)
     parser.add_argument("--steps", type=int, default=360)
     parser.add_argument("--probes", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=3, help="cold reads of each probe; the fastest counts")
     args = parser.parse_args()
     all_names = names(args.metrics)
     with tempfile.TemporaryDirectory() as tmp:
@@ -126,9 +127,9 @@ def main() -> None:
             one.value = np.sin(code * 0.37 + steps * 0.01)
             MetricWriter(store).write_columns("alone", [one], request_hash="h")
             store.close()
-            alone = cold_read(alone_root, metric)
-            unclustered = cold_read(base / "compacted", metric)
-            clustered = cold_read(base / "clustered", metric)
+            alone = cold_read(alone_root, metric, args.repeat)
+            unclustered = cold_read(base / "compacted", metric, args.repeat)
+            clustered = cold_read(base / "clustered", metric, args.repeat)
             rows.append({"metric": metric, "alone_ms": alone * 1e3, "before_ms": unclustered * 1e3,
                          "after_ms": clustered * 1e3, "before_ratio": unclustered / alone,
                          "after_ratio": clustered / alone, "files_before": files_holding(base / "compacted", metric),
