@@ -248,3 +248,29 @@ def test_clustered_files_pyarrow_wrote_are_clustered_again(tmp_path):
         assert after.step.tolist() == before[m].step.tolist() == list(range(6 * STEPS))
         assert np.array_equal(after.value, before[m].value) and np.array_equal(after.wall_time, before[m].wall_time)
     assert all(b"tau-collector parquet_encoder" in p.read_bytes() for p in _paths(store, "r"))
+
+
+def test_live_clustering_leaves_a_file_of_another_writer_and_clusters_the_rest(tmp_path):
+    """The sidecar reads no file pyarrow wrote: live clustering leaves it where it is (as compaction does) and
+    clusters the other files into ranges' bases and a delta; every row reads as written."""
+    from tau_collector.expstore.maintain.compaction import parquet_bytes
+    from tau_collector.expstore.maintain.live_clusters import LivePolicy, cluster_live
+
+    store, writer = new_store(tmp_path)
+    for c in range(3):
+        writer.write_columns(f"k{c}", [_wide("r", c * STEPS, STEPS)], request_hash="h")
+    foreign = _paths(store, "r")[1]
+    foreign.write_bytes(parquet_bytes(pq.read_table(foreign)))
+    policy = LivePolicy(wide_metrics=1, range_metrics=100, ingest_files=2)
+    assert cluster_live(store, "r", policy) >= 1
+    for c in range(3, 5):
+        writer.write_columns(f"k{c}", [_wide("r", c * STEPS, STEPS)], request_hash="h")
+    assert cluster_live(store, "r", policy) >= 1
+    ids = [i for (i,) in store.connection().execute("SELECT file_id FROM metric_files WHERE run_id = 'r'")]
+    assert foreign.stem in ids and sum(i.startswith("clustered-delta-") for i in ids) <= 1
+    assert sum(i.startswith("clustered-") and not i.startswith("clustered-delta-") for i in ids) == 3  # ranges
+    reader = StoreReader(store)
+    for m in ("layer0000/grad_norm", "layer0150/grad_norm", "layer0299/grad_norm"):
+        rows = reader.rows("r", m)
+        assert rows.step.tolist() == list(range(5 * STEPS))
+        assert np.array_equal(rows.value, int(m[5:9]) * 1000.0 + rows.step)

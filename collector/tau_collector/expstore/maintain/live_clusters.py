@@ -30,7 +30,8 @@ Last-wins: the replacements are registered after every file of the run, so a ste
 registered after its inputs; it takes only inputs whose rows no such file could tie with (the index's step and
 metric ranges: a step re-sent after a restart), adding the files that would (:func:`_safe_inputs`), or waits.
 One transaction swaps the files, as compaction's does; what a killed step published is swept by the next
-(:mod:`.leftovers`). A file of another Parquet writer (:class:`.compaction.ForeignFileError`) stops the step.
+(:mod:`.leftovers`). A file of another Parquet writer (:class:`.compaction.ForeignFileError`: no pyarrow here)
+is left where it is, as compaction leaves it, and the step is made without it.
 """
 
 from __future__ import annotations
@@ -113,12 +114,14 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
         return 0
     sweep_run(store, run_id, grace_seconds=policy.leftover_grace_seconds)
     names = [name for name, _ in counts]
+    foreign: set[str] = set()
     steps = 0
     while steps < policy.max_steps:
         listing = _listing(conn, run_id)
-        unclustered = [f for f in listing if not f[1].startswith(CLUSTERED_PREFIX)]
-        bases = [f for f in listing if f[1].startswith(CLUSTERED_PREFIX) and not f[1].startswith(DELTA_PREFIX)]
-        deltas = [f for f in listing if f[1].startswith(DELTA_PREFIX)]
+        unclustered = [f for f in listing if not f[1].startswith(CLUSTERED_PREFIX) and f[1] not in foreign]
+        bases = [f for f in listing if f[1].startswith(CLUSTERED_PREFIX) and not f[1].startswith(DELTA_PREFIX)
+                 and f[1] not in foreign]
+        deltas = [f for f in listing if f[1].startswith(DELTA_PREFIX) and f[1] not in foreign]
         ingest = _ingest_due(len(unclustered), sum(f[5] or 0 for f in unclustered), policy)
         if steps and not ingest:
             break  # a step rewrites the delta: a second one only for files still to take (a backlog)
@@ -128,12 +131,18 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
         chosen = _due_ranges(store, cuts, names, bases, deltas, budget, policy)
         if not ingest and not (bases and chosen):
             break
-        moved = _safe_inputs(listing, batch, deltas, [f for f in bases if _range_of(cuts, f[8]) in chosen], policy)
+        moved = _safe_inputs(listing, batch, deltas, [f for f in bases if _range_of(cuts, f[8]) in chosen], policy,
+                             foreign)
         if not moved:
             break
         chosen |= {_range_of(cuts, f[8]) for f in moved if f in bases}  # a base moved keeps its range
-        if not _step(store, run_id, moved, cuts, chosen, counts, policy):
-            break
+        try:
+            if not _step(store, run_id, moved, cuts, chosen, counts, policy):
+                break
+        except ForeignFileError as exc:  # another writer's file: left where it is, as compaction leaves it
+            if exc.file_id in foreign:
+                raise
+            foreign.add(exc.file_id)
         steps += 1
     return steps
 
@@ -203,7 +212,7 @@ def _ties(f: tuple, x: tuple) -> bool:
 
 
 def _safe_inputs(listing: list[tuple], batch: list[tuple], deltas: list[tuple], bases: list[tuple],
-                 policy: LivePolicy) -> list[tuple] | None:
+                 policy: LivePolicy, foreign: set[str]) -> list[tuple] | None:
     """The files a step merges (registration order), such that no file registered after one of them and left
     where it is could hold a row tying with it (the reader breaks a tie of (metric, step, wall time) by
     registration order, and the replacements go after every file): ``batch``, ``deltas`` and ``bases`` with the
@@ -222,11 +231,11 @@ def _safe_inputs(listing: list[tuple], batch: list[tuple], deltas: list[tuple], 
         if not added:
             return [f for f in listing if f[1] in wanted] if batch or bases else None  # a lone delta: no step
         wanted |= added
-        if len(wanted) > limit:
+        if len(wanted) > limit or added & foreign:
             break
     if not batch:
         return None
-    return _safe_inputs(listing, batch[:-1], deltas, bases, policy) if len(batch) > 1 else None
+    return _safe_inputs(listing, batch[:-1], deltas, bases, policy, foreign) if len(batch) > 1 else None
 
 
 class _Input:
