@@ -15,6 +15,8 @@ that shape and nothing else, from numpy arrays and Python strings:
   back as the same Arrow schema, as it does TauGrid's own files;
 * min/max statistics (with type-defined column order) for the columns the reader prunes by.
 
+A file is written whole (:func:`encode_parquet`) or a row group at a time to a file object
+(:class:`ParquetStream`: what it holds is one group's pages, so a streaming merge writes files of any size).
 The footer is the Thrift compact protocol, written by the few lines below. Readers stay on pyarrow;
 compaction reads these files back with :mod:`.parquet_reader` and writes the merged file with this encoder.
 """

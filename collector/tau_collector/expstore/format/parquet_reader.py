@@ -13,8 +13,9 @@ and refuses everything else with :class:`ForeignParquetError`:
 
 A file from another writer (pyarrow's Snappy, TauGrid's Go writer, data page v2) is foreign: the sidecar's
 compaction leaves it where it is (as it does a large file), and ``tau-collector store compact`` -- a
-process outside the sidecar, with pyarrow -- merges it. What it returns is columns as numpy arrays and
-codes: memory is ~the decoded rows (a few hundred bytes a row), no Python object per row except for the
+process outside the sidecar, with pyarrow -- merges it. A file is read whole (:func:`read_metric_file`) or a row group
+at a time (:class:`MetricFileGroups`: the footer, then only the groups asked for). What it returns is columns as
+numpy arrays and codes: memory is ~the decoded rows (a few hundred bytes a row), no Python object per row except for the
 distinct strings of the coded columns.
 """
 
