@@ -426,14 +426,17 @@ def _step(store: ExpStore, run_id: str, files: list[tuple], cuts: list[str], cho
     try:
         inputs = [_Input(store, f) for f in files]
         ends = _windows(counts, cuts, policy.window_rows)
-        taken = 0
+        taken, at_range = 0, None
         for start, end in zip([None, *ends], [*ends, None], strict=True):
             parts = [p for i in inputs for p in i.take(end)]
             if not parts:
                 continue
             taken += sum(len(p["value"].values) for p in parts)
             r = _range_of(cuts, start) if start is not None else 0
-            output(r if r in chosen else None).add(parts, files)
+            if at_range is not None and r != at_range:
+                outputs[at_range].flush(files)  # a base's range is done: its last rows written, not held
+            at_range = r if r in chosen else None
+            output(at_range).add(parts, files)
         expected = sum(i.groups.rows(g) for i in inputs for g in range(len(i.groups)))
         if taken != expected:
             raise StoreError(f"clustering {run_id}: the merge took {taken} of its files' {expected} rows")
