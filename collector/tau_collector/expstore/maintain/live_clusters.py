@@ -64,6 +64,9 @@ from tau_collector.expstore.store import ExpStore, StoreError
 __all__ = ["DELTA_PREFIX", "LivePolicy", "cluster_live", "live_clustering_due"]
 
 DELTA_PREFIX = CLUSTERED_PREFIX + "delta-"
+# Least rows of a row group of the files written here: a cold read of one metric decodes its group, and these
+# files are read a metric at a time (a delivery's 4,096 made the group cost more than opening the file).
+GROUP_ROWS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,7 +349,8 @@ class _Output:
         self.pending, self.pending_rows = [], 0
         if self.stream is None:
             self.stream = ParquetStream(self, columns)
-        starts = metric_row_groups([0, *(np.flatnonzero(metric[1:] != metric[:-1]) + 1).tolist()], rows)
+        starts = metric_row_groups([0, *(np.flatnonzero(metric[1:] != metric[:-1]) + 1).tolist()], rows,
+                                   least=GROUP_ROWS)
         for start, stop in zip(starts, [*starts[1:], rows], strict=True):
             self.stream.write_group(columns, start, stop)
         s = step if step_valid is None else step[step_valid]
