@@ -87,16 +87,24 @@ def files_holding(root: Path, metric: str) -> int:
     return n
 
 
-def cold_read(root: Path, metric: str, repeat: int = 3) -> float:
-    """The fastest of ``repeat`` reads of the whole metric, each through a new reader (no cache)."""
-    best = float("inf")
+def cold_read(root: Path, metric: str) -> float:
+    """One read of the whole metric through a new reader (no cache)."""
+    start = time.perf_counter()
+    reader = StoreReader(root)
+    rows = reader.rows(RUN, metric)
+    took = time.perf_counter() - start
+    assert rows.step.size > 0
+    reader.store.close()
+    return took
+
+
+def cold_reads(roots: list[Path], metric: str, repeat: int) -> list[float]:
+    """The fastest of ``repeat`` cold reads of ``metric`` in each store, the stores read in turn each round (a
+    busy machine's bursts then fall on all of them alike)."""
+    best = [float("inf")] * len(roots)
     for _ in range(repeat):
-        start = time.perf_counter()
-        reader = StoreReader(root)
-        rows = reader.rows(RUN, metric)
-        best = min(best, time.perf_counter() - start)
-        assert rows.step.size > 0
-        reader.store.close()
+        for i, root in enumerate(roots):
+            best[i] = min(best[i], cold_read(root, metric))
     return best
 
 
@@ -105,7 +113,7 @@ def main() -> None:
     parser.add_argument("--metrics", type=int, default=10_000)
     parser.add_argument("--steps", type=int, default=360)
     parser.add_argument("--probes", type=int, default=7)
-    parser.add_argument("--repeat", type=int, default=3, help="cold reads of each probe; the fastest counts")
+    parser.add_argument("--repeat", type=int, default=7, help="cold reads of each probe and store, in turn")
     args = parser.parse_args()
     all_names = names(args.metrics)
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,9 +135,8 @@ def main() -> None:
             one.value = np.sin(code * 0.37 + steps * 0.01)
             MetricWriter(store).write_columns("alone", [one], request_hash="h")
             store.close()
-            alone = cold_read(alone_root, metric, args.repeat)
-            unclustered = cold_read(base / "compacted", metric, args.repeat)
-            clustered = cold_read(base / "clustered", metric, args.repeat)
+            alone, unclustered, clustered = cold_reads([alone_root, base / "compacted", base / "clustered"], metric,
+                                                       args.repeat)
             rows.append({"metric": metric, "alone_ms": alone * 1e3, "before_ms": unclustered * 1e3,
                          "after_ms": clustered * 1e3, "before_ratio": unclustered / alone,
                          "after_ratio": clustered / alone, "files_before": files_holding(base / "compacted", metric),
