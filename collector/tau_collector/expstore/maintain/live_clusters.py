@@ -146,6 +146,7 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
             if exc.file_id in foreign:
                 raise
             foreign.add(exc.file_id)
+            continue  # the step again without it
         steps += 1
     return steps
 
