@@ -1,5 +1,6 @@
-"""The loss pane's kernel-side thread: it polls the Portal, mirrors what the browser holds and sends it the
-points as binary chunks (the message contract is in :mod:`taunotebook.pane`). Polls come every
+"""The loss pane's kernel-side thread: it polls the Portal and hands each answer's points to
+:class:`~taunotebook.pane_points.PanePoints`, which mirrors what the browser holds and sends it binary chunks (the
+message contract is in :mod:`taunotebook.pane`). Polls come every
 :data:`MIN_INTERVAL` while points keep arriving, back off to :data:`IDLE_INTERVAL` on a quiet run and to
 :data:`FAIL_INTERVAL` while the Portal fails; the status says which, in words.
 """
@@ -8,27 +9,18 @@ from __future__ import annotations
 
 import threading
 import time
-from array import array
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from taunotebook.client import (
-    NotFoundError,
-    PortalClient,
-    PortalError,
-    Series,
-    Tail,
-    Tails,
-    stellar_link,
-)
+from taunotebook.client import PortalClient, Tails, stellar_link
 from taunotebook.compare_runs import resolve_compare, run_configs
 from taunotebook.pane_checkpoints import CHECKPOINT_SECONDS, CheckpointMarks
 from taunotebook.pane_held import Held as _Held
 from taunotebook.pane_held import buffers
-from taunotebook.pane_held import chunk as _chunk
 from taunotebook.pane_media import PaneMedia
 from taunotebook.pane_picture import Snapshot
-from taunotebook.pane_reads import MAX_TAIL_METRICS, ROUTE_NOT_FOUND, TailReader
+from taunotebook.pane_points import PanePoints, max_points
+from taunotebook.pane_reads import MAX_TAIL_METRICS, TailReader
 from taunotebook.pane_runs import DEFAULT_VISIBLE, default_visible
 from taunotebook.pane_runs import RunView as _RunView
 from taunotebook.pane_runs import catalog_entry as _entry
@@ -46,13 +38,7 @@ IDLE_INTERVAL = 2.0  # the slowest poll of a quiet, healthy run
 FAIL_INTERVAL = 10.0  # the slowest retry while the Portal fails
 RESYNC_SECONDS = 2.0
 RESOLVE_SECONDS = 10.0  # how often an experiment or group in compare= is listed again (a sweep adds runs)
-MAX_POINTS = 12000  # TauGrid's cap for one series read
 DEFAULT_WIDTH = 800
-
-
-def _max_points(width: int) -> int:
-    # M4 at 4 points per pixel column is pixel-identical to the full series (DESIGN §7).
-    return max(400, min(MAX_POINTS, 4 * max(1, int(width))))
 
 
 class PaneOutput(Protocol):
@@ -101,7 +87,6 @@ class Poller:
         self._names: list[str] | None = None  # _all_names(), until a run's names change
         self._names_changed = True
         self._default: tuple[list[str] | None, list[str]] | None = None  # (names, their default visible set)
-        self.held: dict[tuple[str, str], _Held] = {}
         self.stop_event = threading.Event()
         self.wake = threading.Event()
         # Guards what the kernel's thread hands over: width, resync, zooms, visible.
@@ -113,15 +98,14 @@ class Poller:
         self.hello = False
         self.last_resync = 0.0
         self.zooms: list[dict] = []
-        self.seq = 0
         self.interval = MIN_INTERVAL
         self.failures = 0
         self.terminal_polls = 0
-        self.extras_available = True  # the local Portal's page data (non-finite marks, wall times)
         self.parked = False
         self.reader = TailReader(client, self.source)  # each poll's one read per run
-        self.own_requests = 0  # zoomed and page-data reads
-        self._later: list[tuple] = []  # page-data reads due after this answer's points are sent
+        # What the browser holds of each series, and the points messages that keep it so
+        self.points = PanePoints(client, self.source, self._send_message,
+                                 lambda run: self.project if run == self.run_id else None)
         self.marks = CheckpointMarks(client, self.source)  # the local Portal's /runs/{run_id}/checkpoints
         self.media = PaneMedia(client, self.source, run_id)  # the histograms, images and text on screen
         self.shown: list[str] = []  # the metrics the last poll read, in the pane's order
@@ -145,8 +129,18 @@ class Poller:
     @property
     def requests(self) -> int:
         """Portal reads made so far (for tests and benchmarks)."""
-        return (self.reader.requests + self.own_requests + self.marks.requests + self.media.requests
+        return (self.reader.requests + self.points.requests + self.marks.requests + self.media.requests
                 + self.static_media.requests)
+
+    @property
+    def held(self) -> dict[tuple[str, str], _Held]:
+        """What the browser holds of each (run, metric) (:class:`~taunotebook.pane_points.PanePoints`)."""
+        return self.points.held
+
+    @property
+    def extras_available(self) -> bool:
+        """Whether the Portal has page data (non-finite marks, wall times)."""
+        return self.points.extras_available
 
     @property
     def polling(self) -> bool:
@@ -320,13 +314,6 @@ class Poller:
     def _status(self, kind: str, message: str, retry_in: float = 0.0) -> bool:
         return self.out.publish(status={"kind": kind, "message": message, "retry_in": round(retry_in, 3)})
 
-    def _send(self, op: str, run: str, metric: str, steps: array, values: array, **extra: Any) -> None:
-        self.seq += 1
-        header = {"type": "points", "seq": self.seq, "op": op, "run": run, "metric": metric, "n": len(steps),
-                  "start_step": extra.get("start_step"), "end_step": extra.get("end_step"),
-                  "sent_at": time.time() * 1000.0}
-        self._send_message(header, buffers(steps, values))
-
     def _send_message(self, header: dict, data: list[bytes]) -> None:
         if not self.out.send(header, data):
             raise _PaneGone
@@ -422,12 +409,11 @@ class Poller:
         # Metrics that left the view: stop polling them and forget what was sent.
         self.shown = list(visible)
         shown = set(visible)
-        for key in [k for k in self.held if k[1] not in shown or k[0] not in self.views]:
-            del self.held[key]
+        self.points.forget(lambda k: k[1] in shown and k[0] in self.views)
         if resync:
             self.last_resync = now
         for zoom in zooms:
-            self._zoom(zoom, shown, width)
+            self.points.zoom(zoom, shown, width, self.runs, self.x_metric)
         self._read_checkpoints(now)
         self._read_media(now)
         return got_new
@@ -485,7 +471,7 @@ class Poller:
         entries: dict[str, dict] = {}
         for i in range(0, max(1, len(metrics)), MAX_TAIL_METRICS):
             chunk = {m: since[m] for m in metrics[i:i + MAX_TAIL_METRICS]}
-            answer = self._tails(run, view, chunk, _max_points(width))
+            answer = self._tails(run, view, chunk, max_points(width))
             view.state = answer.state or answer.lifecycle_state
             view.status_message = answer.status_message
             view.warnings = list(answer.metadata.warnings)
@@ -498,107 +484,16 @@ class Poller:
             entries.update((t.name, _entry(t.summary)) for t in answer.metrics if t.summary is not None)
             view.entries = {m: entries[m] for m in metrics if m in entries}
             self._publish_runs()  # the catalog before its points: the browser knows what it draws
-            self._later = []
-            for tail in answer.metrics:
-                if tail.name in chunk:  # (a Portal answers what was asked; anything else is not drawn)
-                    got_new |= self._apply(run, tail, chunk[tail.name] == (None, None), resync, width)
-            # Every series' points first, then the page data that marks them (a read per metric whose
-            # non-finite count moved): the first plot is drawn without waiting for the others' marks.
-            for later in self._later:
-                self._extras(*later)
+            got_new |= self.points.apply_answer(run, answer.metrics, chunk, resync, width)
         return got_new
 
     def _tails(self, run: str, view: _RunView, since: dict, max_points: int) -> Tails:
         return self.reader.read(run, since, catalog_since=view.cursor, max_points=max_points,
                                 project=self.project if run == self.run_id else None)
 
-    def _apply(self, run: str, tail: Tail, full: bool, resync: bool, width: int) -> bool:
-        """One metric of an answer: a reset, or an append with last-wins; marks when their count moved."""
-        key = (run, tail.name)
-        if tail.summary is None:
-            self.held.pop(key, None)
-            return False
-        got_new = False
-        held = self.held.get(key)
-        if full or held is None:
-            held = self.held[key] = _Held()
-            held.reset(tail.steps, tail.values)
-            held.width = width
-            self._send("reset", run, tail.name, *_chunk(held.steps, held.values))
-            self._later.append((run, tail.name, held, tail.summary.non_finite_count, True))
-            got_new = True
-        else:
-            if tail.changed and tail.steps:
-                steps, values = _chunk(tail.steps, tail.values)
-                start = tail.since
-                if start is not None and steps[0] == start and len(held.values) and values[0] == held.values[-1]:
-                    steps, values = steps[1:], values[1:]  # the point we already have, unchanged
-                if steps:
-                    held.append(steps, values)
-                    self._send("append", run, tail.name, steps, values)
-                    got_new = True
-            if resync:  # a page that may have missed what was sent: everything again, from what is held
-                self._send("reset", run, tail.name, *_chunk(held.steps, held.values))
-                self._resend_extras(run, tail.name, held)
-            self._later.append((run, tail.name, held, tail.summary.non_finite_count, False))
-        held.count = tail.summary.count
-        return got_new
-
     def _ok_message(self, runs_info: dict) -> str:
         return ok_words(runs_info[self.run_id], [*self.compare_notes, *(w for r in runs_info.values()
                                                                           for w in r.get("warnings", ()))])
-
-    def _series(self, run: str, metric: str, **kw: Any) -> Series:
-        self.own_requests += 1
-        return self.client.series(run, metric, project=self.project if run == self.run_id else None,
-                                  source=self.source, **kw)
-
-    def _extras(self, run: str, metric: str, held: _Held, non_finite_count: int, force: bool = False) -> None:
-        """Non-finite marks and wall-time samples from the local Portal's page data (TauGrid's v2 has neither)."""
-        if not self.extras_available or not (force or non_finite_count != held.non_finite_count):
-            return
-        held.non_finite_count = non_finite_count
-        try:
-            self.own_requests += 1
-            details = self.client.point_details(run, metric, project=self.project if run == self.run_id else None,
-                                                source=self.source)
-        except PortalError as err:
-            if err.retryable or (isinstance(err, NotFoundError) and err.message != ROUTE_NOT_FOUND):
-                raise  # the Portal is away, or the run is: the pane says so and retries
-            # A Portal without page data (TauGrid's answers 404 for the route, its boundary 403): counts only.
-            self.extras_available = False
-            return
-        marks = details.non_finite
-        held.marks = _chunk([m.step for m in marks], [m.value for m in marks])
-        held.walls = _chunk(details.wall_time_steps, [float(w) for w in details.wall_times]) \
-            if details.wall_time_steps else None
-        self._resend_extras(run, metric, held)
-
-    def _resend_extras(self, run: str, metric: str, held: _Held) -> None:
-        if held.marks is not None:
-            self._send("nonfinite", run, metric, *held.marks)
-        if held.walls is not None:
-            self._send("walltime", run, metric, *held.walls)
-
-    def _zoom(self, zoom: dict, shown: set[str], width: int) -> None:
-        metric = zoom.get("metric")
-        try:
-            start, end = int(zoom["start_step"]), int(zoom["end_step"])
-        except (KeyError, TypeError, ValueError):
-            return
-        if metric not in shown or end < start:
-            return
-        # On a metric axis the x metric is read for the same window too: the join is at full detail there.
-        zoomed = [metric] if self.x_metric in (None, metric) else [metric, self.x_metric]
-        for run in self.runs:
-            for name in zoomed:
-                held = self.held.get((run, name))
-                if held is None:
-                    continue
-                series = self._series(run, name, start_step=start, end_step=end, max_points=_max_points(width))
-                steps, values = _chunk(series.steps, series.values)
-                held.splice(start, end, steps, values)
-                self._send("range", run, name, steps, values, start_step=start, end_step=end)
 
 
 class _PaneGone(Exception):
