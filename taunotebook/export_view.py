@@ -42,8 +42,22 @@ BUILD_HINT = "npm ci --prefix js && npm run build --prefix js   (or: pip install
 UNKEYED = frozenset({"max_points", "project", "source", "token"})  # as export_html.js's
 MAX_POINTS_CAP = 12000  # TauGrid's series limit
 MEDIA_KINDS = ("histograms", "images", "text")  # the page's order of sections (shared/media/sections.js)
-MAX_EXPORT_IMAGES_PER_TAG = 16  # images of one tag of one run at its step
-DEFAULT_MAX_IMAGE_BYTES = 4 * 1024 * 1024  # the images' bytes in one export, all runs and tags together
+BUDGET_FILE = Path(__file__).resolve().parent / "export_budget.json"  # the page's Export HTML imports it too
+
+
+def _image_budget(path: Path) -> tuple[int, int]:
+    """(images of one tag of one run at its step, the images' bytes in one export, all runs and tags together)."""
+    try:
+        budget = json.loads(path.read_text(encoding="utf-8"))
+        per_tag, total = budget["max_images_per_tag"], budget["max_image_bytes"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise RuntimeError(f"{path}: the export's image budget cannot be read: {err}") from err
+    if not (type(per_tag) is int and type(total) is int and per_tag > 0 and total > 0):
+        raise RuntimeError(f"{path}: max_images_per_tag and max_image_bytes must be positive integers")
+    return per_tag, total
+
+
+MAX_EXPORT_IMAGES_PER_TAG, DEFAULT_MAX_IMAGE_BYTES = _image_budget(BUDGET_FILE)
 DEFAULT_MAX_MEDIA = 24  # media cards (tags) in one export
 _IMAGE_MAGIC = {b"\x89PNG": "image/png", b"\xff\xd8\xff": "image/jpeg", b"GIF8": "image/gif"}
 TEMPLATE = "export_template.html"

@@ -3,6 +3,8 @@
 // with no network. The run page's "Export HTML" button builds it from what it has drawn; `taunotebook
 // export-view` builds the same file in Python (taunotebook/export_view.py), keyed the same way (readKey).
 
+import exportBudget from "../../taunotebook/export_budget.json" with { type: "json" };
+
 // Query parameters that do not change which data a read returns to the page (how much it is reduced is what the
 // page asked for when it was drawn; the project and source are the page's).
 const UNKEYED = new Set(["max_points", "project", "source", "token"]);
@@ -21,9 +23,12 @@ export function scriptText(text) {
   return String(text).replace(/<(\/script|!--)/gi, "\\x3C$1");
 }
 
-/** The images an export carries at most: per tag and run at its step, and their bytes in all (both exports). */
-export const MAX_EXPORT_IMAGES_PER_TAG = 16;
-export const MAX_EXPORT_IMAGE_BYTES = 4 * 1024 * 1024;
+/**
+ * The images an export carries at most: per tag and run at its step, and their bytes in all (both exports: the
+ * numbers live in taunotebook/export_budget.json, which `taunotebook export-view` reads too).
+ */
+export const MAX_EXPORT_IMAGES_PER_TAG = exportBudget.max_images_per_tag;
+export const MAX_EXPORT_IMAGE_BYTES = exportBudget.max_image_bytes;
 
 const STEP_PARAMS = new Set(["step", "step_min", "step_max", "max_steps"]);
 

@@ -1,7 +1,15 @@
 // A view's static HTML export: reads keyed independently of how much they were reduced, and hostile text inert.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { exportHtml, nearestCarried, readKey, scriptText } from "../shared/export_html.js";
+import { MAX_EXPORT_IMAGE_BYTES, MAX_EXPORT_IMAGES_PER_TAG, exportHtml, nearestCarried, readKey, scriptText } from "../shared/export_html.js";
+
+test("the export's image budget is taunotebook/export_budget.json's, the file export-view reads", () => {
+  const budget = JSON.parse(readFileSync(new URL("../../taunotebook/export_budget.json", import.meta.url), "utf8"));
+  assert.equal(MAX_EXPORT_IMAGES_PER_TAG, budget.max_images_per_tag);
+  assert.equal(MAX_EXPORT_IMAGE_BYTES, budget.max_image_bytes);
+  assert.ok(Number.isInteger(MAX_EXPORT_IMAGES_PER_TAG) && MAX_EXPORT_IMAGE_BYTES > 0);
+});
 
 test("a read's key ignores what only says how it was reduced or where it came from, and sorts the rest", () => {
   const a = readKey("api/v2/stellar/runs/r%2Fx/series", new URLSearchParams("target=r%2Fx&metric=m&max_points=3200&project=p"));
