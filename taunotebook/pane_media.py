@@ -79,6 +79,10 @@ class PaneMedia:
         """The primary run's tags."""
         return self.runs[self.run_id].tags
 
+    def compared_tags(self) -> dict[str, dict[tuple[str, str], MediaTag]]:
+        """Each compared run's tags, in the pane's order (those whose tags were read)."""
+        return {run: rt.tags for run, rt in self.runs.items() if run != self.run_id and rt.answered}
+
     # -- the kernel's thread
 
     def set_visible(self, keys: Iterable[object]) -> None:

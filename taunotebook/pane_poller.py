@@ -287,7 +287,8 @@ class Poller:
 
     def _fallback(self, final: bool) -> None:
         """Redraw the static picture when it is due (:class:`~taunotebook.pane_static.StaticPicture`)."""
-        media = media_key(self.media.tags, self._media_step()) if self.media.available else ()
+        media = media_key(self.media.tags, self._media_step(), self.media.compared_tags()) \
+            if self.media.available else ()
         if not self.static.refresh(lambda: self.out.fallback(self.snapshot()), self._primary_state(), self.shown,
                                    self.held, time.monotonic(), final, media):
             raise _PaneGone
@@ -297,12 +298,14 @@ class Poller:
             return self.media.step
 
     def _static_media(self) -> MediaPicture | None:
-        """The run's media at the step cursor for the saved picture (read again only when they changed)."""
+        """The runs' media at the step cursor for the saved picture (read again only when they changed)."""
         unavailable = (self.media.tags_sent or {}).get("unavailable")
-        if not self.media.available or not (self.media.tags or unavailable):
+        compared = self.media.compared_tags()
+        if not self.media.available or not (self.media.tags or unavailable or any(compared.values())):
             return None
         try:
-            return self.static_media.current(self.media.tags, self._media_step(), self.project, unavailable)
+            return self.static_media.current(self.media.tags, self._media_step(), self.project, unavailable,
+                                             compared=compared)
         except Exception as err:  # the picture's media are extra: the curves are drawn whatever happens here
             return MediaPicture(errors=(f"{type(err).__name__}: {err}",))
 

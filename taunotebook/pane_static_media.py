@@ -1,6 +1,7 @@
-"""The media in the loss pane's static picture: the primary run's histograms, images and text at the step cursor
-(else each tag's latest step), read for the saved notebook within a stated budget and written as HTML that needs no
-kernel and no network (histograms drawn in the kernel as PNGs, images as ``data:`` URIs, text as text)."""
+"""The media in the loss pane's static picture: the histograms, images and text of the primary run and of the runs it
+compares (at most :data:`MAX_RUNS`) at the step cursor (else each tag's latest step), read for the saved notebook
+within a stated budget and written as HTML that needs no kernel and no network (histograms drawn in the kernel as
+PNGs, images as ``data:`` URIs, text as text)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,17 @@ from dataclasses import dataclass
 
 from taunotebook.client import PortalClient, PortalError
 from taunotebook.client.media_models import Histograms, MediaTag
-from taunotebook.pane_picture import RUN_COLORS, format_value
+from taunotebook.pane_picture import RUN_COLORS, assign_run_colors, format_value
 from taunotebook.raster import Canvas, hex_rgb, text_width
 
 __all__ = ["BUDGET_WORDS", "HISTOGRAM_STEPS", "MAX_HISTOGRAM_TAGS", "MAX_IMAGE_BYTES", "MAX_IMAGE_TAGS",
-           "MAX_IMAGES_PER_TAG", "MAX_TEXT_CHARS", "MAX_TEXT_STRINGS", "MAX_TEXT_TAGS", "MediaPicture",
+           "MAX_IMAGES_PER_TAG", "MAX_RUNS", "MAX_TEXT_CHARS", "MAX_TEXT_STRINGS", "MAX_TEXT_TAGS", "MediaPicture",
            "StaticHistogram", "StaticImage", "StaticImages", "StaticMedia", "StaticText", "histogram_png", "media_html",
            "media_key", "media_words"]
 
-# The budget of what one pane's saved picture carries (its notebook grows by at most about this much).
+# The budget of what one pane's saved picture carries (its notebook grows by at most about this much), shared by the
+# runs it shows: a tag counts once whatever the runs holding it, the images' bytes are for all runs together.
+MAX_RUNS = 4  # runs whose media are kept: the primary and the first compared ones
 MAX_HISTOGRAM_TAGS = 4  # histogram tags drawn (bands over steps and the histogram at the step)
 HISTOGRAM_STEPS = 100  # steps of a tag's bands (the Portal reduces to these, never dropping the cursor's)
 MAX_IMAGE_TAGS = 4
@@ -29,7 +32,8 @@ MAX_IMAGE_BYTES = 256 * 1024  # all images' bytes together (thumbnails, ≤ 160 
 MAX_TEXT_TAGS = 4
 MAX_TEXT_STRINGS = 8  # strings of one tag at its step
 MAX_TEXT_CHARS = 2000  # characters of one string
-BUDGET_WORDS = (f"the saved picture keeps at most {MAX_HISTOGRAM_TAGS} histogram, {MAX_IMAGE_TAGS} image and "
+BUDGET_WORDS = (f"the saved picture keeps the media of at most {MAX_RUNS} runs, {MAX_HISTOGRAM_TAGS} histogram, "
+                f"{MAX_IMAGE_TAGS} image and "
                 f"{MAX_TEXT_TAGS} text tags, {MAX_IMAGES_PER_TAG} images a tag and {MAX_IMAGE_BYTES // 1024} kB of "
                 f"images, {MAX_TEXT_STRINGS} strings a tag")
 
@@ -49,6 +53,7 @@ class StaticHistogram:
     summary: tuple[tuple[float, ...], ...]
     step: int | None
     buckets: tuple[tuple[float, float, float], ...] | None
+    run: str = ""
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,7 @@ class StaticImages:
     step: int
     images: tuple[StaticImage, ...]
     total: int  # images the tag holds at the step
+    run: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,12 +84,13 @@ class StaticText:
     step: int
     text: tuple[str, ...]
     total: int  # strings the tag holds at the step
+    run: str = ""
 
 
 @dataclass(frozen=True)
 class MediaPicture:
-    """What the saved picture shows of the run's media, at the cursor ``step`` (None: each tag's latest), and in
-    words what it leaves out (``left_out``) or could not read (``errors``)."""
+    """What the saved picture shows of the runs' media (``runs``: the primary first), at the cursor ``step`` (None:
+    each tag's latest), and in words what it leaves out (``left_out``) or could not read (``errors``)."""
 
     step: int | None = None
     histograms: tuple[StaticHistogram, ...] = ()
@@ -92,15 +99,22 @@ class MediaPicture:
     left_out: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     unavailable: str | None = None
+    runs: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
         return not (self.histograms or self.images or self.text or self.left_out or self.errors or self.unavailable)
 
 
-def media_key(tags: Mapping[tuple[str, str], MediaTag], step: int | None) -> tuple:
-    """What the picture's media depend on: the tags (counts and last steps) and the cursor."""
-    return (step, tuple(sorted((k, t.count, t.step_max) for k, t in tags.items())))
+def media_key(tags: Mapping[tuple[str, str], MediaTag], step: int | None,
+              compared: Mapping[str, Mapping[tuple[str, str], MediaTag]] | None = None) -> tuple:
+    """What the picture's media depend on: the tags of the primary run and of each compared run (counts and last
+    steps), and the cursor."""
+    def listing(t: Mapping[tuple[str, str], MediaTag]) -> tuple:
+        return tuple(sorted((k, i.count, i.step_max) for k, i in t.items()))
+
+    key = (step, listing(tags))
+    return (*key, tuple((run, listing(t)) for run, t in compared.items())) if compared else key
 
 
 def _size(n: int) -> str:
@@ -111,9 +125,13 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
+def _names(items: Sequence[str]) -> str:
+    return ", ".join(items[:3]) + (", …" if len(items) > 3 else "")
+
+
 class StaticMedia:
     """Reads the media for the static picture on the poller's thread, again only when :func:`media_key` changed;
-    an image's bytes are read once per digest."""
+    an image's bytes are read once per run and digest."""
 
     def __init__(self, client: PortalClient, source: str | None, run_id: str) -> None:
         self.client = client
@@ -121,59 +139,77 @@ class StaticMedia:
         self.run_id = run_id
         self.key: tuple | None = None
         self.picture = MediaPicture()
-        self.image_bytes: dict[str, bytes | None] = {}
+        self.image_bytes: dict[tuple[str, str], bytes | None] = {}
         self.requests = 0
 
     def current(self, tags: Mapping[tuple[str, str], MediaTag], step: int | None, project: str | None,
-                unavailable: str | None = None) -> MediaPicture:
-        key = (media_key(tags, step), unavailable)
+                unavailable: str | None = None, *,
+                compared: Mapping[str, Mapping[tuple[str, str], MediaTag]] | None = None) -> MediaPicture:
+        key = (media_key(tags, step, compared), unavailable)
         if key != self.key:
-            self.picture = self.read(tags, step, project, unavailable)
+            self.picture = self.read(tags, step, project, unavailable, compared=compared)
             self.key = key
         return self.picture
 
     def read(self, tags: Mapping[tuple[str, str], MediaTag], step: int | None, project: str | None,
-             unavailable: str | None = None) -> MediaPicture:
-        by_kind = {kind: [t for (k, _), t in tags.items() if k == kind] for kind in _KINDS}
-        limits = {"histograms": MAX_HISTOGRAM_TAGS, "images": MAX_IMAGE_TAGS, "text": MAX_TEXT_TAGS}
+             unavailable: str | None = None, *,
+             compared: Mapping[str, Mapping[tuple[str, str], MediaTag]] | None = None) -> MediaPicture:
+        """The picture's media: ``tags`` are the primary run's, ``compared`` each compared run's (in the pane's order);
+        a tag is read for every shown run that holds it, the images' bytes within one budget for all of them."""
+        by_run = {self.run_id: tags, **{r: t for r, t in (compared or {}).items() if r != self.run_id}}
+        runs = list(by_run)[:MAX_RUNS]
         left_out: list[str] = []
         errors: list[str] = []
+        if len(by_run) > MAX_RUNS:
+            rest = list(by_run)[MAX_RUNS:]
+            left_out.append(f"the media of {_plural(len(rest), 'compared run')} ({_names(rest)})")
+        union: dict[tuple[str, str], None] = {}
+        for run in runs:
+            for key in by_run[run]:
+                union.setdefault(key)
+        by_kind = {kind: [tag for (k, tag) in union if k == kind] for kind in _KINDS}
+        limits = {"histograms": MAX_HISTOGRAM_TAGS, "images": MAX_IMAGE_TAGS, "text": MAX_TEXT_TAGS}
         for kind in _KINDS:
             extra = by_kind[kind][limits[kind]:]
             if extra:
-                names = ", ".join(t.tag for t in extra[:3]) + (", …" if len(extra) > 3 else "")
-                left_out.append(f"{_plural(len(extra), _UNITS[kind])} ({names})")
+                left_out.append(f"{_plural(len(extra), _UNITS[kind])} ({_names(extra)})")
         histograms, images, texts = [], [], []
         budget = [MAX_IMAGE_BYTES]
         for kind in _KINDS:
-            for info in by_kind[kind][:limits[kind]]:
-                at = step if step is not None else info.step_max
-                try:
-                    if kind == "histograms":
-                        histograms.append(self._histogram(info.tag, step, at, project))
-                    elif kind == "images":
-                        images.append(self._images(info.tag, at, project, budget, left_out))
-                    else:
-                        texts.append(self._text(info.tag, at, project, left_out))
-                except PortalError as err:
-                    errors.append(f"{kind} {info.tag}: {err.message}")
+            for tag in by_kind[kind][:limits[kind]]:
+                for run in runs:
+                    info = by_run[run].get((kind, tag))
+                    if info is None:
+                        continue
+                    at = step if step is not None else info.step_max
+                    of = "" if run == self.run_id else f" of run {run}"
+                    common = {"project": project if run == self.run_id else None, "source": self.source}
+                    try:
+                        if kind == "histograms":
+                            histograms.append(self._histogram(run, tag, step, at, common))
+                        elif kind == "images":
+                            images.append(self._images(run, tag, at, common, budget, left_out, of))
+                        else:
+                            texts.append(self._text(run, tag, at, common, left_out, of))
+                    except PortalError as err:
+                        errors.append(f"{kind} {tag}{of}: {err.message}")
         return MediaPicture(step=step, histograms=tuple(histograms), images=tuple(images), text=tuple(texts),
-                            left_out=tuple(left_out), errors=tuple(errors), unavailable=unavailable)
+                            left_out=tuple(left_out), errors=tuple(errors), unavailable=unavailable,
+                            runs=tuple(runs))
 
-    def _histogram(self, tag: str, cursor: int | None, at: int, project: str | None) -> StaticHistogram:
-        common = {"project": project, "source": self.source}
+    def _histogram(self, run: str, tag: str, cursor: int | None, at: int, common: dict) -> StaticHistogram:
         self.requests += 1
-        bands = self.client.histograms(self.run_id, tag, max_steps=HISTOGRAM_STEPS,
+        bands = self.client.histograms(run, tag, max_steps=HISTOGRAM_STEPS,
                                        keep=() if cursor is None else (cursor,), buckets=False, **common)
-        step, buckets = self._near(tag, bands, at, common)
+        step, buckets = self._near(run, tag, bands, at, common)
         return StaticHistogram(tag=tag, steps=tuple(bands.steps), basis_points=tuple(bands.basis_points),
-                               summary=tuple(tuple(r) for r in bands.summary), step=step, buckets=buckets)
+                               summary=tuple(tuple(r) for r in bands.summary), step=step, buckets=buckets, run=run)
 
-    def _near(self, tag: str, bands: Histograms, at: int, common: dict) -> tuple[int | None, tuple | None]:
+    def _near(self, run: str, tag: str, bands: Histograms, at: int, common: dict) -> tuple[int | None, tuple | None]:
         """The histogram at the stored step nearest ``at`` (the earlier on a tie), as the cards find it."""
         self.requests += 2
-        after = self.client.histograms(self.run_id, tag, step_min=at, max_steps=1, **common)
-        before = self.client.histograms(self.run_id, tag, step_max=at, max_steps=2, **common)
+        after = self.client.histograms(run, tag, step_min=at, max_steps=1, **common)
+        before = self.client.histograms(run, tag, step_max=at, max_steps=2, **common)
         found = []
         if after.steps:
             found.append((after.steps[0], (after.buckets or ((),))[0]))
@@ -184,13 +220,14 @@ class StaticMedia:
         found.sort(key=lambda f: (abs(f[0] - at), f[0]))
         return found[0][0], tuple(tuple(b) for b in found[0][1])
 
-    def _images(self, tag: str, at: int, project: str | None, budget: list[int], left_out: list[str]) -> StaticImages:
+    def _images(self, run: str, tag: str, at: int, common: dict, budget: list[int], left_out: list[str],
+                of: str) -> StaticImages:
         self.requests += 1
-        near = self.client.images_near(self.run_id, tag, at, project=project, source=self.source)
+        near = self.client.images_near(run, tag, at, **common)
         kept: list[StaticImage] = []
         over = 0
         for ref in near.images[:MAX_IMAGES_PER_TAG]:
-            data = self._bytes(ref.digest, project)
+            data = self._bytes(run, ref.digest, common)
             content_type = next((t for magic, t in _IMAGE_TYPES.items() if data and data.startswith(magic)), None)
             if data is None or content_type is None or len(data) > budget[0]:
                 over += 1
@@ -203,35 +240,36 @@ class StaticMedia:
             why = f"{over:,} over the budget of {_size(MAX_IMAGE_BYTES)} or unreadable" if over else ""
             more = len(near.images) - min(len(near.images), MAX_IMAGES_PER_TAG)
             parts = [p for p in (f"{more:,} past {MAX_IMAGES_PER_TAG} a tag" if more else "", why) if p]
-            left_out.append(f"{_plural(rest, 'image')} of {tag} at step {near.step:,} ({'; '.join(parts)})")
-        return StaticImages(tag=tag, step=near.step, images=tuple(kept), total=len(near.images))
+            left_out.append(f"{_plural(rest, 'image')} of {tag}{of} at step {near.step:,} ({'; '.join(parts)})")
+        return StaticImages(tag=tag, step=near.step, images=tuple(kept), total=len(near.images), run=run)
 
-    def _bytes(self, digest: str, project: str | None) -> bytes | None:
-        if digest not in self.image_bytes:
+    def _bytes(self, run: str, digest: str, common: dict) -> bytes | None:
+        if (run, digest) not in self.image_bytes:
             self.requests += 1
             try:
-                self.image_bytes[digest] = self.client.image_bytes(self.run_id, digest, thumbnail=True,
-                                                                   project=project, source=self.source)
+                self.image_bytes[(run, digest)] = self.client.image_bytes(run, digest, thumbnail=True, **common)
             except PortalError:
-                self.image_bytes[digest] = None
-        return self.image_bytes[digest]
+                self.image_bytes[(run, digest)] = None
+        return self.image_bytes[(run, digest)]
 
-    def _text(self, tag: str, at: int, project: str | None, left_out: list[str]) -> StaticText:
+    def _text(self, run: str, tag: str, at: int, common: dict, left_out: list[str], of: str) -> StaticText:
         self.requests += 1
-        t = self.client.text_at(self.run_id, tag, at, project=project, source=self.source)
+        t = self.client.text_at(run, tag, at, **common)
         strings = tuple(s if len(s) <= MAX_TEXT_CHARS else s[:MAX_TEXT_CHARS] + "…" for s in t.text[:MAX_TEXT_STRINGS])
         if len(t.text) > MAX_TEXT_STRINGS:
-            left_out.append(f"{_plural(len(t.text) - MAX_TEXT_STRINGS, 'string')} of {tag} at step {t.step:,}")
-        return StaticText(tag=tag, step=t.step, text=strings, total=len(t.text))
+            left_out.append(f"{_plural(len(t.text) - MAX_TEXT_STRINGS, 'string')} of {tag}{of} at step {t.step:,}")
+        return StaticText(tag=tag, step=t.step, text=strings, total=len(t.text), run=run)
 
 
 def media_words(picture: MediaPicture | None) -> str:
     """The media in the line of text: "3 media tags at the latest steps" (empty without media)."""
     if picture is None or picture.empty:
         return ""
-    shown = len(picture.histograms) + len(picture.images) + len(picture.text)
+    shown = len({(g.tag, kind) for kind, groups in (("h", picture.histograms), ("i", picture.images),
+                                                     ("t", picture.text)) for g in groups})
+    runs = f" of {len(picture.runs)} runs" if len(picture.runs) > 1 else ""
     where = f"at step {picture.step:,}" if picture.step is not None else "at their latest steps"
-    return f"{_plural(shown, 'media tag')} {where}" + (", more left out" if picture.left_out else "")
+    return f"{_plural(shown, 'media tag')}{runs} {where}" + (", more left out" if picture.left_out else "")
 
 
 # -- the histogram drawn in the kernel
@@ -382,17 +420,29 @@ def media_html(picture: MediaPicture | None, stellar_href: str = "") -> str:
         return ""
     esc = html.escape
     where = f"at step {picture.step:,} (the step cursor)" if picture.step is not None else "at each tag's latest step"
+    several = len(picture.runs) > 1
+    slots = assign_run_colors(picture.runs)
+
+    def run_attrs(run: str) -> str:  # the run a block is of (named in words when the picture compares runs)
+        return f' data-run="{esc(run)}"' if run else ""
+
+    def run_words(run: str) -> str:
+        return f' · <span style="color:{RUN_COLORS[slots.get(run, 0)]}">run {esc(run)}</span>' if several else ""
+
     parts = ['<div class="tau-pane-static-media" data-tau-pane-static-media="1" '
              'style="font-family:sans-serif;font-size:12px;margin-top:4px">',
              f'<div class="tau-pane-static-media-head" style="font-weight:bold">media {esc(where)}</div>']
     if picture.unavailable:
         parts.append(f'<p class="tau-pane-static-unavailable">{esc(picture.unavailable)}</p>')
     for hist in picture.histograms:
-        png = base64.b64encode(histogram_png(hist, picture.step)).decode("ascii")
+        color = RUN_COLORS[slots[hist.run]] if several and hist.run in slots else _COLOR
+        png = base64.b64encode(histogram_png(hist, picture.step, color)).decode("ascii")
         alt = f"{hist.tag}: distribution bands over {len(hist.steps):,} steps and the histogram at step {hist.step}"
-        parts.append(f'<figure data-kind="histograms" data-tag="{esc(hist.tag)}" data-step="{hist.step}" '
-                     f'style="margin:4px 0"><img alt="{esc(alt)}" src="data:image/png;base64,{png}" '
-                     'style="max-width:100%"></figure>')
+        alt += f" (run {hist.run})" if several else ""
+        caption = f'<figcaption>{run_words(hist.run).removeprefix(" · ")}</figcaption>' if several else ""
+        parts.append(f'<figure data-kind="histograms" data-tag="{esc(hist.tag)}" data-step="{hist.step}"'
+                     f'{run_attrs(hist.run)} style="margin:4px 0">{caption}<img alt="{esc(alt)}" '
+                     f'src="data:image/png;base64,{png}" style="max-width:100%"></figure>')
     for group in picture.images:
         figures = []
         for image in group.images:
@@ -403,13 +453,14 @@ def media_html(picture: MediaPicture | None, stellar_href: str = "") -> str:
                            f'data-digest="{esc(image.digest)}" title="{esc(size)}" '
                            'style="max-width:160px;max-height:160px;image-rendering:pixelated;min-width:48px">'
                            + (f'<figcaption>{esc(caption)}</figcaption>' if caption else "") + '</figure>')
-        parts.append(f'<div data-kind="images" data-tag="{esc(group.tag)}" data-step="{group.step}" '
-                     f'style="margin:4px 0"><div><b>{esc(group.tag)}</b> · step {group.step:,} · '
-                     f'{_plural(group.total, "image")}</div>{"".join(figures)}</div>')
+        parts.append(f'<div data-kind="images" data-tag="{esc(group.tag)}" data-step="{group.step}"'
+                     f'{run_attrs(group.run)} style="margin:4px 0"><div><b>{esc(group.tag)}</b>{run_words(group.run)}'
+                     f' · step {group.step:,} · {_plural(group.total, "image")}</div>{"".join(figures)}</div>')
     for text in picture.text:
         rows = "".join(f"<pre style=\"margin:2px 0;white-space:pre-wrap\">{esc(s)}</pre>" for s in text.text)
-        parts.append(f'<div data-kind="text" data-tag="{esc(text.tag)}" data-step="{text.step}" style="margin:4px 0">'
-                     f'<div><b>{esc(text.tag)}</b> · step {text.step:,}</div>{rows}</div>')
+        parts.append(f'<div data-kind="text" data-tag="{esc(text.tag)}" data-step="{text.step}"{run_attrs(text.run)} '
+                     f'style="margin:4px 0"><div><b>{esc(text.tag)}</b>{run_words(text.run)} · step {text.step:,}</div>'
+                     f'{rows}</div>')
     for error in picture.errors:
         parts.append(f'<p class="tau-pane-static-media-error">could not be read: {esc(error)}</p>')
     if picture.left_out:

@@ -20,7 +20,7 @@ from tensorboard.compat.proto import event_pb2
 
 from fixtures.pane import make_pane, wait_until
 from fixtures.portal import TOKEN, serve
-from fixtures.tb_writers import pictures, tf_image_value, write_events
+from fixtures.tb_writers import pictures, tf_image_value, write_events, write_tensorboardx_media
 from taunotebook import pane_static_media
 from taunotebook.client import PortalClient
 from taunotebook.client.media_models import MediaTag
@@ -155,3 +155,71 @@ def test_a_histogram_without_values_is_drawn_in_words():
     image = Image.open(io.BytesIO(histogram_png(hist, None)))
     assert image.size == (600, 150)
     assert hashlib.sha256(np.asarray(image).tobytes()).hexdigest()  # it decodes
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory) -> Iterator[tuple[PortalClient, str, str]]:
+    """A store of two runs written by tensorboardX (the primary at steps 0, 10, 20; the compared one at 0 and 5)."""
+    root = tmp_path_factory.mktemp("two-media-runs")
+    write_tensorboardx_media(root / "logs" / "a", [0, 10, 20])
+    write_tensorboardx_media(root / "logs" / "b", [0, 5])
+    run_ids = import_paths([str(root / "logs")], root / "store", project="proj", clustering="off").run_ids
+    with serve(root / "store") as server, PortalClient(f"http://127.0.0.1:{server.port}", TOKEN, retries=0) as c:
+        steps = {r: max(t.step_max for t in c.media_tags(r).tags) for r in run_ids}
+        primary, compared = sorted(run_ids, key=lambda r: -steps[r])
+        assert (steps[primary], steps[compared]) == (20, 5)
+        yield c, primary, compared
+
+
+def _tags(client: PortalClient, run_id: str) -> dict:
+    return {(t.kind, t.tag): t for t in client.media_tags(run_id).tags}
+
+
+def test_a_comparing_picture_keeps_each_compared_run_s_media_beside_the_primary_s(two_runs):
+    client, a, b = two_runs
+    picture = StaticMedia(client, None, a).read(_tags(client, a), None, None, compared={b: _tags(client, b)})
+    assert picture.runs == (a, b)
+    for groups in (picture.histograms, picture.images, picture.text):
+        by_tag: dict[str, list[str]] = {}
+        for g in groups:
+            by_tag.setdefault(g.tag, []).append(g.run)
+        assert by_tag and all(runs == [a, b] for runs in by_tag.values()), by_tag  # each tag: both runs, in order
+    assert {g.step for g in picture.images if g.run == b} == {5} and {g.step for g in picture.images if g.run == a} == {20}
+    page = media_html(picture)
+    assert f'data-tag="sample" data-step="5" data-run="{b}"' in page and f"run {html.escape(b)}" in page
+    assert f'<figure data-kind="histograms" data-tag="weights" data-step="5" data-run="{b}"' in page
+    assert pane_static_media.media_words(picture).endswith("media tags of 2 runs at their latest steps")
+
+
+def test_the_image_budget_is_shared_by_the_runs_and_what_it_left_out_names_the_run(two_runs, monkeypatch):
+    client, a, b = two_runs
+    primary = StaticMedia(client, None, a).read(_tags(client, a), None, None)
+    room = sum(len(i.data) for g in primary.images for i in g.images)
+    monkeypatch.setattr(pane_static_media, "MAX_IMAGE_BYTES", room)  # the primary's images fill it
+    picture = StaticMedia(client, None, a).read(_tags(client, a), None, None, compared={b: _tags(client, b)})
+    assert sum(len(i.data) for g in picture.images for i in g.images) <= room
+    assert all(g.images for g in picture.images if g.run == a) and not any(g.images for g in picture.images if g.run == b)
+    assert any(w.startswith("1 image of sample of run ") and b in w and "over the budget" in w
+               for w in picture.left_out), picture.left_out
+    assert "Left out of the saved picture" in media_html(picture)
+
+
+def test_runs_past_the_limit_are_left_out_in_words(two_runs, monkeypatch):
+    client, a, b = two_runs
+    monkeypatch.setattr(pane_static_media, "MAX_RUNS", 1)
+    picture = StaticMedia(client, None, a).read(_tags(client, a), None, None, compared={b: _tags(client, b)})
+    assert picture.runs == (a,) and {g.run for g in picture.images} == {a}
+    assert picture.left_out[0] == f"the media of 1 compared run ({b})"
+
+
+def test_a_comparing_pane_s_saved_picture_keeps_the_compared_run_s_media(two_runs):
+    client, a, b = two_runs
+    pane, _rec = make_pane(a, client, compare=[b])
+    try:
+        wait_until(lambda: not pane.polling and pane._snapshot.media is not None
+                   and pane._snapshot.media.runs == (a, b), "the final picture with both runs' media")
+        page = pane.static_bundle()["text/html"]
+        assert f'data-tag="sample" data-step="20" data-run="{a}"' in page
+        assert f'data-tag="sample" data-step="5" data-run="{b}"' in page
+    finally:
+        pane.close()
