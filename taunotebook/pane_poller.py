@@ -287,11 +287,19 @@ class Poller:
 
     def _fallback(self, final: bool) -> None:
         """Redraw the static picture when it is due (:class:`~taunotebook.pane_static.StaticPicture`)."""
-        media = media_key(self.media.tags, self._media_step(), self.media.compared_tags()) \
-            if self.media.available else ()
+        now = time.monotonic()
+        media = self.static_media.settled_key(self._media_key(), now, self._live()) if self.media.available else ()
         if not self.static.refresh(lambda: self.out.fallback(self.snapshot()), self._primary_state(), self.shown,
-                                   self.held, time.monotonic(), final, media):
+                                   self.held, now, final, media):
             raise _PaneGone
+
+    def _live(self) -> bool:
+        """Whether a drawn run has not ended (its media may still grow)."""
+        return not all((v.state if (v := self.views.get(r)) else "") in TERMINAL_STATES for r in self.runs)
+
+    def _media_key(self) -> tuple:
+        unavailable = (self.media.tags_sent or {}).get("unavailable")
+        return media_key(self.media.tags, self._media_step(), self.media.compared_tags()), unavailable
 
     def _media_step(self) -> int | None:
         with self.media.lock:
@@ -305,7 +313,7 @@ class Poller:
             return None
         try:
             return self.static_media.current(self.media.tags, self._media_step(), self.project, unavailable,
-                                             compared=compared)
+                                             compared=compared, live=self._live())
         except Exception as err:  # the picture's media are extra: the curves are drawn whatever happens here
             return MediaPicture(errors=(f"{type(err).__name__}: {err}",))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -18,8 +19,8 @@ from taunotebook.raster import Canvas, hex_rgb, text_width
 
 __all__ = ["BUDGET_WORDS", "HISTOGRAM_STEPS", "MAX_HISTOGRAM_TAGS", "MAX_IMAGE_BYTES", "MAX_IMAGE_TAGS",
            "MAX_IMAGES_PER_TAG", "MAX_RUNS", "MAX_TEXT_CHARS", "MAX_TEXT_STRINGS", "MAX_TEXT_TAGS", "MediaPicture",
-           "StaticHistogram", "StaticImage", "StaticImages", "StaticMedia", "StaticText", "histogram_png", "media_html",
-           "media_key", "media_words"]
+           "REFRESH_SECONDS", "StaticHistogram", "StaticImage", "StaticImages", "StaticMedia", "StaticText",
+           "histogram_png", "media_html", "media_key", "media_words"]
 
 # The budget of what one pane's saved picture carries (its notebook grows by at most about this much), shared by the
 # runs it shows: a tag counts once whatever the runs holding it, the images' bytes are for all runs together.
@@ -32,6 +33,7 @@ MAX_IMAGE_BYTES = 256 * 1024  # all images' bytes together (thumbnails, ≤ 160 
 MAX_TEXT_TAGS = 4
 MAX_TEXT_STRINGS = 8  # strings of one tag at its step
 MAX_TEXT_CHARS = 2000  # characters of one string
+REFRESH_SECONDS = 30.0  # while a shown run lives, its tags' growth re-reads the media at most this often
 BUDGET_WORDS = (f"the saved picture keeps the media of at most {MAX_RUNS} runs, {MAX_HISTOGRAM_TAGS} histogram, "
                 f"{MAX_IMAGE_TAGS} image and "
                 f"{MAX_TEXT_TAGS} text tags, {MAX_IMAGES_PER_TAG} images a tag and {MAX_IMAGE_BYTES // 1024} kB of "
@@ -129,8 +131,20 @@ def _names(items: Sequence[str]) -> str:
     return ", ".join(items[:3]) + (", …" if len(items) > 3 else "")
 
 
+def _shape(key: tuple) -> tuple:
+    """A :meth:`StaticMedia.settled_key` key without the tags' counts and last steps: the cursor, which tags of which
+    runs, and the words on media that are not here."""
+    (step, primary, *compared), unavailable = key
+    def names(listing: tuple) -> tuple:
+        return tuple(k for k, _, _ in listing)
+
+    return step, names(primary), tuple((run, names(listing)) for run, listing in (compared[0] if compared else ())), \
+        unavailable
+
+
 class StaticMedia:
-    """Reads the media for the static picture on the poller's thread, again only when :func:`media_key` changed;
+    """Reads the media for the static picture on the poller's thread, again only when :func:`media_key` changed (a
+    run that only grew: at most every :data:`REFRESH_SECONDS` while a shown run lives, and once when they all ended);
     an image's bytes are read once per run and digest."""
 
     def __init__(self, client: PortalClient, source: str | None, run_id: str) -> None:
@@ -138,17 +152,30 @@ class StaticMedia:
         self.source = source
         self.run_id = run_id
         self.key: tuple | None = None
+        self.read_at: float | None = None
         self.picture = MediaPicture()
         self.image_bytes: dict[tuple[str, str], bytes | None] = {}
         self.requests = 0
 
+    def settled_key(self, key: tuple, now: float, live: bool) -> tuple:
+        """``(media_key(…), unavailable)`` as the picture goes by: while a shown run lives (``live``), tags that only
+        grew (counts and last steps; the same tags, cursor and words) within :data:`REFRESH_SECONDS` of the last read
+        keep the last read's key; a cursor moved, a tag new or gone, or no run live, at once."""
+        if (live and self.key is not None and self.read_at is not None and now - self.read_at < REFRESH_SECONDS
+                and key != self.key and _shape(key) == _shape(self.key)):
+            return self.key
+        return key
+
     def current(self, tags: Mapping[tuple[str, str], MediaTag], step: int | None, project: str | None,
                 unavailable: str | None = None, *,
-                compared: Mapping[str, Mapping[tuple[str, str], MediaTag]] | None = None) -> MediaPicture:
-        key = (media_key(tags, step, compared), unavailable)
+                compared: Mapping[str, Mapping[tuple[str, str], MediaTag]] | None = None,
+                now: float | None = None, live: bool = False) -> MediaPicture:
+        """The picture's media, read again when :meth:`settled_key` changed (``now``: monotonic seconds)."""
+        now = time.monotonic() if now is None else now
+        key = self.settled_key((media_key(tags, step, compared), unavailable), now, live)
         if key != self.key:
             self.picture = self.read(tags, step, project, unavailable, compared=compared)
-            self.key = key
+            self.key, self.read_at = key, now
         return self.picture
 
     def read(self, tags: Mapping[tuple[str, str], MediaTag], step: int | None, project: str | None,
