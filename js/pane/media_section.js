@@ -12,7 +12,7 @@
 import { h } from "../shared/dom.js";
 import { createHistogramCard } from "../shared/media/histogram_card.js";
 import { createImageCard } from "../shared/media/image_card.js";
-import { errorText } from "../shared/media/card.js";
+import { errorText, supersededError } from "../shared/media/card.js";
 import { KINDS, mediaCountText, mediaSections, tagRange } from "../shared/media/sections.js";
 import { createTextCard } from "../shared/media/text_card.js";
 import { createStepCursor } from "../shared/step_cursor.js";
@@ -49,7 +49,7 @@ export class MediaFeed {
     const key = feedKey(run, kind, tag);
     const last = this.held.get(key);
     if (last && match(last)) return last.error ? Promise.reject(new Error(last.error)) : Promise.resolve(last);
-    this.waiting.get(key)?.reject(new Error("superseded"));
+    this.waiting.get(key)?.reject(supersededError());
     return new Promise((resolve, reject) => this.waiting.set(key, { match, resolve, reject }));
   }
 

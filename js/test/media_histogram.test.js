@@ -6,6 +6,7 @@ import {
   bandPairs, binEdges, distributionTraces, finiteBuckets, heatmapTrace, num, overlayTraces, resample, withAlpha,
 } from "../shared/media/histogram_traces.js";
 import { createHistogramCard, histogramNear } from "../shared/media/histogram_card.js";
+import { MediaFeed } from "../pane/media_section.js";
 import { installFakeDocument } from "./fake_dom.js";
 
 installFakeDocument();
@@ -156,4 +157,55 @@ test("a run whose read fails shows the Portal's words in its panel; the other st
   assert.equal(card.panels.get("c").el.dataset.state, "missing");
   assert.match(card.panels.get("c").body.textContent, /no histograms tag "w" in this run/);
   assert.equal(card.overlay.dataset.traces, "1");
+});
+
+test("the heat map picked before a card's first answer: the superseded read shows no error and both views draw", async () => {
+  // The pane's feed answers one read per panel: the heat map's read replaces the bands' read still waiting.
+  const feed = new MediaFeed();
+  const Plotly = fakePlotly();
+  let reads = 0;
+  const card = createHistogramCard({
+    tag: "w", Plotly, runs: [{ key: "a", label: "a" }],
+    fetchSeries: (run) => { reads += 1; return feed.wait(run, "histograms", "w", () => true); },
+    readRange: async () => null,
+  });
+  const shown = card.show(10);
+  await Promise.resolve();
+  card.select.value = "heatmap";
+  const changed = Promise.all([...card.select.listeners.get("change")].map((fn) => fn()));
+  await Promise.resolve();
+  feed.receive({ type: "media", kind: "histograms", run: "a", tag: "w", requested_step: null, ...answer });
+  await Promise.all([shown, changed]);
+  const panel = card.panels.get("a");
+  assert.equal(panel.error.hidden, true, panel.error.textContent);
+  assert.notEqual(panel.el.dataset.state, "error");
+  assert.equal(panel.el.dataset.view, "heatmap");
+  assert.equal(Plotly.calls.filter((c) => c.el === panel.plot).at(-1).data[0].type, "heatmap");
+  assert.equal(panel.el.dataset.step, "10");
+  assert.equal(card.overlay.dataset.traces, "1");
+  // Back to the bands: drawn from the one answer, not read again, no error.
+  card.select.value = "bands";
+  for (const fn of card.select.listeners.get("change")) await fn();
+  assert.equal(panel.el.dataset.view, "bands");
+  assert.equal(panel.error.hidden, true);
+  assert.equal(reads, 2);
+});
+
+test("a read superseded by a read the card did not make leaves its panel waiting, without an error", async () => {
+  const feed = new MediaFeed();
+  const card = createHistogramCard({
+    tag: "w", Plotly: fakePlotly(), runs: [{ key: "a", label: "a" }],
+    fetchSeries: (run) => feed.wait(run, "histograms", "w", () => true), readRange: async () => null,
+  });
+  const shown = card.show(0);
+  await Promise.resolve();
+  feed.wait("a", "histograms", "w", () => true).catch(() => {}); // another card's read of the same panel
+  await shown;
+  const panel = card.panels.get("a");
+  assert.equal(panel.error.hidden, true);
+  assert.equal(panel.el.dataset.state, "loading");
+  // Shown again once the answer is held: read again, drawn.
+  feed.receive({ type: "media", kind: "histograms", run: "a", tag: "w", requested_step: null, ...answer });
+  await card.show(0);
+  assert.equal(panel.el.dataset.state, "ready");
 });

@@ -46,6 +46,20 @@ export function cardFrame(kind, tag, runs, controls = []) {
   return { el, head, panels, row };
 }
 
+/**
+ * The error a read rejects with when a newer read of the same panel replaced it (the pane's feed answers one read per
+ * panel): not the Portal's words, and never shown as an error (`isSuperseded`).
+ */
+export function supersededError() {
+  const err = new Error("superseded");
+  err.name = "SupersededError";
+  return err;
+}
+
+export function isSuperseded(err) {
+  return err?.name === "SupersededError";
+}
+
 /** Shows `err` in `panel` (clearing what it drew); `null` clears the error. */
 export function showPanelError(panel, err) {
   panel.error.hidden = err === null;

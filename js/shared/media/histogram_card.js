@@ -5,7 +5,7 @@
 // Plotly is passed in (with the `heatmap` trace registered for the heat map); the reads are passed in too.
 import { h } from "../dom.js";
 import { nearestStep } from "../step_cursor.js";
-import { cardFrame, cardState, errorText, showPanelError, stepLabel } from "./card.js";
+import { cardFrame, cardState, errorText, isSuperseded, showPanelError, stepLabel } from "./card.js";
 import { cursorShapes, cursorShapesY, distributionTraces, heatmapTrace, overlayTraces } from "./histogram_traces.js";
 
 export const VIEWS = { bands: "distribution bands", heatmap: "heat map" };
@@ -79,6 +79,7 @@ export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange,
   const series = new Map(); // run key → the bands' answer, without buckets (or { error })
   const heat = new Map(); // run key → the heat map's answer, with buckets (or { error })
   const at = new Map(); // run key → { step, buckets } at the cursor
+  const newest = new Map(); // run key → the panel's newest read ({ buckets, settled })
   let step = null;
   let drawnOverlay = false;
   frame.el.dataset.view = select.value;
@@ -94,7 +95,7 @@ export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange,
   function drawRun(panel) {
     const heatmap = select.value === "heatmap";
     const answer = (heatmap ? heat : series).get(panel.run.key);
-    if (!answer || typeof answer.then === "function") return; // not read yet
+    if (!answer || typeof answer.then === "function" || answer.superseded) return; // not read yet
     if (answer.error) {
       showPanelError(panel, answer.error);
       return;
@@ -137,13 +138,36 @@ export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange,
     drawnOverlay = true;
   }
 
+  // One read of a panel's series. A read that a newer read of the same panel superseded (the pane's feed answers
+  // one read per panel: the heat map picked before the bands' first answer) takes the newer read's answer (its
+  // buckets serve the bands too; read again when this one wants buckets the newer has not); one superseded by a read
+  // this card did not make answers { superseded }: never an error, read again on the next show.
+  function read(panel, withBuckets) {
+    const key = panel.run.key;
+    const entry = { buckets: withBuckets, settled: null };
+    newest.set(key, entry);
+    entry.settled = fetchSeries(key, { buckets: withBuckets }).catch(async (err) => {
+      if (!isSuperseded(err)) return { error: err };
+      const newer = newest.get(key);
+      if (!newer || newer === entry) return { superseded: true };
+      const answer = await newer.settled;
+      if (answer.error || answer.superseded || !withBuckets || newer.buckets) return answer;
+      return read(panel, withBuckets).settled;
+    });
+    return entry;
+  }
+
   async function load(panel, withBuckets = false) {
     const cache = withBuckets ? heat : series;
     if (!cache.has(panel.run.key)) {
       // The read in flight, then its answer: a second show waits for the same read.
-      const read = fetchSeries(panel.run.key, { buckets: withBuckets }).catch((err) => ({ error: err }));
-      cache.set(panel.run.key, read);
-      read.then((answer) => cache.set(panel.run.key, answer));
+      const pending = read(panel, withBuckets).settled;
+      cache.set(panel.run.key, pending);
+      pending.then((answer) => {
+        if (cache.get(panel.run.key) !== pending) return;
+        if (answer.superseded) cache.delete(panel.run.key);
+        else cache.set(panel.run.key, answer);
+      });
     }
     return cache.get(panel.run.key);
   }
@@ -152,6 +176,7 @@ export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange,
     panel.el.dataset.state = "loading";
     const answer = await load(panel);
     if (select.value === "heatmap") await load(panel, true);
+    if (answer.superseded) return; // waiting: the next show reads again
     if (answer.error) {
       showPanelError(panel, answer.error);
       return;
