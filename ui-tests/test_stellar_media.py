@@ -126,6 +126,60 @@ def test_the_run_page_draws_distribution_bands_and_images_and_a_typed_step_moves
     screenshot(page, "stellar-media-run")
 
 
+def test_a_live_runs_new_steps_widen_the_sliders_and_its_end_stops_the_reads(page: Page, media_portal):
+    """The run is shown live (its state ``running``) and its first ``…/media`` answer stops at step 100; the next
+    answers hold the whole run: the image card's slider widens to 300 and the histogram card reads its series
+    again. Once the run's state is terminal the page reads ``…/media`` once more and then no more."""
+    server, (run, _other, _tf) = media_portal
+    reads = {"run": 0, "media": 0}
+    live = {"on": True}
+
+    def is_run(url: str) -> bool:
+        return urlsplit(url).path.endswith(f"/api/v2/stellar/runs/{run}")
+
+    def is_media(url: str) -> bool:
+        return urlsplit(url).path.endswith(f"/api/v2/stellar/runs/{run}/media")
+
+    def run_route(route) -> None:
+        reads["run"] += 1
+        body = route.fetch().json()
+        if live["on"]:
+            body["run"]["state"] = "running"
+        route.fulfill(json=body)
+
+    def media_route(route) -> None:
+        reads["media"] += 1
+        body = route.fetch().json()
+        if reads["media"] == 1:  # the page's first read: the run had logged up to step 100
+            for tag in body["tags"]:
+                tag["step_max"] = min(tag["step_max"], 100)
+        route.fulfill(json=body)
+
+    page.route(is_run, run_route)
+    page.route(is_media, media_route)
+    open_ready(page, f"{server.base_url}/stellar?target={run}&token={server.token}")
+    page.wait_for_selector("#stellar[data-media-live=following]", timeout=30_000)
+    wait_card(page, "histograms", "weights")
+    wait_card(page, "images", "sample")
+    slider = card(page, "images", "sample").locator("input.media-slider")
+    assert slider.get_attribute("max") == "100"
+    # The next poll (5 s) holds the whole run: the slider widens; with no cursor the card follows the last step.
+    page.wait_for_function(
+        """() => document.querySelector('section.media-card[data-tag="sample"] input.media-slider')
+                 ?.getAttribute('max') === '300'""", timeout=30_000)
+    wait_step(page, "sample", 300)
+    page.wait_for_function(
+        """() => Number(document.querySelector('section.media-card[data-tag="weights"]')?.dataset.refreshed) >= 1""",
+        timeout=30_000)
+    wait_step(page, "weights", 300)
+    # The run ends: one more read, then the page stops reading.
+    live["on"] = False
+    page.wait_for_selector("#stellar[data-media-live=ended]", timeout=30_000)
+    ended_at = dict(reads)
+    page.wait_for_timeout(6_000)  # longer than a poll: nothing more is read
+    assert reads == ended_at
+
+
 def test_a_click_on_the_loss_curve_moves_the_cards_and_the_search_filters_tags(page: Page, media_portal):
     server, (run, _other, _tf) = media_portal
     open_ready(page, f"{server.base_url}/stellar?target={run}&token={server.token}")

@@ -4,17 +4,20 @@
 // section's step box, set by a click on a loss curve or by a card's slider; kept in the address as `step`), a card
 // off screen when the cursor moves as soon as it scrolls back into view.
 //
-// A compared tag is one card with a panel per run, side by side at the same step.
+// A compared tag is one card with a panel per run, side by side at the same step. While a run is live its `…/media`
+// is read again every few seconds (shared/media/live.js), only while the page is visible: sliders follow the tags'
+// new steps, new tags add cards (still created only on screen), a histogram card on screen reads its series again.
 import { h } from "../shared/dom.js";
 import { createHistogramCard } from "../shared/media/histogram_card.js";
 import { createImageCard } from "../shared/media/image_card.js";
+import { createPoller, isLive, mediaChanges } from "../shared/media/live.js";
 import { mediaCountText, mediaSections, tagRange } from "../shared/media/sections.js";
 import { createTextCard } from "../shared/media/text_card.js";
 import { PagedSections } from "../shared/paged_sections.js";
 import { id } from "../shared/urls.js";
 import { writeView } from "./address.js";
 import { api, explain } from "./api.js";
-import { root, runRef, state } from "./page.js";
+import { main, root, runRef, state } from "./page.js";
 
 const PAGE = 12; // cards an open section shows before "Show more"
 
@@ -45,10 +48,7 @@ export class MediaSection {
     const failures = [];
     await Promise.all(this.runIds.map(async (runId) => {
       try {
-        const body = await api(["runs", id(runRef(runId).runId), "media"], { project: runRef(runId).project });
-        // An offline export shows the cards it carries (its budget may have left tags out: its note says which).
-        const carried = state.offline ? new Set(state.offline.media || []) : null;
-        this.tagsByRun.set(runId, (body.tags || []).filter((t) => !carried || carried.has(`${t.kind}/${t.tag}`)));
+        const body = await this.readTags(runId);
         if (body.unavailable) unavailable.push([runId, body.unavailable]);
       } catch (err) {
         // 404: a Portal without the media routes (TauGrid's), or a run the page already says it cannot find.
@@ -61,6 +61,87 @@ export class MediaSection {
     if (!any && !unavailable.length && !failures.length) return false; // a run without media: no empty section
     this.draw(unavailable, failures, any);
     return true;
+  }
+
+  /** Reads `runId`'s tags into `tagsByRun`; returns the `…/media` answer. */
+  async readTags(runId) {
+    const body = await api(["runs", id(runRef(runId).runId), "media"], { project: runRef(runId).project });
+    // An offline export shows the cards it carries (its budget may have left tags out: its note says which).
+    const carried = state.offline ? new Set(state.offline.media || []) : null;
+    this.tagsByRun.set(runId, (body.tags || []).filter((t) => !carried || carried.has(`${t.kind}/${t.tag}`)));
+    return body;
+  }
+
+  /**
+   * Follows the runs of `liveIds` (those whose state is live) while they are: their `…/media` read again every
+   * POLL_MS while the page is visible, and once more after a run's state turns terminal, then no more.
+   */
+  follow(liveIds) {
+    if (state.offline || !liveIds.length) return;
+    this.live = new Set(liveIds);
+    main.dataset.mediaLive = "following";
+    const visible = () => document.visibilityState !== "hidden";
+    this.poller = createPoller({ tick: () => this.poll(), visible });
+    document.addEventListener("visibilitychange", () => this.poller.wake());
+    this.poller.start();
+  }
+
+  /** One poll: each live run's state, then its tags; the cards follow what changed. False once none is live. */
+  async poll() {
+    const before = new Map([...this.tagsByRun].map(([run, tags]) => [run, tags]));
+    // A run whose read failed is read again at the next poll; the others' changes are drawn now.
+    await Promise.allSettled([...this.live].map(async (runId) => {
+      const { run } = await api(["runs", id(runRef(runId).runId)], { project: runRef(runId).project });
+      await this.readTags(runId); // after the state: a terminal run's last read holds all it logged
+      if (!isLive(run)) this.live.delete(runId);
+    }));
+    this.apply(before);
+    this.polls = (this.polls || 0) + 1;
+    main.dataset.mediaPolls = String(this.polls);
+    if (!this.live.size) main.dataset.mediaLive = "ended";
+    return this.live.size > 0;
+  }
+
+  /** The tags read again (`before`: the earlier read): cards follow, new tags get slots, the section appears. */
+  apply(before) {
+    const { added, grown, runsChanged } = mediaChanges(before, this.tagsByRun);
+    if (!added.length && !grown.size && !runsChanged.length) return;
+    if (!this.sections) {
+      // A run whose first media arrived after the page opened: the section is drawn now.
+      this.draw([], [], true);
+      main.dataset.media = "shown";
+      return;
+    }
+    for (const key of runsChanged) {
+      const entry = this.cards.get(key);
+      if (entry?.card) this.forget(key, entry); // a panel per run again, made when on screen
+    }
+    for (const [key, range] of grown) {
+      const entry = this.cards.get(key);
+      if (!entry?.card || runsChanged.includes(key)) continue;
+      if (entry.kind === "histograms") {
+        // Read again now if on screen (once per poll), else when it scrolls back.
+        if (entry.visible !== false) entry.card.refresh(this.cursor.get() ?? range.step_max);
+        else entry.grown = true;
+        continue;
+      }
+      entry.card.setRange(range);
+      if (this.cursor.get() !== null) continue;
+      // No cursor: the card shows its tag's last step, now or when it scrolls back.
+      if (entry.visible !== false) entry.card.show(range.step_max);
+      else entry.grown = true;
+    }
+    this.render();
+  }
+
+  /** A created card made a slot again (created when it is next on screen). */
+  forget(key, entry) {
+    this.seen?.unobserve(entry.el);
+    const el = h("div", { class: "media-slot", "data-card": key, "data-kind": entry.kind, "data-tag": entry.tag,
+      "data-state": "idle" }, h("h3", { class: "media-tag", text: entry.tag }),
+    h("p", { class: "stellar-note", text: "read when it scrolls into view" }));
+    entry.el.replaceWith(el);
+    Object.assign(entry, { el, card: null, requested: false, visible: undefined, stale: false, grown: false });
   }
 
   draw(unavailable, failures, any) {
@@ -184,7 +265,13 @@ export class MediaSection {
       const entry = this.cards.get(item.target.dataset.card);
       if (!entry?.card) continue;
       entry.visible = item.isIntersecting;
-      if (entry.visible && entry.stale) {
+      if (entry.visible && entry.grown) { // a live tag that grew while off screen: its series read again
+        entry.grown = false;
+        entry.stale = false;
+        const at = this.stepFor(tagRange(this.tagsByRun, entry.kind, entry.tag));
+        if (entry.kind === "histograms") entry.card.refresh(at);
+        else entry.card.show(at);
+      } else if (entry.visible && entry.stale) {
         entry.stale = false;
         entry.card.show(this.cursor.get());
       }

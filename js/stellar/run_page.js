@@ -22,6 +22,7 @@ import { errorBox, showError } from "./notices.js";
 import { importancePanel } from "./importance_panel.js";
 import { main, runRef, state } from "./page.js";
 import { MediaSection } from "./media_section.js";
+import { isLive } from "../shared/media/live.js";
 import { isMarker, metricOrder } from "./series.js";
 import { createStepCursor } from "../shared/step_cursor.js";
 
@@ -343,6 +344,8 @@ export async function runPage() {
     main.dataset.media = shown ? "shown" : "none";
     sections.filterListeners.push((filter) => media.setFilter(filter));
     if (shown && !names.size) controlsBox.insertBefore(sections.control, controlsBox.lastChild);
+    // A live run's new media steps and tags follow while the page is open (shared/media/live.js).
+    media.follow(ok.filter((runId) => isLive(state.runs[runId].run)));
   }, (err) => {
     main.dataset.media = "error";
     showError(explain(err, "The media section failed"), err, box);

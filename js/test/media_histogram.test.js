@@ -209,3 +209,25 @@ test("a read superseded by a read the card did not make leaves its panel waiting
   await card.show(0);
   assert.equal(panel.el.dataset.state, "ready");
 });
+
+test("a histogram card refreshed (a live tag grew) reads its series again and draws the new steps", async () => {
+  const Plotly = fakePlotly();
+  let served = answer;
+  let reads = 0;
+  const card = createHistogramCard({
+    tag: "w", Plotly, runs: [{ key: "a", label: "", color: "#1f77b4" }],
+    fetchSeries: async () => { reads += 1; return served; },
+    readRange: async () => { throw new Error("not needed"); },
+  });
+  await card.show(10);
+  assert.equal(card.panels.get("a").el.dataset.steps, "2");
+  served = { ...answer, total: 3, steps: [0, 10, 20], wall_times: [1, 2, 3], summary: [...answer.summary, answer.summary[1]],
+    buckets: [...answer.buckets, answer.buckets[1]] };
+  await card.show(10);
+  assert.equal(reads, 1); // shown again: not read again
+  await card.refresh(20);
+  assert.equal(reads, 2);
+  assert.equal(card.panels.get("a").el.dataset.steps, "3");
+  assert.equal(card.panels.get("a").el.dataset.step, "20");
+  assert.equal(card.el.dataset.refreshed, "1");
+});

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -353,6 +354,47 @@ def test_a_store_rebuilt_from_a_wandb_runs_artifacts_equals_the_original_with_it
         a, b = original.rows(run_id, metric), rebuilt.rows(run_id, metric)
         assert (a.step.tolist(), a.value.tolist()) == (b.step.tolist(), b.value.tolist())
     assert _kept(rebuilt, run_id) == kept
+
+
+def _media_files(reader: StoreReader, run_id: str) -> list[tuple[Path, Path | None]]:
+    """Each ``wandb-media`` copy of the run beside the content-addressed file of the same digest (None: none)."""
+    out = []
+    for row in reader.artifacts(run_id, type="wandb-media", limit=10_000):
+        hexdigest = row.digest.removeprefix("sha256:")
+        stored = reader.store.absolute(f"artifacts/sha256/{hexdigest[:2]}/{hexdigest}")
+        out.append((local_path_of(reader.store, row), stored if stored.exists() else None))
+    return out
+
+
+def test_a_wandb_runs_images_are_stored_once_the_media_copy_a_hard_link(wandb_run: WandbRun, tmp_path):
+    import_paths([str(wandb_run.folder)], tmp_path / "store", clustering="off")
+    files = _media_files(StoreReader(tmp_path / "store"), "wandblog-run")
+    assert len(files) == len(IMAGE_STEPS) + 3 and all(stored is not None for _, stored in files)
+    for kept, stored in files:
+        assert kept.stat().st_ino == stored.stat().st_ino and kept.stat().st_nlink >= 2
+        assert kept.read_bytes() == stored.read_bytes()
+
+
+def test_where_the_filesystem_cannot_link_the_media_are_copied_with_the_same_rows(wandb_run: WandbRun, tmp_path,
+                                                                                   monkeypatch):
+    import_paths([str(wandb_run.folder)], tmp_path / "linked", clustering="off")
+
+    real_link = os.link
+
+    def refuse(src, dst, *args, **kwargs):  # only the media copies' links (the store links its own files too)
+        if "/artifacts/sha256/" in Path(src).as_posix():
+            raise OSError(18, "Invalid cross-device link")
+        return real_link(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr("tau_collector.expstore.write.source_files.os.link", refuse)
+    import_paths([str(wandb_run.folder)], tmp_path / "copied", clustering="off")
+    copied = StoreReader(tmp_path / "copied")
+    assert _kept(copied, "wandblog-run") == _kept(StoreReader(tmp_path / "linked"), "wandblog-run")
+    files = _media_files(copied, "wandblog-run")
+    assert any(stored is not None for _, stored in files)
+    for kept, stored in files:
+        if stored is not None:
+            assert kept.stat().st_ino != stored.stat().st_ino and kept.read_bytes() == stored.read_bytes()
 
 
 def test_the_collector_registers_the_files_it_reads_with_digest_and_size_once_complete(tmp_path):

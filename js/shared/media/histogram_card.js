@@ -66,7 +66,8 @@ function overlayLayout(many) {
  * reads the tag over all its steps (`…/histograms?tag=`: the bands without buckets, `buckets: true` for the heat
  * map, read when it is first shown), `readRange(runKey, query)` reads it with `query`'s
  * step_min / step_max / max_steps, `onStep(step)` is told when a plot is clicked; `view` is "bands" or "heatmap".
- * `show(step)` reads each run's series once, marks `step` on it and overlays the histograms at the nearest steps.
+ * `show(step)` reads each run's series once, marks `step` on it and overlays the histograms at the nearest steps;
+ * `refresh(step)` reads them again (a live tag grew).
  */
 export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange, onStep = () => {}, view = "bands" }) {
   const select = h("select", { class: "media-view", "aria-label": "histogram view" },
@@ -206,7 +207,7 @@ export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange,
     frame.el.dataset.state = cardState(frame.panels);
   });
 
-  return {
+  const card = {
     el: frame.el,
     panels: frame.panels,
     select,
@@ -222,6 +223,15 @@ export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange,
       drawOverlay();
       frame.el.dataset.state = cardState(frame.panels);
     },
+    /** The tag grew (a live run's new steps): each run's series is read again and drawn at `wanted` (by default
+     *  the step shown). A card never shown only forgets what it read. */
+    async refresh(wanted = step) {
+      series.clear();
+      heat.clear();
+      frame.el.dataset.refreshed = String(Number(frame.el.dataset.refreshed || 0) + 1);
+      if (wanted !== null) await card.show(wanted);
+    },
     errorText,
   };
+  return card;
 }

@@ -13,7 +13,9 @@ writers of a store differ:
   importing ``artifacts/<run>/tensorboard`` rebuilds the same run. The files a run's rows name beside its
   history (a W&B run's ``files/media/``: ``Source.kept_files``) are copied beside the history's copy, type
   ``wandb-media`` (``artifacts/<run>/wandb-log/files/media/…`` beside the log's copy), so that importing
-  ``artifacts/<run>/wandb-log`` rebuilds the run with its images.
+  ``artifacts/<run>/wandb-log`` rebuilds the run with its images. Such a file whose bytes the store already
+  keeps by digest (an image the import stored under ``artifacts/sha256/…``) is a hard link of that file, not a
+  second copy (a copy when the filesystem cannot link); its row is the same either way.
 
 Copies stream in blocks and are published whole (temporary name, fsync, rename), hashed as they are copied.
 """
@@ -27,6 +29,7 @@ from pathlib import Path
 from tau_collector.expstore.format.metric_files import id_component
 from tau_collector.expstore.format.schema import ARTIFACTS_DIR
 from tau_collector.expstore.store import ExpStore, utc_now_rfc3339
+from tau_collector.expstore.write.artifacts import artifact_path_for_digest
 from tau_collector.reads.rows import ArtifactRow
 
 __all__ = ["METRICS_JSONL", "TENSORBOARD", "WANDB_LOG", "WANDB_MEDIA", "keep_source_file", "kept_folder",
@@ -81,8 +84,35 @@ def keep_source_file(store: ExpStore, run_id: str, path: str, name: str, type: s
     else:
         rel = f"{run_dir}/{folder or kept_folder(type)}/{name}"
         artifact_id = ""
+    if type == WANDB_MEDIA:
+        stored = _stored_copy(store, path)
+        if stored is not None:
+            digest, size = stored
+            store.publish_file(rel, lambda tmp: _link_or_copy(store.absolute(artifact_path_for_digest(digest)), tmp,
+                                                              copy))
+            return ArtifactRow(run_id=run_id, type=type, uri=rel, name=name, digest=digest, size_bytes=size,
+                               created_at=utc_now_rfc3339(), tags={"original_path": os.path.abspath(path)},
+                               artifact_id=artifact_id)
     store.publish_file(rel, copy)
     size = store.absolute(rel).stat().st_size
     return ArtifactRow(run_id=run_id, type=type, uri=rel, name=name, digest="sha256:" + hashed.hexdigest(),
                        size_bytes=size, created_at=utc_now_rfc3339(),
                        tags={"original_path": os.path.abspath(path)}, artifact_id=artifact_id)
+
+
+def _stored_copy(store: ExpStore, path: str) -> tuple[str, int] | None:
+    """(digest, size) of ``path`` when the store already keeps the same bytes under ``artifacts/sha256/…``."""
+    digest, size = _digest(path)
+    kept = store.absolute(artifact_path_for_digest(digest))
+    try:
+        return (digest, size) if kept.stat().st_size == size else None
+    except OSError:
+        return None
+
+
+def _link_or_copy(kept: Path, tmp: Path, copy) -> None:
+    """``tmp`` as a hard link of ``kept`` (the bytes stored once); ``copy(tmp)`` where the filesystem cannot link."""
+    try:
+        os.link(kept, tmp)
+    except OSError:
+        copy(tmp)
