@@ -31,6 +31,7 @@ from pathlib import Path
 import orjson
 
 from tau_collector.expstore.format import schema
+from tau_collector.expstore.write.index_orphans import ensure_no_orphaned_file_rows
 from tau_collector.expstore.write.listing import ensure_listings, ensure_note_search
 from tau_collector.spool.durable import fsync_directory, make_dirs
 
@@ -186,6 +187,7 @@ class ExpStore:
                 )
                 ensure_listings(tx)  # a store from before the run listings gets them once, here
                 ensure_note_search(tx)  # and its notes' search index
+                ensure_no_orphaned_file_rows(tx)  # and loses the file rows an older compaction left behind
         except sqlite3.OperationalError as exc:
             self.close()
             # e.g. a -wal file of another user beside a writable index: SQLite says "readonly database"

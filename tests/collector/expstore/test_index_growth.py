@@ -139,3 +139,54 @@ def test_keys_without_a_stream_are_kept(tmp_path):
     for c in range(STREAM_WINDOW + 5):
         writer.write_columns(f"import-{c}", [_columns("run-0", c, 1)], request_hash="h")
     assert writer.recorded("import-0")
+
+
+def _file_rows(store) -> dict[str, set[str]]:
+    conn = store.connection()
+    return {t: {f for (f,) in conn.execute(f"SELECT file_id FROM {t}")}
+            for t in ("metric_files", "metric_file_retirements", "metric_summary_files", "metric_file_metrics")}
+
+
+def test_an_old_stores_orphaned_file_rows_are_swept_by_the_next_writer_not_by_a_reader(tmp_path):
+    """A store an older compaction ran on: its retired files deleted with their retirement rows but not their
+    ``metric_summary_files`` (nor, older still, ``metric_file_metrics``) rows -- one per file ever compacted away."""
+    root = tmp_path / "old"
+    store, writer = _simulate(tmp_path, "old", runs=2, chunks=40, steps=1)
+    writer.close()
+    conn = store.connection()
+    with store.write_transaction() as tx:  # what the older code left: rows for files neither registered nor retired
+        tx.executemany("INSERT INTO metric_summary_files(file_id, run_id, summarized_at) VALUES (?, 'run-0', 'x')",
+                       [(f"gone-{i}",) for i in range(500)])
+        tx.executemany("INSERT INTO metric_file_metrics(file_id, run_id, first_metric, last_metric) "
+                       "VALUES (?, 'run-1', 'grad_norm', 'lr')", [(f"gone-{i}",) for i in range(300)])
+        tx.execute("DELETE FROM schema_meta WHERE key = 'orphaned_file_rows_swept'")  # an older store has no mark
+    before = _file_rows(store)
+    live = before["metric_files"] | before["metric_file_retirements"]
+    assert len(before["metric_summary_files"] - live) == 500
+    assert len(before["metric_file_metrics"] - live) == 300
+    store.close()
+
+    reader_store = open_store(root)  # a reader reads past them and changes nothing
+    assert StoreReader(reader_store).rows("run-0", "loss").step.tolist() == list(range(40))
+    reader_store.close()
+    raw = sqlite3.connect(root / "index.sqlite")
+    try:
+        assert raw.execute("SELECT COUNT(*) FROM metric_summary_files").fetchone()[0] == \
+            len(before["metric_summary_files"])
+    finally:
+        raw.close()
+
+    writer_store = open_store(root, create=True)
+    after = _file_rows(writer_store)
+    assert after["metric_summary_files"] == before["metric_summary_files"] & live
+    assert after["metric_file_metrics"] == before["metric_file_metrics"] & live
+    assert after["metric_files"] == before["metric_files"]
+    assert StoreReader(writer_store).rows("run-0", "loss").step.tolist() == list(range(40))
+    # ... and stays bounded as the store goes on: every per-file row names a file the store has.
+    more = MetricWriter(writer_store, compaction=CompactionPolicy(min_files=8, grace_seconds=0.0))
+    for c in range(40, 120):
+        more.write_columns(f"chunk-0-{c}", [_columns("run-0", c, 1)], request_hash=f"h-0-{c}", stream=("spool-0", c + 1))
+    rows = _file_rows(writer_store)
+    live = rows["metric_files"] | rows["metric_file_retirements"]
+    assert rows["metric_summary_files"] <= live and rows["metric_file_metrics"] <= live
+    assert len(rows["metric_summary_files"]) <= len(after["metric_summary_files"]) + 9
