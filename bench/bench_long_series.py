@@ -14,7 +14,14 @@ levels existed) in a child process, over the first ``--baseline-points`` steps o
 against the same range read through the Portal (levels). Usage::
 
     .venv/bin/python bench/bench_long_series.py [--points 100000000] [--files 100] [--store DIR]
-        [--repeats 30] [--baseline-points 16000000]
+        [--repeats 30] [--baseline-points 16000000] [--no-baseline] [--keep]
+
+Memory stays bounded whatever ``--points``: the build holds one chunk (``points / files`` points) at a time,
+and prints its progress (points, rate, an estimate of the time left, its resident memory) after each. A build
+stopped between chunks leaves a store of the chunks written so far, which ``--store`` then reads as it is
+(the series is steps 0..n-1 of whatever it holds). After the reads it prints bytes on disk per stored point
+(metric files, levels, index). ``--no-baseline`` skips the no-levels baseline (minutes and gigabytes at a
+billion points); ``--keep`` keeps a store the script built in a temporary directory (default: deleted).
 """
 
 from __future__ import annotations
@@ -67,13 +74,33 @@ def build(root: Path, points: int, files: int) -> None:
             metric=np.zeros(n, np.int64), step=steps, wall_time=1_760_000_000_000_000 + steps * 1000, value=values,
             tags=["{}"] * n, tag_sets=[{}], source="history", first_wall_ns=1_760_000_000_000_000_000)],
             request_hash="h")
-        print(f"  wrote file {f + 1}/{files}", end="\r", file=sys.stderr)
+        done, secs = (f + 1) * per_file, time.perf_counter() - started
+        print(f"  wrote chunk {f + 1}/{files}: {done:,} points, {secs:,.0f} s, {done / secs:,.0f} points/s, "
+              f"~{(points - done) / (done / secs):,.0f} s left, RSS {proc_memory(os.getpid())[0]} MiB",
+              file=sys.stderr, flush=True)
     secs = time.perf_counter() - started
     store.close()
     du = {d: sum(p.stat().st_size for p in (root / d).rglob("*") if p.is_file()) for d in ("metrics", "series_levels")}
     print(f"build: {points:,} points in {files} files, {secs:.0f} s ({points / secs:,.0f} points/s through the writer,"
           f" levels included); metric files {du['metrics'] / 2**20:,.0f} MiB, levels {du['series_levels'] / 2**20:,.0f}"
-          f" MiB")
+          f" MiB; peak RSS of the build {proc_memory(os.getpid())[1]} MiB")
+
+
+def bytes_per_point(root: Path, points: int) -> str:
+    """Bytes on disk per stored point: metric files, levels, index (after a WAL checkpoint)."""
+    import sqlite3
+
+    conn = sqlite3.connect(root / "index.sqlite")
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    du = {d: sum(p.stat().st_size for p in (root / d).rglob("*") if p.is_file()) for d in ("metrics", "series_levels")}
+    du["index"] = (root / "index.sqlite").stat().st_size
+    total = sum(du.values())
+    return (f"bytes per point ({points:,} points): metric files {du['metrics'] / points:.2f}, levels "
+            f"{du['series_levels'] / points:.3f}, index {du['index'] / points:.5f}; total {total / points:.2f} "
+            f"({total / 2**30:.2f} GiB)")
 
 
 def proc_memory(pid: int) -> tuple[int, int]:
@@ -111,6 +138,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--baseline-points", type=int, default=16_000_000)
     ap.add_argument("--baseline-repeats", type=int, default=3)
+    ap.add_argument("--no-baseline", action="store_true", help="skip the no-levels baseline")
+    ap.add_argument("--keep", action="store_true", help="keep a store built in a temporary directory")
     ap.add_argument("--baseline-child", nargs=3, metavar=("STORE", "END_STEP", "MAX_POINTS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.baseline_child:
@@ -120,8 +149,12 @@ def main() -> None:
     tmp = None
     root = args.store
     if root is None:
-        tmp = tempfile.TemporaryDirectory(prefix="bench-long-series-")
-        root = Path(tmp.name) / "store"
+        if args.keep:
+            root = Path(tempfile.mkdtemp(prefix="bench-long-series-")) / "store"
+            print(f"store kept at {root}", file=sys.stderr)
+        else:
+            tmp = tempfile.TemporaryDirectory(prefix="bench-long-series-")
+            root = Path(tmp.name) / "store"
     if not (root / "manifest.json").exists():
         print(f"building {args.points:,} points in {args.files} files ...", file=sys.stderr)
         build(root, args.points, args.files)
@@ -160,13 +193,20 @@ def main() -> None:
             print(f"spikes kept in the full-range answer: {sum(s in kept for s in spikes)}/{len(spikes)}")
             report("full range max_points=8000", 8000)
             report("zoom: middle 10%", 2000, start_step=int(n * 0.45), end_step=int(n * 0.55))
+            report("zoom: 1M steps in the middle", 2000, start_step=n // 2, end_step=n // 2 + 1_000_000 - 1)
             report("tail: last 1%", 2000, start_step=n - n // 100)
             report("live tail: last 500 steps", 2000, start_step=n - 500)
+            last = report("the last point", 2000, start_step=n - 1)
+            assert [p["step"] for p in last["points"]] == [n - 1], last["points"]
             rss, hwm = proc_memory(proc.pid)
             print(f"Portal memory after the reads: RSS {rss} MiB, peak (VmHWM) {hwm} MiB")
             end = min(args.baseline_points, n) - 1
             levels = report(f"baseline range [0, {end}] through the Portal (levels)", 2000, start_step=0,
                             end_step=end)
+        print(bytes_per_point(root, n))
+        if args.no_baseline:
+            print(f"load average after: {load_average()}")
+            return
         out = subprocess.run([sys.executable, __file__, "--baseline-child", str(root), str(end), "2000",
                               "--baseline-repeats", str(args.baseline_repeats)],
                              check=True, capture_output=True, text=True).stdout

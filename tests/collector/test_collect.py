@@ -233,6 +233,26 @@ def test_non_finite_values_reach_the_store_but_never_a_metric_event(tmp_path):
     assert os.listdir(tmp_path / "out" / "nonfinite") == []
 
 
+def test_a_drains_non_finite_chunk_comes_under_its_history_chunks_sequence_and_its_key_is_pruned(tmp_path):
+    """The store prunes a spool's keys past its replay horizon; the non-finite observations' with them."""
+    from tau_collector.expstore.write.idempotency import STREAM_WINDOW
+
+    store = tmp_path / "store"
+    recording = RecordingSink()
+    drains = STREAM_WINDOW + 8
+    for d in range(drains):  # one drain, one chunk, each with a NaN
+        write_chunk(tmp_path / "hist", d, [row(2 * d, loss=1.0), f'{{"_step":{2 * d + 1},"_timestamp":{2 * d + 2},'
+                                           '"loss":NaN}'])
+        Collector(options(tmp_path, [recording, ExpstoreSink(store, source_id="t")])).run()
+    pairs = [(a.kind, a.sequence, b.kind, b.sequence) for a, b in zip(recording.chunks, recording.chunks[1:])
+             if a.kind == "non_finite"]
+    assert pairs == [("non_finite", d + 1, "history", d + 1) for d in range(drains)]
+    (summary,) = [s for s in StoreReader(ExpStore(store)).metric_summaries("seed-1") if s.metric_name == "loss"]
+    assert (summary.finite_count, summary.non_finite_count) == (drains, drains)
+    conn = ExpStore(store).connection()
+    assert conn.execute("SELECT COUNT(*) FROM idempotency_keys").fetchone()[0] == 2 * (STREAM_WINDOW + 1)
+
+
 def test_tensorboard_runs_are_collected_with_run_prefixes_and_a_corrupt_file_stops_alone(tmp_path):
     logdir = tmp_path / "tb"
     write_tensorboardx(logdir / "trial_1", [("loss", s, 1.0 / (s + 1), 1_790_000_000 + s) for s in range(5)])

@@ -457,7 +457,8 @@ class Collector:
         if non_finite:
             self._note_non_finite(non_finite)
             nonfinite_path, key = self.spool.write_non_finite(non_finite)
-            self._deliver(Chunk(0, "non_finite", key, b"", 0, tuple(non_finite)))
+            # Under the sequence of the history chunk it goes with: the store prunes its key with that one's.
+            self._deliver(Chunk(checkpoint.next_sequence, "non_finite", key, b"", 0, tuple(non_finite)))
         media_paths = []
         for part in parts:
             batch = part.projected.batch

@@ -63,8 +63,11 @@ def _non_finite_digest(rows: tuple[MetricEvent, ...] | list[MetricEvent]) -> str
 
 
 def chunk_idempotency_key(chunk: Chunk, source_id: str) -> str:
+    """The store's key of a spooled chunk. A spool's non-finite observations are keyed without their sequence: a
+    start re-delivers their file under the checkpoint's sequence then, which may be one past the first delivery's."""
+    sequence = 0 if chunk.kind == "non_finite" else chunk.sequence
     suffix = hashlib.sha256(
-        orjson.dumps({"source": source_id, "sequence": chunk.sequence,
+        orjson.dumps({"source": source_id, "sequence": sequence,
                       "non_finite": _non_finite_digest(chunk.non_finite)})
     ).hexdigest()[:16]
     return f"{KEY_PREFIX}{chunk.chunk_digest}-{suffix}"
@@ -180,9 +183,13 @@ class ExpstoreSink(Sink):
             return  # nothing to keep; acknowledging must not need the store
         key = chunk.key or chunk_idempotency_key(chunk, self._source_id)
         request_hash = chunk.key or chunk_request_hash(chunk)
-        # A spooled chunk's key is pruned once its spool can no longer replay it (expstore.write.idempotency);
-        # one keyed by the spool itself (non-finite observations) has no sequence and is kept.
-        stream = (self._source_id, chunk.sequence) if self._source_id and not chunk.key else None
+        # A spooled chunk's key is pruned once its spool can no longer replay it (expstore.write.idempotency); a
+        # spool's non-finite observations come under the sequence of the history chunk they were spooled with
+        # (their file is removed once that one is checkpointed). A chunk without a spool sequence (an import's:
+        # 0) or with a key of its own is kept -- recorded under sequence 0 it would move the stream's newest
+        # sequence back and prune the keys the spool can still replay.
+        spooled = not chunk.key and chunk.sequence > 0
+        stream = (self._source_id, chunk.sequence) if self._source_id and spooled else None
         try:
             if chunk.points is not None and not chunk.non_finite:
                 from tau_collector.sinks.expstore_columns import run_columns

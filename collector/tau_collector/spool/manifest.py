@@ -489,7 +489,7 @@ def replay(spool: Spool, checkpoint: Checkpoint, config_identity: str, deliver: 
     """
     done = Replayed()
     for path, key, events in spool.load_non_finite():
-        deliver(Chunk(0, "non_finite", key, b"", 0, tuple(events)))
+        deliver(Chunk(checkpoint.next_sequence, "non_finite", key, b"", 0, tuple(events)))
         remove_durable(path)
     pending = spool.load_pending(config_identity)
     if pending is None:

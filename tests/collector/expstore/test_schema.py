@@ -108,6 +108,7 @@ def test_schema_meta_rows_and_wal_mode(tmp_path):
         "metric_schema_version": "tau.metrics.scalar.v2",
         "metric_schema_columns": "project,run_group_id,run_id,metric_name,step,wall_time,value,unit,source,split,tags",
         "listing_version": "1",  # ours: the run listings are built (listing.py); TauGrid reads only its keys
+        "orphaned_file_rows_swept": "1",  # ours: an older store's orphaned file rows are gone (index_orphans.py)
     }
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

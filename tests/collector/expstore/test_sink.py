@@ -82,3 +82,42 @@ def test_terminal_marker_chunk_completes_the_run(tmp_path):
     run = StoreReader(sink.store).run("seed-1")
     assert run.state == "failed"
     assert run.tags["tau.status.state"] == "failed"
+
+
+def _non_finite_chunk(sequence: int, step: int) -> Chunk:
+    """As the collector delivers a spool's non-finite file: its name (a content key) where a digest goes."""
+    return Chunk(sequence, "non_finite", f"{step:064x}", b"", 0, (non_finite(step, math.nan),))
+
+
+def _recorded(sink, chunk: Chunk) -> bool:
+    key = chunk_idempotency_key(chunk, sink._source_id)
+    return sink.store.connection().execute("SELECT 1 FROM idempotency_keys WHERE key = ?", (key,)).fetchone() is not None
+
+
+def test_a_spools_non_finite_keys_are_pruned_with_its_chunk_keys(tmp_path):
+    """A spool's non-finite observations are keyed by the spool and come with the sequence of the history chunk
+    they were spooled with: past the replay horizon their keys go too, and the newest is still a no-op."""
+    from tau_collector.expstore.write.idempotency import STREAM_WINDOW
+
+    sink = ExpstoreSink(tmp_path / "store", source_id="spool-a")
+    last = 3 * STREAM_WINDOW
+    for s in range(1, last + 1):
+        sink.deliver(_non_finite_chunk(s, 2 * s + 1))
+        sink.deliver(_chunk([event(2 * s, 1.0)], sequence=s))
+    assert not _recorded(sink, _non_finite_chunk(1, 3))
+    assert _recorded(sink, _non_finite_chunk(last, 2 * last + 1))
+    keys = sink.store.connection().execute("SELECT COUNT(*) FROM idempotency_keys").fetchone()[0]
+    assert keys == 2 * (STREAM_WINDOW + 1)
+    # A start after a kill before the checkpoint replays the newest non-finite file (under the checkpoint's
+    # sequence: the same, or one more if the checkpoint was written) and the pending chunk: no-ops.
+    sink.deliver(_non_finite_chunk(last + 1, 2 * last + 1))
+    sink.deliver(_chunk([event(2 * last, 1.0)], sequence=last))
+    (s,) = StoreReader(sink.store).metric_summaries("seed-1")
+    assert s.non_finite_count == last and s.count == 2 * last
+
+
+def test_non_finite_keys_without_a_sequence_are_kept(tmp_path):
+    sink = ExpstoreSink(tmp_path / "store", source_id="import")
+    for s in range(1, 40):
+        sink.deliver(_non_finite_chunk(0, s))  # an import's: no spool sequence
+    assert _recorded(sink, _non_finite_chunk(0, 1))

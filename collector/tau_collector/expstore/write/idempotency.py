@@ -21,7 +21,16 @@ and the stream's newest sequence moves back to it. Such a spool re-reads its sou
 boundaries, so its chunks' keys (content digests) would not have matched the old ones even unpruned:
 pruning changes nothing for it, and a chunk that carries new points is never dropped.
 
-Keys recorded without a stream (an importer's file and block keys, a spool's non-finite observations)
+**Non-finite observations.** A spool writes a drain's non-finite observations to ``nonfinite/<key>.ndjson``
+before it delivers the drain's history chunk, and removes the file once that chunk is checkpointed; a start
+re-delivers the files still there. Their chunk comes under the sequence of that history chunk (the
+checkpoint's ``next_sequence``, also on replay), so its key is pruned with the stream's others; the sink keys
+it without the sequence (a replay after the checkpoint was written carries the next one). Until issue 30 it
+came under sequence 0, which moved the stream's newest sequence back to 0: each such delivery pruned the keys
+of the spool's last 16 chunks and a later history chunk pruned the non-finite key, so a start after a kill
+between delivery and checkpoint wrote both again (counted twice in the summaries).
+
+Keys recorded without a stream (an importer's file and block keys and non-finite observations, sequence 0)
 are kept as before.
 """
 
