@@ -244,7 +244,7 @@ def test_a_drains_non_finite_chunk_comes_under_its_history_chunks_sequence_and_i
         write_chunk(tmp_path / "hist", d, [row(2 * d, loss=1.0), f'{{"_step":{2 * d + 1},"_timestamp":{2 * d + 2},'
                                            '"loss":NaN}'])
         Collector(options(tmp_path, [recording, ExpstoreSink(store, source_id="t")])).run()
-    pairs = [(a.kind, a.sequence, b.kind, b.sequence) for a, b in zip(recording.chunks, recording.chunks[1:])
+    pairs = [(a.kind, a.sequence, b.kind, b.sequence) for a, b in zip(recording.chunks, recording.chunks[1:], strict=False)
              if a.kind == "non_finite"]
     assert pairs == [("non_finite", d + 1, "history", d + 1) for d in range(drains)]
     (summary,) = [s for s in StoreReader(ExpStore(store)).metric_summaries("seed-1") if s.metric_name == "loss"]

@@ -153,7 +153,6 @@ def test_an_old_stores_orphaned_file_rows_are_swept_by_the_next_writer_not_by_a_
     root = tmp_path / "old"
     store, writer = _simulate(tmp_path, "old", runs=2, chunks=40, steps=1)
     writer.close()
-    conn = store.connection()
     with store.write_transaction() as tx:  # what the older code left: rows for files neither registered nor retired
         tx.executemany("INSERT INTO metric_summary_files(file_id, run_id, summarized_at) VALUES (?, 'run-0', 'x')",
                        [(f"gone-{i}",) for i in range(500)])
