@@ -10,7 +10,7 @@ row) for every file it ever compacted away -- a row per chunk ever delivered.
 
 Such a row names a file that is neither registered nor retired: no reader asks for it, and nothing
 registers a file under an id it already used (ids are fresh UUIDs), so it is deleted. The sweep is one
-anti-join per table over the whole index (a second or so per million rows); it runs in the migration of
+pass per table over the whole index (6 s for 1M rows, 99 % orphaned, on this busy 2-core machine); it runs in the migration of
 the first writer to open the store with this code and is then marked done in ``schema_meta``
 (:data:`SWEEP_VERSION`), so a compaction child opening the store every few seconds does not repeat it. From
 then on the rows leave with their files and the tables hold the files a store has.
@@ -32,10 +32,20 @@ def sweep_orphaned_file_rows(tx: sqlite3.Connection) -> dict[str, int]:
     how many went, per table."""
     removed = {}
     for table in _TABLES:
-        removed[table] = tx.execute(
-            f"DELETE FROM {table} WHERE NOT EXISTS (SELECT 1 FROM metric_files f WHERE f.file_id = {table}.file_id) "
-            f"AND NOT EXISTS (SELECT 1 FROM metric_file_retirements r WHERE r.file_id = {table}.file_id)"
-        ).rowcount
+        before = tx.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+        # The rows kept are copied aside and put back: deleting the orphans one by one from the file_id index
+        # (random UUIDs) costs ~40x more when they are most of the table, as in an old store.
+        tx.execute(f"CREATE TEMP TABLE kept AS SELECT * FROM {table} t WHERE "
+                   f"EXISTS (SELECT 1 FROM metric_files f WHERE f.file_id = t.file_id) OR "
+                   f"EXISTS (SELECT 1 FROM metric_file_retirements r WHERE r.file_id = t.file_id)")
+        try:
+            kept = tx.execute("SELECT COUNT(*) FROM kept").fetchone()[0]
+            if kept < before:
+                tx.execute(f"DELETE FROM {table}")
+                tx.execute(f"INSERT INTO {table} SELECT * FROM kept ORDER BY file_id")
+        finally:
+            tx.execute("DROP TABLE temp.kept")
+        removed[table] = before - kept
     return removed
 
 
