@@ -10,10 +10,10 @@ row) for every file it ever compacted away -- a row per chunk ever delivered.
 
 Such a row names a file that is neither registered nor retired: no reader asks for it, and nothing
 registers a file under an id it already used (ids are fresh UUIDs), so it is deleted. The sweep is one
-pass per table over the whole index (6 s for 1M rows, 99 % orphaned, on this busy 2-core machine); it runs in the migration of
-the first writer to open the store with this code and is then marked done in ``schema_meta``
-(:data:`SWEEP_VERSION`), so a compaction child opening the store every few seconds does not repeat it. From
-then on the rows leave with their files and the tables hold the files a store has.
+pass per table over the whole index (6 s for 1M rows, 99 % orphaned, on this busy 2-core machine); it
+runs in the migration of the first writer to open the store with this code and is then marked done in
+``schema_meta`` (:data:`SWEEP_VERSION`), so a compaction child opening the store every few seconds does
+not repeat it. From then on the rows leave with their files and the tables hold the files a store has.
 """
 
 from __future__ import annotations
