@@ -7,6 +7,12 @@ grace is 0 (compressed time: what a grace of minutes does over a year). Measured
 being written and of the first job. Index: bytes in use (pages minus free pages) and the tables' row counts,
 at the start, at the end, and of a fresh store holding the same points (one chunk per job).
 
+Start and end lie minutes apart on a shared machine, and the job being written holds fewer points at the
+start, so their ratio mixes age with load and size. **Same-run comparison**: when the first job is done the
+store is copied (a store one job old); at the end a probe job of ``--window`` chunks is written into the aged
+store and into that copy, chunk by chunk alternately, and cold reads of the first job (the same points in
+both) and of the probe job alternate too: the aged/young ratios are what the store's age costs.
+
     .venv/bin/python bench/store_simulated_year.py [--chunks 1000000] [--chunks-per-job 20000] [--no-sync]
 
 ``--no-sync`` skips fsync (compressed time on a shared disk: latency then shows the index, not the disk).
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import statistics
 import tempfile
@@ -62,6 +69,32 @@ def cold_read_ms(store, run: str) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+def probe(aged, young, args) -> dict:
+    """The same probe job written into both stores, chunk by chunk alternately; then alternating cold reads."""
+    writers = {"aged": MetricWriter(aged, compaction=CompactionPolicy(grace_seconds=0.0)),
+               "young": MetricWriter(young, compaction=CompactionPolicy(grace_seconds=0.0))}
+    lat: dict[str, list[float]] = {"aged": [], "young": []}
+    for c in range(args.window):
+        for name in (("aged", "young") if c % 2 else ("young", "aged")):
+            t0 = time.perf_counter()
+            writers[name].write_columns(f"probe-{c}", [columns("probe", c * args.steps, args.steps)],
+                                        request_hash=f"p{c}", stream=("spool-probe", c + 1))
+            lat[name].append((time.perf_counter() - t0) * 1000)
+    reads: dict[str, dict[str, list[float]]] = {n: {"job-0": [], "probe": []} for n in lat}
+    stores = {"aged": aged, "young": young}
+    for name in lat:
+        cold_read_ms(stores[name], "job-0")  # warm-up
+    for r in range(7):
+        for name in (("aged", "young") if r % 2 else ("young", "aged")):
+            for run in ("job-0", "probe"):
+                reads[name][run].append(cold_read_ms(stores[name], run))
+    out = {n: {"write_ms_median": statistics.median(lat[n]), "write_ms_p90": float(np.percentile(lat[n], 90)),
+               "read_first_job_ms": statistics.median(reads[n]["job-0"]),
+               "read_probe_job_ms": statistics.median(reads[n]["probe"])} for n in lat}
+    out["ratio_aged_to_young"] = {k: out["aged"][k] / out["young"][k] for k in out["aged"]}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chunks", type=int, default=1_000_000)
@@ -70,8 +103,9 @@ def main() -> None:
     ap.add_argument("--window", type=int, default=500, help="chunks measured at the start and at the end")
     ap.add_argument("--no-sync", action="store_true")
     args = ap.parse_args()
-    if args.chunks < 2 * args.window or args.chunks_per_job < 1:
-        raise SystemExit("--chunks must be at least twice --window, --chunks-per-job at least 1")
+    if args.chunks < 2 * args.window or args.chunks_per_job < 1 or args.chunks < 2 * args.chunks_per_job:
+        raise SystemExit("--chunks must be at least twice --window and twice --chunks-per-job, "
+                         "--chunks-per-job at least 1")
     if args.no_sync:
         os.fsync = lambda fd: None  # type: ignore[assignment]
     with tempfile.TemporaryDirectory(prefix="simyear-") as tmp:
@@ -101,6 +135,9 @@ def main() -> None:
                     **index_state(store),
                 }
                 lat.clear()
+            if c + 1 == args.chunks_per_job:  # the first job done: keep a copy, a store one job old
+                store.connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                shutil.copytree(store.root, Path(tmp) / "young")
             if (c + 1) % 10_000 == 0:
                 print(f"  {c + 1:,} chunks, {time.perf_counter() - started:.0f} s", flush=True)
         fresh = open_store(Path(tmp) / "fresh", create=True)
@@ -111,6 +148,10 @@ def main() -> None:
             fresh_writer.write_columns(f"all-{job}", [columns(f"job-{job}", 0, n * args.steps)], request_hash="h",
                                        stream=(f"spool-{job}", 1))
         phases["fresh_same_data"] = index_state(fresh)
+        young = open_store(Path(tmp) / "young", create=True)
+        if args.no_sync:
+            young.connection().execute("PRAGMA synchronous = OFF")
+        phases["same_run"] = probe(store, young, args)
     result = {"args": vars(args), **phases}
     (HERE / "out").mkdir(exist_ok=True)
     (HERE / "out" / "store_simulated_year.json").write_text(json.dumps(result, indent=2))
@@ -124,6 +165,14 @@ def main() -> None:
           f"{e['write_ms_median']:.2f} / {e['write_ms_p90']:.2f} | |")
     print(f"| cold read, job being written (ms) | {s['read_current_job_ms']:.1f} | {e['read_current_job_ms']:.1f} | |")
     print(f"| cold read, first job (ms) | {s['read_first_job_ms']:.1f} | {e['read_first_job_ms']:.1f} | |")
+    p = phases["same_run"]
+    print(f"\nsame run, a probe job of {args.window:,} chunks alternately into the aged store and a copy one job old:")
+    print("| | aged | young | aged / young |")
+    print("|---|---|---|---|")
+    for key, label in (("write_ms_median", "write ms, median"), ("write_ms_p90", "write ms, p90"),
+                       ("read_first_job_ms", "cold read, first job (ms)"),
+                       ("read_probe_job_ms", "cold read, probe job (ms)")):
+        print(f"| {label} | {p['aged'][key]:.2f} | {p['young'][key]:.2f} | {p['ratio_aged_to_young'][key]:.2f} |")
 
 
 if __name__ == "__main__":
