@@ -52,7 +52,8 @@ def spike_steps(points: int) -> list[int]:
     return [int(points * (k + 0.5) / SPIKES) + 7 * k for k in range(SPIKES)]
 
 
-def build(root: Path, points: int, files: int) -> None:
+def build(root: Path, points: int, files: int, *, first: int = 0) -> None:
+    """Write chunks ``first``..``files - 1`` of the series (``first`` > 0: resume a build stopped between chunks)."""
     from tau_collector.expstore import open_store
     from tau_collector.expstore.write.writer import MetricWriter, RunColumns
 
@@ -62,7 +63,7 @@ def build(root: Path, points: int, files: int) -> None:
     rng = np.random.default_rng(0)
     spikes = spike_steps(points)
     started = time.perf_counter()
-    for f in range(files):
+    for f in range(first, files):
         steps = np.arange(f * per_file, (f + 1) * per_file, dtype=np.int64)
         values = 2.0 * np.exp(-steps / (points / 4)) + rng.normal(0, 0.01, per_file)
         for k, s in enumerate(spikes):
@@ -75,13 +76,15 @@ def build(root: Path, points: int, files: int) -> None:
             tags=["{}"] * n, tag_sets=[{}], source="history", first_wall_ns=1_760_000_000_000_000_000)],
             request_hash="h")
         done, secs = (f + 1) * per_file, time.perf_counter() - started
-        print(f"  wrote chunk {f + 1}/{files}: {done:,} points, {secs:,.0f} s, {done / secs:,.0f} points/s, "
-              f"~{(points - done) / (done / secs):,.0f} s left, RSS {proc_memory(os.getpid())[0]} MiB",
+        rate = (f + 1 - first) * per_file / secs
+        print(f"  wrote chunk {f + 1}/{files}: {done:,} points, {secs:,.0f} s, {rate:,.0f} points/s, "
+              f"~{(points - done) / rate:,.0f} s left, RSS {proc_memory(os.getpid())[0]} MiB",
               file=sys.stderr, flush=True)
     secs = time.perf_counter() - started
     store.close()
     du = {d: sum(p.stat().st_size for p in (root / d).rglob("*") if p.is_file()) for d in ("metrics", "series_levels")}
-    print(f"build: {points:,} points in {files} files, {secs:.0f} s ({points / secs:,.0f} points/s through the writer,"
+    print(f"build: {points:,} points in {files} files, {secs:.0f} s ({(files - first) * per_file / secs:,.0f} points/s "
+          f"through the writer,"
           f" levels included); metric files {du['metrics'] / 2**20:,.0f} MiB, levels {du['series_levels'] / 2**20:,.0f}"
           f" MiB; peak RSS of the build {proc_memory(os.getpid())[1]} MiB")
 
@@ -139,6 +142,10 @@ def main() -> None:
     ap.add_argument("--baseline-points", type=int, default=16_000_000)
     ap.add_argument("--baseline-repeats", type=int, default=3)
     ap.add_argument("--no-baseline", action="store_true", help="skip the no-levels baseline")
+    ap.add_argument("--resume", action="store_true",
+                    help="--store is a build of --points/--files stopped between chunks: write the chunks it lacks")
+    ap.add_argument("--store-built-for", action="store_true",
+                    help="--store is a build of --points stopped early: look for the spikes planted below its end")
     ap.add_argument("--keep", action="store_true", help="keep a store built in a temporary directory")
     ap.add_argument("--baseline-child", nargs=3, metavar=("STORE", "END_STEP", "MAX_POINTS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -158,6 +165,14 @@ def main() -> None:
     if not (root / "manifest.json").exists():
         print(f"building {args.points:,} points in {args.files} files ...", file=sys.stderr)
         build(root, args.points, args.files)
+    elif args.resume:
+        import sqlite3
+
+        conn = sqlite3.connect(f"file:{root / 'index.sqlite'}?mode=ro", uri=True)
+        (written,) = conn.execute("SELECT COUNT(*) FROM metric_files").fetchone()
+        conn.close()
+        print(f"resuming at chunk {written + 1}/{args.files} ...", file=sys.stderr)
+        build(root, args.points, args.files, first=written)
     print(f"load average before reads: {load_average()} (2-core machine, shared)")
     proc, api = start_portal(root)
     try:
@@ -189,7 +204,8 @@ def main() -> None:
             n = body["source_points"]
             body = report("full range max_points=2000", 2000)
             kept = {p["step"] for p in body["points"]}
-            spikes = spike_steps(n)  # the store holds steps 0..n-1, as built
+            # the store holds steps 0..n-1; a build stopped early holds the spikes of --points below n
+            spikes = [s for s in spike_steps(args.points if args.store_built_for else n) if s < n]
             print(f"spikes kept in the full-range answer: {sum(s in kept for s in spikes)}/{len(spikes)}")
             report("full range max_points=8000", 8000)
             report("zoom: middle 10%", 2000, start_step=int(n * 0.45), end_step=int(n * 0.55))
