@@ -324,6 +324,13 @@ CREATE TABLE IF NOT EXISTS media_files (
   created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_media_files_tag ON media_files(run_id, kind, tag, step_min);
+-- Ours too: the row groups of a media file that hold one tag (a media_files row of a file of every tag of a
+-- delivery). A media_files row without one (the first layout: a file per tag) is read whole.
+CREATE TABLE IF NOT EXISTS media_tag_groups (
+  file_id TEXT PRIMARY KEY,
+  group_first INTEGER NOT NULL,
+  group_last INTEGER NOT NULL
+);
 -- Ours too: which spool stream and sequence recorded each chunk key (``idempotency_keys`` is TauGrid's and
 -- keeps its shape), and each stream's newest sequence, so that the writer prunes the keys no spool can
 -- replay any more (``write/idempotency.py``). Keys recorded without a stream (imports) are not here.
