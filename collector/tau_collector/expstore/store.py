@@ -32,7 +32,13 @@ import orjson
 
 from tau_collector.expstore.format import schema
 from tau_collector.expstore.write.listing import ensure_listings, ensure_note_search
-from tau_collector.spool.durable import fsync_directories, fsync_directory, fsync_files, make_dirs
+from tau_collector.spool.durable import (
+    fsync_directories,
+    fsync_directory,
+    make_dirs,
+    make_dirs_many,
+    write_files_synced,
+)
 
 __all__ = ["ExpStore", "StoreError", "StoreNotFoundError", "StoreReadOnlyError", "open_store", "utc_now_rfc3339"]
 
@@ -348,16 +354,12 @@ class ExpStore:
         directory synced once. A file whose publication failed is not left under its name."""
         self._require_writable()
         finals = [self.root / rel for rel, _ in files]
-        for parent in dict.fromkeys(f.parent for f in finals):
-            make_dirs(parent)
+        make_dirs_many(f.parent for f in finals)  # new directories durable before a file in them is registered
         tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         temps = [f.parent / f".{f.name}.tmp-{tag}-{i}" for i, f in enumerate(finals)]
         placed: list[Path] = []
         try:
-            for tmp, (_, data) in zip(temps, files, strict=True):
-                with open(tmp, "wb") as handle:
-                    handle.write(data)
-            fsync_files(temps)
+            write_files_synced(zip(temps, (data for _, data in files), strict=True))
             for tmp, final in zip(temps, finals, strict=True):
                 os.replace(tmp, final)
                 placed.append(final)
