@@ -28,6 +28,7 @@ from tau_collector.expstore.write.artifacts import store_artifact_bytes, store_a
 from tau_collector.expstore.write.media import write_media
 from tau_collector.sources.media import HistogramRecord, ImageRecord, TextRecord
 from tau_collector.spool import durable
+from tau_collector.spool.media_record import media_chunk_key
 
 # --- summaries ------------------------------------------------------------------------------------------------------
 
@@ -201,3 +202,16 @@ def test_a_failed_sync_publishes_none_of_the_deliverys_files(tmp_path, monkeypat
     assert [p for p in (store.root / "artifacts").rglob("*") if p.is_file()] == []
     assert StoreReader(tmp_path / "store").media_tags("r") == []
 
+
+
+def test_an_imports_media_key_is_its_content():
+    records = [*_histograms(2, range(3)), ImageRecord("", "img", 1, 1.0, 2, 2, (b"png-a", b"png-b"), 1, 1),
+               TextRecord("", "t", 2, 2.0, ("a",), (), 2, 2)]
+    key = media_chunk_key("r", "/logs/events", records)
+    assert key == media_chunk_key("r", "/logs/events", list(records))
+    changed_bucket = [HistogramRecord(*(getattr(records[0], f) for f in ("run", "tag", "step", "wall_time")),
+                                      records[0].buckets + 1.0, records[0].record, records[0].offset), *records[1:]]
+    changed_image = [*records[:-2], ImageRecord("", "img", 1, 1.0, 2, 2, (b"png-a", b"png-c"), 1, 1), records[-1]]
+    others = {media_chunk_key("r", "/logs/events", changed_bucket), media_chunk_key("r", "/logs/events", changed_image),
+              media_chunk_key("r2", "/logs/events", records), media_chunk_key("r", "/logs/events", records[:-1])}
+    assert key not in others and len(others) == 4
