@@ -44,7 +44,7 @@ from tau_collector.sinks.expstore import ExpstoreSink
 from tau_collector.sources.base import Batch, Position, Source, SourceInput
 from tau_collector.sources.records import ProblemKind, SourceProblem
 from tau_collector.spool.manifest import non_finite_key
-from tau_collector.spool.media_record import encode_media_chunk
+from tau_collector.spool.media_record import media_chunk_key
 from tau_collector.taugrid.run_config import ConfigError
 
 __all__ = ["IMPORT_VERSION", "ImportRun", "ImportSummary", "StoreImport"]
@@ -334,7 +334,7 @@ class StoreImport:
         if batch.stopped or any(p.kind in (ProblemKind.UNREADABLE, ProblemKind.CORRUPT) for p in batch.problems):
             self.summary.corrupt_files += 1
         if batch.media:  # never MetricEvents: stored beside the points, under a key that is their content
-            key, _ = encode_media_chunk(pipeline.config.run_id, batch.input.path, batch.media)
+            key = media_chunk_key(pipeline.config.run_id, batch.input.path, batch.media)
             config = pipeline.config
             where = RunIdentity(config.project, config.experiment_id, config.run_group_id,
                                 tuple(sorted(config.tags.items())))

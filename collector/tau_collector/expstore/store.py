@@ -33,7 +33,13 @@ import orjson
 from tau_collector.expstore.format import schema
 from tau_collector.expstore.write.index_orphans import ensure_no_orphaned_file_rows
 from tau_collector.expstore.write.listing import ensure_listings, ensure_note_search
-from tau_collector.spool.durable import fsync_directory, make_dirs
+from tau_collector.spool.durable import (
+    fsync_directories,
+    fsync_directory,
+    make_dirs,
+    make_dirs_many,
+    write_files_synced,
+)
 
 __all__ = ["ExpStore", "StoreError", "StoreNotFoundError", "StoreReadOnlyError", "open_store", "utc_now_rfc3339"]
 
@@ -343,6 +349,28 @@ class ExpStore:
             final.unlink(missing_ok=True)  # never registered: not durable, so not published
             raise
         return final
+
+    def publish_files(self, files: list[tuple[str, bytes]]) -> list[Path]:
+        """:meth:`publish_file` of many files at once, with the same guarantee: each ``(relative path, bytes)``
+        written to a temporary name; then every file synced (several at once), renamed into place, and each
+        directory synced once. A file whose publication failed is not left under its name."""
+        self._require_writable()
+        finals = [self.root / rel for rel, _ in files]
+        make_dirs_many(f.parent for f in finals)  # new directories durable before a file in them is registered
+        tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        temps = [f.parent / f".{f.name}.tmp-{tag}-{i}" for i, f in enumerate(finals)]
+        placed: list[Path] = []
+        try:
+            write_files_synced(zip(temps, (data for _, data in files), strict=True))
+            for tmp, final in zip(temps, finals, strict=True):
+                os.replace(tmp, final)
+                placed.append(final)
+            fsync_directories(f.parent for f in finals)
+        except BaseException:
+            for path in (*temps, *placed):  # never registered: not durable, so not published
+                path.unlink(missing_ok=True)
+            raise
+        return finals
 
 
 class _Tx:

@@ -191,7 +191,8 @@ def _parse(message, data: bytes, max_values: int):
     """The ``HistogramProto`` or ``SummaryImage`` in a value's bytes; :class:`ValueError` says why there is none.
     A histogram's buckets are counted against ``max_values`` (three values a bucket) before it is parsed."""
     try:
-        if message is HistogramProto:
+        # A bucket takes eight bytes at least: a message too short to hold more than the limit is not counted.
+        if message is HistogramProto and 3 * (len(data) // 8) > max_values:
             buckets = _histogram_buckets_claimed(data)
             if 3 * buckets > max_values:
                 raise ValueError(f"histogram holds {buckets} buckets, over the limit of {max_values // 3} "
@@ -292,11 +293,13 @@ def histogram_buckets(value, kind: str, max_values: int) -> np.ndarray:
         if len(limits_field) < end:
             raise ValueError(f"histogram has {n} buckets but only {len(limits_field)} bucket limits")
         inner = np.fromiter(limits_field, dtype=np.float64, count=len(limits_field))[start:end]
-        buckets = np.empty((end - start + 1, 3), dtype=np.float32)
-        buckets[:, 0] = np.concatenate(([histo.min], inner))
-        buckets[:, 1] = np.concatenate((inner, [histo.max]))
+        buckets = np.empty((end - start + 1, 3), dtype=np.float64)
+        buckets[0, 0] = histo.min
+        buckets[1:, 0] = inner
+        buckets[:-1, 1] = inner
+        buckets[-1, 1] = histo.max
         buckets[:, 2] = counts[start:end + 1]
-        return buckets.astype(np.float64)
+        return buckets.astype(np.float32).astype(np.float64)  # through float32, as the migration makes them
     shape, values = tensor_values(value.tensor, max_values)
     if len(shape) != 2 or shape[1] != 3:
         raise ValueError(f"a histogram tensor has shape [k, 3], this one {list(shape)}")

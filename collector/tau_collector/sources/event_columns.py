@@ -110,7 +110,9 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
         size = group.length
         if size <= 14 or size > CANONICAL_MAX:
             continue
-        local = np.flatnonzero(group.payloads[:, 0] == 0x09)
+        # A canonical scalar starts with its wall time (field 1, 0x09) and ends with its simple_value (field 2 of
+        # the value, 0x15, then four bytes): a histogram, image or text event of the same size is not one.
+        local = np.flatnonzero((group.payloads[:, 0] == 0x09) & (group.payloads[:, size - 5] == 0x15))
         if not local.size:
             continue
         payloads = group.payloads[local]  # one canonical-scalar candidate per row, contiguous

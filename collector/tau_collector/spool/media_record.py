@@ -30,8 +30,8 @@ from tau_collector.sources.media import HistogramRecord, ImageRecord, MediaRecor
 from tau_collector.spool.checkpoint import SpoolError
 from tau_collector.spool.durable import remove_durable, write_file_atomic
 
-__all__ = ["MEDIA_CHUNK_SCHEMA", "MEDIA_DIR", "decode_media_chunk", "encode_media_chunk", "replay_media",
-           "write_media_record"]
+__all__ = ["MEDIA_CHUNK_SCHEMA", "MEDIA_DIR", "decode_media_chunk", "encode_media_chunk", "media_chunk_key",
+           "replay_media", "write_media_record"]
 
 MEDIA_CHUNK_SCHEMA = b"tau-collector.media_chunk.v1\n"
 MEDIA_DIR = "media"
@@ -85,6 +85,28 @@ def encode_media_chunk(run_id: str, source: str, records: list[MediaRecord],
     for piece in pieces:
         digest.update(piece)
     return digest.hexdigest(), pieces
+
+
+def media_chunk_key(run_id: str, source: str, records: list[MediaRecord]) -> str:
+    """A digest of everything ``records`` hold, for a chunk delivered without a spool record (an import): the
+    same records give the same key, as :func:`encode_media_chunk`'s digest does, without encoding the record."""
+    digest = hashlib.sha256(orjson.dumps([run_id, source]))
+    update = digest.update
+    described = []
+    for record in records:
+        common = (record.kind, record.run, record.tag, record.step, record.wall_time, record.record, record.offset)
+        if isinstance(record, HistogramRecord):
+            update(np.ascontiguousarray(record.buckets, dtype="<f8").tobytes())
+            described.append((*common, record.buckets.shape[0]))
+        elif isinstance(record, ImageRecord):
+            for image in record.images:
+                update(image)
+            described.append((*common, record.width, record.height, [len(i) for i in record.images],
+                              list(record.captions)))
+        else:
+            described.append((*common, list(record.text), list(record.shape)))
+    update(orjson.dumps(described))
+    return digest.hexdigest()
 
 
 def decode_media_chunk(raw: bytes, where: str) -> MediaChunk:

@@ -310,7 +310,7 @@ CREATE INDEX IF NOT EXISTS idx_configs_run ON configs(run_id);
 -- A run's images of one tag near a step (the step cursor's two lookups and the rows at the step) are found the
 -- same way, not by reading every artifact of the run (100,000 for 10 image tags × 10,000 steps: ~40 ms a query).
 CREATE INDEX IF NOT EXISTS idx_artifacts_run_type_name_step ON artifacts(run_id, type, name, step);
--- Ours: a run's histograms and text (docs/media.md), one Parquet file per tag and delivered chunk under media/.
+-- Ours: a run's histograms and text (docs/media.md), a row per tag of each delivered chunk (its file under media/).
 -- A store without this table (written before it, or by TauGrid) has none: readers answer empty.
 CREATE TABLE IF NOT EXISTS media_files (
   file_id TEXT PRIMARY KEY,
@@ -324,6 +324,13 @@ CREATE TABLE IF NOT EXISTS media_files (
   created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_media_files_tag ON media_files(run_id, kind, tag, step_min);
+-- Ours too: the row groups of a media file that hold one tag (a media_files row of a file of every tag of a
+-- delivery). A media_files row without one (the first layout: a file per tag) is read whole.
+CREATE TABLE IF NOT EXISTS media_tag_groups (
+  file_id TEXT PRIMARY KEY,
+  group_first INTEGER NOT NULL,
+  group_last INTEGER NOT NULL
+);
 -- Ours too: which spool stream and sequence recorded each chunk key (``idempotency_keys`` is TauGrid's and
 -- keeps its shape), and each stream's newest sequence, so that the writer prunes the keys no spool can
 -- replay any more (``write/idempotency.py``). Keys recorded without a stream (imports) are not here.

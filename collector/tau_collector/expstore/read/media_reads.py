@@ -2,7 +2,9 @@
 one step exactly, text and images at the step nearest a requested one.
 
 Histograms and text come from the run's ``media_files`` (:mod:`..format.media_files`): only the files of the
-tag asked for whose step range meets the request are opened, only the columns needed are decoded (a
+tag asked for whose step range meets the request are opened, and of a delivery's file of every tag only the
+row groups holding the tag (``media_tag_groups``; a file of the first layout holds one tag and is read
+whole); only the columns needed are decoded (a
 distribution reads the summary columns, never the buckets; the buckets are decoded for the steps drawn
 only), and row groups outside the range are skipped by their step statistics. A value stored twice (a
 chunk delivered again after a crash) is one row: rows are deduplicated by where they were read
@@ -53,19 +55,37 @@ def media_tags(store: ExpStore, run_id: str) -> list[MediaTag]:
     return sorted(tags, key=lambda t: (t.kind, t.tag))
 
 
+def _read(store: ExpStore, entry: tuple[str, tuple[int, int] | None], tag: str, columns: list[str],
+          steps: tuple[int, int] | list[int]):
+    """The ``columns`` of one file's rows of ``tag`` with a step in ``steps`` (a ``(low, high)`` range, or a list):
+    of a delivery file, only the row groups holding the tag are read; a file of the first layout, whole."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    path, groups = entry
+    if groups is None:
+        filters = ([("step", ">=", steps[0]), ("step", "<=", steps[1])] if isinstance(steps, tuple)
+                   else [("step", "in", steps)])
+        return pq.read_table(store.absolute(path), columns=columns, filters=filters)
+    table = pq.ParquetFile(store.absolute(path)).read_row_groups(range(groups[0], groups[1] + 1),
+                                                                 columns=list(dict.fromkeys(["tag", "step", *columns])))
+    step = table.column("step")
+    within = (pc.and_(pc.greater_equal(step, steps[0]), pc.less_equal(step, steps[1])) if isinstance(steps, tuple)
+              else pc.is_in(step, value_set=pa.array(steps, type=pa.int64())))
+    return table.filter(pc.and_(pc.equal(table.column("tag"), tag), within)).select(columns)
+
+
 def _rows(store: ExpStore, run_id: str, kind: str, tag: str, low: int, high: int,
           columns: list[str]) -> tuple[np.ndarray, dict[str, list | np.ndarray]]:
     """(steps, the other ``columns``) of a tag's rows with ``low <= step <= high``: one row per source, one per
     step (the later-read wins), sorted by step."""
-    import pyarrow.parquet as pq
-
-    paths = media_file_paths(store, run_id, kind, tag, low, high)
-    if not paths:
+    files = media_file_paths(store, run_id, kind, tag, low, high)
+    if not files:
         return np.zeros(0, dtype=np.int64), {c: [] for c in columns if c != "step"}
     may_block()
     wanted = ["step", "source", *[c for c in columns if c not in ("step", "source")]]
-    parts = [pq.read_table(store.absolute(p), columns=wanted, filters=[("step", ">=", low), ("step", "<=", high)])
-             for p in paths]
+    parts = [_read(store, entry, tag, wanted, (low, high)) for entry in files]
     steps = np.concatenate([t.column("step").to_numpy() for t in parts]).astype(np.int64)
     sources = [s for t in parts for s in t.column("source").to_pylist()]
     keep: dict[int, int] = {}
@@ -144,14 +164,11 @@ def histogram_series(store: ExpStore, run_id: str, tag: str, *, step_min: int | 
 
 
 def _bucket_texts(store: ExpStore, run_id: str, tag: str, steps: np.ndarray, sources: set[str]) -> dict[str, str]:
-    import pyarrow.parquet as pq
-
     if not len(steps):
         return {}
     out: dict[str, str] = {}
-    for path in media_file_paths(store, run_id, HISTOGRAMS, tag, int(steps.min()), int(steps.max())):
-        table = pq.read_table(store.absolute(path), columns=["source", "buckets"],
-                              filters=[("step", "in", steps.tolist())])
+    for entry in media_file_paths(store, run_id, HISTOGRAMS, tag, int(steps.min()), int(steps.max())):
+        table = _read(store, entry, tag, ["source", "buckets"], steps.tolist())
         for source, text in zip(table.column("source").to_pylist(), table.column("buckets").to_pylist(), strict=True):
             if source in sources:
                 out[source] = text
@@ -174,10 +191,8 @@ def text_at(store: ExpStore, run_id: str, tag: str, step: int) -> TextAt | None:
         return None
     i = _nearest(steps, step)
     at = int(steps[i])
-    import pyarrow.parquet as pq
-
-    for path in media_file_paths(store, run_id, TEXT, tag, at, at):
-        table = pq.read_table(store.absolute(path), columns=["source", "shape", "text"], filters=[("step", "==", at)])
+    for entry in media_file_paths(store, run_id, TEXT, tag, at, at):
+        table = _read(store, entry, tag, ["source", "shape", "text"], (at, at))
         for source, shape, text in zip(*(table.column(c).to_pylist() for c in ("source", "shape", "text")),
                                        strict=True):
             if source == cols["source"][i]:

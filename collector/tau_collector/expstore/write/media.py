@@ -1,12 +1,14 @@
 """Writing a run's histograms, images and text into the store, idempotently: images as artifacts, the rest as files.
 
-Images are content-addressed bytes under ``artifacts/`` (:func:`.artifacts.store_artifact_bytes`: the same
+Images are content-addressed bytes under ``artifacts/`` (:func:`.artifacts.store_artifacts_bytes`: the same
 image logged twice is one file) registered in TauGrid's ``artifacts`` table as type ``image`` — ``name`` the
 tag, ``step``, ``rank`` the image's place in its event, ``content_type``, ``digest``, ``size_bytes``; width and
 height in ``tags``. Its ``artifact_id`` is derived from (run, ``image``, tag, step, rank), so a re-delivery
-replaces the row. Histograms and text go to one Parquet file per tag and delivery
-(:mod:`..format.media_files`), published before its ``media_files`` row is inserted (``INSERT OR IGNORE``
-by a file id derived from the delivery key and the tag, so a delivery made again adds nothing).
+replaces the row. A delivery's images are written and synced together (:func:`.artifacts.store_artifacts_bytes`).
+Histograms and text go to one Parquet file per kind and delivery, every tag in it in row groups of its own
+(:mod:`..format.media_files`), published before its rows are inserted: one ``media_files`` row per tag, with
+the row groups holding the tag in ``media_tag_groups`` (``INSERT OR IGNORE`` by a file id derived from the
+delivery key and the tag, so a delivery made again adds nothing).
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ from collections import defaultdict
 import numpy as np
 import orjson
 
-from tau_collector.expstore.format.media_files import histogram_file_bytes, media_file_path, text_file_bytes
+from tau_collector.expstore.format.media_files import delivery_file_path, histograms_file_bytes, texts_file_bytes
 from tau_collector.expstore.store import ExpStore, utc_now_rfc3339
-from tau_collector.expstore.write.artifacts import ARTIFACT_COLUMNS, record_artifacts, store_artifact_bytes
+from tau_collector.expstore.write.artifacts import ARTIFACT_COLUMNS, record_artifacts, store_artifacts_bytes
 from tau_collector.expstore.write.listing import refresh_runs
 from tau_collector.expstore.write.writer import register_run
 from tau_collector.reads.rows import ArtifactRow
 from tau_collector.sinks.base import RunIdentity
-from tau_collector.sources.media import HistogramRecord, ImageRecord, MediaRecord
+from tau_collector.sources.media import HistogramRecord, ImageRecord, MediaRecord, image_content_type
 
 __all__ = ["IMAGE_TYPE", "image_artifact_id", "image_rows_at", "image_steps_around", "image_tag_rows",
            "image_with_digest", "media_file_paths", "media_tag_rows", "write_media"]
@@ -53,46 +55,68 @@ def write_media(store: ExpStore, key: str, run_id: str, source: str, records: tu
     its row, experiment, group, tags, start at its earliest value, listings), so a run that logs only media is
     listed; a run already in another project/experiment/group keeps its row (its points decide where it is).
     """
-    images: list[ArtifactRow] = []
-    tables: dict[tuple[str, str], list[MediaRecord]] = defaultdict(list)
     now = utc_now_rfc3339()
+    images = [(record, rank, data) for record in records if isinstance(record, ImageRecord)
+              for rank, data in enumerate(record.images)]
+    kept = store_artifacts_bytes(store, [data for _, _, data in images])
+    rows = [ArtifactRow(
+        run_id=run_id, type=IMAGE_TYPE, uri=rel, name=record.name, step=record.step, digest=digest,
+        size_bytes=size, content_type=image_content_type(data), created_at=now, rank=rank,
+        caption=record.caption(rank),
+        tags={"width": record.width, "height": record.height, "source": _source(source, record),
+              "wall_time": record.wall_time},
+        artifact_id=image_artifact_id(run_id, record.name, record.step, rank))
+        for (record, rank, data), (digest, rel, size) in zip(images, kept, strict=True)]
+    tables: dict[str, dict[str, list[MediaRecord]]] = defaultdict(lambda: defaultdict(list))
     for record in records:
-        if isinstance(record, ImageRecord):
-            for rank, data in enumerate(record.images):
-                digest, rel, size = store_artifact_bytes(store, data)
-                images.append(ArtifactRow(
-                    run_id=run_id, type=IMAGE_TYPE, uri=rel, name=record.name, step=record.step, digest=digest,
-                    size_bytes=size, content_type=record.content_types[rank], created_at=now, rank=rank,
-                    caption=record.caption(rank),
-                    tags={"width": record.width, "height": record.height, "source": _source(source, record),
-                          "wall_time": record.wall_time},
-                    artifact_id=image_artifact_id(run_id, record.name, record.step, rank)))
-        else:
-            tables[(record.kind, record.name)].append(record)
-    rows = []
-    for (kind, tag), group in tables.items():
-        group.sort(key=lambda r: (r.step, r.offset))
-        step = np.array([r.step for r in group], dtype=np.int64)
-        wall = np.array([r.wall_time for r in group], dtype=np.float64)
-        sources = [_source(source, r) for r in group]
-        if kind == HistogramRecord.kind:
-            data = histogram_file_bytes(step, wall, sources, [r.buckets for r in group])  # type: ignore[union-attr]
-        else:
-            data = text_file_bytes(step, wall, sources, [r.shape for r in group],  # type: ignore[union-attr]
-                                   [r.text for r in group])  # type: ignore[union-attr]
-        file_id = "media-" + hashlib.sha256(orjson.dumps([key, run_id, kind, tag])).hexdigest()[:32]
-        rel = media_file_path(run_id, kind, tag, file_id)
-        store.publish_file(rel, lambda tmp, data=data: tmp.write_bytes(data))
-        rows.append((file_id, run_id, kind, tag, rel, len(group), int(step.min()), int(step.max()), now))
-    if rows or (identity is not None and records):
+        if not isinstance(record, ImageRecord):
+            tables[record.kind][record.name].append(record)
+    files, index, groups = [], [], []
+    for kind, by_tag in tables.items():
+        data, tag_rows = _delivery_file(kind, by_tag, source)
+        rel = delivery_file_path(run_id, kind, _file_id([key, run_id, kind]))
+        files.append((rel, data))
+        for tag, count, low, high, (first, last) in tag_rows:
+            file_id = _file_id([key, run_id, kind, tag])
+            index.append((file_id, run_id, kind, tag, rel, count, low, high, now))
+            groups.append((file_id, first, last))
+    if files:
+        store.publish_files(files)  # every file of the delivery synced at once, before a row names it
+    if index or (identity is not None and records):
         with store.write_transaction() as tx:
             if identity is not None and records:
                 _register(tx, run_id, identity, min(r.wall_time for r in records), now)
             tx.executemany("INSERT OR IGNORE INTO media_files(file_id, run_id, kind, tag, path, row_count, step_min, "
-                           "step_max, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    record_artifacts(store, images)
-    return len(images) + sum(len(g) for g in tables.values())
+                           "step_max, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", index)
+            tx.executemany("INSERT OR IGNORE INTO media_tag_groups(file_id, group_first, group_last) "
+                           "VALUES (?, ?, ?)", groups)
+    record_artifacts(store, rows)
+    return len(rows) + sum(len(g) for by_tag in tables.values() for g in by_tag.values())
 
+
+def _file_id(parts: list[str]) -> str:
+    return "media-" + hashlib.sha256(orjson.dumps(parts)).hexdigest()[:32]
+
+
+def _delivery_file(kind: str, by_tag: dict[str, list[MediaRecord]],
+                   source: str) -> tuple[bytes, list[tuple[str, int, int, int, tuple[int, int]]]]:
+    """The Parquet bytes of one kind's records of a delivery (tag after tag, by step within a tag) and, for each
+    tag, (tag, rows, first step, last step, its first and last row group)."""
+    tags = sorted(by_tag)
+    ordered = [sorted(by_tag[tag], key=lambda r: (r.step, r.offset)) for tag in tags]
+    flat = [r for group in ordered for r in group]
+    counts = [len(group) for group in ordered]
+    step = np.fromiter((r.step for r in flat), dtype=np.int64, count=len(flat))
+    wall = np.fromiter((r.wall_time for r in flat), dtype=np.float64, count=len(flat))
+    sources = [_source(source, r) for r in flat]
+    if kind == HistogramRecord.kind:
+        data, spans = histograms_file_bytes(tags, counts, step, wall, sources,
+                                            [r.buckets for r in flat])  # type: ignore[union-attr]
+    else:
+        data, spans = texts_file_bytes(tags, counts, step, wall, sources, [r.shape for r in flat],  # type: ignore[union-attr]
+                                       [r.text for r in flat])  # type: ignore[union-attr]
+    return data, [(tag, count, int(group[0].step), int(group[-1].step), span)
+                  for tag, count, group, span in zip(tags, counts, ordered, spans, strict=True)]
 
 
 def _register(tx, run_id: str, identity: RunIdentity, first_wall: float, now: str) -> None:
@@ -115,17 +139,29 @@ def _without_table(exc: sqlite3.OperationalError) -> bool:
     return "no such table" in str(exc)
 
 
-def media_file_paths(store: ExpStore, run_id: str, kind: str, tag: str, low: int, high: int) -> list[str]:
-    """The files of one tag whose step range meets ``[low, high]``, in delivery order."""
+def media_file_paths(store: ExpStore, run_id: str, kind: str, tag: str, low: int,
+                     high: int) -> list[tuple[str, tuple[int, int] | None]]:
+    """The files of one tag whose step range meets ``[low, high]``, in delivery order, each with the first and
+    last of its row groups that hold the tag (None: a file of the first layout, the tag's alone)."""
+    sql = ("SELECT f.path, g.group_first, g.group_last FROM media_files f LEFT JOIN media_tag_groups g "
+           "ON g.file_id = f.file_id WHERE f.run_id = ? AND f.kind = ? AND f.tag = ? AND f.step_max >= ? "
+           "AND f.step_min <= ? ORDER BY f.step_min, f.rowid")
+    params = (run_id, kind, tag, low, high)
     try:
-        rows = store.connection().execute(
-            "SELECT path FROM media_files WHERE run_id = ? AND kind = ? AND tag = ? AND step_max >= ? "
-            "AND step_min <= ? ORDER BY step_min, rowid", (run_id, kind, tag, low, high)).fetchall()
+        rows = store.connection().execute(sql, params).fetchall()
     except sqlite3.OperationalError as exc:
-        if _without_table(exc):
-            return []
-        raise
-    return [r[0] for r in rows]
+        if not _without_table(exc):
+            raise
+        # A store of the first layout opened read-only (not migrated): its files are each one tag's.
+        first_layout = sql.replace("g.group_first, g.group_last", "NULL, NULL").replace(
+            " LEFT JOIN media_tag_groups g ON g.file_id = f.file_id", "")
+        try:
+            rows = store.connection().execute(first_layout, params).fetchall()
+        except sqlite3.OperationalError as again:
+            if _without_table(again):
+                return []
+            raise
+    return [(path, None if first is None else (int(first), int(last))) for path, first, last in rows]
 
 
 def media_tag_rows(store: ExpStore, run_id: str) -> list[tuple[str, str, int, int, int, int]]:
