@@ -268,10 +268,13 @@ class Collector:
             for source_input in found:
                 if source.strict:
                     self._closed.note(source_input.path)
-                known_input, cpu = source_input.path in checkpoint.sources, time.process_time()
-                self._drain_input(checkpoint, pipeline, source, source_input, final)
-                if known_input:
+                if source_input.path in checkpoint.sources:  # read before: an append
+                    cpu = time.process_time()
+                    self._drain_input(checkpoint, pipeline, source, source_input, final)
                     appended_cpu += time.process_time() - cpu
+                else:
+                    self._drain_input(checkpoint, pipeline, source, source_input, final)
+                pipeline.release(source, source_input)
         self._flush(checkpoint, fold=self._closed.ready())  # a fold joins the chunk's checkpoint write
         self._keep_new([(source, i) for source, found in inputs for i in found if i.path not in self._kept],
                        now=final or not self.options.watch)

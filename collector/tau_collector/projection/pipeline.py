@@ -73,6 +73,11 @@ class Pipeline:
                 metric_file_path=source_input.metric_file_path, with_events=False, with_lines=self.lines)
         return projector
 
+    def release(self, source: Source, source_input: SourceInput) -> None:
+        """Forget ``source_input``'s projector (its templates and per-metric fragments): the input is read for this
+        pass. A drain over thousands of closed files holds one projector at a time, not one per file."""
+        self._projectors.pop((source.kind, source_input.path), None)
+
     def project(self, source: Source, batch: Batch) -> ProjectedBatch:
         projector = self.projector(source, batch.input)
         if batch.columns is not None:
