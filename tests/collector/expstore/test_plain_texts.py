@@ -72,3 +72,26 @@ def test_short_segments_and_negative_numbers_are_left_to_the_row_by_row_way():
     assert PlainTexts.around_numbers(PARTS, key, np.arange(-1, 39, dtype=np.int64)) is None
     assert PlainTexts.around_numbers(PARTS, key, np.arange(40, dtype=np.int64)) is not None
     assert PlainTexts.around_numbers(PARTS, key[:0], np.arange(0, dtype=np.int64)) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=12), min_size=0, max_size=60), st.integers(1, 40), st.randoms(use_true_random=False))
+def test_take_gathers_block_by_block_the_same_rows(texts, block, rnd):
+    """``take`` gathers a bounded block of bytes at a time (its byte indices are 8 bytes each); blocks smaller
+    than a row, rows of one length and of many lengths give the rows a whole gather gives."""
+    encoded = [t.encode() for t in texts]
+    bounds = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([4 + len(b) for b in encoded], out=bounds[1:])
+    data = np.frombuffer(b"".join(len(b).to_bytes(4, "little") + b for b in encoded), dtype=np.uint8)
+    plain = PlainTexts(data.copy(), bounds)
+    order = list(range(len(texts))) * 2
+    rnd.shuffle(order)
+    old = parquet_encoder._TAKE_BLOCK_BYTES
+    parquet_encoder._TAKE_BLOCK_BYTES = block
+    try:
+        taken = plain.take(np.array(order, dtype=np.int64))
+        assert taken.rows() == [texts[i] for i in order]
+        uniform = PlainTexts(np.zeros(8 * len(order), dtype=np.uint8) + 1, np.arange(0, 8 * len(order) + 1, 8))
+        assert uniform.take(np.array(order[::-1], dtype=np.int64)).data.tolist() == [1] * 8 * len(order)
+    finally:
+        parquet_encoder._TAKE_BLOCK_BYTES = old

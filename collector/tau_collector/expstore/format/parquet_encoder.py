@@ -67,6 +67,9 @@ class Coded:
         return self.pieces
 
 
+# Bytes of rows PlainTexts.take gathers at a time (its index arrays are 8 bytes a byte).
+_TAKE_BLOCK_BYTES = 1 << 17
+
 # Below this many rows a segment on average, building text pieces row by row in Python is the cheaper way.
 _SEGMENT_ROWS = 8
 
@@ -89,18 +92,31 @@ class PlainTexts:
         return [data[a + 4:b].decode() for a, b in itertools.pairwise(self.bounds.tolist())]
 
     def take(self, order: np.ndarray) -> PlainTexts:
-        """The rows at ``order``, gathered by numpy: each byte's source is its row's start plus its place in it."""
+        """The rows at ``order``, gathered by numpy: each byte's source is its row's start plus its place in it.
+
+        A byte's source index is 8 bytes: gathered a block of about ``_TAKE_BLOCK_BYTES`` at a time, so a merge of
+        12,000 rows of tags (~3 MB) holds a few MB of indices, not ~75 MB (the sidecar's memory budget is 80 MB)."""
         order = np.asarray(order, dtype=np.int64)
         starts = self.bounds[order]
         lengths = self.bounds[order + 1] - starts
         bounds = np.zeros(len(order) + 1, dtype=np.int64)
         np.cumsum(lengths, out=bounds[1:])
-        if len(order) and lengths.min() == lengths.max():  # rows of one length (tags "{}"): a 2-D gather
-            width = int(lengths[0])
-            source = (starts[:, None] + np.arange(width, dtype=np.int64)).ravel()
-        else:
-            source = np.repeat(starts - bounds[:-1], lengths) + np.arange(int(bounds[-1]), dtype=np.int64)
-        return PlainTexts(self.data[source], bounds)
+        data = np.empty(int(bounds[-1]), dtype=np.uint8)
+        first, rows = 0, len(order)
+        while first < rows:
+            last = int(np.searchsorted(bounds, bounds[first] + _TAKE_BLOCK_BYTES, side="right")) - 1
+            last = min(rows, max(last, first + 1))
+            block_starts, block_lengths = starts[first:last], lengths[first:last]
+            if block_lengths.min() == block_lengths.max():  # rows of one length (tags "{}"): a 2-D gather
+                width = int(block_lengths[0])
+                source = (block_starts[:, None] + np.arange(width, dtype=np.int64)).ravel()
+            else:
+                block_bounds = bounds[first:last + 1] - bounds[first]
+                source = (np.repeat(block_starts - block_bounds[:-1], block_lengths)
+                          + np.arange(int(block_bounds[-1]), dtype=np.int64))
+            data[bounds[first]:bounds[last]] = self.data[source]
+            first = last
+        return PlainTexts(data, bounds)
 
     def rows_between(self, start: int, stop: int) -> PlainTexts:
         """Rows ``start:stop`` (views, no copy)."""
