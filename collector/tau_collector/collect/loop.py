@@ -141,7 +141,8 @@ class Collector:
             self._baseline(checkpoint)
         if o.ready_file:
             write_file_atomic(o.ready_file, b"ready\n")
-        watcher = ChangeWatcher(self._watch_roots()) if o.watch else None
+        watcher = ChangeWatcher(self._watch_roots(), ignore=self._own_directories(),
+                                files=[o.completion_file] if o.completion_file else []) if o.watch else None
         try:
             iteration, changed = 0, None
             while True:
@@ -575,10 +576,16 @@ class Collector:
                       "kept in the local store, not sent as a MetricEvent")
 
     def _watch_roots(self) -> list[str]:
-        roots = [root for source in self.sources for root in source.watch_roots()]
-        if self.options.completion_file:
-            roots.append(os.path.dirname(os.path.abspath(self.options.completion_file)))
-        return roots
+        """The sources' directories; the completion file is looked for by the watcher, its directory not watched."""
+        return [root for source in self.sources for root in source.watch_roots()]
+
+    def _own_directories(self) -> list[str]:
+        """Where this collector writes (the spool, a local store): its own writes there are not news -- unless a
+        source reads from there too (history under ``--out``), whose changes must wake the collector."""
+        roots = [os.path.abspath(root) for root in self._watch_roots()]
+        own = [os.path.abspath(d) for d in (self.options.out, *(d for sink in self.options.sinks
+                                                                 for d in sink.local_directories()))]
+        return [d for d in own if not any(root == d or root.startswith(d.rstrip(os.sep) + os.sep) for root in roots)]
 
 
 class CollectorCancelled(CollectorError):

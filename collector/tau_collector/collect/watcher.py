@@ -8,6 +8,12 @@ atomically create and fill a dotfile first; only the rename is news, so dotfiles
 
 News is one set of changed paths, merged as it comes: a collector that drains for a long time (a job that
 writes faster than it is read) finds the paths that changed meanwhile, never a backlog of notifications.
+
+What the collector writes itself is not news: changes under ``ignore`` (its spool and its store, when they
+live under a watched directory) are dropped as they come, so a drain's own spool record, Parquet file, index
+and checkpoint never wake the next one. A single file whose appearance is news (the completion file) is
+looked for at each tick of the wait (a ``stat`` every 250 ms) instead of watching its whole directory tree,
+which often holds the job's output, the spool and the store.
 """
 
 from __future__ import annotations
@@ -29,8 +35,12 @@ class ChangeWatcher:
     # the first, synchronous step takes).
     _TICK_MS = 250
 
-    def __init__(self, roots: list[str]) -> None:
+    def __init__(self, roots: list[str], *, ignore: list[str] | None = None, files: list[str] | None = None) -> None:
         self._roots = sorted({os.path.abspath(r) for r in roots})
+        # Changes at or below these directories are dropped (``str.startswith`` with a tuple: one C call a path).
+        self._ignored = tuple(sorted({os.path.abspath(d) for d in ignore or ()}))
+        self._ignored_below = tuple(d.rstrip(os.sep) + os.sep for d in self._ignored)
+        self._files = sorted({os.path.abspath(f) for f in files or ()})
         self._lock = threading.Lock()
         self._changed: set[str] = set()  # paths changed since the last wait took them
         self._news = threading.Event()  # set with the first change (or a watcher failure) after a take
@@ -64,7 +74,9 @@ class ChangeWatcher:
         self._thread.start()
 
     def _put(self, raw: set) -> None:
-        paths = {path for _change, path in raw if not os.path.basename(path).startswith(".")}
+        ignored, below = self._ignored, self._ignored_below
+        paths = {path for _change, path in raw if not os.path.basename(path).startswith(".")
+                 and not (ignored and (path.startswith(below) or path in ignored))}
         if paths:
             with self._lock:
                 self._changed |= paths
@@ -98,6 +110,7 @@ class ChangeWatcher:
         timeout = interval if self._complete else min(interval, self.POLL)
         deadline = time.monotonic() + timeout
         news = False
+        appeared: set[str] = set()
         while not stop.is_set():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -105,10 +118,14 @@ class ChangeWatcher:
             if self._news.wait(min(remaining, 0.25)):
                 news = True
                 break
+            appeared = {path for path in self._files if os.path.exists(path)}
+            if appeared:
+                news = True
+                break
         while not stop.is_set() and time.monotonic() < not_before:
             stop.wait(min(0.05, not_before - time.monotonic()))
         # Taken after the wait for not_before: a burst of changes is one drain.
-        changed: set[str] | None = (self._take() or None) if news else None
+        changed: set[str] | None = ((self._take() | appeared) or None) if news else None
         if not self._complete:
             changed = None
             if self._thread is None and all(os.path.isdir(r) for r in self._roots):

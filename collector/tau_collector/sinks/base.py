@@ -139,5 +139,9 @@ class Sink(abc.ABC):
         ``[]`` for a sink that keeps none."""
         return []
 
+    def local_directories(self) -> list[str]:
+        """Directories this sink writes on this machine (a watching collector takes no change there as news)."""
+        return []
+
     def close(self) -> None:  # noqa: B027 - most sinks hold nothing to release
         """Release connections and files."""

@@ -238,6 +238,9 @@ class ExpstoreSink(Sink):
         return (f"expstore {store.root}: cannot write {where}: {exc.strerror}; the store's layout is damaged "
                 "(a file or a link where a directory belongs) and a retry cannot fix this")
 
+    def local_directories(self) -> list[str]:
+        return [str(self._store.root)]
+
     def close(self) -> None:
         self._writer.close()
         self._store.close()
