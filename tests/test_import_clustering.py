@@ -139,12 +139,12 @@ _KILLER = textwrap.dedent("""
                 return _real(self, *args)
             setattr(store_module._Tx, name, wrapped)
     elif mode == "committed":
-        real_swap = metric_clusters._swap
+        real_swap = metric_clusters.swap_files
         def swap(*args):
             done = real_swap(*args)
             die_at_nth()
             return done
-        metric_clusters._swap = swap
+        metric_clusters.swap_files = swap
     sys.exit(metric_clusters.main(sys.argv[3:]))
 """)
 

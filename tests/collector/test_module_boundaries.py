@@ -13,15 +13,18 @@ EXPSTORE = "tau_collector.expstore"
 
 # What each part of the expstore may import of the others. The writer starts maintenance, so write comes after
 # maintain. The store migrates the run listings when it opens a store for writing, so write.listing (which
-# imports nothing of the store) is a part of its own, below the store.
+# imports nothing of the store) is a part of its own, below the store; so is write.index_orphans (the one-time sweep
+# of orphaned file rows the store runs when a writer first opens an old store; it imports only sqlite3).
 LAYERS = {
     "format": set(),
     "write.listing": set(),
-    "store": {"format", "write.listing"},
+    "write.index_orphans": set(),
+    "store": {"format", "write.listing", "write.index_orphans"},
     "maintain": {"format", "store"},
-    "write": {"format", "store", "maintain", "write.listing"},
-    "read": {"format", "store", "write", "write.listing"},
+    "write": {"format", "store", "maintain", "write.listing", "write.index_orphans"},
+    "read": {"format", "store", "write", "write.listing", "write.index_orphans"},
 }
+STANDALONE = {"write.listing", "write.index_orphans"}
 
 
 def _modules(root: Path) -> dict[str, Path]:
@@ -114,9 +117,10 @@ def _expstore_graph(*, annotations: bool = False) -> dict[str, set[str]]:
 
 
 def _part(module: str) -> str:
-    """``format``, ``store``, ``maintain``, ``write`` or ``read`` (``write.listing`` for that one module)."""
+    """``format``, ``store``, ``maintain``, ``write`` or ``read`` (``write.listing`` and ``write.index_orphans`` for
+    those modules)."""
     rest = module.removeprefix(EXPSTORE + ".")
-    return rest if rest == "write.listing" else rest.split(".")[0]
+    return rest if rest in STANDALONE else rest.split(".")[0]
 
 
 def test_no_module_of_tau_collector_uses_another_modules_private_names():

@@ -26,6 +26,7 @@ STORE_USERS = {
     "collector/tau_collector/sinks/expstore.py",
     "collector/tau_collector/sinks/expstore_columns.py",
     "collector/tau_collector/collect/import_pass.py",
+    "collector/tau_collector/collect/delivery.py",  # the rows of a run's source files (only when a sink keeps artifacts)
     "collector/tau_collector/cli/collect.py",
     "collector/tau_collector/cli/store.py",
     "collector/tau_collector/cli/wrap.py",  # records the run's webhook notifications as run events in --store

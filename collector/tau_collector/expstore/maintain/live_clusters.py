@@ -58,7 +58,7 @@ from tau_collector.expstore.format.parquet_encoder import ParquetStream
 from tau_collector.expstore.format.parquet_reader import CodedTexts, ForeignParquetError, MetricFileGroups, NumberColumn
 from tau_collector.expstore.maintain.compaction import CLUSTERED_PREFIX, ForeignFileError, merged_columns
 from tau_collector.expstore.maintain.leftovers import sweep_run
-from tau_collector.expstore.maintain.metric_clusters import _listing, _steps, _swap, _Written
+from tau_collector.expstore.maintain.metric_clusters import Written, clustering_listing, run_steps, swap_files
 from tau_collector.expstore.store import ExpStore, StoreError
 
 __all__ = ["DELTA_PREFIX", "LivePolicy", "cluster_live", "live_clustering_due"]
@@ -120,7 +120,7 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
     foreign: set[str] = set()
     steps = 0
     while steps < policy.max_steps:
-        listing = _listing(conn, run_id)
+        listing = clustering_listing(conn, run_id)
         unclustered = [f for f in listing if not f[1].startswith(CLUSTERED_PREFIX) and f[1] not in foreign]
         bases = [f for f in listing if f[1].startswith(CLUSTERED_PREFIX) and not f[1].startswith(DELTA_PREFIX)
                  and f[1] not in foreign]
@@ -210,8 +210,8 @@ def _due_ranges(store: ExpStore, cuts: list[str], names: list[str], bases: list[
 
 def _ties(f: tuple, x: tuple) -> bool:
     """Whether files ``f`` and ``x`` may hold a row of the same metric and step (by their recorded ranges)."""
-    low, high = _steps(f)
-    x_low, x_high = _steps(x)
+    low, high = run_steps(f)
+    x_low, x_high = run_steps(x)
     return x_low <= high and x_high >= low and x[8] <= f[9] and x[9] >= f[8]
 
 
@@ -371,7 +371,7 @@ class _Output:
         self.names += [names[i] for i in used.tolist()]
         self.rows += rows
 
-    def close(self, files: list[tuple], published: list) -> _Written | None:
+    def close(self, files: list[tuple], published: list) -> Written | None:
         """Publish the file (and its levels); None when it holds no row."""
         self.flush(files)
         if self.stream is None:
@@ -385,7 +385,7 @@ class _Output:
             span = 0 if self.min_step is None else self.max_step - self.min_step + 1
             data = levels_bytes(self.file_id, self.rows, self.names, levels_of_records(every, finest, span))
             published.append(self.store.publish_file(levels_path(self.relative), lambda p: p.write_bytes(data)))
-        return _Written(self.file_id, self.relative, self.rows, self.min_step, self.max_step,
+        return Written(self.file_id, self.relative, self.rows, self.min_step, self.max_step,
                         self._digest.hexdigest(), self.names[0], self.names[-1])
 
     def discard(self) -> None:
@@ -448,7 +448,7 @@ def _step(store: ExpStore, run_id: str, files: list[tuple], cuts: list[str], cho
         # the bases first: the swap points a metric's latest row at the first written file whose range holds it
         order = sorted(outputs, key=lambda r: (r is None, r or 0))
         written = [w for w in (outputs.pop(r).close(files, published) for r in order) if w is not None]
-        if not _swap(store, run_id, files, written, project, group, fresh=True):
+        if not swap_files(store, run_id, files, written, project, group, fresh=True):
             for path in published:
                 path.unlink(missing_ok=True)
             return False

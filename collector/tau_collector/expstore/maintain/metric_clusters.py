@@ -92,7 +92,7 @@ def cluster_run(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROWS) -
     if ranges is None or len(ranges) >= len(files) or sum(r[2] for r in ranges) != sum(f[5] or 0 for f in files):
         return None
     project, group = files[-1][3] or "", files[-1][4] or ""
-    written: list[_Written] = []
+    written: list[Written] = []
     published: list = []
     try:
         for first, last, _ in ranges:
@@ -105,7 +105,7 @@ def cluster_run(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROWS) -
                 raise StoreError(f"{path}: cannot be read for clustering by metric: {reason}") from None
             if parts:
                 written += _publish(store, run_id, project, group, merged_columns(parts, files), [first], published)
-        if not _swap(store, run_id, files, written, project, group):
+        if not swap_files(store, run_id, files, written, project, group):
             for path in published:
                 path.unlink(missing_ok=True)
             return None
@@ -117,7 +117,7 @@ def cluster_run(store: ExpStore, run_id: str, *, max_rows: int = CLUSTER_ROWS) -
 
 
 @dataclass(frozen=True, slots=True)
-class _Written:
+class Written:
     """A clustered file published, to register: its id, path, rows, step bounds, digest and metric range."""
 
     file_id: str
@@ -131,7 +131,7 @@ class _Written:
 
 
 def _publish(store: ExpStore, run_id: str, project: str, group: str, merged: tuple, cuts: list[str],
-             published: list) -> list[_Written]:
+             published: list) -> list[Written]:
     """Write ``merged`` (:func:`.compaction.merged_columns`, sorted by metric) as one file per metric range with
     :mod:`..format.parquet_encoder`, and their levels: a range starts at each name of ``cuts`` (ascending; the
     first range also holds the names before the first cut; a range holding no row makes no file). Every path
@@ -141,7 +141,7 @@ def _publish(store: ExpStore, run_id: str, project: str, group: str, merged: tup
     # metric codes are ranks in the sorted names: a range of names is a range of rows
     at = np.searchsorted(np.array(names, dtype=object), np.array(cuts[1:], dtype=object)) if names else []
     stops = [*np.searchsorted(metric, at, side="left").tolist(), rows]
-    written: list[_Written] = []
+    written: list[Written] = []
     start = 0
     for stop in stops:
         if stop <= start:
@@ -157,7 +157,7 @@ def _publish(store: ExpStore, run_id: str, project: str, group: str, merged: tup
         s = step[start:stop] if step_valid is None else step[start:stop][step_valid[start:stop]]
         low, high = (int(s.min()), int(s.max())) if s.size else (None, None)
         lo, hi = int(m[0]), int(m[-1])
-        written.append(_Written(file_id, relative, n, low, high, hashlib.sha256(data).hexdigest(), names[lo],
+        written.append(Written(file_id, relative, n, low, high, hashlib.sha256(data).hexdigest(), names[lo],
                                 names[hi]))
         if step_valid is None:  # rows a reader skips (no step): it computes the levels from what it keeps
             published.extend(publish_sorted_levels(
@@ -246,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _swap(store: ExpStore, run_id: str, files: list[tuple], written: list[_Written], project: str, group: str, *,
+def swap_files(store: ExpStore, run_id: str, files: list[tuple], written: list[Written], project: str, group: str, *,
           fresh: bool = False) -> bool:
     """Retire ``files`` and register ``written`` in one transaction; False when some of ``files`` are gone, or
     (``fresh``) when a file registered meanwhile makes moving their rows unsafe (:func:`_moves_safely`)."""
@@ -262,7 +262,7 @@ def _swap(store: ExpStore, run_id: str, files: list[tuple], written: list[_Writt
             return False  # a concurrent compaction merged some of these files first
         if fresh:
             # The replacements go after every file of the run, those a live writer registered meanwhile too.
-            if not _moves_safely(_listing(tx, run_id), set(retired)):
+            if not _moves_safely(clustering_listing(tx, run_id), set(retired)):
                 return False
             rowids: list[int | None] = [None] * len(written)
         else:
@@ -305,7 +305,7 @@ _NO_STEP_LOW, _NO_STEP_HIGH = -(2**63), 2**63 - 1
 _NO_NAME_LOW, _NO_NAME_HIGH = "", "\U0010ffff"
 
 
-def _listing(conn, run_id: str) -> list[tuple]:
+def clustering_listing(conn, run_id: str) -> list[tuple]:
     """The run's files in registration order: ``(rowid, file_id, path, project, run_group_id, row_count, min_step,
     max_step, first_metric, last_metric)`` (the metric range of a file that has none recorded: every name)."""
     return [(*f[:8], _NO_NAME_LOW if f[8] is None else f[8], _NO_NAME_HIGH if f[9] is None else f[9])
@@ -323,9 +323,9 @@ def _moves_safely(listing: list[tuple], moved: set[str]) -> bool:
     later: list[tuple] = []  # files registered after the moved file being looked at, newest first
     for f in reversed(listing):
         if f[1] in moved:
-            low, high = _steps(f)
+            low, high = run_steps(f)
             for x in later:
-                x_low, x_high = _steps(x)
+                x_low, x_high = run_steps(x)
                 if x_low <= high and x_high >= low and x[8] <= f[9] and x[9] >= f[8]:
                     return False
         else:
@@ -333,7 +333,7 @@ def _moves_safely(listing: list[tuple], moved: set[str]) -> bool:
     return True
 
 
-def _steps(f: tuple) -> tuple[int, int]:
+def run_steps(f: tuple) -> tuple[int, int]:
     return (_NO_STEP_LOW if f[6] is None else f[6]), (_NO_STEP_HIGH if f[7] is None else f[7])
 
 
