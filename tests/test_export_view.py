@@ -47,6 +47,18 @@ def test_reads_are_keyed_exactly_as_the_pages_readkey_keys_them():
         '["stellar/data/runs",[["run_id","a"],["run_id","b"]]]')
 
 
+def test_the_parameters_left_out_of_a_key_are_the_page_s():
+    # export_html.js keeps its own UNKEYED set (the page cannot import Python): the two must name the same parameters.
+    from pathlib import Path
+
+    from taunotebook.export_view import UNKEYED
+
+    source = (Path(__file__).resolve().parents[1] / "js" / "shared" / "export_html.js").read_text(encoding="utf-8")
+    found = re.search(r"^const UNKEYED = new Set\(\[([^\]]*)\]\);$", source, re.M)
+    assert found, "export_html.js defines UNKEYED as a Set of string literals"
+    assert frozenset(re.findall(r'"([^"]+)"', found.group(1))) == UNKEYED
+
+
 def test_the_export_holds_the_views_charts_and_zoom_window(portal_server: PortalServer):
     url = (f"{portal_server.base_url}/stellar?target=run-a&target=run-b&project=proj&q=loss"
            f"&zoom.train%2Floss=100..200&token={portal_server.token}")

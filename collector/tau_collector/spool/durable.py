@@ -70,30 +70,38 @@ def fsync_directories(directories: Iterable[str | os.PathLike[str]]) -> None:
     _all(fsync_directory, list(dict.fromkeys(os.fspath(d) for d in directories)))
 
 
+def _mkdir_missing(directory: str) -> list[str]:
+    """Create ``directory`` and its missing parents (outermost first); the directories created, in that order.
+
+    A file in the way makes the ``mkdir`` below it fail, as ``os.makedirs`` does."""
+    missing = []
+    path = directory
+    while not os.path.lexists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    if not missing:
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), directory)
+    created = []
+    for new in reversed(missing):
+        try:
+            os.mkdir(new)
+        except FileExistsError:
+            if not os.path.isdir(new):
+                raise
+        created.append(new)
+    return created
+
+
 def make_dirs_many(directories: Iterable[str | os.PathLike[str]]) -> None:
     """:func:`make_dirs` of each of ``directories``, the parents of the directories it creates synced once each
     at the end (several at once), not after every ``mkdir``."""
     created = []
     for directory in dict.fromkeys(os.path.abspath(d) for d in directories):
-        if os.path.isdir(directory):
-            continue
-        missing = []
-        path = directory
-        while not os.path.lexists(path):
-            missing.append(path)
-            parent = os.path.dirname(path)
-            if parent == path:
-                break
-            path = parent
-        if not missing:
-            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), directory)
-        for new in reversed(missing):
-            try:
-                os.mkdir(new)
-            except FileExistsError:
-                if not os.path.isdir(new):
-                    raise
-            created.append(new)
+        if not os.path.isdir(directory):
+            created.extend(_mkdir_missing(directory))
     fsync_directories(os.path.dirname(new) for new in created)
 
 
@@ -108,21 +116,7 @@ def make_dirs(directory: str | os.PathLike[str]) -> None:
     path = os.path.abspath(directory)
     if os.path.isdir(path):
         return
-    missing = []
-    while not os.path.lexists(path):  # a file in the way makes the mkdir below it fail, as os.makedirs does
-        missing.append(path)
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    if not missing:
-        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path)
-    for new in reversed(missing):
-        try:
-            os.mkdir(new)
-        except FileExistsError:
-            if not os.path.isdir(new):
-                raise
+    for new in _mkdir_missing(path):
         fsync_directory(os.path.dirname(new))
 
 
