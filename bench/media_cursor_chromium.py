@@ -12,6 +12,12 @@ the box reads it) and the page times, with ``performance.now()``, from that Ente
   browser starts) and has loaded (``complete`` and ``naturalWidth > 0``) -- the figure with the target, p95 < 100 ms;
 * **screen**: every image card on screen shows that step with its thumbnails loaded.
 
+These moves follow one another at once (the next typed as soon as one is timed), as a user scrubbing through steps.
+Then ``--rested`` more moves each wait until the whole page has followed, timing also
+
+* **page**: every card on screen, the histogram cards too, shows that step (their histograms at that step drawn);
+  the next move starts only then (a user who stops at a step and looks).
+
 The baseline in the same run: the same pair of requests (``…/images?tag=T&step=S`` then its ``thumbnail_url``)
 from Python over HTTP for as many other unvisited steps: what the browser adds is the rest. The Portal's peak RSS
 over the whole run is sampled every 20 ms.
@@ -50,7 +56,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 # In the page: type `step` into the Media step box and resolve with the milliseconds until the card of `tag` shows
 # the image `digest` loaded, and until every image card on screen shows `step` with its thumbnails loaded.
 MOVE_JS = """
-async ([tag, step, digest]) => {
+async ([tag, step, digest, waitAll]) => {
   const box = document.getElementById("stellar-media");
   const input = document.getElementById("stellar-media-step");
   const card = () => [...box.querySelectorAll('section.media-card[data-kind="images"]')]
@@ -65,6 +71,10 @@ async ([tag, step, digest]) => {
     .every((c) => { const panels = [...c.querySelectorAll(".media-panel")];
       return panels.length > 0 && panels.every((pn) => pn.dataset.step === String(step))
         && [...c.querySelectorAll("img.media-thumb")].every(loaded); });
+  const pageDone = () => [...box.querySelectorAll('section.media-card[data-kind="histograms"]')].filter(onScreen)
+    .every((c) => { const panels = [...c.querySelectorAll(".media-panel")];
+      return c.dataset.state === "ready" && panels.length > 0
+        && panels.every((pn) => pn.dataset.step === String(step)); });
   return await new Promise((resolve, reject) => {
     const t = {};
     let t0 = 0;
@@ -72,7 +82,8 @@ async ([tag, step, digest]) => {
       const now = performance.now();
       if (t.card === undefined && cardDone()) t.card = now - t0;
       if (t.screen === undefined && t.card !== undefined && screenDone()) t.screen = now - t0;
-      if (t.card !== undefined && t.screen !== undefined) { stop(); resolve(t); }
+      if (waitAll && t.page === undefined && t.screen !== undefined && pageDone()) t.page = now - t0;
+      if (t.card !== undefined && t.screen !== undefined && (!waitAll || t.page !== undefined)) { stop(); resolve(t); }
     };
     const observer = new MutationObserver(check);
     const timer = setInterval(check, 2);
@@ -107,15 +118,17 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10_000, help="when building the store (default 10,000)")
     parser.add_argument("--moves", type=int, default=60, help="timed moves of the cursor (default 60)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed moves first (default 3)")
+    parser.add_argument("--rested", type=int, default=20, help="moves that wait for the whole page (default 20)")
     parser.add_argument("--search", default="", help="the page's search (its q): e.g. '^samples/image_00$' shows "
                                                     "that card alone, the baseline without the other cards' reads")
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--smoke", action="store_true", help="a quick run: 1 + 2 tags × 50 steps, 5 moves")
     args = parser.parse_args()
     if args.smoke:
-        args.hist_tags, args.image_tags, args.steps, args.moves, args.warmup = 1, 2, 50, 5, 1
-    if args.moves < 2 or args.warmup < 0:
-        parser.error(f"--moves must be >= 2 and --warmup >= 0, got {args.moves} and {args.warmup}")
+        args.hist_tags, args.image_tags, args.steps, args.moves, args.warmup, args.rested = 1, 2, 50, 5, 1, 3
+    if args.moves < 2 or args.warmup < 0 or args.rested < 0:
+        parser.error(f"--moves must be >= 2, --warmup and --rested >= 0, got {args.moves}, {args.warmup} and "
+                     f"{args.rested}")
     with tempfile.TemporaryDirectory() as tmp:
         store = args.store or ensure_store(args.keep or Path(tmp), args.hist_tags, args.image_tags, args.steps)
         if not (store / "index.sqlite").is_file():
@@ -153,13 +166,14 @@ def measure(pid: int, api: str, args) -> dict:
         tags = get(f"{base}/media").json()["tags"]
         image = next(t for t in tags if t["kind"] == "images")
         tag, low, high = image["tag"], image["step_min"], image["step_max"]
-        wanted = args.warmup + 2 * args.moves  # the browser's moves, then as many HTTP-only ones
+        browser_moves = args.warmup + args.moves + args.rested
+        wanted = browser_moves + args.moves  # the browser's moves, then as many HTTP-only ones
         if high - low + 1 < wanted + 1:
             raise SystemExit(f"{tag} has {high - low + 1} steps: too few for {wanted} distinct moves")
         steps = rng.sample(range(low, high), wanted)
         # The digest each browser move must end on, asked before the browser starts (untimed).
         targets = []
-        for step in steps[:args.warmup + args.moves]:
+        for step in steps[:browser_moves]:
             found = get(f"{base}/images", tag=tag, step=step).json()
             targets.append((found["step"], found["images"][0]["digest"]))
         with sync_playwright() as pw:
@@ -186,12 +200,19 @@ def measure(pid: int, api: str, args) -> dict:
             on_screen = page.evaluate("""() => [...document.querySelectorAll(
                 '#stellar-media section.media-card[data-kind="images"]')].filter((c) => {
                     const r = c.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; }).length""")
-            card_ms, screen_ms = [], []
+            card_ms, screen_ms, rested_card_ms, rested_page_ms = [], [], [], []
             for i, (step, digest) in enumerate(targets):
-                t = page.evaluate(MOVE_JS, [tag, step, digest])
-                if i >= args.warmup:
+                rested = i >= args.warmup + args.moves
+                t = page.evaluate(MOVE_JS, [tag, step, digest, rested])
+                if rested:
+                    rested_card_ms.append(t["card"])
+                    rested_page_ms.append(t["page"])
+                elif i >= args.warmup:
                     card_ms.append(t["card"])
                     screen_ms.append(t["screen"])
+            hist_on_screen = page.evaluate("""() => [...document.querySelectorAll(
+                '#stellar-media section.media-card[data-kind="histograms"]')].filter((c) => {
+                    const r = c.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; }).length""")
             browser.close()
         rss_after_browser = rss_mb(pid)
 
@@ -199,7 +220,7 @@ def measure(pid: int, api: str, args) -> dict:
             found = get(f"{base}/images", tag=tag, step=step).json()
             get(str(httpx.URL(api).join(found["images"][0]["thumbnail_url"])))
 
-        http_ms = [timed_ms(lambda s=s: pair(s)) for s in steps[args.warmup + args.moves:]]
+        http_ms = [timed_ms(lambda s=s: pair(s)) for s in steps[browser_moves:]]
     peak = sampler.stop()
     results = {
         "bench": "media_cursor_chromium", "image_tag": tag, "image_steps": image["count"],
@@ -208,6 +229,10 @@ def measure(pid: int, api: str, args) -> dict:
         "moves": args.moves, "warmup": args.warmup, "page_ready_s": ready_s,
         "card_p50_ms": statistics.median(card_ms), "card_p95_ms": p(card_ms, 0.95), "card_max_ms": max(card_ms),
         "screen_p50_ms": statistics.median(screen_ms), "screen_p95_ms": p(screen_ms, 0.95),
+        "histogram_cards_on_screen": hist_on_screen, "rested_moves": args.rested,
+        **({"rested_card_p50_ms": statistics.median(rested_card_ms), "rested_card_p95_ms": p(rested_card_ms, 0.95),
+            "rested_page_p50_ms": statistics.median(rested_page_ms), "rested_page_p95_ms": p(rested_page_ms, 0.95)}
+           if len(rested_page_ms) >= 2 else {}),
         "http_pair_p50_ms": statistics.median(http_ms), "http_pair_p95_ms": p(http_ms, 0.95),
         "portal_rss_mb_after_browser": rss_after_browser, "portal_rss_mb_peak": peak,
     }
@@ -221,6 +246,10 @@ def measure(pid: int, api: str, args) -> dict:
           f"(every image card on screen at that step)")
     print(f"  HTTP only (images + thumbnail from Python) p50 {results['http_pair_p50_ms']:.1f} ms  p95 "
           f"{results['http_pair_p95_ms']:.1f} ms: card p95 is {results['card_vs_http_pair_p95']:.1f}x")
+    if "rested_page_p95_ms" in results:
+        print(f"  {args.rested} rested moves (each until the {hist_on_screen} histogram cards on screen show the step "
+              f"too): card p50 {results['rested_card_p50_ms']:.1f} p95 {results['rested_card_p95_ms']:.1f} ms, "
+              f"whole page p50 {results['rested_page_p50_ms']:.1f} p95 {results['rested_page_p95_ms']:.1f} ms")
     print(f"Portal RSS peak {peak:.0f} MB")
     return results
 

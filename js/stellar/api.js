@@ -1,5 +1,6 @@
 // The Portal's reads the pages make, their writes (notes and tags), and their errors in words.
 import { nearestCarried, readKey } from "../shared/export_html.js";
+import { supersededError } from "../shared/media/card.js";
 import { portalUrl } from "../shared/urls.js";
 import { config, root, state, urlToken } from "./page.js";
 
@@ -12,9 +13,13 @@ export class StellarError extends Error {
   }
 }
 
-/** TauGrid's v2 Stellar reads: `segments` after api/v2/stellar/ (ids wrapped with urls.id). */
-export function api(segments, query = {}) {
-  return request(["api", "v2", "stellar", ...segments], query);
+/**
+ * TauGrid's v2 Stellar reads: `segments` after api/v2/stellar/ (ids wrapped with urls.id). `signal` (an
+ * AbortSignal), when given, ends the read when it aborts (a read a newer cursor move superseded frees its
+ * connection): it then rejects with shared/media/card.js's superseded error, never the Portal's words.
+ */
+export function api(segments, query = {}, { signal } = {}) {
+  return request(["api", "v2", "stellar", ...segments], query, "GET", null, signal);
 }
 
 /** The local Portal's page data: what v2 does not carry (experiment ids, non-finite positions, wall times). */
@@ -72,7 +77,7 @@ function offlineAnswer(path, url) {
 }
 
 
-async function request(segments, query, method = "GET", payload = null) {
+async function request(segments, query, method = "GET", payload = null, signal = undefined) {
   // The page's ?source= goes with every read, so a source=kusto page reads Kusto throughout.
   if (state.source && !("source" in query)) query = { ...query, source: state.source };
   const url = portalUrl(root, segments, query);
@@ -81,6 +86,7 @@ async function request(segments, query, method = "GET", payload = null) {
     if (method !== "GET") throw new StellarError(0, "STATIC_EXPORT", "a static export cannot write: open the live page");
     return offlineAnswer(path, url);
   }
+  if (signal?.aborted) throw supersededError();
   const headers = { Accept: "application/json" };
   if (urlToken) headers.Authorization = `Bearer ${urlToken}`;
   if (method !== "GET") {
@@ -92,14 +98,21 @@ async function request(segments, query, method = "GET", payload = null) {
   state.requests.push(sent);
   let response;
   try {
-    response = await fetch(url, { method, headers, credentials: "same-origin",
+    response = await fetch(url, { method, headers, credentials: "same-origin", signal,
       body: payload !== null ? JSON.stringify(payload) : undefined });
   } catch (err) {
     sent.status = 0;
+    if (signal?.aborted) throw supersededError();
     throw new StellarError(0, "NETWORK", `the Portal could not be reached (${err.message}); is it still running?`);
   }
   sent.status = response.status;
-  const text = await response.text();
+  let text;
+  try {
+    text = await response.text();
+  } catch (err) {
+    if (signal?.aborted) throw supersededError();
+    throw new StellarError(0, "NETWORK", `the Portal's answer to ${path} broke off (${err.message})`);
+  }
   let body = null;
   try {
     body = text ? JSON.parse(text) : null;

@@ -4,6 +4,9 @@
 // section's step box, set by a click on a loss curve or by a card's slider; kept in the address as `step`), a card
 // off screen when the cursor moves as soon as it scrolls back into view.
 //
+// A move shows the image and text cards first and the histogram cards once the cursor rests after them
+// (shared/media/move_order.js); a newer move aborts the reads of the one before.
+//
 // A compared tag is one card with a panel per run, side by side at the same step. While a run is live its `…/media`
 // is read again every few seconds (shared/media/live.js), only while the page is visible: sliders follow the tags'
 // new steps, new tags add cards (still created only on screen), a histogram card on screen reads its series again.
@@ -11,6 +14,7 @@ import { h } from "../shared/dom.js";
 import { createHistogramCard } from "../shared/media/histogram_card.js";
 import { createImageCard } from "../shared/media/image_card.js";
 import { createPoller, isLive, mediaChanges } from "../shared/media/live.js";
+import { REST_MS, showInOrder } from "../shared/media/move_order.js";
 import { mediaCountText, mediaSections, tagRange } from "../shared/media/sections.js";
 import { createTextCard } from "../shared/media/text_card.js";
 import { PagedSections } from "../shared/paged_sections.js";
@@ -280,6 +284,7 @@ export class MediaSection {
 
   /** Every card left stale by a move brought to the cursor's step: an export replays what the cards read at it. */
   async refreshStale() {
+    await this.moving; // the move in progress: its histogram cards read its step before the replay
     const at = this.cursor.get();
     await Promise.all([...this.cards.values()].filter((entry) => entry.card && entry.stale).map((entry) => {
       entry.stale = false;
@@ -291,7 +296,9 @@ export class MediaSection {
     const { kind, tag } = entry;
     const runs = this.runsOf(kind, tag);
     const onStep = (step) => this.cursor.set(step, "slider");
-    const read = (runId, route, query) => api(["runs", id(runRef(runId).runId), route], { tag, project: runRef(runId).project, ...query });
+    // Each read goes with the cursor move in progress: a newer move aborts it (its connection freed at once).
+    const read = (runId, route, query) => api(["runs", id(runRef(runId).runId), route],
+      { tag, project: runRef(runId).project, ...query }, { signal: this.move?.signal });
     const range = tagRange(this.tagsByRun, kind, tag);
     let card;
     if (kind === "histograms") {
@@ -335,11 +342,21 @@ export class MediaSection {
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
       const at = this.cursor.get();
+      this.move?.abort(); // the move before: its reads still in flight end, its histogram cards never start
+      const move = new AbortController();
+      this.move = move;
+      const shown = [];
       for (const entry of this.cards.values()) {
         if (!entry.card) continue;
         if (entry.visible === false) entry.stale = true; // read when it scrolls back into view
-        else entry.card.show(at);
+        else shown.push(entry);
       }
+      // Image and text cards first, the histogram cards once the cursor rests (their reads after the thumbnails).
+      main.dataset.mediaMove = "moving";
+      this.moving = showInOrder(shown, at, { signal: move.signal, restMs: state.offline ? 0 : REST_MS });
+      this.moving.then((how) => {
+        if (this.move === move) main.dataset.mediaMove = how;
+      });
     });
   }
 }

@@ -82,6 +82,24 @@ test("heat map: every step resampled onto common value bins, counts kept", () =>
   assert.equal(heatmapTrace({ ...answer, buckets: null }), null);
 });
 
+/** `…/histograms` over the stored `steps` as the Portal answers it: the steps in [step_min, step_max], at most
+ *  max_steps of them spread over the range (the first and the last kept), never dropping a step of `keep`. */
+function histogramRange(steps, reads) {
+  return async (q) => {
+    reads.push(q);
+    const inside = steps.filter((s) => (q.step_min === undefined || s >= q.step_min) && (q.step_max === undefined || s <= q.step_max));
+    let shown = inside;
+    if (inside.length > q.max_steps) {
+      const kept = q.keep !== undefined && inside.includes(q.keep) ? [q.keep] : [];
+      const budget = Math.max(q.max_steps - kept.length, 0);
+      const spread = budget === 1 ? [inside[0]]
+        : Array.from({ length: budget }, (_, i) => inside[Math.round((i * (inside.length - 1)) / (budget - 1))]);
+      shown = [...new Set([...spread, ...kept])].sort((a, b) => a - b);
+    }
+    return { steps: shown, buckets: shown.map((s) => [[0, 1, s]]), total: inside.length, reduced: shown.length < inside.length };
+  };
+}
+
 test("the histogram near a step: from the answer when it holds every step, else the tag's steps around it", async () => {
   const reads = [];
   const none = async (q) => { reads.push(q); return null; };
@@ -89,17 +107,32 @@ test("the histogram near a step: from the answer when it holds every step, else 
   assert.deepEqual(await histogramNear(answer, 5, none), { step: 0, buckets: answer.buckets[0] }); // tie: earlier
   assert.equal(reads.length, 0);
   const reduced = { ...answer, reduced: true, total: 100 };
-  const byQuery = async (q) => {
-    reads.push(q);
-    return q.max_steps === 1 ? { steps: [7], buckets: [[[0, 1, 9]]] } : { steps: [0, 4], buckets: [[], [[0, 1, 4]]] };
-  };
-  assert.deepEqual(await histogramNear(reduced, 6, byQuery), { step: 7, buckets: [[0, 1, 9]] });
-  // Bounded by the answer's steps around 6 (0 and 10): never a read to the run's end or from its start.
-  assert.deepEqual(reads, [{ step_min: 6, step_max: 10, max_steps: 1 }, { step_min: 0, step_max: 6, max_steps: 2 }]);
-  assert.deepEqual(await histogramNear(reduced, 5, byQuery), { step: 4, buckets: [[0, 1, 4]] });
+  // The view's gap around 6 (its steps 0 and 10) holds few stored steps: one read answers it whole.
+  assert.deepEqual(await histogramNear(reduced, 6, histogramRange([0, 4, 7, 10], reads)), { step: 7, buckets: [[0, 1, 7]] });
+  assert.deepEqual(reads, [{ step_min: 0, step_max: 10, max_steps: 8, keep: 6 }]);
   reads.length = 0;
-  await histogramNear(reduced, 12, byQuery); // past the answer's last step: open on that side only
-  assert.deepEqual(reads, [{ step_min: 12, max_steps: 1 }, { step_min: 10, step_max: 12, max_steps: 2 }]);
+  assert.deepEqual(await histogramNear(reduced, 5, histogramRange([0, 4, 7, 10], reads)), { step: 4, buckets: [[0, 1, 4]] });
+  assert.equal(reads.length, 1);
+  // A stored step in a wide gap: one read, which keeps it.
+  const every = Array.from({ length: 11 }, (_, i) => i);
+  reads.length = 0;
+  assert.deepEqual(await histogramNear(reduced, 3, histogramRange(every, reads)), { step: 3, buckets: [[0, 1, 3]] });
+  assert.deepEqual(reads, [{ step_min: 0, step_max: 10, max_steps: 8, keep: 3 }]);
+  // An unstored step in a gap wider than one read: the steps at or after it and at or before it, still bounded
+  // by the view's steps around it (0 and 10): never a read to the run's end or from its start.
+  const wide = { ...answer, steps: [0, 100], reduced: true, total: 60 };
+  const many = [...Array.from({ length: 50 }, (_, i) => i * 2), 100];
+  reads.length = 0;
+  assert.deepEqual(await histogramNear(wide, 37, histogramRange(many, reads)), { step: 36, buckets: [[0, 1, 36]] });
+  assert.deepEqual(reads, [{ step_min: 0, step_max: 100, max_steps: 8, keep: 37 },
+    { step_min: 37, step_max: 100, max_steps: 1 }, { step_min: 0, step_max: 37, max_steps: 2 }]);
+  reads.length = 0;
+  // Past the answer's last step: open on that side only.
+  assert.deepEqual(await histogramNear(reduced, 12, histogramRange([0, 4, 7, 10, 11, 30], reads)), { step: 11, buckets: [[0, 1, 11]] });
+  assert.deepEqual(reads, [{ step_min: 10, max_steps: 8, keep: 12 }]);
+  // A gap the tag holds no step of (the store changed under the view): nothing, not a wrong step.
+  reads.length = 0;
+  assert.equal(await histogramNear(reduced, 6, histogramRange([], reads)), null);
 });
 
 function fakePlotly() {

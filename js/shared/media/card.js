@@ -136,7 +136,7 @@ export function steppedCard({ kind, tag, runs, range, fetch, onStep, draw }) {
     try {
       answer = await fetch(panel.run.key, step);
     } catch (err) {
-      if (generations.get(panel.run.key) !== generation) return;
+      if (generations.get(panel.run.key) !== generation || isSuperseded(err)) return;
       showPanelError(panel, err);
       panel.body.replaceChildren();
       return;

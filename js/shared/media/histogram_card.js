@@ -11,13 +11,17 @@ import { cursorShapes, cursorShapesY, distributionTraces, heatmapTrace, overlayT
 export const VIEWS = { bands: "distribution bands", heatmap: "heat map" };
 const CONFIG = { responsive: true, displaylogo: false };
 
+/** Steps one read of the gap around the cursor asks for: all of a gap this small comes back (not `reduced`). */
+export const GAP_STEPS = 8;
+
 /**
  * The histogram of `series` (a `…/histograms` answer) at the stored step nearest `step` (the earlier on a tie):
  * { step, buckets }. When the answer holds every step of the tag (not `reduced`) it is picked from it; otherwise
- * the steps around `step` are read (`readRange(query)` → an answer: the first step at or after it, the last at or
- * before it), so the step shown is the tag's nearest, not the view's. Those reads are bounded by the answer's own
- * steps around `step` (stored steps of the tag, so the nearest lies between them): each reads the few steps of one
- * gap of the view, not the rest of the run (a read to the run's end costs as much as the whole view).
+ * the tag is read (`readRange(query)` → an answer) in the gap of the view around `step` (between the answer's own
+ * steps on either side: stored steps of the tag, so the nearest lies between them; never to the run's end, which
+ * costs as much as the whole view): one read of at most GAP_STEPS steps keeping `step`, whose answer holds the
+ * nearest when it holds `step` itself or the whole gap (not `reduced`). Only a gap wider than that around an
+ * unstored step takes the two bounded reads of the steps at or after `step` and at or before it.
  */
 export async function histogramNear(series, step, readRange) {
   const steps = series?.steps || [];
@@ -29,6 +33,15 @@ export async function histogramNear(series, step, readRange) {
   if (steps.includes(step) && series?.buckets) return local();
   const next = steps.find((s) => s >= step);
   const previous = steps.findLast((s) => s <= step);
+  const bounds = { ...(previous === undefined ? {} : { step_min: previous }),
+    ...(next === undefined ? {} : { step_max: next }) };
+  const gap = await readRange({ ...bounds, max_steps: GAP_STEPS, keep: step });
+  const found = gap?.steps || [];
+  if (found.includes(step) || (gap && !gap.reduced && found.length)) {
+    const at = nearestStep(found, step);
+    return { step: at, buckets: gap.buckets?.[found.indexOf(at)] ?? null };
+  }
+  if (gap && !gap.reduced) return null; // the tag holds no step in the gap: none at all
   const [after, before] = await Promise.all([
     readRange({ step_min: step, ...(next === undefined ? {} : { step_max: next }), max_steps: 1 }),
     readRange({ ...(previous === undefined ? {} : { step_min: previous }), step_max: step, max_steps: 2 }),
@@ -186,7 +199,7 @@ export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange,
     try {
       hist = await histogramNear(answer, wanted, (query) => readRange(panel.run.key, query));
     } catch (err) {
-      if (wanted !== step) return;
+      if (wanted !== step || isSuperseded(err)) return; // a newer move's read replaces it (aborted or answered)
       showPanelError(panel, err);
       return;
     }
