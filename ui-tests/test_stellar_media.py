@@ -126,6 +126,34 @@ def test_the_run_page_draws_distribution_bands_and_images_and_a_typed_step_moves
     screenshot(page, "stellar-media-run")
 
 
+def test_steps_typed_in_quick_succession_end_on_the_last_with_no_error(page: Page, media_portal):
+    """A move shows the image and text cards first and the histogram cards once the cursor rests; a newer move
+    aborts what the one before still reads: typed 134 then, a frame later, 234 -- every card ends at step 200, none
+    shows an error, and the page says the last move is done (its histogram cards shown)."""
+    server, (run, _other, _tf) = media_portal
+    open_ready(page, f"{server.base_url}/stellar?target={run}&token={server.token}")
+    page.wait_for_selector("#stellar-media[data-state=ready]", timeout=30_000)
+    for kind, tag in (("histograms", "weights"), ("images", "sample")):
+        wait_card(page, kind, tag)
+    card(page, "histograms", "weights").scroll_into_view_if_needed()
+    page.evaluate(
+        """async () => {
+            const input = document.getElementById("stellar-media-step");
+            const type = (value) => { input.value = value;
+                input.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true })); };
+            type("134");
+            await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+            type("234");
+        }""")
+    page.wait_for_selector("#stellar[data-media-move=done]", timeout=30_000)
+    wait_step(page, "weights", 200)
+    assert card(page, "histograms", "weights").locator(".media-step").first.inner_text() == "step 200 (nearest to 234)"
+    wait_step(page, "sample", 200)
+    assert page.locator("#stellar-media .media-error:not([hidden])").count() == 0
+    assert page.locator('#stellar-media .media-panel[data-state="error"]').count() == 0
+    page.wait_for_function("() => new URLSearchParams(location.search).get('step') === '234'", timeout=10_000)
+
+
 def test_a_live_runs_new_steps_widen_the_sliders_and_its_end_stops_the_reads(page: Page, media_portal):
     """The run is shown live (its state ``running``) and its first ``…/media`` answer stops at step 100; the next
     answers hold the whole run: the image card's slider widens to 300 and the histogram card reads its series

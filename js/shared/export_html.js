@@ -6,8 +6,9 @@
 import exportBudget from "../../taunotebook/export_budget.json" with { type: "json" };
 
 // Query parameters that do not change which data a read returns to the page (how much it is reduced is what the
-// page asked for when it was drawn; the project and source are the page's).
-const UNKEYED = new Set(["max_points", "project", "source", "token"]);
+// page asked for when it was drawn; the project and source are the page's; inline_thumbnails is only how an answer
+// carries small images' bytes).
+const UNKEYED = new Set(["inline_thumbnails", "max_points", "project", "source", "token"]);
 
 /**
  * The key of a read in an export: its path after the Portal's root, percent-decoded, and its query without

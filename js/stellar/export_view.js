@@ -50,7 +50,7 @@ async function exportMedia(responses) {
         const blob = await response.blob();
         if (blob.size > budget || !/^image\/(png|jpeg|gif)$/.test(blob.type)) throw new Error("over the budget");
         budget -= blob.size;
-        kept.push({ ...image, thumbnail_url: await dataUri(blob), url: full });
+        kept.push({ ...image, thumbnail_url: await dataUri(blob), thumbnail_data: null, url: full }); // counted once
       } catch {
         over += 1;
       }

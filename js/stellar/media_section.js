@@ -307,7 +307,7 @@ export class MediaSection {
         fetchSeries: (runId, { buckets }) => read(runId, "histograms", buckets ? {} : { buckets: "false" }),
         readRange: (runId, query) => read(runId, "histograms", query) });
     } else if (kind === "images") {
-      card = createImageCard({ tag, runs, range, onStep, fetchImages: (runId, step) => read(runId, "images", { step }),
+      card = createImageCard({ tag, runs, range, onStep, fetchImages: (runId, step) => read(runId, "images", { step, inline_thumbnails: "true" }),
         resolve: (path, runId) => this.imageUrl(runId, path) });
     } else {
       card = createTextCard({ tag, runs, range, onStep, fetchText: (runId, step) => read(runId, "text", { step }) });

@@ -365,7 +365,11 @@ def openapi_document() -> dict:
                 "no value there", [run_id, *_COMMON, tag_q, step_q], "Histograms"),
             f"{API_BASE}/runs/{{run_id}}/images": _operation(
                 "getRunImages", "Our addition: every image of a tag at the stored step nearest step (the earlier on "
-                "a tie), each with the url of its bytes and of its thumbnail", [run_id, *_COMMON, tag_q, step_q],
+                "a tie), each with the url of its bytes and of its thumbnail",
+                [run_id, *_COMMON, tag_q, step_q,
+                 _q("inline_thumbnails", {"type": "string", "enum": ["true", "false", "1", "0"], "default": "false"},
+                    "true: each image that is its own thumbnail and at most 4,096 bytes carries them as a data: URI "
+                    "(thumbnail_data; 64 KiB an answer), the others null.")],
                 "ImagesAt"),
             f"{API_BASE}/runs/{{run_id}}/images/{{digest}}": _image_operation(run_id),
             f"{API_BASE}/runs/{{run_id}}/text": _operation(

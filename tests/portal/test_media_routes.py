@@ -5,6 +5,7 @@ input answered in words as every read of a run answers it."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import math
@@ -186,6 +187,34 @@ def test_image_bytes_are_served_with_caching_headers_and_304(served):
     # A picture already within a thumbnail's size is its own thumbnail.
     thumb = client.get(image["thumbnail_url"])
     assert thumb.status_code == 200 and thumb.content == r.content and thumb.headers["etag"] != r.headers["etag"]
+
+
+def test_small_images_ride_in_the_answer_when_asked_within_their_bounds(served, monkeypatch):
+    """``inline_thumbnails=true``: an image that is its own thumbnail and small carries its bytes as a data: URI
+    (the page's cursor then needs no second request); a large image, an SVG, one over either bound: null."""
+    from taunotebook.portal.views import media as media_view
+
+    client, _, _ = served
+    plain = _get(client, "/runs/run/images", tag="sample", step="2")
+    assert all("thumbnail_data" not in i for i in plain["images"])  # only when asked: other clients' answers as before
+    image = _get(client, "/runs/run/images", tag="sample", step="2", inline_thumbnails="true")["images"][0]
+    data = client.get(image["url"]).content
+    assert 0 < len(data) <= media_view.MAX_INLINE_THUMBNAIL_BYTES and image["width"] <= THUMBNAIL_SIDE
+    assert image["thumbnail_data"] == "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+    assert {k: v for k, v in image.items() if k != "thumbnail_data"} == plain["images"][0]
+    big = _get(client, "/runs/big/images", tag="big", step="20", inline_thumbnails="1")
+    assert big["images"][0]["thumbnail_data"] is None  # larger than a thumbnail: its thumbnail_url serves one
+    svg = _get(client, "/runs/big/images", tag="many", step="7", inline_thumbnails="true")
+    assert [i["thumbnail_data"] for i in svg["images"]] == [None] * len(svg["images"])  # never a type that runs
+    monkeypatch.setattr(media_view, "MAX_INLINE_THUMBNAIL_BYTES", len(data) - 1)
+    assert _get(client, "/runs/run/images", tag="sample", step="2",
+                inline_thumbnails="true")["images"][0]["thumbnail_data"] is None
+    monkeypatch.undo()
+    monkeypatch.setattr(media_view, "MAX_INLINE_BYTES", len(data) - 1)  # the answer's budget
+    assert _get(client, "/runs/run/images", tag="sample", step="2",
+                inline_thumbnails="true")["images"][0]["thumbnail_data"] is None
+    r = client.get(V2 + "/runs/run/images", params={"tag": "sample", "step": "2", "inline_thumbnails": "maybe"})
+    assert _error(r) == (400, "INVALID_ARGUMENT", "inline_thumbnails must be true or false")
 
 
 def test_a_thumbnail_is_a_small_png_of_a_large_image(served):

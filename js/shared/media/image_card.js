@@ -6,6 +6,9 @@ import { h } from "../dom.js";
 import { formatNumber } from "../format.js";
 import { steppedCard } from "./card.js";
 
+/** Images of a step whose thumbnails load as soon as they are drawn (the rest of a large step when scrolled to). */
+export const EAGER_IMAGES = 8;
+
 /** "64×48" (or "" when the size is unknown). */
 export function sizeText(image) {
   return image.width && image.height ? `${image.width}×${image.height}` : "";
@@ -20,8 +23,10 @@ export function sizeText(image) {
 export function imageFigure(image, resolve = (u) => u, tag = "", open = null) {
   const full = image.url ? resolve(image.url) : "";
   const alt = image.caption || `${tag} #${image.index}`;
-  const img = h("img", { class: "media-thumb", src: resolve(image.thumbnail_url || image.url), alt, loading: "lazy",
-    "data-digest": image.digest || "" });
+  // A small image that rode in the answer (`inline_thumbnails`) is drawn at once, without a request of its own;
+  // the first few of a step load as soon as drawn (a card is created on screen), the rest when scrolled to.
+  const img = h("img", { class: "media-thumb", src: resolve(image.thumbnail_data || image.thumbnail_url || image.url),
+    alt, loading: image.index < EAGER_IMAGES ? "eager" : "lazy", "data-digest": image.digest || "" });
   const link = h("a", { class: "media-image-link", href: full || "#", target: "_blank", rel: "noopener",
     title: `open the full image${sizeText(image) ? ` (${sizeText(image)})` : ""}` }, img);
   if (open) {

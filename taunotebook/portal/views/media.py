@@ -13,6 +13,7 @@ Thumbnails are not cached by the Portal: their answers are immutable, so the bro
 
 from __future__ import annotations
 
+import base64
 import io
 import re
 from collections.abc import Callable
@@ -29,9 +30,9 @@ from ..params import bounded_int_param, parse_int
 from ..serving import open_for_streaming
 from ..wire.media import histograms_json, images_json, media_tags_json, text_json
 
-__all__ = ["DEFAULT_MAX_STEPS", "MAX_KEEP", "MAX_MAX_STEPS", "MAX_THUMBNAIL_SOURCE_BYTES",
-           "MAX_THUMBNAIL_SOURCE_PIXELS", "THUMBNAIL_SIDE", "histogram_at", "histograms", "image", "images", "read",
-           "text"]
+__all__ = ["DEFAULT_MAX_STEPS", "MAX_INLINE_BYTES", "MAX_INLINE_THUMBNAIL_BYTES", "MAX_KEEP", "MAX_MAX_STEPS",
+           "MAX_THUMBNAIL_SOURCE_BYTES", "MAX_THUMBNAIL_SOURCE_PIXELS", "THUMBNAIL_SIDE", "histogram_at", "histograms",
+           "image", "images", "read", "text"]
 
 DEFAULT_MAX_STEPS = 500
 MAX_MAX_STEPS = 10_000  # the store's bound (media_reads.MAX_STEPS)
@@ -39,6 +40,8 @@ MAX_KEEP = 64  # steps a view asks never to be dropped: its cursor and the compa
 THUMBNAIL_SIDE = 160  # a thumbnail's longest side, in pixels
 MAX_THUMBNAIL_SOURCE_BYTES = 64 * 1024 * 1024  # a stored image larger than this is not decoded for a thumbnail
 MAX_THUMBNAIL_SOURCE_PIXELS = 64 * 1024 * 1024  # nor one claiming more pixels (a decompression bomb)
+MAX_INLINE_THUMBNAIL_BYTES = 4096  # an image its own thumbnail and this small rides in an inline_thumbnails answer
+MAX_INLINE_BYTES = 64 * 1024  # the inlined images' bytes an answer, at most
 CACHE_CONTROL = "private, max-age=31536000, immutable"
 # Served as themselves; any other stored type goes out as bytes to download (an SVG or HTML "image" must never
 # run in the Portal's origin).
@@ -176,7 +179,10 @@ def histogram_at(ctx: Context) -> Response:
 
 
 def images(ctx: Context) -> Response:
-    """``…/images``: every image of a tag at the stored step nearest the one asked for."""
+    """``…/images``: every image of a tag at the stored step nearest the one asked for; ``inline_thumbnails=true``
+    carries each small image's bytes in the answer (``thumbnail_data``), the page's cursor then needing no second
+    request for it."""
+    inline = _flag(ctx, "inline_thumbnails", False)
     read = _media_read(ctx, lambda reader, run_id, tag, step: reader.images_near(run_id, tag, step))
     found, tag, at = read.found, read.tag, read.value
     if at is None:
@@ -186,7 +192,34 @@ def images(ctx: Context) -> Response:
         warnings = [*warnings, f"step {at.step} of {tag!r} holds more images than an answer lists: the first "
                                f"{len(at.images)} are listed"]
     return json_response(images_json(metadata(read.source, [found.served], at.more, warnings), ctx.run_id,
-                                     read.step, at))
+                                     read.step, at, _inline_thumbnails(found.reader, at.images) if inline else None))
+
+
+def _inline_thumbnails(reader, rows) -> dict[str, str]:
+    """``digest → data: URI`` of the images of ``rows`` that are their own thumbnail (an image type served as
+    itself, known to be at most :data:`THUMBNAIL_SIDE` px a side) and at most :data:`MAX_INLINE_THUMBNAIL_BYTES`,
+    :data:`MAX_INLINE_BYTES` of them an answer in their order; an image whose file cannot be read is left out
+    (its ``thumbnail_url`` still serves it, or says why not)."""
+    out: dict[str, str] = {}
+    budget = MAX_INLINE_BYTES
+    for row in rows:
+        size = row.size_bytes
+        if (not row.digest or row.digest in out or row.content_type not in _IMAGE_TYPES or not _small(row)
+                or not isinstance(size, int) or not 0 < size <= min(MAX_INLINE_THUMBNAIL_BYTES, budget)):
+            continue
+        _, path = reader.artifact_file(row)
+        if path is None:
+            continue
+        try:
+            with open(path, "rb") as f:
+                data = f.read(MAX_INLINE_THUMBNAIL_BYTES + 1)
+        except OSError:
+            continue
+        if not data or len(data) > min(MAX_INLINE_THUMBNAIL_BYTES, budget):
+            continue  # the file is not the size its row says: served by its URL, never inlined past the bound
+        budget -= len(data)
+        out[row.digest] = f"data:{row.content_type};base64,{base64.b64encode(data).decode('ascii')}"
+    return out
 
 
 def text(ctx: Context) -> Response:

@@ -91,9 +91,16 @@ def _image_json(run_id: str, row: ArtifactRow) -> dict[str, Any]:
             "size_bytes": row.size_bytes, "url": url, "thumbnail_url": url + "?thumbnail=1"}
 
 
-def images_json(meta: dict, run_id: str, requested: int, found: ImagesAt) -> dict[str, Any]:
+def images_json(meta: dict, run_id: str, requested: int, found: ImagesAt,
+                inline: dict[str, str] | None = None) -> dict[str, Any]:
+    """The images at the step found; with ``inline`` (digest → ``data:`` URI, asked by ``inline_thumbnails``) each
+    image also carries ``thumbnail_data``, its URI or null."""
+    images = [_image_json(run_id, row) for row in found.images if row.digest]
+    if inline is not None:
+        for image in images:
+            image["thumbnail_data"] = inline.get(image["digest"])
     return {"metadata": meta, "run_id": run_id, "tag": found.tag, "requested_step": requested, "step": found.step,
-            "images": [_image_json(run_id, row) for row in found.images if row.digest]}
+            "images": images}
 
 
 def text_json(meta: dict, run_id: str, requested: int, found: TextAt) -> dict[str, Any]:
@@ -161,6 +168,10 @@ IMAGES_AT = {
                 "size_bytes": {"type": "integer", "format": "int64", "nullable": True},
                 "url": {"type": "string", "description": "the bytes: …/runs/{run_id}/images/{hex}"},
                 "thumbnail_url": {"type": "string", "description": "url?thumbnail=1: a PNG at most 160 px a side"},
+                "thumbnail_data": {"type": "string", "nullable": True,
+                                   "description": "with inline_thumbnails=true: a data: URI of the image's bytes "
+                                                  "when it is its own thumbnail and at most 4,096 bytes (64 KiB "
+                                                  "an answer), else null"},
             }}},
     },
 }
