@@ -111,3 +111,27 @@ test("a read aborted by a newer move leaves the card waiting, never showing an e
   assert.equal(failing.panels.get("r").el.dataset.state, "error");
   assert.equal(failing.panels.get("r").error.textContent, "the store is gone");
 });
+
+test("a histogram card moved along the same answer moves its cursor line, not its traces", async () => {
+  const calls = [];
+  const Plotly = { react: (el, data, layout) => calls.push(["react", el, data, layout]),
+    relayout: (el, update) => calls.push(["relayout", el, update]) };
+  const answer = { steps: [0, 10], reduced: false, total: 2, wall_times: [0, 1],
+    basis_points: [0, 668, 1587, 3085, 5000, 6915, 8413, 9332, 10000],
+    summary: [[1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1], [1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1]],
+    buckets: [[[0, 1, 1]], [[0, 1, 2]]] };
+  const card = createHistogramCard({ tag: "w", runs: [{ key: "r", label: "" }], Plotly,
+    fetchSeries: async () => ({ ...answer }), readRange: async () => { throw new Error("not needed"); } });
+  await card.show(3);
+  const plot = card.panels.get("r").plot;
+  assert.deepEqual(calls.filter((c) => c[1] === plot).map((c) => c[0]), ["react"]);
+  await card.show(8);
+  const onPlot = calls.filter((c) => c[1] === plot);
+  assert.deepEqual(onPlot.map((c) => c[0]), ["react", "relayout"]);
+  assert.equal(onPlot[1][2].shapes[0].x0, 8); // the cursor's line at the new step
+  assert.equal(card.panels.get("r").el.dataset.step, "10"); // the overlay at the new nearest step
+  assert.equal(calls.filter((c) => c[1] === card.overlay).length, 2); // the overlay redrawn each move
+  // A new answer (a live tag's refresh) is drawn whole again.
+  await card.refresh(8);
+  assert.equal(calls.filter((c) => c[1] === plot).at(-1)[0], "react");
+});

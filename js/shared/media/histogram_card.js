@@ -115,10 +115,18 @@ export function createHistogramCard({ tag, runs, Plotly, fetchSeries, readRange,
       return;
     }
     const plot = plotOf(panel);
+    if (panel.drawn === answer && panel.drawnView === select.value && typeof Plotly.relayout === "function") {
+      // The same answer in the same view, only the cursor moved: its line moved, the traces left as drawn (a full
+      // redraw of the bands takes the page's main thread 50-250 ms a card).
+      Plotly.relayout(plot, { shapes: panel.el.dataset.view === "heatmap" ? cursorShapesY(step) : cursorShapes(step) });
+      return;
+    }
     const trace = heatmap ? heatmapTrace(answer, { name: panel.run.label || "" }) : null;
     const data = trace ? [trace] : distributionTraces(answer, { color: panel.run.color, name: runs.length > 1 ? panel.run.label : "" });
     const layout = trace ? heatmapLayout(step) : bandsLayout(step);
     Plotly.react(plot, data, layout, CONFIG);
+    panel.drawn = answer;
+    panel.drawnView = select.value;
     panel.el.dataset.traces = String(data.length);
     panel.el.dataset.view = trace ? "heatmap" : "bands";
     panel.el.dataset.steps = String(answer.steps.length);
