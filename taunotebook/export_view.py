@@ -255,11 +255,10 @@ def _export_media(reader: _Reader, refs: list[tuple[str, str, str | None]], link
             try:
                 if kind == "histograms":
                     # The bands, then the histogram nearest the step as the card finds it (histogramNear).
-                    reader.get(f"{base}/histograms", [("tag", tag), ("buckets", "false"), *scoped(project)])
-                    reader.get(f"{base}/histograms", [("tag", tag), ("step_min", str(step)), ("max_steps", "1"),
-                                                      *scoped(project)])
-                    reader.get(f"{base}/histograms", [("tag", tag), ("step_max", str(step)), ("max_steps", "2"),
-                                                      *scoped(project)])
+                    bands = reader.get(f"{base}/histograms", [("tag", tag), ("buckets", "false"), *scoped(project)])
+                    for query in _near_reads(reader, f"{base}/histograms", tag, step, bands.get("steps") or [],
+                                             scoped(project)):
+                        reader.get(f"{base}/histograms", query)
                 elif kind == "text":
                     reader.get(f"{base}/text", [("tag", tag), ("step", str(step)), *scoped(project)])
                 else:
@@ -268,6 +267,21 @@ def _export_media(reader: _Reader, refs: list[tuple[str, str, str | None]], link
             except PortalError as exc:  # the card shows the read it lacks in words; the export goes on
                 left.append(f"{kind} {tag} of {key}: {exc}")
     return [f"{kind}/{tag}" for kind, tag in cards], left
+
+
+def _near_reads(reader, path: str, tag: str, step: int, steps: list[int], scope: list) -> list[list]:
+    """Reads the view's gap around ``step`` keeping it (``steps``: the bands' steps), as histogram_card.js's
+    histogramNear does (``GAP_STEPS`` 8), and returns the further reads the card makes when that answer holds
+    neither ``step`` nor the whole gap: the first step at or after it and the last at or before it, in the gap."""
+    previous = max((s for s in steps if s <= step), default=None)
+    following = min((s for s in steps if s >= step), default=None)
+    low = [] if previous is None else [("step_min", str(previous))]
+    high = [] if following is None else [("step_max", str(following))]
+    gap = reader.get(path, [("tag", tag), *low, *high, ("max_steps", "8"), ("keep", str(step)), *scope])
+    if step in (gap.get("steps") or []) or not gap.get("reduced"):
+        return []
+    return [[("tag", tag), ("step_min", str(step)), *high, ("max_steps", "1"), *scope],
+            [("tag", tag), *low, ("step_max", str(step)), ("max_steps", "2"), *scope]]
 
 
 def _int_step(text: str | None) -> int | None:

@@ -54,8 +54,13 @@ def test_the_export_carries_histograms_images_and_text_at_the_tags_last_step(por
     # A histogram: the bands over every step (no buckets) and the range reads the card makes for the step's histogram.
     bands = responses[read_key(f"{base}/histograms", [("tag", "weights"), ("buckets", "false")])]
     assert bands["steps"] == [0, 10, 20] and bands["buckets"] is None and len(bands["summary"][0]) == 3 + 9
-    at = responses[read_key(f"{base}/histograms", [("tag", "weights"), ("step_min", "20"), ("max_steps", "1")])]
+    # The card reads the view's gap around the step (20 is one of the bands' steps: the gap is [20, 20]) keeping it.
+    at = responses[read_key(f"{base}/histograms", [("tag", "weights"), ("step_min", "20"), ("step_max", "20"),
+                                                   ("max_steps", "8"), ("keep", "20")])]
     assert at["steps"] == [20] and len(at["buckets"][0]) > 1
+    # That answer holds the step: none of the two bounded reads an unstored step in a wide gap takes.
+    assert read_key(f"{base}/histograms", [("tag", "weights"), ("step_min", "20"), ("step_max", "20"),
+                                           ("max_steps", "1")]) not in responses
     # Images: data: URIs holding the stored bytes; the full image's link is the Portal's.
     sample = responses[read_key(f"{base}/images", [("tag", "sample"), ("step", "20")])]
     (image,) = sample["images"]
@@ -114,3 +119,29 @@ def test_a_budget_of_images_is_kept_and_what_it_left_out_is_said_with_the_live_l
         assert "20 more images of batch" in capsys.readouterr().err
     with pytest.raises(ExportError, match="max_image_bytes must be 0 or more"):
         export_view(url, max_image_bytes=-1)
+
+
+def test_the_export_makes_the_histogram_cards_reads_of_an_unstored_step_in_a_wide_gap():
+    """As histogram_card.js's histogramNear: the gap read keeping the step, then (its answer reduced and without
+    the step) the first step at or after it and the last at or before it, bounded by the gap."""
+    from taunotebook.export_view import _near_reads
+
+    class Reader:
+        def __init__(self, answer):
+            self.answer, self.asked = answer, []
+
+        def get(self, path, query):
+            self.asked.append(query)
+            return self.answer
+
+    wide = Reader({"steps": [0, 20, 40, 60, 80, 100, 120, 140], "reduced": True})
+    further = _near_reads(wide, "h", "w", 37, [0, 200], [("project", "p")])
+    assert wide.asked == [[("tag", "w"), ("step_min", "0"), ("step_max", "200"), ("max_steps", "8"), ("keep", "37"),
+                           ("project", "p")]]
+    assert further == [[("tag", "w"), ("step_min", "37"), ("step_max", "200"), ("max_steps", "1"), ("project", "p")],
+                       [("tag", "w"), ("step_min", "0"), ("step_max", "37"), ("max_steps", "2"), ("project", "p")]]
+    # The step stored, or the whole gap answered: nothing more; past the last step the gap is open on that side.
+    assert _near_reads(Reader({"steps": [30, 37], "reduced": True}), "h", "w", 37, [0, 200], []) == []
+    whole = Reader({"steps": [210], "reduced": False})
+    assert _near_reads(whole, "h", "w", 250, [0, 200], []) == []
+    assert whole.asked == [[("tag", "w"), ("step_min", "200"), ("max_steps", "8"), ("keep", "250")]]

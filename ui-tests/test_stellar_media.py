@@ -257,8 +257,11 @@ def test_the_compare_page_shows_both_runs_side_by_side_at_the_shared_step(page: 
     assert shown == [[run, "100"], [other, "100"]]
     assert card(page, "images", "sample").locator(".media-step").all_inner_texts() == ["step 100 (nearest to 120)"] * 2
     # Each run's own image: the two runs logged different pictures.
+    # These small pictures ride in the answers (inline_thumbnails); each links to its own run's stored bytes.
     srcs = card(page, "images", "sample").locator("img.media-thumb").evaluate_all("(imgs) => imgs.map((i) => i.src)")
-    assert len(srcs) == 2 and f"/runs/{run}/" in srcs[0] and f"/runs/{other}/" in srcs[1]
+    assert len(srcs) == 2 and all(s.startswith("data:image/png;base64,") for s in srcs)
+    links = card(page, "images", "sample").locator("a.media-image-link").evaluate_all("(a) => a.map((x) => x.href)")
+    assert f"/runs/{run}/images/" in links[0] and f"/runs/{other}/images/" in links[1]
     # The histogram at the step overlaid, one outline per run, and each run's bands beside the other's.
     wait_card(page, "histograms", "weights")
     weights = card(page, "histograms", "weights")

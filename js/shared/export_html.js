@@ -31,7 +31,7 @@ export function scriptText(text) {
 export const MAX_EXPORT_IMAGES_PER_TAG = exportBudget.max_images_per_tag;
 export const MAX_EXPORT_IMAGE_BYTES = exportBudget.max_image_bytes;
 
-const STEP_PARAMS = new Set(["step", "step_min", "step_max", "max_steps"]);
+const STEP_PARAMS = new Set(["step", "step_min", "step_max", "max_steps", "keep"]);
 
 /**
  * A media read at a step the export does not carry (a card's slider, a click on a curve): the answer it carries for
@@ -40,7 +40,8 @@ const STEP_PARAMS = new Set(["step", "step_min", "step_max", "max_steps"]);
  */
 export function nearestCarried(answers, path, params) {
   if (!/\/(images|text|histograms)$/.test(path) || !params.has("tag")) return null;
-  const wanted = Number(params.get("step") ?? params.get("step_min") ?? params.get("step_max"));
+  // The step a read is about: a histogram card's read of the gap around the cursor keeps it.
+  const wanted = Number(params.get("step") ?? params.get("keep") ?? params.get("step_min") ?? params.get("step_max"));
   if (!Number.isFinite(wanted)) return null;
   const withoutSteps = (entries) => readKey(path, new URLSearchParams(entries.filter(([k]) => !STEP_PARAMS.has(k))));
   const same = withoutSteps([...params]);

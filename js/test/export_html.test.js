@@ -50,5 +50,10 @@ test("a media read at a step the export does not carry is answered with the carr
   // A histogram's range read: the carried range read, never the bands' read (which has no step).
   const range = nearestCarried(answers, "api/v2/stellar/runs/r/histograms", new URLSearchParams("tag=w&step_max=3&max_steps=2"));
   assert.deepEqual(range.steps, [20]);
+  // The card's read of the view's gap around the cursor (keep=the cursor's step) finds the carried one too.
+  const gap = nearestCarried(answers, "api/v2/stellar/runs/r/histograms", new URLSearchParams("tag=w&step_min=0&step_max=30&max_steps=8&keep=18"));
+  assert.deepEqual(gap.steps, [20]);
+  // The images read with inline_thumbnails is keyed as the one without.
+  assert.equal(readKey(path, new URLSearchParams("tag=sample&step=5&inline_thumbnails=true")), readKey(path, new URLSearchParams("tag=sample&step=5")));
   assert.equal(nearestCarried(answers, "api/v2/stellar/runs/r/series", new URLSearchParams("tag=sample&step=1")), null);
 });
