@@ -282,22 +282,31 @@ def histogram_buckets(value, kind: str, max_values: int) -> np.ndarray:
     """A histogram value's ``[k, 3]`` float64 buckets ``(left, right, count)``, exactly the numbers
     TensorBoard's histograms plugin reads (an old ``histo``'s are float32, as its migration makes them)."""
     if kind == "histo":
-        histo = _parse(HistogramProto, value.histo, max_values)
-        counts_field, limits_field = histo.bucket, histo.bucket_limit
-        n = len(counts_field)
-        counts = np.fromiter(counts_field, dtype=np.float64, count=n)
+        data = value.histo
+        parsed = _histogram_wire(data)
+        if parsed is None:  # a layout the wire reader does not take: protobuf reads it (and says what is wrong)
+            histo = _parse(HistogramProto, data, max_values)
+            low, high = histo.min, histo.max
+            counts = np.fromiter(histo.bucket, dtype=np.float64, count=len(histo.bucket))
+            limits = np.fromiter(histo.bucket_limit, dtype=np.float64, count=len(histo.bucket_limit))
+        else:
+            low, high, limits, counts = parsed
+            if 3 * max(len(limits), len(counts)) > max_values:
+                raise ValueError(f"histogram holds {max(len(limits), len(counts))} buckets, over the limit of "
+                                 f"{max_values // 3} (--max-tensor-values counts three values a bucket)")
+        n = len(counts)
         filled = np.flatnonzero(counts > 0)
         if not filled.size:
             return np.zeros((0, 3), dtype=np.float64)
         start, end = int(filled[0]), int(filled[-1])
-        if len(limits_field) < end:
-            raise ValueError(f"histogram has {n} buckets but only {len(limits_field)} bucket limits")
-        inner = np.fromiter(limits_field, dtype=np.float64, count=len(limits_field))[start:end]
+        if len(limits) < end:
+            raise ValueError(f"histogram has {n} buckets but only {len(limits)} bucket limits")
+        inner = limits[start:end]
         buckets = np.empty((end - start + 1, 3), dtype=np.float64)
-        buckets[0, 0] = histo.min
+        buckets[0, 0] = low
         buckets[1:, 0] = inner
         buckets[:-1, 1] = inner
-        buckets[-1, 1] = histo.max
+        buckets[-1, 1] = high
         buckets[:, 2] = counts[start:end + 1]
         return buckets.astype(np.float32).astype(np.float64)  # through float32, as the migration makes them
     shape, values = tensor_values(value.tensor, max_values)
@@ -306,6 +315,68 @@ def histogram_buckets(value, kind: str, max_values: int) -> np.ndarray:
     if isinstance(values, list):
         raise ValueError("a histogram tensor holds numbers, this one strings")
     return values.reshape(shape)
+
+
+_DOUBLE = struct.Struct("<d")
+_HISTO_SINGULAR = {0x09: 0, 0x11: 1}  # min, max (fixed64); num, sum, sum_squares (0x19, 0x21, 0x29) are not read
+_HISTO_SKIPPED = frozenset((0x19, 0x21, 0x29))
+_HISTO_PACKED = {0x32: 0, 0x3A: 1}  # bucket_limit, bucket (packed doubles)
+_HISTO_UNPACKED = {0x31: 0, 0x39: 1}  # the same, one double a field
+
+
+def _histogram_wire(data: bytes) -> tuple[float, float, np.ndarray, np.ndarray] | None:
+    """A ``HistogramProto``'s (min, max, bucket_limit, bucket) read from its wire format as protobuf reads them
+    (the last of a repeated singular field wins, repeated fields' packed and unpacked pieces join in order),
+    with the doubles as views of ``data``: the reading a histogram takes without an object per bucket. None
+    for anything else (another field, a length past the end, a packed field
+    not of whole doubles): protobuf then reads it, or says why it cannot."""
+    singular = [0.0, 0.0]
+    pieces: tuple[list, list] = ([], [])
+    pos, end = 0, len(data)
+    unpack = _DOUBLE.unpack_from
+    while pos < end:
+        key = data[pos]
+        pos += 1
+        if key in _HISTO_PACKED:
+            if pos >= end:
+                return None
+            length = shift = 0
+            while True:  # the length's varint (at most four bytes: 256 MiB)
+                if pos >= end or shift > 21:
+                    return None
+                byte = data[pos]
+                pos += 1
+                length |= (byte & 0x7F) << shift
+                shift += 7
+                if byte < 0x80:
+                    break
+            if length % 8 or pos + length > end:
+                return None
+            pieces[_HISTO_PACKED[key]].append((pos, length // 8))
+            pos += length
+        elif pos + 8 > end:
+            return None
+        elif key in _HISTO_SINGULAR:
+            singular[_HISTO_SINGULAR[key]] = unpack(data, pos)[0]
+            pos += 8
+        elif key in _HISTO_SKIPPED:
+            pos += 8
+        elif key in _HISTO_UNPACKED:
+            pieces[_HISTO_UNPACKED[key]].append((pos, 1))
+            pos += 8
+        else:
+            return None
+    limits, counts = (_doubles(data, found) for found in pieces)
+    return singular[0], singular[1], limits, counts
+
+
+def _doubles(data: bytes, pieces: list[tuple[int, int]]) -> np.ndarray:
+    if len(pieces) == 1:
+        start, count = pieces[0]
+        return np.frombuffer(data, dtype="<f8", count=count, offset=start)
+    if not pieces:
+        return np.zeros(0, dtype=np.float64)
+    return np.concatenate([np.frombuffer(data, dtype="<f8", count=c, offset=s) for s, c in pieces])
 
 
 def _dimension(text: bytes, what: str) -> int:

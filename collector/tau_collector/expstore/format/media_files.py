@@ -16,7 +16,9 @@ is still read: a reader then reads the whole file.
 Histogram rows carry their step-bucketed summary beside the buckets: the total ``count``, the ``min``/``max``
 edges holding counts and the nine percentiles of TensorBoard's distribution bands (:data:`BASIS_POINTS`), so
 a distribution over a long run reads those few numeric columns (a column projection never touches the
-``buckets`` column) and the buckets only of the steps drawn. Each row names where it was read (``source``:
+``buckets`` column) and the buckets only of the steps drawn. A ``buckets`` cell is the histogram's ``[k, 3]``
+float64 rows as little-endian bytes (a binary column, :func:`bucket_cells`); stores written before held them as
+JSON text (:func:`encode_buckets`), and :func:`decode_buckets` reads both. Each row names where it was read (``source``:
 the file and frame, with the tag): a chunk delivered again after a crash adds no row a reader shows twice.
 
 Written without pyarrow (:mod:`.parquet_encoder`): the sidecar writes these.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import struct
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,15 +41,17 @@ from tau_collector.expstore.format.histogram_summaries import (
     histogram_summary,
 )
 from tau_collector.expstore.format.metric_files import id_component
-from tau_collector.expstore.format.parquet_encoder import Coded, Column, encode_parquet
+from tau_collector.expstore.format.parquet_encoder import Coded, Column, PlainTexts, encode_parquet
 
-__all__ = ["BASIS_POINTS", "GROUP_ROWS", "HISTOGRAM_SUMMARY_COLUMNS", "MEDIA_DIR", "TAG_GROUP_ROWS", "decode_buckets",
+__all__ = ["BASIS_POINTS", "GROUP_ROWS", "HISTOGRAM_SUMMARY_COLUMNS", "MEDIA_DIR", "TAG_GROUP_ROWS", "bucket_cells",
+           "decode_buckets",
            "delivery_file_path", "encode_buckets", "histogram_summary", "histograms_file_bytes", "media_file_path",
            "tag_row_groups", "texts_file_bytes"]
 
 MEDIA_DIR = "media"
 GROUP_ROWS = 1024
 TAG_GROUP_ROWS = 256  # a delivery file's row group holds whole tags up to this many rows (a longer tag: its own)
+_LENGTH = struct.Struct("<I")
 _NON_FINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
 
@@ -63,7 +68,8 @@ def delivery_file_path(run_id: str, kind: str, file_id: str) -> str:
 
 
 def encode_buckets(buckets: np.ndarray) -> str:
-    """``[[left, right, count], …]`` as JSON; edges beyond the doubles (``±inf``) as ``"±Infinity"``."""
+    """``[[left, right, count], …]`` as JSON; edges beyond the doubles (``±inf``) as ``"±Infinity"``: the
+    ``buckets`` cells of stores written before the binary encoding (:func:`bucket_cells`). No longer written."""
     if np.isfinite(buckets).all():  # orjson writes a float64 array as it writes the same floats in lists
         return orjson.dumps(np.ascontiguousarray(buckets, dtype=np.float64), option=orjson.OPT_SERIALIZE_NUMPY).decode()
     return orjson.dumps([[v if math.isfinite(v) else ("NaN" if math.isnan(v) else ("Infinity" if v > 0
@@ -71,8 +77,31 @@ def encode_buckets(buckets: np.ndarray) -> str:
                           for v in row] for row in buckets.tolist()]).decode()
 
 
-def decode_buckets(text: str) -> np.ndarray:
-    rows = orjson.loads(text)
+def bucket_cells(buckets: Sequence[np.ndarray]) -> PlainTexts:
+    """The ``buckets`` column's cells as Parquet writes them: each histogram's ``[k, 3]`` float64 rows
+    little-endian (``24 * k`` bytes; ``±inf`` and NaN as themselves), a 4-byte length before each, in one
+    buffer for the delivery (no text, no object per bucket)."""
+    pack = _LENGTH.pack
+    pieces = []
+    for b in buckets:
+        raw = np.ascontiguousarray(b, dtype="<f8").tobytes()
+        pieces.append(pack(len(raw)))
+        pieces.append(raw)
+    sizes = np.fromiter((len(p) for p in pieces[1::2]), dtype=np.int64, count=len(buckets))
+    bounds = np.zeros(len(buckets) + 1, dtype=np.int64)
+    np.cumsum(sizes + 4, out=bounds[1:])
+    return PlainTexts(np.frombuffer(b"".join(pieces), dtype=np.uint8), bounds)
+
+
+def decode_buckets(cell: str | bytes) -> np.ndarray:
+    """A ``buckets`` cell as float64 ``[k, 3]``: the binary encoding (:func:`bucket_cells`), or the JSON text
+    of stores written before it (:func:`encode_buckets`)."""
+    if isinstance(cell, bytes):
+        if len(cell) % 24:
+            raise ValueError(f"a histogram's buckets cell holds {len(cell)} bytes, not whole [left, right, count] "
+                             "float64 rows (24 bytes each)")
+        return np.frombuffer(cell, dtype="<f8").astype(np.float64).reshape(-1, 3)
+    rows = orjson.loads(cell)
     if any(isinstance(v, str) for row in rows for v in row):
         rows = [[_NON_FINITE[v] if isinstance(v, str) else v for v in row] for row in rows]
     return np.array(rows, dtype=np.float64).reshape(-1, 3)
@@ -118,7 +147,7 @@ def histograms_file_bytes(tags: Sequence[str], tag_rows: Sequence[int], step: np
                Column("source", "string", True, source),
                *(Column(name, "double", True, np.ascontiguousarray(summary[:, i]))
                  for i, name in enumerate(HISTOGRAM_SUMMARY_COLUMNS)),
-               Column("buckets", "json", True, [encode_buckets(b) for b in buckets])]
+               Column("buckets", "binary", True, bucket_cells(buckets))]
     return encode_parquet(columns, len(step), starts), spans
 
 

@@ -49,7 +49,8 @@ _COMPRESS_FROM = 1024  # bytes of a column chunk's pages
 _DATA_PAGE, _DICTIONARY_PAGE = 0, 2
 _CONVERTED_UTF8, _CONVERTED_TIMESTAMP_MICROS, _CONVERTED_JSON = 0, 10, 19
 
-_PHYSICAL = {"string": _BYTE_ARRAY, "json": _BYTE_ARRAY, "int64": _INT64, "timestamp_us": _INT64, "double": _DOUBLE}
+_PHYSICAL = {"string": _BYTE_ARRAY, "json": _BYTE_ARRAY, "binary": _BYTE_ARRAY, "int64": _INT64, "timestamp_us": _INT64,
+             "double": _DOUBLE}
 
 
 
@@ -173,10 +174,10 @@ TextValues = list[str | None] | list[str] | Coded | PlainTexts | str | None
 class Column:
     """One column of ``n`` rows.
 
-    ``kind`` is ``string``, ``json`` (strings with the JSON logical type), ``int64``,
-    ``timestamp_us`` (int64 microseconds, UTC) or ``double``. ``values`` is a numpy array for the
-    numeric kinds; for the text kinds a list of ``str`` (``None`` for a null), or one ``str`` for
-    every row, or ``None`` for a column of nulls. ``valid`` (numeric kinds) marks the rows that have
+    ``kind`` is ``string``, ``json`` (strings with the JSON logical type), ``binary`` (bytes, no logical
+    type; its values only as :class:`PlainTexts`), ``int64``, ``timestamp_us`` (int64 microseconds, UTC) or
+    ``double``. ``values`` is a numpy array for the numeric kinds; for the text kinds a list of ``str``
+    (``None`` for a null), or one ``str`` for every row, or ``None`` for a column of nulls. ``valid`` (numeric kinds) marks the rows that have
     a value; None means all. ``statistics`` writes min/max/null count for the column.
     """
 
@@ -367,7 +368,9 @@ def _pages(column: Column, start: int, stop: int) -> tuple[bytes | None, list[tu
     values (constant, :class:`Coded`) are dictionary-encoded, as pyarrow writes them: a reader filtering by
     metric name then compares a few dictionary entries, not a string per row."""
     n = stop - start
-    text = column.kind in ("string", "json")
+    text = column.kind in ("string", "json", "binary")
+    if column.kind == "binary" and not isinstance(column.values, PlainTexts):
+        raise ValueError(f"column {column.name}: a binary column's values are PlainTexts")
     if text:
         valid, pieces, codes, present = _text_rows(column, start, stop)
     else:
