@@ -14,6 +14,11 @@ spooled, because the store itself keeps the checkpoints. Idempotency, at three l
 * every batch is delivered under a key that is its content (``import-block-…``), so a batch an
   earlier import wrote is acknowledged as present, not added again.
 
+Histograms, images and text are delivered a few batches at a time (:data:`MEDIA_DELIVERY_BYTES` of the
+file, the file's end at the latest: fewer, larger media files, each synced once) by one thread beside the
+reading, so the syncs of a delivery overlap the reading of the next; a file's progress is recorded only
+once every value read up to there is delivered (the spool's rule: nothing checkpointed is undelivered).
+
 The run's configuration (:meth:`~.sources.base.Source.run_config`) is stored beside its points,
 also when its files are unchanged: storing the same configuration again changes nothing, and a
 changed one is reported as TauGrid reports it, a write conflict (the run keeps its first).
@@ -51,6 +56,10 @@ __all__ = ["IMPORT_VERSION", "ImportRun", "ImportSummary", "StoreImport"]
 
 IMPORT_VERSION = "taunotebook.import.v1"
 _BLOCK = 1 << 20
+# Source bytes whose media make one delivery (several 4 MiB batches): a full-size media run's tag then spans
+# ~140 files, not ~600, and each delivery's files and image folders are synced once. At most two deliveries'
+# records are held (one being written, one gathering): some tens of MB.
+MEDIA_DELIVERY_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -158,9 +167,11 @@ class StoreImport:
         self._with_media: set[str] = set()
         self._media_newest: dict[str, float] = {}  # run -> its newest media wall time (s): a media-only run ends there
         self._on_bytes = on_bytes or (lambda n: None)
+        self._media = _MediaDeliveries(self.sink, self.keys)
 
     def close(self) -> None:
         try:
+            self._media.close()
             if self.clustering == "background" and self._to_cluster:
                 # Every imported row is committed: the child only rewrites files already readable.
                 self.summary.clustering = start_clustering(self.sink.store, self._to_cluster)
@@ -282,14 +293,15 @@ class StoreImport:
                 read += batch.consumed
                 self._on_bytes(batch.consumed)
                 if batch.end.offset > position.offset and not final:
-                    self.keys.record_key(key_prefix + str(batch.end.offset), command="taunotebook import",
-                                         target_type="import_file", target_id=str(batch.end.records),
-                                         request_hash=running.hexdigest())
+                    # Recorded once the media read so far are delivered (at once when none wait).
+                    self._media.after_delivery((key_prefix + str(batch.end.offset), str(batch.end.records),
+                                                running.hexdigest()))
                 position = batch.end
                 if batch.unreadable or batch.stopped or not batch.more:
                     break
             if batch.unreadable or batch.stopped:
                 break
+        self._media.flush(wait=True)
         self._file_done(path, read)
 
     def _resume_point(self, key_prefix: str, path: str) -> tuple[Position, hashlib._Hash]:
@@ -334,11 +346,10 @@ class StoreImport:
         if batch.stopped or any(p.kind in (ProblemKind.UNREADABLE, ProblemKind.CORRUPT) for p in batch.problems):
             self.summary.corrupt_files += 1
         if batch.media:  # never MetricEvents: stored beside the points, under a key that is their content
-            key = media_chunk_key(pipeline.config.run_id, batch.input.path, batch.media)
             config = pipeline.config
             where = RunIdentity(config.project, config.experiment_id, config.run_group_id,
                                 tuple(sorted(config.tags.items())))
-            self.sink.deliver_media(MediaChunk(key, config.run_id, batch.input.path, tuple(batch.media), where))
+            self._media.add(config.run_id, batch.input.path, where, batch.media, batch.consumed)
             self.summary.media += len(batch.media)
             self._with_media.add(config.run_id)
             newest = max(r.wall_time for r in batch.media)
@@ -375,3 +386,74 @@ class StoreImport:
         self.summary.files += 1
         self.summary.bytes += size
         self._on_bytes(max(size - read, 0))
+
+
+class _MediaDeliveries:
+    """The import's media gathered over batches into deliveries of about :data:`MEDIA_DELIVERY_BYTES` of source,
+    each written by one thread beside the reading (at most one at a time), and the file progress keys recorded
+    once the media before them are delivered. A delivery's error is raised by the next call that waits for it."""
+
+    def __init__(self, sink: ExpstoreSink, keys: MetricWriter) -> None:
+        self._sink, self._keys = sink, keys
+        self._gathering: tuple[str, str, RunIdentity] | None = None
+        self._records: list = []
+        self._bytes = 0
+        self._keys_after: list[tuple[str, str, str]] = []  # progress keys waiting for the gathered media
+        self._running = None  # (future, the keys recorded once it is done)
+        self._pool = None
+
+    def add(self, run_id: str, path: str, where: RunIdentity, records: list, consumed: int) -> None:
+        if self._gathering is not None and self._gathering[:2] != (run_id, path):
+            self.flush()
+        self._gathering = (run_id, path, where)
+        self._records += records
+        self._bytes += consumed
+
+    def after_delivery(self, progress: tuple[str, str, str]) -> None:
+        """Record ``progress`` (key, records, digest) once every media value read before it is delivered."""
+        if self._records:
+            self._keys_after.append(progress)
+            if self._bytes >= MEDIA_DELIVERY_BYTES:
+                self.flush()
+        elif self._running is not None:
+            self._running[1].append(progress)
+        else:
+            self._record([progress])
+
+    def flush(self, wait: bool = False) -> None:
+        """Start delivering what was gathered (after the delivery before it ends); ``wait``: until it is done."""
+        if self._records:
+            run_id, path, where = self._gathering  # type: ignore[misc]
+            records = tuple(self._records)
+            chunk = MediaChunk(media_chunk_key(run_id, path, self._records), run_id, path, records, where)
+            self._wait()
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="media-delivery")
+            self._running = (self._pool.submit(self._sink.deliver_media, chunk), self._keys_after)
+            self._gathering, self._records, self._bytes, self._keys_after = None, [], 0, []
+        if wait:
+            self._wait()
+
+    def _wait(self) -> None:
+        if self._running is not None:
+            future, keys = self._running
+            self._running = None
+            future.result()
+            self._record(keys)
+
+    def _record(self, progress: list[tuple[str, str, str]]) -> None:
+        for key, records, digest in progress:
+            self._keys.record_key(key, command="taunotebook import", target_type="import_file", target_id=records,
+                                  request_hash=digest)
+
+    def close(self) -> None:
+        """Deliver what is left, then end the thread (and its connection to the store)."""
+        try:
+            self.flush(wait=True)
+        finally:
+            if self._pool is not None:
+                self._pool.submit(self._sink.store.close).result()
+                self._pool.shutdown()
+                self._pool = None

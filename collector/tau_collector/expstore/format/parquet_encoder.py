@@ -177,8 +177,9 @@ class Column:
     ``kind`` is ``string``, ``json`` (strings with the JSON logical type), ``binary`` (bytes, no logical
     type; its values only as :class:`PlainTexts`), ``int64``, ``timestamp_us`` (int64 microseconds, UTC) or
     ``double``. ``values`` is a numpy array for the numeric kinds; for the text kinds a list of ``str``
-    (``None`` for a null), or one ``str`` for every row, or ``None`` for a column of nulls. ``valid`` (numeric kinds) marks the rows that have
-    a value; None means all. ``statistics`` writes min/max/null count for the column.
+    (``None`` for a null), or one ``str`` for every row, or ``None`` for a column of nulls. ``valid`` (numeric
+    kinds) marks the rows that have a value; None means all. ``statistics`` writes min/max/null count for the
+    column.
     """
 
     name: str
