@@ -4,7 +4,9 @@ media gathered into larger deliveries whose file progress is recorded only once 
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import struct
 from dataclasses import replace
 
@@ -257,3 +259,35 @@ def test_the_imports_media_are_gathered_over_batches_and_a_failed_delivery_leave
         assert ours.steps.tolist() == theirs.steps.tolist() == list(range(300))
         assert all(a.tobytes() == b.tobytes() for a, b in zip(ours.buckets, theirs.buckets, strict=True))
         assert np.array_equal(ours.summary, theirs.summary, equal_nan=True)
+
+
+# --- a delivery's many files: their filesystem synced once -----------------------------------------------------------
+
+
+def test_many_files_are_published_with_one_filesystem_sync_and_a_failed_one_publishes_none(tmp_path, monkeypatch):
+    from tau_collector.spool import durable
+
+    if durable.FilesystemSync.open(tmp_path) is None:
+        pytest.skip("no syncfs(2) here: each file is synced (the path every other test takes)")
+    store = ExpStore(tmp_path / "store", create=True)
+    calls, fsyncs = [], []
+    real_sync, real_fsync = durable.FilesystemSync.sync, durable.os.fsync
+    monkeypatch.setattr(durable.FilesystemSync, "sync", lambda self: (calls.append(1), real_sync(self)))
+    monkeypatch.setattr(durable.os, "fsync", lambda fd: (fsyncs.append(stat.S_ISREG(os.fstat(fd).st_mode)),
+                                                         real_fsync(fd)))
+    store.publish_files([(f"many/{i % 3}/.keep", b"") for i in range(3)])  # the folders (their parents synced)
+    fsyncs.clear()
+    files = [(f"many/{i % 3}/f{i}", bytes([i]) * 10) for i in range(durable.SYNCFS_FROM)]
+    store.publish_files(files)
+    assert len(calls) == 2 and not fsyncs  # the bytes, then the renames: no sync per file or directory
+    assert all((store.root / rel).read_bytes() == data for rel, data in files)
+
+    def failing(self):
+        raise OSError(5, "syncfs: Input/output error")
+
+    monkeypatch.setattr(durable.FilesystemSync, "sync", failing)
+    with pytest.raises(OSError, match="Input/output"):
+        store.publish_files([(f"more/f{i}", b"x") for i in range(durable.SYNCFS_FROM)])
+    assert not (store.root / "more").exists() or not any((store.root / "more").iterdir())
+    store.publish_files([("few/a", b"a")])  # fewer files: synced one by one
+    assert True in fsyncs

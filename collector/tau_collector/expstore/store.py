@@ -34,10 +34,13 @@ from tau_collector.expstore.format import schema
 from tau_collector.expstore.write.index_orphans import ensure_no_orphaned_file_rows
 from tau_collector.expstore.write.listing import ensure_listings, ensure_note_search
 from tau_collector.spool.durable import (
+    SYNCFS_FROM,
+    FilesystemSync,
     fsync_directories,
     fsync_directory,
     make_dirs,
     make_dirs_many,
+    write_files,
     write_files_synced,
 )
 
@@ -353,23 +356,36 @@ class ExpStore:
     def publish_files(self, files: list[tuple[str, bytes]]) -> list[Path]:
         """:meth:`publish_file` of many files at once, with the same guarantee: each ``(relative path, bytes)``
         written to a temporary name; then every file synced (several at once), renamed into place, and each
-        directory synced once. A file whose publication failed is not left under its name."""
+        directory synced once (from :data:`~.durable.SYNCFS_FROM` files, their filesystem synced once for the
+        bytes and once for the renames instead). A file whose publication failed is not left under its name."""
         self._require_writable()
         finals = [self.root / rel for rel, _ in files]
         make_dirs_many(f.parent for f in finals)  # new directories durable before a file in them is registered
         tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         temps = [f.parent / f".{f.name}.tmp-{tag}-{i}" for i, f in enumerate(finals)]
         placed: list[Path] = []
+        # Many files (a delivery's images): their filesystem synced once for the bytes and once for the names.
+        whole = FilesystemSync.open(self.root) if len(files) >= SYNCFS_FROM else None
         try:
-            write_files_synced(zip(temps, (data for _, data in files), strict=True))
+            if whole is None:
+                write_files_synced(zip(temps, (data for _, data in files), strict=True))
+            else:
+                write_files(zip(temps, (data for _, data in files), strict=True))
+                whole.sync()
             for tmp, final in zip(temps, finals, strict=True):
                 os.replace(tmp, final)
                 placed.append(final)
-            fsync_directories(f.parent for f in finals)
+            if whole is None:
+                fsync_directories(f.parent for f in finals)
+            else:
+                whole.sync()
         except BaseException:
             for path in (*temps, *placed):  # never registered: not durable, so not published
                 path.unlink(missing_ok=True)
             raise
+        finally:
+            if whole is not None:
+                whole.close()
         return finals
 
 

@@ -12,13 +12,14 @@ and nothing more can be done.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import tempfile
 from collections.abc import Iterable
 
-__all__ = ["fsync_directories", "fsync_directory", "make_dirs", "make_dirs_many", "remove_durable", "write_file_atomic",
-           "write_files_synced"]
+__all__ = ["SYNCFS_FROM", "FilesystemSync", "fsync_directories", "fsync_directory", "make_dirs", "make_dirs_many",
+           "remove_durable", "write_file_atomic", "write_files", "write_files_synced"]
 
 _UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF})
 # Syncs issued together: the filesystem commits its journal once for all of them (ext4, XFS), where one
@@ -63,6 +64,55 @@ def write_files_synced(items: Iterable[tuple[str | os.PathLike[str], bytes]]) ->
     """Write each ``(path, bytes)`` and sync it, several files at once; the first error is raised (the caller
     removes what was written). Their names are durable only once their directories are synced."""
     _all(_write_synced, list(items))
+
+
+def write_files(items: Iterable[tuple[str | os.PathLike[str], bytes]]) -> None:
+    """Write each ``(path, bytes)``, not synced: for a caller that syncs their filesystem after (:class:`FilesystemSync`)."""
+    for path, data in items:
+        with open(path, "wb") as handle:
+            handle.write(data)
+
+
+# From this many files a publication syncs their filesystem once (twice: the bytes, then the renames) instead of
+# each file and directory: a delivery of a thousand images is two waits, not a thousand (a busy machine gives
+# the CPU back late after every wait). Below it, a sync per file: the filesystem may hold others' unwritten data.
+SYNCFS_FROM = 16
+
+
+def _syncfs():
+    try:
+        call = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):  # not Linux (or no C library to ask): each file is synced instead
+        return None
+    call.argtypes, call.restype = [ctypes.c_int], ctypes.c_int
+    return call
+
+
+_SYNCFS = _syncfs()
+
+
+class FilesystemSync:
+    """``syncfs(2)`` of the filesystem holding a directory: every file written there, and every rename, durable
+    at once. Opened before the files are written, so a write-back error on that filesystem since then is raised
+    by :meth:`sync` (Linux 5.8 and later report it, as ``fsync`` does). :meth:`open` gives None where the call
+    does not exist: the caller then syncs each file and directory."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str]) -> FilesystemSync | None:
+        if _SYNCFS is None:
+            return None
+        return cls(os.open(directory, os.O_RDONLY | os.O_DIRECTORY))
+
+    def sync(self) -> None:
+        if _SYNCFS(self._fd) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, f"syncfs: {os.strerror(code)}")
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 def fsync_directories(directories: Iterable[str | os.PathLike[str]]) -> None:
