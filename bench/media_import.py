@@ -14,7 +14,8 @@ distinct per tag and step so content addressing cannot fold them), plus one scal
 
 ``--scale`` multiplies the step count (``--scale 0.01``: 100 steps). ``--keep DIR`` leaves the logdir and the
 store in DIR (``DIR/logdir``, ``DIR/store``) for ``bench/media_reads.py``. Prints a table and one JSON line,
-and writes ``bench/out/media_import.json``.
+and writes ``bench/out/media_import.json``. Wall and CPU seconds (user + system, every thread's) of each: on a
+shared machine the wall ratio follows the load, the CPU ratio much less.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import argparse
 import io
 import json
 import os
+import resource
 import shutil
 import tempfile
 import time
@@ -75,28 +77,35 @@ def write_event_file(logdir: Path, hist_tags: int, image_tags: int, steps: int) 
     return next(p for p in directory.iterdir() if "tfevents" in p.name)
 
 
-def time_import(logdir: Path, store: Path) -> tuple[float, object]:
+def cpu_seconds() -> float:
+    """This process's CPU time so far, user + system, every thread's."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_import(logdir: Path, store: Path) -> tuple[float, float, object]:
+    """(wall seconds, CPU seconds, the import's summary)."""
     from taunotebook.importer import import_paths
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     summary = import_paths([str(logdir)], store, clustering="wait")
-    return time.perf_counter() - start, summary
+    return time.perf_counter() - start, cpu_seconds() - cpu, summary
 
 
-def time_event_accumulator(run_dir: Path) -> tuple[float, int, int]:
-    """Seconds to ``Reload()`` keeping everything, histogram events and images it then holds."""
+def time_event_accumulator(run_dir: Path) -> tuple[float, float, int, int]:
+    """Wall and CPU seconds to ``Reload()`` keeping everything, histogram events and images it then holds."""
     from tensorboard.backend.event_processing import event_accumulator as ea
 
     keep_all = {ea.COMPRESSED_HISTOGRAMS: 0, ea.IMAGES: 0, ea.AUDIO: 0, ea.SCALARS: 0, ea.HISTOGRAMS: 0,
                 ea.TENSORS: 0}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     acc = ea.EventAccumulator(str(run_dir), size_guidance=keep_all)
     acc.Reload()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     tags = acc.Tags()
     histograms = sum(len(acc.Histograms(t)) for t in tags["histograms"])
     images = sum(len(acc.Images(t)) for t in tags["images"])
-    return seconds, histograms, images
+    return seconds, cpu, histograms, images
 
 
 def load_average() -> str:
@@ -133,8 +142,9 @@ def main() -> None:
         store = (args.keep or tmpdir) / "store"
         if store.exists():
             shutil.rmtree(store)
-        import_s, summary = time_import(logdir, store)
-        acc_s, acc_hist, acc_images = time_event_accumulator(event_file.parent)
+        load_before = load_average()
+        import_s, import_cpu, summary = time_import(logdir, store)
+        acc_s, acc_cpu, acc_hist, acc_images = time_event_accumulator(event_file.parent)
     expected_hist, expected_images = args.hist_tags * steps, args.image_tags * steps
     assert (acc_hist, acc_images) == (expected_hist, expected_images), (acc_hist, acc_images)
     assert summary.media >= expected_hist + expected_images, (summary.media, expected_hist + expected_images)
@@ -142,13 +152,15 @@ def main() -> None:
         "bench": "media_import", "hist_tags": args.hist_tags, "image_tags": args.image_tags, "steps": steps,
         "file_bytes": os.path.getsize(event_file), "media": summary.media, "run_ids": summary.run_ids,
         "import_s": import_s, "event_accumulator_s": acc_s, "import_vs_event_accumulator": acc_s / import_s,
-        "load_average": load_average(),
+        "import_cpu_s": import_cpu, "event_accumulator_cpu_s": acc_cpu, "cpu_ratio": acc_cpu / import_cpu,
+        "load_average_before": load_before, "load_average": load_average(),
     }
     print(f"\nevent file: {expected_hist:,} histograms + {expected_images:,} images, "
           f"{results['file_bytes'] / 1e6:.1f} MB")
-    print(f"  taunotebook import            {import_s:8.2f} s  ({summary.media:,} media stored)")
-    print(f"  EventAccumulator (keep all)   {acc_s:8.2f} s")
-    print(f"  import is {acc_s / import_s:.1f}x EventAccumulator (target >= 10x); load {results['load_average']}")
+    print(f"  taunotebook import            {import_s:8.2f} s  {import_cpu:8.2f} CPU s  ({summary.media:,} media stored)")
+    print(f"  EventAccumulator (keep all)   {acc_s:8.2f} s  {acc_cpu:8.2f} CPU s")
+    print(f"  import is {acc_s / import_s:.1f}x EventAccumulator (target >= 10x), {acc_cpu / import_cpu:.1f}x in CPU "
+          f"seconds; load {load_before} before, {results['load_average']} after")
     print(json.dumps(results))
     out = HERE / "out"
     out.mkdir(exist_ok=True)

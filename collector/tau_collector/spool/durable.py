@@ -67,7 +67,8 @@ def write_files_synced(items: Iterable[tuple[str | os.PathLike[str], bytes]]) ->
 
 
 def write_files(items: Iterable[tuple[str | os.PathLike[str], bytes]]) -> None:
-    """Write each ``(path, bytes)``, not synced: for a caller that syncs their filesystem after (:class:`FilesystemSync`)."""
+    """Write each ``(path, bytes)``, not synced: for a caller that syncs their filesystem after
+    (:class:`FilesystemSync`)."""
     for path, data in items:
         with open(path, "wb") as handle:
             handle.write(data)
