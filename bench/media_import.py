@@ -157,8 +157,8 @@ def main() -> None:
     }
     print(f"\nevent file: {expected_hist:,} histograms + {expected_images:,} images, "
           f"{results['file_bytes'] / 1e6:.1f} MB")
-    print(f"  taunotebook import            {import_s:8.2f} s  {import_cpu:8.2f} CPU s  ({summary.media:,} media stored)")
-    print(f"  EventAccumulator (keep all)   {acc_s:8.2f} s  {acc_cpu:8.2f} CPU s")
+    print(f"  taunotebook import            {import_s:8.2f} s {import_cpu:7.2f} CPU s ({summary.media:,} media stored)")
+    print(f"  EventAccumulator (keep all)   {acc_s:8.2f} s {acc_cpu:7.2f} CPU s")
     print(f"  import is {acc_s / import_s:.1f}x EventAccumulator (target >= 10x), {acc_cpu / import_cpu:.1f}x in CPU "
           f"seconds; load {load_before} before, {results['load_average']} after")
     print(json.dumps(results))
