@@ -5,9 +5,9 @@
     python crash_points.py sweep N1,N2,... LOG -- collect --out {work}/out ...
 
 A durability point is the instant just before, or just after, each operation that makes something
-durable or visible: ``os.fsync``/``os.fdatasync`` (so "before" is right after the write it syncs),
-``os.rename``/``os.replace``/``os.link``/``os.unlink`` (pathlib's renames and unlinks go through
-them) and every SQLite ``COMMIT`` (where ``synchronous`` decides what is on disk). They are
+durable or visible: ``os.fsync``/``os.fdatasync`` and a filesystem's ``syncfs`` (so "before" is right
+after the write it syncs), ``os.rename``/``os.replace``/``os.link``/``os.unlink`` (pathlib's renames and
+unlinks go through them) and every SQLite ``COMMIT`` (where ``synchronous`` decides what is on disk). They are
 numbered 1, 2, ... in the order the process meets them. At point N:
 
 - ``exit``: append the point to LOG and ``os._exit(137)``, what ``kill -9`` leaves (no cleanup, no
@@ -67,6 +67,17 @@ def _install(mode: str, stop_at: int, log: str) -> None:
 
     for name in ("fsync", "fdatasync", "rename", "replace", "link", "unlink"):
         wrap(name)
+
+    from tau_collector.spool.durable import FilesystemSync  # a delivery of many files syncs their filesystem
+
+    real_syncfs = FilesystemSync.sync
+
+    def syncfs(self):
+        point("before", "syncfs", self.directory)
+        real_syncfs(self)
+        point("after", "syncfs", self.directory)
+
+    FilesystemSync.sync = syncfs
 
     class Connection(sqlite3.Connection):
         def execute(self, sql, *args, **kwargs):

@@ -365,7 +365,7 @@ class ExpStore:
         temps = [f.parent / f".{f.name}.tmp-{tag}-{i}" for i, f in enumerate(finals)]
         placed: list[Path] = []
         # Many files (a delivery's images): their filesystem synced once for the bytes and once for the names.
-        whole = FilesystemSync.open(self.root) if len(files) >= SYNCFS_FROM else None
+        whole = FilesystemSync.open(finals[0].parent) if len(files) >= SYNCFS_FROM else None
         try:
             if whole is None:
                 write_files_synced(zip(temps, (data for _, data in files), strict=True))

@@ -98,14 +98,15 @@ class FilesystemSync:
     by :meth:`sync` (Linux 5.8 and later report it, as ``fsync`` does). :meth:`open` gives None where the call
     does not exist: the caller then syncs each file and directory."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, directory: str, fd: int) -> None:
+        self.directory = directory
         self._fd = fd
 
     @classmethod
     def open(cls, directory: str | os.PathLike[str]) -> FilesystemSync | None:
         if _SYNCFS is None:
             return None
-        return cls(os.open(directory, os.O_RDONLY | os.O_DIRECTORY))
+        return cls(os.fspath(directory), os.open(directory, os.O_RDONLY | os.O_DIRECTORY))
 
     def sync(self) -> None:
         if _SYNCFS(self._fd) != 0:
