@@ -401,6 +401,7 @@ class _MediaDeliveries:
         self._keys_after: list[tuple[str, str, str]] = []  # progress keys waiting for the gathered media
         self._running = None  # (future, the keys recorded once it is done)
         self._pool = None
+        self._failed = False  # a delivery failed: no progress is recorded after it (the next import reads it again)
 
     def add(self, run_id: str, path: str, where: RunIdentity, records: list, consumed: int) -> None:
         if self._gathering is not None and self._gathering[:2] != (run_id, path):
@@ -440,18 +441,26 @@ class _MediaDeliveries:
         if self._running is not None:
             future, keys = self._running
             self._running = None
-            future.result()
+            try:
+                future.result()
+            except BaseException:
+                self._failed = True
+                raise
             self._record(keys)
 
     def _record(self, progress: list[tuple[str, str, str]]) -> None:
+        if self._failed:
+            return
         for key, records, digest in progress:
             self._keys.record_key(key, command="taunotebook import", target_type="import_file", target_id=records,
                                   request_hash=digest)
 
     def close(self) -> None:
-        """Deliver what is left, then end the thread (and its connection to the store)."""
+        """Deliver what is left (nothing after a failed delivery), then end the thread (and its connection to the
+        store)."""
         try:
-            self.flush(wait=True)
+            if not self._failed:
+                self.flush(wait=True)
         finally:
             if self._pool is not None:
                 self._pool.submit(self._sink.store.close).result()
