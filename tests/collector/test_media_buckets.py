@@ -270,6 +270,7 @@ def test_many_files_are_published_with_one_filesystem_sync_and_a_failed_one_publ
     if durable.FilesystemSync.open(tmp_path) is None:
         pytest.skip("no syncfs(2) here: each file is synced (the path every other test takes)")
     store = ExpStore(tmp_path / "store", create=True)
+    store.whole_filesystem_syncs = True  # as the import's store (a sidecar's never syncs the whole filesystem)
     calls, fsyncs = [], []
     real_sync, real_fsync = durable.FilesystemSync.sync, durable.os.fsync
     monkeypatch.setattr(durable.FilesystemSync, "sync", lambda self: (calls.append(1), real_sync(self)))
@@ -291,3 +292,30 @@ def test_many_files_are_published_with_one_filesystem_sync_and_a_failed_one_publ
     assert not (store.root / "more").exists() or not any((store.root / "more").iterdir())
     store.publish_files([("few/a", b"a")])  # fewer files: synced one by one
     assert True in fsyncs
+
+
+def test_a_sidecar_s_store_syncs_each_file_even_of_a_large_delivery(tmp_path, monkeypatch):
+    # A filesystem-wide sync from the sidecar would flush the training job's own writes (checkpoints) too.
+    from tau_collector.spool import durable
+
+    store = ExpStore(tmp_path / "store", create=True)
+    assert store.whole_filesystem_syncs is False
+    calls, fsyncs = [], []
+    monkeypatch.setattr(durable.FilesystemSync, "sync", lambda self: calls.append(1))
+    real_fsync = durable.os.fsync
+    monkeypatch.setattr(durable.os, "fsync", lambda fd: (fsyncs.append(stat.S_ISREG(os.fstat(fd).st_mode)),
+                                                         real_fsync(fd)))
+    files = [(f"many/f{i}", bytes([i]) * 10) for i in range(durable.SYNCFS_FROM * 2)]
+    store.publish_files(files)
+    assert not calls and fsyncs.count(True) == len(files)
+    assert all((store.root / rel).read_bytes() == data for rel, data in files)
+
+
+def test_the_import_s_store_may_sync_its_whole_filesystem(tmp_path):
+    from tau_collector.collect.import_pass import StoreImport
+
+    importer = StoreImport(tmp_path / "store", project="p", experiment=None, group=None, clustering="off")
+    try:
+        assert importer.sink.store.whole_filesystem_syncs is True
+    finally:
+        importer.close()

@@ -159,6 +159,7 @@ class StoreImport:
         self.clustering = clustering
         self._to_cluster: list[str] = []
         self.sink = ExpstoreSink(store_dir, source_id="taunotebook-import")
+        self.sink.store.whole_filesystem_syncs = True  # a delivery's thousand images: two syncs, not a thousand
         self.keys = MetricWriter(self.sink.store)
         self.project = project
         self.group = group or experiment or "imported"

@@ -107,6 +107,10 @@ class ExpStore:
         self.root = Path(root).absolute()
         self.writable = create if writable is None else writable
         self.immutable = False  # set when a reader had to open the index as an immutable snapshot
+        # A publication of many files may sync their whole filesystem at once (see publish_files): only a writer
+        # that owns the machine's disk for the moment (`taunotebook import`) says so. A sidecar never does: a
+        # filesystem-wide sync would also flush what the training job is writing (checkpoints) and stall on it.
+        self.whole_filesystem_syncs = False
         manifest_path = self.root / schema.MANIFEST_FILE
         created = False
         if not manifest_path.exists():
@@ -356,8 +360,9 @@ class ExpStore:
     def publish_files(self, files: list[tuple[str, bytes]]) -> list[Path]:
         """:meth:`publish_file` of many files at once, with the same guarantee: each ``(relative path, bytes)``
         written to a temporary name; then every file synced (several at once), renamed into place, and each
-        directory synced once (from :data:`~.durable.SYNCFS_FROM` files, their filesystem synced once for the
-        bytes and once for the renames instead). A file whose publication failed is not left under its name."""
+        directory synced once (from :data:`~.durable.SYNCFS_FROM` files of a store whose ``whole_filesystem_syncs``
+        is set, their filesystem synced once for the bytes and once for the renames instead). A file whose
+        publication failed is not left under its name."""
         self._require_writable()
         finals = [self.root / rel for rel, _ in files]
         make_dirs_many(f.parent for f in finals)  # new directories durable before a file in them is registered
@@ -365,7 +370,8 @@ class ExpStore:
         temps = [f.parent / f".{f.name}.tmp-{tag}-{i}" for i, f in enumerate(finals)]
         placed: list[Path] = []
         # Many files (a delivery's images): their filesystem synced once for the bytes and once for the names.
-        whole = FilesystemSync.open(finals[0].parent) if len(files) >= SYNCFS_FROM else None
+        whole = (FilesystemSync.open(finals[0].parent)
+                 if self.whole_filesystem_syncs and len(files) >= SYNCFS_FROM else None)
         try:
             if whole is None:
                 write_files_synced(zip(temps, (data for _, data in files), strict=True))
