@@ -73,7 +73,7 @@ def encode_buckets(buckets: np.ndarray) -> str:
 
 def decode_buckets(text: str) -> np.ndarray:
     rows = orjson.loads(text)
-    if any(isinstance(v, str) for row in rows for v in row):
+    if '"' in text and any(isinstance(v, str) for row in rows for v in row):  # "±Infinity"/"NaN": edges beyond doubles
         rows = [[_NON_FINITE[v] if isinstance(v, str) else v for v in row] for row in rows]
     return np.array(rows, dtype=np.float64).reshape(-1, 3)
 
