@@ -204,6 +204,8 @@ def _tag_rows(store: ExpStore, entries: list[_Entry]) -> tuple[tuple, int, dict]
     last = np.ones(len(order), dtype=bool)
     last[:-1] = ordered[1:] != ordered[:-1]
     keep = order[last]
+    if len(keep) == len(steps) and np.array_equal(keep, np.arange(len(steps))):
+        return layout, len(keep), columns  # already by step, one row a step: no copy
     return layout, len(keep), {name: _take(col, keep) for name, col in columns.items()}
 
 
