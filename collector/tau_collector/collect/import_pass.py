@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from tau_collector.expstore.format.metric_files import id_component
+from tau_collector.expstore.maintain.media_compaction import compact_media_quietly
 from tau_collector.expstore.maintain.metric_clusters import cluster_quietly, start_clustering
 from tau_collector.expstore.write.artifacts import record_artifacts
 from tau_collector.expstore.write.config_rows import ConfigConflictError
@@ -228,6 +229,9 @@ class StoreImport:
             # then read from one file, not from every batch's), here or by the child :meth:`close` starts.
             if self.clustering == "wait":
                 cluster_quietly(self.sink.store, run.run_id)
+        if run.run_id in self._with_media:
+            # A delivery's media file holds a few steps of every tag: merged, a tag is read from a few files.
+            compact_media_quietly(self.sink.store, run.run_id)
         if metrics or run.run_id in self._with_media:
             # Imported history has ended: the Portal and panes show it done, not running forever.
             self.keys.mark_completed(run.run_id, self._media_newest.get(run.run_id))

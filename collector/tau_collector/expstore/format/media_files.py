@@ -102,7 +102,8 @@ def decode_buckets(cell: str | bytes) -> np.ndarray:
                              "float64 rows (24 bytes each)")
         return np.frombuffer(cell, dtype="<f8").astype(np.float64).reshape(-1, 3)
     rows = orjson.loads(cell)
-    if any(isinstance(v, str) for row in rows for v in row):
+    if (b'"' in cell if isinstance(cell, bytes) else '"' in cell) and any(
+            isinstance(v, str) for row in rows for v in row):  # "±Infinity"/"NaN": edges beyond doubles
         rows = [[_NON_FINITE[v] if isinstance(v, str) else v for v in row] for row in rows]
     return np.array(rows, dtype=np.float64).reshape(-1, 3)
 

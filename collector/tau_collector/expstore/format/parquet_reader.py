@@ -332,24 +332,27 @@ class MetricFileGroups:
     bytes only when it is read -- what a streaming merge holds of a file is the groups it asked for.
     ``plain``: as :func:`read_metric_file`'s."""
 
-    def __init__(self, path: str | Path, *, plain: frozenset[str] = frozenset({"tags"})) -> None:
+    def __init__(self, path: str | Path, *, plain: frozenset[str] = frozenset({"tags"}),
+                 any_columns: bool = False) -> None:
         self.path = path
         self.where = where = str(path)
         self.plain = plain
         meta = _footer(path, where)
         leaves = meta.get(2, [])[1:]
         names = [e.get(4, b"").decode() for e in leaves]
-        if tuple(names) != schema.METRIC_SCHEMA_COLUMNS or any(e.get(5) for e in leaves):
+        if (not any_columns and tuple(names) != schema.METRIC_SCHEMA_COLUMNS) or any(e.get(5) for e in leaves):
             raise ForeignParquetError(f"{where}: columns {names} are not {list(schema.METRIC_SCHEMA_COLUMNS)}")
         self.names = names
-        self.types, self.optional = {}, {}
+        self.types, self.optional, self.converted = {}, {}, {}
         for name, e in zip(names, leaves, strict=True):
-            if e.get(1) != _TYPES.get(name, _BYTE_ARRAY) or e.get(3) == _REPEATED:
+            # any_columns (a media file): flat columns of INT64, DOUBLE or BYTE_ARRAY, whatever their names
+            expected = ((_INT64, _DOUBLE, _BYTE_ARRAY) if any_columns else (_TYPES.get(name, _BYTE_ARRAY),))
+            if e.get(1) not in expected or e.get(3) == _REPEATED:
                 raise ForeignParquetError(f"{where}: column {name} has physical type {e.get(1)}, "
                                           f"repetition {e.get(3)}")
-            self.types[name], self.optional[name] = e.get(1), e.get(3) == _OPTIONAL
+            self.types[name], self.optional[name], self.converted[name] = e.get(1), e.get(3) == _OPTIONAL, e.get(6)
         self.groups: list[dict] = meta.get(4, [])
-        self._at_name = names.index("metric_name")
+        self._at_name = names.index("metric_name") if "metric_name" in names else 0
 
     def __len__(self) -> int:
         return len(self.groups)
@@ -393,7 +396,8 @@ class MetricFileGroups:
                     raw = data[at - low:at - low + cmeta[7]]
                     chunks[name].append(_read_chunk(raw, cmeta, group_rows, self.types[name], self.optional[name],
                                                     f"{where} {name}"))
-        return rows, {name: _column(name, chunks[name], rows, name in self.plain, where) for name in self.names}
+        return rows, {name: _column(name, chunks[name], rows, name in self.plain, where, self.types[name])
+                      for name in self.names}
 
 
 def read_metric_file(path: str | Path, *, plain: frozenset[str] = frozenset({"tags"}),
@@ -414,13 +418,13 @@ def _valid(parts: list[_Chunk], rows: int) -> np.ndarray | None:
     return None if valid.all() else valid
 
 
-def _column(name: str, parts: list[_Chunk], rows: int, plain: bool, where: str):
+def _column(name: str, parts: list[_Chunk], rows: int, plain: bool, where: str, ptype: int):
     valid = _valid(parts, rows)
-    if name in _TYPES:
+    if ptype != _BYTE_ARRAY:
         # no row group read (all ruled out by metric_range): an empty column of the column's own type, not
         # float64 -- concatenated with int64 steps, that would round them to doubles
         present = (np.concatenate([x for p in parts for x in p.numbers]) if parts
-                   else np.zeros(0, dtype="<i8" if _TYPES[name] == _INT64 else "<f8"))
+                   else np.zeros(0, dtype="<i8" if ptype == _INT64 else "<f8"))
         if valid is None:
             return NumberColumn(present.copy(), None)
         values = np.zeros(rows, dtype=present.dtype)

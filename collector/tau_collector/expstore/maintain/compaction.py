@@ -159,7 +159,8 @@ def compact_all(store: ExpStore, run_id: str, *, policy: CompactionPolicy | None
                 pyarrow_fallback: bool = True) -> int:
     """Merge ``run_id``'s small files, a bounded merge at a time, until fewer than two are left; returns
     how many merges were made. What the sidecar's compaction thread (:mod:`.compaction_thread`, with
-    ``pyarrow_fallback=False``) and a compaction process (:mod:`.compaction_process`) run.
+    ``pyarrow_fallback=False``) and a compaction process (:mod:`.compaction_process`) run. Then the run's
+    histogram and text files are merged too (:mod:`.media_compaction`, numpy only), when enough have piled up.
 
     The run's files are listed (and stat-ed) once per pass, not once per merge: a pass merges its list's
     small files in consecutive bounded groups, oldest first, as repeated :func:`compact_run` calls would;
@@ -192,6 +193,9 @@ def compact_all(store: ExpStore, run_id: str, *, policy: CompactionPolicy | None
         delete_retired(store, grace_seconds=policy.grace_seconds)
         merges += merged_now
         if not merged_now and not relist:
+            from tau_collector.expstore.maintain.media_compaction import compact_media_quietly
+
+            compact_media_quietly(store, run_id)  # the run's histograms and text: few files a tag
             return merges
 
 

@@ -14,7 +14,8 @@ first file of that run) and every compaction or clustering of it; never a reader
 (``metric_file_retirements``, deleted after their grace by compaction), once it is ``grace_seconds`` old
 (a live writer registers its file milliseconds after publishing it; a clustering of a large run, minutes);
 a temporary file of a process that is not alive here, or of any process once it is ``grace_seconds`` old
-(another host's writer on a shared store has pids this host cannot see). The sweep streams the directory
+(another host's writer on a shared store has pids this host cannot see). A run's media files
+(``media/run=<run>/<kind>/``) the same way, against the paths ``media_files`` names. The sweep streams the directory
 (no list of its names) and asks the index one primary-key question per file name.
 """
 
@@ -22,16 +23,19 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import time
 from pathlib import Path
 
 from tau_collector.expstore.format.levels import levels_path
-from tau_collector.expstore.format.metric_files import metric_file_path
+from tau_collector.expstore.format.media_files import MEDIA_DIR
+from tau_collector.expstore.format.metric_files import id_component, metric_file_path
 from tau_collector.expstore.store import ExpStore
 
 __all__ = ["GRACE_SECONDS", "TEMPORARY_GRACE_SECONDS", "sweep_run", "sweep_run_directories"]
 
 GRACE_SECONDS = 3600.0
+MEDIA_KINDS = ("histograms", "text")
 TEMPORARY_GRACE_SECONDS = 60.0  # a temporary file of a dead process: it never writes again, but give a clock skew room
 _TEMPORARY = re.compile(r"\.(?P<name>.+)\.tmp-(?P<pid>\d+)-[0-9a-f]+")
 
@@ -81,6 +85,42 @@ def sweep_run_directories(store: ExpStore, project: str, experiment_id: str, run
                                 (file_id, file_id)).fetchone() is not None:
                     continue
                 if _age(entry, now) >= grace_seconds:
+                    removed += _unlink(entry.path)
+    return removed + _sweep_media(store, run_id, now, grace_seconds)
+
+
+def _sweep_media(store: ExpStore, run_id: str, now: float, grace_seconds: float) -> int:
+    """The run's media files (:mod:`..format.media_files`) no ``media_files`` row names -- a delivery's or a media
+    compaction's file published but never registered, or one a compaction retired and was killed before
+    removing -- once ``grace_seconds`` old, and dead temporary files there."""
+    removed = 0
+    named: set[str] | None = None
+    directories = [f"{MEDIA_DIR}/run={id_component(run_id)}/{kind}" for kind in MEDIA_KINDS]
+    while directories:  # a kind's folder, and the first layout's folder a tag in it
+        relative = directories.pop()
+        try:
+            entries = os.scandir(store.absolute(relative))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        with entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    directories.append(f"{relative}/{entry.name}")
+                    continue
+                temporary = _TEMPORARY.fullmatch(entry.name)
+                if temporary is not None:
+                    if _temporary_is_dead(entry, int(temporary["pid"]), now, grace_seconds):
+                        removed += _unlink(entry.path)
+                    continue
+                if not entry.name.endswith(".parquet") or _age(entry, now) < grace_seconds:
+                    continue
+                if named is None:
+                    try:
+                        named = {p for (p,) in store.connection().execute(
+                            "SELECT DISTINCT path FROM media_files WHERE run_id = ?", (run_id,))}
+                    except sqlite3.OperationalError:
+                        return removed  # a store without media tables names none: leave its files be
+                if f"{relative}/{entry.name}" not in named:
                     removed += _unlink(entry.path)
     return removed
 

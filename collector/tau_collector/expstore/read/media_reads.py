@@ -7,8 +7,8 @@ row groups holding the tag (``media_tag_groups``; a file of the first layout hol
 whole); only the columns needed are decoded (a
 distribution reads the summary columns, never the buckets; the buckets are decoded for the steps drawn
 only), and row groups outside the range are skipped by their step statistics. A value stored twice (a
-chunk delivered again after a crash) is one row: rows are deduplicated by where they were read
-(``source``); two values at one step (a restarted job) show the later one, as scalars' last-wins rule does.
+chunk delivered again after a crash) is one row, and two values at one step (a restarted job) show the
+later one, as scalars' last-wins rule does: of a step's rows, the last in delivery order.
 Images are rows of TauGrid's ``artifacts`` table (type ``image``). A store written before media were kept
 has no ``media_files`` table: its tags are none. Bounded: an answer holds at most :data:`MAX_STEPS` steps
 and :data:`MAX_ANSWER_VALUES` bucket values; a bigger ask is a :class:`ValueError` saying what to ask instead.
@@ -39,6 +39,7 @@ MAX_ANSWER_VALUES = 4_000_000  # bucket values (left, right, count) one answer m
 MAX_TEXT_BYTES = 16 * 1024 * 1024  # the encoded strings of one text step an answer may decode
 MAX_IMAGES_AT = 10_000  # images of one tag and step an answer lists (an event may hold up to --max-tensor-values)
 _I64 = (-(2**63), 2**63 - 1)
+_RETRIES = 3  # listings a read makes when a compaction swaps a file out under it
 HISTOGRAMS, TEXT = "histograms", "text"
 
 
@@ -56,53 +57,72 @@ def media_tags(store: ExpStore, run_id: str) -> list[MediaTag]:
 
 
 def _read(store: ExpStore, entry: tuple[str, tuple[int, int] | None], tag: str, columns: list[str],
-          steps: tuple[int, int] | list[int]):
-    """The ``columns`` of one file's rows of ``tag`` with a step in ``steps`` (a ``(low, high)`` range, or a list):
-    of a delivery file, only the row groups holding the tag are read; a file of the first layout, whole."""
-    import pyarrow as pa
+          steps: tuple[int, int]):
+    """The ``columns`` of one file's rows of ``tag`` with ``steps[0] <= step <= steps[1]``, as a pyarrow table: of a
+    delivery or compacted file, only the row groups holding the tag are read; a file of the first layout, whole."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     path, groups = entry
     if groups is None:
-        filters = ([("step", ">=", steps[0]), ("step", "<=", steps[1])] if isinstance(steps, tuple)
-                   else [("step", "in", steps)])
-        return pq.read_table(store.absolute(path), columns=columns, filters=filters)
+        return _storage(pq.read_table(store.absolute(path), columns=columns,
+                                      filters=[("step", ">=", steps[0]), ("step", "<=", steps[1])]))
     table = pq.ParquetFile(store.absolute(path)).read_row_groups(range(groups[0], groups[1] + 1),
-                                                                 columns=list(dict.fromkeys(["tag", "step", *columns])))
+                                                                 columns=list(dict.fromkeys(["tag", *columns])))
     step = table.column("step")
-    within = (pc.and_(pc.greater_equal(step, steps[0]), pc.less_equal(step, steps[1])) if isinstance(steps, tuple)
-              else pc.is_in(step, value_set=pa.array(steps, type=pa.int64())))
-    return table.filter(pc.and_(pc.equal(table.column("tag"), tag), within)).select(columns)
+    within = pc.and_(pc.greater_equal(step, steps[0]), pc.less_equal(step, steps[1]))
+    return _storage(table.filter(pc.and_(pc.equal(table.column("tag"), tag), within)).select(columns))
 
 
-def _rows(store: ExpStore, run_id: str, kind: str, tag: str, low: int, high: int,
-          columns: list[str]) -> tuple[np.ndarray, dict[str, list | np.ndarray]]:
-    """(steps, the other ``columns``) of a tag's rows with ``low <= step <= high``: one row per source, one per
-    step (the later-read wins), sorted by step."""
-    files = media_file_paths(store, run_id, kind, tag, low, high)
-    if not files:
-        return np.zeros(0, dtype=np.int64), {c: [] for c in columns if c != "step"}
-    may_block()
-    wanted = ["step", "source", *[c for c in columns if c not in ("step", "source")]]
-    parts = [_read(store, entry, tag, wanted, (low, high)) for entry in files]
-    steps = np.concatenate([t.column("step").to_numpy() for t in parts]).astype(np.int64)
-    sources = [s for t in parts for s in t.column("source").to_pylist()]
-    keep: dict[int, int] = {}
-    seen: set[str] = set()
-    for i, (step, source) in enumerate(zip(steps.tolist(), sources, strict=True)):
-        if source in seen:
-            continue
-        seen.add(source)
-        keep[step] = i  # files are in delivery order: the later value at a step wins
-    order = np.array(sorted(keep.values(), key=lambda i: steps[i]), dtype=np.int64)
-    out: dict[str, list | np.ndarray] = {}
-    for column in wanted[2:]:
-        values = [v for t in parts for v in t.column(column).to_pylist()]
-        out[column] = [values[i] for i in order.tolist()]
-    if "source" in columns:
-        out["source"] = [sources[i] for i in order.tolist()]
-    return steps[order], out
+def _storage(table):
+    """``table`` with extension-typed columns (pyarrow reads a JSON column as ``arrow.json`` one way and as a
+    string the other) as their storage, so every file's part has one schema."""
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if isinstance(field.type, pa.BaseExtensionType):
+            column = table.column(i)
+            table = table.set_column(i, field.name, pa.chunked_array([c.storage for c in column.chunks],
+                                                                     type=field.type.storage_type))
+    return table
+
+
+def _tables(store: ExpStore, run_id: str, kind: str, tag: str, low: int, high: int, columns: list[str]) -> list:
+    """Each file's rows of the tag in ``[low, high]`` (:func:`_read`), in delivery order. A file gone between the
+    listing and its read (a media compaction swapped it out) lists again: the replacement holds its rows."""
+    for attempt in range(_RETRIES):
+        files = media_file_paths(store, run_id, kind, tag, low, high)
+        if files:
+            may_block()
+        try:
+            return [_read(store, entry, tag, columns, (low, high)) for entry in files]
+        except FileNotFoundError:
+            if attempt == _RETRIES - 1:
+                raise
+    return []
+
+
+def _rows(store: ExpStore, run_id: str, kind: str, tag: str, low: int, high: int, columns: list[str]):
+    """(steps, a pyarrow table of the other ``columns``, row for row) of a tag's rows with ``low <= step <= high``,
+    one per step, sorted by step: of the rows a step has (a chunk delivered again, a restarted job), the last in
+    delivery order (a value stored twice is the same value; of two values, the later shows). Vectorised: a stable
+    sort of the steps, and the last row of each."""
+    import pyarrow as pa
+
+    wanted = ["step", *[c for c in columns if c != "step"]]
+    parts = _tables(store, run_id, kind, tag, low, high, wanted)
+    if not parts:
+        return np.zeros(0, dtype=np.int64), None
+    table = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
+    steps = table.column("step").to_numpy().astype(np.int64, copy=False)
+    order = np.argsort(steps, kind="stable")  # stable: the rows of one step stay in delivery order
+    ordered = steps[order]
+    last = np.ones(len(order), dtype=bool)
+    last[:-1] = ordered[1:] != ordered[:-1]
+    if last.all() and np.array_equal(order, np.arange(len(order))):
+        return steps, table.select(wanted[1:])  # sorted, one row a step: as read
+    keep = order[last]
+    return steps[keep], table.take(pa.array(keep)).select(wanted[1:])
 
 
 def _check_range(step_min: int | None, step_max: int | None) -> tuple[int, int]:
@@ -139,40 +159,33 @@ def histogram_series(store: ExpStore, run_id: str, tag: str, *, step_min: int | 
     if not 1 <= max_steps <= MAX_STEPS:
         raise ValueError(f"max_steps must be between 1 and {MAX_STEPS}, got {max_steps}")
     low, high = _check_range(step_min, step_max)
-    steps, cols = _rows(store, run_id, HISTOGRAMS, tag, low, high,
-                        ["wall_time", *HISTOGRAM_SUMMARY_COLUMNS, *(["source"] if buckets else [])])
+    steps, table = _rows(store, run_id, HISTOGRAMS, tag, low, high,
+                         ["wall_time", *HISTOGRAM_SUMMARY_COLUMNS, *(["buckets"] if buckets else [])])
     total = len(steps)
     chosen = _pick(steps, max_steps, tuple(s for s in keep if low <= s <= high))
-    summary = np.array([cols[c] for c in HISTOGRAM_SUMMARY_COLUMNS], dtype=np.float64).T.reshape(
-        -1, len(HISTOGRAM_SUMMARY_COLUMNS))[chosen]
-    wall = np.array(cols["wall_time"], dtype=np.float64)[chosen]
     shown = steps[chosen]
+    if table is None:
+        summary = np.zeros((0, len(HISTOGRAM_SUMMARY_COLUMNS)), dtype=np.float64)
+        wall = np.zeros(0, dtype=np.float64)
+        picked = None
+    else:
+        import pyarrow as pa
+
+        picked = table.take(pa.array(chosen)) if len(chosen) < total else table
+        summary = np.column_stack([picked.column(c).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+                                   for c in HISTOGRAM_SUMMARY_COLUMNS]).reshape(-1, len(HISTOGRAM_SUMMARY_COLUMNS))
+        wall = picked.column("wall_time").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     decoded = None
     if buckets:
         values = 0.0
-        wanted = {cols["source"][i] for i in chosen.tolist()}
-        texts = _bucket_texts(store, run_id, tag, shown, wanted)
         decoded = []
-        for i in chosen.tolist():
-            text = texts[cols["source"][i]]
+        for text in ([] if picked is None else picked.column("buckets").to_pylist()):
             values += len(text) / 8  # a JSON number takes a few bytes: bound before decoding
             if values > MAX_ANSWER_VALUES:
                 raise ValueError(f"histogram {tag!r}: {len(chosen)} steps hold more than {MAX_ANSWER_VALUES} bucket "
                                  "values; ask for fewer steps (max_steps) or a narrower step range")
             decoded.append(decode_buckets(text))
     return HistogramSeries(tag, shown, wall, summary, decoded, total, len(shown) < total, BASIS_POINTS)
-
-
-def _bucket_texts(store: ExpStore, run_id: str, tag: str, steps: np.ndarray, sources: set[str]) -> dict[str, str]:
-    if not len(steps):
-        return {}
-    out: dict[str, str] = {}
-    for entry in media_file_paths(store, run_id, HISTOGRAMS, tag, int(steps.min()), int(steps.max())):
-        table = _read(store, entry, tag, ["source", "buckets"], steps.tolist())
-        for source, text in zip(table.column("source").to_pylist(), table.column("buckets").to_pylist(), strict=True):
-            if source in sources:
-                out[source] = text
-    return out
 
 
 def _nearest(steps: np.ndarray, step: int) -> int:
@@ -186,22 +199,18 @@ def _nearest(steps: np.ndarray, step: int) -> int:
 def text_at(store: ExpStore, run_id: str, tag: str, step: int) -> TextAt | None:
     """The text of ``tag`` at the stored step nearest ``step``; None when the tag has none."""
     _check_range(step, step)
-    steps, cols = _rows(store, run_id, TEXT, tag, *_I64, ["wall_time", "source"])
+    steps, _ = _rows(store, run_id, TEXT, tag, *_I64, ["wall_time"])
     if not len(steps):
         return None
-    i = _nearest(steps, step)
-    at = int(steps[i])
-    for entry in media_file_paths(store, run_id, TEXT, tag, at, at):
-        table = _read(store, entry, tag, ["source", "shape", "text"], (at, at))
-        for source, shape, text in zip(*(table.column(c).to_pylist() for c in ("source", "shape", "text")),
-                                       strict=True):
-            if source == cols["source"][i]:
-                if len(text) > MAX_TEXT_BYTES:
-                    raise ValueError(f"text {tag!r} at step {at} is {len(text)} bytes, over the {MAX_TEXT_BYTES} an "
-                                     "answer holds")
-                return TextAt(tag, at, float(cols["wall_time"][i]), tuple(orjson.loads(text)),
-                              tuple(orjson.loads(shape)))
-    return None
+    at = int(steps[_nearest(steps, step)])
+    found, row = _rows(store, run_id, TEXT, tag, at, at, ["wall_time", "shape", "text"])
+    if not len(found):
+        return None  # the step's files were swapped out and back between the two reads: nothing to show
+    text, shape = row.column("text")[0].as_py(), row.column("shape")[0].as_py()
+    if len(text) > MAX_TEXT_BYTES:
+        raise ValueError(f"text {tag!r} at step {at} is {len(text)} bytes, over the {MAX_TEXT_BYTES} an answer holds")
+    return TextAt(tag, at, float(row.column("wall_time")[0].as_py()), tuple(orjson.loads(text)),
+                  tuple(orjson.loads(shape)))
 
 
 def images_near(store: ExpStore, run_id: str, tag: str, step: int) -> ImagesAt | None:
