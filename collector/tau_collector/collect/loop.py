@@ -246,17 +246,17 @@ class Collector:
         drain_cpu = time.process_time()
         pipeline = Pipeline(projection_config(self.options, self.tags, self.source_store_id), lines=not self.columns)
         current = marks(checkpoint)
-        known = None
-        if current:
-            def known(path: str) -> bool:
-                mark = current.get(os.path.dirname(path))
-                return mark is not None and mark.covers(path)
+        covered = Covered(current, check_times=changed is not None or not self._marks_checked) if current else None
         for source in self.sources:
-            source.prepare(known)
+            source.prepare(covered)
         inputs = [(source, self._inputs(source, changed)) for source in self.sources]
-        if current:
-            inputs = [(source, self._uncovered(found, current, full=changed is None) if source.strict else found)
+        if covered is not None:
+            # What a listing left out was counted (and checked) as it went; the rest is filtered here.
+            inputs = [(source, [i for i in found if not covered(i.path)] if source.strict else found)
                       for source, found in inputs]
+            if changed is None:
+                covered.check_counts()
+                self._marks_checked = True
         if changed is None:
             present = {i.path for source, found in inputs if source.strict for i in found}
             for path, source_checkpoint in checkpoint.sources.items():
@@ -315,44 +315,6 @@ class Collector:
             return False
         self._kept.update(f.path for f in files)
         return True
-
-    def _uncovered(self, found: list[SourceInput], current: dict[str, Mark], *, full: bool) -> list[SourceInput]:
-        """``found`` without the files folded as completely read, checking that none of those changed.
-
-        A full scan counts them against the number folded (more means a file appeared behind the
-        mark); the first after a start, and any watch event naming one, also checks that none was
-        modified after it was folded. Either would be data the mark hides: an error, never a skip.
-        """
-        kept: list[SourceInput] = []
-        counts: dict[str, int] = {}
-        check_times = not full or not self._marks_checked
-        for source_input in found:
-            path = source_input.path
-            mark = current.get(os.path.dirname(path))
-            if mark is None or not mark.covers(path):
-                kept.append(source_input)
-                continue
-            counts[mark.directory] = counts.get(mark.directory, 0) + 1
-            if check_times:
-                try:
-                    modified = os.stat(path).st_mtime_ns
-                except FileNotFoundError:
-                    continue  # a folded file removed: everything in it was delivered
-                if modified > mark.newest_mtime_ns:
-                    raise CollectorError(
-                        f"history file {path} was written after the checkpoint recorded every file up to "
-                        f"{mark.name} in its directory as completely read ({mark.key}); its new rows would be "
-                        "missed. Write new rows to files named after the newest one")
-        if full:
-            self._marks_checked = True
-            for directory, count in counts.items():
-                mark = current[directory]
-                if count > mark.files:
-                    raise CollectorError(
-                        f"{count} history files in {directory} are named at or before {mark.name}, but the "
-                        f"checkpoint folded {mark.files} as completely read ({mark.key}); a file appeared "
-                        "behind the mark and would be missed. Write new rows to files named after the newest one")
-        return kept
 
     def _fold(self, checkpoint: Checkpoint) -> None:
         """Fold the oldest closed, completely read history files into complete-through entries (a drain that
@@ -586,6 +548,51 @@ class Collector:
         own = [os.path.abspath(d) for d in (self.options.out, *(d for sink in self.options.sinks
                                                                  for d in sink.local_directories()))]
         return [d for d in own if not any(root == d or root.startswith(d.rstrip(os.sep) + os.sep) for root in roots)]
+
+
+class Covered:
+    """One drain's test of the files folded as completely read (:mod:`.checkpoint_folding`), counting them as
+    it goes, so that a listing can leave them out without holding them.
+
+    A full scan counts them against the number folded (more means a file appeared behind the mark); the first
+    after a start, and any watch event naming one, also checks that none was modified after it was folded.
+    Either would be data the mark hides: an error, never a skip. Each path is asked once a drain.
+    """
+
+    __slots__ = ("check_times", "counts", "current")
+
+    def __init__(self, current: dict[str, Mark], *, check_times: bool) -> None:
+        self.current = current
+        self.check_times = check_times
+        self.counts: dict[str, int] = {}  # covered files seen, by directory
+
+    def __call__(self, path: str) -> bool:
+        directory = os.path.dirname(path)
+        mark = self.current.get(directory)
+        if mark is None or not mark.covers(path):
+            return False
+        self.counts[directory] = self.counts.get(directory, 0) + 1
+        if self.check_times:
+            try:
+                modified = os.stat(path).st_mtime_ns
+            except FileNotFoundError:
+                return True  # a folded file removed: everything in it was delivered
+            if modified > mark.newest_mtime_ns:
+                raise CollectorError(
+                    f"history file {path} was written after the checkpoint recorded every file up to "
+                    f"{mark.name} in its directory as completely read ({mark.key}); its new rows would be "
+                    "missed. Write new rows to files named after the newest one")
+        return True
+
+    def check_counts(self) -> None:
+        """After a full scan: no directory holds more covered files than its mark folded."""
+        for directory, count in self.counts.items():
+            mark = self.current[directory]
+            if count > mark.files:
+                raise CollectorError(
+                    f"{count} history files in {directory} are named at or before {mark.name}, but the "
+                    f"checkpoint folded {mark.files} as completely read ({mark.key}); a file appeared "
+                    "behind the mark and would be missed. Write new rows to files named after the newest one")
 
 
 class CollectorCancelled(CollectorError):

@@ -50,7 +50,7 @@ class HistorySource(Source):
         self._absolute = [os.path.abspath(p) for p in patterns]
         self.step_field = step_field
         self.time_field = time_field
-        # Files the collector has folded as completely read: listed by a full scan, never stat'ed.
+        # Files the collector has folded as completely read: left out of a full scan, never stat'ed or held.
         self.known: Callable[[str], bool] | None = None
         self.image_waits = ImageWaits()  # a live row's image file not written yet: the row is read again
 
@@ -60,7 +60,7 @@ class HistorySource(Source):
     def inputs(self, changed: set[str] | None = None) -> list[SourceInput]:
         """Raises :class:`.jsonl.HistoryPathError` for a pattern naming a directory."""
         if changed is None:
-            paths = expand_history(self.patterns, known=self.known)
+            paths = expand_history(self.patterns, skip=self.known)
         else:
             paths = sorted(p for p in changed if self.owns(p) and os.path.isfile(p))
         return [history_input(path) for path in paths]
