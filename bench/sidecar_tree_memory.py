@@ -185,6 +185,11 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> di
         writer.join()
         events = written[0] * ROWS * 4
         (root / "completion.json").write_text("")
+        finish_started, finish_samples = time.perf_counter(), []  # the final drain and the run's registration
+        while proc.poll() is None and time.perf_counter() - finish_started < 600:
+            finish_samples.append(sample(proc.pid))
+            time.sleep(0.5)
+        finish_s = time.perf_counter() - finish_started
         proc.wait(timeout=300)
         compacted = 0
         index_path = root / "store" / "index.sqlite"
@@ -222,6 +227,8 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> di
         # the minute that starts a minute after catch-up: what the job's rate costs once caught up
         "minute_after": after(caught_up_s + 60, caught_up_s + 120) if caught_up_s is not None else {},
         "peak_tree_rss_mb": round(max(s[1] for s in start_samples + samples) / 1e6, 1),
+        "finish_s": round(finish_s, 1),
+        "finish_peak_tree_rss_mb": round(max((s[0] for s in finish_samples), default=0) / 1e6, 1),
         "median_tree_rss_mb": round(sorted(s[1] for s in samples)[len(samples) // 2] / 1e6, 1),
         "most_processes": max(s[3] for s in samples),
         "cpu_percent_per_minute": shares(60.0), "cpu_percent_per_20s": shares(20.0),

@@ -186,7 +186,7 @@ class Collector:
     def _finish(self, checkpoint: Checkpoint) -> None:
         self._drain(checkpoint, final=True)
         self._scan_checkpoints(final=True)
-        self._keep_files(self._every_input(), closed=True)
+        self._keep_every_file()
         try:
             completion = read_completion(self.options.completion_file)
         except CompletionError as exc:
@@ -285,12 +285,18 @@ class Collector:
             self._store_config()
         return appended_cpu, time.process_time() - drain_cpu
 
-    def _every_input(self) -> list[tuple[Source, SourceInput]]:
-        out = []
+    def _keep_every_file(self) -> None:
+        """Once the run ended: register every input file with digest and size, also those folded as completely
+        read, KEEP_BATCH files at a time as the sources list them (never the job's whole list at once)."""
+        batch: list[tuple[Source, SourceInput]] = []
         for source in self.sources:
-            source.prepare(None)  # every file, also those folded as completely read
-            out += [(source, i) for i in self._inputs(source, None)]
-        return out
+            for source_input in source.every_input():
+                batch.append((source, source_input))
+                if len(batch) >= KEEP_BATCH:
+                    self._keep_files(batch, closed=True, remember=False)
+                    batch = []
+        if batch:
+            self._keep_files(batch, closed=True, remember=False)
 
     def _keep_new(self, inputs: list[tuple[Source, SourceInput]], *, now: bool) -> None:
         """Register the files first read in this drain, with those waiting: ``now``, or once enough wait."""
@@ -302,9 +308,11 @@ class Collector:
             if self._keep_files(list(self._unkept.values())):
                 self._unkept.clear()
 
-    def _keep_files(self, inputs: list[tuple[Source, SourceInput]], *, closed: bool = False) -> bool:
+    def _keep_files(self, inputs: list[tuple[Source, SourceInput]], *, closed: bool = False,
+                    remember: bool = True) -> bool:
         """Register the files the run is read from as its artifacts (docs/media.md): where they are when first
-        read, with digest and size once the run is complete. Failing to never stops the metrics."""
+        read, with digest and size once the run is complete (then not ``remember``ed: the run is over). Failing
+        to never stops the metrics."""
         files = run_files(inputs)
         if not files:
             return True
@@ -313,7 +321,8 @@ class Collector:
         except DeliveryError as exc:
             self._log(f"{exc}; trying again on the next pass")
             return False
-        self._kept.update(f.path for f in files)
+        if remember:
+            self._kept.update(f.path for f in files)
         return True
 
     def _fold(self, checkpoint: Checkpoint) -> None:

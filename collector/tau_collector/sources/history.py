@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tau_collector.sources.base import Batch, Position, Source, SourceInput, hash_range
-from tau_collector.sources.jsonl import expand_history, history_metric_file_id, read_history
+from tau_collector.sources.jsonl import expand_history, history_metric_file_id, iter_glob, read_history
 from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
 from tau_collector.sources.records import ProblemKind
 from tau_collector.sources.wandb_media import ImageWaits, media_scope, take_media
@@ -64,6 +64,15 @@ class HistorySource(Source):
         else:
             paths = sorted(p for p in changed if self.owns(p) and os.path.isfile(p))
         return [history_input(path) for path in paths]
+
+    def every_input(self) -> Iterator[SourceInput]:
+        """Every file the patterns match, one at a time as the directories are read (a job's 200,000 closed files
+        are never listed whole); a file two patterns match comes twice."""
+        for pattern in self.patterns:
+            for candidate in iter_glob(pattern) if any(ch in pattern for ch in "*?[") else (pattern,):
+                absolute = os.path.normpath(os.path.abspath(candidate))
+                if os.path.isfile(absolute):
+                    yield history_input(absolute)
 
     def read(self, source_input: SourceInput, start: Position, *, final: bool, prefix_hash: Any = None) -> Batch:
         batch = read_history_batch(self, source_input, start, final=final, prefix_hash=None)
