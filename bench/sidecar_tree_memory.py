@@ -12,9 +12,14 @@ compaction child, were there one, counts) and reads the tree's CPU (its own and 
 It prints the peak summed RSS, the CPU share of one core over each minute (and over each 20 s), and the tree's
 CPU seconds per 1,000 events written (process CPU time: the figure to compare on a shared machine).
 
-    .venv/bin/python bench/sidecar_tree_memory.py --mode closed --seconds 150 [--prefill 5000]
+A restarted sidecar is sampled from its start: the catch-up (until the store holds the step of the file the job
+wrote 2 s before: its time, peak and CPU), the minute that starts a minute after it, and the run's end (the final
+drain and the registration of every file, after the completion file appears).
 
-Writes ``bench/out/sidecar_tree_memory-<mode>[-prefill].json``.
+    .venv/bin/python bench/sidecar_tree_memory.py --mode closed --seconds 150 [--prefill 5000]
+    .venv/bin/python bench/sidecar_tree_memory.py --mode closed --seconds 210 --prefill 200000 --keep-prefill DIR
+
+Writes ``bench/out/sidecar_tree_memory-<mode>[-prefill<N>].json``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -89,29 +95,48 @@ def prefill_files(directory: Path, count: int) -> None:
     os.sync()
 
 
-def prefilled(root: Path, prefill: int, keep: Path | None) -> None:
-    """``root`` as a job that wrote ``prefill`` closed files and a first collector that stored them and exited;
-    with ``keep``, that state is made once there and copied from it on the next runs (same bytes each run)."""
-    if keep is not None and (keep / "prefilled").exists():
+def prefilled(root: Path, prefill: int, keep: bool) -> None:
+    """``root`` as a job that wrote ``prefill`` closed files and a first collector that stored them and exited.
+
+    With ``keep`` that state is made once and moved to ``<root>.pristine``; each run then starts from it at the
+    same path (the checkpoint names the flags, paths included, and each file by ``dev:ino``): the job's files
+    hard-linked (never written again: the job only adds files), the spool and the store copied.
+    """
+    pristine = root.with_name(root.name + ".pristine")
+    clear(root)
+    if keep and (pristine / "prefilled").exists():
         started = time.perf_counter()
-        for name in ("hist", "out", "store"):
-            subprocess.run(["cp", "-a", str(keep / name), str(root / name)], check=True)
-        print(f"prefill copied from {keep} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        subprocess.run(["cp", "-al", str(pristine / "hist"), str(root / "hist")], check=True)
+        for name in ("out", "store"):
+            subprocess.run(["cp", "-a", str(pristine / name), str(root / name)], check=True)
+        print(f"prefill linked/copied from {pristine} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         return
-    target = keep if keep is not None else root
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "hist").mkdir(exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "hist").mkdir()
     started = time.perf_counter()
-    prefill_files(target / "hist", prefill)
+    prefill_files(root / "hist", prefill)
     print(f"{prefill} files written in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     started = time.perf_counter()
-    first = subprocess.run(collect_command(target, "--closed-after", "1s"), capture_output=True, text=True)
+    first = subprocess.run(collect_command(root, "--closed-after", "1s"), capture_output=True, text=True)
     if first.returncode:
         raise SystemExit(f"the first collector failed: {first.stderr[-2000:]}")
     print(f"the first collector stored them in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    if keep is not None:
-        (keep / "prefilled").write_text(f"{prefill}\n")
+    if keep:
+        pristine.mkdir(exist_ok=True)
+        for name in ("hist", "out", "store"):
+            (root / name).rename(pristine / name)
+        (pristine / "prefilled").write_text(f"{prefill}\n")
         prefilled(root, prefill, keep)
+
+
+def clear(root: Path) -> None:
+    """Empty a kept run's folder (the job's links, spool, store, ready and completion files)."""
+    for name in ("hist", "out", "store", "ready", "completion.json"):
+        path = root / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
 
 
 def caught_up(root: Path, step: int) -> bool:
@@ -128,10 +153,10 @@ def caught_up(root: Path, step: int) -> bool:
 
 def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
+        root = keep if keep is not None else Path(tmp)
         index = 0
         if prefill:
-            prefilled(root, prefill, keep)
+            prefilled(root, prefill, keep is not None)
             index = prefill
         else:
             (root / "hist").mkdir()
@@ -199,6 +224,8 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> di
             with sqlite3.connect(index_path) as conn:
                 compacted = conn.execute("SELECT COUNT(*) FROM metric_files WHERE file_id LIKE 'compacted-%'"
                                          ).fetchone()[0]
+        if keep is not None:
+            clear(keep)
 
     def shares(window: float) -> list[float]:
         out = []
@@ -244,7 +271,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=150.0)
     parser.add_argument("--prefill", type=int, default=0, help="closed files written (and stored) before")
     parser.add_argument("--keep-prefill", type=Path, default=None,
-                        help="a folder to make the prefilled job and store in once and copy from on later runs")
+                        help="the job's folder: the prefilled job and store are made once (kept beside it, "
+                             "'<folder>.pristine') and each run starts from them there")
     args = parser.parse_args()
     if args.keep_prefill is not None and not args.prefill:
         parser.error("--keep-prefill needs --prefill")

@@ -239,9 +239,9 @@ class Collector:
         seconds spent on files read before (appends: what waiting would have gathered into fewer chunks)
         and on the whole drain.
 
-        A full drain lists every file, which grows with the run (a chunk file per step is common), but
-        stats only those not folded as completely read; targeted drains keep a long run's cost
-        proportional to what is new.
+        A full drain reads every directory, which grows with the run (a chunk file per step is common), but
+        holds and stats only the files not folded as completely read (the first after a start checks the
+        folded ones' times, one at a time); targeted drains keep a long run's cost proportional to what is new.
         """
         drain_cpu = time.process_time()
         pipeline = Pipeline(projection_config(self.options, self.tags, self.source_store_id), lines=not self.columns)
