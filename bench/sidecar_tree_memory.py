@@ -12,9 +12,14 @@ compaction child, were there one, counts) and reads the tree's CPU (its own and 
 It prints the peak summed RSS, the CPU share of one core over each minute (and over each 20 s), and the tree's
 CPU seconds per 1,000 events written (process CPU time: the figure to compare on a shared machine).
 
-    .venv/bin/python bench/sidecar_tree_memory.py --mode closed --seconds 150 [--prefill 5000]
+A restarted sidecar is sampled from its start: the catch-up (until the store holds the step of the file the job
+wrote 2 s before: its time, peak and CPU), the minute that starts a minute after it, and the run's end (the final
+drain and the registration of every file, after the completion file appears).
 
-Writes ``bench/out/sidecar_tree_memory-<mode>[-prefill].json``.
+    .venv/bin/python bench/sidecar_tree_memory.py --mode closed --seconds 150 [--prefill 5000]
+    .venv/bin/python bench/sidecar_tree_memory.py --mode closed --seconds 210 --prefill 200000 --keep-prefill DIR
+
+Writes ``bench/out/sidecar_tree_memory-<mode>[-prefill<N>].json``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,8 +37,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_collector_pipeline import collect_command, wait_ready  # noqa: E402
-from bench_collector_soak import append_rows, write_closed  # noqa: E402
+from bench_collector_pipeline import collect_command  # noqa: E402
+from bench_collector_soak import METRICS, append_rows, write_closed  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 ROWS, RATE = 25, 10.0  # 25 rows x 4 metrics, 10 a second: 1,000 events/s
@@ -75,22 +81,97 @@ def sample(root: int) -> tuple[int, float, int]:
     return rss, cpu, n
 
 
-def run(mode: str, seconds: float, prefill: int) -> dict:
+def prefill_files(directory: Path, count: int) -> None:
+    """``count`` closed files with the bytes ``write_closed`` writes, straight to their names (no dotfile, no
+    fsync each: 200,000 files in a minute or two instead of an hour), then one ``sync``."""
+    now = time.time()
+    for index in range(count):
+        first = index * ROWS
+        lines = "".join(json.dumps({"_step": s, "_timestamp": now,
+                                    **{m: 1 / (s + 1) + i for i, m in enumerate(METRICS)}}) + "\n"
+                        for s in range(first, first + ROWS))
+        with open(directory / f"chunk-{index:08d}.jsonl", "w") as handle:
+            handle.write(lines)
+    os.sync()
+
+
+def prefilled(root: Path, prefill: int, keep: bool) -> None:
+    """``root`` as a job that wrote ``prefill`` closed files and a first collector that stored them and exited.
+
+    With ``keep`` that state is made once and moved to ``<root>.pristine``; each run then starts from it at the
+    same path (the checkpoint names the flags, paths included, and each file by ``dev:ino``): the job's files
+    hard-linked (never written again: the job only adds files), the spool and the store copied.
+    """
+    pristine = root.with_name(root.name + ".pristine")
+    clear(root)
+    if keep and (pristine / "prefilled").exists():
+        started = time.perf_counter()
+        subprocess.run(["cp", "-al", str(pristine / "hist"), str(root / "hist")], check=True)
+        for name in ("out", "store"):
+            subprocess.run(["cp", "-a", str(pristine / name), str(root / name)], check=True)
+        print(f"prefill linked/copied from {pristine} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "hist").mkdir()
+    started = time.perf_counter()
+    prefill_files(root / "hist", prefill)
+    print(f"{prefill} files written in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    started = time.perf_counter()
+    first = subprocess.run(collect_command(root, "--closed-after", "1s"), capture_output=True, text=True)
+    if first.returncode:
+        raise SystemExit(f"the first collector failed: {first.stderr[-2000:]}")
+    print(f"the first collector stored them in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    if keep:
+        pristine.mkdir(exist_ok=True)
+        for name in ("hist", "out", "store"):
+            (root / name).rename(pristine / name)
+        (pristine / "prefilled").write_text(f"{prefill}\n")
+        prefilled(root, prefill, keep)
+
+
+def clear(root: Path) -> None:
+    """Empty a kept run's folder (the job's links, spool, store, ready and completion files)."""
+    for name in ("hist", "out", "store", "ready", "completion.json"):
+        path = root / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def caught_up(root: Path, step: int) -> bool:
+    """Whether the store holds ``step`` of ``loss`` (the index's summary of the run's files)."""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{root / 'store' / 'index.sqlite'}?mode=ro", uri=True, timeout=1) as conn:
+            row = conn.execute("SELECT MAX(max_step) FROM metric_files").fetchone()
+    except sqlite3.Error:
+        return False
+    return row is not None and row[0] is not None and row[0] >= step
+
+
+def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / "hist").mkdir()
+        root = keep if keep is not None else Path(tmp)
         index = 0
         if prefill:
-            for index in range(prefill):
-                write_closed(root / "hist", index, index * ROWS, ROWS)
+            prefilled(root, prefill, keep is not None)
             index = prefill
-            first = subprocess.run(collect_command(root, "--closed-after", "1s"), capture_output=True, text=True)
-            if first.returncode:
-                raise SystemExit(f"the first collector failed: {first.stderr[-2000:]}")
+        else:
+            (root / "hist").mkdir()
         proc = subprocess.Popen(collect_command(root, "--watch", "--interval", "30s", "--closed-after", "60s",
                                                 "--ready-file", str(root / "ready")),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_ready(root)
+        started = time.perf_counter()
+        start_samples = []  # (t, rss, cpu, processes) from the collector's start to its ready file
+        while not (root / "ready").exists():
+            if proc.poll() is not None:
+                raise SystemExit(f"the collector exited: {proc.stderr.read()[-2000:]}")
+            rss, cpu, n = sample(proc.pid)
+            start_samples.append((time.perf_counter() - started, rss, cpu, n))
+            time.sleep(0.5)
+        ready_s = time.perf_counter() - started
         stop = threading.Event()
         written = [0]  # units (25 rows x 4 metrics) the job wrote
 
@@ -114,15 +195,26 @@ def run(mode: str, seconds: float, prefill: int) -> dict:
         samples = []  # (t, rss, cpu, processes)
         t0 = time.perf_counter()
         load0 = os.getloadavg()[0]
+        caught_up_s = None  # when the store first held the step of a file written 2 s before
         while time.perf_counter() - t0 < seconds:
             rss, cpu, n = sample(proc.pid)
-            samples.append((time.perf_counter() - t0, rss, cpu, n))
+            now = time.perf_counter() - t0
+            samples.append((now, rss, cpu, n))
+            if caught_up_s is None and len(samples) % 2 == 0 and now > 2:
+                behind = int((now - 2) * RATE)  # units written by 2 s ago
+                if behind and caught_up(root, (index + behind) * ROWS - 1):
+                    caught_up_s = round(now, 1)
             time.sleep(0.5)
         load1 = os.getloadavg()[0]
         stop.set()
         writer.join()
         events = written[0] * ROWS * 4
         (root / "completion.json").write_text("")
+        finish_started, finish_samples = time.perf_counter(), []  # the final drain and the run's registration
+        while proc.poll() is None and time.perf_counter() - finish_started < 600:
+            finish_samples.append(sample(proc.pid))
+            time.sleep(0.5)
+        finish_s = time.perf_counter() - finish_started
         proc.wait(timeout=300)
         compacted = 0
         index_path = root / "store" / "index.sqlite"
@@ -132,6 +224,8 @@ def run(mode: str, seconds: float, prefill: int) -> dict:
             with sqlite3.connect(index_path) as conn:
                 compacted = conn.execute("SELECT COUNT(*) FROM metric_files WHERE file_id LIKE 'compacted-%'"
                                          ).fetchone()[0]
+        if keep is not None:
+            clear(keep)
 
     def shares(window: float) -> list[float]:
         out = []
@@ -143,9 +237,25 @@ def run(mode: str, seconds: float, prefill: int) -> dict:
             at += window
         return out
 
+    def after(t0: float, t1: float) -> dict:
+        inside = [s for s in samples if t0 <= s[0] <= t1]
+        if len(inside) < 2:
+            return {}
+        return {"from_s": round(inside[0][0], 1), "to_s": round(inside[-1][0], 1),
+                "peak_tree_rss_mb": round(max(s[1] for s in inside) / 1e6, 1),
+                "cpu_percent": round(100 * (inside[-1][2] - inside[0][2]) / (inside[-1][0] - inside[0][0]), 2)}
+
     return {
         "mode": mode, "seconds": seconds, "prefill": prefill, "load": [round(load0, 2), round(load1, 2)],
-        "peak_tree_rss_mb": round(max(s[1] for s in samples) / 1e6, 1),
+        "ready_s": round(ready_s, 1),
+        "start_peak_tree_rss_mb": round(max((s[1] for s in start_samples), default=0) / 1e6, 1),
+        "caught_up_s": caught_up_s,
+        "catch_up": after(0, caught_up_s) if caught_up_s is not None else {},
+        # the minute that starts a minute after catch-up: what the job's rate costs once caught up
+        "minute_after": after(caught_up_s + 60, caught_up_s + 120) if caught_up_s is not None else {},
+        "peak_tree_rss_mb": round(max(s[1] for s in start_samples + samples) / 1e6, 1),
+        "finish_s": round(finish_s, 1),
+        "finish_peak_tree_rss_mb": round(max((s[0] for s in finish_samples), default=0) / 1e6, 1),
         "median_tree_rss_mb": round(sorted(s[1] for s in samples)[len(samples) // 2] / 1e6, 1),
         "most_processes": max(s[3] for s in samples),
         "cpu_percent_per_minute": shares(60.0), "cpu_percent_per_20s": shares(20.0),
@@ -160,12 +270,17 @@ def main() -> None:
     parser.add_argument("--mode", choices=("closed", "append"), default="closed")
     parser.add_argument("--seconds", type=float, default=150.0)
     parser.add_argument("--prefill", type=int, default=0, help="closed files written (and stored) before")
+    parser.add_argument("--keep-prefill", type=Path, default=None,
+                        help="the job's folder: the prefilled job and store are made once (kept beside it, "
+                             "'<folder>.pristine') and each run starts from them there")
     args = parser.parse_args()
-    result = run(args.mode, args.seconds, args.prefill)
+    if args.keep_prefill is not None and not args.prefill:
+        parser.error("--keep-prefill needs --prefill")
+    result = run(args.mode, args.seconds, args.prefill, args.keep_prefill)
     print(json.dumps(result, indent=2))
     out = HERE / "out"
     out.mkdir(exist_ok=True)
-    suffix = "-prefill" if args.prefill else ""
+    suffix = f"-prefill{args.prefill}" if args.prefill else ""
     (out / f"sidecar_tree_memory-{args.mode}{suffix}.json").write_text(json.dumps(result, indent=2) + "\n")
 
 

@@ -268,3 +268,53 @@ def test_a_catch_up_drain_over_many_closed_files_folds_as_it_goes(tmp_path):
     assert len(checkpoint(tmp_path)["sources"]) <= 2 * KEEP + 1
     per_file = collector.per_file_entries()
     assert max(per_file.values()) <= 2 * KEEP + 1, per_file
+
+
+def test_a_restart_lists_only_the_files_after_the_mark(tmp_path, monkeypatch):
+    """A sidecar restarted on a job with many folded files holds none of them: the full listing the first drain
+    makes (and every later one) returns only the files after the mark, whatever the number folded."""
+    from tau_collector.sources.history import HistorySource
+
+    listed = []
+    real_inputs = HistorySource.inputs
+
+    def inputs(self, changed=None):
+        found = real_inputs(self, changed)
+        listed.append(len(found))
+        return found
+
+    sink = RecordingSink()
+    for first, files in ((0, 40), (40, 400)):
+        write_files(tmp_path, first, files - first)
+        Collector(options(tmp_path, [sink])).run()
+        folded = next(iter(marks(checkpoint(tmp_path)).values()))["offset"]
+        assert folded >= files - 2 * KEEP
+        listed.clear()
+        monkeypatch.setattr(HistorySource, "inputs", inputs)
+        Collector(options(tmp_path, [sink])).run()
+        monkeypatch.setattr(HistorySource, "inputs", real_inputs)
+        assert listed and max(listed) <= 2 * KEEP, (files, listed)
+    assert sorted(e.step for e in sink.events()) == list(range(1200))
+
+
+def test_the_run_end_registers_every_file_a_batch_at_a_time_and_remembers_none(tmp_path, monkeypatch):
+    """Once the run ended every input file is registered with its digest, folded ones too, as the listing goes:
+    batches of KEEP_BATCH (not the job's whole list at once: 200,000 rows held at the end), nothing kept per file."""
+    import tau_collector.collect.loop as loop
+    from tau_collector.collect.delivery import Delivery
+
+    write_files(tmp_path, 0, 40)
+    Collector(options(tmp_path, [RecordingSink()])).run()  # most folded
+    calls = []
+    monkeypatch.setattr(Delivery, "keep_run_files",
+                        lambda self, run_id, files, *, closed: calls.append((closed, [f.path for f in files])))
+    monkeypatch.setattr(loop, "KEEP_BATCH", 8)
+    write_files(tmp_path, 40, 5)
+    (tmp_path / "completion.json").write_text("")
+    collector = Collector(options(tmp_path, [RecordingSink()]))
+    collector.run()
+    at_end = [paths for closed, paths in calls if closed]
+    assert len(at_end) == 6 and max(map(len, at_end)) == 8
+    registered = [path for paths in at_end for path in paths]
+    assert sorted(registered) == sorted(str(p) for p in (tmp_path / "hist").iterdir())
+    assert len(collector._kept) <= 5

@@ -12,6 +12,7 @@ from tau_collector.sources.jsonl import (
     HistoryPathError,
     expand_history,
     history_metric_file_id,
+    iter_glob,
     read_history,
     read_history_file,
 )
@@ -286,6 +287,57 @@ def test_expand_history_globs_absolutizes_dedupes_sorts_and_ignores_missing(tmp_
         (tmp_path / name).write_bytes(b"")
     paths = expand_history(["*.jsonl", "a.jsonl", str(tmp_path / "b.jsonl"), "missing.jsonl", "nomatch*"])
     assert paths == [str(tmp_path / ".hidden.jsonl"), str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]
+
+
+def test_iter_glob_matches_what_glob_matches(tmp_path, monkeypatch):
+    import glob
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("a/x.jsonl", "a/.h.jsonl", "a/y.txt", "b/x.jsonl", ".c/x.jsonl", "a/sub/x.jsonl", "top.jsonl",
+                 "a/[x].jsonl"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    (tmp_path / "a" / "dir.jsonl").mkdir()
+    os.symlink(tmp_path / "missing", tmp_path / "a" / "broken.jsonl")
+    for pattern in ("a/*.jsonl", "*/x.jsonl", "*/*.jsonl", "?/*", "*.jsonl", str(tmp_path / "a" / "*.json?"),
+                    "a/[[]x].jsonl", "missing/*.jsonl", "*/missing.jsonl", "a/*/x.jsonl", "*/", "top.json[l]"):
+        assert sorted(iter_glob(pattern)) == sorted(glob.glob(pattern, include_hidden=True)), pattern
+
+
+def test_a_full_listing_reads_the_directory_one_entry_at_a_time_and_holds_no_skipped_path(tmp_path, monkeypatch):
+    """200,000 closed files folded as completely read cost a restarted sidecar no memory: each name is tested as
+    the directory is read (glob read the whole directory first), and what ``skip`` takes is never held."""
+    for index in range(300):
+        (tmp_path / f"chunk-{index:05d}.jsonl").write_bytes(b"{}\n")
+    produced = [0]
+    real_scandir = os.scandir
+
+    class Counting:
+        def __init__(self, path):
+            self.inner = real_scandir(path)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.inner.close()
+
+        def __iter__(self):
+            for entry in self.inner:
+                produced[0] += 1
+                yield entry
+
+    monkeypatch.setattr(os, "scandir", Counting)
+    asked = []
+
+    def skip(path: str) -> bool:
+        asked.append(produced[0])  # entries read from the directory when this one is tested
+        return os.path.basename(path) < "chunk-00290"
+
+    paths = expand_history([str(tmp_path / "*.jsonl")], skip=skip)
+    assert paths == [str(tmp_path / f"chunk-{index:05d}.jsonl") for index in range(290, 300)]
+    assert len(asked) == 300
+    assert asked == list(range(1, 301))  # tested one by one as read, never after a whole listing
 
 
 def test_expand_history_refuses_a_directory_and_names_it(tmp_path):

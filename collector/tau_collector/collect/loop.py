@@ -186,7 +186,7 @@ class Collector:
     def _finish(self, checkpoint: Checkpoint) -> None:
         self._drain(checkpoint, final=True)
         self._scan_checkpoints(final=True)
-        self._keep_files(self._every_input(), closed=True)
+        self._keep_every_file()
         try:
             completion = read_completion(self.options.completion_file)
         except CompletionError as exc:
@@ -239,24 +239,24 @@ class Collector:
         seconds spent on files read before (appends: what waiting would have gathered into fewer chunks)
         and on the whole drain.
 
-        A full drain lists every file, which grows with the run (a chunk file per step is common), but
-        stats only those not folded as completely read; targeted drains keep a long run's cost
-        proportional to what is new.
+        A full drain reads every directory, which grows with the run (a chunk file per step is common), but
+        holds and stats only the files not folded as completely read (the first after a start checks the
+        folded ones' times, one at a time); targeted drains keep a long run's cost proportional to what is new.
         """
         drain_cpu = time.process_time()
         pipeline = Pipeline(projection_config(self.options, self.tags, self.source_store_id), lines=not self.columns)
         current = marks(checkpoint)
-        known = None
-        if current:
-            def known(path: str) -> bool:
-                mark = current.get(os.path.dirname(path))
-                return mark is not None and mark.covers(path)
+        covered = Covered(current, check_times=changed is not None or not self._marks_checked) if current else None
         for source in self.sources:
-            source.prepare(known)
+            source.prepare(covered)
         inputs = [(source, self._inputs(source, changed)) for source in self.sources]
-        if current:
-            inputs = [(source, self._uncovered(found, current, full=changed is None) if source.strict else found)
+        if covered is not None:
+            # What a listing left out was counted (and checked) as it went; the rest is filtered here.
+            inputs = [(source, [i for i in found if not covered(i.path)] if source.strict else found)
                       for source, found in inputs]
+            if changed is None:
+                covered.check_counts()
+                self._marks_checked = True
         if changed is None:
             present = {i.path for source, found in inputs if source.strict for i in found}
             for path, source_checkpoint in checkpoint.sources.items():
@@ -285,12 +285,18 @@ class Collector:
             self._store_config()
         return appended_cpu, time.process_time() - drain_cpu
 
-    def _every_input(self) -> list[tuple[Source, SourceInput]]:
-        out = []
+    def _keep_every_file(self) -> None:
+        """Once the run ended: register every input file with digest and size, also those folded as completely
+        read, KEEP_BATCH files at a time as the sources list them (never the job's whole list at once)."""
+        batch: list[tuple[Source, SourceInput]] = []
         for source in self.sources:
-            source.prepare(None)  # every file, also those folded as completely read
-            out += [(source, i) for i in self._inputs(source, None)]
-        return out
+            for source_input in source.every_input():
+                batch.append((source, source_input))
+                if len(batch) >= KEEP_BATCH:
+                    self._keep_files(batch, closed=True, remember=False)
+                    batch = []
+        if batch:
+            self._keep_files(batch, closed=True, remember=False)
 
     def _keep_new(self, inputs: list[tuple[Source, SourceInput]], *, now: bool) -> None:
         """Register the files first read in this drain, with those waiting: ``now``, or once enough wait."""
@@ -302,9 +308,11 @@ class Collector:
             if self._keep_files(list(self._unkept.values())):
                 self._unkept.clear()
 
-    def _keep_files(self, inputs: list[tuple[Source, SourceInput]], *, closed: bool = False) -> bool:
+    def _keep_files(self, inputs: list[tuple[Source, SourceInput]], *, closed: bool = False,
+                    remember: bool = True) -> bool:
         """Register the files the run is read from as its artifacts (docs/media.md): where they are when first
-        read, with digest and size once the run is complete. Failing to never stops the metrics."""
+        read, with digest and size once the run is complete (then not ``remember``ed: the run is over). Failing
+        to never stops the metrics."""
         files = run_files(inputs)
         if not files:
             return True
@@ -313,46 +321,9 @@ class Collector:
         except DeliveryError as exc:
             self._log(f"{exc}; trying again on the next pass")
             return False
-        self._kept.update(f.path for f in files)
+        if remember:
+            self._kept.update(f.path for f in files)
         return True
-
-    def _uncovered(self, found: list[SourceInput], current: dict[str, Mark], *, full: bool) -> list[SourceInput]:
-        """``found`` without the files folded as completely read, checking that none of those changed.
-
-        A full scan counts them against the number folded (more means a file appeared behind the
-        mark); the first after a start, and any watch event naming one, also checks that none was
-        modified after it was folded. Either would be data the mark hides: an error, never a skip.
-        """
-        kept: list[SourceInput] = []
-        counts: dict[str, int] = {}
-        check_times = not full or not self._marks_checked
-        for source_input in found:
-            path = source_input.path
-            mark = current.get(os.path.dirname(path))
-            if mark is None or not mark.covers(path):
-                kept.append(source_input)
-                continue
-            counts[mark.directory] = counts.get(mark.directory, 0) + 1
-            if check_times:
-                try:
-                    modified = os.stat(path).st_mtime_ns
-                except FileNotFoundError:
-                    continue  # a folded file removed: everything in it was delivered
-                if modified > mark.newest_mtime_ns:
-                    raise CollectorError(
-                        f"history file {path} was written after the checkpoint recorded every file up to "
-                        f"{mark.name} in its directory as completely read ({mark.key}); its new rows would be "
-                        "missed. Write new rows to files named after the newest one")
-        if full:
-            self._marks_checked = True
-            for directory, count in counts.items():
-                mark = current[directory]
-                if count > mark.files:
-                    raise CollectorError(
-                        f"{count} history files in {directory} are named at or before {mark.name}, but the "
-                        f"checkpoint folded {mark.files} as completely read ({mark.key}); a file appeared "
-                        "behind the mark and would be missed. Write new rows to files named after the newest one")
-        return kept
 
     def _fold(self, checkpoint: Checkpoint) -> None:
         """Fold the oldest closed, completely read history files into complete-through entries (a drain that
@@ -586,6 +557,51 @@ class Collector:
         own = [os.path.abspath(d) for d in (self.options.out, *(d for sink in self.options.sinks
                                                                  for d in sink.local_directories()))]
         return [d for d in own if not any(root == d or root.startswith(d.rstrip(os.sep) + os.sep) for root in roots)]
+
+
+class Covered:
+    """One drain's test of the files folded as completely read (:mod:`.checkpoint_folding`), counting them as
+    it goes, so that a listing can leave them out without holding them.
+
+    A full scan counts them against the number folded (more means a file appeared behind the mark); the first
+    after a start, and any watch event naming one, also checks that none was modified after it was folded.
+    Either would be data the mark hides: an error, never a skip. Each path is asked once a drain.
+    """
+
+    __slots__ = ("check_times", "counts", "current")
+
+    def __init__(self, current: dict[str, Mark], *, check_times: bool) -> None:
+        self.current = current
+        self.check_times = check_times
+        self.counts: dict[str, int] = {}  # covered files seen, by directory
+
+    def __call__(self, path: str) -> bool:
+        directory = os.path.dirname(path)
+        mark = self.current.get(directory)
+        if mark is None or not mark.covers(path):
+            return False
+        self.counts[directory] = self.counts.get(directory, 0) + 1
+        if self.check_times:
+            try:
+                modified = os.stat(path).st_mtime_ns
+            except FileNotFoundError:
+                return True  # a folded file removed: everything in it was delivered
+            if modified > mark.newest_mtime_ns:
+                raise CollectorError(
+                    f"history file {path} was written after the checkpoint recorded every file up to "
+                    f"{mark.name} in its directory as completely read ({mark.key}); its new rows would be "
+                    "missed. Write new rows to files named after the newest one")
+        return True
+
+    def check_counts(self) -> None:
+        """After a full scan: no directory holds more covered files than its mark folded."""
+        for directory, count in self.counts.items():
+            mark = self.current[directory]
+            if count > mark.files:
+                raise CollectorError(
+                    f"{count} history files in {directory} are named at or before {mark.name}, but the "
+                    f"checkpoint folded {mark.files} as completely read ({mark.key}); a file appeared "
+                    "behind the mark and would be missed. Write new rows to files named after the newest one")
 
 
 class CollectorCancelled(CollectorError):

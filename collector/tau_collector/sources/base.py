@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -110,9 +110,16 @@ class Source(abc.ABC):
     def prepare(self, known: Callable[[str], bool] | None) -> None:  # noqa: B027 - optional
         """Before a drain lists inputs: ``known(path)`` says a path is closed and already read completely.
 
-        Sources whose listing can skip such files cheaply (history chunk directories) keep it; None means
-        nothing is known yet.
+        Sources whose listing can skip such files cheaply (history chunk directories) keep it and leave those
+        paths out of a full listing (never stat'ed or held: a job's 200,000th file costs what its 200th did);
+        each path is asked once a listing. None means nothing is known yet.
         """
+
+    def every_input(self) -> Iterator[SourceInput]:
+        """Every input, also those folded as completely read, for registering them all once the run ended; a
+        source whose files can be many yields them as it lists them (in no set order, a path perhaps twice)."""
+        self.prepare(None)
+        yield from self.inputs(None)
 
     @abc.abstractmethod
     def inputs(self, changed: set[str] | None = None) -> list[SourceInput]:

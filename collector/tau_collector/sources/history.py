@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tau_collector.sources.base import Batch, Position, Source, SourceInput, hash_range
-from tau_collector.sources.jsonl import expand_history, history_metric_file_id, read_history
+from tau_collector.sources.jsonl import expand_history, history_metric_file_id, iter_glob, read_history
 from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
 from tau_collector.sources.records import ProblemKind
 from tau_collector.sources.wandb_media import ImageWaits, media_scope, take_media
@@ -50,7 +50,7 @@ class HistorySource(Source):
         self._absolute = [os.path.abspath(p) for p in patterns]
         self.step_field = step_field
         self.time_field = time_field
-        # Files the collector has folded as completely read: listed by a full scan, never stat'ed.
+        # Files the collector has folded as completely read: left out of a full scan, never stat'ed or held.
         self.known: Callable[[str], bool] | None = None
         self.image_waits = ImageWaits()  # a live row's image file not written yet: the row is read again
 
@@ -60,10 +60,19 @@ class HistorySource(Source):
     def inputs(self, changed: set[str] | None = None) -> list[SourceInput]:
         """Raises :class:`.jsonl.HistoryPathError` for a pattern naming a directory."""
         if changed is None:
-            paths = expand_history(self.patterns, known=self.known)
+            paths = expand_history(self.patterns, skip=self.known)
         else:
             paths = sorted(p for p in changed if self.owns(p) and os.path.isfile(p))
         return [history_input(path) for path in paths]
+
+    def every_input(self) -> Iterator[SourceInput]:
+        """Every file the patterns match, one at a time as the directories are read (a job's 200,000 closed files
+        are never listed whole); a file two patterns match comes twice."""
+        for pattern in self.patterns:
+            for candidate in iter_glob(pattern) if any(ch in pattern for ch in "*?[") else (pattern,):
+                absolute = os.path.normpath(os.path.abspath(candidate))
+                if os.path.isfile(absolute):
+                    yield history_input(absolute)
 
     def read(self, source_input: SourceInput, start: Position, *, final: bool, prefix_hash: Any = None) -> Batch:
         batch = read_history_batch(self, source_input, start, final=final, prefix_hash=None)
