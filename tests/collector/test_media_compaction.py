@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from tau_collector.expstore import StoreReader
 from tau_collector.expstore.format.histogram_summaries import HISTOGRAM_SUMMARY_COLUMNS, histogram_summary
-from tau_collector.expstore.format.media_files import encode_buckets, media_file_path
+from tau_collector.expstore.format.media_files import decode_buckets, encode_buckets, media_file_path
 from tau_collector.expstore.format.parquet_encoder import Column, encode_parquet
 from tau_collector.expstore.maintain.leftovers import sweep_run
 from tau_collector.expstore.maintain.media_compaction import MediaCompactionPolicy, compact_media
@@ -108,11 +108,14 @@ def test_old_and_new_layout_files_merge_into_one_a_tag_and_read_the_same(tmp_pat
     assert _reads(root) == before
     assert set(_entries(store).values()) == {1}  # one file a tag
     assert _on_disk(root) == _named(store)  # the merged files are gone
-    # The bucket column is copied through as stored: the same text, not re-encoded.
+    # The bucket column is copied through as stored (binary cells: the same bytes, not re-encoded); the JSON text
+    # of a store written before the binary cells becomes binary cells of the same numbers.
     merged = pq.read_table(root / next(iter(p for p in _named(store) if "/histograms/" in p)),
                            columns=["tag", "step", "buckets"]).to_pylist()
     texts = {(r["tag"], r["step"]): r["buckets"] for r in merged}
     assert texts[("layer_02", 40)] == stored[("layer_02", 40)] and texts[("layer_00", 8)] == stored[("layer_00", 8)]
+    assert isinstance(texts[("layer_00", 5)], bytes) and (
+        decode_buckets(texts[("layer_00", 5)]).tolist() == _histograms([5], 0)[0].buckets.tolist())
     # Nothing is due now; a new small delivery is not merged until enough pile up again.
     assert compact_media(store, RUN, policy=MediaCompactionPolicy(min_entries=4)) == 0
     write_media(store, "late", RUN, "/logs/events", _histograms(range(200, 202), 1))

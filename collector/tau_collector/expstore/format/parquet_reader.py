@@ -80,7 +80,7 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 
 # What is read of each Thrift struct (field id -> the spec of its value: None for a scalar, a dict for a
 # struct, and for a list the spec of its elements); every other field is skipped without building it.
-_SCHEMA_ELEMENT = {1: None, 3: None, 4: None, 5: None}
+_SCHEMA_ELEMENT = {1: None, 3: None, 4: None, 5: None, 6: None}  # 6: converted type (JSON, UTF8 or none)
 _COLUMN_META = {4: None, 7: None, 9: None, 11: None, 12: {5: None, 6: None}}
 _ROW_GROUP = {1: {1: None, 3: _COLUMN_META, 8: None, 9: None}, 3: None}
 _FILE_META = {2: _SCHEMA_ELEMENT, 3: None, 4: _ROW_GROUP}

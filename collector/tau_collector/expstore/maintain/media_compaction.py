@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 
-from tau_collector.expstore.format.media_files import GROUP_ROWS, delivery_file_path
+from tau_collector.expstore.format.media_files import GROUP_ROWS, bucket_cells, decode_buckets, delivery_file_path
 from tau_collector.expstore.format.parquet_encoder import Coded, Column, ParquetStream, PlainTexts
 from tau_collector.expstore.format.parquet_reader import CodedTexts, ForeignParquetError, MetricFileGroups
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
@@ -151,7 +151,12 @@ def _read_entry(store: ExpStore, entry: _Entry) -> tuple[int, dict]:
         if len(keep) != rows:
             columns = {name: _take(col, keep) for name, col in columns.items()}
             rows = len(keep)
-    return rows, {"_layout": _layout(groups), **columns}
+    layout = _layout(groups)
+    if any(c[0] == "buckets" and c[1] in ("string", "json") for c in layout):  # JSON text: a store written
+        # before the binary cells; made binary so old and new entries of a tag merge into one column kind
+        columns["buckets"] = bucket_cells([decode_buckets(text) for text in columns["buckets"].rows()])
+        layout = tuple(("buckets", "binary", c[2]) if c[0] == "buckets" else c for c in layout)
+    return rows, {"_layout": layout, **columns}
 
 
 def _layout(groups: MetricFileGroups) -> tuple[tuple[str, str, bool], ...]:
@@ -161,8 +166,9 @@ def _layout(groups: MetricFileGroups) -> tuple[tuple[str, str, bool], ...]:
         if name == "tag":
             continue
         ptype = groups.types[name]
+        converted = groups.converted.get(name)
         kind = ("int64" if ptype == _INT64 else "double" if ptype == _DOUBLE
-                else "json" if groups.converted.get(name) == _CONVERTED_JSON else "string")
+                else "json" if converted == _CONVERTED_JSON else "binary" if converted is None else "string")
         out.append((name, kind, not groups.optional[name]))
     return tuple(out)
 

@@ -76,7 +76,8 @@ def _read(store: ExpStore, entry: tuple[str, tuple[int, int] | None], tag: str, 
 
 def _storage(table):
     """``table`` with extension-typed columns (pyarrow reads a JSON column as ``arrow.json`` one way and as a
-    string the other) as their storage, so every file's part has one schema."""
+    string the other) as their storage, and a ``buckets`` column of JSON text (stores written before the binary
+    cells) as binary cells, so every file's part has one schema and a cell's encoding survives concatenation."""
     import pyarrow as pa
 
     for i, field in enumerate(table.schema):
@@ -84,6 +85,12 @@ def _storage(table):
             column = table.column(i)
             table = table.set_column(i, field.name, pa.chunked_array([c.storage for c in column.chunks],
                                                                      type=field.type.storage_type))
+    at = table.schema.get_field_index("buckets")
+    if at >= 0 and (pa.types.is_string(table.schema.field(at).type)
+                    or pa.types.is_large_string(table.schema.field(at).type)):
+        cells = [None if text is None else decode_buckets(text).astype("<f8").tobytes()
+                 for text in table.column(at).to_pylist()]
+        table = table.set_column(at, "buckets", pa.array(cells, type=pa.binary()))
     return table
 
 
