@@ -1,7 +1,8 @@
 """A store's simulated year: millions of small chunks through the writer; index, latencies at start vs end.
 
 The year: ``--chunks`` chunks (``--steps`` steps x 4 metrics each) in jobs of ``--chunks-per-job``, each job
-one run and one spool stream (the sink's stream keys, so its idempotency keys age past the replay horizon),
+one run and one spool stream (the sink's stream keys, as long as the sink's, so they age past the replay
+horizon, and a finished job's stream past the writer's idle horizon, compressed to 2 s),
 ``--workers`` jobs written at a time by as many writer processes (sidecars of concurrent jobs sharing a
 store). Each writer compacts in process after a delivery when due (the sidecar's policy with a retirement
 grace of 0: compressed time, what a grace of minutes does over a year, so compacted files and their index
@@ -29,6 +30,7 @@ Writes ``bench/out/store_simulated_year.json``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import multiprocessing
 import os
@@ -51,6 +53,19 @@ METRICS = ["acc", "grad_norm", "loss", "lr"]
 TABLES = ("idempotency_keys", "idempotency_stream_keys", "idempotency_streams", "metric_files",
           "metric_summary_files", "metric_file_metrics", "metric_file_retirements", "metric_summaries", "runs")
 POLICY = CompactionPolicy(grace_seconds=0.0)
+# Compressed time: a day without deliveries (the writer's horizon for a finished job's stream keys) is 2 s here;
+# a job's stream is written every few ms while it runs, so only finished jobs' streams go idle.
+IDLE_STREAM_SECONDS = 2.0
+
+
+def writer_of(store) -> MetricWriter:
+    return MetricWriter(store, compaction=POLICY, idle_stream_seconds=IDLE_STREAM_SECONDS)
+
+
+def keys(job: str, at: int) -> tuple[str, str]:
+    """A chunk key and request hash as long as the sink's (a content digest and a source suffix)."""
+    digest = hashlib.sha256(f"{job}/{at}".encode()).hexdigest()
+    return f"chunk:{digest}-{digest[:16]}", hashlib.sha256(digest.encode()).hexdigest()
 
 
 def columns(run: str, first_step: int, steps: int) -> RunColumns:
@@ -88,8 +103,9 @@ def cold_read_ms(store, run: str) -> float:
 
 
 def write_probe(writer: MetricWriter, run: str, window: int, steps: int, c: int) -> float:
+    key, request_hash = keys(run, c)
     t0 = time.perf_counter()
-    writer.write_columns(f"{run}-{c}", [columns(run, c * steps, steps)], request_hash=f"{run}{c}",
+    writer.write_columns(key, [columns(run, c * steps, steps)], request_hash=request_hash,
                          stream=(f"spool-{run}", c + 1))
     return (time.perf_counter() - t0) * 1000
 
@@ -107,7 +123,7 @@ def worker_main(args, worker: int, root: Path) -> None:
     if args.no_sync:
         os.fsync = lambda fd: None  # type: ignore[assignment]
     store = open_writable(root / "aged", args.no_sync)
-    writer = MetricWriter(store, compaction=POLICY)
+    writer = writer_of(store)
     conn = store.connection()
     jobs = (args.chunks + args.chunks_per_job - 1) // args.chunks_per_job
     started, written, n = time.perf_counter(), 0, 0
@@ -123,8 +139,9 @@ def worker_main(args, worker: int, root: Path) -> None:
         for at in range(first, count):
             if (root / "stop").exists():  # end the year here: this job ends at this chunk
                 break
-            writer.write_columns(f"chunk-{job}-{at}", [columns(run, at * args.steps, args.steps)],
-                                 request_hash=f"h{job}-{at}", stream=(stream, at + 1))
+            key, request_hash = keys(run, at)
+            writer.write_columns(key, [columns(run, at * args.steps, args.steps)],
+                                 request_hash=request_hash, stream=(stream, at + 1))
             written += 1
             if written % 10_000 == 0:
                 took = time.perf_counter() - started
@@ -194,7 +211,7 @@ def run_year(args, root: Path) -> None:
         print(f"resuming the year in {root}", flush=True)
     else:
         store = open_writable(root / "aged", args.no_sync)
-        writer = MetricWriter(store, compaction=POLICY)
+        writer = writer_of(store)
         lat = [write_probe(writer, "probe", args.window, args.steps, c) for c in range(args.window)]
         writer.close()
         start = {**latency(lat), "read_probe_ms": reads(store, "probe"), **index_state(store)}
@@ -215,10 +232,10 @@ def run_year(args, root: Path) -> None:
     end = {"chunks": sum(jobs.values()), "jobs": len(jobs), "read_probe_ms": reads(aged, "probe"), **index_state(aged)}
     shutil.rmtree(root / "young", ignore_errors=True)
     young = open_writable(root / "young", args.no_sync)
-    young_writer = MetricWriter(young, compaction=POLICY)
+    young_writer = writer_of(young)
     for c in range(args.window):
         write_probe(young_writer, "probe", args.window, args.steps, c)
-    writers = {"aged": MetricWriter(aged, compaction=POLICY), "young": young_writer}
+    writers = {"aged": writer_of(aged), "young": young_writer}
     stores = {"aged": aged, "young": young}
     lat: dict[str, list[float]] = {"aged": [], "young": []}
     for c in range(args.window):
