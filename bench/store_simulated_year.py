@@ -209,7 +209,8 @@ def run_year(args, root: Path) -> None:
     if start_file.exists():
         start = json.loads(start_file.read_text())
         print(f"resuming the year in {root}", flush=True)
-    else:
+    else:  # a sitting stopped before the start was measured: the probe would be a replay, begin afresh
+        shutil.rmtree(root / "aged", ignore_errors=True)
         store = open_writable(root / "aged", args.no_sync)
         writer = writer_of(store)
         lat = [write_probe(writer, "probe", args.window, args.steps, c) for c in range(args.window)]
