@@ -1,20 +1,28 @@
 """A store's simulated year: millions of small chunks through the writer; index, latencies at start vs end.
 
-Jobs follow one another, each a spool stream (``--chunks-per-job`` chunks of ``--steps`` steps x 4 metrics)
-written through :class:`MetricWriter` with the sink's stream keys and in-process compaction whose retirement
-grace is 0 (compressed time: what a grace of minutes does over a year). Measured over the first and the last
-``--window`` chunks: the median and p90 write latency, and a cold one-metric read (a new reader) of the job
-being written and of the first job. Index: bytes in use (pages minus free pages) and the tables' row counts,
-at the start, at the end, and of a fresh store holding the same points (one chunk per job).
+The year: ``--chunks`` chunks (``--steps`` steps x 4 metrics each) in jobs of ``--chunks-per-job``, each job
+one run and one spool stream (the sink's stream keys, as long as the sink's, so they age past the replay
+horizon, and a finished job's stream past the writer's idle horizon, compressed to 2 s),
+``--workers`` jobs written at a time by as many writer processes (sidecars of concurrent jobs sharing a
+store). Each writer compacts in process after a delivery when due (the sidecar's policy with a retirement
+grace of 0: compressed time, what a grace of minutes does over a year, so compacted files and their index
+rows go), and at a job's end marks its run completed and clusters it by metric (what ``import`` and
+``store compact`` leave a finished run as).
 
-Start and end lie minutes apart on a shared machine, and the job being written holds fewer points at the
-start, so their ratio mixes age with load and size. **Same-run comparison**: when the first job is done the
-store is copied (a store one job old); at the end a probe job of ``--window`` chunks is written into the aged
-store and into that copy, chunk by chunk alternately, and cold reads of the first job (the same points in
-both) and of the probe job alternate too: the aged/young ratios are what the store's age costs.
+Same probe, same session: before the year the parent writes a probe run of ``--window`` chunks into the empty
+store (write latency median / p90 at the start) and reads one metric of it cold (a new reader) 7 times; after
+the year it reads that run again the same way, and writes a second probe run alternately, chunk by chunk,
+into the aged store and into a young store holding only the first probe run (written the same way), reading
+both alternately: the aged/young ratios are what the store's age costs under the same load. Index: bytes in
+use (pages minus free pages), the file's bytes, and the tables' row counts, at the start, at the end, and of a
+fresh store holding the same points (one chunk per run).
 
-    .venv/bin/python bench/store_simulated_year.py [--chunks 1000000] [--chunks-per-job 20000] [--no-sync]
+    .venv/bin/python bench/store_simulated_year.py [--chunks 1000000] [--workers 2] [--dir D] [--no-sync]
 
+``--dir`` keeps the store there, and running the command again with the same ``--dir`` resumes the year
+where it stopped (each job from its stream's newest recorded sequence, as a restarted spool would).
+A file ``stop`` in ``--dir`` ends the year early: each writer ends its job at the chunk it is at, and the
+measurements run on what was written (the chunks and jobs are counted from the store).
 ``--no-sync`` skips fsync (compressed time on a shared disk: latency then shows the index, not the disk).
 Writes ``bench/out/store_simulated_year.json``.
 """
@@ -22,7 +30,9 @@ Writes ``bench/out/store_simulated_year.json``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import multiprocessing
 import os
 import shutil
 import sqlite3
@@ -35,12 +45,27 @@ import numpy as np
 
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore.maintain.compaction import CompactionPolicy
+from tau_collector.expstore.maintain.metric_clusters import cluster_quietly
 from tau_collector.expstore.write.writer import MetricWriter, RunColumns
 
 HERE = Path(__file__).resolve().parent
 METRICS = ["acc", "grad_norm", "loss", "lr"]
-TABLES = ("idempotency_keys", "metric_files", "metric_summary_files", "metric_file_metrics",
-          "metric_file_retirements", "metric_summaries", "runs")
+TABLES = ("idempotency_keys", "idempotency_stream_keys", "idempotency_streams", "metric_files",
+          "metric_summary_files", "metric_file_metrics", "metric_file_retirements", "metric_summaries", "runs")
+POLICY = CompactionPolicy(grace_seconds=0.0)
+# Compressed time: a day without deliveries (the writer's horizon for a finished job's stream keys) is 2 s here;
+# a job's stream is written every few ms while it runs, so only finished jobs' streams go idle.
+IDLE_STREAM_SECONDS = 2.0
+
+
+def writer_of(store) -> MetricWriter:
+    return MetricWriter(store, compaction=POLICY, idle_stream_seconds=IDLE_STREAM_SECONDS)
+
+
+def keys(job: str, at: int) -> tuple[str, str]:
+    """A chunk key and request hash as long as the sink's (a content digest and a source suffix)."""
+    digest = hashlib.sha256(f"{job}/{at}".encode()).hexdigest()
+    return f"chunk:{digest}-{digest[:16]}", hashlib.sha256(digest.encode()).hexdigest()
 
 
 def columns(run: str, first_step: int, steps: int) -> RunColumns:
@@ -51,16 +76,24 @@ def columns(run: str, first_step: int, steps: int) -> RunColumns:
                       tags=["{}"] * step.size, tag_sets=[{}], source="history")
 
 
+def open_writable(path: Path, no_sync: bool):
+    store = open_store(path, create=True)
+    if no_sync:
+        store.connection().execute("PRAGMA synchronous = OFF")
+    return store
+
+
 def index_state(store) -> dict:
     conn = sqlite3.connect(store.index_path)
     try:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         page = conn.execute("PRAGMA page_size").fetchone()[0]
-        used = conn.execute("PRAGMA page_count").fetchone()[0] - conn.execute("PRAGMA freelist_count").fetchone()[0]
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
         rows = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in TABLES}
     finally:
         conn.close()
-    return {"index_bytes_used": used * page, "rows": rows}
+    return {"index_bytes_used": (pages - free) * page, "index_file_bytes": pages * page, "rows": rows}
 
 
 def cold_read_ms(store, run: str) -> float:
@@ -69,109 +102,187 @@ def cold_read_ms(store, run: str) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def probe(aged, young, args) -> dict:
-    """The same probe job written into both stores, chunk by chunk alternately; then alternating cold reads."""
-    writers = {"aged": MetricWriter(aged, compaction=CompactionPolicy(grace_seconds=0.0)),
-               "young": MetricWriter(young, compaction=CompactionPolicy(grace_seconds=0.0))}
-    lat: dict[str, list[float]] = {"aged": [], "young": []}
-    for c in range(args.window):
-        for name in (("aged", "young") if c % 2 else ("young", "aged")):
-            t0 = time.perf_counter()
-            writers[name].write_columns(f"probe-{c}", [columns("probe", c * args.steps, args.steps)],
-                                        request_hash=f"p{c}", stream=("spool-probe", c + 1))
-            lat[name].append((time.perf_counter() - t0) * 1000)
-    reads: dict[str, dict[str, list[float]]] = {n: {"job-0": [], "probe": []} for n in lat}
-    stores = {"aged": aged, "young": young}
-    for name in lat:
-        cold_read_ms(stores[name], "job-0")  # warm-up
-    for r in range(7):
-        for name in (("aged", "young") if r % 2 else ("young", "aged")):
-            for run in ("job-0", "probe"):
-                reads[name][run].append(cold_read_ms(stores[name], run))
-    out = {n: {"write_ms_median": statistics.median(lat[n]), "write_ms_p90": float(np.percentile(lat[n], 90)),
-               "read_first_job_ms": statistics.median(reads[n]["job-0"]),
-               "read_probe_job_ms": statistics.median(reads[n]["probe"])} for n in lat}
-    out["ratio_aged_to_young"] = {k: out["aged"][k] / out["young"][k] for k in out["aged"]}
-    return out
+def write_probe(writer: MetricWriter, run: str, window: int, steps: int, c: int) -> float:
+    key, request_hash = keys(run, c)
+    t0 = time.perf_counter()
+    writer.write_columns(key, [columns(run, c * steps, steps)], request_hash=request_hash,
+                         stream=(f"spool-{run}", c + 1))
+    return (time.perf_counter() - t0) * 1000
+
+
+def latency(lat: list[float]) -> dict:
+    return {"write_ms_median": statistics.median(lat), "write_ms_p90": float(np.percentile(lat, 90))}
+
+
+def job_of(args, worker: int, n: int) -> int:
+    return n * args.workers + worker
+
+
+def worker_main(args, worker: int, root: Path) -> None:
+    """Write this worker's jobs (worker, worker + workers, ...), resuming each at its stream's newest sequence."""
+    if args.no_sync:
+        os.fsync = lambda fd: None  # type: ignore[assignment]
+    store = open_writable(root / "aged", args.no_sync)
+    writer = writer_of(store)
+    conn = store.connection()
+    jobs = (args.chunks + args.chunks_per_job - 1) // args.chunks_per_job
+    started, written, n = time.perf_counter(), 0, 0
+    while (job := job_of(args, worker, n)) < jobs:
+        n += 1
+        run, stream = f"job-{job}", f"spool-job-{job}"
+        state = conn.execute("SELECT state FROM runs WHERE run_id = ?", (run,)).fetchone()
+        if state is not None and state[0] == "completed":
+            continue
+        row = conn.execute("SELECT last_sequence FROM idempotency_streams WHERE stream = ?", (stream,)).fetchone()
+        first = max(0, row[0] - 1) if row else 0  # the newest recorded chunk again: a replay, a no-op
+        count = min(args.chunks_per_job, args.chunks - job * args.chunks_per_job)
+        for at in range(first, count):
+            if (root / "stop").exists():  # end the year here: this job ends at this chunk
+                break
+            key, request_hash = keys(run, at)
+            writer.write_columns(key, [columns(run, at * args.steps, args.steps)],
+                                 request_hash=request_hash, stream=(stream, at + 1))
+            written += 1
+            if written % 10_000 == 0:
+                took = time.perf_counter() - started
+                load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
+                print(f"  worker {worker}: {written:,} chunks this sitting, job {job}/{jobs}, "
+                      f"{took / written * 1000:.2f} ms a chunk, {took:.0f} s, load {load}", flush=True)
+        writer.mark_completed(run)
+        cluster_quietly(store, run)
+        if (root / "stop").exists():
+            break
+    writer.close()
+
+
+def chunks_written(store) -> dict[str, int]:
+    """Each job's chunks in the aged store (its stream's newest sequence: chunks are written in order)."""
+    return {stream.removeprefix("spool-"): last for stream, last in store.connection().execute(
+        "SELECT stream, last_sequence FROM idempotency_streams WHERE stream LIKE 'spool-job-%'")}
+
+
+def fresh_index(args, root: Path, jobs: dict[str, int]) -> dict:
+    fresh = open_writable(root / "fresh", args.no_sync)
+    writer = MetricWriter(fresh)
+    writer.write_columns("probe", [columns("probe", 0, args.window * args.steps)], request_hash="h")
+    for run, n in sorted(jobs.items()):
+        writer.write_columns(f"all-{run}", [columns(run, 0, n * args.steps)], request_hash="h")
+        writer.mark_completed(run)
+    return index_state(fresh)
+
+
+def reads(store, run: str, times: int = 7) -> float:
+    cold_read_ms(store, run)  # warm: the first read of a process imports pyarrow
+    return statistics.median(cold_read_ms(store, run) for _ in range(times))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chunks", type=int, default=1_000_000)
-    ap.add_argument("--chunks-per-job", type=int, default=20_000)
+    ap.add_argument("--chunks-per-job", type=int, default=5_000)
+    ap.add_argument("--workers", type=int, default=2, help="writer processes, one job each at a time")
     ap.add_argument("--steps", type=int, default=2, help="steps per chunk (x4 metrics)")
-    ap.add_argument("--window", type=int, default=500, help="chunks measured at the start and at the end")
+    ap.add_argument("--window", type=int, default=500, help="chunks of each probe run")
+    ap.add_argument("--dir", type=Path, help="keep the store here; the same --dir again resumes")
     ap.add_argument("--no-sync", action="store_true")
     args = ap.parse_args()
-    if args.chunks < 2 * args.window or args.chunks_per_job < 1 or args.chunks < 2 * args.chunks_per_job:
-        raise SystemExit("--chunks must be at least twice --window and twice --chunks-per-job, "
-                         "--chunks-per-job at least 1")
+    if args.chunks < 1 or args.chunks_per_job < 1 or args.workers < 1 or args.window < 2:
+        raise SystemExit("--chunks, --chunks-per-job and --workers must be at least 1, --window at least 2")
     if args.no_sync:
         os.fsync = lambda fd: None  # type: ignore[assignment]
-    with tempfile.TemporaryDirectory(prefix="simyear-") as tmp:
-        store = open_store(Path(tmp) / "aged", create=True)
-        if args.no_sync:
-            store.connection().execute("PRAGMA synchronous = OFF")
-        writer = MetricWriter(store, compaction=CompactionPolicy(grace_seconds=0.0))
-        lat: list[float] = []
-        phases: dict[str, dict] = {}
-        started = time.perf_counter()
-        for c in range(args.chunks):
-            job, at = divmod(c, args.chunks_per_job)
-            t0 = time.perf_counter()
-            writer.write_columns(f"chunk-{job}-{at}", [columns(f"job-{job}", at * args.steps, args.steps)],
-                                 request_hash=f"h{c}", stream=(f"spool-{job}", at + 1))
-            lat.append((time.perf_counter() - t0) * 1000)
-            if c + 1 in (args.window, args.chunks):
-                name = "start" if c + 1 == args.window else "end"
-                cold_read_ms(store, "job-0")  # warm: the first read of a process imports pyarrow
-                part = lat[-args.window:]
-                phases[name] = {
-                    "chunks_written": c + 1,
-                    "write_ms_median": statistics.median(part),
-                    "write_ms_p90": float(np.percentile(part, 90)),
-                    "read_current_job_ms": statistics.median(cold_read_ms(store, f"job-{job}") for _ in range(5)),
-                    "read_first_job_ms": statistics.median(cold_read_ms(store, "job-0") for _ in range(5)),
-                    **index_state(store),
-                }
-                lat.clear()
-            if c + 1 == args.chunks_per_job:  # the first job done: keep a copy, a store one job old
-                store.connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                shutil.copytree(store.root, Path(tmp) / "young")
-            if (c + 1) % 10_000 == 0:
-                print(f"  {c + 1:,} chunks, {time.perf_counter() - started:.0f} s", flush=True)
-        fresh = open_store(Path(tmp) / "fresh", create=True)
-        fresh_writer = MetricWriter(fresh)
-        jobs = (args.chunks - 1) // args.chunks_per_job + 1
-        for job in range(jobs):
-            n = min(args.chunks_per_job, args.chunks - job * args.chunks_per_job)
-            fresh_writer.write_columns(f"all-{job}", [columns(f"job-{job}", 0, n * args.steps)], request_hash="h",
-                                       stream=(f"spool-{job}", 1))
-        phases["fresh_same_data"] = index_state(fresh)
-        young = open_store(Path(tmp) / "young", create=True)
-        if args.no_sync:
-            young.connection().execute("PRAGMA synchronous = OFF")
-        phases["same_run"] = probe(store, young, args)
-    result = {"args": vars(args), **phases}
+    tmp = None
+    if args.dir is None:
+        tmp = tempfile.mkdtemp(prefix="simyear-")
+        root = Path(tmp)
+    else:
+        root = args.dir
+        root.mkdir(parents=True, exist_ok=True)
+    try:
+        run_year(args, root)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_year(args, root: Path) -> None:
+    start_file = root / "start.json"
+    if start_file.exists():
+        start = json.loads(start_file.read_text())
+        print(f"resuming the year in {root}", flush=True)
+    else:  # a sitting stopped before the start was measured: the probe would be a replay, begin afresh
+        shutil.rmtree(root / "aged", ignore_errors=True)
+        store = open_writable(root / "aged", args.no_sync)
+        writer = writer_of(store)
+        lat = [write_probe(writer, "probe", args.window, args.steps, c) for c in range(args.window)]
+        writer.close()
+        start = {**latency(lat), "read_probe_ms": reads(store, "probe"), **index_state(store)}
+        store.close()
+        start_file.write_text(json.dumps(start))
+    began = time.perf_counter()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=worker_main, args=(args, w, root)) for w in range(args.workers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    if any(p.exitcode for p in procs):
+        raise SystemExit(f"a writer process failed ({[p.exitcode for p in procs]}); run again to resume")
+    year_seconds = time.perf_counter() - began
+    aged = open_writable(root / "aged", args.no_sync)
+    jobs = chunks_written(aged)
+    end = {"chunks": sum(jobs.values()), "jobs": len(jobs), "read_probe_ms": reads(aged, "probe"), **index_state(aged)}
+    shutil.rmtree(root / "young", ignore_errors=True)
+    young = open_writable(root / "young", args.no_sync)
+    young_writer = writer_of(young)
+    for c in range(args.window):
+        write_probe(young_writer, "probe", args.window, args.steps, c)
+    writers = {"aged": writer_of(aged), "young": young_writer}
+    stores = {"aged": aged, "young": young}
+    lat: dict[str, list[float]] = {"aged": [], "young": []}
+    for c in range(args.window):
+        for name in (("aged", "young") if c % 2 else ("young", "aged")):
+            lat[name].append(write_probe(writers[name], "probe2", args.window, args.steps, c))
+    rd: dict[str, dict[str, list[float]]] = {n: {"probe": [], "probe2": []} for n in stores}
+    for name in stores:
+        cold_read_ms(stores[name], "probe")
+    for r in range(9):
+        for name in (("aged", "young") if r % 2 else ("young", "aged")):
+            for run in ("probe", "probe2"):
+                rd[name][run].append(cold_read_ms(stores[name], run))
+    same = {n: {**latency(lat[n]), "read_probe_ms": statistics.median(rd[n]["probe"]),
+                "read_probe2_ms": statistics.median(rd[n]["probe2"])} for n in stores}
+    same["ratio_aged_to_young"] = {k: same["aged"][k] / same["young"][k] for k in same["aged"]}
+    end.update(latency(lat["aged"]))
+    shutil.rmtree(root / "fresh", ignore_errors=True)
+    fresh = fresh_index(args, root, jobs)
+    result = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+              "year_seconds_last_sitting": year_seconds, "start": start, "end": end, "fresh_same_data": fresh,
+              "same_run": same, "loadavg": Path("/proc/loadavg").read_text().split()[:3]}
     (HERE / "out").mkdir(exist_ok=True)
     (HERE / "out" / "store_simulated_year.json").write_text(json.dumps(result, indent=2))
-    s, e, f = phases["start"], phases["end"], phases["fresh_same_data"]
-    print(f"\n| | start ({s['chunks_written']:,} chunks) | end ({e['chunks_written']:,}) | fresh store, same data |")
+    report(args, result)
+
+
+def report(args, result: dict) -> None:
+    s, e, f = result["start"], result["end"], result["fresh_same_data"]
+    print(f"\n{e['chunks']:,} chunks in {e['jobs']:,} jobs, "
+          f"{result['year_seconds_last_sitting']:.0f} s (last sitting), load {' '.join(result['loadavg'])}")
+    print("| | start (probe run only) | end of the year | fresh store, same data |")
     print("|---|---|---|---|")
-    print(f"| index bytes in use | {s['index_bytes_used']:,} | {e['index_bytes_used']:,} | {f['index_bytes_used']:,} |")
+    for key in ("index_bytes_used", "index_file_bytes"):
+        print(f"| {key} | {s[key]:,} | {e[key]:,} | {f[key]:,} |")
     for t in TABLES:
         print(f"| {t} rows | {s['rows'][t]:,} | {e['rows'][t]:,} | {f['rows'][t]:,} |")
-    print(f"| write ms median / p90 | {s['write_ms_median']:.2f} / {s['write_ms_p90']:.2f} | "
+    print(f"| write ms median / p90 (probe run) | {s['write_ms_median']:.2f} / {s['write_ms_p90']:.2f} | "
           f"{e['write_ms_median']:.2f} / {e['write_ms_p90']:.2f} | |")
-    print(f"| cold read, job being written (ms) | {s['read_current_job_ms']:.1f} | {e['read_current_job_ms']:.1f} | |")
-    print(f"| cold read, first job (ms) | {s['read_first_job_ms']:.1f} | {e['read_first_job_ms']:.1f} | |")
-    p = phases["same_run"]
-    print(f"\nsame run, a probe job of {args.window:,} chunks alternately into the aged store and a copy one job old:")
+    print(f"| cold read of the probe run (ms) | {s['read_probe_ms']:.1f} | {e['read_probe_ms']:.1f} | |")
+    p = result["same_run"]
+    print(f"\nsame run: a probe run of {args.window:,} chunks alternately into the aged store and a young one:")
     print("| | aged | young | aged / young |")
     print("|---|---|---|---|")
     for key, label in (("write_ms_median", "write ms, median"), ("write_ms_p90", "write ms, p90"),
-                       ("read_first_job_ms", "cold read, first job (ms)"),
-                       ("read_probe_job_ms", "cold read, probe job (ms)")):
+                       ("read_probe_ms", "cold read, first probe run (ms)"),
+                       ("read_probe2_ms", "cold read, second probe run (ms)")):
         print(f"| {label} | {p['aged'][key]:.2f} | {p['young'][key]:.2f} | {p['ratio_aged_to_young'][key]:.2f} |")
 
 

@@ -189,3 +189,31 @@ def test_an_old_stores_orphaned_file_rows_are_swept_by_the_next_writer_not_by_a_
     live = rows["metric_files"] | rows["metric_file_retirements"]
     assert rows["metric_summary_files"] <= live and rows["metric_file_metrics"] <= live
     assert len(rows["metric_summary_files"]) <= len(after["metric_summary_files"]) + 9
+
+
+def test_a_finished_jobs_stream_keeps_only_its_newest_key_once_idle(tmp_path):
+    """A finished job's spool is gone; its stream's window of keys would stay for good, a few KB a job. Idle past
+    the horizon, only the newest sequence's key stays: still a no-op when replayed, the stream still known."""
+    store, _ = _simulate(tmp_path, "s", runs=3, chunks=STREAM_WINDOW + 10, steps=1)
+    newest = STREAM_WINDOW + 9
+    with store.write_transaction() as tx:  # runs 0 and 1 ended two days ago; run 2's spool is still delivering
+        tx.execute("UPDATE idempotency_streams SET updated_at = '2000-01-01T00:00:00Z' "
+                   "WHERE stream IN ('spool-0', 'spool-1')")
+    later = MetricWriter(store)  # a writer's first delivery with a stream sweeps the idle streams
+    later.write_columns("chunk-2-x", [_columns("run-2", 10_000, 1)], request_hash="x", stream=("spool-2", newest + 2))
+    conn = store.connection()
+    kept = dict(conn.execute("SELECT stream, COUNT(*) FROM idempotency_stream_keys GROUP BY stream"))
+    assert kept["spool-0"] == kept["spool-1"] == 1
+    assert kept["spool-2"] == STREAM_WINDOW + 1  # not idle: its window stays
+    assert _counts(store)["idempotency_keys"] == 2 + STREAM_WINDOW + 1
+    assert _counts(store)["idempotency_streams"] == 3
+    assert not later.recorded(f"chunk-0-{newest - 1}")
+    again = later.write_columns(f"chunk-0-{newest}", [_columns("run-0", newest, 1)], request_hash=f"h-0-{newest}",
+                                stream=("spool-0", newest + 1))
+    assert again.reused
+    assert StoreReader(store).rows("run-0", "loss").step.tolist() == list(range(newest + 1))
+
+
+def test_the_idle_horizon_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="idle_stream_seconds"):
+        MetricWriter(_open(tmp_path / "s"), idle_stream_seconds=0)

@@ -30,6 +30,14 @@ came under sequence 0, which moved the stream's newest sequence back to 0: each 
 of the spool's last 16 chunks and a later history chunk pruned the non-finite key, so a start after a kill
 between delivery and checkpoint wrote both again (counted twice in the summaries).
 
+**Idle streams.** A finished job's spool is gone, but its stream kept ``STREAM_WINDOW + 1`` keys, a few KB
+a job for good: over a year of jobs more than the rest of the job's index rows (runs, summaries, files).
+So of a stream not written for :data:`IDLE_STREAM_SECONDS` (a day: no delivery is in flight, and a spool
+suspended that long still replays only its newest sequence) only the keys of its newest sequence are kept
+(:func:`prune_idle_streams`, run by a writer at its first delivery and then at most every
+:data:`IDLE_SWEEP_SECONDS`); its ``idempotency_streams`` row stays, so a chunk below the horizon is still
+known as new data.
+
 Keys recorded without a stream (an importer's file and block keys and non-finite observations, sequence 0)
 are kept as before.
 """
@@ -38,9 +46,11 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["STREAM_WINDOW", "record_stream_key"]
+__all__ = ["IDLE_STREAM_SECONDS", "IDLE_SWEEP_SECONDS", "STREAM_WINDOW", "prune_idle_streams", "record_stream_key"]
 
 STREAM_WINDOW = 16
+IDLE_STREAM_SECONDS = 24 * 3600.0
+IDLE_SWEEP_SECONDS = 3600.0
 
 
 def record_stream_key(tx: sqlite3.Connection, stream: str, sequence: int, key: str, now: str,
@@ -65,3 +75,16 @@ def record_stream_key(tx: sqlite3.Connection, stream: str, sequence: int, key: s
             tx.execute(f"DELETE FROM idempotency_stream_keys WHERE stream = ? AND {condition}", (stream, bound))
             pruned += len(gone)
     return pruned
+
+
+def prune_idle_streams(tx: sqlite3.Connection, cutoff: str) -> int:
+    """Inside a write transaction: of each stream last written before ``cutoff`` (RFC 3339 text, as
+    ``updated_at``), delete the keys of every sequence but its newest; returns how many keys were pruned.
+    One pass over the streams, each a seek on its keys."""
+    gone = tx.execute(
+        "SELECT k.stream, k.sequence, k.key FROM idempotency_streams s JOIN idempotency_stream_keys k "
+        "ON k.stream = s.stream WHERE s.updated_at < ? AND k.sequence != s.last_sequence", (cutoff,)).fetchall()
+    if gone:
+        tx.executemany("DELETE FROM idempotency_keys WHERE key = ?", [(k,) for _, _, k in gone])
+        tx.executemany("DELETE FROM idempotency_stream_keys WHERE stream = ? AND sequence = ? AND key = ?", gone)
+    return len(gone)

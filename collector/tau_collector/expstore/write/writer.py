@@ -10,8 +10,10 @@ the same key with another hash is a conflict. Files published by a transaction t
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import math
+import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
@@ -29,7 +31,12 @@ from tau_collector.expstore.maintain.compaction_thread import CompactionThread
 from tau_collector.expstore.maintain.leftovers import GRACE_SECONDS, sweep_run_directories
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 from tau_collector.expstore.write.config_rows import ConfigConflictError, put_run_config, run_config_hash
-from tau_collector.expstore.write.idempotency import record_stream_key
+from tau_collector.expstore.write.idempotency import (
+    IDLE_STREAM_SECONDS,
+    IDLE_SWEEP_SECONDS,
+    prune_idle_streams,
+    record_stream_key,
+)
 from tau_collector.expstore.write.listing import refresh_runs
 from tau_collector.expstore.write.summaries import read_summary, store_summary, summarize_sorted, upsert_summaries
 from tau_collector.projection.metric_event import MetricEvent
@@ -134,8 +141,15 @@ class MetricWriter:
     """Writes chunks into one store. Thread-safe per thread (one SQLite connection each)."""
 
     def __init__(self, store: ExpStore, *, compaction: CompactionPolicy | None = None,
-                 background_compaction: bool = False, leftover_grace_seconds: float = GRACE_SECONDS) -> None:
+                 background_compaction: bool = False, leftover_grace_seconds: float = GRACE_SECONDS,
+                 idle_stream_seconds: float = IDLE_STREAM_SECONDS) -> None:
         self.store = store
+        # Streams idle this long keep only their newest sequence's keys (.idempotency); swept at the first
+        # delivery with a stream and then at most every IDLE_SWEEP_SECONDS (or the idle time, if shorter).
+        if not idle_stream_seconds > 0:
+            raise ValueError(f"idle_stream_seconds must be positive, got {idle_stream_seconds}")
+        self.idle_stream_seconds = idle_stream_seconds
+        self._next_idle_sweep = -math.inf
         # Runs whose directories this writer swept of what a killed writer or compaction left (.maintain.leftovers).
         self._swept: set[tuple[str, str, str, str]] = set()
         self.leftover_grace_seconds = leftover_grace_seconds
@@ -218,12 +232,20 @@ class MetricWriter:
             for path in published:
                 path.unlink(missing_ok=True)
             return self._reuse(idempotency_key, raced[0], request_hash)
+        if stream is not None and time.monotonic() >= self._next_idle_sweep:
+            self._prune_idle_streams()
         if self.compaction is not None:
             self._maybe_compact({rf.run_id for rf in run_files})
         file_ids = tuple(rf.file_id for rf in run_files)
         return WriteResult(False, file_ids, sum(rf.row_count for rf in run_files))
 
     # -- idempotency ----------------------------------------------------------------------
+
+    def _prune_idle_streams(self) -> int:
+        self._next_idle_sweep = time.monotonic() + min(IDLE_SWEEP_SECONDS, self.idle_stream_seconds)
+        cutoff = _dt.datetime.now(_dt.UTC) - _dt.timedelta(seconds=self.idle_stream_seconds)
+        with self.store.write_transaction() as tx:
+            return prune_idle_streams(tx, cutoff.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
     def recorded(self, key: str) -> bool:
         """Whether ``key`` is recorded (an importer checks a whole file's key before reading it)."""
