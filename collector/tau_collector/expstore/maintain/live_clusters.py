@@ -73,6 +73,11 @@ DELTA_PREFIX = CLUSTERED_PREFIX + "delta-"
 # Least rows of a row group of the files written here: a cold read of one metric decodes its group, and these
 # files are read a metric at a time (a delivery's 4,096 made the group cost more than opening the file).
 GROUP_ROWS = 1024
+# Row groups of a file written here: about this many at most (a larger file has larger groups, up to
+# ``MOST_GROUP_ROWS``). A cold read parses the whole footer and scans every group's statistics, so its cost grows
+# with the groups of the files it opens; a metric's rows are one group's few thousand rows all the same.
+FILE_GROUPS = 64
+MOST_GROUP_ROWS = 32_768
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +99,7 @@ class LivePolicy:
     # The deltas: an ingest merges its files with the newest deltas no larger than ``delta_ratio`` times what it
     # merges so far (:func:`_joining_deltas`), and with all of them when there would be more than ``max_deltas``.
     delta_ratio: float = 1.0
-    max_deltas: int = 4
+    max_deltas: int = 2
     window_rows: int = 16_384  # rows one window of the streaming merge holds (by the summaries' counts)
     max_steps: int = 4  # steps of one pass: a step more only while unclustered files are due (a backlog)
     leftover_grace_seconds: float = 3600.0
@@ -342,8 +347,11 @@ class _Output:
     """A file a step writes, a row group at a time, with its levels summarized as it goes."""
 
     def __init__(self, store: ExpStore, run_id: str, project: str, group: str, experiment: str, prefix: str,
-                 levels: bool) -> None:
+                 levels: bool, rows: int) -> None:
         self.store = store
+        # least rows of a group: the file's expected ``rows`` over FILE_GROUPS (what is pending is written as
+        # groups once it holds that many, or a delivery's group)
+        self.least = min(MOST_GROUP_ROWS, max(GROUP_ROWS, rows // FILE_GROUPS))
         self.file_id = prefix + uuid.uuid4().hex
         self.relative = metric_file_path(project, experiment, group, run_id, self.file_id)
         self.tmp = store.temporary_path(self.relative)
@@ -367,7 +375,7 @@ class _Output:
     def add(self, parts: list[dict], files: list[tuple]) -> None:
         self.pending += parts
         self.pending_rows += sum(len(p["value"].values) for p in parts)
-        if self.pending_rows >= METRIC_GROUP_ROWS:
+        if self.pending_rows >= max(METRIC_GROUP_ROWS, self.least):
             self.flush(files)
 
     def flush(self, files: list[tuple]) -> None:
@@ -380,7 +388,7 @@ class _Output:
         if self.stream is None:
             self.stream = ParquetStream(self, columns)
         starts = metric_row_groups([0, *(np.flatnonzero(metric[1:] != metric[:-1]) + 1).tolist()], rows,
-                                   least=GROUP_ROWS)
+                                   least=self.least)
         for start, stop in zip(starts, [*starts[1:], rows], strict=True):
             self.stream.write_group(columns, start, stop)
         s = step if step_valid is None else step[step_valid]
@@ -449,12 +457,14 @@ def _step(store: ExpStore, run_id: str, files: list[tuple], cuts: list[str], cho
         range_rows[_range_of(cuts, name)] += count
     outputs: dict[int | None, _Output] = {}
     published: list = []
+    delta_rows = sum(f[5] or 0 for f in files)  # at most: the folded ranges' rows go to their bases
 
     def output(r: int | None) -> _Output:
         if r not in outputs:
             levels = r is not None and needs_levels(range_rows[r], in_range[r])
             outputs[r] = _Output(store, run_id, project, group, experiment,
-                                 DELTA_PREFIX if r is None else CLUSTERED_PREFIX, levels)
+                                 DELTA_PREFIX if r is None else CLUSTERED_PREFIX, levels,
+                                 delta_rows if r is None else range_rows[r])
         return outputs[r]
 
     try:
