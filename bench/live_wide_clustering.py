@@ -16,7 +16,7 @@ the same run. The ratio cold/alone is the figure of issue 30 §5 (target: within
 the files a read of one metric opens, the rows the clustering passes rewrote (its work), and the largest pass.
 
     .venv/bin/python bench/live_wide_clustering.py [--metrics 10000] [--steps 360] [--probes 7] [--repeat 3] \
-        [--skip-compaction-only]
+        [--skip-compaction-only] [--max-deltas N]
 
 Writes ``bench/out/live_wide_clustering.json``.
 """
@@ -58,11 +58,11 @@ def delivery(all_names: list[str], step: int, metrics: np.ndarray | None = None)
                       value=np.sin(chosen * 0.37 + step * 0.01), tags=["{}"] * n, tag_sets=[{}], source="history")
 
 
-def fill(root: Path, metrics: int, steps: int, clustered: bool) -> dict:
+def fill(root: Path, metrics: int, steps: int, clustered: bool, live: LivePolicy | None = None) -> dict:
     store = open_store(root, create=True)
     writer = MetricWriter(store, compaction=CompactionPolicy(min_files=10**9))  # the passes below do it
     policy = CompactionPolicy()
-    live = LivePolicy()
+    live = live or LivePolicy()
     all_names = names(metrics)
     passes, rewrites, longest, maintenance = 0, 0, 0.0, 0.0
     cpu: list[float] = []  # the clustering's CPU seconds, a pass (a simulated minute) each
@@ -132,6 +132,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7, help="cold reads of each probe and store, in turn")
     parser.add_argument("--skip-compaction-only", action="store_true",
                         help="no compaction-only store (its ratio is then not printed)")
+    parser.add_argument("--max-deltas", type=int, default=None, help="LivePolicy.max_deltas (default: the policy's)")
     parser.add_argument("--out", default="live_wide_clustering.json", help="file name under bench/out/")
     args = parser.parse_args()
     all_names = names(args.metrics)
@@ -141,7 +142,8 @@ def main() -> None:
         if not args.skip_compaction_only:
             before = fill(base / "compacted", args.metrics, args.steps, clustered=False)
             print("compaction only:", before, flush=True)
-        after = fill(base / "clustered", args.metrics, args.steps, clustered=True)
+        live = LivePolicy() if args.max_deltas is None else LivePolicy(max_deltas=args.max_deltas)
+        after = fill(base / "clustered", args.metrics, args.steps, clustered=True, live=live)
         print("with clustering:", {k: v for k, v in after.items() if k != "cpu_per_pass_s"}, flush=True)
         stores = [base / "clustered"] if before is None else [base / "compacted", base / "clustered"]
         probes = [all_names[i] for i in np.linspace(0, args.metrics - 1, args.probes).astype(int)]
