@@ -312,3 +312,25 @@ def test_an_ingest_joins_the_newest_deltas_no_larger_than_it_has_merged():
     # four left plus the new one would be five: all of them
     assert len(_joining_deltas(deltas(800, 400, 200, 100), 10, policy)) == 4
     assert _joining_deltas([], 10, policy) == []
+
+
+def test_live_clustering_sizes_a_files_row_groups_to_its_rows(tmp_path):
+    """A delta of 80,000 rows is written in about FILE_GROUPS row groups (a cold read parses each group's
+    footer entry), each still whole metrics, and reads right."""
+    from tau_collector.expstore.maintain.live_clusters import DELTA_PREFIX, FILE_GROUPS, LivePolicy, cluster_live
+
+    store, writer = new_store(tmp_path)
+    policy = LivePolicy(wide_metrics=1, range_metrics=500, ingest_files=1, merge_fraction=100.0)
+    for c in range(2):
+        writer.write_columns(f"k{c}", [_wide("r", c * STEPS, STEPS, width=2000)], request_hash="h")
+        assert cluster_live(store, "r", policy) == 1
+    (path,) = [store.absolute(p) for (p,) in store.connection().execute(
+        "SELECT path FROM metric_files WHERE run_id = 'r' AND file_id LIKE ?", (DELTA_PREFIX + "%",))]
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_rows == 2000 * STEPS
+    # ~FILE_GROUPS, plus one short group at the end of each merge window; 1,024-row groups would make 77
+    assert meta.num_row_groups <= FILE_GROUPS + meta.num_rows // policy.window_rows + 1
+    assert _groups_holding(path, "layer1234/grad_norm") and len(_groups_holding(path, "layer1234/grad_norm")) == 1
+    rows = StoreReader(store).rows("r", "layer1234/grad_norm")
+    assert rows.step.tolist() == list(range(2 * STEPS))
+    assert np.array_equal(rows.value, 1234 * 1000.0 + rows.step)
