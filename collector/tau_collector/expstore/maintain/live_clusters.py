@@ -74,8 +74,8 @@ DELTA_PREFIX = CLUSTERED_PREFIX + "delta-"
 # files are read a metric at a time (a delivery's 4,096 made the group cost more than opening the file).
 GROUP_ROWS = 1024
 # Row groups of a file written here: about this many, plus a short one at the end of each merge window (a larger
-# file has larger groups, up to ``MOST_GROUP_ROWS``). A cold read parses the whole footer and scans every group's statistics, so its cost grows
-# with the groups of the files it opens; a metric's rows are one group's few thousand rows all the same.
+# file has larger groups, up to ``MOST_GROUP_ROWS``). A cold read parses the whole footer and scans every group's
+# statistics, so its cost grows with the groups of the files it opens; decoding one larger group costs less.
 FILE_GROUPS = 64
 MOST_GROUP_ROWS = 32_768
 
