@@ -90,7 +90,7 @@ class LivePolicy:
     ingest_files: int = 8
     file_rows: int = 32_768
     batch_files: int = 8  # unclustered files one step takes, oldest first (each holds a row group in memory)
-    merge_fraction: float = 0.25  # a range's base takes in its share of the delta once it is this part of it
+    merge_fraction: float = 0.25  # a range's base takes in its share of the deltas once it is this part of it
     # Rows of bases one step folds (rewrites): at least ``fold_rows``, and ``fold_factor`` times the rows it takes
     # in -- a run's bases take in what it delivers at the rate ``merge_fraction`` asks (each row then rewritten
     # about 1 + 1 / merge_fraction times in all), and a step's work stays in proportion to its delivery.
