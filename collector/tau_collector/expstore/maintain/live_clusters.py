@@ -8,8 +8,8 @@ step or two; a cold read of one metric would open them all. The sidecar's mainte
   the run is first clustered (from ``metric_summaries``) and afterwards read off the index: a range starts at the
   first metric of its base file;
 * **a base file per range** (``clustered-<hex>``): every row of the range's metrics merged so far;
-* **tiered delta files** (``clustered-delta-<hex>``, at most ``max_deltas``): the rows clustered since, of every
-  range, each sorted by metric; older deltas are larger.
+* **tiered delta files** (``clustered-delta-<hex>``, at most ``max_deltas``, one by default): the rows clustered
+  since, of every range, each sorted by metric; older deltas are larger.
 
 A read of one metric opens its range's base and the deltas (the index's metric ranges skip the other bases),
 plus the few delivered files not clustered yet. A clustering step (:func:`cluster_live`) merges the oldest
@@ -99,7 +99,11 @@ class LivePolicy:
     # The deltas: an ingest merges its files with the newest deltas no larger than ``delta_ratio`` times what it
     # merges so far (:func:`_joining_deltas`), and with all of them when there would be more than ``max_deltas``.
     delta_ratio: float = 1.0
-    max_deltas: int = 2
+    # One by default: a cold read costs about one read of the metric alone per file it opens, so a second delta
+    # puts the read at ~3x the metric alone by itself (issue 30 §5); with row groups sized to the file the one
+    # delta's CPU stayed 0.83-1.67 % of a core over an hour of a 10,000-metric run (bench/README). A run living
+    # far longer than that is where more deltas pay: the one delta's rewrite grows with the run.
+    max_deltas: int = 1
     window_rows: int = 16_384  # rows one window of the streaming merge holds (by the summaries' counts)
     max_steps: int = 4  # steps of one pass: a step more only while unclustered files are due (a backlog)
     leftover_grace_seconds: float = 3600.0
