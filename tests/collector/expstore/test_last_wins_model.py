@@ -275,11 +275,14 @@ policies = st.builds(
 # The sidecar's incremental clustering, scaled down: every run is "wide", ranges of one or two metrics, tiny
 # ingests, merge windows and row groups' worth of rows.
 live_policies = st.builds(
-    lambda rows, ingest, ranges, batch, fraction, merges, window, steps: LivePolicy(
+    lambda rows, ingest, ranges, batch, fraction, merges, window, steps, ratio, deltas: LivePolicy(
         wide_metrics=1, range_metrics=ranges, file_rows=rows, ingest_files=ingest, batch_files=batch,
-        merge_fraction=fraction, fold_rows=merges, window_rows=window, max_steps=steps),
+        merge_fraction=fraction, fold_rows=merges, window_rows=window, max_steps=steps, delta_ratio=ratio,
+        max_deltas=deltas),
     st.integers(1, 600), st.integers(1, 4), st.integers(1, 3), st.integers(1, 4), st.sampled_from([0.0, 0.25, 2.0]),
-    st.integers(1, 400), st.integers(1, 300), st.integers(1, 3))
+    st.integers(1, 400), st.integers(1, 300), st.integers(1, 3),
+    # tiered deltas: none joined (a new delta each ingest), some, all; one delta at most up to several
+    st.sampled_from([0.0, 1.0, 8.0]), st.integers(1, 4))
 
 _resend = st.tuples(st.just("resend"), st.integers(0, 1000), st.booleans(), st.lists(values, min_size=1, max_size=12))
 actions = st.one_of(

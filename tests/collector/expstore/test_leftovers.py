@@ -14,6 +14,7 @@ import pytest
 from tau_collector.expstore import StoreReader, open_store
 from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_all
 from tau_collector.expstore.maintain.leftovers import sweep_run
+from tau_collector.expstore.maintain.live_clusters import LivePolicy, cluster_live
 from tau_collector.expstore.maintain.metric_clusters import cluster_run
 from tau_collector.expstore.write.writer import MetricWriter
 
@@ -83,13 +84,32 @@ def _cluster(store_dir: Path) -> None:
     cluster_run(open_store(store_dir, writable=True), "seed-1", max_rows=90)
 
 
+def _live_base(tmp_path: Path) -> Path:
+    """Five chunks of steps apart, the last re-sending a step of the fourth (one wall time: the last wins)."""
+    store, writer = new_store(tmp_path / "base")
+    for c in range(5):
+        resent = [event(35, -1.0, metric="m1", wall_ns=1)] if c == 4 else []
+        writer.write_chunk(f"c{c}", [event(c * 10 + s, float(c * 100 + s), metric=m, wall_ns=1)
+                                     for m in METRICS for s in range(10)] + resent, [], request_hash="h")
+    store.close()
+    return tmp_path / "base" / "store"
+
+
+def _cluster_live(store_dir: Path) -> None:
+    """Live clustering's four steps of a file each: the ranges' bases, two tiered deltas, then a step past the
+    cap merging both deltas and the last two files (the re-sent step ties them) and folding ranges."""
+    cluster_live(open_store(store_dir, writable=True), "seed-1", LivePolicy(
+        wide_metrics=1, range_metrics=2, ingest_files=1, batch_files=1, delta_ratio=0.0, max_deltas=2,
+        leftover_grace_seconds=3600))
+
+
 def _next_compaction(store_dir: Path) -> None:
     compact_all(open_store(store_dir, writable=True), "seed-1",
                 policy=CompactionPolicy(min_files=1, grace_seconds=3600, leftover_grace_seconds=0))
 
 
-def _sweep_each_point(tmp_path: Path, child, after, expected_reads) -> int:
-    base = _base(tmp_path)
+def _sweep_each_point(tmp_path: Path, child, after, expected_reads, make_base=_base) -> int:
+    base = make_base(tmp_path)
     count_dir = tmp_path / "count"
     shutil.copytree(base, count_dir)
     assert _forked(lambda: child(count_dir), "count", 0, tmp_path / "count.log") == 0
@@ -116,6 +136,15 @@ def test_a_child_killed_at_any_point_leaves_nothing_after_the_next_compaction(tm
     expected = _reads(_base(tmp_path / "ref"))
     left = _sweep_each_point(tmp_path, child, _next_compaction, expected)
     assert left > 0  # some stops did leave files behind: the sweep had work to do
+
+
+@pytest.mark.slow
+def test_live_clustering_killed_at_any_point_leaves_nothing_after_the_next_compaction(tmp_path):
+    """The sidecar's live clustering (bases, tiered deltas, a full step) killed at each durability point."""
+    expected = _reads(_live_base(tmp_path / "ref"))
+    assert expected["m1"][1][35] == -1.0
+    left = _sweep_each_point(tmp_path, _cluster_live, _next_compaction, expected, make_base=_live_base)
+    assert left > 0
 
 
 @pytest.mark.slow

@@ -274,3 +274,63 @@ def test_live_clustering_leaves_a_file_of_another_writer_and_clusters_the_rest(t
         rows = reader.rows("r", m)
         assert rows.step.tolist() == list(range(5 * STEPS))
         assert np.array_equal(rows.value, int(m[5:9]) * 1000.0 + rows.step)
+
+
+def test_live_clustering_keeps_tiered_deltas_and_merges_them_all_past_the_cap(tmp_path):
+    """Each ingest adds a delta of its own files (``delta_ratio`` 0 joins none) until ``max_deltas``; the next
+    merges every delta and the new files into one; every row reads as written throughout."""
+    from tau_collector.expstore.maintain.live_clusters import DELTA_PREFIX, LivePolicy, cluster_live
+
+    store, writer = new_store(tmp_path)
+    policy = LivePolicy(wide_metrics=1, range_metrics=100, ingest_files=1, delta_ratio=0.0, max_deltas=3,
+                        merge_fraction=100.0)
+    seen = []
+    for c in range(6):
+        writer.write_columns(f"k{c}", [_wide("r", c * STEPS, STEPS)], request_hash="h")
+        assert cluster_live(store, "r", policy) == 1
+        ids = [i for (i,) in store.connection().execute("SELECT file_id FROM metric_files WHERE run_id = 'r'")]
+        assert all(i.startswith("clustered-") for i in ids)
+        seen.append(sum(i.startswith(DELTA_PREFIX) for i in ids))
+        reader = StoreReader(store)
+        for m in ("layer0000/grad_norm", "layer0150/grad_norm", "layer0299/grad_norm"):
+            rows = reader.rows("r", m)
+            assert rows.step.tolist() == list(range((c + 1) * STEPS))
+            assert np.array_equal(rows.value, int(m[5:9]) * 1000.0 + rows.step)
+    assert seen == [0, 1, 2, 3, 1, 2]
+
+
+def test_an_ingest_joins_the_newest_deltas_no_larger_than_it_has_merged():
+    from tau_collector.expstore.maintain.live_clusters import LivePolicy, _joining_deltas
+
+    def deltas(*rows):
+        return [(i, f"clustered-delta-{i}", "", "", "", n) for i, n in enumerate(rows)]
+
+    policy = LivePolicy(delta_ratio=1.0, max_deltas=4)
+    assert [f[5] for f in _joining_deltas(deltas(800, 400, 100, 50), 60, policy)] == [100, 50]  # 60+50+100 < 400
+    assert [f[5] for f in _joining_deltas(deltas(800, 400, 100, 50), 300, policy)] == [800, 400, 100, 50]
+    assert _joining_deltas(deltas(800, 400), 10, policy) == []
+    # four left plus the new one would be five: all of them
+    assert len(_joining_deltas(deltas(800, 400, 200, 100), 10, policy)) == 4
+    assert _joining_deltas([], 10, policy) == []
+
+
+def test_live_clustering_sizes_a_files_row_groups_to_its_rows(tmp_path):
+    """A delta of 80,000 rows is written in about FILE_GROUPS row groups (a cold read parses each group's
+    footer entry), each still whole metrics, and reads right."""
+    from tau_collector.expstore.maintain.live_clusters import DELTA_PREFIX, FILE_GROUPS, LivePolicy, cluster_live
+
+    store, writer = new_store(tmp_path)
+    policy = LivePolicy(wide_metrics=1, range_metrics=500, ingest_files=1, merge_fraction=100.0)
+    for c in range(2):
+        writer.write_columns(f"k{c}", [_wide("r", c * STEPS, STEPS, width=2000)], request_hash="h")
+        assert cluster_live(store, "r", policy) == 1
+    (path,) = [store.absolute(p) for (p,) in store.connection().execute(
+        "SELECT path FROM metric_files WHERE run_id = 'r' AND file_id LIKE ?", (DELTA_PREFIX + "%",))]
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_rows == 2000 * STEPS
+    # ~FILE_GROUPS, plus one short group at the end of each merge window; 1,024-row groups would make 77
+    assert meta.num_row_groups <= FILE_GROUPS + meta.num_rows // policy.window_rows + 1
+    assert _groups_holding(path, "layer1234/grad_norm") and len(_groups_holding(path, "layer1234/grad_norm")) == 1
+    rows = StoreReader(store).rows("r", "layer1234/grad_norm")
+    assert rows.step.tolist() == list(range(2 * STEPS))
+    assert np.array_equal(rows.value, 1234 * 1000.0 + rows.step)

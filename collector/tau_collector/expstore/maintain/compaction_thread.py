@@ -19,7 +19,8 @@ or the new one, and what it published but did not register is swept by the next 
 
 The same thread clusters live wide runs by metric after compacting them (:func:`.live_clusters.cluster_live`,
 issue 30 §5): one bounded pass per run and request, with the same reader and encoder, so a cold read of one
-metric of a 10,000-metric run opens its range's base and the run's delta, not every file an hour of appends made.
+metric of a 10,000-metric run opens its range's base and the run's delta (or tiered deltas), not every file an hour
+of appends made.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Live wide runs clustered by metric as they grow: each metric in its range's base file and one delta file.
+"""Live wide runs clustered by metric as they grow: each metric in its range's base file and a few delta files.
 
 A wide live run (thousands of metrics logged every step) arrives as files that each hold every metric for a
 step or two; a cold read of one metric would open them all. The sidecar's maintenance thread
@@ -8,15 +8,21 @@ step or two; a cold read of one metric would open them all. The sidecar's mainte
   the run is first clustered (from ``metric_summaries``) and afterwards read off the index: a range starts at the
   first metric of its base file;
 * **a base file per range** (``clustered-<hex>``): every row of the range's metrics merged so far;
-* **one delta file** (``clustered-delta-<hex>``): the rows clustered since, of every range, sorted by metric.
+* **tiered delta files** (``clustered-delta-<hex>``, at most ``max_deltas``, one by default): the rows clustered
+  since, of every range, each sorted by metric; older deltas are larger.
 
-A read of one metric opens its range's base and the delta (the index's metric ranges skip the other bases),
+A read of one metric opens its range's base and the deltas (the index's metric ranges skip the other bases),
 plus the few delivered files not clustered yet. A clustering step (:func:`cluster_live`) merges the oldest
-unclustered files (up to ``batch_files``) with the delta into a new delta, and folds into their bases the
-ranges whose share of the delta has reached ``merge_fraction`` of their base (the largest shares first, as many
-as ``fold_rows`` -- or ``fold_factor`` times the step's new rows -- allow). So a base is rewritten each time it
-has grown by a quarter (a row ~5 times in all), and the delta every step (~1/8 of the run's rows on average): the
-rows rewritten per hour grow as the run does, and a read costs two files.
+unclustered files (up to ``batch_files``) with the newest deltas no larger than ``delta_ratio`` times what it
+merges so far (:func:`_joining_deltas`: as a binary counter carries) into one new delta -- with all of them when
+more than ``max_deltas`` would be left. Only a step that merges every delta (a *full* step) folds into their bases
+the ranges whose share of the deltas has reached ``merge_fraction`` of their base (the largest shares first, as
+many as ``fold_rows`` -- or ``fold_factor`` times the step's new rows -- allow): a range's rows leave the deltas
+only when all of them are rewritten. So an ingest costs what it takes in plus the small deltas it carries into
+(a row is rewritten about once per delta size class), not the whole delta as when the run had one delta
+rewritten every step (whose share of the run grew with it); a base is rewritten each time it has grown by a
+quarter (a row ~5 times in all); a full step is as large as the deltas, about once every ``max_deltas`` ingests
+of the largest size class. A read costs the base and at most ``max_deltas`` deltas.
 
 Memory does not grow with the files: a step is one streaming merge. Its inputs are read a row group at a time
 (:class:`..format.parquet_reader.MetricFileGroups`; a row group of our files holds whole metrics), in windows of
@@ -67,6 +73,11 @@ DELTA_PREFIX = CLUSTERED_PREFIX + "delta-"
 # Least rows of a row group of the files written here: a cold read of one metric decodes its group, and these
 # files are read a metric at a time (a delivery's 4,096 made the group cost more than opening the file).
 GROUP_ROWS = 1024
+# Row groups of a file written here: about this many, plus a short one at the end of each merge window (a larger
+# file has larger groups, up to ``MOST_GROUP_ROWS``). A cold read parses the whole footer and scans every group's
+# statistics, so its cost grows with the groups of the files it opens; decoding one larger group costs less.
+FILE_GROUPS = 64
+MOST_GROUP_ROWS = 32_768
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,12 +90,20 @@ class LivePolicy:
     ingest_files: int = 8
     file_rows: int = 32_768
     batch_files: int = 8  # unclustered files one step takes, oldest first (each holds a row group in memory)
-    merge_fraction: float = 0.25  # a range's base takes in its share of the delta once it is this part of it
+    merge_fraction: float = 0.25  # a range's base takes in its share of the deltas once it is this part of it
     # Rows of bases one step folds (rewrites): at least ``fold_rows``, and ``fold_factor`` times the rows it takes
     # in -- a run's bases take in what it delivers at the rate ``merge_fraction`` asks (each row then rewritten
     # about 1 + 1 / merge_fraction times in all), and a step's work stays in proportion to its delivery.
     fold_rows: int = 16_384
     fold_factor: int = 4
+    # The deltas: an ingest merges its files with the newest deltas no larger than ``delta_ratio`` times what it
+    # merges so far (:func:`_joining_deltas`), and with all of them when there would be more than ``max_deltas``.
+    delta_ratio: float = 1.0
+    # One by default: a cold read costs about one read of the metric alone per file it opens, so a second delta
+    # puts the read at ~3x the metric alone by itself (issue 30 §5); with row groups sized to the file the one
+    # delta's CPU stayed 0.83-1.67 % of a core over an hour of a 10,000-metric run (bench/README). A run living
+    # far longer than that is where more deltas pay: the one delta's rewrite grows with the run.
+    max_deltas: int = 1
     window_rows: int = 16_384  # rows one window of the streaming merge holds (by the summaries' counts)
     max_steps: int = 4  # steps of one pass: a step more only while unclustered files are due (a backlog)
     leftover_grace_seconds: float = 3600.0
@@ -127,14 +146,17 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
         deltas = [f for f in listing if f[1].startswith(DELTA_PREFIX) and f[1] not in foreign]
         ingest = _ingest_due(len(unclustered), sum(f[5] or 0 for f in unclustered), policy)
         if steps and not ingest:
-            break  # a step rewrites the delta: a second one only for files still to take (a backlog)
+            break  # a second step only for files still to take (a backlog)
         batch = unclustered[:policy.batch_files] if ingest else []
+        joined = _joining_deltas(deltas, sum(f[5] or 0 for f in batch), policy) if ingest else deltas
         cuts = _cuts(bases, counts, policy)
         budget = max(policy.fold_rows, policy.fold_factor * sum(f[5] or 0 for f in batch))
-        chosen = _due_ranges(store, cuts, names, bases, deltas, budget, policy)
+        # a range's rows leave the deltas only when every delta is merged: bases are folded by full steps only
+        full = len(joined) == len(deltas)
+        chosen = _due_ranges(store, cuts, names, bases, deltas, budget, policy) if full else set()
         if not ingest and not (bases and chosen):
             break
-        moved = _safe_inputs(listing, batch, deltas, [f for f in bases if _range_of(cuts, f[8]) in chosen], policy,
+        moved = _safe_inputs(listing, batch, joined, [f for f in bases if _range_of(cuts, f[8]) in chosen], policy,
                              foreign)
         if not moved:
             break
@@ -149,6 +171,22 @@ def cluster_live(store: ExpStore, run_id: str, policy: LivePolicy | None = None)
             continue  # the step again without it
         steps += 1
     return steps
+
+
+def _joining_deltas(deltas: list[tuple], rows: int, policy: LivePolicy) -> list[tuple]:
+    """The deltas an ingest of ``rows`` rows merges into its new delta: the newest ones, for as long as each is at
+    most ``delta_ratio`` times the rows merged so far (the deltas' sizes then grow geometrically with their age, as
+    a binary counter's digits, and a row is rewritten about once per size class); all of them when the deltas left
+    would be more than ``max_deltas`` with the new one (a read opens every delta)."""
+    joined = 0
+    for f in reversed(deltas):
+        if (f[5] or 0) > policy.delta_ratio * rows:
+            break
+        rows += f[5] or 0
+        joined += 1
+    if len(deltas) - joined + 1 > policy.max_deltas:
+        return list(deltas)
+    return deltas[len(deltas) - joined:]
 
 
 def _cuts(bases: list[tuple], counts: list[tuple[str, int]], policy: LivePolicy) -> list[str]:
@@ -313,8 +351,11 @@ class _Output:
     """A file a step writes, a row group at a time, with its levels summarized as it goes."""
 
     def __init__(self, store: ExpStore, run_id: str, project: str, group: str, experiment: str, prefix: str,
-                 levels: bool) -> None:
+                 levels: bool, rows: int) -> None:
         self.store = store
+        # least rows of a group: the file's expected ``rows`` over FILE_GROUPS (what is pending is written as
+        # groups once it holds that many, or a delivery's group)
+        self.least = min(MOST_GROUP_ROWS, max(GROUP_ROWS, rows // FILE_GROUPS))
         self.file_id = prefix + uuid.uuid4().hex
         self.relative = metric_file_path(project, experiment, group, run_id, self.file_id)
         self.tmp = store.temporary_path(self.relative)
@@ -338,7 +379,7 @@ class _Output:
     def add(self, parts: list[dict], files: list[tuple]) -> None:
         self.pending += parts
         self.pending_rows += sum(len(p["value"].values) for p in parts)
-        if self.pending_rows >= METRIC_GROUP_ROWS:
+        if self.pending_rows >= max(METRIC_GROUP_ROWS, self.least):
             self.flush(files)
 
     def flush(self, files: list[tuple]) -> None:
@@ -351,7 +392,7 @@ class _Output:
         if self.stream is None:
             self.stream = ParquetStream(self, columns)
         starts = metric_row_groups([0, *(np.flatnonzero(metric[1:] != metric[:-1]) + 1).tolist()], rows,
-                                   least=GROUP_ROWS)
+                                   least=self.least)
         for start, stop in zip(starts, [*starts[1:], rows], strict=True):
             self.stream.write_group(columns, start, stop)
         s = step if step_valid is None else step[step_valid]
@@ -420,12 +461,14 @@ def _step(store: ExpStore, run_id: str, files: list[tuple], cuts: list[str], cho
         range_rows[_range_of(cuts, name)] += count
     outputs: dict[int | None, _Output] = {}
     published: list = []
+    delta_rows = sum(f[5] or 0 for f in files)  # at most: the folded ranges' rows go to their bases
 
     def output(r: int | None) -> _Output:
         if r not in outputs:
             levels = r is not None and needs_levels(range_rows[r], in_range[r])
             outputs[r] = _Output(store, run_id, project, group, experiment,
-                                 DELTA_PREFIX if r is None else CLUSTERED_PREFIX, levels)
+                                 DELTA_PREFIX if r is None else CLUSTERED_PREFIX, levels,
+                                 delta_rows if r is None else range_rows[r])
         return outputs[r]
 
     try:

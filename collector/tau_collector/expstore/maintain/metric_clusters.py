@@ -17,13 +17,12 @@ the replacements take the retired files' newest rowids (their place in registrat
 stay on disk for the grace period.
 
 Live wide runs are clustered by the sidecar's maintenance thread in a layout of their own (a base file per metric
-range and a delta: :mod:`.live_clusters`). Clustering reads with :mod:`..format.parquet_reader` (only the row groups
-whose ``metric_name`` statistics can hold the range) and writes with :mod:`..format.parquet_encoder`, so compaction
-can read what it wrote. A file of another Parquet writer (:class:`.compaction.ForeignFileError`: a store clustered
-before the encoder did it holds pyarrow's) is read with pyarrow here (an import's child, never the sidecar), so such
-a run is clustered again; a damaged file leaves the run as it is. Clustered files are named ``clustered-...``
-(:data:`.compaction.CLUSTERED_PREFIX`); compaction does not merge them.
-"""
+range and tiered deltas: :mod:`.live_clusters`). Clustering reads with :mod:`..format.parquet_reader` (only the row
+groups whose ``metric_name`` statistics can hold the range) and writes with :mod:`..format.parquet_encoder`, so
+compaction can read what it wrote. A file of another Parquet writer (:class:`.compaction.ForeignFileError`: a store
+clustered before the encoder did it holds pyarrow's) is read with pyarrow here (an import's child, never the
+sidecar), so such a run is clustered again; a damaged file leaves the run as it is. Clustered files are named
+``clustered-...`` (:data:`.compaction.CLUSTERED_PREFIX`); compaction does not merge them. """
 
 from __future__ import annotations
 
