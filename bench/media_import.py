@@ -145,12 +145,13 @@ def main() -> None:
         load_before = load_average()
         import_s, import_cpu, summary = time_import(logdir, store)
         acc_s, acc_cpu, acc_hist, acc_images = time_event_accumulator(event_file.parent)
+        file_bytes = os.path.getsize(event_file)  # before the temporary directory goes
     expected_hist, expected_images = args.hist_tags * steps, args.image_tags * steps
     assert (acc_hist, acc_images) == (expected_hist, expected_images), (acc_hist, acc_images)
     assert summary.media >= expected_hist + expected_images, (summary.media, expected_hist + expected_images)
     results = {
         "bench": "media_import", "hist_tags": args.hist_tags, "image_tags": args.image_tags, "steps": steps,
-        "file_bytes": os.path.getsize(event_file), "media": summary.media, "run_ids": summary.run_ids,
+        "file_bytes": file_bytes, "media": summary.media, "run_ids": summary.run_ids,
         "import_s": import_s, "event_accumulator_s": acc_s, "import_vs_event_accumulator": acc_s / import_s,
         "import_cpu_s": import_cpu, "event_accumulator_cpu_s": acc_cpu, "cpu_ratio": acc_cpu / import_cpu,
         "load_average_before": load_before, "load_average": load_average(),
