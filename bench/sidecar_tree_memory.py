@@ -151,6 +151,31 @@ def caught_up(root: Path, step: int) -> bool:
     return row is not None and row[0] is not None and row[0] >= step
 
 
+def poll_latency(index_path: Path, first_unit: int, written: dict[int, float], stop: threading.Event,
+                 delays: list[float]) -> None:
+    """Every 20 ms until ``stop``: the newest step the store holds; each unit of rows (``ROWS`` steps) that became
+    visible adds the seconds since the job finished writing it to ``delays`` (write to readable in the store)."""
+    import sqlite3
+
+    unit = first_unit  # the next unit not seen yet
+    conn = None
+    while not stop.wait(0.02):
+        try:
+            if conn is None:
+                if not index_path.exists():
+                    continue
+                conn = sqlite3.connect(f"file:{index_path}?mode=ro", uri=True, timeout=1)
+            newest = conn.execute("SELECT max(max_step) FROM metric_summaries WHERE run_id = 'bench'").fetchone()[0]
+        except sqlite3.Error:
+            continue
+        now = time.perf_counter()
+        while newest is not None and (unit + 1) * ROWS - 1 <= newest and unit in written:
+            delays.append(now - written[unit])
+            unit += 1
+    if conn is not None:
+        conn.close()
+
+
 def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         root = keep if keep is not None else Path(tmp)
@@ -174,6 +199,7 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> di
         ready_s = time.perf_counter() - started
         stop = threading.Event()
         written = [0]  # units (25 rows x 4 metrics) the job wrote
+        written_at: dict[int, float] = {}  # unit index -> when its write ended (perf_counter)
 
         def job(start_index: int) -> None:
             start = time.perf_counter()
@@ -184,6 +210,7 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> di
                     write_closed(root / "hist", i, i * ROWS, ROWS)
                 else:
                     append_rows(root / "hist" / "history.jsonl", i * ROWS, ROWS)
+                written_at[i] = time.perf_counter()
                 unit += 1
                 written[0] = unit
                 delay = unit / RATE - (time.perf_counter() - start)
@@ -191,7 +218,11 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> di
                     time.sleep(delay)
 
         writer = threading.Thread(target=job, args=(index,), daemon=True)
+        delays: list[float] = []
+        poller = threading.Thread(target=poll_latency, args=(root / "store" / "index.sqlite", index, written_at, stop,
+                                                             delays), daemon=True)
         writer.start()
+        poller.start()
         samples = []  # (t, rss, cpu, processes)
         t0 = time.perf_counter()
         load0 = os.getloadavg()[0]
@@ -208,6 +239,7 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> di
         load1 = os.getloadavg()[0]
         stop.set()
         writer.join()
+        poller.join()
         events = written[0] * ROWS * 4
         (root / "completion.json").write_text("")
         finish_started, finish_samples = time.perf_counter(), []  # the final drain and the run's registration
@@ -260,9 +292,18 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> di
         "most_processes": max(s[3] for s in samples),
         "cpu_percent_per_minute": shares(60.0), "cpu_percent_per_20s": shares(20.0),
         "compacted_files": compacted,
+        # from the end of a write to its rows readable in the store (polled every 20 ms, by this script)
+        "delivery_latency_ms": {"p50": _percentile(delays, 50), "p95": _percentile(delays, 95), "n": len(delays)},
         # the tree's CPU seconds over the sampled job per 1,000 events it wrote: comparable on a busy machine
         "cpu_s_per_1000_events": round(1000 * (samples[-1][2] - samples[0][2]) / max(1, events), 4),
     }
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(1000 * ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))], 1)
 
 
 def main() -> None:

@@ -145,11 +145,14 @@ class Collector:
                                 files=[o.completion_file] if o.completion_file else []) if o.watch else None
         try:
             iteration, changed = 0, None
+            drained_cpu = time.process_time()  # the process's CPU when the last drain ended (every thread)
             while True:
                 iteration += 1
                 started = time.monotonic()
+                background_cpu = time.process_time() - drained_cpu  # compaction, watcher, checkpoint scans
                 appended_cpu, drain_cpu = self._drain(checkpoint, final=False, changed=changed)
-                wait = drain_wait(o, appended_cpu, drain_cpu)
+                drained_cpu = time.process_time()
+                wait = drain_wait(o, appended_cpu, drain_cpu, background_cpu)
                 self._scan_checkpoints(final=not o.watch)
                 if self._completion_exists():
                     self._finish(checkpoint)
@@ -236,8 +239,8 @@ class Collector:
 
     def _drain(self, checkpoint: Checkpoint, *, final: bool, changed: set[str] | None = None) -> tuple[float, float]:
         """Read every source (``changed`` None), or only the files a watch event named; returns the CPU
-        seconds spent on files read before (appends: what waiting would have gathered into fewer chunks)
-        and on the whole drain.
+        seconds spent on files read before (appends, delivering them included: what waiting would have gathered
+        into fewer chunks) and on the whole drain.
 
         A full drain reads every directory, which grows with the run (a chunk file per step is common), but
         holds and stats only the files not folded as completely read (the first after a start checks the
@@ -265,18 +268,26 @@ class Collector:
                 if path not in present and not any(s.owns(path) for s in self.sources if not s.strict):
                     raise CollectorError(f"checkpointed history source disappeared: {path}")
         appended_cpu = 0.0
+        appended: set[str] = set()
         for source, found in inputs:
             for source_input in found:
                 if source.strict:
                     self._closed.note(source_input.path)
                 if source_input.path in checkpoint.sources:  # read before: an append
+                    appended.add(source_input.path)
                     cpu = time.process_time()
                     self._drain_input(checkpoint, pipeline, source, source_input, final)
                     appended_cpu += time.process_time() - cpu
                 else:
                     self._drain_input(checkpoint, pipeline, source, source_input, final)
                 pipeline.release(source, source_input)
+        # Delivering appends is CPU spent on them too (most of it: the chunk's spool record, store write and
+        # checkpoint), so a chunk holding appended rows counts against the budget's longer wait.
+        delivers_appends = any(part.source_input.path in appended for part in self._group)
+        cpu = time.process_time()
         self._flush(checkpoint, fold=self._closed.ready())  # a fold joins the chunk's checkpoint write
+        if delivers_appends:
+            appended_cpu += time.process_time() - cpu
         self._keep_new([(source, i) for source, found in inputs for i in found if i.path not in self._kept],
                        now=final or not self.options.watch)
         self._kept.difference_update(self._folded_now)

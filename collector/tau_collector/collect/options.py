@@ -131,12 +131,20 @@ def spools_columns(options: CollectorOptions) -> bool:
         options.spool_format == "auto" and all(sink.keeps_points for sink in options.sinks))
 
 
-def drain_wait(options: CollectorOptions, appended_cpu: float, drain_cpu: float) -> float:
-    """How long after a drain's start the next may begin (see ``batch_wait`` and ``cpu_budget``)."""
+def drain_wait(options: CollectorOptions, appended_cpu: float, drain_cpu: float,
+               background_cpu: float = 0.0) -> float:
+    """How long after a drain's start the next may begin (see ``batch_wait`` and ``cpu_budget``).
+
+    ``appended_cpu``: the drain's CPU seconds on files read before, delivering them included; ``drain_cpu``: the
+    whole drain's; ``background_cpu``: what the rest of the process spent since the previous drain ended (the
+    compaction thread's merges, the watcher), so that the budget holds the whole process, not only its drains.
+    """
     wait = options.batch_wait
-    if options.cpu_budget > 0:
-        wait = max(wait, min(MAX_BUDGET_WAIT, appended_cpu / options.cpu_budget),
-                   min(NEW_FILES_MAX_WAIT, drain_cpu / options.cpu_budget))
+    budget = options.cpu_budget
+    if budget > 0:
+        wait = max(wait, min(NEW_FILES_MAX_WAIT, (drain_cpu + background_cpu) / budget))
+        if appended_cpu > 0:  # the longer bound only for a drain of appends (new files stay within 0.3 s)
+            wait = max(wait, min(MAX_BUDGET_WAIT, (appended_cpu + background_cpu) / budget))
     return wait
 
 

@@ -197,6 +197,8 @@ _T_TRUE, _T_FALSE, _T_I32, _T_I64, _T_BINARY, _T_LIST, _T_STRUCT = 1, 2, 5, 6, 8
 
 
 def _varint(n: int) -> bytes:
+    if 0 <= n < 0x80:
+        return _ONE_BYTE[n]
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -206,7 +208,12 @@ def _varint(n: int) -> bytes:
 
 
 def _zigzag(n: int) -> bytes:
+    if -64 <= n < 64:  # most of a footer's numbers (enums, counts, field ids): one byte, looked up
+        return _ONE_BYTE[(n << 1) ^ (n >> 63)]
     return _varint((n << 1) ^ (n >> 63))
+
+
+_ONE_BYTE = [bytes([i]) for i in range(0x80)]
 
 
 class _Struct:
@@ -228,13 +235,24 @@ class _Struct:
         self._last = fid
 
     def i32(self, fid: int, value: int) -> _Struct:
-        self._head(fid, _T_I32)
-        self._out += _zigzag(value)
+        # _head and _zigzag inlined for the common case (a footer has thousands of these a small file)
+        delta = fid - self._last
+        if 0 < delta <= 15:
+            self._out.append((delta << 4) | _T_I32)
+            self._last = fid
+        else:
+            self._head(fid, _T_I32)
+        self._out += _ONE_BYTE[(value << 1) ^ (value >> 63)] if -64 <= value < 64 else _zigzag(value)
         return self
 
     def i64(self, fid: int, value: int) -> _Struct:
-        self._head(fid, _T_I64)
-        self._out += _zigzag(value)
+        delta = fid - self._last
+        if 0 < delta <= 15:
+            self._out.append((delta << 4) | _T_I64)
+            self._last = fid
+        else:
+            self._head(fid, _T_I64)
+        self._out += _ONE_BYTE[(value << 1) ^ (value >> 63)] if -64 <= value < 64 else _zigzag(value)
         return self
 
     def boolean(self, fid: int, value: bool) -> _Struct:
