@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from fixtures.collector import RecordingSink, options, row
 from tau_collector.collect.loop import Collector
 from tau_collector.collect.options import MAX_BUDGET_WAIT, NEW_FILES_MAX_WAIT, drain_wait
