@@ -9,8 +9,9 @@ With ``--prefill N`` the job has already written N closed files (``closed`` mode
 stored them and exited: the measured collector is a sidecar *restarted* on that job. Every 0.5 s the script
 sums VmRSS over the collector's process tree (children found through ``/proc/*/stat``'s parent pid, so a
 compaction child, were there one, counts) and reads the tree's CPU (its own and its waited-for children's).
-It prints the peak summed RSS, the CPU share of one core over each minute (and over each 20 s), and the tree's
-CPU seconds per 1,000 events written (process CPU time: the figure to compare on a shared machine).
+It prints the peak summed RSS, the CPU share of one core over each minute (and over each 20 s), the tree's
+CPU seconds per 1,000 events written (process CPU time: the figure to compare on a shared machine), and the
+delivery latency: from the end of each write to its rows readable in the store (p50/p95, polled every 20 ms).
 
 A restarted sidecar is sampled from its start: the catch-up (until the store holds the step of the file the job
 wrote 2 s before: its time, peak and CPU), the minute that starts a minute after it, and the run's end (the final
