@@ -184,3 +184,21 @@ def test_kill_9_at_each_step_leaves_a_readable_store_and_the_sweep_takes_the_lef
         compact_media(store, RUN, policy=MediaCompactionPolicy(min_entries=4))
         assert set(_entries(store).values()) == {1}, at
         assert _reads(root) == before, at
+
+
+def test_the_sidecar_s_compaction_merges_media_in_small_steps(tmp_path):
+    # The sidecar's process holds a media merge's rows: its policy bounds them (SIDECAR_MEDIA_MERGE_ROWS).
+    from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_all
+    from tau_collector.sinks.expstore import SIDECAR_MEDIA_MERGE_ROWS
+
+    root = tmp_path / "store"
+    store = _build(root)
+    before = _reads(root)
+    compact_all(store, RUN, policy=CompactionPolicy(media_merge_rows=20))
+    entries = _entries(store)
+    assert 1 < entries["layer_00"] < 26  # merged, in steps of about 20 rows, not into one entry
+    assert _reads(root) == before
+    compact_all(store, RUN, policy=CompactionPolicy())
+    assert _entries(store)["layer_00"] < entries["layer_00"]
+    assert _reads(root) == before
+    assert 0 < SIDECAR_MEDIA_MERGE_ROWS < CompactionPolicy().media_merge_rows

@@ -37,6 +37,7 @@ from tau_collector.taugrid.run_config import RunConfig
 __all__ = ["ExpstoreSink", "chunk_idempotency_key", "chunk_request_hash"]
 
 SIDECAR_MERGE_ROWS = 12_000
+SIDECAR_MEDIA_MERGE_ROWS = 2_048  # a media tag's rows a merge holds in the sidecar (~3 MB of 64-bucket histograms)
 
 KEY_PREFIX = "collector-chunk-"
 # OS errors on the store's paths that no retry can fix: the store is not writable by this process,
@@ -118,7 +119,8 @@ class ExpstoreSink(Sink):
         if compaction is None:
             # In the sidecar's own process a merge's rows are its memory: half the import's bound keeps the
             # collector under its 80 MB with a merge running (docs/collector-flags.md, bench/sidecar_tree_memory.py).
-            compaction = CompactionPolicy(max_merge_rows=SIDECAR_MERGE_ROWS) if background_compaction \
+            compaction = CompactionPolicy(max_merge_rows=SIDECAR_MERGE_ROWS,
+                                          media_merge_rows=SIDECAR_MEDIA_MERGE_ROWS) if background_compaction \
                 else CompactionPolicy()
         self._writer = MetricWriter(self._store, compaction=compaction,
                                     background_compaction=background_compaction)

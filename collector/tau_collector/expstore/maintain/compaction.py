@@ -70,6 +70,9 @@ class CompactionPolicy:
     # What a killed writer or compaction left (published, never registered; temporary files) is removed once
     # this old (:mod:`.leftovers`).
     leftover_grace_seconds: float = 3600.0
+    # The rows of one media tag a media merge holds at once (:mod:`.media_compaction`; a 64-bucket histogram
+    # row is ~1.6 kB): the sidecar's own process sets it low to stay in its container's memory.
+    media_merge_rows: int = 16_384
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,9 +196,11 @@ def compact_all(store: ExpStore, run_id: str, *, policy: CompactionPolicy | None
         delete_retired(store, grace_seconds=policy.grace_seconds)
         merges += merged_now
         if not merged_now and not relist:
-            from tau_collector.expstore.maintain.media_compaction import compact_media_quietly
+            from tau_collector.expstore.maintain.media_compaction import MediaCompactionPolicy, compact_media_quietly
 
-            compact_media_quietly(store, run_id)  # the run's histograms and text: few files a tag
+            rows = policy.media_merge_rows  # entries of this many rows are never merged again: a merge holds ~2x
+            compact_media_quietly(store, run_id, policy=MediaCompactionPolicy(  # the run's media: few files a tag
+                small_tag_rows=min(rows, MediaCompactionPolicy().small_tag_rows), max_merge_rows=rows))
             return merges
 
 
