@@ -35,6 +35,7 @@ from tau_collector.collect.completion_file import (
     cancellation_observation_id,
     read_completion,
 )
+from tau_collector.collect.covered_files import Covered
 from tau_collector.collect.delivery import Delivery, DeliveryError
 from tau_collector.collect.options import (
     CollectorError,
@@ -65,7 +66,7 @@ from tau_collector.sources.base import Batch, Position, Source, SourceInput
 from tau_collector.sources.jsonl import HistoryPathError, complete_lines
 from tau_collector.sources.records import ProblemKind, SourceProblem
 from tau_collector.spool.checkpoint import Checkpoint, SourceCheckpoint
-from tau_collector.spool.checkpoint_folding import ClosedFiles, Mark, is_mark, marks
+from tau_collector.spool.checkpoint_folding import ClosedFiles, is_mark, marks
 from tau_collector.spool.chunk_grouping import Part, cannot_join, history_columns, history_manifest
 from tau_collector.spool.column_record import replay_columns, write_column_chunk
 from tau_collector.spool.durable import make_dirs, remove_durable, write_file_atomic
@@ -568,51 +569,6 @@ class Collector:
         own = [os.path.abspath(d) for d in (self.options.out, *(d for sink in self.options.sinks
                                                                  for d in sink.local_directories()))]
         return [d for d in own if not any(root == d or root.startswith(d.rstrip(os.sep) + os.sep) for root in roots)]
-
-
-class Covered:
-    """One drain's test of the files folded as completely read (:mod:`.checkpoint_folding`), counting them as
-    it goes, so that a listing can leave them out without holding them.
-
-    A full scan counts them against the number folded (more means a file appeared behind the mark); the first
-    after a start, and any watch event naming one, also checks that none was modified after it was folded.
-    Either would be data the mark hides: an error, never a skip. Each path is asked once a drain.
-    """
-
-    __slots__ = ("check_times", "counts", "current")
-
-    def __init__(self, current: dict[str, Mark], *, check_times: bool) -> None:
-        self.current = current
-        self.check_times = check_times
-        self.counts: dict[str, int] = {}  # covered files seen, by directory
-
-    def __call__(self, path: str) -> bool:
-        directory = os.path.dirname(path)
-        mark = self.current.get(directory)
-        if mark is None or not mark.covers(path):
-            return False
-        self.counts[directory] = self.counts.get(directory, 0) + 1
-        if self.check_times:
-            try:
-                modified = os.stat(path).st_mtime_ns
-            except FileNotFoundError:
-                return True  # a folded file removed: everything in it was delivered
-            if modified > mark.newest_mtime_ns:
-                raise CollectorError(
-                    f"history file {path} was written after the checkpoint recorded every file up to "
-                    f"{mark.name} in its directory as completely read ({mark.key}); its new rows would be "
-                    "missed. Write new rows to files named after the newest one")
-        return True
-
-    def check_counts(self) -> None:
-        """After a full scan: no directory holds more covered files than its mark folded."""
-        for directory, count in self.counts.items():
-            mark = self.current[directory]
-            if count > mark.files:
-                raise CollectorError(
-                    f"{count} history files in {directory} are named at or before {mark.name}, but the "
-                    f"checkpoint folded {mark.files} as completely read ({mark.key}); a file appeared "
-                    "behind the mark and would be missed. Write new rows to files named after the newest one")
 
 
 class CollectorCancelled(CollectorError):
