@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Page
 
-from fixtures.browser import open_ready, screenshot
+from fixtures.browser import open_ready, screenshot, scroll_to
 from fixtures.portal import TOKEN, PortalServer, serve
 from fixtures.tb_writers import write_tensorboardx_media, write_tf_media
 from taunotebook.importer import import_paths
@@ -41,16 +41,14 @@ def card(page: Page, kind: str, tag: str):
 
 
 def wait_card(page: Page, kind: str, tag: str, *, state: str = "ready") -> None:
-    slot = page.locator(f'[data-card="{kind}/{tag}"]')
-    slot.wait_for(state="attached", timeout=30_000)
-    slot.scroll_into_view_if_needed()
+    scroll_to(page, f'[data-card="{kind}/{tag}"]')  # the slot, or the card that replaced it
     page.wait_for_selector(f'section.media-card[data-card="{kind}/{tag}"][data-state="{state}"]', timeout=30_000)
 
 
 def wait_step(page: Page, tag: str, step: int) -> None:
     """Until every panel of the card of ``tag`` shows ``step`` (scrolled into view: a card off screen follows the
     cursor when it is seen)."""
-    page.locator(f'section.media-card[data-tag="{tag}"]').scroll_into_view_if_needed()
+    scroll_to(page, f'section.media-card[data-tag="{tag}"]')
     page.wait_for_function(
         """([tag, step]) => {
             const panels = [...document.querySelectorAll(`section.media-card[data-tag="${tag}"] .media-panel`)];
@@ -135,7 +133,7 @@ def test_steps_typed_in_quick_succession_end_on_the_last_with_no_error(page: Pag
     page.wait_for_selector("#stellar-media[data-state=ready]", timeout=30_000)
     for kind, tag in (("histograms", "weights"), ("images", "sample")):
         wait_card(page, kind, tag)
-    card(page, "histograms", "weights").scroll_into_view_if_needed()
+    scroll_to(page, 'section.media-card[data-kind="histograms"][data-tag="weights"]')
     page.evaluate(
         """async () => {
             const input = document.getElementById("stellar-media-step");
@@ -235,7 +233,7 @@ def test_a_click_on_the_loss_curve_moves_the_cards_and_the_search_filters_tags(p
     page.mouse.click(point["x"], point["y"])
     page.wait_for_function("() => window.__stellar.step === 100", timeout=10_000)
     assert page.locator("#stellar-media-step").input_value() == "100"
-    card(page, "images", "sample").scroll_into_view_if_needed()
+    scroll_to(page, 'section.media-card[data-kind="images"][data-tag="sample"]')
     wait_step(page, "sample", 100)
     assert card(page, "images", "sample").locator(".media-step").inner_text() == "step 100"
 
