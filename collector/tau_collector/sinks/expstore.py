@@ -179,6 +179,7 @@ class ExpstoreSink(Sink):
             permanent = self._permanent(exc)
             raise SinkError(permanent or f"expstore {self._store.root}: media of {chunk.source}: {exc}",
                             retryable=permanent is None) from None
+        self._writer.media_delivered({chunk.run_id})
 
     def deliver(self, chunk: Chunk) -> None:
         if not chunk.ndjson and not chunk.non_finite and chunk.points is None:

@@ -196,11 +196,10 @@ def compact_all(store: ExpStore, run_id: str, *, policy: CompactionPolicy | None
         delete_retired(store, grace_seconds=policy.grace_seconds)
         merges += merged_now
         if not merged_now and not relist:
-            from tau_collector.expstore.maintain.media_compaction import MediaCompactionPolicy, compact_media_quietly
+            from tau_collector.expstore.maintain.media_compaction import compact_media_quietly, media_policy
 
-            rows = policy.media_merge_rows  # entries of this many rows are never merged again: a merge holds ~2x
-            compact_media_quietly(store, run_id, policy=MediaCompactionPolicy(  # the run's media: few files a tag
-                small_tag_rows=min(rows, MediaCompactionPolicy().small_tag_rows), max_merge_rows=rows))
+            # the run's media: few files a tag
+            compact_media_quietly(store, run_id, policy=media_policy(policy.media_merge_rows))
             return merges
 
 

@@ -1,9 +1,11 @@
 """Compaction in a thread of the writer's own process, without pyarrow: the sidecar's way (issue 30).
 
-After each delivery the writer hands :class:`CompactionThread` the runs it wrote. One indexed count per
-run says whether more than ``policy.min_files`` delivered files have piled up since the last merge; if
-so, no compaction is running and none started in the last ``min_interval`` seconds, a thread merges
-those runs' small files, a bounded merge at a time (:func:`.compaction.compact_all`), and ends.
+After each delivery (of points or of media) the writer hands :class:`CompactionThread` the runs it wrote. One
+indexed count per run says whether more than ``policy.min_files`` delivered files have piled up since the last
+merge, and one query whether a histogram or text tag has enough small entries to merge
+(:func:`.media_compaction.media_compaction_due`: a job that logs only media is compacted too); if so, no
+compaction is running and none started in the last ``min_interval`` seconds, a thread merges those runs' small
+files, a bounded merge at a time (:func:`.compaction.compact_all`, then the media), and ends.
 
 Why a thread and not a child process: the sidecar's memory budget (80 MB) counts its whole process tree.
 A child with pyarrow was ~118 MB on its own; a child with numpy alone is ~35 MB before it merges anything,
@@ -34,6 +36,7 @@ from collections.abc import Sequence
 
 from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_all, new_file_count
 from tau_collector.expstore.maintain.live_clusters import LivePolicy, cluster_live, live_clustering_due
+from tau_collector.expstore.maintain.media_compaction import media_compaction_due, media_policy
 from tau_collector.expstore.store import ExpStore, StoreError
 
 __all__ = ["CompactionThread"]
@@ -61,7 +64,9 @@ class CompactionThread:
         """Start a thread for those of ``run_ids`` that are due, unless one is running; True if started."""
         if self.running or time.monotonic() - self._started < self.min_interval:
             return False
+        media = media_policy(self.policy.media_merge_rows)
         due = [run_id for run_id in run_ids if new_file_count(self.store, run_id) > self.policy.min_files
+               or media_compaction_due(self.store, run_id, media)
                or live_clustering_due(self.store, run_id, self.clustering)]
         if not due:
             return False

@@ -35,7 +35,8 @@ from tau_collector.expstore.format.parquet_encoder import Coded, Column, Parquet
 from tau_collector.expstore.format.parquet_reader import CodedTexts, ForeignParquetError, MetricFileGroups
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
-__all__ = ["COMPACTED_MEDIA_PREFIX", "MediaCompactionPolicy", "compact_media", "compact_media_quietly"]
+__all__ = ["COMPACTED_MEDIA_PREFIX", "MediaCompactionPolicy", "compact_media", "compact_media_quietly",
+           "media_compaction_due", "media_policy"]
 
 COMPACTED_MEDIA_PREFIX = "media-compacted-"
 _KINDS = ("histograms", "text")
@@ -49,6 +50,27 @@ class MediaCompactionPolicy:
     small_tag_rows: int = 4096  # an entry of fewer rows is small (a merged entry of more is never merged again)
     # Rows of one merge (one file); a tag's rows are held in memory at once (64-bucket JSON: ~2 kB a row).
     max_merge_rows: int = 16_384
+
+
+def media_policy(merge_rows: int) -> MediaCompactionPolicy:
+    """The media policy of a compaction whose merges hold at most ``merge_rows`` rows of a tag
+    (``CompactionPolicy.media_merge_rows``): entries of that many rows are never merged again (a merge holds ~2x)."""
+    return MediaCompactionPolicy(small_tag_rows=min(merge_rows, MediaCompactionPolicy().small_tag_rows),
+                                 max_merge_rows=merge_rows)
+
+
+def media_compaction_due(store: ExpStore, run_id: str, policy: MediaCompactionPolicy) -> bool:
+    """Whether a tag of ``run_id`` has ``min_entries`` small entries (what :func:`compact_media` merges): one query
+    over the run's entries (a few a tag once compacted), for the sidecar to decide after a delivery."""
+    try:
+        row = store.connection().execute(
+            "SELECT 1 FROM media_files WHERE run_id = ? AND row_count < ? GROUP BY kind, tag HAVING COUNT(*) >= ? "
+            "LIMIT 1", (run_id, policy.small_tag_rows, policy.min_entries)).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return False
+        raise
+    return row is not None
 
 
 @dataclass(slots=True)
@@ -77,19 +99,50 @@ def compact_media(store: ExpStore, run_id: str, *, policy: MediaCompactionPolicy
     policy = policy or MediaCompactionPolicy()
     written = 0
     for kind in _KINDS:
-        entries = _entries(store, run_id, kind)
+        plan = list(_merges(_entries(store, run_id, kind), policy))
+        # Merges of the same deliveries together (each delivery's file holds every tag): a file's footer is read
+        # once in the pass and dropped after its last entry is read, so the pass holds the footers of the files
+        # its current merges read, not of all the run's.
+        plan.sort(key=lambda chosen: (chosen[0].rowid, chosen[0].tag))
+        footers = _Footers(store, [e.path for chosen in plan for e in chosen])
         batch: list[list[_Entry]] = []
         rows = 0
-        for chosen in _merges(entries, policy):
+        for chosen in plan:
             count = sum(e.rows for e in chosen)
-            if batch and rows + count > policy.max_merge_rows:
-                written += _merge(store, run_id, kind, batch)
+            if batch and (rows + count > policy.max_merge_rows or any(c[0].tag == chosen[0].tag for c in batch)):
+                written += _merge(store, run_id, kind, batch, footers)
                 batch, rows = [], 0
             batch.append(chosen)
             rows += count
         if batch:
-            written += _merge(store, run_id, kind, batch)
+            written += _merge(store, run_id, kind, batch, footers)
     return written
+
+
+class _Footers:
+    """Each file's parsed footer (:class:`MetricFileGroups`) for one pass: read at its first entry, kept until its
+    last entry of the pass is read (``uses``), then dropped."""
+
+    def __init__(self, store: ExpStore, paths: list[str]) -> None:
+        self.store = store
+        self.uses: dict[str, int] = defaultdict(int)
+        for path in paths:
+            self.uses[path] += 1
+        self.held: dict[str, MetricFileGroups] = {}
+        self.reads = 0  # footers read (a test counts them)
+
+    def take(self, path: str) -> MetricFileGroups:
+        groups = self.held.get(path)
+        if groups is None:
+            groups = MetricFileGroups(self.store.absolute(path), any_columns=True)
+            groups.plain = frozenset(n for n in groups.names if n != "tag" and groups.types[n] not in (_INT64, _DOUBLE))
+            self.reads += 1
+        self.uses[path] -= 1
+        if self.uses[path] > 0:
+            self.held[path] = groups
+        else:
+            self.held.pop(path, None)
+        return groups
 
 
 def _entries(store: ExpStore, run_id: str, kind: str) -> list[_Entry]:
@@ -97,7 +150,7 @@ def _entries(store: ExpStore, run_id: str, kind: str) -> list[_Entry]:
         rows = store.connection().execute(
             "SELECT f.rowid, f.file_id, f.path, f.tag, f.row_count, f.step_min, f.step_max, g.group_first, "
             "g.group_last FROM media_files f LEFT JOIN media_tag_groups g ON g.file_id = f.file_id "
-            "WHERE f.run_id = ? AND f.kind = ? ORDER BY f.step_min, f.rowid", (run_id, kind)).fetchall()
+            "WHERE f.run_id = ? AND f.kind = ? ORDER BY f.rowid", (run_id, kind)).fetchall()
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             return []
@@ -107,8 +160,8 @@ def _entries(store: ExpStore, run_id: str, kind: str) -> list[_Entry]:
 
 
 def _merges(entries: list[_Entry], policy: MediaCompactionPolicy):
-    """Each due tag's entries to merge (in the reader's order): its oldest small entries up to ``max_merge_rows``
-    rows, and every entry of the tag whose step range meets theirs."""
+    """Each due tag's entries to merge, in write order (``rowid``, the reader's order): its oldest small entries up
+    to ``max_merge_rows`` rows, and every entry of the tag whose step range meets theirs."""
     by_tag: dict[str, list[_Entry]] = defaultdict(list)
     for entry in entries:
         by_tag[entry.tag].append(entry)
@@ -131,17 +184,16 @@ def _merges(entries: list[_Entry], policy: MediaCompactionPolicy):
                         chosen.append(e)
                         low, high = min(low, e.low), max(high, e.high)
                         grown = True
-            chosen.sort(key=lambda e: (e.low, e.rowid))
+            chosen.sort(key=lambda e: e.rowid)
             yield chosen
             taken = {e.file_id for e in chosen}
             small = [e for e in small if e.file_id not in taken]
             mine = [e for e in mine if e.file_id not in taken]
 
 
-def _read_entry(store: ExpStore, entry: _Entry) -> tuple[int, dict]:
+def _read_entry(footers: _Footers, entry: _Entry) -> tuple[int, dict]:
     """The entry's rows (only its tag's), columns as :class:`MetricFileGroups` returns them, text columns plain."""
-    groups = MetricFileGroups(store.absolute(entry.path), any_columns=True)
-    groups.plain = frozenset(n for n in groups.names if n != "tag" and groups.types[n] not in (_INT64, _DOUBLE))
+    groups = footers.take(entry.path)
     indices = list(range(len(groups))) if entry.groups is None else list(range(entry.groups[0],
                                                                                entry.groups[1] + 1))
     rows, columns = groups.read(indices)
@@ -196,9 +248,10 @@ def _concat(parts: list):
                                                for p in parts]))
 
 
-def _tag_rows(store: ExpStore, entries: list[_Entry]) -> tuple[tuple, int, dict]:
-    """The tag's merged rows: (layout, rows, columns), sorted by step, the last row a step in delivery order."""
-    parts = [_read_entry(store, e) for e in entries]
+def _tag_rows(footers: _Footers, entries: list[_Entry]) -> tuple[tuple, int, dict]:
+    """The tag's merged rows: (layout, rows, columns), sorted by step, the last row a step in write order
+    (``entries`` in write order, each file's rows of a step in the order they were read)."""
+    parts = [_read_entry(footers, e) for e in entries]
     layouts = {p[1]["_layout"] for p in parts}
     if len(layouts) != 1:
         raise ForeignParquetError(f"media files {[e.path for e in entries]} have different columns")
@@ -215,20 +268,21 @@ def _tag_rows(store: ExpStore, entries: list[_Entry]) -> tuple[tuple, int, dict]
     return layout, len(keep), {name: _take(col, keep) for name, col in columns.items()}
 
 
-def _merge(store: ExpStore, run_id: str, kind: str, batch: list[list[_Entry]]) -> int:
+def _merge(store: ExpStore, run_id: str, kind: str, batch: list[list[_Entry]], footers: _Footers) -> int:
     """Write one file of the batch's tags, then swap it in for their entries; 1 if written, 0 if the batch is left
     (a file of another writer, columns that differ, a concurrent compaction took an entry first)."""
     ids = sorted(e.file_id for chosen in batch for e in chosen)
     file_id = COMPACTED_MEDIA_PREFIX + hashlib.sha256(orjson.dumps([run_id, kind, ids])).hexdigest()[:32]
     rel = delivery_file_path(run_id, kind, file_id)
-    made: list[tuple[str, int, int, int, int, int]] = []  # tag, rows, low, high, first group, last group
+    # tag, rows, low, high, first group, last group, place in write order (the newest merged entry's rowid)
+    made: list[tuple[str, int, int, int, int, int, int]] = []
     groups_written = [0]
 
     def write(tmp) -> None:
         stream = None
         with open(tmp, "wb") as sink:
             for chosen in batch:
-                layout, rows, columns = _tag_rows(store, chosen)
+                layout, rows, columns = _tag_rows(footers, chosen)
                 if rows == 0:
                     continue
                 tag = chosen[0].tag
@@ -241,7 +295,8 @@ def _merge(store: ExpStore, run_id: str, kind: str, batch: list[list[_Entry]]) -
                     stream.write_group(cols, start, min(rows, start + GROUP_ROWS))
                     groups_written[0] += 1
                 steps = columns["step"].values
-                made.append((tag, rows, int(steps[0]), int(steps[-1]), first, groups_written[0] - 1))
+                made.append((tag, rows, int(steps[0]), int(steps[-1]), first, groups_written[0] - 1,
+                             max(e.rowid for e in chosen)))
             if stream is None:
                 raise _Nothing
             stream.close()
@@ -263,12 +318,15 @@ def _merge(store: ExpStore, run_id: str, kind: str, batch: list[list[_Entry]]) -
             if gone != len(merged):
                 raise _Lost
             tx.executemany("DELETE FROM media_tag_groups WHERE file_id = ?", [(e.file_id,) for e in merged])
-            tx.executemany("INSERT INTO media_files(file_id, run_id, kind, tag, path, row_count, step_min, step_max, "
-                           "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           [(_entry_id(file_id, tag), run_id, kind, tag, rel, rows, low, high, now)
-                            for tag, rows, low, high, _, _ in made])
+            # The merged entry takes the place (rowid) of the newest entry it merged, freed just above: an entry
+            # delivered while this merge ran comes after it, as it came after what it merged (last wins by write
+            # order), which a new rowid would have reversed.
+            tx.executemany("INSERT INTO media_files(rowid, file_id, run_id, kind, tag, path, row_count, step_min, "
+                           "step_max, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           [(place, _entry_id(file_id, tag), run_id, kind, tag, rel, rows, low, high, now)
+                            for tag, rows, low, high, _, _, place in made])
             tx.executemany("INSERT INTO media_tag_groups(file_id, group_first, group_last) VALUES (?, ?, ?)",
-                           [(_entry_id(file_id, tag), first, last) for tag, _, _, _, first, last in made])
+                           [(_entry_id(file_id, tag), first, last) for tag, _, _, _, first, last, _ in made])
     except _Lost:
         store.absolute(rel).unlink(missing_ok=True)
         return 0

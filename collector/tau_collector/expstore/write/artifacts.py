@@ -28,6 +28,7 @@ __all__ = [
     "read_artifact",
     "read_artifacts",
     "record_artifacts",
+    "record_artifacts_in",
     "store_artifact_bytes",
     "store_artifacts_bytes",
 ]
@@ -86,11 +87,18 @@ def _write_bytes(path: Path, data: bytes) -> None:
 
 def record_artifacts(store: ExpStore, rows: Iterable[ArtifactRow]) -> int:
     """Register (or re-register) artifacts in one transaction; returns how many rows were written."""
-    batch = [_as_params(r) for r in rows]
-    if not batch:
+    rows = list(rows)
+    if not rows:
         return 0
-    placeholders = ", ".join("?" for _ in ARTIFACT_COLUMNS)
     with store.write_transaction() as tx:
+        return record_artifacts_in(tx, rows)
+
+
+def record_artifacts_in(tx, rows: Iterable[ArtifactRow]) -> int:
+    """:func:`record_artifacts` inside the caller's transaction ``tx`` (beside a delivery's other rows)."""
+    batch = [_as_params(r) for r in rows]
+    if batch:
+        placeholders = ", ".join("?" for _ in ARTIFACT_COLUMNS)
         tx.executemany(
             f"INSERT OR REPLACE INTO artifacts({', '.join(ARTIFACT_COLUMNS)}) VALUES ({placeholders})", batch)
     return len(batch)

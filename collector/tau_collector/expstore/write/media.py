@@ -24,7 +24,7 @@ import orjson
 
 from tau_collector.expstore.format.media_files import delivery_file_path, histograms_file_bytes, texts_file_bytes
 from tau_collector.expstore.store import ExpStore, utc_now_rfc3339
-from tau_collector.expstore.write.artifacts import ARTIFACT_COLUMNS, record_artifacts, store_artifacts_bytes
+from tau_collector.expstore.write.artifacts import ARTIFACT_COLUMNS, record_artifacts_in, store_artifacts_bytes
 from tau_collector.expstore.write.listing import refresh_runs
 from tau_collector.expstore.write.writer import register_run
 from tau_collector.reads.rows import ArtifactRow
@@ -56,8 +56,12 @@ def write_media(store: ExpStore, key: str, run_id: str, source: str, records: tu
     listed; a run already in another project/experiment/group keeps its row (its points decide where it is).
     """
     now = utc_now_rfc3339()
-    images = [(record, rank, data) for record in records if isinstance(record, ImageRecord)
-              for rank, data in enumerate(record.images)]
+    latest: dict[tuple[str, int], ImageRecord] = {}  # a tag's step logged twice in the delivery: the later event's
+    for record in records:
+        if isinstance(record, ImageRecord):
+            latest.pop((record.name, record.step), None)  # (re-inserted: the dict keeps write order)
+            latest[(record.name, record.step)] = record
+    images = [(record, rank, data) for record in latest.values() for rank, data in enumerate(record.images)]
     kept = store_artifacts_bytes(store, [data for _, _, data in images])
     rows = [ArtifactRow(
         run_id=run_id, type=IMAGE_TYPE, uri=rel, name=record.name, step=record.step, digest=digest,
@@ -82,7 +86,7 @@ def write_media(store: ExpStore, key: str, run_id: str, source: str, records: tu
             groups.append((file_id, first, last))
     if files:
         store.publish_files(files)  # every file of the delivery synced at once, before a row names it
-    if index or (identity is not None and records):
+    if index or rows or (identity is not None and records):
         with store.write_transaction() as tx:
             if identity is not None and records:
                 _register(tx, run_id, identity, min(r.wall_time for r in records), now)
@@ -90,7 +94,12 @@ def write_media(store: ExpStore, key: str, run_id: str, source: str, records: tu
                            "step_max, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", index)
             tx.executemany("INSERT OR IGNORE INTO media_tag_groups(file_id, group_first, group_last) "
                            "VALUES (?, ?, ?)", groups)
-    record_artifacts(store, rows)
+            # Last wins by write order: a step's images are those of its latest event, so images an earlier write
+            # of the step had past this one's count (a restarted job logging fewer) go; the others are replaced.
+            tx.executemany("DELETE FROM artifacts WHERE run_id = ? AND type = ? AND name = ? AND step = ? "
+                           "AND COALESCE(rank, 0) >= ?",
+                           [(run_id, IMAGE_TYPE, r.name, r.step, len(r.images)) for r in latest.values()])
+            record_artifacts_in(tx, rows)
     return len(rows) + sum(len(g) for by_tag in tables.values() for g in by_tag.values())
 
 
@@ -141,11 +150,13 @@ def _without_table(exc: sqlite3.OperationalError) -> bool:
 
 def media_file_paths(store: ExpStore, run_id: str, kind: str, tag: str, low: int,
                      high: int) -> list[tuple[str, tuple[int, int] | None]]:
-    """The files of one tag whose step range meets ``[low, high]``, in delivery order, each with the first and
-    last of its row groups that hold the tag (None: a file of the first layout, the tag's alone)."""
+    """The files of one tag whose step range meets ``[low, high]``, in write order (``rowid``: a delivery's
+    entry is inserted after every earlier one, a compacted entry takes the place of the newest it merged), each
+    with the first and last of its row groups that hold the tag (None: a file of the first layout, the tag's
+    alone)."""
     sql = ("SELECT f.path, g.group_first, g.group_last FROM media_files f LEFT JOIN media_tag_groups g "
            "ON g.file_id = f.file_id WHERE f.run_id = ? AND f.kind = ? AND f.tag = ? AND f.step_max >= ? "
-           "AND f.step_min <= ? ORDER BY f.step_min, f.rowid")
+           "AND f.step_min <= ? ORDER BY f.rowid")
     params = (run_id, kind, tag, low, high)
     try:
         rows = store.connection().execute(sql, params).fetchall()

@@ -411,6 +411,13 @@ class MetricWriter:
             (rf.file_id, rf.run_id, now),
         )
 
+    def media_delivered(self, run_ids: set[str]) -> None:
+        """A delivery of ``run_ids``' histograms, text or images was written: the sidecar's compaction thread looks
+        whether their media are due (a job that logs only media delivers no points to ask). Without the thread
+        (an import) nothing: the import compacts a run's media when it ends."""
+        if self._compaction_thread is not None:
+            self._compaction_thread.request(sorted(run_ids))
+
     def _maybe_compact(self, run_ids: set[str]) -> None:
         if self._compaction_thread is not None:
             self._compaction_thread.request(sorted(run_ids))
