@@ -112,7 +112,9 @@ def _delivery_file(kind: str, by_tag: dict[str, list[MediaRecord]],
     """The Parquet bytes of one kind's records of a delivery (tag after tag, by step within a tag) and, for each
     tag, (tag, rows, first step, last step, its first and last row group)."""
     tags = sorted(by_tag)
-    ordered = [sorted(by_tag[tag], key=lambda r: (r.step, r.offset)) for tag in tags]
+    # One row a step: of a tag's values at one step in the delivery (a restarted job within one file), the last
+    # read -- the reader's rule, applied before the rows are counted in the index.
+    ordered = [sorted({r.step: r for r in by_tag[tag]}.values(), key=lambda r: r.step) for tag in tags]
     flat = [r for group in ordered for r in group]
     counts = [len(group) for group in ordered]
     step = np.fromiter((r.step for r in flat), dtype=np.int64, count=len(flat))
