@@ -4,10 +4,13 @@ Each delivery writes one media file per kind holding a few steps of every tag (:
 run's tag is spread over hundreds of files and a full-range read of it opened every one. A tag is due once it
 has ``min_entries`` entries (``media_files`` rows) under ``small_tag_rows`` rows; its small entries -- and any
 other entry of the tag whose steps meet theirs, so no remaining entry shares a step with the merged one -- are
-merged into one entry of a new file: the tag's rows sorted by step, one row a step (the last in the reader's
-delivery order, the rule :mod:`..read.media_reads` applies, so a read shows the same), in row groups of its own.
-Due tags are packed into files of up to ``max_merge_rows`` rows; a tag with more small rows than that is merged
-in parts, oldest first. Columns are copied through as stored (text columns as their encoded bytes,
+merged into one entry of a new file: the tag's rows sorted by step, one row a step (the last in write order, the
+rule :mod:`..read.media_reads` applies, so a read shows the same), in row groups of its own. Write order is the
+order of the entries' ``rowid``; the merged entry takes the ``rowid`` of the newest entry it merged, so an entry
+delivered while the merge ran (re-sending one of its steps) still comes after it. Due tags are packed into files
+of up to ``max_merge_rows`` rows, merges of the same deliveries together; a tag with more small rows than that is
+merged in parts, oldest first. A pass reads each file's footer once (:class:`_Footers`), not once per tag entry.
+Columns are copied through as stored (text columns as their encoded bytes,
 :class:`..format.parquet_encoder.PlainTexts`: the bucket column is never decoded or re-encoded), read by
 :mod:`..format.parquet_reader` and written by :class:`..format.parquet_encoder.ParquetStream` a tag at a time --
 numpy only, so the sidecar's compaction thread runs it; a file of another Parquet writer is left where it is.

@@ -8,7 +8,8 @@ whole); only the columns needed are decoded (a
 distribution reads the summary columns, never the buckets; the buckets are decoded for the steps drawn
 only), and row groups outside the range are skipped by their step statistics. A value stored twice (a
 chunk delivered again after a crash) is one row, and two values at one step (a restarted job) show the
-later one, as scalars' last-wins rule does: of a step's rows, the last in delivery order.
+later one: of a step's rows, the last in write order (the tag's files in the order of their ``media_files``
+rows, which media compaction keeps; never by their steps).
 Images are rows of TauGrid's ``artifacts`` table (type ``image``). A store written before media were kept
 has no ``media_files`` table: its tags are none. Bounded: an answer holds at most :data:`MAX_STEPS` steps
 and :data:`MAX_ANSWER_VALUES` bucket values; a bigger ask is a :class:`ValueError` saying what to ask instead.
@@ -95,7 +96,7 @@ def _storage(table):
 
 
 def _tables(store: ExpStore, run_id: str, kind: str, tag: str, low: int, high: int, columns: list[str]) -> list:
-    """Each file's rows of the tag in ``[low, high]`` (:func:`_read`), in delivery order. A file gone between the
+    """Each file's rows of the tag in ``[low, high]`` (:func:`_read`), in write order. A file gone between the
     listing and its read (a media compaction swapped it out) lists again: the replacement holds its rows."""
     for attempt in range(_RETRIES):
         files = media_file_paths(store, run_id, kind, tag, low, high)
@@ -112,7 +113,7 @@ def _tables(store: ExpStore, run_id: str, kind: str, tag: str, low: int, high: i
 def _rows(store: ExpStore, run_id: str, kind: str, tag: str, low: int, high: int, columns: list[str]):
     """(steps, a pyarrow table of the other ``columns``, row for row) of a tag's rows with ``low <= step <= high``,
     one per step, sorted by step: of the rows a step has (a chunk delivered again, a restarted job), the last in
-    delivery order (a value stored twice is the same value; of two values, the later shows). Vectorised: a stable
+    write order (a value stored twice is the same value; of two values, the later shows). Vectorised: a stable
     sort of the steps, and the last row of each."""
     import pyarrow as pa
 
@@ -122,7 +123,7 @@ def _rows(store: ExpStore, run_id: str, kind: str, tag: str, low: int, high: int
         return np.zeros(0, dtype=np.int64), None
     table = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
     steps = table.column("step").to_numpy().astype(np.int64, copy=False)
-    order = np.argsort(steps, kind="stable")  # stable: the rows of one step stay in delivery order
+    order = np.argsort(steps, kind="stable")  # stable: the rows of one step stay in write order
     ordered = steps[order]
     last = np.ones(len(order), dtype=bool)
     last[:-1] = ordered[1:] != ordered[:-1]
