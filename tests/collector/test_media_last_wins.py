@@ -126,14 +126,22 @@ def test_a_compaction_pass_reads_each_file_s_footer_once(tmp_path, monkeypatch):
     opened = []
     groups = media_compaction.MetricFileGroups
 
+    decoded = []
+
     class Counting(groups):
         def __init__(self, path, **kwargs):
             opened.append(str(path))
             super().__init__(path, **kwargs)
 
+        def read(self, indices):
+            decoded.append((str(self.path), tuple(indices)))
+            return super().read(indices)
+
     monkeypatch.setattr(media_compaction, "MetricFileGroups", Counting)
     assert compact_media(store, RUN, policy=MediaCompactionPolicy(min_entries=6)) == 1
     assert len(opened) == len(set(opened)) == 6  # not 6 x 12: once a file, not once a tag entry
+    # each file's one row group (12 tags' rows) decoded once, not once for each of its 12 tags
+    assert len(decoded) == len(set(decoded)) == 6
     assert {t: _counts(StoreReader(store.root), t) for t in tags} == before
 
 

@@ -9,7 +9,8 @@ rule :mod:`..read.media_reads` applies, so a read shows the same), in row groups
 order of the entries' ``rowid``; the merged entry takes the ``rowid`` of the newest entry it merged, so an entry
 delivered while the merge ran (re-sending one of its steps) still comes after it. Due tags are packed into files
 of up to ``max_merge_rows`` rows, merges of the same deliveries together; a tag with more small rows than that is
-merged in parts, oldest first. A pass reads each file's footer once (:class:`_Footers`), not once per tag entry.
+merged in parts, oldest first. A pass reads each file's footer once (:class:`_Footers`), not once per tag entry,
+and decodes a row group shared by several tags once while it fits the merge's row budget.
 Columns are copied through as stored (text columns as their encoded bytes,
 :class:`..format.parquet_encoder.PlainTexts`: the bucket column is never decoded or re-encoded), read by
 :mod:`..format.parquet_reader` and written by :class:`..format.parquet_encoder.ParquetStream` a tag at a time --
@@ -105,9 +106,9 @@ def compact_media(store: ExpStore, run_id: str, *, policy: MediaCompactionPolicy
         plan = list(_merges(_entries(store, run_id, kind), policy))
         # Merges of the same deliveries together (each delivery's file holds every tag): a file's footer is read
         # once in the pass and dropped after its last entry is read, so the pass holds the footers of the files
-        # its current merges read, not of all the run's.
+        # its current merges read, not of all the run's; the groups decoded last are reused by the next tags.
         plan.sort(key=lambda chosen: (chosen[0].rowid, chosen[0].tag))
-        footers = _Footers(store, [e.path for chosen in plan for e in chosen])
+        footers = _Footers(store, [e for chosen in plan for e in chosen], policy.max_merge_rows)
         batch: list[list[_Entry]] = []
         rows = 0
         for chosen in plan:
@@ -123,29 +124,49 @@ def compact_media(store: ExpStore, run_id: str, *, policy: MediaCompactionPolicy
 
 
 class _Footers:
-    """Each file's parsed footer (:class:`MetricFileGroups`) for one pass: read at its first entry, kept until its
-    last entry of the pass is read (``uses``), then dropped."""
+    """What one pass reads of each file: its parsed footer (:class:`MetricFileGroups`), read at its first entry and
+    kept until its last entry of the pass is read, then dropped; and the row groups it decoded that a later entry
+    of the pass reads again (a delivery's group holds the rows of several tags, up to 256 rows), kept until that
+    last read while their rows fit ``budget_rows`` (past it a group is decoded again when read again)."""
 
-    def __init__(self, store: ExpStore, paths: list[str]) -> None:
+    def __init__(self, store: ExpStore, entries: list[_Entry], budget_rows: int) -> None:
         self.store = store
-        self.uses: dict[str, int] = defaultdict(int)
-        for path in paths:
-            self.uses[path] += 1
+        self.uses: dict[str, int] = defaultdict(int)  # entries of the pass still to read, by file
+        self.group_uses: dict[tuple[str, tuple[int, int] | None], int] = defaultdict(int)  # ... by row groups
+        for e in entries:
+            self.uses[e.path] += 1
+            self.group_uses[(e.path, e.groups)] += 1
         self.held: dict[str, MetricFileGroups] = {}
+        self.decoded: dict[tuple[str, tuple[int, int] | None], tuple[int, dict]] = {}
+        self.decoded_rows = 0
+        self.budget_rows = budget_rows
         self.reads = 0  # footers read (a test counts them)
+        self.decodes = 0  # row group ranges decoded
 
-    def take(self, path: str) -> MetricFileGroups:
+    def read(self, entry: _Entry) -> tuple[MetricFileGroups, int, dict]:
+        """(the file's groups, rows, columns) of the row groups holding ``entry``'s tag (the columns a new dict)."""
+        path, key = entry.path, (entry.path, entry.groups)
         groups = self.held.get(path)
         if groups is None:
             groups = MetricFileGroups(self.store.absolute(path), any_columns=True)
             groups.plain = frozenset(n for n in groups.names if n != "tag" and groups.types[n] not in (_INT64, _DOUBLE))
             self.reads += 1
-        self.uses[path] -= 1
-        if self.uses[path] > 0:
             self.held[path] = groups
-        else:
+        found = self.decoded.get(key)
+        if found is None:
+            indices = range(len(groups)) if entry.groups is None else range(entry.groups[0], entry.groups[1] + 1)
+            found = groups.read(list(indices))
+            self.decodes += 1
+            if self.group_uses[key] > 1 and self.decoded_rows + found[0] <= self.budget_rows:
+                self.decoded[key] = found
+                self.decoded_rows += found[0]
+        self.group_uses[key] -= 1
+        if self.group_uses[key] <= 0 and key in self.decoded:
+            self.decoded_rows -= self.decoded.pop(key)[0]
+        self.uses[path] -= 1
+        if self.uses[path] <= 0:  # the pass reads the file no more
             self.held.pop(path, None)
-        return groups
+        return groups, found[0], dict(found[1])
 
 
 def _entries(store: ExpStore, run_id: str, kind: str) -> list[_Entry]:
@@ -196,10 +217,7 @@ def _merges(entries: list[_Entry], policy: MediaCompactionPolicy):
 
 def _read_entry(footers: _Footers, entry: _Entry) -> tuple[int, dict]:
     """The entry's rows (only its tag's), columns as :class:`MetricFileGroups` returns them, text columns plain."""
-    groups = footers.take(entry.path)
-    indices = list(range(len(groups))) if entry.groups is None else list(range(entry.groups[0],
-                                                                               entry.groups[1] + 1))
-    rows, columns = groups.read(indices)
+    groups, rows, columns = footers.read(entry)
     tags = columns.pop("tag", None)
     if isinstance(tags, CodedTexts):  # a delivery's file: its groups may hold other tags' rows too
         keep = np.flatnonzero(tags.codes == (tags.values.index(entry.tag) if entry.tag in tags.values else -2))
