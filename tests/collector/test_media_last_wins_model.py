@@ -129,7 +129,9 @@ policies = st.builds(lambda entries, small, rows: MediaCompactionPolicy(min_entr
 actions = st.one_of(
     *[st.tuples(st.just("write"), chunks())] * 4,
     # A delivery made again under its key (a replay after a crash): nothing a reader sees changes. Histograms and
-    # text of any earlier delivery; images only of the last one (see the report on the spool's replay order).
+    # text of any earlier delivery (their rows are keyed by the delivery); images only of the last one: image rows
+    # carry no delivery key, so an older delivery made again after a newer one of the same step writes the step
+    # again (the spool replays the records it has not acknowledged, in name order -- open work).
     st.tuples(st.just("replay"), st.integers(0, 1000)),
     *[st.tuples(st.just("compact"), policies)] * 2,
     st.tuples(st.just("killed"), st.integers(0, 10), policies),
