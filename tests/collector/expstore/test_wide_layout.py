@@ -165,6 +165,35 @@ def test_clustering_puts_each_metric_in_one_file_and_keeps_every_row(tmp_path):
     assert len(opened) == 1 and new_ids[1] in opened[0]
 
 
+def test_a_cold_read_asks_the_index_for_the_files_metric_ranges_once(tmp_path):
+    # a wide run's cold read of one metric skips most files by their metric ranges: one query for them all
+    store, writer = new_store(tmp_path)
+    for c in range(4):
+        writer.write_columns(f"k{c}", [_wide("r", c * STEPS, STEPS)], request_hash="h")
+    assert len(cluster_run(store, "r", max_rows=4 * STEPS * 100 + 100)) == 3  # 100 metrics a file
+    for c in range(4, 7):  # delivered after: each holds every metric
+        writer.write_columns(f"k{c}", [_wide("r", c * STEPS, STEPS)], request_hash="h")
+    assert len(_paths(store, "r")) == 6
+    asked = []
+    store.connection().set_trace_callback(lambda sql: asked.append(sql) if "metric_file_metrics" in sql else None)
+    opened = []
+    original = FileSlices.read
+
+    def spy(self, path, metric):
+        opened.append(path)
+        return original(self, path, metric)
+
+    FileSlices.read = spy
+    try:
+        rows = StoreReader(store).rows("r", "layer0150/grad_norm")
+    finally:
+        FileSlices.read = original
+        store.connection().set_trace_callback(None)
+    assert rows.step.tolist() == list(range(7 * STEPS))
+    assert rows.value.tolist() == [150_000.0 + s for s in range(7 * STEPS)]
+    assert len(asked) == 1 and len(opened) == 4  # the clustered file holding it and the 3 delivered ones
+
+
 def test_clustering_leaves_long_metrics_and_single_files_alone(tmp_path):
     store, writer = new_store(tmp_path)
     writer.write_columns("k0", [_wide("r", 0, STEPS)], request_hash="h")

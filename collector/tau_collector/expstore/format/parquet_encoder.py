@@ -32,13 +32,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PAGE_ROWS", "ROW_GROUP_ROWS", "Coded", "Column", "ParquetStream", "PlainTexts", "TextValues",
+__all__ = ["CREATED_BY", "PAGE_ROWS", "ROW_GROUP_ROWS", "Coded", "Column", "ParquetStream", "PlainTexts", "TextValues",
            "encode_parquet"]
 
 ROW_GROUP_ROWS = 131_072  # as the pyarrow writer of the compaction
 PAGE_ROWS = 16_384
 _MAGIC = b"PAR1"
-_CREATED_BY = "tau-collector parquet_encoder"
+# The footer's created_by: a reader knows this encoder's metric files are sorted by metric name.
+CREATED_BY = "tau-collector parquet_encoder"
 
 # parquet.thrift enums
 _INT64, _DOUBLE, _BYTE_ARRAY = 2, 5, 6
@@ -534,7 +535,7 @@ class ParquetStream:
         footer = _Struct().i32(1, 2)
         footer.list(2, _T_STRUCT, schema)
         footer.i64(3, self.rows).list(4, _T_STRUCT, self._row_groups)
-        footer.binary(6, _CREATED_BY)
+        footer.binary(6, CREATED_BY)
         footer.list(7, _T_STRUCT, [_TYPE_ORDER] * len(self.layout))
         meta_bytes = footer.end()
         tail = meta_bytes + _LENGTH.pack(len(meta_bytes)) + _MAGIC

@@ -17,10 +17,14 @@ from collections.abc import Iterator
 from tau_collector.expstore.read.read_cache import LRU, IndexCache
 from tau_collector.expstore.read.series_merge import EMPTY_F, EMPTY_I, FileList, Merged, read_slice
 from tau_collector.expstore.store import ExpStore
-from tau_collector.expstore.write.index_rows import file_metric_range, run_files
+from tau_collector.expstore.write.index_rows import file_metric_range, run_file_metric_ranges, run_files
 from tau_collector.reads.blocking import QUICK_FILE_ROWS, may_block
 
 __all__ = ["FileSlices"]
+
+# Files' metric ranges kept (a file's range never changes: files are immutable, ids never reused); past this
+# many the kept ones are dropped and asked again (~200 bytes each).
+_KEPT_RANGES = 65_536
 
 
 class FileSlices:
@@ -37,6 +41,7 @@ class FileSlices:
         self.index = IndexCache(store)
         self._loading: dict[tuple, threading.Lock] = {}  # file slices being read, one lock each
         self._loading_lock = threading.Lock()
+        self._ranges: dict[str, tuple[str, str]] = {}  # file_id -> its first and last metric, as the index said
 
     @contextlib.contextmanager
     def pinned(self) -> Iterator[None]:
@@ -46,7 +51,21 @@ class FileSlices:
 
     def files(self, run_id: str) -> FileList:
         """The run's registered files in registration order (kept until the index changes)."""
-        return self.index.get(("files", run_id), lambda: FileList(run_files(self.store.connection(), run_id)))
+        return self.index.get(("files", run_id), lambda: self._list(run_id))
+
+    def _list(self, run_id: str) -> FileList:
+        conn = self.store.connection()
+        files = FileList(run_files(conn, run_id))
+        # The files' metric ranges in one query, not one per file when a metric is read (a wide run's cold read
+        # skips most of its files by them).
+        try:
+            ranges = run_file_metric_ranges(conn, run_id)
+        except sqlite3.OperationalError:
+            ranges = {}  # a store written before the table, opened read-only
+        if len(self._ranges) + len(ranges) > _KEPT_RANGES:
+            self._ranges = {}
+        self._ranges.update(ranges)
+        return files
 
     def forget_files(self, run_id: str) -> None:
         """Drop the run's kept file list: compaction retired a file listed in it, and the next look lists anew."""
@@ -85,6 +104,9 @@ class FileSlices:
 
     def file_metrics(self, file_id: str) -> tuple[str, str] | None:
         """The first and last metric name the file holds; None when not known."""
+        known = self._ranges.get(file_id)
+        if known is not None:
+            return known
 
         def load() -> tuple[str, str] | None:
             try:

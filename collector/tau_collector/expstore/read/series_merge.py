@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tau_collector.expstore.format.parquet_encoder import CREATED_BY as ENCODER_CREATED_BY
 from tau_collector.expstore.read.m4 import M4Index
 from tau_collector.reads.blocking import may_block
 
@@ -89,13 +90,65 @@ class FileList:
 
 def groups_holding(meta, metric: str) -> list[int]:
     """The row groups whose ``metric_name`` min/max statistics do not rule ``metric`` out (a group without
-    statistics, as another writer may leave it, is kept)."""
+    statistics, as another writer may leave it, is kept).
+
+    A file of the store's own encoder is sorted by metric name, its groups cut at metric boundaries
+    (:mod:`..format.metric_files`): their statistics ascend, so the groups are found by a binary search over
+    them -- a few groups' statistics looked at, not every one (each costs a few microseconds through pyarrow,
+    and a clustered file has dozens to a thousand). Any other file's groups are each looked at."""
     column = meta.schema.names.index("metric_name")
+    count = meta.num_row_groups
+    if count > _SCANNED_GROUPS and meta.created_by == ENCODER_CREATED_BY:
+        found = _sorted_groups_holding(meta, column, count, metric)
+        if found is not None:
+            return found
     groups = []
-    for g in range(meta.num_row_groups):
+    for g in range(count):
         stats = meta.row_group(g).column(column).statistics
         if stats is None or not stats.has_min_max or stats.min <= metric <= stats.max:
             groups.append(g)
+    return groups
+
+
+# Up to this many groups a file's statistics are all looked at (a binary search saves nothing).
+_SCANNED_GROUPS = 8
+
+
+def _sorted_groups_holding(meta, column: int, count: int, metric: str) -> list[int] | None:
+    """:func:`groups_holding` for groups sorted by ``metric_name``: the first group whose max is not below the
+    metric, and the groups after it whose min is not above it. None when a group looked at has no statistics or
+    they do not ascend there (the caller looks at every group)."""
+
+    def bounds(g: int) -> tuple[str, str] | None:
+        stats = meta.row_group(g).column(column).statistics
+        return (stats.min, stats.max) if stats is not None and stats.has_min_max else None
+
+    lo, hi = 0, count
+    while lo < hi:
+        mid = (lo + hi) // 2
+        b = bounds(mid)
+        if b is None:
+            return None
+        if b[1] < metric:
+            lo = mid + 1
+        else:
+            hi = mid
+    previous = None  # the max of the group before
+    if lo > 0:
+        before = bounds(lo - 1)
+        if before is None or before[1] >= metric:
+            return None  # not ascending where it was searched
+        previous = before[1]
+    groups = []
+    while lo < count:
+        b = bounds(lo)
+        if b is None or b[0] > b[1] or (previous is not None and b[0] < previous):
+            return None
+        if b[0] > metric:
+            break
+        groups.append(lo)
+        previous = b[1]
+        lo += 1
     return groups
 
 

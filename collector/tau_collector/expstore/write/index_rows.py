@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from tau_collector.reads.rows import ExperimentRow, RunRow
 
-__all__ = ["all_runs", "experiments", "file_metric_range", "run", "run_files", "runs_by_id"]
+__all__ = ["all_runs", "experiments", "file_metric_range", "run", "run_file_metric_ranges", "run_files", "runs_by_id"]
 
 RUN_COLUMNS = (
     "run_id, project, experiment_id, run_group_id, parent_run_id, state, owner, created_at, started_at, "
@@ -74,6 +74,14 @@ def file_metric_range(conn: sqlite3.Connection, file_id: str) -> tuple[str, str]
     Raises :class:`sqlite3.OperationalError` on a store written before the table."""
     return conn.execute(
         "SELECT first_metric, last_metric FROM metric_file_metrics WHERE file_id = ?", (file_id,)).fetchone()
+
+
+def run_file_metric_ranges(conn: sqlite3.Connection, run_id: str) -> dict[str, tuple[str, str]]:
+    """The first and last metric name of each of the run's files that has them recorded, in one query (a cold
+    read of one metric of a run of many files asks for them all). Raises :class:`sqlite3.OperationalError` on a
+    store written before the table."""
+    return {file_id: (first, last) for file_id, first, last in conn.execute(
+        "SELECT file_id, first_metric, last_metric FROM metric_file_metrics WHERE run_id = ?", (run_id,))}
 
 
 def _group(cursor: Iterable[tuple[str, str, str]]) -> dict[str, dict[str, str]]:
