@@ -183,6 +183,17 @@ def measure(pid: int, api: str, args) -> dict:
             query = {"target": RUN, "token": TOKEN, **({"q": args.search} if args.search else {})}
             page.goto(f"{origin}/stellar?{urlencode(query)}")
             page.wait_for_selector("#stellar-media[data-state=ready]", timeout=120_000)
+            media_ready_s = time.perf_counter() - start
+            # The page as opened: every card created so far (those on screen) drawn; what the DOM holds of the run's
+            # tags then (a slot is a tag's frame with its name, a card is created only when it comes into view).
+            page.wait_for_function("""() => {
+                const cards = [...document.querySelectorAll('#stellar-media section.media-card')];
+                return cards.length > 0 && cards.every((c) => c.dataset.state === "ready"); }""", timeout=120_000)
+            opened_s = time.perf_counter() - start
+            opened = page.evaluate("""() => ({
+                slots: document.querySelectorAll('#stellar-media .media-slot').length,
+                cards: document.querySelectorAll('#stellar-media section.media-card').length,
+                elements: document.getElementsByTagName('*').length })""")
             slot = page.locator(f'[data-card="images/{tag}"]')
             slot.wait_for(state="attached", timeout=60_000)
             slot.scroll_into_view_if_needed()
@@ -226,6 +237,8 @@ def measure(pid: int, api: str, args) -> dict:
         "bench": "media_cursor_chromium", "image_tag": tag, "image_steps": image["count"],
         "image_tags": sum(t["kind"] == "images" for t in tags), "search": args.search, "cards_created": cards,
         "image_cards_on_screen": on_screen,
+        "tags": len(tags), "media_ready_s": media_ready_s, "opened_s": opened_s, "opened_cards": opened["cards"],
+        "opened_slots": opened["slots"], "opened_elements": opened["elements"],
         "moves": args.moves, "warmup": args.warmup, "page_ready_s": ready_s,
         "card_p50_ms": statistics.median(card_ms), "card_p95_ms": p(card_ms, 0.95), "card_max_ms": max(card_ms),
         "screen_p50_ms": statistics.median(screen_ms), "screen_p95_ms": p(screen_ms, 0.95),
@@ -237,6 +250,9 @@ def measure(pid: int, api: str, args) -> dict:
         "portal_rss_mb_after_browser": rss_after_browser, "portal_rss_mb_peak": peak,
     }
     results["card_vs_http_pair_p95"] = results["card_p95_ms"] / results["http_pair_p95_ms"]
+    print(f"Stellar run page of {len(tags)} media tags: Media section drawn {media_ready_s:.2f} s after the page was "
+          f"asked for, the cards on screen drawn at {opened_s:.2f} s; {opened['cards']} cards created, "
+          f"{opened['slots']} slots (uncreated tags in the DOM), {opened['elements']:,} DOM elements")
     print(f"Stellar run page ready with {tag}'s card on screen in {ready_s:.1f} s; {cards} cards created (each follows "
           f"the cursor), {on_screen} image cards on screen")
     print(f"step typed -> {tag}'s thumbnail of that step loaded, {args.moves} random steps of {image['count']:,}:")

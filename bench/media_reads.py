@@ -16,11 +16,15 @@ subprocess (``python -m taunotebook portal``, as ``bench_portal.py`` starts it) 
 The Portal's RSS is sampled every 20 ms throughout (target < 500 MB): its peak, and its level after each part.
 
     .venv/bin/python bench/media_reads.py --keep bench/out/media-full [--hist-tags 4] [--image-tags 10]
-        [--steps 10000] [--repeats 50]
+        [--steps 10000] [--repeats 50] [--jobs 2]
+    .venv/bin/python bench/media_reads.py --keep bench/out/media-200 --hist-tags 200 --jobs 2   # the issue's size
     .venv/bin/python bench/media_reads.py --smoke
 
 ``--keep DIR`` builds the store in ``DIR`` (``DIR/logdir``, ``DIR/store``) once and reuses it after (for
-``media_cursor_chromium.py`` too). Prints a table and one JSON line, and writes ``bench/out/media_reads.json``.
+``media_cursor_chromium.py`` too); the event files are written by ``media_import.build_event_files`` (``--jobs``
+processes, resumable). The run's tag listing (``…/media``, what the pages read first) is timed too.
+
+Prints a table and one JSON line, and writes ``bench/out/media_reads.json``.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_portal import TOKEN, load_average, start_portal  # sibling scripts, not a package
-from media_import import RUN_DIR, write_event_file
+from media_import import RUN_DIR, build_event_files
 
 HERE = Path(__file__).resolve().parent
 RUN = RUN_DIR  # the run id import derives from the run's directory
@@ -87,7 +91,7 @@ def timed_ms(fn) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def ensure_store(where: Path, hist_tags: int, image_tags: int, steps: int) -> Path:
+def ensure_store(where: Path, hist_tags: int, image_tags: int, steps: int, jobs: int = 1) -> Path:
     """``where/store`` made by ``taunotebook import`` of ``where/logdir`` (both written here unless already there)."""
     from taunotebook.importer import import_paths
 
@@ -95,11 +99,10 @@ def ensure_store(where: Path, hist_tags: int, image_tags: int, steps: int) -> Pa
     if (store / "index.sqlite").is_file():
         print(f"reusing {store}", flush=True)
         return store
-    if not any((logdir / RUN_DIR).glob("*tfevents*")):
-        print(f"writing {hist_tags} histogram tags + {image_tags} image tags × {steps:,} steps with tensorboardX ...",
-              flush=True)
+    existing = list((logdir / RUN_DIR).glob("*tfevents*"))
+    if not existing or any(".part" in f.name for f in existing):  # none yet, or a build of parts to finish
         start = time.perf_counter()
-        write_event_file(logdir, hist_tags, image_tags, steps)
+        build_event_files(logdir, hist_tags, image_tags, steps, jobs=jobs)
         print(f"  written in {time.perf_counter() - start:.0f} s", flush=True)
     start = time.perf_counter()
     summary = import_paths([str(logdir)], store, clustering="wait")
@@ -114,6 +117,7 @@ def main() -> None:
     parser.add_argument("--hist-tags", type=int, default=4, help="when building the store (default 4)")
     parser.add_argument("--image-tags", type=int, default=10, help="when building the store (default 10)")
     parser.add_argument("--steps", type=int, default=10_000, help="when building the store (default 10,000)")
+    parser.add_argument("--jobs", type=int, default=1, help="processes writing the event files when building")
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--smoke", action="store_true", help="a quick run: 1 + 2 tags × 50 steps, 5 repeats")
@@ -126,7 +130,8 @@ def main() -> None:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     with tempfile.TemporaryDirectory() as tmp:
-        store = args.store or ensure_store(args.keep or Path(tmp), args.hist_tags, args.image_tags, args.steps)
+        store = args.store or ensure_store(args.keep or Path(tmp), args.hist_tags, args.image_tags, args.steps,
+                                            args.jobs)
         if not (store / "index.sqlite").is_file():
             raise SystemExit(f"--store {store}: no expstore there (build one with --keep DIR first)")
         proc, api = start_portal(store)
@@ -156,7 +161,9 @@ def measure(pid: int, api: str, args) -> dict:
             r.raise_for_status()
             return r
 
+        tags_first = timed_ms(lambda: get(f"{base}/media"))
         tags = get(f"{base}/media").json()["tags"]
+        tags_ms = [timed_ms(lambda: get(f"{base}/media")) for _ in range(max(2, args.repeats // 5))]
         hist = next(t for t in tags if t["kind"] == "histograms")
         image = next(t for t in tags if t["kind"] == "images")
 
@@ -186,7 +193,8 @@ def measure(pid: int, api: str, args) -> dict:
         "bench": "media_reads", "histogram_tags": sum(t["kind"] == "histograms" for t in tags),
         "image_tags": sum(t["kind"] == "images" for t in tags), "histogram_tag": hist["tag"],
         "histogram_steps": hist["count"], "returned_steps": returned, "repeats": args.repeats,
-        "image_tag": image["tag"], "image_steps": image["count"],
+        "image_tag": image["tag"], "image_steps": image["count"], "tags_first_ms": tags_first,
+        "tags_p50_ms": statistics.median(tags_ms), "tags_p95_ms": p(tags_ms, 0.95),
         "image_cursor_p50_ms": statistics.median(image_ms), "image_cursor_p95_ms": p(image_ms, 0.95),
         "portal_rss_mb_idle": rss_idle, "portal_rss_mb_after_histograms": rss_after_hist,
         "portal_rss_mb_after": rss_after, "portal_rss_mb_peak": peak,
@@ -196,6 +204,8 @@ def measure(pid: int, api: str, args) -> dict:
             results[f"{key}_{field}"] = part[field]
     results["bands_vs_series_p95"] = bands["p95_ms"] / series["p95_ms"]
     results["buckets_vs_series_p95"] = with_buckets["p95_ms"] / series["p95_ms"]
+    print(f"the run's tags (…/media, {len(tags)} tags): first {tags_first:.1f} ms, "
+          f"p50 {results['tags_p50_ms']:.1f} ms, p95 {results['tags_p95_ms']:.1f} ms")
     print(f"full range of {hist['tag']} ({hist['count']:,} steps -> {returned}) and of {SCALAR}, "
           f"{args.repeats} requests each:")
     for part in (series, bands, with_buckets):

@@ -215,3 +215,30 @@ def test_an_imports_media_key_is_its_content():
     others = {media_chunk_key("r", "/logs/events", changed_bucket), media_chunk_key("r", "/logs/events", changed_image),
               media_chunk_key("r2", "/logs/events", records), media_chunk_key("r", "/logs/events", records[:-1])}
     assert key not in others and len(others) == 4
+
+
+def test_a_tags_count_over_deliveries_that_follow_one_another_reads_no_file(tmp_path, monkeypatch):
+    """A live run's tag is in one entry a delivery, each after the last: the tag list adds their rows up from the
+    index (it is asked for every tag of the run at once); entries whose steps meet, or an entry holding more rows
+    than its steps, are read to count each step once."""
+    from tau_collector.expstore.read import media_reads
+
+    store = ExpStore(tmp_path / "store", create=True)
+    for n, steps in enumerate((range(0, 10), range(10, 25), range(25, 26))):
+        write_media(store, f"delivery-{n}", "r", "/logs/events", _histograms(3, steps))
+    read = media_reads._rows
+    reads = []
+
+    def counting(store, run_id, kind, tag, *rest):
+        reads.append(tag)
+        return read(store, run_id, kind, tag, *rest)
+
+    monkeypatch.setattr(media_reads, "_rows", counting)
+    counts = {(t.tag, t.count, t.step_min, t.step_max) for t in StoreReader(tmp_path / "store").media_tags("r")}
+    assert counts == {(f"layer_{t:02d}", 26, 0, 25) for t in range(3)} and reads == []
+    # Steps 20..29 again (another delivery of frames read again): layer_00's entries meet, it alone is read.
+    write_media(store, "again", "r", "/logs/events", [r for r in _histograms(1, range(20, 30), key=3)])
+    # Two values at step 40 in one delivery (a restart within it): more rows than steps, read.
+    write_media(store, "restart", "r", "/logs/events", [r for r in _histograms(2, [40, 40]) if r.tag == "layer_01"])
+    counts = {t.tag: t.count for t in StoreReader(tmp_path / "store").media_tags("r")}
+    assert counts == {"layer_00": 30, "layer_01": 27, "layer_02": 26} and sorted(reads) == ["layer_00", "layer_01"]

@@ -131,6 +131,30 @@ def test_a_reduced_histogram_keeps_the_asked_steps_and_buckets_false_reads_summa
     assert _get(client, "/runs/run/histograms", tag="weights", step_min="100")["steps"] == []
 
 
+def test_a_histogram_read_lists_the_runs_tags_only_for_an_empty_answer(served):
+    """A run's tag list costs what the run holds (every tag's files, every image row; after each change of a live
+    store, again): a read of one tag that has values does without it, a tag without any is a 404 as before."""
+    import orjson
+
+    _, reader, _ = served
+    listed = []
+
+    class Listing(StoreReader):
+        def media_tags(self, run_id):
+            listed.append(run_id)
+            return super().media_tags(run_id)
+
+    routes = data_routes(Portal(Sources(Listing(reader.store))))
+    found = respond(routes, f"{V2}/runs/run/histograms", "GET", Query([("tag", "weights"), ("buckets", "false")]))
+    assert found.status_code == 200 and orjson.loads(found.body)["steps"] == list(STEPS)
+    assert listed == []
+    missing = respond(routes, f"{V2}/runs/run/histograms", "GET", Query([("tag", "nope")]))
+    assert missing.status_code == 404 and "no histogram tag 'nope'" in orjson.loads(missing.body)["error"]["message"]
+    outside = respond(routes, f"{V2}/runs/run/histograms", "GET", Query([("tag", "weights"), ("step_min", "100")]))
+    assert outside.status_code == 200 and orjson.loads(outside.body)["steps"] == []
+    assert listed == ["run", "run"]
+
+
 def test_a_histogram_at_one_step_is_exactly_that_step(served):
     client, reader, _ = served
     body = _get(client, "/runs/run/histograms/at", tag="raw", step="4")

@@ -134,13 +134,15 @@ def histograms(ctx: Context) -> Response:
     max_steps, keep, buckets = _max_steps(ctx), _keep(ctx), _flag(ctx, "buckets", True)
     reader = _require_media(found, reader)
     run_id = found.run.run_id
-    if not any(t.kind == "histograms" and t.tag == tag for t in reader.media_tags(run_id)):
-        raise _no_such_tag(found, "histogram", tag)
     try:
         series = reader.histograms(run_id, tag, step_min=step_min, step_max=step_max, max_steps=max_steps,
                                    keep=keep, buckets=buckets)
     except ValueError as err:
         raise _store_refusal(err) from None
+    # Only an empty answer asks whether the tag exists at all: the run's tag list costs what the run holds (every
+    # tag's files, every image row), recounted after each change of a live store, and a tag read is one tag's.
+    if not series.total and not any(t.kind == "histograms" and t.tag == tag for t in reader.media_tags(run_id)):
+        raise _no_such_tag(found, "histogram", tag)
     return json_response(histograms_json(metadata(source, [found.served], False, found.warnings), ctx.run_id,
                                          series))
 

@@ -48,8 +48,8 @@ def media_tags(store: ExpStore, run_id: str) -> list[MediaTag]:
     """Every histogram, image and text tag of the run with its count and step range, by kind then tag."""
     tags = []
     rows = media_tag_rows(store, run_id)
-    for kind, tag, count, low, high, files in rows:
-        if files > 1:  # a chunk delivered twice, or frames read again: count each value once
+    for kind, tag, count, low, high, shared in rows:
+        if shared:  # entries whose steps meet (a chunk delivered twice, frames read again): count each value once
             count = len(_rows(store, run_id, kind, tag, low, high, ["step"])[0])
         tags.append(MediaTag(kind, tag, int(count), int(low), int(high)))
     for name, count, low, high in image_tag_rows(store, run_id):

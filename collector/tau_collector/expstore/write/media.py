@@ -177,16 +177,29 @@ def media_file_paths(store: ExpStore, run_id: str, kind: str, tag: str, low: int
     return [(path, None if first is None else (int(first), int(last))) for path, first, last in rows]
 
 
-def media_tag_rows(store: ExpStore, run_id: str) -> list[tuple[str, str, int, int, int, int]]:
-    """(kind, tag, rows, step_min, step_max, files) of each histogram and text tag of the run."""
+def media_tag_rows(store: ExpStore, run_id: str) -> list[tuple[str, str, int, int, int, bool]]:
+    """(kind, tag, rows, step_min, step_max, shared) of each histogram and text tag of the run: ``rows`` summed over
+    its entries (``media_files`` rows), ``shared`` when the step ranges of two of its entries meet -- a chunk
+    delivered again, frames read again, a restart -- so that only then a step may be stored twice. A live run's
+    entries follow one another (each delivery's steps after the last's): their rows add up without a read."""
     try:
-        return store.connection().execute(
-            "SELECT kind, tag, SUM(row_count), MIN(step_min), MAX(step_max), COUNT(*) FROM media_files "
-            "WHERE run_id = ? GROUP BY kind, tag", (run_id,)).fetchall()
+        entries = store.connection().execute(
+            "SELECT kind, tag, row_count, step_min, step_max FROM media_files WHERE run_id = ? "
+            "ORDER BY kind, tag, step_min", (run_id,)).fetchall()
     except sqlite3.OperationalError as exc:
         if _without_table(exc):
             return []
         raise
+    out: list[tuple[str, str, int, int, int, bool]] = []
+    for kind, tag, rows, low, high in entries:
+        rows, low, high = int(rows), int(low), int(high)
+        crowded = rows > high - low + 1  # more rows than steps in its range: a step in it twice
+        if out and out[-1][:2] == (kind, tag):  # sorted by first step: it meets an earlier one if it starts by its end
+            _, _, total, first, end, shared = out[-1]
+            out[-1] = (kind, tag, total + rows, first, max(end, high), shared or crowded or low <= end)
+        else:
+            out.append((kind, tag, rows, low, high, crowded))
+    return out
 
 
 def image_tag_rows(store: ExpStore, run_id: str) -> list[tuple[str, int, int, int]]:
