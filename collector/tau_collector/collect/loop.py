@@ -451,7 +451,7 @@ class Collector:
             batch = part.projected.batch
             if batch.media:  # histograms, images, text: spooled and delivered before the checkpoint passes them
                 media_path, media_chunk = write_media_record(self.options.out, self.options.run, batch.input.path,
-                                                             batch.media, self.identity)
+                                                             batch.media, self.identity, order=len(media_paths))
                 self._deliver_media(media_chunk)
                 media_paths.append(media_path)
                 self.result.media += len(batch.media)

@@ -68,8 +68,9 @@ def _identity(doc) -> RunIdentity | None:
 
 
 def encode_media_chunk(run_id: str, source: str, records: list[MediaRecord],
-                       identity: RunIdentity | None = None) -> tuple[str, list[bytes]]:
-    """(the record's digest, its bytes in pieces); ``identity`` is kept in the header when given."""
+                       identity: RunIdentity | None = None, order: int | None = None) -> tuple[str, list[bytes]]:
+    """(the record's digest, its bytes in pieces); ``identity`` and ``order`` (the record's place among those
+    written before one checkpoint) are kept in the header when given."""
     docs, blobs = [], []
     for record in records:
         doc, parts = _describe(record)
@@ -79,6 +80,8 @@ def encode_media_chunk(run_id: str, source: str, records: list[MediaRecord],
     head = {"run_id": run_id, "source": source, "records": docs}
     if identity is not None:
         head["identity"] = _identity_doc(identity)
+    if order is not None:
+        head["order"] = order
     header = orjson.dumps(head)
     pieces = [MEDIA_CHUNK_SCHEMA, len(header).to_bytes(_HEADER_BYTES, "little"), header, *blobs]
     digest = hashlib.sha256()
@@ -148,22 +151,41 @@ def decode_media_chunk(raw: bytes, where: str) -> MediaChunk:
 
 
 def write_media_record(out: str, run_id: str, source: str, records: list[MediaRecord],
-                       identity: RunIdentity | None = None) -> tuple[str, MediaChunk]:
-    """Spool ``records`` (atomic, fsynced); returns the record's path and the chunk to deliver."""
-    digest, pieces = encode_media_chunk(run_id, source, records, identity)
+                       identity: RunIdentity | None = None, order: int | None = None) -> tuple[str, MediaChunk]:
+    """Spool ``records`` (atomic, fsynced); returns the record's path and the chunk to deliver. ``order`` is the
+    record's place among the records written before the next checkpoint: a replay delivers them in that order."""
+    digest, pieces = encode_media_chunk(run_id, source, records, identity, order)
     path = os.path.join(out, MEDIA_DIR, digest + ".media")
     write_file_atomic(path, pieces)
     return path, MediaChunk(digest, run_id, source, tuple(records), identity)
 
 
+def _written_order(path: str) -> int:
+    """The header's ``order`` (-1 for a record written before it was kept), reading the header alone; a record too
+    short or malformed to say sorts first and is refused, naming itself, when it is read whole."""
+    with open(path, "rb") as handle:
+        head = handle.read(len(MEDIA_CHUNK_SCHEMA) + _HEADER_BYTES)
+        if len(head) < len(MEDIA_CHUNK_SCHEMA) + _HEADER_BYTES or not head.startswith(MEDIA_CHUNK_SCHEMA):
+            return -1
+        size = int.from_bytes(head[len(MEDIA_CHUNK_SCHEMA):], "little")
+        if size > os.fstat(handle.fileno()).st_size:  # the file decides no allocation
+            return -1
+        try:
+            order = orjson.loads(handle.read(size)).get("order", -1)
+        except (orjson.JSONDecodeError, AttributeError):
+            return -1
+    return order if isinstance(order, int) else -1
+
+
 def replay_media(out: str, deliver: Callable[[MediaChunk], None]) -> int:
-    """Deliver every media record left by a process that stopped, then remove it; returns how many."""
+    """Deliver every media record left by a process that stopped, in the order they were written (the records of
+    one drain: those before its checkpoint removed them), then remove it; returns how many."""
     directory = os.path.join(out, MEDIA_DIR)
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
         return 0
-    count = 0
+    left = []
     for name in names:
         path = os.path.join(directory, name)
         if name.startswith(".") and ".tmp-" in name:
@@ -172,9 +194,12 @@ def replay_media(out: str, deliver: Callable[[MediaChunk], None]) -> int:
         match = _NAME.match(name)
         if not match:
             raise SpoolError(f"unexpected file in the media spool: {path}; remove it if you put it there")
+        left.append((_written_order(path), name, path, match.group(1)))
+    count = 0
+    for _order, _name, path, key in sorted(left):
         with open(path, "rb") as handle:
             chunk = decode_media_chunk(handle.read(), path)
-        if chunk.key != match.group(1):
+        if chunk.key != key:
             raise SpoolError(f"media spool record {path} does not match its name (damaged); remove it to go on")
         deliver(chunk)
         remove_durable(path)
