@@ -302,13 +302,14 @@ def histogram_buckets(value, kind: str, max_values: int) -> np.ndarray:
         if len(limits) < end:
             raise ValueError(f"histogram has {n} buckets but only {len(limits)} bucket limits")
         inner = limits[start:end]
-        buckets = np.empty((end - start + 1, 3), dtype=np.float64)
+        # Through float32, as the migration makes them: each double cast on assignment (as astype casts it).
+        buckets = np.empty((end - start + 1, 3), dtype=np.float32)
         buckets[0, 0] = low
         buckets[1:, 0] = inner
         buckets[:-1, 1] = inner
         buckets[-1, 1] = high
         buckets[:, 2] = counts[start:end + 1]
-        return buckets.astype(np.float32).astype(np.float64)  # through float32, as the migration makes them
+        return buckets.astype(np.float64)
     shape, values = tensor_values(value.tensor, max_values)
     if len(shape) != 2 or shape[1] != 3:
         raise ValueError(f"a histogram tensor has shape [k, 3], this one {list(shape)}")
@@ -330,6 +331,21 @@ def _histogram_wire(data: bytes) -> tuple[float, float, np.ndarray, np.ndarray] 
     with the doubles as views of ``data``: the reading a histogram takes without an object per bucket. None
     for anything else (another field, a length past the end, a packed field
     not of whole doubles): protobuf then reads it, or says why it cannot."""
+    canonical = _HISTO_CANONICAL.match(data)
+    if canonical is not None:  # what writers send: each field once, in field order, both repeated fields packed
+        low, high, varint = canonical.groups()
+        limits_at = canonical.end()
+        limits_size = _packed_size(varint)
+        key_at = limits_at + limits_size
+        counts = _HISTO_COUNTS.match(data, key_at)
+        if counts is not None and not limits_size % 8:
+            counts_at = counts.end()
+            counts_size = _packed_size(counts.group(1))
+            if counts_at + counts_size == len(data) and not counts_size % 8:
+                return (_DOUBLE.unpack(low)[0] if low is not None else 0.0,
+                        _DOUBLE.unpack(high)[0] if high is not None else 0.0,
+                        np.frombuffer(data, dtype="<f8", count=limits_size // 8, offset=limits_at),
+                        np.frombuffer(data, dtype="<f8", count=counts_size // 8, offset=counts_at))
     singular = [0.0, 0.0]
     pieces: tuple[list, list] = ([], [])
     pos, end = 0, len(data)
@@ -368,6 +384,21 @@ def _histogram_wire(data: bytes) -> tuple[float, float, np.ndarray, np.ndarray] 
             return None
     limits, counts = (_doubles(data, found) for found in pieces)
     return singular[0], singular[1], limits, counts
+
+
+# min, max, num, sum, sum_squares (each optional: proto3 leaves out a zero), then bucket_limit's packed doubles and
+# bucket's, each with a varint length of at most four bytes; the limits' bytes are matched by length after.
+_HISTO_CANONICAL = re.compile(rb"(?:\x09(.{8}))?(?:\x11(.{8}))?(?:\x19.{8})?(?:\x21.{8})?(?:\x29.{8})?"
+                              rb"\x32([\x80-\xff]{0,3}[\x00-\x7f])", re.S)
+_HISTO_COUNTS = re.compile(rb"\x3a([\x80-\xff]{0,3}[\x00-\x7f])")
+
+
+def _packed_size(varint: bytes) -> int:
+    size = shift = 0
+    for byte in varint:
+        size |= (byte & 0x7F) << shift
+        shift += 7
+    return size
 
 
 def _doubles(data: bytes, pieces: list[tuple[int, int]]) -> np.ndarray:
