@@ -295,7 +295,7 @@ def histogram_buckets(value, kind: str, max_values: int) -> np.ndarray:
                 raise ValueError(f"histogram holds {max(len(limits), len(counts))} buckets, over the limit of "
                                  f"{max_values // 3} (--max-tensor-values counts three values a bucket)")
         n = len(counts)
-        filled = np.flatnonzero(counts > 0)
+        filled = (counts > 0).nonzero()[0]  # flatnonzero's answer without its two Python calls
         if not filled.size:
             return np.zeros((0, 3), dtype=np.float64)
         start, end = int(filled[0]), int(filled[-1])

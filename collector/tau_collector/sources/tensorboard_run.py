@@ -57,6 +57,7 @@ from tau_collector.sources.event_file import (
     decode_event,
     summary_value_count,
 )
+from tau_collector.sources.histogram_events import HistoValue, histo_event
 from tau_collector.sources.media import MediaRecord, MediaRequest, media_record
 from tau_collector.sources.read_limits import DEFAULT_LIMITS
 from tau_collector.sources.records import HistoryRow, ProblemKind, SourceProblem
@@ -426,9 +427,15 @@ def decode_event_into(
                 "event may have (--max-row-fields), so it was not decoded"))
             return
     plugins = memory.tag_plugins
+    dropped = batch.dropped
+    histo = histo_event(payload)
+    if histo is not None and histo[2] in plugins:  # a histogram of a tag seen before: no protobuf objects
+        wall_time, step, tag, data = histo
+        _take_media(run, path, HistoValue(tag, data), "histo", plugins[tag], tag, step, wall_time, record,
+                    frame_offset, batch, media)
+        return
     names = memory.metric_names
     layouts = memory.scalar_layouts
-    dropped = batch.dropped
     append = batch.observations.append
     try:
         event = decode_event(payload)
@@ -472,27 +479,36 @@ def decode_event_into(
                         layouts[canonical_scalar_key(tag)] = name
                 append(ScalarObservation(name, step, wall_time, number, record, frame_offset))
             elif kind is not None:
-                bucket = dropped_bucket(kind, plugin)
-                dropped[bucket] = dropped.get(bucket, 0) + 1
-                if media is not None:
-                    try:
-                        item = media_record(media, plugin, value, kind, run.prefix, step, wall_time, record,
-                                            frame_offset)
-                    except ValueError as exc:
-                        batch.problems.append(SourceProblem(
-                            path, ProblemKind.BAD_VALUE,
-                            f"{plugin} {tag!r} at step {step} cannot be read: {exc}; skipped this value",
-                            line=record, offset=frame_offset,
-                        ))
-                        continue
-                    if item is not None:
-                        batch.media.append(item)
+                _take_media(run, path, value, kind, plugin, tag, step, wall_time, record, frame_offset, batch,
+                            media)
     elif what == "session_log" and event.session_log.status == SESSION_START:
         batch.restarts.append(SessionRestart(
             run.relative, event.step, event.wall_time, record, frame_offset,
             not memory.seen_session_start,
         ))
         memory.seen_session_start = True
+
+
+def _take_media(run: TensorBoardRun, path: str, value, kind: str, plugin: str, tag: str, step: int,
+                wall_time: float, record: int, frame_offset: int, batch: SegmentBatch,
+                media: MediaRequest | None) -> None:
+    """A non-scalar ``value``: counted as dropped (the scalar path does not take it) and, when ``media`` asks
+    for it, its record in ``batch.media`` (a value that cannot be read: a ``bad_value`` problem)."""
+    bucket = dropped_bucket(kind, plugin)
+    batch.dropped[bucket] = batch.dropped.get(bucket, 0) + 1
+    if media is None:
+        return
+    try:
+        item = media_record(media, plugin, value, kind, run.prefix, step, wall_time, record, frame_offset)
+    except ValueError as exc:
+        batch.problems.append(SourceProblem(
+            path, ProblemKind.BAD_VALUE,
+            f"{plugin} {tag!r} at step {step} cannot be read: {exc}; skipped this value",
+            line=record, offset=frame_offset,
+        ))
+        return
+    if item is not None:
+        batch.media.append(item)
 
 
 def _bad_event(path: str, record: int, frame_offset: int, why: str) -> SourceProblem:
