@@ -106,8 +106,69 @@ def test_reading_a_file_gives_the_same_media_either_way(tmp_path) -> None:
     assert [p.message for p in fast.problems] == [p.message for p in slow.problems]
     assert len(fast.problems) == 2 and "bucket limits" in fast.problems[1].message
     assert fast.dropped == slow.dropped and fast.observations == slow.observations
+    # The import's block reader: histograms of a block wait for their buckets, made a layout at a time.
+    from tau_collector.sources.event_columns import read_block_columns
+
+    block, _ = read_block_columns(run, path, memory=tensorboard_run.RunMemory(), media=request, final=True)
+    assert len(block.media) == 60 and block.dropped == slow.dropped
+    for a, b in zip(block.media, slow.media, strict=True):
+        assert (a.tag, a.step, a.wall_time, a.record, a.offset) == (b.tag, b.step, b.wall_time, b.record, b.offset)
+        assert a.buckets.dtype == b.buckets.dtype and np.array_equal(a.buckets, b.buckets)
+    assert [p.message for p in block.problems] == [p.message for p in slow.problems]
 
 
 def test_the_wall_time_is_the_double_written() -> None:
     payload = _event(wall=1.0 / 3.0).SerializeToString()
     assert histo_event(payload)[0] == struct.unpack("<d", payload[1:9])[0] == 1.0 / 3.0
+
+
+class _Value:
+    def __init__(self, histo: bytes) -> None:
+        self.histo = histo
+
+
+def test_buckets_made_a_layout_at_a_time_equal_each_histograms_own() -> None:
+    """:class:`PendingHistograms` against ``histogram_buckets`` of each: empty, all-zero, NaN and negative counts,
+    one bucket, limits one fewer than the counts, infinite and float32-overflowing edges, mixed layouts."""
+    from tau_collector.sources.data_compat import histogram_buckets
+    from tau_collector.sources.histogram_events import PendingHistograms
+
+    rng = np.random.default_rng(3)
+    limits = np.linspace(-2.0, 2.0, 12).tolist()
+    made = []
+    for i in range(120):
+        counts = rng.integers(0, 3, 12).astype(float) * (rng.random(12) < 0.5)
+        if i % 11 == 0:
+            counts[:] = 0.0
+        if i % 13 == 0:
+            counts[rng.integers(0, 12)] = np.nan
+        if i % 17 == 0:
+            counts[rng.integers(0, 12)] = -1.0
+        made.append(HistogramProto(min=-1e300 if i % 7 == 0 else -2.5, max=2.5 + i, bucket_limit=limits,
+                                   bucket=counts.tolist()))
+    made += [HistogramProto(min=1.0, max=2.0, bucket_limit=[0.0], bucket=[4.0]),
+             HistogramProto(min=0.0, max=9.0, bucket_limit=[1.0, float("inf")], bucket=[0.0, 1.0, 2.0]),
+             HistogramProto(min=0.0, max=9.0, bucket_limit=[1.0, 2.0, 3.0], bucket=[0.0, 1.0, 0.0])]
+    pending = PendingHistograms()
+    records = []
+    for i, histo in enumerate(made):
+        data = histo.SerializeToString()
+        records.append((pending.add("run", "t", i, 1.0, data, i, i, 100_000), data))
+    assert [i for i, (r, _) in enumerate(records) if r is None] == []
+    pending.resolve()
+    for record, data in records:
+        own = histogram_buckets(_Value(data), "histo", 100_000)
+        assert record.buckets.dtype == own.dtype and record.buckets.shape == own.shape
+        assert np.array_equal(record.buckets, own, equal_nan=True)
+
+
+def test_a_histogram_that_could_be_refused_does_not_wait() -> None:
+    from tau_collector.sources.histogram_events import PendingHistograms
+
+    pending = PendingHistograms()
+    too_few_limits = HistogramProto(min=0.0, max=1.0, bucket_limit=[0.5], bucket=[0.0, 1.0, 2.0]).SerializeToString()
+    assert pending.add("run", "t", 1, 1.0, too_few_limits, 1, 1, 100_000) is None
+    wide = HistogramProto(bucket_limit=[float(i) for i in range(40)], bucket=[1.0] * 40).SerializeToString()
+    assert pending.add("run", "t", 1, 1.0, wide, 1, 1, 100) is None  # 3 x 40 values over the limit of 100
+    unpacked = HistogramProto(bucket_limit=[1.0], bucket=[1.0]).SerializeToString() + b"\x31" + bytes(8)
+    assert pending.add("run", "t", 1, 1.0, unpacked, 1, 1, 100_000) is None

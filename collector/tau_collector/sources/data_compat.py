@@ -325,27 +325,38 @@ _HISTO_PACKED = {0x32: 0, 0x3A: 1}  # bucket_limit, bucket (packed doubles)
 _HISTO_UNPACKED = {0x31: 0, 0x39: 1}  # the same, one double a field
 
 
+def canonical_histogram(data: bytes | memoryview) -> tuple[float, float, int, int, int, int] | None:
+    """A ``HistogramProto`` in the layout writers give it -- each field once, in field order, both repeated fields
+    packed -- as (min, max, bucket_limit's offset and count, bucket's offset and count); None for any other
+    (:func:`_histogram_wire` then reads it field by field)."""
+    canonical = _HISTO_CANONICAL.match(data)
+    if canonical is None:
+        return None
+    low, high, varint = canonical.groups()
+    limits_at = canonical.end()
+    limits_size = _packed_size(varint)
+    counts = _HISTO_COUNTS.match(data, limits_at + limits_size)
+    if counts is None or limits_size % 8:
+        return None
+    counts_at = counts.end()
+    counts_size = _packed_size(counts.group(1))
+    if counts_at + counts_size != len(data) or counts_size % 8:
+        return None
+    return (_DOUBLE.unpack(low)[0] if low is not None else 0.0, _DOUBLE.unpack(high)[0] if high is not None else 0.0,
+            limits_at, limits_size // 8, counts_at, counts_size // 8)
+
+
 def _histogram_wire(data: bytes) -> tuple[float, float, np.ndarray, np.ndarray] | None:
     """A ``HistogramProto``'s (min, max, bucket_limit, bucket) read from its wire format as protobuf reads them
     (the last of a repeated singular field wins, repeated fields' packed and unpacked pieces join in order),
     with the doubles as views of ``data``: the reading a histogram takes without an object per bucket. None
     for anything else (another field, a length past the end, a packed field
     not of whole doubles): protobuf then reads it, or says why it cannot."""
-    canonical = _HISTO_CANONICAL.match(data)
-    if canonical is not None:  # what writers send: each field once, in field order, both repeated fields packed
-        low, high, varint = canonical.groups()
-        limits_at = canonical.end()
-        limits_size = _packed_size(varint)
-        key_at = limits_at + limits_size
-        counts = _HISTO_COUNTS.match(data, key_at)
-        if counts is not None and not limits_size % 8:
-            counts_at = counts.end()
-            counts_size = _packed_size(counts.group(1))
-            if counts_at + counts_size == len(data) and not counts_size % 8:
-                return (_DOUBLE.unpack(low)[0] if low is not None else 0.0,
-                        _DOUBLE.unpack(high)[0] if high is not None else 0.0,
-                        np.frombuffer(data, dtype="<f8", count=limits_size // 8, offset=limits_at),
-                        np.frombuffer(data, dtype="<f8", count=counts_size // 8, offset=counts_at))
+    layout = canonical_histogram(data)
+    if layout is not None:
+        low, high, limits_at, limits_n, counts_at, counts_n = layout
+        return (low, high, np.frombuffer(data, dtype="<f8", count=limits_n, offset=limits_at),
+                np.frombuffer(data, dtype="<f8", count=counts_n, offset=counts_at))
     singular = [0.0, 0.0]
     pieces: tuple[list, list] = ([], [])
     pos, end = 0, len(data)

@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from tau_collector.sources.data_compat import SCALARS, dropped_bucket, series_kind, tensor_scalar
+from tau_collector.sources.data_compat import HISTOGRAMS, SCALARS, dropped_bucket, series_kind, tensor_scalar
 from tau_collector.sources.event_file import (
     CANONICAL_MAX,
     SESSION_START,
@@ -57,7 +57,7 @@ from tau_collector.sources.event_file import (
     decode_event,
     summary_value_count,
 )
-from tau_collector.sources.histogram_events import HistoValue, histo_event
+from tau_collector.sources.histogram_events import HistoValue, PendingHistograms, histo_event
 from tau_collector.sources.media import MediaRecord, MediaRequest, media_record
 from tau_collector.sources.read_limits import DEFAULT_LIMITS
 from tau_collector.sources.records import HistoryRow, ProblemKind, SourceProblem
@@ -410,7 +410,7 @@ def _decode_frames(
 def decode_event_into(
     run: TensorBoardRun, path: str, payload: bytes | memoryview, record: int, frame_offset: int,
     batch: SegmentBatch, memory: RunMemory, max_values: int = DEFAULT_LIMITS.max_row_fields,
-    media: MediaRequest | None = None,
+    media: MediaRequest | None = None, pending: PendingHistograms | None = None,
 ) -> None:
     """Decode one frame with protobuf (any event the canonical-scalar fast path did not take) into ``batch``.
 
@@ -418,7 +418,8 @@ def decode_event_into(
     is a bad event, counted from the wire format and never decoded: a record within the size limit can
     hold a million values, a gigabyte or more of objects. The histograms, images and text ``media`` asks
     for become records in ``batch.media`` (a value that cannot be read is a ``bad_value`` problem); they
-    are counted as ``dropped`` all the same, as the scalar path does not take them."""
+    are counted as ``dropped`` all the same, as the scalar path does not take them. With ``pending``, a histogram
+    in the writers' layout may wait there for its buckets (the caller then calls its ``resolve``)."""
     if max_values and len(payload) > 2 * max_values:  # a value takes two bytes at least
         values = summary_value_count(payload, max_values)
         if values > max_values:
@@ -431,6 +432,13 @@ def decode_event_into(
     histo = histo_event(payload)
     if histo is not None and histo[2] in plugins:  # a histogram of a tag seen before: no protobuf objects
         wall_time, step, tag, data = histo
+        if pending is not None and media is not None and plugins[tag] == HISTOGRAMS and HISTOGRAMS in media.kinds:
+            item = pending.add(run.prefix, tag, step, wall_time, data, record, frame_offset, media.max_values)
+            if item is not None:
+                bucket = dropped_bucket("histo", HISTOGRAMS)
+                dropped[bucket] = dropped.get(bucket, 0) + 1
+                batch.media.append(item)
+                return
         _take_media(run, path, HistoValue(tag, data), "histo", plugins[tag], tag, step, wall_time, record,
                     frame_offset, batch, media)
         return
