@@ -84,8 +84,8 @@ def cpu_seconds() -> float:
 
 
 def time_module_imports() -> dict[str, tuple[float, float]]:
-    """Wall and CPU seconds to import each side's modules, before either is timed: neither side's figure below
-    counts its modules' loading (it used to count the import's ~0.25 s and not TensorBoard's), printed apart."""
+    """Wall and CPU seconds to import each side's entry module, before either is timed (as before: neither side's
+    figure counts it; what ``import_paths`` loads lazily is in its figure), printed apart for the record."""
     out = {}
     for name, load in (("import", lambda: __import__("taunotebook.importer")),
                        ("event_accumulator",
