@@ -364,13 +364,17 @@ class ExpStore:
         is set, their filesystem synced once for the bytes and once for the renames instead). A file whose
         publication failed is not left under its name."""
         self._require_writable()
-        finals = [self.root / rel for rel, _ in files]
-        make_dirs_many(f.parent for f in finals)  # new directories durable before a file in them is registered
+        root = os.fspath(self.root)
+        # Plain strings, not Path objects: a delivery publishes a thousand images.
+        split = [os.path.split(os.path.join(root, rel)) for rel, _ in files]
+        finals = [os.path.join(parent, name) for parent, name in split]
+        parents = list(dict.fromkeys(parent for parent, _ in split))
+        make_dirs_many(parents)  # new directories durable before a file in them is registered
         tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        temps = [f.parent / f".{f.name}.tmp-{tag}-{i}" for i, f in enumerate(finals)]
-        placed: list[Path] = []
+        temps = [os.path.join(parent, f".{name}.tmp-{tag}-{i}") for i, (parent, name) in enumerate(split)]
+        placed: list[str] = []
         # Many files (a delivery's images): their filesystem synced once for the bytes and once for the names.
-        whole = (FilesystemSync.open(finals[0].parent)
+        whole = (FilesystemSync.open(parents[0])
                  if self.whole_filesystem_syncs and len(files) >= SYNCFS_FROM else None)
         try:
             if whole is None:
@@ -382,17 +386,17 @@ class ExpStore:
                 os.replace(tmp, final)
                 placed.append(final)
             if whole is None:
-                fsync_directories(f.parent for f in finals)
+                fsync_directories(parents)
             else:
                 whole.sync()
         except BaseException:
             for path in (*temps, *placed):  # never registered: not durable, so not published
-                path.unlink(missing_ok=True)
+                Path(path).unlink(missing_ok=True)
             raise
         finally:
             if whole is not None:
                 whole.close()
-        return finals
+        return [Path(f) for f in finals]
 
 
 class _Tx:

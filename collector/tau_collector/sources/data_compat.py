@@ -295,20 +295,21 @@ def histogram_buckets(value, kind: str, max_values: int) -> np.ndarray:
                 raise ValueError(f"histogram holds {max(len(limits), len(counts))} buckets, over the limit of "
                                  f"{max_values // 3} (--max-tensor-values counts three values a bucket)")
         n = len(counts)
-        filled = np.flatnonzero(counts > 0)
+        filled = (counts > 0).nonzero()[0]  # flatnonzero's answer without its two Python calls
         if not filled.size:
             return np.zeros((0, 3), dtype=np.float64)
         start, end = int(filled[0]), int(filled[-1])
         if len(limits) < end:
             raise ValueError(f"histogram has {n} buckets but only {len(limits)} bucket limits")
         inner = limits[start:end]
-        buckets = np.empty((end - start + 1, 3), dtype=np.float64)
+        # Through float32, as the migration makes them: each double cast on assignment (as astype casts it).
+        buckets = np.empty((end - start + 1, 3), dtype=np.float32)
         buckets[0, 0] = low
         buckets[1:, 0] = inner
         buckets[:-1, 1] = inner
         buckets[-1, 1] = high
         buckets[:, 2] = counts[start:end + 1]
-        return buckets.astype(np.float32).astype(np.float64)  # through float32, as the migration makes them
+        return buckets.astype(np.float64)
     shape, values = tensor_values(value.tensor, max_values)
     if len(shape) != 2 or shape[1] != 3:
         raise ValueError(f"a histogram tensor has shape [k, 3], this one {list(shape)}")
@@ -324,12 +325,38 @@ _HISTO_PACKED = {0x32: 0, 0x3A: 1}  # bucket_limit, bucket (packed doubles)
 _HISTO_UNPACKED = {0x31: 0, 0x39: 1}  # the same, one double a field
 
 
+def canonical_histogram(data: bytes | memoryview) -> tuple[float, float, int, int, int, int] | None:
+    """A ``HistogramProto`` in the layout writers give it -- each field once, in field order, both repeated fields
+    packed -- as (min, max, bucket_limit's offset and count, bucket's offset and count); None for any other
+    (:func:`_histogram_wire` then reads it field by field)."""
+    canonical = _HISTO_CANONICAL.match(data)
+    if canonical is None:
+        return None
+    low, high, varint = canonical.groups()
+    limits_at = canonical.end()
+    limits_size = _packed_size(varint)
+    counts = _HISTO_COUNTS.match(data, limits_at + limits_size)
+    if counts is None or limits_size % 8:
+        return None
+    counts_at = counts.end()
+    counts_size = _packed_size(counts.group(1))
+    if counts_at + counts_size != len(data) or counts_size % 8:
+        return None
+    return (_DOUBLE.unpack(low)[0] if low is not None else 0.0, _DOUBLE.unpack(high)[0] if high is not None else 0.0,
+            limits_at, limits_size // 8, counts_at, counts_size // 8)
+
+
 def _histogram_wire(data: bytes) -> tuple[float, float, np.ndarray, np.ndarray] | None:
     """A ``HistogramProto``'s (min, max, bucket_limit, bucket) read from its wire format as protobuf reads them
     (the last of a repeated singular field wins, repeated fields' packed and unpacked pieces join in order),
     with the doubles as views of ``data``: the reading a histogram takes without an object per bucket. None
     for anything else (another field, a length past the end, a packed field
     not of whole doubles): protobuf then reads it, or says why it cannot."""
+    layout = canonical_histogram(data)
+    if layout is not None:
+        low, high, limits_at, limits_n, counts_at, counts_n = layout
+        return (low, high, np.frombuffer(data, dtype="<f8", count=limits_n, offset=limits_at),
+                np.frombuffer(data, dtype="<f8", count=counts_n, offset=counts_at))
     singular = [0.0, 0.0]
     pieces: tuple[list, list] = ([], [])
     pos, end = 0, len(data)
@@ -368,6 +395,21 @@ def _histogram_wire(data: bytes) -> tuple[float, float, np.ndarray, np.ndarray] 
             return None
     limits, counts = (_doubles(data, found) for found in pieces)
     return singular[0], singular[1], limits, counts
+
+
+# min, max, num, sum, sum_squares (each optional: proto3 leaves out a zero), then bucket_limit's packed doubles and
+# bucket's, each with a varint length of at most four bytes; the limits' bytes are matched by length after.
+_HISTO_CANONICAL = re.compile(rb"(?:\x09(.{8}))?(?:\x11(.{8}))?(?:\x19.{8})?(?:\x21.{8})?(?:\x29.{8})?"
+                              rb"\x32([\x80-\xff]{0,3}[\x00-\x7f])", re.S)
+_HISTO_COUNTS = re.compile(rb"\x3a([\x80-\xff]{0,3}[\x00-\x7f])")
+
+
+def _packed_size(varint: bytes) -> int:
+    size = shift = 0
+    for byte in varint:
+        size |= (byte & 0x7F) << shift
+        shift += 7
+    return size
 
 
 def _doubles(data: bytes, pieces: list[tuple[int, int]]) -> np.ndarray:

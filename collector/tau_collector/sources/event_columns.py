@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tau_collector.sources.event_file import CANONICAL_MAX
+from tau_collector.sources.histogram_events import PendingHistograms
 from tau_collector.sources.media import MediaRequest
 from tau_collector.sources.read_limits import DEFAULT_LIMITS
 from tau_collector.sources.tensorboard_run import (
@@ -147,11 +148,13 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
     waiting[first_seen[unknown_keys]] = False
     slow = ~fast & ~waiting
 
+    pending = PendingHistograms()  # the block's histograms in the writers' layout: buckets a layout at a time
+
     def decode(indices: np.ndarray) -> None:
         for i in indices.tolist():
             start = int(frames.starts[i]) + HEADER_SIZE
             decode_event_into(run, path, data[start:start + int(frames.lengths[i])], first_record + i,
-                          base_offset + int(frames.starts[i]), batch, memory, max_values, media)
+                              base_offset + int(frames.starts[i]), batch, memory, max_values, media, pending)
 
     decode(np.flatnonzero(slow))
     if waiting.any():
@@ -163,6 +166,7 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
         # A histogram or text event repeats its bytes but for the step and time, like a scalar's: such frames
         # wait for their first one too, so the media they hold come after the others' and go back in file order.
         batch.media.sort(key=lambda record: record.offset)
+    pending.resolve()
 
     # Fast frames: one scalar each, read from the arrays.
     rows = np.flatnonzero(fast)

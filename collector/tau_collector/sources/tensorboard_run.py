@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from tau_collector.sources.data_compat import SCALARS, dropped_bucket, series_kind, tensor_scalar
+from tau_collector.sources.data_compat import HISTOGRAMS, SCALARS, dropped_bucket, series_kind, tensor_scalar
 from tau_collector.sources.event_file import (
     CANONICAL_MAX,
     SESSION_START,
@@ -57,6 +57,7 @@ from tau_collector.sources.event_file import (
     decode_event,
     summary_value_count,
 )
+from tau_collector.sources.histogram_events import HistoValue, PendingHistograms, histo_event
 from tau_collector.sources.media import MediaRecord, MediaRequest, media_record
 from tau_collector.sources.read_limits import DEFAULT_LIMITS
 from tau_collector.sources.records import HistoryRow, ProblemKind, SourceProblem
@@ -409,7 +410,7 @@ def _decode_frames(
 def decode_event_into(
     run: TensorBoardRun, path: str, payload: bytes | memoryview, record: int, frame_offset: int,
     batch: SegmentBatch, memory: RunMemory, max_values: int = DEFAULT_LIMITS.max_row_fields,
-    media: MediaRequest | None = None,
+    media: MediaRequest | None = None, pending: PendingHistograms | None = None,
 ) -> None:
     """Decode one frame with protobuf (any event the canonical-scalar fast path did not take) into ``batch``.
 
@@ -417,7 +418,8 @@ def decode_event_into(
     is a bad event, counted from the wire format and never decoded: a record within the size limit can
     hold a million values, a gigabyte or more of objects. The histograms, images and text ``media`` asks
     for become records in ``batch.media`` (a value that cannot be read is a ``bad_value`` problem); they
-    are counted as ``dropped`` all the same, as the scalar path does not take them."""
+    are counted as ``dropped`` all the same, as the scalar path does not take them. With ``pending``, a histogram
+    in the writers' layout may wait there for its buckets (the caller then calls its ``resolve``)."""
     if max_values and len(payload) > 2 * max_values:  # a value takes two bytes at least
         values = summary_value_count(payload, max_values)
         if values > max_values:
@@ -426,9 +428,22 @@ def decode_event_into(
                 "event may have (--max-row-fields), so it was not decoded"))
             return
     plugins = memory.tag_plugins
+    dropped = batch.dropped
+    histo = histo_event(payload)
+    if histo is not None and histo[2] in plugins:  # a histogram of a tag seen before: no protobuf objects
+        wall_time, step, tag, data = histo
+        if pending is not None and media is not None and plugins[tag] == HISTOGRAMS and HISTOGRAMS in media.kinds:
+            item = pending.add(run.prefix, tag, step, wall_time, data, record, frame_offset, media.max_values)
+            if item is not None:
+                bucket = dropped_bucket("histo", HISTOGRAMS)
+                dropped[bucket] = dropped.get(bucket, 0) + 1
+                batch.media.append(item)
+                return
+        _take_media(run, path, HistoValue(tag, data), "histo", plugins[tag], tag, step, wall_time, record,
+                    frame_offset, batch, media)
+        return
     names = memory.metric_names
     layouts = memory.scalar_layouts
-    dropped = batch.dropped
     append = batch.observations.append
     try:
         event = decode_event(payload)
@@ -472,27 +487,36 @@ def decode_event_into(
                         layouts[canonical_scalar_key(tag)] = name
                 append(ScalarObservation(name, step, wall_time, number, record, frame_offset))
             elif kind is not None:
-                bucket = dropped_bucket(kind, plugin)
-                dropped[bucket] = dropped.get(bucket, 0) + 1
-                if media is not None:
-                    try:
-                        item = media_record(media, plugin, value, kind, run.prefix, step, wall_time, record,
-                                            frame_offset)
-                    except ValueError as exc:
-                        batch.problems.append(SourceProblem(
-                            path, ProblemKind.BAD_VALUE,
-                            f"{plugin} {tag!r} at step {step} cannot be read: {exc}; skipped this value",
-                            line=record, offset=frame_offset,
-                        ))
-                        continue
-                    if item is not None:
-                        batch.media.append(item)
+                _take_media(run, path, value, kind, plugin, tag, step, wall_time, record, frame_offset, batch,
+                            media)
     elif what == "session_log" and event.session_log.status == SESSION_START:
         batch.restarts.append(SessionRestart(
             run.relative, event.step, event.wall_time, record, frame_offset,
             not memory.seen_session_start,
         ))
         memory.seen_session_start = True
+
+
+def _take_media(run: TensorBoardRun, path: str, value, kind: str, plugin: str, tag: str, step: int,
+                wall_time: float, record: int, frame_offset: int, batch: SegmentBatch,
+                media: MediaRequest | None) -> None:
+    """A non-scalar ``value``: counted as dropped (the scalar path does not take it) and, when ``media`` asks
+    for it, its record in ``batch.media`` (a value that cannot be read: a ``bad_value`` problem)."""
+    bucket = dropped_bucket(kind, plugin)
+    batch.dropped[bucket] = batch.dropped.get(bucket, 0) + 1
+    if media is None:
+        return
+    try:
+        item = media_record(media, plugin, value, kind, run.prefix, step, wall_time, record, frame_offset)
+    except ValueError as exc:
+        batch.problems.append(SourceProblem(
+            path, ProblemKind.BAD_VALUE,
+            f"{plugin} {tag!r} at step {step} cannot be read: {exc}; skipped this value",
+            line=record, offset=frame_offset,
+        ))
+        return
+    if item is not None:
+        batch.media.append(item)
 
 
 def _bad_event(path: str, record: int, frame_offset: int, why: str) -> SourceProblem:

@@ -69,9 +69,15 @@ def write_files_synced(items: Iterable[tuple[str | os.PathLike[str], bytes]]) ->
 def write_files(items: Iterable[tuple[str | os.PathLike[str], bytes]]) -> None:
     """Write each ``(path, bytes)``, not synced: for a caller that syncs their filesystem after
     (:class:`FilesystemSync`)."""
-    for path, data in items:
-        with open(path, "wb") as handle:
-            handle.write(data)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+    for path, data in items:  # no buffered file object a file: three system calls (a delivery's thousand images)
+        fd = os.open(path, flags, 0o644)
+        try:
+            view, written = memoryview(data), 0
+            while written < len(view):
+                written += os.write(fd, view[written:])
+        finally:
+            os.close(fd)
 
 
 # From this many files a publication syncs their filesystem once (twice: the bytes, then the renames) instead of

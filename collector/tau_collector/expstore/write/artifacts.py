@@ -67,17 +67,24 @@ def store_artifacts_bytes(store: ExpStore, items: list[bytes]) -> list[tuple[str
     kept are written, synced together and renamed into place, each directory synced once
     (:meth:`.ExpStore.publish_files`) -- as crash-safe, without a sync per file in turn."""
     out, missing = [], {}
+    root = os.fspath(store.root)
     for data in items:
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         rel = artifact_path_for_digest(digest)
         out.append((digest, rel, len(data)))
-        if rel not in missing:
-            path = store.absolute(rel)
-            if not (path.exists() and path.stat().st_size == len(data)):
-                missing[rel] = data
+        if rel not in missing and not _kept(os.path.join(root, rel), len(data)):
+            missing[rel] = data
     if missing:
         store.publish_files(list(missing.items()))
     return out
+
+
+def _kept(path: str, size: int) -> bool:
+    """Bytes of ``size`` already kept at ``path`` (one ``stat``)."""
+    try:
+        return os.stat(path).st_size == size
+    except (FileNotFoundError, NotADirectoryError):
+        return False
 
 
 def _write_bytes(path: Path, data: bytes) -> None:

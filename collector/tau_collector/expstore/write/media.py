@@ -42,9 +42,10 @@ def image_artifact_id(run_id: str, tag: str, step: int, rank: int) -> str:
     return "artifact-" + hashlib.sha256(key).hexdigest()[:32]
 
 
-def _source(path: str, record: MediaRecord) -> str:
-    """Where a value was read: its file, frame offset and tag (one value per tag in an event)."""
-    return f"{os.path.basename(path)}@{record.offset}#{record.name}"
+def _source(path: str, record: MediaRecord, base: str | None = None) -> str:
+    """Where a value was read: its file, frame offset and tag (one value per tag in an event); ``base``: the
+    file's name when the caller has it (a delivery's thousands of values come from one file)."""
+    return f"{os.path.basename(path) if base is None else base}@{record.offset}#{record.name}"
 
 
 def write_media(store: ExpStore, key: str, run_id: str, source: str, records: tuple[MediaRecord, ...] | list,
@@ -63,11 +64,12 @@ def write_media(store: ExpStore, key: str, run_id: str, source: str, records: tu
             latest[(record.name, record.step)] = record
     images = [(record, rank, data) for record in latest.values() for rank, data in enumerate(record.images)]
     kept = store_artifacts_bytes(store, [data for _, _, data in images])
+    base = os.path.basename(source)
     rows = [ArtifactRow(
         run_id=run_id, type=IMAGE_TYPE, uri=rel, name=record.name, step=record.step, digest=digest,
         size_bytes=size, content_type=image_content_type(data), created_at=now, rank=rank,
         caption=record.caption(rank),
-        tags={"width": record.width, "height": record.height, "source": _source(source, record),
+        tags={"width": record.width, "height": record.height, "source": _source(source, record, base),
               "wall_time": record.wall_time},
         artifact_id=image_artifact_id(run_id, record.name, record.step, rank))
         for (record, rank, data), (digest, rel, size) in zip(images, kept, strict=True)]
@@ -119,7 +121,8 @@ def _delivery_file(kind: str, by_tag: dict[str, list[MediaRecord]],
     counts = [len(group) for group in ordered]
     step = np.fromiter((r.step for r in flat), dtype=np.int64, count=len(flat))
     wall = np.fromiter((r.wall_time for r in flat), dtype=np.float64, count=len(flat))
-    sources = [_source(source, r) for r in flat]
+    base = os.path.basename(source)
+    sources = [_source(source, r, base) for r in flat]
     if kind == HistogramRecord.kind:
         data, spans = histograms_file_bytes(tags, counts, step, wall, sources,
                                             [r.buckets for r in flat])  # type: ignore[union-attr]
