@@ -275,7 +275,7 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None, *, ba
         events = written[0] * ROWS * 4
         (root / "completion.json").write_text("")
         finish_started, finish_samples = time.perf_counter(), []  # the final drain and the run's registration
-        while proc.poll() is None and time.perf_counter() - finish_started < 600:
+        while proc.poll() is None and time.perf_counter() - finish_started < 1800:
             finish_samples.append(sample(proc.pid))
             time.sleep(0.5)
         finish_s = time.perf_counter() - finish_started

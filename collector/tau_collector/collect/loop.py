@@ -81,7 +81,7 @@ KEEP_BATCH = 256  # a watching collector registers the files it read once this m
 KEEP_WAIT = 5.0  # ... or the first of them has waited this many seconds
 # A full listing takes at most this many files not read before (the first in reading order), and a drain that left
 # some goes on at once: a fresh sidecar on 200,000 unread files holds a slice of them, never their whole list.
-LISTING_LIMIT = 4096
+LISTING_LIMIT = 1024
 
 class Collector:
     """Runs one collector over one ``--out`` directory."""
