@@ -6,9 +6,10 @@ A synthetic job writes 1,000 events/s in one of the two history formats a sideca
 * ``append`` -- one history file appended 10 times a second, 25 rows x 4 metrics a write.
 
 With ``--prefill N`` the job has already written N closed files (``closed`` mode) and a first collector has
-stored them and exited: the measured collector is a sidecar *restarted* on that job. Every 0.5 s the script
-sums VmRSS over the collector's process tree (children found through ``/proc/*/stat``'s parent pid, so a
-compaction child, were there one, counts) and reads the tree's CPU (its own and its waited-for children's).
+stored them and exited: the measured collector is a sidecar *restarted* on that job. With ``--backlog`` too, no
+collector stored them: the measured collector is a fresh sidecar (no checkpoint) on an unstored backlog. Every
+0.5 s the script sums VmRSS over the collector's process tree (children found through ``/proc/*/stat``'s parent pid,
+so a compaction child, were there one, counts) and reads the tree's CPU (its own and its waited-for children's).
 It prints the peak summed RSS, the CPU share of one core over each minute (and over each 20 s), the tree's
 CPU seconds per 1,000 events written (process CPU time: the figure to compare on a shared machine), and the
 delivery latency: from the end of each write to its rows readable in the store (p50/p95, polled every 20 ms).
@@ -19,8 +20,10 @@ drain and the registration of every file, after the completion file appears).
 
     .venv/bin/python bench/sidecar_tree_memory.py --mode closed --seconds 150 [--prefill 5000]
     .venv/bin/python bench/sidecar_tree_memory.py --mode closed --seconds 210 --prefill 200000 --keep-prefill DIR
+    .venv/bin/python bench/sidecar_tree_memory.py --mode closed --seconds 210 --prefill 200000 --keep-prefill DIR \
+        --backlog
 
-Writes ``bench/out/sidecar_tree_memory-<mode>[-prefill<N>].json``.
+Writes ``bench/out/sidecar_tree_memory-<mode>[-prefill<N>|-backlog<N>].json``.
 """
 
 from __future__ import annotations
@@ -96,38 +99,66 @@ def prefill_files(directory: Path, count: int) -> None:
     os.sync()
 
 
-def prefilled(root: Path, prefill: int, keep: bool) -> None:
-    """``root`` as a job that wrote ``prefill`` closed files and a first collector that stored them and exited.
+def prefilled(root: Path, prefill: int, keep: bool, *, stored: bool = True) -> None:
+    """``root`` as a job that wrote ``prefill`` closed files and (``stored``) a first collector that stored them and
+    exited; without ``stored`` the files are an unstored backlog (no spool, no store, no checkpoint).
 
     With ``keep`` that state is made once and moved to ``<root>.pristine``; each run then starts from it at the
     same path (the checkpoint names the flags, paths included, and each file by ``dev:ino``): the job's files
-    hard-linked (never written again: the job only adds files), the spool and the store copied.
+    hard-linked (never written again: the job only adds files), the spool and the store copied. Both kinds of run
+    share the pristine job's files (``written``); the first collector's state is made when a stored run needs it.
     """
     pristine = root.with_name(root.name + ".pristine")
     clear(root)
-    if keep and (pristine / "prefilled").exists():
-        started = time.perf_counter()
+    root.mkdir(parents=True, exist_ok=True)
+    if not keep:
+        (root / "hist").mkdir()
+        write_prefill(root / "hist", prefill)
+        if stored:
+            store_prefill(root)
+        return
+    if not _marked(pristine / "written", prefill):
+        for name in ("hist", "out", "store", "written", "prefilled"):
+            path = pristine / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+        (pristine / "hist").mkdir(parents=True)
+        write_prefill(pristine / "hist", prefill)
+        (pristine / "written").write_text(f"{prefill}\n")
+    if stored and not _marked(pristine / "prefilled", prefill):
         subprocess.run(["cp", "-al", str(pristine / "hist"), str(root / "hist")], check=True)
+        store_prefill(root)
+        for name in ("out", "store"):
+            (root / name).rename(pristine / name)
+        (pristine / "prefilled").write_text(f"{prefill}\n")
+        clear(root)
+    started = time.perf_counter()
+    subprocess.run(["cp", "-al", str(pristine / "hist"), str(root / "hist")], check=True)
+    if stored:
         for name in ("out", "store"):
             subprocess.run(["cp", "-a", str(pristine / name), str(root / name)], check=True)
-        print(f"prefill linked/copied from {pristine} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-        return
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "hist").mkdir()
+    print(f"prefill linked/copied from {pristine} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+def _marked(marker: Path, prefill: int) -> bool:
+    return marker.exists() and marker.read_text().strip() == str(prefill)
+
+
+def write_prefill(directory: Path, prefill: int) -> None:
     started = time.perf_counter()
-    prefill_files(root / "hist", prefill)
+    prefill_files(directory, prefill)
     print(f"{prefill} files written in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+def store_prefill(root: Path) -> None:
+    """A first, one-pass collector stores ``root``'s files and exits."""
     started = time.perf_counter()
     first = subprocess.run(collect_command(root, "--closed-after", "1s"), capture_output=True, text=True)
     if first.returncode:
         raise SystemExit(f"the first collector failed: {first.stderr[-2000:]}")
     print(f"the first collector stored them in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    if keep:
-        pristine.mkdir(exist_ok=True)
-        for name in ("hist", "out", "store"):
-            (root / name).rename(pristine / name)
-        (pristine / "prefilled").write_text(f"{prefill}\n")
-        prefilled(root, prefill, keep)
 
 
 def clear(root: Path) -> None:
@@ -177,12 +208,12 @@ def poll_latency(index_path: Path, first_unit: int, written: dict[int, float], s
         conn.close()
 
 
-def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> dict:
+def run(mode: str, seconds: float, prefill: int, keep: Path | None = None, *, backlog: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         root = keep if keep is not None else Path(tmp)
         index = 0
         if prefill:
-            prefilled(root, prefill, keep is not None)
+            prefilled(root, prefill, keep is not None, stored=not backlog)
             index = prefill
         else:
             (root / "hist").mkdir()
@@ -244,7 +275,7 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> di
         events = written[0] * ROWS * 4
         (root / "completion.json").write_text("")
         finish_started, finish_samples = time.perf_counter(), []  # the final drain and the run's registration
-        while proc.poll() is None and time.perf_counter() - finish_started < 600:
+        while proc.poll() is None and time.perf_counter() - finish_started < 1800:
             finish_samples.append(sample(proc.pid))
             time.sleep(0.5)
         finish_s = time.perf_counter() - finish_started
@@ -279,7 +310,8 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None) -> di
                 "cpu_percent": round(100 * (inside[-1][2] - inside[0][2]) / (inside[-1][0] - inside[0][0]), 2)}
 
     return {
-        "mode": mode, "seconds": seconds, "prefill": prefill, "load": [round(load0, 2), round(load1, 2)],
+        "mode": mode, "seconds": seconds, "prefill": prefill, "stored": bool(prefill) and not backlog,
+        "load": [round(load0, 2), round(load1, 2)],
         "ready_s": round(ready_s, 1),
         "start_peak_tree_rss_mb": round(max((s[1] for s in start_samples), default=0) / 1e6, 1),
         "caught_up_s": caught_up_s,
@@ -312,17 +344,21 @@ def main() -> None:
     parser.add_argument("--mode", choices=("closed", "append"), default="closed")
     parser.add_argument("--seconds", type=float, default=150.0)
     parser.add_argument("--prefill", type=int, default=0, help="closed files written (and stored) before")
+    parser.add_argument("--backlog", action="store_true",
+                        help="the prefilled files were never stored: a fresh sidecar (no checkpoint) starts on them")
     parser.add_argument("--keep-prefill", type=Path, default=None,
                         help="the job's folder: the prefilled job and store are made once (kept beside it, "
                              "'<folder>.pristine') and each run starts from them there")
     args = parser.parse_args()
     if args.keep_prefill is not None and not args.prefill:
         parser.error("--keep-prefill needs --prefill")
-    result = run(args.mode, args.seconds, args.prefill, args.keep_prefill)
+    if args.backlog and not args.prefill:
+        parser.error("--backlog needs --prefill")
+    result = run(args.mode, args.seconds, args.prefill, args.keep_prefill, backlog=args.backlog)
     print(json.dumps(result, indent=2))
     out = HERE / "out"
     out.mkdir(exist_ok=True)
-    suffix = f"-prefill{args.prefill}" if args.prefill else ""
+    suffix = f"-{'backlog' if args.backlog else 'prefill'}{args.prefill}" if args.prefill else ""
     (out / f"sidecar_tree_memory-{args.mode}{suffix}.json").write_text(json.dumps(result, indent=2) + "\n")
 
 

@@ -8,11 +8,10 @@ import os
 
 import pytest
 
+from tau_collector.sources.history_listing import expand_history, iter_glob
 from tau_collector.sources.jsonl import (
     HistoryPathError,
-    expand_history,
     history_metric_file_id,
-    iter_glob,
     read_history,
     read_history_file,
 )

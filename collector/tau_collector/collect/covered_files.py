@@ -25,9 +25,12 @@ class Covered:
         self.counts: dict[str, int] = {}  # covered files seen, by directory
 
     def __call__(self, path: str) -> bool:
-        directory = os.path.dirname(path)
+        # Asked of every name in a directory of 200,000 files at each full listing: ``str.rpartition``, not
+        # ``os.path.split`` twice (the paths are clean and absolute, so it splits them the same way).
+        directory, _, name = path.rpartition(os.sep)
+        directory = directory or os.sep
         mark = self.current.get(directory)
-        if mark is None or not mark.covers(path):
+        if mark is None or name > mark.name or name.startswith("."):
             return False
         self.counts[directory] = self.counts.get(directory, 0) + 1
         if self.check_times:

@@ -79,6 +79,9 @@ __all__ = ["CollectorError", "CollectorOptions", "CollectorResult", "Collector"]
 
 KEEP_BATCH = 256  # a watching collector registers the files it read once this many wait...
 KEEP_WAIT = 5.0  # ... or the first of them has waited this many seconds
+# A full listing takes at most this many files not read before (the first in reading order), and a drain that left
+# some goes on at once: a fresh sidecar on 200,000 unread files holds a slice of them, never their whole list.
+LISTING_LIMIT = 1024
 
 class Collector:
     """Runs one collector over one ``--out`` directory."""
@@ -246,14 +249,28 @@ class Collector:
         A full drain reads every directory, which grows with the run (a chunk file per step is common), but
         holds and stats only the files not folded as completely read (the first after a start checks the
         folded ones' times, one at a time); targeted drains keep a long run's cost proportional to what is new.
+        A full listing takes at most ``LISTING_LIMIT`` files not read before, the first in reading order: when it
+        left some out the drain goes on at once with the next listing (a collector asked to stop: its final drain).
         """
+        appended_cpu = drain_cpu = 0.0
+        while True:
+            appended, spent, cut = self._drain_listing(checkpoint, final=final, changed=changed)
+            appended_cpu, drain_cpu = appended_cpu + appended, drain_cpu + spent
+            if not cut or (not final and self._stop.is_set()):
+                return appended_cpu, drain_cpu
+
+    def _drain_listing(self, checkpoint: Checkpoint, *, final: bool,
+                       changed: set[str] | None) -> tuple[float, float, bool]:
+        """One listing's part of :meth:`_drain`; also says whether the listing left new files for the next."""
         drain_cpu = time.process_time()
         pipeline = Pipeline(projection_config(self.options, self.tags, self.source_store_id), lines=not self.columns)
         current = marks(checkpoint)
         covered = Covered(current, check_times=changed is not None or not self._marks_checked) if current else None
+        seen = self._fingerprints.seen  # read before: checkpointed, or looked at (an empty file) and in memory
         for source in self.sources:
-            source.prepare(covered)
+            source.prepare(covered, read=lambda path: path in checkpoint.sources or path in seen, limit=LISTING_LIMIT)
         inputs = [(source, self._inputs(source, changed)) for source in self.sources]
+        cuts = [(source, source.cut_after) for source in self.sources if source.cut_after is not None]
         if covered is not None:
             # What a listing left out was counted (and checked) as it went; the rest is filtered here.
             inputs = [(source, [i for i in found if not covered(i.path)] if source.strict else found)
@@ -266,7 +283,8 @@ class Collector:
             for path, source_checkpoint in checkpoint.sources.items():
                 if source_checkpoint.file_id.startswith(COMPLETION_SOURCE_PREFIX) or is_mark(path):
                     continue
-                if path not in present and not any(s.owns(path) for s in self.sources if not s.strict):
+                if path not in present and not any(s.owns(path) for s in self.sources if not s.strict) \
+                        and not any(path > last and source.owns(path) for source, last in cuts):  # left for later
                     raise CollectorError(f"checkpointed history source disappeared: {path}")
         appended_cpu = 0.0
         appended: set[str] = set()
@@ -295,7 +313,7 @@ class Collector:
         self._folded_now.clear()
         if not self._config_settled:
             self._store_config()
-        return appended_cpu, time.process_time() - drain_cpu
+        return appended_cpu, time.process_time() - drain_cpu, bool(cuts)
 
     def _keep_every_file(self) -> None:
         """Once the run ended: register every input file with digest and size, also those folded as completely

@@ -103,16 +103,22 @@ class Source(abc.ABC):
     strict: ClassVar[bool] = False
     step_field: str = "_step"
     time_field: str = "_timestamp"
+    # Set by a full listing that took only its ``limit`` first new files: the last path it returned (see prepare).
+    cut_after: str | None = None
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self.limits = limits
 
-    def prepare(self, known: Callable[[str], bool] | None) -> None:  # noqa: B027 - optional
+    def prepare(self, known: Callable[[str], bool] | None, *,  # noqa: B027 - optional
+                read: Callable[[str], bool] | None = None, limit: int | None = None) -> None:
         """Before a drain lists inputs: ``known(path)`` says a path is closed and already read completely.
 
         Sources whose listing can skip such files cheaply (history chunk directories) keep it and leave those
         paths out of a full listing (never stat'ed or held: a job's 200,000th file costs what its 200th did);
-        each path is asked once a listing. None means nothing is known yet.
+        each path is asked once a listing. None means nothing is known yet. Such a source may also take only the
+        ``limit`` first files ``read(path)`` does not know (new files) in a full listing, with the known ones
+        before the last of them, and set :attr:`cut_after` to that last path when it left new files out: a
+        backlog of 200,000 files no collector read is then drained a bounded slice at a time, in reading order.
         """
 
     def every_input(self) -> Iterator[SourceInput]:

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tau_collector.sources.base import Batch, Position, Source, SourceInput, hash_range
-from tau_collector.sources.jsonl import expand_history, history_metric_file_id, iter_glob, read_history
+from tau_collector.sources.history_listing import iter_glob, list_history
+from tau_collector.sources.jsonl import history_metric_file_id, read_history
 from tau_collector.sources.read_limits import DEFAULT_LIMITS, Limits
 from tau_collector.sources.records import ProblemKind
 from tau_collector.sources.wandb_media import ImageWaits, media_scope, take_media
@@ -52,15 +53,21 @@ class HistorySource(Source):
         self.time_field = time_field
         # Files the collector has folded as completely read: left out of a full scan, never stat'ed or held.
         self.known: Callable[[str], bool] | None = None
+        # Files it has read before, and how many new files a full listing takes (see ``Source.prepare``).
+        self.read_before: Callable[[str], bool] | None = None
+        self.limit: int | None = None
         self.image_waits = ImageWaits()  # a live row's image file not written yet: the row is read again
 
-    def prepare(self, known: Callable[[str], bool] | None) -> None:
-        self.known = known
+    def prepare(self, known: Callable[[str], bool] | None, *, read: Callable[[str], bool] | None = None,
+                limit: int | None = None) -> None:
+        self.known, self.read_before, self.limit = known, read, limit
 
     def inputs(self, changed: set[str] | None = None) -> list[SourceInput]:
         """Raises :class:`.jsonl.HistoryPathError` for a pattern naming a directory."""
+        self.cut_after = None
         if changed is None:
-            paths = expand_history(self.patterns, skip=self.known)
+            listing = list_history(self.patterns, skip=self.known, read=self.read_before, limit=self.limit)
+            paths, self.cut_after = listing.paths, listing.cut_after
         else:
             paths = sorted(p for p in changed if self.owns(p) and os.path.isfile(p))
         return [history_input(path) for path in paths]

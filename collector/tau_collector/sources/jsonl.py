@@ -13,14 +13,10 @@ with :func:`file_id` and :func:`prefix_sha256`, which tell whether the file is s
 
 from __future__ import annotations
 
-import fnmatch
-import glob
 import hashlib
 import json
 import math
 import os
-import re
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
@@ -39,8 +35,6 @@ __all__ = [
     "decode_history_line",
     "complete_lines",
     "history_metric_file_id",
-    "expand_history",
-    "iter_glob",
 ]
 
 # Strings our normalizer writes for non-finite values so that TauGrid's collector (which skips
@@ -507,60 +501,3 @@ def history_metric_file_id(path: str) -> str:
     if clean.startswith("//"):  # POSIX normpath keeps a leading "//"; Go's filepath.Clean does not
         clean = "/" + clean.lstrip("/")
     return "history-" + hashlib.sha256(clean.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-
-
-def expand_history(patterns: list[str] | tuple[str, ...], *,
-                   skip: Callable[[str], bool] | None = None) -> list[str]:
-    """Expand ``--history`` arguments as TauGrid does: sorted unique absolute paths.
-
-    An argument with ``*``, ``?`` or ``[`` is a glob (matching dotfiles too, like Go's
-    ``filepath.Glob``); a path that does not exist (yet) is ignored; a directory is an error.
-    Paths ``skip`` accepts (files already completely read) are left out without being stat'ed or held:
-    a directory is read one entry at a time (:func:`iter_glob`), so what this holds is what it returns.
-    """
-    found: set[str] = set()
-    for pattern in patterns:
-        candidates = iter_glob(pattern) if any(ch in pattern for ch in "*?[") else iter([pattern])
-        for candidate in candidates:
-            absolute = os.path.normpath(os.path.abspath(candidate))
-            if skip is not None and skip(absolute):
-                continue
-            if os.path.isdir(absolute):
-                raise HistoryPathError(
-                    f"history path {absolute} (from {pattern!r}) is a directory; pass the history file "
-                    f"itself or a glob such as {os.path.join(pattern, '*.jsonl')!r}")
-            if os.path.exists(absolute):
-                found.add(absolute)
-    return sorted(found)
-
-
-def iter_glob(pattern: str) -> Iterator[str]:
-    """``glob.glob(pattern, include_hidden=True)``'s matches, in directory order, one at a time.
-
-    ``glob`` lists a directory whole before matching its names (200,000 closed files: ~20 MB of names held);
-    here only the directories the pattern's parent part matches are listed whole (they are few), and the last
-    component's matches are taken from :func:`os.scandir` as it reads the directory.
-    """
-    head, tail = os.path.split(pattern)
-    if not tail:  # "runs/*/": glob's own answer (directories only, never many files)
-        yield from glob.glob(pattern, include_hidden=True)
-        return
-    if any(ch in head for ch in "*?["):
-        directories = [d for d in glob.glob(head, include_hidden=True) if os.path.isdir(d)]
-    else:
-        directories = [head]
-    if not any(ch in tail for ch in "*?["):
-        for directory in directories:
-            path = os.path.join(directory, tail)
-            if os.path.lexists(path):
-                yield path
-        return
-    match = re.compile(fnmatch.translate(tail)).match
-    for directory in directories:
-        try:
-            with os.scandir(directory or os.curdir) as entries:
-                for entry in entries:
-                    if match(entry.name):
-                        yield os.path.join(directory, entry.name)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            continue  # as glob: a directory that is not there (or not readable) matches nothing
