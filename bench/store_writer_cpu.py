@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import store_simulated_year as year
+
 from tau_collector.expstore.write.writer import MetricWriter
 
 
@@ -56,12 +57,15 @@ def main() -> None:
                 profile.disable()
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
             per_round.append(cpu / args.chunks * 1000)
-            print(f"round {rnd}: {cpu / args.chunks * 1000:.3f} ms CPU a chunk, {wall / args.chunks * 1000:.3f} ms wall")
+            print(f"round {rnd}: {cpu / args.chunks * 1000:.3f} ms CPU a chunk, "
+                  f"{wall / args.chunks * 1000:.3f} ms wall")
         writer.close()
         print(f"median {statistics.median(per_round):.3f} ms CPU a chunk ({args.chunks} chunks x {args.rounds}, "
               f"{args.runs} other runs), load {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
         if profile is not None:
-            pstats.Stats(profile).sort_stats(os.environ.get("SORT", "cumulative")).print_stats(int(os.environ.get("TOP", "45")))
+            # SORT=tottime TOP=60 in the environment: another order, more lines
+            stats = pstats.Stats(profile).sort_stats(os.environ.get("SORT", "cumulative"))
+            stats.print_stats(int(os.environ.get("TOP", "45")))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -39,13 +39,13 @@ from tau_collector.expstore.format import schema
 from tau_collector.expstore.format.levels import levels_path, publish_sorted_levels, publish_table_levels
 from tau_collector.expstore.format.metric_files import metric_file_path, metric_row_groups
 from tau_collector.expstore.format.parquet_encoder import Coded, Column, PlainTexts, encode_parquet
-from tau_collector.expstore.format.written_parts import RecentParts, part_of_columns
 from tau_collector.expstore.format.parquet_reader import (
     CodedTexts,
     ForeignParquetError,
     NumberColumn,
     read_metric_file,
 )
+from tau_collector.expstore.format.written_parts import RecentParts, part_of_columns
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
 __all__ = ["CompactionPolicy", "CompactionResult", "compact_all", "compact_quietly", "compact_run", "delete_retired",
