@@ -185,6 +185,9 @@ def main() -> None:
     ap.add_argument("--window", type=int, default=500, help="chunks of each probe run")
     ap.add_argument("--dir", type=Path, help="keep the store here; the same --dir again resumes")
     ap.add_argument("--no-sync", action="store_true")
+    ap.add_argument("--repeat", type=int, default=0,
+                    help="no year: with the stores a finished year left in --dir, write this many more probe runs "
+                         "alternately into the aged and the young store and read them cold alternately (same session)")
     args = ap.parse_args()
     if args.chunks < 1 or args.chunks_per_job < 1 or args.workers < 1 or args.window < 2:
         raise SystemExit("--chunks, --chunks-per-job and --workers must be at least 1, --window at least 2")
@@ -198,7 +201,10 @@ def main() -> None:
         root = args.dir
         root.mkdir(parents=True, exist_ok=True)
     try:
-        run_year(args, root)
+        if args.repeat:
+            repeat_probes(args, root)
+        else:
+            run_year(args, root)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -261,6 +267,49 @@ def run_year(args, root: Path) -> None:
     (HERE / "out").mkdir(exist_ok=True)
     (HERE / "out" / "store_simulated_year.json").write_text(json.dumps(result, indent=2))
     report(args, result)
+
+
+def alternate_probe(args, stores: dict, writers: dict, run: str, reads_of: tuple[str, ...]) -> dict:
+    """A probe run of ``--window`` chunks written alternately, chunk by chunk, into each store, then 9 alternating
+    cold reads of each of ``reads_of``; medians and p90 per store, and aged / young."""
+    lat: dict[str, list[float]] = {n: [] for n in stores}
+    for c in range(args.window):
+        for name in (("aged", "young") if c % 2 else ("young", "aged")):
+            lat[name].append(write_probe(writers[name], run, args.window, args.steps, c))
+    rd: dict[str, dict[str, list[float]]] = {n: {r: [] for r in reads_of} for n in stores}
+    for name in stores:
+        cold_read_ms(stores[name], reads_of[0])
+    for r in range(9):
+        for name in (("aged", "young") if r % 2 else ("young", "aged")):
+            for read in reads_of:
+                rd[name][read].append(cold_read_ms(stores[name], read))
+    out = {n: {**latency(lat[n]), **{f"read_{r}_ms": statistics.median(rd[n][r]) for r in reads_of}} for n in stores}
+    out["ratio_aged_to_young"] = {k: out["aged"][k] / out["young"][k] for k in out["aged"]}
+    return out
+
+
+def repeat_probes(args, root: Path) -> None:
+    """Same-session repeats on the stores a year left in ``--dir`` (``--repeat`` more probe runs)."""
+    stores = {name: open_writable(root / name, args.no_sync) for name in ("aged", "young")}
+    for name, store in stores.items():
+        if store.connection().execute("SELECT 1 FROM runs WHERE run_id = 'probe2'").fetchone() is None:
+            raise SystemExit(f"{root / name} holds no finished year's probes: run the year first")
+    writers = {name: writer_of(store) for name, store in stores.items()}
+    taken = {r for (r,) in stores["aged"].connection().execute("SELECT run_id FROM runs WHERE run_id LIKE 'probe%'")}
+    results = []
+    for _ in range(args.repeat):
+        run = next(f"probe{n}" for n in range(3, 10_000) if f"probe{n}" not in taken)
+        taken.add(run)
+        one = alternate_probe(args, stores, writers, run, ("probe", "probe2", run))
+        one["run"], one["loadavg"] = run, Path("/proc/loadavg").read_text().split()[:3]
+        results.append(one)
+        ratio = one["ratio_aged_to_young"]
+        print(f"{run} (load {' '.join(one['loadavg'])}): " + ", ".join(
+            f"{key} {one['aged'][key]:.2f} / {one['young'][key]:.2f} = {ratio[key]:.2f}" for key in ratio), flush=True)
+    for writer in writers.values():
+        writer.close()
+    (HERE / "out").mkdir(exist_ok=True)
+    (HERE / "out" / "store_simulated_year_repeats.json").write_text(json.dumps(results, indent=2))
 
 
 def report(args, result: dict) -> None:

@@ -287,6 +287,9 @@ live_policies = st.builds(
 _resend = st.tuples(st.just("resend"), st.integers(0, 1000), st.booleans(), st.lists(values, min_size=1, max_size=12))
 actions = st.one_of(
     *[st.tuples(st.just("write"), chunks())] * 3,
+    # Through a writer compacting in process after each delivery, which merges the columns it kept of the files
+    # it wrote instead of reading them back (format/written_parts.py); its policy is the first such action's.
+    *[st.tuples(st.just("write_compacting"), policies, chunks())] * 2,
     # An earlier chunk's rows sent again under a new key, same steps and wall times, new values; in a large file
     # (padded with a wide metric) or a small one.
     *[_resend] * 3,
@@ -335,6 +338,7 @@ def run_experiment(steps, query) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(Path(tmp) / "s", create=True)
         writer = MetricWriter(store)
+        compacting = None
         model = Model()
         written: list[tuple[str, list]] = []
         kept = StoreReader(store)  # a reader that lives through every change (its caches extended and dropped)
@@ -346,6 +350,12 @@ def run_experiment(steps, query) -> None:
                 write(writer, key, action[1])
                 written.append((key, action[1]))
                 model.add(action[1])
+            elif kind == "write_compacting":
+                compacting = compacting or MetricWriter(store, compaction=action[1])
+                key = f"k{len(written)}"
+                write(compacting, key, action[2])
+                written.append((key, action[2]))
+                model.add(action[2])
             elif kind == "resend" and written:
                 _, at, large, new_values = action
                 earlier = written[at % len(written)][1]

@@ -45,6 +45,7 @@ from tau_collector.expstore.format.parquet_reader import (
     NumberColumn,
     read_metric_file,
 )
+from tau_collector.expstore.format.written_parts import RecentParts, part_of_columns
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
 __all__ = ["CompactionPolicy", "CompactionResult", "compact_all", "compact_quietly", "compact_run", "delete_retired",
@@ -83,9 +84,11 @@ class CompactionResult:
 
 
 def compact_run(
-    store: ExpStore, run_id: str, *, policy: CompactionPolicy | None = None, force: bool = False
+    store: ExpStore, run_id: str, *, policy: CompactionPolicy | None = None, force: bool = False,
+    known: RecentParts | None = None,
 ) -> CompactionResult | None:
-    """Compact ``run_id``'s small files if the policy (or ``force``, for >= 2 files) says so."""
+    """Compact ``run_id``'s small files if the policy (or ``force``, for >= 2 files) says so; ``known``: the
+    columns of files this process wrote (:mod:`..format.written_parts`), merged without reading them back."""
     policy = policy or CompactionPolicy()
     conn = store.connection()
     if not force:
@@ -100,7 +103,7 @@ def compact_run(
     result = None
     first = next((run for run in runs if len(run) >= 2), None)
     if first is not None and (force or sum(map(len, runs)) > policy.min_files):
-        result = _merge(store, run_id, _first_merge(first, policy))
+        result = _merge(store, run_id, _first_merge(first, policy), known=known)
         release_arrow_memory()  # the merge's buffers were the largest this process holds; return them now
     delete_retired(store, grace_seconds=policy.grace_seconds)
     return result
@@ -144,12 +147,13 @@ def _first_merge(small: list[tuple], policy: CompactionPolicy) -> list[tuple]:
     return small[:count]
 
 
-def compact_quietly(store: ExpStore, run_id: str, *, policy: CompactionPolicy | None) -> None:
+def compact_quietly(store: ExpStore, run_id: str, *, policy: CompactionPolicy | None,
+                    known: RecentParts | None = None) -> None:
     """:func:`compact_run` after a delivery. Compaction is an optimisation: a failure (a concurrent
     compaction deleting a file we were merging, a busy index) must never fail the delivery that
     triggered it, which is already committed. The next delivery tries again."""
     try:
-        compact_run(store, run_id, policy=policy)
+        compact_run(store, run_id, policy=policy, known=known)
     except (StoreError, OSError, sqlite3.Error):
         pass
     except Exception as exc:
@@ -220,12 +224,12 @@ class ForeignFileError(StoreError):
         self.file_id = file_id
 
 
-def _merge(store: ExpStore, run_id: str, files: list[tuple], *, pyarrow_fallback: bool = True
-           ) -> CompactionResult | None:
+def _merge(store: ExpStore, run_id: str, files: list[tuple], *, pyarrow_fallback: bool = True,
+           known: RecentParts | None = None) -> CompactionResult | None:
     """Merge ``files`` (registration order) into one; without pyarrow when they are all of our own Parquet
     subset, else with pyarrow (``pyarrow_fallback``) or :class:`ForeignFileError` naming the first other file."""
     try:
-        merged = _merged_columns(store, files)
+        merged = _merged_columns(store, files, known)
     except ForeignFileError:
         if not pyarrow_fallback:
             raise
@@ -239,19 +243,28 @@ def _merge(store: ExpStore, run_id: str, files: list[tuple], *, pyarrow_fallback
             return []  # rows a reader skips: it computes levels from what it keeps
         return publish_sorted_levels(store, relative, file_id, rows, names, metric, step, wall, wall_valid, value)
 
-    return _swap_in(store, run_id, files, data, rows, first_last, levels)
+    result = _swap_in(store, run_id, files, data, rows, first_last, levels)
+    if result is not None and known is not None and rows <= known.max_rows // 2:  # small: merged again later
+        row = store.connection().execute("SELECT path FROM metric_files WHERE file_id = ?",
+                                         (result.file_id,)).fetchone()
+        if row is not None:
+            known.put(row[0], rows, part_of_columns(columns, rows))
+    return result
 
 
 def read_parts(store: ExpStore, files: list[tuple], metric_range: tuple[str, str] | None = None, *,
-               pyarrow_fallback: bool = False) -> list[dict]:
+               pyarrow_fallback: bool = False, known: RecentParts | None = None) -> list[dict]:
     """Each of ``files``' columns (:func:`..format.parquet_reader.read_metric_file`), in their order; with
     ``metric_range`` ``(first, last)`` only the rows of the metrics in that range. :class:`ForeignFileError`
     names the first file of another Parquet writer, unless ``pyarrow_fallback`` (never in the sidecar) reads it
-    with pyarrow (:func:`read_with_pyarrow`: a store's clustered files written by pyarrow before the encoder)."""
+    with pyarrow (:func:`read_with_pyarrow`: a store's clustered files written by pyarrow before the encoder).
+    A file whose columns ``known`` holds (this process wrote it) is not read."""
     parts = []
     for f in files:
         try:
-            part = read_metric_file(store.absolute(f[2]), metric_range=metric_range)[1]
+            part = known.take(f[2]) if known is not None else None
+            if part is None:
+                part = read_metric_file(store.absolute(f[2]), metric_range=metric_range)[1]
         except ForeignParquetError as exc:
             if not pyarrow_fallback:
                 raise ForeignFileError(f[1], str(exc)) from None
@@ -315,9 +328,9 @@ def keep_rows(part: dict, rows: np.ndarray) -> dict:
     return out
 
 
-def _merged_columns(store: ExpStore, files: list[tuple]):
-    """:func:`merged_columns` of ``files`` read whole."""
-    return merged_columns(read_parts(store, files), files)
+def _merged_columns(store: ExpStore, files: list[tuple], known: RecentParts | None = None):
+    """:func:`merged_columns` of ``files`` read whole (or known)."""
+    return merged_columns(read_parts(store, files, known=known), files)
 
 
 def merged_columns(parts: list[dict], files: list[tuple]):

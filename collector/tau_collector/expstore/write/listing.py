@@ -78,6 +78,9 @@ def _listing_row(run: Sequence, tags: dict[str, str], summaries: Iterable[_Summa
             _run_at(started, completed, created))
 
 
+_LISTING_COLUMNS = "run_id, workspace, project, experiment_id, run_group_id, state, lifecycle_state, created_at, run_at"
+# What a run's listing row gives its experiment's (_rebuild_experiment): the experiment, workspace, project and times.
+_EXPERIMENT_FIELDS = (1, 2, 3, 7, 8)
 _UPSERT_RUN = ("INSERT OR REPLACE INTO run_listing(run_id, workspace, project, experiment_id, run_group_id, state, "
                "lifecycle_state, created_at, run_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
@@ -96,29 +99,34 @@ def _rebuild_experiment(tx, experiment_id: str, workspace: str) -> None:
 def refresh_runs(tx, run_ids: Iterable[str]) -> None:
     """Bring the listings up to date for these runs (call in the transaction that changed them).
 
-    Costs one read of each run's summaries (their names and what the lifecycle needs) and one pass over
-    the runs of each touched experiment in the workspace.
+    Costs one read of each run's summaries (their names and what the lifecycle needs); an experiment's row is
+    computed again (a pass over its runs in the workspace) only when a run joins or leaves it or changes what
+    that row holds (project, creation or run time) -- not when a delivery adds points to a run it has.
     """
     touched: set[tuple[str, str]] = set()
     for run_id in sorted(set(run_ids)):
-        old = tx.execute("SELECT experiment_id, workspace FROM run_listing WHERE run_id = ?", (run_id,)).fetchone()
+        old = tx.execute(f"SELECT {_LISTING_COLUMNS} FROM run_listing WHERE run_id = ?", (run_id,)).fetchone()
         run = tx.execute(f"{_RUN_SQL} WHERE run_id = ?", (run_id,)).fetchone()
-        if old is not None:
-            touched.add((old[0], old[1]))
         if run is None:
-            tx.execute("DELETE FROM run_listing WHERE run_id = ?", (run_id,))
+            if old is not None:
+                touched.add((old[3], old[1]))
+                tx.execute("DELETE FROM run_listing WHERE run_id = ?", (run_id,))
             continue
         tags = dict(tx.execute("SELECT key, value FROM tags WHERE scope_type = 'run' AND scope_id = ?",
                                (run_id,)).fetchall())
         summaries = [_Summary(*row) for row in tx.execute(f"{_SUMMARY_SQL} WHERE run_id = ?", (run_id,)).fetchall()]
         row = _listing_row(run, tags, summaries)
-        tx.execute(_UPSERT_RUN, row)
+        if old is None or tuple(old) != row:
+            tx.execute(_UPSERT_RUN, row)
         pair = (row[3], row[1])
-        touched.add(pair)
+        if old is None or tuple(old[i] for i in _EXPERIMENT_FIELDS) != tuple(row[i] for i in _EXPERIMENT_FIELDS):
+            touched.add(pair)
+            if old is not None:
+                touched.add((old[3], old[1]))
         tx.executemany("INSERT OR IGNORE INTO experiment_metrics(experiment_id, workspace, metric_name) "
                        "VALUES (?, ?, ?)", [(*pair, s.metric_name) for s in summaries])
-        if old is not None and tuple(old) != pair:
-            _rebuild_metrics(tx, old[0], old[1])  # a run moved: its old experiment may have lost names
+        if old is not None and (old[3], old[1]) != pair:
+            _rebuild_metrics(tx, old[3], old[1])  # a run moved: its old experiment may have lost names
     for experiment_id, workspace in sorted(touched):
         _rebuild_experiment(tx, experiment_id, workspace)
 

@@ -26,6 +26,7 @@ from tau_collector.expstore.format import schema
 from tau_collector.expstore.format.levels import publish_write_levels
 from tau_collector.expstore.format.metric_files import metric_file_path, metric_row_groups
 from tau_collector.expstore.format.parquet_encoder import Coded, Column, PlainTexts, TextValues, encode_parquet
+from tau_collector.expstore.format.written_parts import RecentParts, part_of_columns
 from tau_collector.expstore.maintain.compaction import CompactionPolicy, compact_quietly
 from tau_collector.expstore.maintain.compaction_thread import CompactionThread
 from tau_collector.expstore.maintain.leftovers import GRACE_SECONDS, sweep_run_directories
@@ -131,6 +132,7 @@ class _RunFile:
     status: tuple[str, int | None] | None
     first_wall_ns: int
     metrics: tuple[str, str]  # the first and last metric name of its rows
+    columns: list[Column]  # what was encoded (kept for an in-process compaction: .format.written_parts)
 
 
 def _tags_json(tags: dict[str, str]) -> str:
@@ -160,6 +162,10 @@ class MetricWriter:
         # delivering thread (with pyarrow for another writer's files).
         self._compaction_thread = (CompactionThread(store, compaction)
                                    if compaction is not None and background_compaction else None)
+        # Compacting in this thread: the columns of the small files this writer wrote, so that a merge does not
+        # read them back (.format.written_parts); at most a merge's rows.
+        self._written = (RecentParts(compaction.max_merge_rows)
+                         if compaction is not None and not background_compaction else None)
 
     def write_chunk(
         self,
@@ -234,6 +240,10 @@ class MetricWriter:
             return self._reuse(idempotency_key, raced[0], request_hash)
         if stream is not None and time.monotonic() >= self._next_idle_sweep:
             self._prune_idle_streams()
+        if self._written is not None:
+            for rf in run_files:
+                if rf.row_count <= self._written.max_rows // 2:  # what a merge takes as small (compaction)
+                    self._written.put(rf.relative_path, rf.row_count, part_of_columns(rf.columns, rf.row_count))
         if self.compaction is not None:
             self._maybe_compact({rf.run_id for rf in run_files})
         file_ids = tuple(rf.file_id for rf in run_files)
@@ -336,7 +346,7 @@ class MetricWriter:
                 return value.take(order)
             return value
 
-        data = encode_parquet([
+        columns = [
             Column("project", "string", True, run.project),
             Column("run_group_id", "string", True, run.run_group_id),
             Column("run_id", "string", True, run.run_id),
@@ -349,7 +359,8 @@ class MetricWriter:
             Column("source", "string", True, text(run.source)),
             Column("split", "string", False, text(run.split)),
             Column("tags", "json", True, text(run.tags)),
-        ], n, metric_row_groups(_slice_starts(metric_sorted), n))
+        ]
+        data = encode_parquet(columns, n, metric_row_groups(_slice_starts(metric_sorted), n))
         file_id = "metrics-" + uuid.uuid4().hex
         return _RunFile(
             project=run.project,
@@ -371,6 +382,7 @@ class MetricWriter:
             status=run.status,
             first_wall_ns=run.first_wall_ns,
             metrics=(names_sorted[int(metric_sorted[0])], names_sorted[int(metric_sorted[-1])]),
+            columns=columns,
         )
 
     # -- index ----------------------------------------------------------------------------
@@ -423,7 +435,7 @@ class MetricWriter:
             self._compaction_thread.request(sorted(run_ids))
             return
         for run_id in sorted(run_ids):
-            compact_quietly(self.store, run_id, policy=self.compaction)
+            compact_quietly(self.store, run_id, policy=self.compaction, known=self._written)
 
     def close(self) -> None:
         """Wait for a compaction still merging (it is safe to stop at any point, but a finished collector
