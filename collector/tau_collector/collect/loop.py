@@ -50,13 +50,7 @@ from tau_collector.collect.options import (
     validate,
 )
 from tau_collector.collect.read_ahead import ReadAhead
-from tau_collector.collect.run_records import (
-    CollectorResult,
-    first_non_finite,
-    run_files,
-    settle_config,
-    terminal_event,
-)
+from tau_collector.collect.run_records import CollectorResult, first_non_finite, run_files, settle_config, terminal_event
 from tau_collector.collect.signal_stop import StopFlag
 from tau_collector.collect.watcher import ChangeWatcher
 from tau_collector.projection.metric_event import MetricEvent
