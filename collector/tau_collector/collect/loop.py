@@ -1,22 +1,17 @@
 """The collector loop: sources → projection → spool → sinks, TauGrid's ``collect`` semantics.
 
-This module only sequences. Each drain asks every source (:mod:`.sources`) for its inputs (all of
-them, or those a :class:`~.watcher.ChangeWatcher` saw change), reads each input from its checkpoint
-in bounded batches, projects each batch (:mod:`.pipeline`), spools it as TauGrid's pending
-manifest (:mod:`.spool`; or, when every sink keeps points, as our column record, :mod:`.column_spool`),
-delivers it to every sink (:mod:`.delivery`) and only then advances ``checkpoint.json`` -- one chunk per
-batch, so a backlog of any size is a sequence of bounded chunks, one pending record at a time. Small batches
-of several files read in one drain (closed chunk files that arrived together) make one chunk, within the
-same bounds (:mod:`.chunk_group`). Which file is which is :mod:`.fingerprint`'s business; files closed and
-completely read are folded out of the checkpoint by :mod:`.complete_through`, so a drain costs the same on a
-job's first day and on its hundredth. When the completion file appears the collector drains once more
-including unterminated tails, emits the ``tau/run_status`` marker, writes the done file and stops. The
-options, their checks, the identities derived from them and the wait between drains live in
-:mod:`.collector_options`; what is recorded of the run besides its points (configuration, files, terminal
-status event) in :mod:`.run_records`.
-
-Where TauGrid is fatal on a single bad row we record it, count it, report it and keep going
-(DESIGN §5); non-finite observations are spooled and delivered beside the chunk (see spool).
+This module only sequences. Each drain asks every source (:mod:`.sources`) for its inputs (a bounded slice of a
+listing, or those a :class:`~.watcher.ChangeWatcher` saw change), reads each input from its checkpoint in bounded
+batches, projects each batch (:mod:`.pipeline`), spools it as TauGrid's pending manifest (:mod:`.spool`; or, when
+every sink keeps points, as our column record, :mod:`.column_record`), delivers it to every sink (:mod:`.delivery`)
+and only then advances ``checkpoint.json`` -- one chunk per batch, so a backlog of any size is a sequence of bounded
+chunks, one pending record at a time. Small batches of several files read in one drain make one chunk, within the
+same bounds (:mod:`.chunk_grouping`). Which file is which is :mod:`.fingerprint`'s business; files closed and
+completely read are folded out of the checkpoint (:mod:`.checkpoint_folding`, :mod:`.covered_files`), so a drain
+costs the same on a job's first day and on its hundredth. When the completion file appears the collector drains
+once more including unterminated tails, emits the ``tau/run_status`` marker, writes the done file and stops. The
+options and the wait between drains live in :mod:`.options`; what is recorded of the run besides its points in
+:mod:`.run_records`. A bad row is recorded, counted and reported, and the collector goes on (DESIGN §5).
 """
 
 from __future__ import annotations
@@ -50,7 +45,13 @@ from tau_collector.collect.options import (
     validate,
 )
 from tau_collector.collect.read_ahead import ReadAhead
-from tau_collector.collect.run_records import CollectorResult, first_non_finite, run_files, settle_config, terminal_event
+from tau_collector.collect.run_records import (
+    CollectorResult,
+    first_non_finite,
+    run_files,
+    settle_config,
+    terminal_event,
+)
 from tau_collector.collect.signal_stop import StopFlag
 from tau_collector.collect.watcher import ChangeWatcher
 from tau_collector.projection.metric_event import MetricEvent
