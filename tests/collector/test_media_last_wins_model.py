@@ -24,6 +24,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fixtures.killed_child import run_killed_at as _run_killed_at
 from tau_collector.expstore import StoreReader
 from tau_collector.expstore.maintain.leftovers import sweep_run
 from tau_collector.expstore.maintain.media_compaction import MediaCompactionPolicy, compact_media
@@ -31,7 +32,6 @@ from tau_collector.expstore.store import ExpStore
 from tau_collector.expstore.write.media import write_media
 from tau_collector.sinks.base import RunIdentity
 from tau_collector.sources.media import HistogramRecord, ImageRecord, TextRecord
-from tests.collector.expstore.test_last_wins_model import _run_killed_at
 
 RUN = "r"
 IDENTITY = RunIdentity("p", "e", "g")

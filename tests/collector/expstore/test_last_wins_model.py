@@ -16,12 +16,8 @@ rows, and the latest finite row by (step, wall time, write order).
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import signal
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +25,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fixtures.killed_child import run_killed_at as _run_killed_at
 from tau_collector.expstore import (
     CompactionPolicy,
     ExpStore,
@@ -184,66 +181,6 @@ def readers(store: ExpStore) -> list[StoreReader]:
     fresh = StoreReader(ExpStore(store.root))
     fresh.levels.min_points = 0  # every range long enough for a level is reduced from the levels
     return [fresh]
-
-
-# -- a child killed at the k-th step of its work -----------------------------------------------
-
-
-class _Die(Exception):
-    pass
-
-
-def _run_killed_at(store_root: Path, kill_at: int, work) -> None:
-    """Fork a child that runs ``work(store)`` and SIGKILLs itself at its ``kill_at``-th checkpoint: before
-    and after each file it publishes (and between writing and renaming it), and before a transaction, before
-    its COMMIT and after it. Returns when the child is gone, killed or finished."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            count = [0]
-
-            def checkpoint() -> None:
-                if count[0] == kill_at:
-                    os.kill(os.getpid(), signal.SIGKILL)
-                count[0] += 1
-
-            publish, transaction = ExpStore.publish_file, ExpStore.write_transaction
-
-            def dying_publish(self, relative, writer):
-                checkpoint()
-
-                def written(path):
-                    writer(path)
-                    checkpoint()
-
-                out = publish(self, relative, written)
-                checkpoint()
-                return out
-
-            @contextlib.contextmanager
-            def dying_transaction(self):
-                checkpoint()
-                with transaction(self) as tx:
-                    yield tx
-                    checkpoint()
-                checkpoint()
-
-            ExpStore.publish_file, ExpStore.write_transaction = dying_publish, dying_transaction
-            work(ExpStore(store_root, writable=True))
-            os._exit(0)
-        except BaseException:
-            os._exit(3)
-    deadline = time.monotonic() + 120  # a safety net against a hung child, not a measure
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise AssertionError("the child neither finished nor died")
-        time.sleep(0.005)
-    assert os.WIFSIGNALED(status) or os.WEXITSTATUS(status) == 0, f"child failed: status {status}"
 
 
 # -- the experiment ----------------------------------------------------------------------------
