@@ -8,6 +8,7 @@ from pathlib import Path
 
 import tau_collector.collect.loop as loop
 from fixtures.collector import RecordingSink, row, write_chunk
+from fixtures.collector import options as collector_options
 from tau_collector.collect.loop import Collector, CollectorOptions
 from tau_collector.sources.history import HistorySource
 from tau_collector.sources.history_listing import list_history
@@ -16,13 +17,7 @@ KEEP = 4
 
 
 def options(tmp_path: Path, sinks, **changes) -> CollectorOptions:
-    base = dict(
-        run="seed-1", project="demo", experiment="sweep", group="lr", out=str(tmp_path / "out"), sinks=sinks,
-        history=[str(tmp_path / "hist" / "*.jsonl")], completion_file=str(tmp_path / "completion.json"),
-        closed_after=0.0, keep_entries=KEEP,
-    )
-    base.update(changes)
-    return CollectorOptions(**base)
+    return collector_options(tmp_path, sinks, **{"closed_after": 0.0, "keep_entries": KEEP, **changes})
 
 
 def write_files(directory: Path, first: int, count: int) -> None:

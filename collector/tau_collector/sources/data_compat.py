@@ -78,6 +78,7 @@ __all__ = [
     "tensor_scalar",
     "tensor_values",
     "text_values",
+    "varint_value",
 ]
 
 SCALARS = "scalars"
@@ -334,12 +335,12 @@ def canonical_histogram(data: bytes | memoryview) -> tuple[float, float, int, in
         return None
     low, high, varint = canonical.groups()
     limits_at = canonical.end()
-    limits_size = _packed_size(varint)
+    limits_size = varint_value(varint)
     counts = _HISTO_COUNTS.match(data, limits_at + limits_size)
     if counts is None or limits_size % 8:
         return None
     counts_at = counts.end()
-    counts_size = _packed_size(counts.group(1))
+    counts_size = varint_value(counts.group(1))
     if counts_at + counts_size != len(data) or counts_size % 8:
         return None
     return (_DOUBLE.unpack(low)[0] if low is not None else 0.0, _DOUBLE.unpack(high)[0] if high is not None else 0.0,
@@ -404,7 +405,8 @@ _HISTO_CANONICAL = re.compile(rb"(?:\x09(.{8}))?(?:\x11(.{8}))?(?:\x19.{8})?(?:\
 _HISTO_COUNTS = re.compile(rb"\x3a([\x80-\xff]{0,3}[\x00-\x7f])")
 
 
-def _packed_size(varint: bytes) -> int:
+def varint_value(varint: bytes) -> int:
+    """A protobuf varint's value (its bytes, as matched)."""
     size = shift = 0
     for byte in varint:
         size |= (byte & 0x7F) << shift

@@ -21,6 +21,7 @@ import struct
 import numpy as np
 
 from tau_collector.sources.data_compat import canonical_histogram
+from tau_collector.sources.data_compat import varint_value as _varint
 from tau_collector.sources.media import HistogramRecord
 
 __all__ = ["HistoValue", "PendingHistograms", "histo_event"]
@@ -42,14 +43,6 @@ class HistoValue:
 
     def __init__(self, tag: str, histo: bytes | memoryview) -> None:
         self.tag, self.histo = tag, histo
-
-
-def _varint(data: bytes) -> int:
-    number = shift = 0
-    for byte in data:
-        number |= (byte & 0x7F) << shift
-        shift += 7
-    return number
 
 
 def histo_event(payload: bytes | memoryview) -> tuple[float, int, str, bytes | memoryview] | None:
