@@ -140,6 +140,35 @@ def test_binary_cells_round_trip_bit_for_bit_through_a_parquet_reader(tmp_path):
     assert np.diff(cells.bounds).tolist() == [4 + 24 * len(b) for b in buckets]
 
 
+def _cells_one_by_one(buckets) -> bytes:
+    return b"".join(struct.pack("<I", 24 * len(b)) + np.ascontiguousarray(b, dtype="<f8").tobytes() for b in buckets)
+
+
+@pytest.mark.parametrize("case", ["one_count", "mixed", "float32", "strided", "empty", "none"])
+def test_cells_are_each_histogram_as_its_own_bytes(case):
+    """The delivery's cells joined by numpy are, byte for byte, each histogram's float64 rows after its length:
+    one bucket count (a reshape), mixed counts, float32 and non-contiguous arrays, empty histograms."""
+    rng = np.random.default_rng(7)
+    buckets = {
+        "one_count": [rng.normal(size=(46, 3)) for _ in range(50)] + [np.full((46, 3), np.inf)],
+        "mixed": _buckets() + [rng.normal(size=(int(k), 3)) for k in rng.integers(0, 70, size=40)],
+        "float32": [rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=(2, 3))],
+        "strided": [rng.normal(size=(8, 3))[::2], np.asfortranarray(rng.normal(size=(4, 3)))],
+        "empty": [np.zeros((0, 3))] * 3,
+        "none": [],
+    }[case]
+    cells = bucket_cells(buckets)
+    assert cells.data.tobytes() == _cells_one_by_one(buckets)
+    assert np.diff(cells.bounds).tolist() == [4 + 24 * len(b) for b in buckets] and cells.bounds[0] == 0
+
+
+def test_cells_of_arrays_numpy_cannot_join_are_still_each_arrays_bytes():
+    odd = [np.arange(6.0).reshape(2, 3), np.arange(4.0)]  # no [k, 3] shape in common: taken one at a time
+    cells = bucket_cells(odd)
+    assert cells.data.tobytes() == b"".join(struct.pack("<I", a.nbytes) + a.tobytes() for a in odd)
+    assert cells.bounds.tolist() == [0, 52, 88]
+
+
 def test_a_cell_of_no_whole_rows_is_refused():
     with pytest.raises(ValueError, match="holds 25 bytes, not whole"):
         decode_buckets(b"\x00" * 25)

@@ -92,22 +92,33 @@ def encode_media_chunk(run_id: str, source: str, records: list[MediaRecord],
 
 def media_chunk_key(run_id: str, source: str, records: list[MediaRecord]) -> str:
     """A digest of everything ``records`` hold, for a chunk delivered without a spool record (an import): the
-    same records give the same key, as :func:`encode_media_chunk`'s digest does, without encoding the record."""
+    same records give the same key, as :func:`encode_media_chunk`'s digest does, without encoding the record.
+
+    The key names the delivery's files and index rows (``media_files``), so a re-run import must get it again:
+    it hashes, in record order, each histogram's buckets as float64 little-endian and each image's bytes, then
+    the records' fields as JSON. A histogram, most of a chunk, takes one hash update and one tuple."""
     digest = hashlib.sha256(orjson.dumps([run_id, source]))
     update = digest.update
     described = []
+    append = described.append
+    contiguous = np.ascontiguousarray
     for record in records:
+        if type(record) is HistogramRecord:
+            buckets = record.buckets
+            update(contiguous(buckets, dtype="<f8").tobytes())
+            append((record.kind, record.run, record.tag, record.step, record.wall_time, record.record, record.offset,
+                    buckets.shape[0]))
+            continue
         common = (record.kind, record.run, record.tag, record.step, record.wall_time, record.record, record.offset)
         if isinstance(record, HistogramRecord):
-            update(np.ascontiguousarray(record.buckets, dtype="<f8").tobytes())
-            described.append((*common, record.buckets.shape[0]))
+            update(contiguous(record.buckets, dtype="<f8").tobytes())
+            append((*common, record.buckets.shape[0]))
         elif isinstance(record, ImageRecord):
             for image in record.images:
                 update(image)
-            described.append((*common, record.width, record.height, [len(i) for i in record.images],
-                              list(record.captions)))
+            append((*common, record.width, record.height, [len(i) for i in record.images], list(record.captions)))
         else:
-            described.append((*common, list(record.text), list(record.shape)))
+            append((*common, list(record.text), list(record.shape)))
     update(orjson.dumps(described))
     return digest.hexdigest()
 

@@ -11,7 +11,6 @@ for a histogram whose counts are not finite and non-negative (where the vectoris
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
@@ -50,14 +49,22 @@ def histogram_summary(buckets: np.ndarray) -> tuple[float, ...]:
 def histogram_summaries(buckets: Sequence[np.ndarray]) -> np.ndarray:
     """``[n, 12]`` float64: :func:`histogram_summary` of each of ``buckets`` (``[k, 3]`` arrays), row by row."""
     out = np.empty((len(buckets), _WIDTH), dtype=np.float64)
-    by_width: dict[int, list[int]] = defaultdict(list)
-    for i, b in enumerate(buckets):
-        by_width[len(b)].append(i)
-    for width, rows in by_width.items():
+    if not len(buckets):
+        return out
+    widths = np.fromiter(map(len, buckets), dtype=np.int64, count=len(buckets))
+    if (widths == widths[0]).all():  # the usual delivery: one bucket count, stacked in one call
+        groups = [(int(widths[0]), None)]
+    else:
+        order = np.argsort(widths, kind="stable")
+        cuts = np.flatnonzero(np.diff(widths[order])) + 1
+        groups = [(int(widths[rows[0]]), rows) for rows in np.split(order, cuts)]
+    for width, rows in groups:
+        picked = buckets if rows is None else [buckets[i] for i in rows.tolist()]
         if width == 0:
-            out[rows] = histogram_summary(np.zeros((0, 3)))
+            out[slice(None) if rows is None else rows] = histogram_summary(np.zeros((0, 3)))
             continue
-        out[rows] = _same_width(np.stack([np.asarray(buckets[i], dtype=np.float64) for i in rows]))
+        stacked = np.concatenate(picked, axis=0, dtype=np.float64, casting="unsafe").reshape(len(picked), width, 3)
+        out[slice(None) if rows is None else rows] = _same_width(stacked)
     return out
 
 
@@ -70,8 +77,12 @@ def _python_min(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
     return np.where(b < a, b, a)
 
 
+_FRACTIONS = np.array(BASIS_POINTS, dtype=np.float64)
+
+
 def _same_width(stacked: np.ndarray) -> np.ndarray:
-    """The summaries of ``[m, k, 3]`` histograms of one bucket count ``k`` (``k >= 1``)."""
+    """The summaries of ``[m, k, 3]`` histograms of one bucket count ``k`` (``k >= 1``): every band at once
+    (``[m, 9]`` arrays), each number by the same float operations as the rule's."""
     m, k = stacked.shape[:2]
     counts = np.ascontiguousarray(stacked[:, :, 2])
     with np.errstate(over="ignore", invalid="ignore"):  # an overflowing row takes the rule, which warns as before
@@ -83,25 +94,38 @@ def _same_width(stacked: np.ndarray) -> np.ndarray:
     regular = (counts >= 0).all(axis=1) & np.isfinite(totals) & np.isfinite(cumulative[:, -1])
     for r in np.flatnonzero(~regular).tolist():
         out[r] = histogram_summary(stacked[r])
-    rows = np.flatnonzero(regular & (totals > 0))
-    if not len(rows):
-        return out
-    counts, cumulative, totals, edges = counts[rows], cumulative[rows], totals[rows], stacked[rows]
+    take = regular & (totals > 0)
+    if take.all():  # the usual delivery: no row set aside, nothing copied
+        rows: np.ndarray | slice = slice(None)
+        edges = stacked
+    else:
+        rows = np.flatnonzero(take)
+        if not len(rows):
+            return out
+        counts, cumulative, totals, edges = counts[rows], cumulative[rows], totals[rows], stacked[rows]
+    n = len(totals)
     held = counts > 0
     first = held.argmax(axis=1)
     last = k - 1 - held[:, ::-1].argmax(axis=1)
-    pick = np.arange(len(rows))
-    low, high = edges[pick, first, 0], edges[pick, last, 1]
-    before_of = np.concatenate([np.zeros((len(rows), 1)), cumulative], axis=1)  # before_of[:, i] = cumulative[i-1]
-    marks = np.empty((len(rows), len(BASIS_POINTS)))
+    flat = edges.reshape(-1)  # edges[r, i, c] is flat[(r * k + i) * 3 + c]
+    base = np.arange(n) * k
+    low, high = flat[(base + first) * 3], flat[(base + last) * 3 + 1]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        for j, bp in enumerate(BASIS_POINTS):
-            target = totals * bp / 10_000
-            i = np.minimum((cumulative < target[:, None]).sum(axis=1), k - 1)
-            before = before_of[pick, i]
-            left, right, count = edges[pick, i, 0], edges[pick, i, 1], edges[pick, i, 2]
-            fraction = np.where(count > 0, (target - before) / np.where(count > 0, count, 1.0), 0.0)
-            value = left + (right - left) * _python_min(_python_max(fraction, 0.0), 1.0)
-            marks[:, j] = _python_min(_python_max(value, low), high)
+        target = totals[:, None] * _FRACTIONS / 10_000  # [n, 9]: the rule's ``total * bp / 10_000``
+        # searchsorted(side="left") on a sorted row: how many of its cumulative counts lie below each target,
+        # counted a bucket at a time over contiguous [9, n] arrays (the bands of every row at once)
+        ahead, bands = np.ascontiguousarray(cumulative.T), np.ascontiguousarray(target.T)
+        below = np.zeros(bands.shape, dtype=np.int16 if k < 2 ** 15 else np.int64)
+        less = np.empty(bands.shape, dtype=bool)
+        for column in ahead:
+            np.less(column, bands, out=less)
+            below += less
+        i = np.minimum(below.T, k - 1).astype(np.int64)
+        at = base[:, None] + i
+        before = np.where(i > 0, cumulative.reshape(-1)[np.maximum(at - 1, 0)], 0.0)
+        left, right, count = flat[at * 3], flat[at * 3 + 1], flat[at * 3 + 2]
+        fraction = np.where(count > 0, (target - before) / np.where(count > 0, count, 1.0), 0.0)
+        value = left + (right - left) * _python_min(_python_max(fraction, 0.0), 1.0)
+        marks = _python_min(_python_max(value, low[:, None]), high[:, None])
     out[rows, 1], out[rows, 2], out[rows, 3:] = low, high, marks
     return out
