@@ -151,10 +151,10 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
     pending = PendingHistograms()  # the block's histograms in the writers' layout: buckets a layout at a time
 
     def decode(indices: np.ndarray) -> None:
-        for i in indices.tolist():
-            start = int(frames.starts[i]) + HEADER_SIZE
-            decode_event_into(run, path, data[start:start + int(frames.lengths[i])], first_record + i,
-                              base_offset + int(frames.starts[i]), batch, memory, max_values, media, pending)
+        starts, lengths = frames.starts[indices].tolist(), frames.lengths[indices].tolist()
+        for i, start, length in zip(indices.tolist(), starts, lengths, strict=True):
+            decode_event_into(run, path, data[start + HEADER_SIZE:start + HEADER_SIZE + length], first_record + i,
+                              base_offset + start, batch, memory, max_values, media, pending)
 
     decode(np.flatnonzero(slow))
     if waiting.any():

@@ -35,6 +35,21 @@ _HISTO = re.compile(rb"\x2a" + _VARINT)  # the value's ``histo`` (field 5, bytes
 _DOUBLE = struct.Struct("<d")
 
 
+class _Lengths(dict):
+    """A length varint's value by its bytes, remembered (a file's frames repeat a handful of lengths); at most
+    :data:`_LENGTHS_KEPT` remembered, so no file decides how much this holds."""
+
+    def __missing__(self, varint: bytes) -> int:
+        value = _varint(varint)
+        if len(self) < _LENGTHS_KEPT:
+            self[varint] = value
+        return value
+
+
+_LENGTHS_KEPT = 4096
+_LENGTH = _Lengths()
+
+
 class HistoValue:
     """What the media reader takes of a ``Summary.Value`` holding ``histo`` (its ``tag``; no ``node_name``)."""
 
@@ -52,14 +67,15 @@ def histo_event(payload: bytes | memoryview) -> tuple[float, int, str, bytes | m
         return None
     wall, step, summary, value, tag = found.groups()
     end = len(payload)
-    if found.start(4) - 1 + _varint(summary) != end or found.start(5) - 1 + _varint(value) != end:
+    length = _LENGTH
+    if found.start(4) - 1 + length[summary] != end or found.start(5) - 1 + length[value] != end:
         return None
     tag_at = found.end()
-    tag_end = tag_at + _varint(tag)
+    tag_end = tag_at + length[tag]
     if tag_end == tag_at:
         return None  # no tag: the value's node_name may name it (protobuf's reading)
     histo = _HISTO.match(payload, tag_end)
-    if histo is None or histo.end() + _varint(histo.group(1)) != end:
+    if histo is None or histo.end() + length[histo.group(1)] != end:
         return None
     try:
         name = bytes(payload[tag_at:tag_end]).decode()

@@ -407,6 +407,9 @@ def _decode_frames(
     batch.records = record
 
 
+_HISTO_DROPPED = dropped_bucket("histo", HISTOGRAMS)  # the count an old ``histo`` value adds to
+
+
 def decode_event_into(
     run: TensorBoardRun, path: str, payload: bytes | memoryview, record: int, frame_offset: int,
     batch: SegmentBatch, memory: RunMemory, max_values: int = DEFAULT_LIMITS.max_row_fields,
@@ -435,8 +438,7 @@ def decode_event_into(
         if pending is not None and media is not None and plugins[tag] == HISTOGRAMS and HISTOGRAMS in media.kinds:
             item = pending.add(run.prefix, tag, step, wall_time, data, record, frame_offset, media.max_values)
             if item is not None:
-                bucket = dropped_bucket("histo", HISTOGRAMS)
-                dropped[bucket] = dropped.get(bucket, 0) + 1
+                dropped[_HISTO_DROPPED] = dropped.get(_HISTO_DROPPED, 0) + 1
                 batch.media.append(item)
                 return
         _take_media(run, path, HistoValue(tag, data), "histo", plugins[tag], tag, step, wall_time, record,
