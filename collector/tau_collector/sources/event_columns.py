@@ -8,18 +8,22 @@ time over the frames of one payload length (:class:`~.tf_record.FrameGroup`): th
 the wall times and the values as arrays, and the tag-dependent ``KEY`` bytes grouped so that each
 distinct key is looked up once. Every other frame -- and the first frame of a tag the run has not
 shown yet, which registers its key exactly as the per-frame reader does -- goes through the same
-protobuf decoder as :func:`.run.read_segment`, in file order, so the run memory evolves identically.
+protobuf decoder as :func:`.run.read_segment`, in file order, so the run memory evolves identically --
+but histogram frames of tags the run has shown before, many of one payload length, which are read as columns
+(:func:`.histogram_events.histogram_rows`) into the same records the per-frame reader gives.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
+from tau_collector.sources.data_compat import HISTOGRAMS, dropped_bucket
 from tau_collector.sources.event_file import CANONICAL_MAX
-from tau_collector.sources.histogram_events import PendingHistograms
-from tau_collector.sources.media import MediaRequest
+from tau_collector.sources.histogram_events import COLUMNS_MIN, PendingHistograms, histogram_rows
+from tau_collector.sources.media import HistogramRecord, MediaRequest
 from tau_collector.sources.read_limits import DEFAULT_LIMITS
 from tau_collector.sources.tensorboard_run import (
     RunMemory,
@@ -37,6 +41,8 @@ __all__ = ["DEFAULT_BLOCK_BYTES", "ScalarColumns", "empty_columns", "read_block_
 
 # Bytes of an event file decoded at once: ~20k scalar events, ~40 MB in flight.
 DEFAULT_BLOCK_BYTES = 1024 * 1024
+_HISTO_DROPPED = dropped_bucket("histo", HISTOGRAMS)  # the count an old ``histo`` value adds to
+_OFFSET = attrgetter("offset")
 _MAX_VARINT = 9  # a ten-byte step varint is a negative int64: left to protobuf, as in run
 # Odd 64-bit multipliers for hashing key bytes (a hash only groups rows; equality is checked byte for byte).
 _KEY_MULTIPLIERS = np.random.default_rng(0x7A0).integers(1, 2**63, size=CANONICAL_MAX, dtype=np.uint64) | np.uint64(1)
@@ -149,6 +155,8 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
     slow = ~fast & ~waiting
 
     pending = PendingHistograms()  # the block's histograms in the writers' layout: buckets a layout at a time
+    # Histogram frames of a tag seen before, many of one payload length: read as columns, not one at a time.
+    columnar = _histogram_columns(run, frames, slow, first_record, base_offset, memory, max_values, media, pending)
 
     def decode(indices: np.ndarray) -> None:
         starts, lengths = frames.starts[indices].tolist(), frames.lengths[indices].tolist()
@@ -167,6 +175,10 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
         # wait for their first one too, so the media they hold come after the others' and go back in file order.
         batch.media.sort(key=lambda record: record.offset)
     pending.resolve()
+    if columnar:
+        batch.dropped[_HISTO_DROPPED] = batch.dropped.get(_HISTO_DROPPED, 0) + len(columnar)
+        batch.media += columnar
+        batch.media.sort(key=_OFFSET)  # back in file order (a frame's several records keep theirs)
 
     # Fast frames: one scalar each, read from the arrays.
     rows = np.flatnonzero(fast)
@@ -200,6 +212,29 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
         order = np.argsort(columns[4], kind="stable")
         columns = [c[order] for c in columns]
     return ScalarColumns(list(code_of), *columns)
+
+
+def _histogram_columns(run: TensorBoardRun, frames: FrameIndex, slow: np.ndarray, first_record: int,
+                       base_offset: int, memory: RunMemory, max_values: int, media: MediaRequest | None,
+                       pending: PendingHistograms) -> list[HistogramRecord]:
+    """The records of the ``slow`` frames that :func:`.histogram_events.histogram_rows` reads a payload length at
+    a time (those frames then no longer ``slow``); what :func:`decode_event_into` would give ``pending`` for
+    each. Their tags are known before the block, so reading them first changes nothing the others see."""
+    if media is None or HISTOGRAMS not in media.kinds or not memory.tag_plugins:
+        return []
+    out: list[HistogramRecord] = []
+    for group in frames.groups:
+        if len(group.rows) < COLUMNS_MIN or (max_values and group.length > 2 * max_values):
+            continue  # (a frame over twice max_values bytes has its values counted first: one at a time)
+        local = np.flatnonzero(slow[group.rows])
+        if len(local) < COLUMNS_MIN:
+            continue
+        rows = group.rows[local]
+        taken, records = histogram_rows(group.payloads[local], rows + first_record, frames.starts[rows] + base_offset,
+                                        run.prefix, memory.tag_plugins, media.max_values, pending)
+        slow[rows[taken]] = False
+        out += records
+    return out
 
 
 def empty_columns() -> ScalarColumns:
