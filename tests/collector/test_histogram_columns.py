@@ -13,7 +13,7 @@ from tau_collector.sources.data_compat import HISTOGRAMS, SCALARS, histogram_buc
 from tau_collector.sources.event_columns import read_block_columns
 from tau_collector.sources.histogram_events import PendingHistograms, histo_event, histogram_rows
 from tau_collector.sources.media import MEDIA_KINDS, MediaRequest
-from tau_collector.sources.tensorboard_proto.event_pb2 import Event, HistogramProto, Summary
+from tau_collector.sources.tensorboard_proto.event_pb2 import Event, HistogramProto, Summary, SummaryMetadata
 from tau_collector.sources.tensorboard_run import RunMemory, TensorBoardRun
 from tau_collector.sources.tf_record import encode_frame
 
@@ -51,8 +51,9 @@ def test_the_frames_of_one_layout_give_what_histo_event_and_the_buckets_rule_giv
     plugins = {"h/a": HISTOGRAMS, "h/c": SCALARS}
     pending = PendingHistograms()
     records, offsets = np.arange(len(frames)) + 5, np.arange(len(frames)) * 1000
-    taken, items = histogram_rows(payloads, records, offsets, "run", plugins, 100_000, pending)
+    taken, items, waiting = histogram_rows(payloads, records, offsets, "run", plugins, 100_000, pending)
     assert taken.tolist() == [True] * 12 + [False] * 7
+    assert waiting.tolist() == [False] * 13 + [True] * 2 + [False] * 4  # h/b's but its first (which registers it)
     pending.resolve()
     assert len(items) == 12
     for item, frame, record, offset in zip(items, frames, records.tolist(), offsets.tolist(), strict=False):
@@ -69,18 +70,19 @@ def test_frames_over_the_limits_or_of_another_layout_are_left():
     frames = [_histo_event("h/a", STEPS[i], rng) for i in range(10)]
     payloads = np.frombuffer(b"".join(frames), dtype=np.uint8).reshape(len(frames), -1)
     args = (np.arange(10), np.arange(10), "run", {"h/a": HISTOGRAMS})
-    taken, items = histogram_rows(payloads, *args, 3 * 15, PendingHistograms())  # 16 counts: 48 values
-    assert not taken.any() and items == []
+    taken, items, waiting = histogram_rows(payloads, *args, 3 * 15, PendingHistograms())  # 16 counts: 48 values
+    assert not taken.any() and not waiting.any() and items == []
     other = payloads.copy()
     other[:, -3] ^= 0xFF  # a count's byte: still the layout
     other[4, 12] ^= 0x01  # the summary's length: another layout (and not the writers')
-    taken, items = histogram_rows(other, *args, 100_000, PendingHistograms())
+    taken, items, _ = histogram_rows(other, *args, 100_000, PendingHistograms())
     assert taken.tolist() == [True] * 4 + [False] + [True] * 5 and len(items) == 9
 
 
 def _event_file(path) -> None:
-    """Histograms of 9 tags (one not ASCII, one whose limits change, one first seen mid-file, one a scalars series
-    first), steps 0 (left out of the frame) to 239, scalars, and a tag that is not UTF-8."""
+    """Histograms of 10 tags (one not ASCII, one whose limits change, one first seen mid-file, one a scalars series
+    first, one an images series first), steps 0 (left out of the frame) to 239, scalars, and a tag that is not
+    UTF-8."""
     rng = np.random.default_rng(13)
     out = []
     for step in range(240):
@@ -93,6 +95,13 @@ def _event_file(path) -> None:
             limits = LIMITS if tag != "h/t5" or step % 2 else np.linspace(-1.0, 1.0, 15).tolist()
             out.append(_histo_event(tag, step, rng, limits))
         out.append(_scalar_event("loss", step))
+        if step == 50:  # a histo value saying it is an image: the tag's later histograms are not read as columns
+            marked = Event.FromString(_histo_event("h/m0", step, rng))
+            marked.summary.value[0].metadata.CopyFrom(SummaryMetadata(
+                plugin_data=SummaryMetadata.PluginData(plugin_name="images")))
+            out.append(marked.SerializeToString())
+        if step > 50:
+            out.append(_histo_event("h/m0", step, rng))
         if step == 77:
             out.append(_histo_event("h/t1", step, rng).replace(b"h/t1", b"h/\xff1"))
     path.write_bytes(b"".join(encode_frame(frame) for frame in out))

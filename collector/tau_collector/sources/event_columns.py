@@ -35,7 +35,14 @@ from tau_collector.sources.tensorboard_run import (
     skipped_record,
     unreadable_problem,
 )
-from tau_collector.sources.tf_record import DEFAULT_MAX_RECORD_BYTES, HEADER_SIZE, FrameIndex, StopReason, read_block
+from tau_collector.sources.tf_record import (
+    DEFAULT_MAX_RECORD_BYTES,
+    HEADER_SIZE,
+    FrameGroup,
+    FrameIndex,
+    StopReason,
+    read_block,
+)
 
 __all__ = ["DEFAULT_BLOCK_BYTES", "ScalarColumns", "empty_columns", "read_block_columns"]
 
@@ -156,7 +163,8 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
 
     pending = PendingHistograms()  # the block's histograms in the writers' layout: buckets a layout at a time
     # Histogram frames of a tag seen before, many of one payload length: read as columns, not one at a time.
-    columnar = _histogram_columns(run, frames, slow, first_record, base_offset, memory, max_values, media, pending)
+    columnar, later = _histogram_columns(run, frames, slow, first_record, base_offset, memory, max_values, media,
+                                         pending)
 
     def decode(indices: np.ndarray) -> None:
         starts, lengths = frames.starts[indices].tolist(), frames.lengths[indices].tolist()
@@ -174,6 +182,18 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
         # A histogram or text event repeats its bytes but for the step and time, like a scalar's: such frames
         # wait for their first one too, so the media they hold come after the others' and go back in file order.
         batch.media.sort(key=lambda record: record.offset)
+    if later:
+        # Histogram frames of tags first seen in this block: their first frames are read (above), so asked again.
+        problems = len(batch.problems)
+        for group, local in later:
+            rows = group.rows[local]
+            again, records, _ = histogram_rows(group.payloads[local], rows + first_record,
+                                               frames.starts[rows] + base_offset, run.prefix, memory.tag_plugins,
+                                               media.max_values, pending)  # type: ignore[union-attr]
+            columnar += records
+            decode(rows[~again])
+        if len(batch.problems) > problems:  # read after the others: back in file order
+            batch.problems.sort(key=lambda p: -1 if p.offset is None else p.offset)
     pending.resolve()
     if columnar:
         batch.dropped[_HISTO_DROPPED] = batch.dropped.get(_HISTO_DROPPED, 0) + len(columnar)
@@ -216,13 +236,17 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
 
 def _histogram_columns(run: TensorBoardRun, frames: FrameIndex, slow: np.ndarray, first_record: int,
                        base_offset: int, memory: RunMemory, max_values: int, media: MediaRequest | None,
-                       pending: PendingHistograms) -> list[HistogramRecord]:
+                       pending: PendingHistograms) -> tuple[list[HistogramRecord], list[tuple[FrameGroup, np.ndarray]]]:
     """The records of the ``slow`` frames that :func:`.histogram_events.histogram_rows` reads a payload length at
     a time (those frames then no longer ``slow``); what :func:`decode_event_into` would give ``pending`` for
-    each. Their tags are known before the block, so reading them first changes nothing the others see."""
-    if media is None or HISTOGRAMS not in media.kinds or not memory.tag_plugins:
-        return []
+    each. Their tags are known before the block, so reading them first changes nothing the others see. And the
+    frames of that layout whose tag this block shows first, but its first frame (no longer ``slow`` either): a
+    group and its rows, to ask again once the others are read. Such a frame never changes the run's memory
+    (``histo_event`` reads it, its tag known by then), so reading it after the others changes nothing either."""
+    if media is None or HISTOGRAMS not in media.kinds:
+        return [], []
     out: list[HistogramRecord] = []
+    later = []
     for group in frames.groups:
         if len(group.rows) < COLUMNS_MIN or (max_values and group.length > 2 * max_values):
             continue  # (a frame over twice max_values bytes has its values counted first: one at a time)
@@ -230,11 +254,14 @@ def _histogram_columns(run: TensorBoardRun, frames: FrameIndex, slow: np.ndarray
         if len(local) < COLUMNS_MIN:
             continue
         rows = group.rows[local]
-        taken, records = histogram_rows(group.payloads[local], rows + first_record, frames.starts[rows] + base_offset,
-                                        run.prefix, memory.tag_plugins, media.max_values, pending)
-        slow[rows[taken]] = False
+        taken, records, waiting = histogram_rows(group.payloads[local], rows + first_record,
+                                                 frames.starts[rows] + base_offset, run.prefix, memory.tag_plugins,
+                                                 media.max_values, pending)
+        slow[rows[taken | waiting]] = False
         out += records
-    return out
+        if waiting.any():
+            later.append((group, local[waiting]))
+    return out, later
 
 
 def empty_columns() -> ScalarColumns:

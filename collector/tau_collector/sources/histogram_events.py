@@ -177,7 +177,8 @@ _SINGULAR = (0x09, 0x11, 0x19, 0x21, 0x29)  # HistogramProto's min, max, num, su
 
 
 def histogram_rows(payloads: np.ndarray, records: np.ndarray, offsets: np.ndarray, run: str, plugins: dict[str, str],
-                   max_values: int, pending: PendingHistograms) -> tuple[np.ndarray, list[HistogramRecord]]:
+                   max_values: int, pending: PendingHistograms
+                   ) -> tuple[np.ndarray, list[HistogramRecord], np.ndarray]:
     """The histogram frames among ``payloads`` (an ``[n, length]`` uint8 array of one payload length) that the
     one-at-a-time reading would give to ``pending``, read as columns: (which rows were taken, their records).
 
@@ -186,12 +187,16 @@ def histogram_rows(payloads: np.ndarray, records: np.ndarray, offsets: np.ndarra
     the same width), the tag, ``min``/``max``/``num``/``sum``/``sum_squares``, the limits and the counts --
     and its tag is a histograms series of ``plugins`` (known before this block). In that layout each field is
     where the other frame has it (every key byte differs from the optional fields before it, so there is one
-    way to read it), so its numbers are read at those places. Any other frame is left for the caller to read."""
+    way to read it), so its numbers are read at those places. Any other frame is left for the caller to read.
+
+    The third answer marks the frames of that layout whose tag ``plugins`` does not know yet, but the first of
+    each such tag: once the caller has read the others (the first registers its tag), they can be asked again."""
     n, size = payloads.shape
     taken = np.zeros(n, dtype=bool)
+    waiting = np.zeros(n, dtype=bool)
     items: list[HistogramRecord] = []
     if size < 12:
-        return taken, items
+        return taken, items, waiting
     # A wall time (``\x09`` and 8 bytes) then a step (``\x10`` and a varint of at most 9 bytes) first.
     ends = payloads[:, 10:10 + min(9, size - 10)] < 0x80
     step_width = np.where(ends.any(axis=1), ends.argmax(axis=1) + 1, 0)
@@ -209,10 +214,12 @@ def histogram_rows(payloads: np.ndarray, records: np.ndarray, offsets: np.ndarra
             same = (payloads[np.ix_(left, fixed)] == payloads[left[0], fixed]).all(axis=1)
             rows = left[same]
             left = left[~same]
-            done = _take_rows(payloads[rows], records[rows], offsets[rows], width, fields, run, plugins, pending)
-            taken[rows[done[0]]] = True
-            items += done[1]
-    return taken, items
+            done, later, some = _take_rows(payloads[rows], records[rows], offsets[rows], width, fields, run, plugins,
+                                           pending)
+            taken[rows[done]] = True
+            waiting[rows[later]] = True
+            items += some
+    return taken, items, waiting
 
 
 def _columns_layout(payload: bytes, width: int, max_values: int) -> tuple[np.ndarray, tuple] | None:
@@ -246,12 +253,15 @@ def _columns_layout(payload: bytes, width: int, max_values: int) -> tuple[np.nda
 
 
 def _take_rows(rows: np.ndarray, records: np.ndarray, offsets: np.ndarray, width: int, fields: tuple, run: str,
-               plugins: dict[str, str], pending: PendingHistograms) -> tuple[np.ndarray, list[HistogramRecord]]:
-    """The frames ``rows`` of one layout given to ``pending``: (which, their records); a frame whose tag is not
-    UTF-8 or not a histograms series already seen is not."""
+               plugins: dict[str, str], pending: PendingHistograms
+               ) -> tuple[np.ndarray, np.ndarray, list[HistogramRecord]]:
+    """The frames ``rows`` of one layout given to ``pending``: (which, which wait for their tag, their records);
+    a frame whose tag is not UTF-8 or not a histograms series already seen is not given; of a tag not seen yet,
+    every frame but the first waits."""
     tag_at, tag_end, low_at, high_at, limits_at, limits_n, counts_at, counts_n = fields
     tag_of, tag_rows = _same_bytes(rows[:, tag_at:tag_end])
     good = np.zeros(len(tag_rows), dtype=bool)
+    unseen = np.zeros(len(tag_rows), dtype=bool)
     names = []
     for t, r in enumerate(tag_rows.tolist()):
         try:
@@ -261,12 +271,15 @@ def _take_rows(rows: np.ndarray, records: np.ndarray, offsets: np.ndarray, width
             continue
         names.append(name)
         good[t] = plugins.get(name) == HISTOGRAMS
+        unseen[t] = name not in plugins
     done = good[tag_of]
+    later = unseen[tag_of]
+    later[tag_rows[unseen]] = False  # each unseen tag's first frame: the caller reads it, registering the tag
     if not done.all():
         keep = np.flatnonzero(done)
         rows, records, offsets, tag_of = rows[keep], records[keep], offsets[keep], tag_of[keep]
     if not len(rows):
-        return done, []
+        return done, later, []
     walls = rows[:, 1:9].copy().view("<f8")[:, 0]
     step = (rows[:, 10:10 + width].astype(np.int64) & 0x7F) << (7 * np.arange(width, dtype=np.int64))
     steps = step.sum(axis=1)
@@ -285,7 +298,7 @@ def _take_rows(rows: np.ndarray, records: np.ndarray, offsets: np.ndarray, width
         pending.add_layout(counts_n, rows[first, limits_at:limits_at + 8 * limits_n].tobytes(), items,
                            lows[picked].tolist(), highs[picked].tolist(), counts)
         every += items
-    return done, every
+    return done, later, every
 
 
 def _same_bytes(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
