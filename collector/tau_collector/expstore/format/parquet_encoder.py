@@ -324,10 +324,11 @@ _PER_THREAD = threading.local()  # a ZstdCompressor is not safe to share between
 
 
 def _zstd(data: bytes) -> bytes:
-    """One Zstandard frame (its content size in the header, as pyarrow writes it), by this thread's compressor."""
+    """One Zstandard frame by this thread's compressor: its content size in the header (as pyarrow writes it) and
+    a checksum of the content at its end (a damaged page is an error, as GZIP's CRC makes it, not other numbers)."""
     compressor = getattr(_PER_THREAD, "zstd", None)
     if compressor is None:
-        compressor = _PER_THREAD.zstd = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+        compressor = _PER_THREAD.zstd = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True)
     return compressor.compress(data)
 
 
