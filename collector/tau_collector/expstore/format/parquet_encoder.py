@@ -8,10 +8,10 @@ that shape and nothing else, from numpy arrays and Python strings:
 * Parquet format 2 files, row groups starting where the caller says (by default one per
   ``ROW_GROUP_ROWS`` rows; the writer cuts them at metric boundaries) and v1 data pages of at most
   ``PAGE_ROWS`` values, RLE definition levels, GZIP pages (``zlib``, level 1) or, for a writer that asks
-  (``codec="zstd"``: the media files), ZSTD pages (``zstandard``, level 1: ~5x faster to write than GZIP level 1
-  and no larger; one compressor a thread); column chunks under 1 KiB stay uncompressed; numbers and per-row text
-  PLAIN, text of one or few values (project, run, metric name, source...) dictionary-encoded with RLE runs of
-  indices;
+  (``codec="zstd"``: the media files), ZSTD pages (``zstandard``, level 1: ~5x less CPU than GZIP level 1 on
+  histogram pages, and no larger; one compressor a thread); column chunks under 1 KiB stay uncompressed;
+  numbers and per-row text PLAIN, text of one or few values (project, run, metric name, source...)
+  dictionary-encoded with RLE runs of indices;
 * the schema as TauGrid's parquet-go declares it (required/optional, STRING, TIMESTAMP(MICROS,
   UTC), JSON logical types), without an ``ARROW:schema`` blob -- pyarrow reads the logical types
   back as the same Arrow schema, as it does TauGrid's own files;
