@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import zstandard
 
 __all__ = ["CODECS", "CREATED_BY", "PAGE_ROWS", "ROW_GROUP_ROWS", "ZSTD_LEVEL", "Coded", "Column", "ParquetStream",
            "PlainTexts", "TextValues", "encode_parquet"]
@@ -328,6 +327,8 @@ def _zstd(data: bytes) -> bytes:
     a checksum of the content at its end (a damaged page is an error, as GZIP's CRC makes it, not other numbers)."""
     compressor = getattr(_PER_THREAD, "zstd", None)
     if compressor is None:
+        import zstandard  # only a process writing media files loads it (the scalar-only sidecar stays smaller)
+
         compressor = _PER_THREAD.zstd = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True)
     return compressor.compress(data)
 

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import zstandard
 
 from tau_collector.expstore.format import schema
 from tau_collector.expstore.format.parquet_encoder import PlainTexts
@@ -250,6 +249,8 @@ _PER_THREAD = threading.local()  # a ZstdDecompressor is not safe to share betwe
 def _unzstd(body: bytes, size: int | None, where: str) -> bytes:
     """A ZSTD page's body: one whole frame of ``size`` bytes (the page header's uncompressed size), decompressed a
     block at a time (a frame's own content size is not trusted to size the output)."""
+    import zstandard  # only a process reading media pages loads it
+
     decompressor = getattr(_PER_THREAD, "zstd", None)
     if decompressor is None:
         decompressor = _PER_THREAD.zstd = zstandard.ZstdDecompressor()
