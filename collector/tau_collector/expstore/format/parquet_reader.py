@@ -9,7 +9,9 @@ and refuses everything else with :class:`ForeignParquetError`:
   with their physical types (INT64, DOUBLE, BYTE_ARRAY), no repetition;
 * v1 data pages and dictionary pages, PLAIN or PLAIN/RLE_DICTIONARY values, definition levels in the
   RLE/bit-packed hybrid (runs and bit-packed groups of any width are both decoded);
-* UNCOMPRESSED or GZIP pages (``zlib``, in the standard library).
+* UNCOMPRESSED, GZIP (``zlib``, in the standard library) or ZSTD pages (``zstandard``: the media files since
+  they are written with ZSTD, :data:`.media_files.MEDIA_CODEC`); a ZSTD page is decompressed as a stream, so what
+  it holds is what its data makes, not what its header claims, and it must be the size its page header says.
 
 A file from another writer (pyarrow's Snappy, TauGrid's Go writer, data page v2) is foreign: the sidecar's
 compaction leaves it where it is (as it does a large file), and ``tau-collector store compact`` -- a
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +40,7 @@ __all__ = ["CodedTexts", "ForeignParquetError", "MetricFileGroups", "NumberColum
 _MAGIC = b"PAR1"
 _INT64, _DOUBLE, _BYTE_ARRAY = 2, 5, 6
 _PLAIN, _PLAIN_DICTIONARY, _RLE_DICTIONARY = 0, 2, 8
-_UNCOMPRESSED, _GZIP = 0, 2
+_UNCOMPRESSED, _GZIP, _ZSTD = 0, 2, 6
 _DATA_PAGE, _DICTIONARY_PAGE = 0, 2
 _OPTIONAL, _REPEATED = 1, 2
 _TYPES = {"step": _INT64, "wall_time": _INT64, "value": _DOUBLE}  # every other column is BYTE_ARRAY
@@ -84,7 +87,7 @@ _SCHEMA_ELEMENT = {1: None, 3: None, 4: None, 5: None, 6: None}  # 6: converted 
 _COLUMN_META = {4: None, 7: None, 9: None, 11: None, 12: {5: None, 6: None}}
 _ROW_GROUP = {1: {1: None, 3: _COLUMN_META, 8: None, 9: None}, 3: None}
 _FILE_META = {2: _SCHEMA_ELEMENT, 3: None, 4: _ROW_GROUP}
-_PAGE_HEADER = {1: None, 3: None, 5: {1: None, 2: None}, 7: {1: None, 2: None}}
+_PAGE_HEADER = {1: None, 2: None, 3: None, 5: {1: None, 2: None}, 7: {1: None, 2: None}}
 
 
 def _value(data: bytes, pos: int, ttype: int, spec) -> tuple[object, int]:
@@ -240,10 +243,32 @@ class _Chunk:
     codes: list[np.ndarray]
 
 
+_PER_THREAD = threading.local()  # a ZstdDecompressor is not safe to share between threads; it is reusable
+
+
+def _unzstd(body: bytes, size: int | None, where: str) -> bytes:
+    """A ZSTD page's body: one whole frame of ``size`` bytes (the page header's uncompressed size), decompressed a
+    block at a time (a frame's own content size is not trusted to size the output)."""
+    import zstandard  # only a process reading media pages loads it
+
+    decompressor = getattr(_PER_THREAD, "zstd", None)
+    if decompressor is None:
+        decompressor = _PER_THREAD.zstd = zstandard.ZstdDecompressor()
+    stream = decompressor.decompressobj()
+    try:
+        out = stream.decompress(body)
+    except zstandard.ZstdError as exc:
+        raise ValueError(f"{where}: damaged ZSTD page ({exc})") from None
+    if not stream.eof or len(out) != size:
+        raise ValueError(f"{where}: ZSTD page of {len(out)} bytes{'' if stream.eof else ', cut short'}, "
+                         f"its header says {size}")
+    return out
+
+
 def _read_chunk(raw: bytes, meta: dict, rows: int, ptype: int, optional: bool, where: str) -> _Chunk:
     codec = meta.get(4)
-    if codec not in (_UNCOMPRESSED, _GZIP):
-        raise ForeignParquetError(f"{where}: compression codec {codec} (this reader reads none and GZIP)")
+    if codec not in (_UNCOMPRESSED, _GZIP, _ZSTD):
+        raise ForeignParquetError(f"{where}: compression codec {codec} (this reader reads none, GZIP and ZSTD)")
     chunk = _Chunk(np.zeros(0, dtype=bool), [], [], None, [])
     numbers = None  # a numeric column's dictionary
     valids = []
@@ -255,6 +280,8 @@ def _read_chunk(raw: bytes, meta: dict, rows: int, ptype: int, optional: bool, w
         pos += size
         if codec == _GZIP:
             body = zlib.decompress(body, 47)
+        elif codec == _ZSTD:
+            body = _unzstd(body, header.get(2), f"{where} page at byte {pos - size} of the chunk")
         kind = header.get(1)
         if kind == _DICTIONARY_PAGE:
             dph = header.get(7, {})

@@ -34,7 +34,13 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 
-from tau_collector.expstore.format.media_files import GROUP_ROWS, bucket_cells, decode_buckets, delivery_file_path
+from tau_collector.expstore.format.media_files import (
+    GROUP_ROWS,
+    MEDIA_CODEC,
+    bucket_cells,
+    decode_buckets,
+    delivery_file_path,
+)
 from tau_collector.expstore.format.parquet_encoder import Coded, Column, ParquetStream, PlainTexts
 from tau_collector.expstore.format.parquet_reader import CodedTexts, ForeignParquetError, MetricFileGroups
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
@@ -310,7 +316,7 @@ def _merge(store: ExpStore, run_id: str, kind: str, batch: list[list[_Entry]], f
                 cols = [Column("tag", "string", True, Coded([tag], np.zeros(rows, dtype=np.int64))),
                         *(_column(name, kind_, required, columns[name]) for name, kind_, required in layout)]
                 if stream is None:
-                    stream = ParquetStream(sink, cols)
+                    stream = ParquetStream(sink, cols, codec=MEDIA_CODEC)
                 first = groups_written[0]
                 for start in range(0, rows, GROUP_ROWS):
                     stream.write_group(cols, start, min(rows, start + GROUP_ROWS))
