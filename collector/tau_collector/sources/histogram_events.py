@@ -303,7 +303,9 @@ def _take_rows(rows: np.ndarray, records: np.ndarray, offsets: np.ndarray, width
 
 def _same_bytes(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The equal rows of a uint8 matrix: (each row's group, each group's first row), compared byte for byte."""
-    if not matrix.shape[1]:
+    if not len(matrix):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if not matrix.shape[1] or (matrix == matrix[0]).all():  # one group: the usual limits of a block
         return np.zeros(len(matrix), dtype=np.int64), np.zeros(1, dtype=np.int64)
     keys = np.ascontiguousarray(matrix).view(np.dtype((np.void, matrix.shape[1])))[:, 0]
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
