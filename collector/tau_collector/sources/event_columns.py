@@ -192,7 +192,9 @@ def _decode_block(run: TensorBoardRun, path: str, data: bytes, frames: FrameInde
                                                media.max_values, pending)  # type: ignore[union-attr]
             columnar += records
             decode(rows[~again])
-        if len(batch.problems) > problems:  # read after the others: back in file order
+        # Read after the others: back in file order (the records below, with the columns' records).
+        batch.media.sort(key=_OFFSET)
+        if len(batch.problems) > problems:
             batch.problems.sort(key=lambda p: -1 if p.offset is None else p.offset)
     pending.resolve()
     if columnar:
