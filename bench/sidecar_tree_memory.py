@@ -10,9 +10,11 @@ stored them and exited: the measured collector is a sidecar *restarted* on that 
 collector stored them: the measured collector is a fresh sidecar (no checkpoint) on an unstored backlog. Every
 0.5 s the script sums VmRSS over the collector's process tree (children found through ``/proc/*/stat``'s parent pid,
 so a compaction child, were there one, counts) and reads the tree's CPU (its own and its waited-for children's).
-It prints the peak summed RSS, the CPU share of one core over each minute (and over each 20 s), the tree's
-CPU seconds per 1,000 events written (process CPU time: the figure to compare on a shared machine), and the
-delivery latency: from the end of each write to its rows readable in the store (p50/p95, polled every 20 ms).
+It prints the peak summed RSS, the collector's ``VmHWM`` (the kernel's peak of its RSS, which a spike between two
+samples cannot hide from; at catch-up, before the job's end and at its last sample before exiting), the CPU share
+of one core over each minute (and over each 20 s), the tree's CPU seconds per 1,000 events written (process CPU
+time: the figure to compare on a shared machine), and the delivery latency: from the end of each write to its rows
+readable in the store (p50/p95, polled every 20 ms).
 
 A restarted sidecar is sampled from its start: the catch-up (until the store holds the step of the file the job
 wrote 2 s before: its time, peak and CPU), the minute that starts a minute after it, and the run's end (the final
@@ -68,21 +70,26 @@ def tree(root: int) -> list[int]:
     return out
 
 
-def sample(root: int) -> tuple[int, float, int]:
-    """(summed RSS bytes, CPU seconds of the tree incl. waited-for children, processes)."""
-    rss, cpu, n = 0, 0.0, 0
+def sample(root: int) -> tuple[int, float, int, int]:
+    """(summed RSS bytes, CPU seconds of the tree incl. waited-for children, processes, the collector's own VmHWM
+    in bytes: the kernel's peak of its RSS so far, which catches what falls between two samples)."""
+    rss, cpu, n, hwm = 0, 0.0, 0, 0
     for pid in tree(root):
         try:
             with open(f"/proc/{pid}/stat") as handle:
                 fields = handle.read().rsplit(")", 1)[1].split()
             with open(f"/proc/{pid}/status") as handle:
-                rss += sum(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:"))
+                for line in handle:
+                    if line.startswith("VmRSS:"):
+                        rss += int(line.split()[1]) * 1024
+                    elif line.startswith("VmHWM:") and pid == root:
+                        hwm = int(line.split()[1]) * 1024
         except OSError:
             continue
         n += 1
         # utime, stime (and for the collector cutime, cstime: children it has waited for)
         cpu += sum(int(f) for f in fields[11:15 if pid == root else 13]) / TICKS
-    return rss, cpu, n
+    return rss, cpu, n, hwm
 
 
 def prefill_files(directory: Path, count: int) -> None:
@@ -221,12 +228,12 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None, *, ba
                                                 "--ready-file", str(root / "ready")),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         started = time.perf_counter()
-        start_samples = []  # (t, rss, cpu, processes) from the collector's start to its ready file
+        start_samples = []  # (t, rss, cpu, processes, VmHWM) from the collector's start to its ready file
         while not (root / "ready").exists():
             if proc.poll() is not None:
                 raise SystemExit(f"the collector exited: {proc.stderr.read()[-2000:]}")
-            rss, cpu, n = sample(proc.pid)
-            start_samples.append((time.perf_counter() - started, rss, cpu, n))
+            rss, cpu, n, hwm = sample(proc.pid)
+            start_samples.append((time.perf_counter() - started, rss, cpu, n, hwm))
             time.sleep(0.5)
         ready_s = time.perf_counter() - started
         stop = threading.Event()
@@ -255,14 +262,14 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None, *, ba
                                                              delays), daemon=True)
         writer.start()
         poller.start()
-        samples = []  # (t, rss, cpu, processes)
+        samples = []  # (t, rss, cpu, processes, VmHWM)
         t0 = time.perf_counter()
         load0 = os.getloadavg()[0]
         caught_up_s = None  # when the store first held the step of a file written 2 s before
         while time.perf_counter() - t0 < seconds:
-            rss, cpu, n = sample(proc.pid)
+            rss, cpu, n, hwm = sample(proc.pid)
             now = time.perf_counter() - t0
-            samples.append((now, rss, cpu, n))
+            samples.append((now, rss, cpu, n, hwm))
             if caught_up_s is None and len(samples) % 2 == 0 and now > 2:
                 behind = int((now - 2) * RATE)  # units written by 2 s ago
                 if behind and caught_up(root, (index + behind) * ROWS - 1):
@@ -307,6 +314,8 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None, *, ba
             return {}
         return {"from_s": round(inside[0][0], 1), "to_s": round(inside[-1][0], 1),
                 "peak_tree_rss_mb": round(max(s[1] for s in inside) / 1e6, 1),
+                # the collector's peak RSS from its start to the window's end (VmHWM only rises)
+                "collector_vmhwm_mb": round(inside[-1][4] / 1e6, 1),
                 "cpu_percent": round(100 * (inside[-1][2] - inside[0][2]) / (inside[-1][0] - inside[0][0]), 2)}
 
     return {
@@ -321,6 +330,10 @@ def run(mode: str, seconds: float, prefill: int, keep: Path | None = None, *, ba
         "peak_tree_rss_mb": round(max(s[1] for s in start_samples + samples) / 1e6, 1),
         "finish_s": round(finish_s, 1),
         "finish_peak_tree_rss_mb": round(max((s[0] for s in finish_samples), default=0) / 1e6, 1),
+        # the collector's VmHWM (peak RSS since its start, MB = 10^6 bytes) before the job ended, and at its last
+        # sample before it exited (the run's end: final drain and registration)
+        "collector_vmhwm_mb": round(max(s[4] for s in start_samples + samples) / 1e6, 1),
+        "collector_vmhwm_at_exit_mb": round(max((s[3] for s in finish_samples), default=0) / 1e6, 1),
         "median_tree_rss_mb": round(sorted(s[1] for s in samples)[len(samples) // 2] / 1e6, 1),
         "most_processes": max(s[3] for s in samples),
         "cpu_percent_per_minute": shares(60.0), "cpu_percent_per_20s": shares(20.0),

@@ -46,6 +46,7 @@ from tau_collector.expstore.format.parquet_reader import (
     read_metric_file,
 )
 from tau_collector.expstore.format.written_parts import RecentParts, part_of_columns
+from tau_collector.expstore.maintain.joined_texts import joined_texts
 from tau_collector.expstore.store import ExpStore, StoreError, utc_now_rfc3339
 
 __all__ = ["CompactionPolicy", "CompactionResult", "compact_all", "compact_quietly", "compact_run", "delete_retired",
@@ -336,7 +337,9 @@ def _merged_columns(store: ExpStore, files: list[tuple], known: RecentParts | No
 def merged_columns(parts: list[dict], files: list[tuple]):
     """The rows of ``parts`` (``files``' columns, registration order) sorted as a written file's (metric, step,
     wall time, then registration order: file, row; null steps and times last, as pyarrow's sort put them), as
-    encoder columns and the arrays levels need."""
+    encoder columns and the arrays levels need. ``parts`` is consumed (each entry set to None): the tags, most of a
+    merge's bytes, are joined a file at a time straight into merged order, each file's part released once joined
+    (:mod:`.joined_texts`), so the merge never holds them three times (parts, concatenation, sorted copy)."""
     rows = sum(len(p["value"].values) for p in parts)
 
     def numbers(name: str, dtype) -> tuple[np.ndarray, np.ndarray | None]:
@@ -384,24 +387,24 @@ def merged_columns(parts: list[dict], files: list[tuple]):
             raise ForeignFileError(files[0][1], f"required column {name} holds nulls")
         return [values[c] if c >= 0 else None for c in codes.tolist()]
 
-    tags = PlainTexts(np.concatenate([p["tags"].data for p in parts]),
-                      np.concatenate([[0], *(p["tags"].bounds[1:] + offset for p, offset in zip(
-                          parts, np.cumsum([0, *(len(p["tags"].data) for p in parts)]).tolist(), strict=False))])
-                      .astype(np.int64)).take(order)
+    # Every column but the tags is taken from the parts first: the tags' join releases them (joined_texts).
+    project, group, run = texts("project", True), texts("run_group_id", True), texts("run_id", True)
+    unit, source, split = texts("unit", False), texts("source", True), texts("split", False)
+    tags = joined_texts(parts, "tags", order)
     metric, step, wall, value = metric[order], step[order], wall[order], value[order]
     step_valid = None if step_valid is None else step_valid[order]
     wall_valid = None if wall_valid is None else wall_valid[order]
     columns = [
-        Column("project", "string", True, texts("project", True)),
-        Column("run_group_id", "string", True, texts("run_group_id", True)),
-        Column("run_id", "string", True, texts("run_id", True)),
+        Column("project", "string", True, project),
+        Column("run_group_id", "string", True, group),
+        Column("run_id", "string", True, run),
         Column("metric_name", "string", True, Coded(names, metric), statistics=True),
         Column("step", "int64", False, step, valid=step_valid, statistics=True),
         Column("wall_time", "timestamp_us", False, wall, valid=wall_valid, statistics=True),
         Column("value", "double", True, value, statistics=True),
-        Column("unit", "string", False, texts("unit", False)),
-        Column("source", "string", True, texts("source", True)),
-        Column("split", "string", False, texts("split", False)),
+        Column("unit", "string", False, unit),
+        Column("source", "string", True, source),
+        Column("split", "string", False, split),
         Column("tags", "json", True, tags),
     ]
     return rows, columns, names, metric, step, step_valid, wall, wall_valid, value
