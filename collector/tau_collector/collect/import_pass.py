@@ -32,6 +32,7 @@ import hashlib
 import os
 import subprocess
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import orjson
@@ -39,9 +40,16 @@ import orjson
 from tau_collector.expstore.format.metric_files import id_component
 from tau_collector.expstore.maintain.media_compaction import compact_media_quietly
 from tau_collector.expstore.maintain.metric_clusters import cluster_quietly, start_clustering
+from tau_collector.expstore.store import ExpStore
 from tau_collector.expstore.write.artifacts import record_artifacts
 from tau_collector.expstore.write.config_rows import ConfigConflictError
-from tau_collector.expstore.write.source_files import TENSORBOARD, WANDB_MEDIA, keep_source_file, kept_folder
+from tau_collector.expstore.write.source_files import (
+    TENSORBOARD,
+    WANDB_MEDIA,
+    SourceCopy,
+    copy_source_file,
+    kept_folder,
+)
 from tau_collector.expstore.write.writer import MetricWriter
 from tau_collector.projection.pipeline import Pipeline, ProjectedBatch
 from tau_collector.projection.projector import ProjectionConfig
@@ -142,6 +150,51 @@ def _file_digest(path: str) -> str:
         return ""  # unreadable now: the reading reports it, and the source is not marked as imported
 
 
+def _copy_input(store: ExpStore, run: ImportRun, source_input: SourceInput) -> list[SourceCopy | SourceProblem]:
+    """The input's file and the files beside it that its rows name, copied into the store (not yet published):
+    ``run``'s artifacts, each a :class:`SourceCopy`, or the problem that kept it out."""
+    kind = run.source.artifact_type
+    path = source_input.path
+    name = os.path.basename(path)
+    group = source_input.group
+    if kind == TENSORBOARD:  # the run's directory, so importing the copies rebuilds the same run
+        relative = getattr(group, "relative", "") if getattr(group, "attached", False) else ""
+        name = "/".join(p for p in (id_component(run.run_id), relative, name) if p)
+    out: list[SourceCopy | SourceProblem] = []
+    try:
+        kept = [(path, name, kind)] + [(p, n, WANDB_MEDIA) for p, n in run.source.kept_files(source_input)]
+        for file_path, file_name, file_type in kept:
+            try:
+                out.append(copy_source_file(store, run.run_id, file_path, file_name, file_type,
+                                            folder=kept_folder(kind)))
+            except OSError as exc:
+                out.append(_not_kept(file_path, exc))
+    except BaseException:
+        _discard_kept(out)
+        raise
+    return out
+
+
+def _not_kept(path: str, exc: OSError) -> SourceProblem:
+    return SourceProblem(path, ProblemKind.UNREADABLE, f"not kept with the run: {exc.strerror or exc}")
+
+
+def _discard_kept(kept: list) -> None:
+    for item in kept:
+        if isinstance(item, SourceCopy):
+            item.discard()
+
+
+def _discard(copies: list[Future]) -> None:
+    """Delete the copies not published (an import that failed): wait for each, whatever its outcome."""
+    for future in copies:
+        try:
+            kept = future.result()
+        except BaseException:  # its own error: the import's is the one raised
+            continue
+        _discard_kept(kept)
+
+
 class StoreImport:
     """Imports runs into the store at ``store_dir`` under one project/experiment/group.
 
@@ -212,10 +265,19 @@ class StoreImport:
         pipeline = Pipeline(self.config(run), lines=False, points=True)
         problems: list[SourceProblem] = []
         metrics: set[str] = set()
-        for source_input in inputs:
-            self._read_input(run, pipeline, identity, source_input, problems, metrics)
-        problems.extend(self._store_config(run))
-        problems.extend(self._keep_files(run))
+        # Each file is copied into the store (its run artifact) on a thread of its own once it is read, while the
+        # next is read: the copy's reading, hashing and syncing (hashlib and file I/O let go of the GIL) beside it.
+        copies: list[Future] = []
+        with ThreadPoolExecutor(1, thread_name_prefix="source-copy") as pool:
+            try:
+                for source_input in inputs:
+                    self._read_input(run, pipeline, identity, source_input, problems, metrics)
+                    copies.append(pool.submit(_copy_input, self.sink.store, run, source_input))
+                problems.extend(self._store_config(run))
+                problems.extend(self._keep_files(run, copies))
+            except BaseException:
+                _discard(copies)
+                raise
         if problems:
             self.sink.report(run.run_id, problems)
             self.summary.problems.extend(str(p) for p in problems)
@@ -240,26 +302,20 @@ class StoreImport:
             self.keys.record_key(key, command="taunotebook import", target_type="import_source",
                                  target_id=run.run_id, request_hash=key)
 
-    def _keep_files(self, run: ImportRun) -> list[SourceProblem]:
-        """Copy the files the run was read from into the store as its artifacts (TauGrid's JSONL import does), and
-        beside them the files their rows name (a W&B run's ``files/media/``)."""
+    def _keep_files(self, run: ImportRun, copies: list[Future]) -> list[SourceProblem]:
+        """Publish the copies of the files the run was read from (:func:`_copy_input` of each input, in order) as its
+        artifacts, as TauGrid's JSONL import keeps them, beside them the files their rows name (a W&B run's
+        ``files/media/``); record their rows. A file that could not be kept is a problem, not an error."""
         rows, problems = [], []
-        kind = run.source.artifact_type
-        for source_input in run.inputs:
-            path = source_input.path
-            name = os.path.basename(path)
-            group = source_input.group
-            if kind == TENSORBOARD:  # the run's directory, so importing the copies rebuilds the same run
-                relative = getattr(group, "relative", "") if getattr(group, "attached", False) else ""
-                name = "/".join(p for p in (id_component(run.run_id), relative, name) if p)
-            kept = [(path, name, kind)] + [(p, n, WANDB_MEDIA) for p, n in run.source.kept_files(source_input)]
-            for file_path, file_name, file_type in kept:
+        for future in copies:
+            for kept in future.result():
+                if isinstance(kept, SourceProblem):
+                    problems.append(kept)
+                    continue
                 try:
-                    rows.append(keep_source_file(self.sink.store, run.run_id, file_path, file_name, file_type,
-                                                 folder=kept_folder(kind)))
+                    rows.append(kept.publish())
                 except OSError as exc:
-                    problems.append(SourceProblem(file_path, ProblemKind.UNREADABLE,
-                                                  f"not kept with the run: {exc.strerror or exc}"))
+                    problems.append(_not_kept(kept.path, exc))
         record_artifacts(self.sink.store, rows)
         return problems
 

@@ -17,13 +17,16 @@ writers of a store differ:
   keeps by digest (an image the import stored under ``artifacts/sha256/…``) is a hard link of that file, not a
   second copy (a copy when the filesystem cannot link); its row is the same either way.
 
-Copies stream in blocks and are published whole (temporary name, fsync, rename), hashed as they are copied.
+Copies stream in blocks and are published whole (temporary name, fsync, rename), hashed as they are copied; in two
+halves (:func:`copy_source_file`, then :meth:`SourceCopy.publish`), so that an import copies a file on a thread of
+its own while it reads the next and publishes the copies once the run is read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from tau_collector.expstore.format.metric_files import id_component
@@ -32,8 +35,8 @@ from tau_collector.expstore.store import ExpStore, utc_now_rfc3339
 from tau_collector.expstore.write.artifacts import artifact_path_for_digest
 from tau_collector.reads.rows import ArtifactRow
 
-__all__ = ["METRICS_JSONL", "TENSORBOARD", "WANDB_LOG", "WANDB_MEDIA", "keep_source_file", "kept_folder",
-           "source_file_row"]
+__all__ = ["METRICS_JSONL", "TENSORBOARD", "WANDB_LOG", "WANDB_MEDIA", "SourceCopy", "copy_source_file",
+           "keep_source_file", "kept_folder", "source_file_row"]
 
 METRICS_JSONL = "metrics-jsonl"
 TENSORBOARD = "tensorboard"
@@ -67,15 +70,35 @@ def keep_source_file(store: ExpStore, run_id: str, path: str, name: str, type: s
                      folder: str | None = None) -> ArtifactRow:
     """Copy ``path`` into the store's ``artifacts/<run>/`` and return its row (the caller records it): under
     ``folder`` (by default the type's, :func:`kept_folder`) as ``name``, a history as TauGrid names it."""
+    return copy_source_file(store, run_id, path, name, type, folder=folder).publish()
+
+
+@dataclass(slots=True)
+class SourceCopy:
+    """A file copied into the store under a temporary name and synced (:func:`copy_source_file`), not yet under its
+    name: :meth:`publish` puts it there (rename, directory synced) and gives its row; :meth:`discard` deletes it."""
+
+    store: ExpStore
+    path: str  # the file copied
+    tmp: Path
+    rel: str
+    row: ArtifactRow
+
+    def publish(self) -> ArtifactRow:
+        self.store.publish_temporary(self.tmp, self.rel)
+        return self.row
+
+    def discard(self) -> None:
+        self.tmp.unlink(missing_ok=True)
+
+
+def copy_source_file(store: ExpStore, run_id: str, path: str, name: str, type: str, *,
+                     folder: str | None = None) -> SourceCopy:
+    """The first half of :func:`keep_source_file`: ``path`` copied (and hashed as it is copied) to a temporary
+    name beside where it is kept, synced, with the row it will have. What takes time (reading, hashing, the bytes
+    reaching the disk) is done here, so an import does it on a thread beside the reading of its next file; an
+    ``OSError`` leaves no temporary file behind."""
     run_dir = f"{ARTIFACTS_DIR}/{id_component(run_id)}"
-    hashed = hashlib.sha256()
-
-    def copy(tmp: Path) -> None:
-        with open(path, "rb") as src, open(tmp, "wb") as dst:
-            while piece := src.read(_BLOCK):
-                hashed.update(piece)
-                dst.write(piece)
-
     if type == METRICS_JSONL:
         with open(path, "rb") as fh:  # the name holds the digest: hashed once before the copy
             short = hashlib.file_digest(fh, "sha256").hexdigest()[:_SHORT]
@@ -84,20 +107,57 @@ def keep_source_file(store: ExpStore, run_id: str, path: str, name: str, type: s
     else:
         rel = f"{run_dir}/{folder or kept_folder(type)}/{name}"
         artifact_id = ""
-    if type == WANDB_MEDIA:
-        stored = _stored_copy(store, path)
-        if stored is not None:
-            digest, size = stored
-            store.publish_file(rel, lambda tmp: _link_or_copy(store.absolute(artifact_path_for_digest(digest)), tmp,
-                                                              copy))
-            return ArtifactRow(run_id=run_id, type=type, uri=rel, name=name, digest=digest, size_bytes=size,
-                               created_at=utc_now_rfc3339(), tags={"original_path": os.path.abspath(path)},
-                               artifact_id=artifact_id)
-    store.publish_file(rel, copy)
-    size = store.absolute(rel).stat().st_size
-    return ArtifactRow(run_id=run_id, type=type, uri=rel, name=name, digest="sha256:" + hashed.hexdigest(),
-                       size_bytes=size, created_at=utc_now_rfc3339(),
-                       tags={"original_path": os.path.abspath(path)}, artifact_id=artifact_id)
+    tmp = store.temporary_path(rel)
+    try:
+        digest, size = None, None
+        if type == WANDB_MEDIA:
+            stored = _stored_copy(store, path)
+            if stored is not None:
+                digest, size = stored
+                _link_or_copy(store.absolute(artifact_path_for_digest(digest)), tmp, path)
+        if digest is None:
+            digest, size = _copy_hashed(path, tmp)
+        else:
+            _sync(tmp)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    row = ArtifactRow(run_id=run_id, type=type, uri=rel, name=name, digest=digest, size_bytes=size,
+                      created_at=utc_now_rfc3339(), tags={"original_path": os.path.abspath(path)},
+                      artifact_id=artifact_id)
+    return SourceCopy(store, path, tmp, rel, row)
+
+
+def _copy_hashed(path: str, tmp: Path) -> tuple[str, int]:
+    """Copy ``path`` to the new file ``tmp`` and sync it; (digest, size) of the bytes written, hashed as they are
+    copied (the one pass over them: one buffer, read into, hashed and written from)."""
+    hashed = hashlib.sha256()
+    buffer = bytearray(_BLOCK)
+    view = memoryview(buffer)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    with open(path, "rb", buffering=0) as src:
+        dst = os.open(tmp, flags, 0o644)
+        try:
+            size = 0
+            while n := src.readinto(buffer):
+                piece = view[:n]
+                hashed.update(piece)
+                written = 0
+                while written < n:
+                    written += os.write(dst, piece[written:])
+                size += n
+            os.fsync(dst)
+        finally:
+            os.close(dst)
+    return "sha256:" + hashed.hexdigest(), size
+
+
+def _sync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _stored_copy(store: ExpStore, path: str) -> tuple[str, int] | None:
@@ -110,9 +170,10 @@ def _stored_copy(store: ExpStore, path: str) -> tuple[str, int] | None:
         return None
 
 
-def _link_or_copy(kept: Path, tmp: Path, copy) -> None:
-    """``tmp`` as a hard link of ``kept`` (the bytes stored once); ``copy(tmp)`` where the filesystem cannot link."""
+def _link_or_copy(kept: Path, tmp: Path, path: str) -> None:
+    """``tmp`` as a hard link of ``kept`` (the bytes stored once); a copy of ``path`` where the filesystem cannot
+    link (the same bytes: ``kept`` is stored under their digest)."""
     try:
         os.link(kept, tmp)
     except OSError:
-        copy(tmp)
+        _copy_hashed(path, tmp)
