@@ -46,6 +46,7 @@ from tau_collector.expstore.write.config_rows import ConfigConflictError
 from tau_collector.expstore.write.source_files import (
     TENSORBOARD,
     WANDB_MEDIA,
+    ReadDigest,
     SourceCopy,
     copy_source_file,
     kept_folder,
@@ -150,9 +151,19 @@ def _file_digest(path: str) -> str:
         return ""  # unreadable now: the reading reports it, and the source is not marked as imported
 
 
-def _copy_input(store: ExpStore, run: ImportRun, source_input: SourceInput) -> list[SourceCopy | SourceProblem]:
+def _file_digests(paths: list[str]) -> list[str]:
+    """:func:`_file_digest` of each of ``paths``, two at a time (hashing lets go of the GIL: both cores hash)."""
+    if len(paths) <= 1:
+        return [_file_digest(p) for p in paths]
+    with ThreadPoolExecutor(2, thread_name_prefix="source-digest") as pool:
+        return list(pool.map(_file_digest, paths))
+
+
+def _copy_input(store: ExpStore, run: ImportRun, source_input: SourceInput,
+                read: ReadDigest | None) -> list[SourceCopy | SourceProblem]:
     """The input's file and the files beside it that its rows name, copied into the store (not yet published):
-    ``run``'s artifacts, each a :class:`SourceCopy`, or the problem that kept it out."""
+    ``run``'s artifacts, each a :class:`SourceCopy`, or the problem that kept it out. ``read``: the digest of the
+    input's bytes as they were read, which its copy takes when the file has not changed since."""
     kind = run.source.artifact_type
     path = source_input.path
     name = os.path.basename(path)
@@ -166,7 +177,7 @@ def _copy_input(store: ExpStore, run: ImportRun, source_input: SourceInput) -> l
         for file_path, file_name, file_type in kept:
             try:
                 out.append(copy_source_file(store, run.run_id, file_path, file_name, file_type,
-                                            folder=kept_folder(kind)))
+                                            folder=kept_folder(kind), read=read if file_path == path else None))
             except OSError as exc:
                 out.append(_not_kept(file_path, exc))
     except BaseException:
@@ -247,7 +258,7 @@ class StoreImport:
         """Import one run; problems are recorded beside it in the store and counted."""
         identity = self._identity(run)
         inputs = run.inputs
-        digests = [_file_digest(i.path) for i in inputs]
+        digests = _file_digests([i.path for i in inputs])
         key = None
         if all(digests):
             payload = orjson.dumps([identity.decode(), [[i.path, d] for i, d in zip(inputs, digests, strict=True)]])
@@ -268,16 +279,20 @@ class StoreImport:
         # Each file is copied into the store (its run artifact) on a thread of its own once it is read, while the
         # next is read: the copy's reading, hashing and syncing (hashlib and file I/O let go of the GIL) beside it.
         copies: list[Future] = []
+        self._reads: dict[str, ReadDigest] = {}  # each input's digest as read (:meth:`_resume_point`)
         with ThreadPoolExecutor(1, thread_name_prefix="source-copy") as pool:
             try:
                 for source_input in inputs:
                     self._read_input(run, pipeline, identity, source_input, problems, metrics)
-                    copies.append(pool.submit(_copy_input, self.sink.store, run, source_input))
+                    read = self._reads.pop(source_input.path, None)
+                    copies.append(pool.submit(_copy_input, self.sink.store, run, source_input, read))
                 problems.extend(self._store_config(run))
                 problems.extend(self._keep_files(run, copies))
             except BaseException:
                 _discard(copies)
                 raise
+            finally:
+                self._reads.clear()
         if problems:
             self.sink.report(run.run_id, problems)
             self.summary.problems.extend(str(p) for p in problems)
@@ -365,9 +380,15 @@ class StoreImport:
         self._media.flush(wait=True)
         self._file_done(path, read)
 
-    def _resume_point(self, key_prefix: str, path: str) -> tuple[Position, hashlib._Hash]:
+    def _resume_point(self, key_prefix: str, path: str) -> tuple[Position, ReadDigest]:
         """Where the furthest earlier import of ``path`` stopped, if its bytes up to there are unchanged,
-        and the running digest of those bytes."""
+        and the running digest of those bytes (kept for the file's copy: :func:`_copy_input`)."""
+        position, running = self._verified_start(key_prefix, path)
+        self._reads[path] = running
+        return position, running
+
+    def _verified_start(self, key_prefix: str, path: str) -> tuple[Position, ReadDigest]:
+        fresh = ReadDigest.of(path)  # stamped before any byte is read
         size = _size(path)
         points = []
         for key, digest, count in self.keys.keys_with_prefix(key_prefix):
@@ -378,8 +399,8 @@ class StoreImport:
         if points:
             # One pass over the file up to the furthest candidate, checking each candidate on the way.
             wanted = {offset: (digest, count) for offset, digest, count in points}
-            best: tuple[Position, hashlib._Hash] | None = None
-            running = hashlib.sha256()
+            best: tuple[Position, ReadDigest] | None = None
+            running = fresh.copy()
             position = 0
             stops = sorted(wanted)
             try:
@@ -398,7 +419,7 @@ class StoreImport:
                 pass
             if best is not None:
                 return best
-        return Position(), hashlib.sha256()
+        return Position(), fresh
 
     def _deliver(self, pipeline: Pipeline, source: Source, identity: bytes, batch: Batch,
                  problems: list[SourceProblem], metrics: set[str]) -> None:

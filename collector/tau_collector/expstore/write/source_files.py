@@ -24,10 +24,13 @@ its own while it reads the next and publishes the copies once the run is read.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tau_collector.expstore.format.metric_files import id_component
 from tau_collector.expstore.format.schema import ARTIFACTS_DIR
@@ -35,8 +38,8 @@ from tau_collector.expstore.store import ExpStore, utc_now_rfc3339
 from tau_collector.expstore.write.artifacts import artifact_path_for_digest
 from tau_collector.reads.rows import ArtifactRow
 
-__all__ = ["METRICS_JSONL", "TENSORBOARD", "WANDB_LOG", "WANDB_MEDIA", "SourceCopy", "copy_source_file",
-           "keep_source_file", "kept_folder", "source_file_row"]
+__all__ = ["METRICS_JSONL", "SETTLED_NS", "TENSORBOARD", "WANDB_LOG", "WANDB_MEDIA", "ReadDigest", "SourceCopy",
+           "copy_source_file", "keep_source_file", "kept_folder", "source_file_row"]
 
 METRICS_JSONL = "metrics-jsonl"
 TENSORBOARD = "tensorboard"
@@ -92,21 +95,67 @@ class SourceCopy:
         self.tmp.unlink(missing_ok=True)
 
 
+class ReadDigest:
+    """The running SHA-256 of a file's bytes from its start as an import reads them (``update`` as a
+    ``hashlib.sha256``'s), how many it has hashed, and the file's stamp taken before the first of them: device,
+    inode, size, modification and change times (``None`` when the file changed less than :data:`SETTLED_NS` before,
+    or cannot be stat'ed). Its copy (:func:`copy_source_file`) takes this digest instead of hashing the bytes again
+    when the file still has that stamp after the copy and the digest covers all of it: no write changed it since
+    the stamp (a write sets the change time, which a process cannot set back), so the bytes copied are the bytes
+    hashed."""
+
+    __slots__ = ("_hash", "size", "stamp")
+
+    def __init__(self, stamp: tuple | None, hashed: Any = None, size: int = 0) -> None:
+        self.stamp = stamp
+        self._hash = hashlib.sha256() if hashed is None else hashed
+        self.size = size
+
+    @classmethod
+    def of(cls, path: str) -> ReadDigest:
+        """A digest of no bytes yet, stamped with ``path`` as it is now."""
+        try:
+            return cls(_settled_stamp(os.stat(path), time.time_ns()))
+        except OSError:
+            return cls(None)
+
+    def update(self, data: Any) -> None:
+        self._hash.update(data)
+        self.size += memoryview(data).nbytes
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+    def copy(self) -> ReadDigest:
+        return ReadDigest(self.stamp, self._hash.copy(), self.size)
+
+
+# A file changed this recently may change again within the same tick of the filesystem's clock, leaving its change
+# time as it was: its stamp is not trusted (git's "racily clean" entries), its copy hashed.
+SETTLED_NS = 2_000_000_000
+
+
+def _stamp(st: os.stat_result) -> tuple:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _settled_stamp(st: os.stat_result, now_ns: int) -> tuple | None:
+    return _stamp(st) if now_ns - max(st.st_mtime_ns, st.st_ctime_ns) > SETTLED_NS else None
+
+
 def copy_source_file(store: ExpStore, run_id: str, path: str, name: str, type: str, *,
-                     folder: str | None = None) -> SourceCopy:
-    """The first half of :func:`keep_source_file`: ``path`` copied (and hashed as it is copied) to a temporary
-    name beside where it is kept, synced, with the row it will have. What takes time (reading, hashing, the bytes
-    reaching the disk) is done here, so an import does it on a thread beside the reading of its next file; an
-    ``OSError`` leaves no temporary file behind."""
+                     folder: str | None = None, read: ReadDigest | None = None) -> SourceCopy:
+    """The first half of :func:`keep_source_file`: ``path`` copied to a temporary name beside where it is kept,
+    synced, with the row it will have (the digest and size of the bytes copied). What takes time (reading, hashing,
+    the bytes reaching the disk) is done here, so an import does it on a thread beside the reading of its next
+    file; an ``OSError`` leaves no temporary file behind. With the import's ``read`` digest of the whole file,
+    unchanged since it was read (:class:`ReadDigest`), the kernel copies the file and the bytes are not hashed
+    again; otherwise they are hashed as they are copied."""
     run_dir = f"{ARTIFACTS_DIR}/{id_component(run_id)}"
-    if type == METRICS_JSONL:
-        with open(path, "rb") as fh:  # the name holds the digest: hashed once before the copy
-            short = hashlib.file_digest(fh, "sha256").hexdigest()[:_SHORT]
-        rel = f"{run_dir}/{kept_folder(type)}/{short}-{os.path.basename(path)}"
-        artifact_id = f"jsonl-history-{run_id}-{short}"
+    if type == METRICS_JSONL:  # named after its digest: written beside that name, named once hashed
+        rel = f"{run_dir}/{kept_folder(type)}/{os.path.basename(path)}"
     else:
         rel = f"{run_dir}/{folder or kept_folder(type)}/{name}"
-        artifact_id = ""
     tmp = store.temporary_path(rel)
     try:
         digest, size = None, None
@@ -115,17 +164,76 @@ def copy_source_file(store: ExpStore, run_id: str, path: str, name: str, type: s
             if stored is not None:
                 digest, size = stored
                 _link_or_copy(store.absolute(artifact_path_for_digest(digest)), tmp, path)
+                _sync(tmp)
+        elif read is not None:
+            copied = _copy_as_read(path, tmp, read)
+            if copied is not None:
+                digest, size = copied
         if digest is None:
             digest, size = _copy_hashed(path, tmp)
-        else:
-            _sync(tmp)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    artifact_id = ""
+    if type == METRICS_JSONL:
+        short = digest.removeprefix("sha256:")[:_SHORT]
+        rel = f"{run_dir}/{kept_folder(type)}/{short}-{os.path.basename(path)}"
+        artifact_id = f"jsonl-history-{run_id}-{short}"
     row = ArtifactRow(run_id=run_id, type=type, uri=rel, name=name, digest=digest, size_bytes=size,
                       created_at=utc_now_rfc3339(), tags={"original_path": os.path.abspath(path)},
                       artifact_id=artifact_id)
     return SourceCopy(store, path, tmp, rel, row)
+
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+
+def _copy_as_read(path: str, tmp: Path, read: ReadDigest) -> tuple[str, int] | None:
+    """``path`` copied to the new file ``tmp`` by the kernel and synced, with ``read``'s digest, when the file has
+    ``read``'s stamp before and after the copy and ``read`` hashed all of it; None (nothing left at ``tmp``) when
+    not: the caller hashes as it copies."""
+    if read.stamp is None:
+        return None
+    with open(path, "rb", buffering=0) as src:
+        if _stamp(os.fstat(src.fileno())) != read.stamp or read.size != read.stamp[2]:
+            return None
+        dst = os.open(tmp, _CREATE, 0o644)
+        try:
+            size = _kernel_copy(src.fileno(), dst)
+            os.fsync(dst)
+        finally:
+            os.close(dst)
+        if size == read.size and _stamp(os.fstat(src.fileno())) == read.stamp:
+            return "sha256:" + read.hexdigest(), size
+    tmp.unlink()
+    return None
+
+
+def _kernel_copy(src: int, dst: int) -> int:
+    """Copy from ``src``'s position to its end onto ``dst`` (``copy_file_range``: the kernel moves the bytes, or
+    shares the blocks where the filesystem can); by reads and writes where the call is missing or refused."""
+    size = 0
+    if hasattr(os, "copy_file_range"):
+        try:
+            while n := os.copy_file_range(src, dst, _BLOCK * 64):
+                size += n
+            return size
+        except OSError as exc:
+            if size or exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP,
+                                         errno.EPERM, errno.EBADF):
+                raise
+    buffer = bytearray(_BLOCK)
+    view = memoryview(buffer)
+    while n := os.readv(src, [buffer]):
+        _write_all(dst, view[:n])
+        size += n
+    return size
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    written = 0
+    while written < len(data):
+        written += os.write(fd, data[written:])
 
 
 def _copy_hashed(path: str, tmp: Path) -> tuple[str, int]:
@@ -134,17 +242,14 @@ def _copy_hashed(path: str, tmp: Path) -> tuple[str, int]:
     hashed = hashlib.sha256()
     buffer = bytearray(_BLOCK)
     view = memoryview(buffer)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     with open(path, "rb", buffering=0) as src:
-        dst = os.open(tmp, flags, 0o644)
+        dst = os.open(tmp, _CREATE, 0o644)
         try:
             size = 0
             while n := src.readinto(buffer):
                 piece = view[:n]
                 hashed.update(piece)
-                written = 0
-                while written < n:
-                    written += os.write(dst, piece[written:])
+                _write_all(dst, piece)
                 size += n
             os.fsync(dst)
         finally:
