@@ -159,11 +159,8 @@ def _file_digests(paths: list[str]) -> list[str]:
         return list(pool.map(_file_digest, paths))
 
 
-def _copy_input(store: ExpStore, run: ImportRun, source_input: SourceInput,
-                read: ReadDigest | None) -> list[SourceCopy | SourceProblem]:
-    """The input's file and the files beside it that its rows name, copied into the store (not yet published):
-    ``run``'s artifacts, each a :class:`SourceCopy`, or the problem that kept it out. ``read``: the digest of the
-    input's bytes as they were read, which its copy takes when the file has not changed since."""
+def _kept_files(run: ImportRun, source_input: SourceInput) -> list[tuple[str, str, str]]:
+    """(path, name, type) of the input's file and of the files beside it that its rows name, as the run keeps them."""
     kind = run.source.artifact_type
     path = source_input.path
     name = os.path.basename(path)
@@ -171,13 +168,20 @@ def _copy_input(store: ExpStore, run: ImportRun, source_input: SourceInput,
     if kind == TENSORBOARD:  # the run's directory, so importing the copies rebuilds the same run
         relative = getattr(group, "relative", "") if getattr(group, "attached", False) else ""
         name = "/".join(p for p in (id_component(run.run_id), relative, name) if p)
+    return [(path, name, kind)] + [(p, n, WANDB_MEDIA) for p, n in run.source.kept_files(source_input)]
+
+
+def _copy_files(store: ExpStore, run_id: str, folder: str, kept: list[tuple[str, str, str]],
+                read: ReadDigest | None) -> list[SourceCopy | SourceProblem]:
+    """``kept`` (:func:`_kept_files`) copied into the store under ``folder``, not yet published: each a
+    :class:`SourceCopy`, or the problem that kept it out. ``read``: the digest of the first (the input) as it was
+    read, which its copy takes when the file has not changed since."""
     out: list[SourceCopy | SourceProblem] = []
     try:
-        kept = [(path, name, kind)] + [(p, n, WANDB_MEDIA) for p, n in run.source.kept_files(source_input)]
-        for file_path, file_name, file_type in kept:
+        for i, (file_path, file_name, file_type) in enumerate(kept):
             try:
-                out.append(copy_source_file(store, run.run_id, file_path, file_name, file_type,
-                                            folder=kept_folder(kind), read=read if file_path == path else None))
+                out.append(copy_source_file(store, run_id, file_path, file_name, file_type, folder=folder,
+                                            read=read if i == 0 else None))
             except OSError as exc:
                 out.append(_not_kept(file_path, exc))
     except BaseException:
@@ -284,8 +288,9 @@ class StoreImport:
             try:
                 for source_input in inputs:
                     self._read_input(run, pipeline, identity, source_input, problems, metrics)
-                    read = self._reads.pop(source_input.path, None)
-                    copies.append(pool.submit(_copy_input, self.sink.store, run, source_input, read))
+                    copies.append(pool.submit(_copy_files, self.sink.store, run.run_id,
+                                              kept_folder(run.source.artifact_type), _kept_files(run, source_input),
+                                              self._reads.pop(source_input.path, None)))
                 problems.extend(self._store_config(run))
                 problems.extend(self._keep_files(run, copies))
             except BaseException:
@@ -318,7 +323,7 @@ class StoreImport:
                                  target_id=run.run_id, request_hash=key)
 
     def _keep_files(self, run: ImportRun, copies: list[Future]) -> list[SourceProblem]:
-        """Publish the copies of the files the run was read from (:func:`_copy_input` of each input, in order) as its
+        """Publish the copies of the files the run was read from (:func:`_copy_files` of each input, in order) as its
         artifacts, as TauGrid's JSONL import keeps them, beside them the files their rows name (a W&B run's
         ``files/media/``); record their rows. A file that could not be kept is a problem, not an error."""
         rows, problems = [], []
@@ -382,7 +387,7 @@ class StoreImport:
 
     def _resume_point(self, key_prefix: str, path: str) -> tuple[Position, ReadDigest]:
         """Where the furthest earlier import of ``path`` stopped, if its bytes up to there are unchanged,
-        and the running digest of those bytes (kept for the file's copy: :func:`_copy_input`)."""
+        and the running digest of those bytes (kept for the file's copy: :func:`_copy_files`)."""
         position, running = self._verified_start(key_prefix, path)
         self._reads[path] = running
         return position, running
