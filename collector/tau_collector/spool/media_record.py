@@ -108,7 +108,7 @@ def media_chunk_key(run_id: str, source: str, records: list[MediaRecord]) -> str
     contiguous = np.ascontiguousarray
     waiting: list[np.ndarray] = []  # buckets not hashed yet, in record order
     for record in records:
-        if type(record) is HistogramRecord:
+        if isinstance(record, HistogramRecord):
             buckets = contiguous(record.buckets, dtype="<f8")
             waiting.append(buckets)
             if len(waiting) == _HASH_RUN:
@@ -121,10 +121,7 @@ def media_chunk_key(run_id: str, source: str, records: list[MediaRecord]) -> str
             update(b"".join(waiting))
             waiting.clear()
         common = (record.kind, record.run, record.tag, record.step, record.wall_time, record.record, record.offset)
-        if isinstance(record, HistogramRecord):
-            update(contiguous(record.buckets, dtype="<f8").tobytes())
-            append((*common, record.buckets.shape[0]))
-        elif isinstance(record, ImageRecord):
+        if isinstance(record, ImageRecord):
             for image in record.images:
                 update(image)
             append((*common, record.width, record.height, [len(i) for i in record.images], list(record.captions)))

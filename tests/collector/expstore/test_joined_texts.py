@@ -1,7 +1,7 @@
 """A merge joins the tags file by file (:mod:`.joined_texts`): the same merged file, byte for byte, as the merge that
 concatenated every file's columns and took them in merged order -- and it holds the tags about twice, not three times.
 
-The reference below is ``merged_columns`` as it was before the join (commit 2207aed), kept verbatim but for names.
+The reference is ``merged_columns`` with the tags concatenated and taken, as before the join (commit 2207aed).
 """
 
 from __future__ import annotations
@@ -16,82 +16,29 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tau_collector.expstore.format.metric_files import metric_row_groups
-from tau_collector.expstore.format.parquet_encoder import Coded, Column, PlainTexts, encode_parquet
+from tau_collector.expstore.format.parquet_encoder import Column, PlainTexts, encode_parquet
 from tau_collector.expstore.format.parquet_reader import read_metric_file
+from tau_collector.expstore.maintain import compaction
 from tau_collector.expstore.maintain import joined_texts as joined_module
 from tau_collector.expstore.maintain.compaction import ForeignFileError, _metric_starts, keep_rows, merged_columns
 from tau_collector.expstore.maintain.joined_texts import joined_texts
 
 
+def _concatenated(parts: list[dict], name: str, order: np.ndarray) -> PlainTexts:
+    """What the merge did before the join: every file's texts concatenated, then taken in merged order."""
+    offsets = np.cumsum([0, *(len(p[name].data) for p in parts)]).tolist()
+    bounds = np.concatenate([[0], *(p[name].bounds[1:] + offset for p, offset in zip(parts, offsets, strict=False))])
+    return PlainTexts(np.concatenate([p[name].data for p in parts]), bounds.astype(np.int64)).take(order)
+
+
 def _reference(parts: list[dict], files: list[tuple]):
-    """``merged_columns`` before the join: the tags concatenated, then taken in merged order."""
-    rows = sum(len(p["value"].values) for p in parts)
-
-    def numbers(name: str, dtype):
-        values = np.concatenate([p[name].values for p in parts]).astype(dtype, copy=False)
-        if all(p[name].valid is None for p in parts):
-            return values, None
-        return values, np.concatenate([np.ones(len(p[name].values), bool) if p[name].valid is None
-                                       else p[name].valid for p in parts])
-
-    def coded(name: str):
-        index: dict[str, int] = {}
-        codes = []
-        for p in parts:
-            column = p[name]
-            remap = np.array([index.setdefault(v, len(index)) for v in column.values] + [-1], dtype=np.int64)
-            codes.append(remap[column.codes])
-        return list(index), np.concatenate(codes) if codes else np.zeros(0, np.int64)
-
-    names, name_codes = coded("metric_name")
-    rank = np.empty(len(names), dtype=np.int64)
-    rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
-    names = sorted(names)
-    step, step_valid = numbers("step", np.int64)
-    wall, wall_valid = numbers("wall_time", np.int64)
-    value, value_valid = numbers("value", np.float64)
-    if (name_codes < 0).any() or value_valid is not None:
-        raise ForeignFileError(files[0][1], "a required column (metric_name, value) holds nulls")
-    metric = rank[name_codes]
-    no_step = np.zeros(rows, bool) if step_valid is None else ~step_valid
-    no_wall = np.zeros(rows, bool) if wall_valid is None else ~wall_valid
-    order = np.lexsort((np.arange(rows), np.where(no_wall, 0, wall), no_wall, np.where(no_step, 0, step), no_step,
-                        metric))
-
-    def texts(name: str, required: bool):
-        values, codes = coded(name)
-        codes = codes[order]
-        if (codes < 0).all():
-            if required and rows:
-                raise ForeignFileError(files[0][1], f"required column {name} holds nulls")
-            return None
-        if (codes >= 0).all():
-            return Coded(values, codes)
-        if required:
-            raise ForeignFileError(files[0][1], f"required column {name} holds nulls")
-        return [values[c] if c >= 0 else None for c in codes.tolist()]
-
-    tags = PlainTexts(np.concatenate([p["tags"].data for p in parts]),
-                      np.concatenate([[0], *(p["tags"].bounds[1:] + offset for p, offset in zip(
-                          parts, np.cumsum([0, *(len(p["tags"].data) for p in parts)]).tolist(), strict=False))])
-                      .astype(np.int64)).take(order)
-    metric, step, wall, value = metric[order], step[order], wall[order], value[order]
-    step_valid = None if step_valid is None else step_valid[order]
-    wall_valid = None if wall_valid is None else wall_valid[order]
-    columns = [
-        Column("project", "string", True, texts("project", True)),
-        Column("run_group_id", "string", True, texts("run_group_id", True)),
-        Column("run_id", "string", True, texts("run_id", True)),
-        Column("metric_name", "string", True, Coded(names, metric), statistics=True),
-        Column("step", "int64", False, step, valid=step_valid, statistics=True),
-        Column("wall_time", "timestamp_us", False, wall, valid=wall_valid, statistics=True),
-        Column("value", "double", True, value, statistics=True),
-        Column("unit", "string", False, texts("unit", False)),
-        Column("source", "string", True, texts("source", True)),
-        Column("split", "string", False, texts("split", False)),
-        Column("tags", "json", True, tags),
-    ]
-    return rows, columns, names, metric, step, step_valid, wall, wall_valid, value
+    """``merged_columns`` with the tags concatenated and taken (:func:`_concatenated`) instead of joined."""
+    joined = compaction.joined_texts
+    compaction.joined_texts = _concatenated
+    try:
+        return merged_columns(parts, files)
+    finally:
+        compaction.joined_texts = joined
 
 
 # -- random files ------------------------------------------------------------------------------------------
@@ -223,12 +170,9 @@ def test_the_join_releases_each_part_and_holds_the_tags_about_twice_not_three_ti
     parts = [_tags_part(rows_each, f) for f in range(files)]
     total = sum(len(p["tags"].data) for p in parts)
     data_refs = [weakref.ref(p["tags"].data) for p in parts]
-    expected = PlainTexts(np.concatenate([p["tags"].data for p in parts]),
-                          np.concatenate([[0], *(p["tags"].bounds[1:] + sum(len(q["tags"].data) for q in parts[:i])
-                                                 for i, p in enumerate(parts))])).rows()
     metric = np.tile(np.repeat(np.arange(4), rows_each // 4), files)
     order = np.lexsort((np.arange(len(metric)), metric))
-    expected = [expected[i] for i in order.tolist()]
+    expected = _concatenated(parts, "tags", order).rows()
     gc.collect()
     tracemalloc.start()
     try:
